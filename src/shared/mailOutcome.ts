@@ -1,0 +1,24 @@
+// The vocabulary of one send's outcome (DESIGN.md §5). Pure: shared by the mail client, the activities,
+// the workflow and the tests.
+
+/** What the provider did with one request, as far as we can know. */
+export type MailOutcome = 'accepted' | 'rejected' | 'not_sent' | 'unknown';
+
+/** How an unknown outcome is settled. A business setting, configured on the workers, never a literal in code. */
+export type UnknownOutcomePolicy = 'assume-sent' | 'assume-failed';
+
+export const UNKNOWN_OUTCOME_POLICIES: readonly UnknownOutcomePolicy[] = ['assume-sent', 'assume-failed'];
+
+/** The classified result of one HTTP send. `reason` never carries secrets or personal data. */
+export type SendResult =
+  | { outcome: 'accepted'; httpStatus: number; providerMessageId: string | null }
+  | { outcome: 'rejected'; httpStatus: number | null; errorCode: string | null; reason: string }
+  | {
+      outcome: 'not_sent';
+      httpStatus: number | null;
+      errorCode: string | null;
+      reason: string;
+      /** The provider's Retry-After, in milliseconds, when it gave one. */
+      retryAfterMs: number | null;
+    }
+  | { outcome: 'unknown'; httpStatus: number | null; errorCode: string | null; reason: string };
