@@ -23,8 +23,10 @@ export function parseOrderId(input: unknown): string {
   } else {
     throw invalid(input, 'must be a string, number or bigint');
   }
-  if (!DECIMAL_DIGITS.test(text)) throw invalid(input, 'must be a positive integer without sign, spaces or leading zeros');
-  if (BigInt(text) > MAX_BIGINT) throw invalid(input, 'is larger than the largest BIGINT (9223372036854775807)');
+  if (!DECIMAL_DIGITS.test(text))
+    throw invalid(input, 'must be a positive integer without sign, spaces or leading zeros');
+  if (BigInt(text) > MAX_BIGINT)
+    throw invalid(input, 'is larger than the largest BIGINT (9223372036854775807)');
   return text;
 }
 

@@ -1,0 +1,14 @@
+import type { Database } from '../db/pool';
+import type { MailIdentity } from '../mail/confirmationMail';
+import type { MailTransport } from '../mail/types';
+import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
+
+/** What the activities need, injected, so tests pass real pools or fakes through the same door. */
+export interface ActivityDependencies {
+  db: Database;
+  mail: MailTransport;
+  mailIdentity: MailIdentity;
+  settings: OrderMailWorkflowSettings;
+  /** Written into the audit trail as `recorded_by`; the Temporal worker identity (pid@host) by default. */
+  workerIdentity: string;
+}

@@ -1,0 +1,90 @@
+import { log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { markDispatched } from '../db/orderMailLog';
+import { loadOrderForMail } from '../db/orders';
+import { describeDatabaseError } from '../db/pool';
+import { renderConfirmationMail } from '../mail/confirmationMail';
+import { FailureType, orderNotFoundFailure, sendFailure } from '../shared/failures';
+import type { ActivityDependencies } from './dependencies';
+
+export interface SendOrderMailInput {
+  orderId: string;
+  claimToken: string;
+  attempt: number;
+}
+
+export interface SendOrderMailAccepted {
+  outcome: 'accepted';
+  httpStatus: number;
+  providerMessageId: string | null;
+}
+
+/**
+ * Sends the order's confirmation mail at most once per claim attempt. Never retried by Temporal
+ * (maximumAttempts: 1) and never a local activity. Everything before the dispatch fence is known not to have
+ * reached the Mail API; the fence guarantees that only one execution of this attempt makes the request.
+ * Only an accepted mail returns; every other outcome is thrown as a typed ApplicationFailure (shared/failures).
+ */
+export function createSendOrderMail(deps: ActivityDependencies) {
+  return async function sendOrderMail(input: SendOrderMailInput): Promise<SendOrderMailAccepted> {
+    const { orderId } = input;
+
+    const mail = await beforeDispatch('load the order', async () => {
+      const order = await loadOrderForMail(deps.db, orderId);
+      return order === null ? null : renderConfirmationMail(order, deps.mailIdentity);
+    });
+    if (mail === null) throw orderNotFoundFailure(orderId);
+
+    const fence = await beforeDispatch('set the dispatch fence', () => markDispatched(deps.db, input));
+    if (fence === 'claim-lost') {
+      log.warn('Claim no longer held by this attempt; no request made', { orderId, attempt: input.attempt });
+      throw ApplicationFailure.create({
+        type: FailureType.ClaimLost,
+        message: `Order ${orderId}: the mail claim is no longer held by this attempt; no request was made.`,
+        nonRetryable: true,
+      });
+    }
+    if (fence === 'already-dispatched') {
+      // This attempt's send ran before (an activity reset, a second worker): its request may have been
+      // accepted, so this execution must not make another one. The outcome is unknown.
+      log.warn('Attempt already dispatched; no second request made', { orderId, attempt: input.attempt });
+      throw sendFailure({
+        outcome: 'unknown',
+        httpStatus: null,
+        errorCode: 'ALREADY_DISPATCHED',
+        reason:
+          'this attempt had already dispatched its request before; outcome unknown, no second request made',
+      });
+    }
+
+    // Past the fence. The call is not tied to the activity's cancellation: a dispatched request is never
+    // aborted by a worker shutdown, so its outcome can still be recorded truthfully.
+    const result = await deps.mail.send(mail);
+    log.info('Order mail send finished', {
+      orderId,
+      attempt: input.attempt,
+      outcome: result.outcome,
+      httpStatus: result.httpStatus,
+    });
+    if (result.outcome === 'accepted') return result;
+    throw sendFailure(result);
+  };
+}
+
+/**
+ * Runs a step that happens before any byte goes to the Mail API. Should it fail (Postgres unreachable, say),
+ * the mail was definitely not sent, and the workflow may retry after a backoff.
+ */
+async function beforeDispatch<T>(step: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw sendFailure({
+      outcome: 'not_sent',
+      httpStatus: null,
+      errorCode: (error as { code?: string }).code ?? null,
+      reason: `could not ${step} before sending: ${describeDatabaseError(error)}`,
+      retryAfterMs: null,
+    });
+  }
+}

@@ -1,0 +1,49 @@
+// `npm run start-mail -- <orderId> [<orderId> ...]` (or ids on stdin, one per line): starts each order's
+// confirmation mail. Safe to repeat: an order already started is reported, not sent again.
+import { createInterface } from 'node:readline';
+import {
+  connectOrderMailClient,
+  InvalidOrderIdError,
+  parseOrderId,
+  startOrderConfirmationMail,
+} from '../client';
+
+async function readIds(args: string[]): Promise<string[]> {
+  if (args.length > 0) return args;
+  if (process.stdin.isTTY)
+    throw new Error('Usage: npm run start-mail -- <orderId> [<orderId> ...]   (or ids on stdin)');
+  const ids: string[] = [];
+  for await (const line of createInterface({ input: process.stdin })) if (line.trim()) ids.push(line.trim());
+  return ids;
+}
+
+async function main(): Promise<void> {
+  const raw = await readIds(process.argv.slice(2));
+  // Validate everything before starting anything, so a typo in the middle leaves nothing half-done.
+  const invalid = raw.flatMap((id) => {
+    try {
+      parseOrderId(id);
+      return [];
+    } catch (error) {
+      return [error instanceof InvalidOrderIdError ? error.message : String(error)];
+    }
+  });
+  if (invalid.length > 0) throw new Error(`Nothing started:\n  ${invalid.join('\n  ')}`);
+
+  const client = await connectOrderMailClient();
+  try {
+    for (const id of raw) {
+      const result = await startOrderConfirmationMail(client, id);
+      console.log(
+        `${result.orderId}\t${result.status}${result.status === 'started' ? `\trun ${result.runId}` : ''}`,
+      );
+    }
+  } finally {
+    await client.connection.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : String(error));
+  process.exit(1);
+});

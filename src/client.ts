@@ -1,0 +1,76 @@
+// The library the order service imports: start one order's confirmation mail, idempotently, and look at it.
+import {
+  Client,
+  Connection,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type WorkflowExecutionDescription,
+} from '@temporalio/client';
+import { parseOrderId } from './shared/orderId';
+import { orderConfirmationMail } from './workflows/orderConfirmationMail';
+
+export { InvalidOrderIdError, parseOrderId } from './shared/orderId';
+
+export const DEFAULT_TASK_QUEUE = 'order-confirmation-mail';
+
+export interface ConnectOptions {
+  address?: string;
+  namespace?: string;
+}
+
+/** Connects to Temporal. The caller owns the connection: `await client.connection.close()` when done. */
+export async function connectOrderMailClient(options: ConnectOptions = {}): Promise<Client> {
+  const connection = await Connection.connect({
+    address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233',
+    connectTimeout: '10 seconds',
+  });
+  return new Client({
+    connection,
+    namespace: options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default',
+  });
+}
+
+export type StartResult =
+  { status: 'started'; orderId: string; runId: string } | { status: 'already-started'; orderId: string };
+
+/**
+ * Starts the confirmation mail of one order. Call it as often as you like (after each commit, on every
+ * redelivered event): the workflow id is the order id, so a second start is reported as 'already-started'
+ * instead of sending again. Throws InvalidOrderIdError, with nothing started, for anything but an order id.
+ */
+export async function startOrderConfirmationMail(
+  client: Client,
+  orderIdInput: unknown,
+  options: { taskQueue?: string } = {},
+): Promise<StartResult> {
+  const orderId = parseOrderId(orderIdInput);
+  try {
+    const handle = await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: options.taskQueue ?? process.env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
+      args: [orderId],
+      // A closed run is never started again by this call (an operator's Reset is the way to send again),
+      // and a running one is not replaced. Beyond the namespace's retention, the Postgres log still dedupes.
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      workflowIdConflictPolicy: 'FAIL',
+    });
+    return { status: 'started', orderId, runId: handle.firstExecutionRunId };
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return { status: 'already-started', orderId };
+    throw error;
+  }
+}
+
+/** The order's mail workflow as Temporal sees it, or null when there is none (never started, or past retention). */
+export async function describeOrderConfirmationMail(
+  client: Client,
+  orderIdInput: unknown,
+): Promise<WorkflowExecutionDescription | null> {
+  const orderId = parseOrderId(orderIdInput);
+  try {
+    return await client.workflow.getHandle(orderId).describe();
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return null;
+    throw error;
+  }
+}

@@ -1,0 +1,73 @@
+// One failure vocabulary (STYLE.md): the ApplicationFailure type names that activities throw and the workflow
+// branches on. Branch on `failure.type`, never on class names: those do not survive serialization.
+// Pure: imported by workflows and activities.
+import { ApplicationFailure } from '@temporalio/common';
+import type { SendResult } from './mailOutcome';
+
+export const FailureType = {
+  /** The mail API definitely refused this request, for good (a 4xx and the like). Thrown by the send. */
+  MailRejected: 'MailRejected',
+  /** The request definitely did not reach the provider, or was refused for now (408, 429, 503, refused). */
+  MailNotSent: 'MailNotSent',
+  /** The request may have been accepted: the connection died after it started, a 5xx, a timeout. */
+  MailOutcomeUnknown: 'MailOutcomeUnknown',
+  /** The claim is no longer this attempt's (an operator moved the row): the send made no request. */
+  ClaimLost: 'ClaimLost',
+  /** The order does not exist, so there is nothing to send. */
+  OrderNotFound: 'OrderNotFound',
+  /** The workflow was started with something that is not an order id. */
+  InvalidOrderId: 'InvalidOrderId',
+  /** Workflow-level: the order's mail row is held by a different workflow id. */
+  ClaimHeldElsewhere: 'ClaimHeldElsewhere',
+  /** Workflow-level: definitely-not-sent failures went on past the configured number of attempts. */
+  MailNotSentGaveUp: 'MailNotSentGaveUp',
+} as const;
+
+export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];
+
+/** The details every send failure carries, so the workflow can record the truth without parsing messages. */
+export interface SendFailureDetails {
+  outcome: 'rejected' | 'not_sent' | 'unknown';
+  httpStatus: number | null;
+  errorCode: string | null;
+  reason: string;
+  retryAfterMs: number | null;
+  /** False for not-sent failures that a retry cannot fix (the order is gone, the mail cannot be rendered). */
+  retryable: boolean;
+}
+
+/** Turns a classified, non-accepted send into the failure the send activity throws. Never retried by Temporal. */
+export function sendFailure(result: Exclude<SendResult, { outcome: 'accepted' }>): ApplicationFailure {
+  const details: SendFailureDetails = {
+    outcome: result.outcome,
+    httpStatus: result.httpStatus,
+    errorCode: result.errorCode,
+    reason: result.reason,
+    retryAfterMs: result.outcome === 'not_sent' ? result.retryAfterMs : null,
+    retryable: result.outcome !== 'rejected',
+  };
+  const type =
+    result.outcome === 'rejected'
+      ? FailureType.MailRejected
+      : result.outcome === 'not_sent'
+        ? FailureType.MailNotSent
+        : FailureType.MailOutcomeUnknown;
+  return ApplicationFailure.create({ type, message: result.reason, nonRetryable: true, details: [details] });
+}
+
+export function orderNotFoundFailure(orderId: string): ApplicationFailure {
+  const details: SendFailureDetails = {
+    outcome: 'not_sent',
+    httpStatus: null,
+    errorCode: null,
+    reason: `order ${orderId} does not exist`,
+    retryAfterMs: null,
+    retryable: false,
+  };
+  return ApplicationFailure.create({
+    type: FailureType.OrderNotFound,
+    message: `Order ${orderId} does not exist; no mail was sent.`,
+    nonRetryable: true,
+    details: [details],
+  });
+}

@@ -1,0 +1,33 @@
+import os from 'node:os';
+import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
+import { createActivities, type ActivityDependencies } from './activities';
+
+export interface OrderMailWorkerSetup {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  dependencies: ActivityDependencies;
+  /** Bundled workflow code (tests, production images) or a path to bundle at start-up (development). */
+  workflows: { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
+  shutdownGraceTimeMs: number;
+  maxConcurrentActivityTaskExecutions: number;
+}
+
+/** The worker's options, shared by src/worker.ts and the tests, so tests run the worker as deployed. */
+export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptions {
+  return {
+    connection: setup.connection,
+    namespace: setup.namespace,
+    taskQueue: setup.taskQueue,
+    identity: setup.dependencies.workerIdentity,
+    activities: createActivities(setup.dependencies),
+    ...setup.workflows,
+    // A rolling deploy must let a send in flight finish and be recorded, not turn it into an unknown.
+    shutdownGraceTime: setup.shutdownGraceTimeMs,
+    maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivityTaskExecutions,
+  };
+}
+
+export function defaultWorkerIdentity(): string {
+  return `${process.pid}@${os.hostname()}`;
+}

@@ -1,0 +1,175 @@
+import { ApplicationFailure, log, proxyActivities, sleep } from '@temporalio/workflow';
+import type { OrderMailActivities } from '../activities';
+import { FailureType, type SendFailureDetails } from '../shared/failures';
+import type { MailOutcome } from '../shared/mailOutcome';
+import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
+import { delayBeforeNextAttempt } from '../shared/workflowSettings';
+import { recordDecisionFor, verdictOfSendFailure, type SendVerdict } from './sendVerdict';
+
+// Claim and record are idempotent (fenced by the claim token and attempt), so Temporal may retry them as
+// long as it takes Postgres to answer. 30 s covers the pool's statement (10 s) and client (15 s) deadlines.
+const bookkeeping = proxyActivities<OrderMailActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    // Retrying cannot make a missing order appear.
+    nonRetryableErrorTypes: [FailureType.OrderNotFound],
+  },
+});
+
+export interface OrderMailResult {
+  orderId: string;
+  /** 'sent': this run settled the mail as sent. 'already-sent': an earlier run had. 'claim-lost': an
+   * operator moved the row while this run held it, so it stopped without recording. */
+  result: 'sent' | 'already-sent' | 'claim-lost';
+  outcome: MailOutcome | null;
+  attempts: number;
+  providerMessageId: string | null;
+}
+
+/**
+ * Sends order `orderId`'s confirmation mail exactly once. The workflow id is the order id.
+ * claim (retried) → send (never retried) → branch here on the outcome → record (retried); a definitely
+ * not-sent failure waits with a durable backoff and claims again, up to the configured number of attempts.
+ */
+export async function orderConfirmationMail(orderIdInput: string): Promise<OrderMailResult> {
+  const orderId = validOrderIdOrFail(orderIdInput);
+
+  for (;;) {
+    const claim = await bookkeeping.claimOrderMail({ orderId });
+    if (claim.kind === 'already-sent') {
+      log.info('Order mail was already sent; this run sends nothing', { orderId, outcome: claim.outcome });
+      return {
+        orderId,
+        result: 'already-sent',
+        outcome: claim.outcome,
+        attempts: claim.attempts,
+        providerMessageId: null,
+      };
+    }
+    if (claim.kind === 'held-elsewhere') {
+      throw ApplicationFailure.create({
+        type: FailureType.ClaimHeldElsewhere,
+        message: `Order ${orderId}: the mail is being sent by another workflow (${claim.holder}); this run sends nothing.`,
+        nonRetryable: true,
+      });
+    }
+
+    const { attempt, claimToken, settings } = claim;
+    // The send is NEVER retried by Temporal: a retry after an unknown outcome could send a second mail. Its
+    // timeout comes from the worker's configuration, above the HTTP client's own overall deadline.
+    const sender = proxyActivities<OrderMailActivities>({
+      startToCloseTimeout: settings.sendTimeoutMs,
+      retry: { maximumAttempts: 1 },
+    });
+
+    let verdict: SendVerdict;
+    try {
+      const accepted = await sender.sendOrderMail({ orderId, claimToken, attempt });
+      verdict = {
+        kind: 'accepted',
+        httpStatus: accepted.httpStatus,
+        providerMessageId: accepted.providerMessageId,
+      };
+    } catch (error) {
+      verdict = verdictOfSendFailure(error);
+    }
+    if (verdict.kind === 'claim-lost') {
+      return { orderId, result: 'claim-lost', outcome: null, attempts: attempt, providerMessageId: null };
+    }
+
+    const base = { orderId, claimToken, attempt };
+    const recorded =
+      verdict.kind === 'accepted'
+        ? await bookkeeping.recordOrderMailOutcome({
+            ...base,
+            state: 'sent',
+            outcome: 'accepted',
+            unknownPolicy: null,
+            providerMessageId: verdict.providerMessageId,
+            httpStatus: verdict.httpStatus,
+            error: null,
+          })
+        : await bookkeeping.recordOrderMailOutcome({
+            ...base,
+            ...recordDecisionFor(verdict.details, settings.unknownOutcomePolicy),
+            providerMessageId: null,
+            httpStatus: verdict.details.httpStatus,
+            error: verdict.details.reason,
+          });
+
+    if (recorded.kind === 'claim-lost') {
+      return { orderId, result: 'claim-lost', outcome: null, attempts: attempt, providerMessageId: null };
+    }
+    if (recorded.state === 'sent') {
+      const providerMessageId = verdict.kind === 'accepted' ? verdict.providerMessageId : null;
+      return { orderId, result: 'sent', outcome: recorded.outcome, attempts: attempt, providerMessageId };
+    }
+
+    // Recorded as failed. verdict is not-accepted here: an accepted send is always recorded as sent.
+    if (verdict.kind !== 'not-accepted')
+      throw new Error('unreachable: an accepted send was recorded as failed');
+    const { details } = verdict;
+    if (recorded.outcome === 'rejected' || !details.retryable) {
+      throw permanentFailure(orderId, recorded.outcome, details, verdict.failureType);
+    }
+    if (attempt >= settings.maxSendAttempts) {
+      throw ApplicationFailure.create({
+        type: FailureType.MailNotSentGaveUp,
+        message:
+          `Order ${orderId}: the confirmation mail was not sent after ${attempt} attempts ` +
+          `(last: ${describeDetails(details)}). Fix the cause, then reset this workflow to try again.`,
+        nonRetryable: true,
+        details: [details],
+      });
+    }
+    const delayMs = delayBeforeNextAttempt(settings, attempt, details.retryAfterMs);
+    log.info('Order mail not sent; waiting before the next attempt', {
+      orderId,
+      attempt,
+      delayMs,
+      outcome: recorded.outcome,
+    });
+    await sleep(delayMs);
+  }
+}
+
+function validOrderIdOrFail(input: unknown): string {
+  try {
+    return parseOrderId(input);
+  } catch (error) {
+    if (error instanceof InvalidOrderIdError) {
+      throw ApplicationFailure.create({
+        type: FailureType.InvalidOrderId,
+        message: error.message,
+        nonRetryable: true,
+      });
+    }
+    throw error;
+  }
+}
+
+function permanentFailure(
+  orderId: string,
+  outcome: MailOutcome,
+  details: SendFailureDetails,
+  sendFailureType: string,
+): ApplicationFailure {
+  // The workflow fails with the send's own type (MailRejected, OrderNotFound), so the UI and callers see it first.
+  const what =
+    outcome === 'rejected'
+      ? 'the mail API rejected the confirmation mail'
+      : 'the confirmation mail cannot be sent';
+  return ApplicationFailure.create({
+    type: sendFailureType,
+    message: `Order ${orderId}: ${what} (${describeDetails(details)}). Fix the cause, then reset this workflow to send again.`,
+    nonRetryable: true,
+    details: [details],
+  });
+}
+
+function describeDetails(details: SendFailureDetails): string {
+  return details.httpStatus === null ? details.reason : `HTTP ${details.httpStatus}: ${details.reason}`;
+}

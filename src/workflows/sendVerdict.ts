@@ -1,0 +1,86 @@
+// Pure decisions of the workflow: what a send's result or failure means, and what to record for it
+// (DESIGN.md §5). Kept apart from the workflow so they can be table-tested without a Temporal server.
+import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/workflow';
+import { FailureType, type SendFailureDetails } from '../shared/failures';
+import type { MailOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
+
+export type SendVerdict =
+  | { kind: 'accepted'; httpStatus: number; providerMessageId: string | null }
+  | { kind: 'not-accepted'; details: SendFailureDetails; failureType: string }
+  | { kind: 'claim-lost' };
+
+const SEND_FAILURE_TYPES: ReadonlySet<string> = new Set([
+  FailureType.MailRejected,
+  FailureType.MailNotSent,
+  FailureType.MailOutcomeUnknown,
+  FailureType.OrderNotFound,
+]);
+
+/**
+ * Reads the send activity's failure. Anything that is not one of the send's own typed failures — a
+ * start-to-close timeout (the worker died mid-send), a cancellation, an unexpected error — may have
+ * happened after the request left, so it is unknown. The record step narrows an unknown that never passed
+ * the dispatch fence down to not_sent, from the row itself.
+ */
+export function verdictOfSendFailure(error: unknown): SendVerdict {
+  if (!(error instanceof ActivityFailure)) throw error;
+  const cause = error.cause;
+  if (cause instanceof ApplicationFailure && cause.type === FailureType.ClaimLost)
+    return { kind: 'claim-lost' };
+  if (cause instanceof ApplicationFailure && cause.type && SEND_FAILURE_TYPES.has(cause.type)) {
+    const details = cause.details?.[0];
+    if (isSendFailureDetails(details)) return { kind: 'not-accepted', details, failureType: cause.type };
+  }
+  return {
+    kind: 'not-accepted',
+    details: unknownDetails(describeUnexpected(cause)),
+    failureType: FailureType.MailOutcomeUnknown,
+  };
+}
+
+function describeUnexpected(cause: unknown): { reason: string; errorCode: string | null } {
+  if (cause instanceof TimeoutFailure) {
+    return {
+      reason: `the send activity timed out (${cause.timeoutType}): its worker may have died mid-send`,
+      errorCode: `TIMEOUT_${cause.timeoutType}`,
+    };
+  }
+  if (cause instanceof CancelledFailure)
+    return { reason: `the send activity was cancelled: ${cause.message}`, errorCode: 'CANCELLED' };
+  if (cause instanceof ApplicationFailure) {
+    return {
+      reason: `the send activity failed unexpectedly: ${cause.message}`,
+      errorCode: cause.type ?? null,
+    };
+  }
+  return { reason: 'the send activity failed unexpectedly', errorCode: null };
+}
+
+function unknownDetails(described: { reason: string; errorCode: string | null }): SendFailureDetails {
+  return { outcome: 'unknown', httpStatus: null, retryAfterMs: null, retryable: true, ...described };
+}
+
+function isSendFailureDetails(value: unknown): value is SendFailureDetails {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<SendFailureDetails>;
+  return (
+    (candidate.outcome === 'rejected' ||
+      candidate.outcome === 'not_sent' ||
+      candidate.outcome === 'unknown') &&
+    typeof candidate.reason === 'string' &&
+    typeof candidate.retryable === 'boolean'
+  );
+}
+
+export interface RecordDecision {
+  state: 'sent' | 'failed';
+  outcome: MailOutcome;
+  unknownPolicy: UnknownOutcomePolicy | null;
+}
+
+/** The row a not-accepted send leads to. Unknown follows the configured policy, and the row names it. */
+export function recordDecisionFor(details: SendFailureDetails, policy: UnknownOutcomePolicy): RecordDecision {
+  if (details.outcome !== 'unknown')
+    return { state: 'failed', outcome: details.outcome, unknownPolicy: null };
+  return { state: policy === 'assume-sent' ? 'sent' : 'failed', outcome: 'unknown', unknownPolicy: policy };
+}
