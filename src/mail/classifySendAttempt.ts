@@ -1,0 +1,154 @@
+// Turns what one HTTP send observed into a SendResult (research note §8). Pure: the caller hands in the
+// phase facts, the error and the clock, so every row of the table can be tested without a network.
+
+import type { SendResult } from '../shared/mailOutcome';
+import { GENERIC_STATUS_TABLE, outcomeForStatus, type SendOutcomeTable } from './sendOutcomeTable';
+
+/** What one send attempt observed. The phase fields come from phaseInterceptor. */
+export interface SendAttempt {
+  /** undici called the request-start callback: the socket was connected and the head was about to be written. */
+  started: boolean;
+  /** The request was already aborted when the start callback returned, so undici wrote nothing. */
+  abortedAtStart: boolean;
+  /** The first final (>= 200) status received, or null. */
+  status: number | null;
+  retryAfterHeader: string | null;
+  /** Whatever the transport threw, or null. */
+  error: unknown;
+  providerMessageId: string | null;
+}
+
+/** A provider asking us to wait longer than this is treated as asking for this: the workflow's backoff takes over. */
+export const RETRY_AFTER_CAP_MS = 60 * 60 * 1000;
+
+export function classifySendAttempt(
+  attempt: SendAttempt,
+  table: SendOutcomeTable = GENERIC_STATUS_TABLE,
+  nowMs: number = Date.now(),
+): SendResult {
+  const errorCode = errorCodeOf(attempt.error);
+
+  // A final status wins: once the provider answered, a later body-read error changes nothing.
+  if (attempt.status !== null) {
+    const status = attempt.status;
+    const outcome = outcomeForStatus(status, table);
+    const reason = `HTTP ${status} from the mail API: ${STATUS_MEANING[outcome]}`;
+    switch (outcome) {
+      case 'accepted':
+        return { outcome, httpStatus: status, providerMessageId: attempt.providerMessageId };
+      case 'not_sent':
+        return {
+          outcome,
+          httpStatus: status,
+          errorCode: null,
+          reason,
+          retryAfterMs: parseRetryAfter(attempt.retryAfterHeader, nowMs),
+        };
+      case 'rejected':
+      case 'unknown':
+        return { outcome, httpStatus: status, errorCode: null, reason };
+    }
+  }
+
+  const what = describeError(errorCode, attempt.error);
+  // No byte of this request reached the wire, whatever the error code says.
+  if (!attempt.started || attempt.abortedAtStart) {
+    return {
+      outcome: 'not_sent',
+      httpStatus: null,
+      errorCode,
+      reason: `${what} before the request started${codeSuffix(errorCode)}`,
+      retryAfterMs: null,
+    };
+  }
+
+  // The request may be on the wire or already processed: ECONNRESET and friends look the same either way.
+  return {
+    outcome: 'unknown',
+    httpStatus: null,
+    errorCode,
+    reason: `${what} after the request started, with no final HTTP status${codeSuffix(errorCode)}; the provider may have accepted it`,
+  };
+}
+
+const STATUS_MEANING: Record<SendResult['outcome'], string> = {
+  accepted: 'accepted',
+  rejected: 'request rejected',
+  not_sent: 'not accepted for now (transient)',
+  unknown: 'the provider may have processed the request',
+};
+
+/**
+ * Parses Retry-After (RFC 9110 §10.2.3): delta-seconds or an HTTP-date. Returns milliseconds from `nowMs`,
+ * clamped to [0, RETRY_AFTER_CAP_MS], or null when absent or unreadable.
+ */
+export function parseRetryAfter(header: string | null, nowMs: number): number | null {
+  if (header === null) return null;
+  const value = header.trim();
+  if (/^[0-9]+$/.test(value)) return Math.min(Number(value) * 1000, RETRY_AFTER_CAP_MS);
+  // Every HTTP-date form (IMF-fixdate, RFC 850, asctime) starts with a day name. Requiring it keeps
+  // Date.parse's lenient guesses ("1.5" parses as a date in 2001) out.
+  if (!/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)/i.test(value)) return null;
+  // asctime carries no zone but means GMT; Date.parse would read it as local time.
+  const at = Date.parse(/(GMT|UTC)$/i.test(value) ? value : `${value} GMT`);
+  if (!Number.isFinite(at)) return null;
+  return Math.min(Math.max(at - nowMs, 0), RETRY_AFTER_CAP_MS);
+}
+
+/**
+ * The error's stable code: `code` when it is a string (Node and undici errors, AggregateError from
+ * happy-eyeballs), else `name` for a DOMException abort or timeout (whose numeric `code` means nothing here).
+ * Anything that does not look like a code is dropped, so no message text can leak through this field.
+ */
+export function errorCodeOf(error: unknown): string | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const { code, name } = error as { code?: unknown; name?: unknown };
+  if (typeof code === 'string' && SAFE_CODE.test(code)) return code;
+  if (name === 'TimeoutError' || name === 'AbortError') return name;
+  return null;
+}
+
+const SAFE_CODE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+const codeSuffix = (code: string | null): string => (code === null ? '' : ` (${code})`);
+
+// Fixed phrases, never the error's message: messages carry addresses, ports and sometimes URLs.
+const ERROR_PHRASES: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed for now',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ENETDOWN: 'network down',
+  ETIMEDOUT: 'network operation timed out',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection broken while writing',
+  EPROTO: 'TLS protocol error',
+  UND_ERR_CONNECT_TIMEOUT: 'connect timed out',
+  UND_ERR_HEADERS_TIMEOUT: 'no response headers in time',
+  UND_ERR_BODY_TIMEOUT: 'response body stalled',
+  UND_ERR_SOCKET: 'connection closed by the other side',
+  UND_ERR_ABORTED: 'request aborted',
+  UND_ERR_CLOSED: 'mail client closed',
+  UND_ERR_DESTROYED: 'mail client destroyed',
+  UND_ERR_INVALID_ARG: 'invalid request options',
+  UND_ERR_NOT_SUPPORTED: 'unsupported request options',
+  UND_ERR_REQ_CONTENT_LENGTH_MISMATCH: 'request content length mismatch',
+  UND_ERR_HEADERS_OVERFLOW: 'response headers too large',
+  UND_ERR_INFO: 'connection ended',
+  TimeoutError: 'overall send deadline passed',
+  AbortError: 'send aborted',
+};
+
+function describeError(code: string | null, error: unknown): string {
+  if (code !== null) {
+    const known = ERROR_PHRASES[code];
+    if (known !== undefined) return known;
+    if (code.startsWith('HPE_')) return 'malformed response';
+    if (/^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_)/.test(code) || code.includes('SELF_SIGNED_CERT')) {
+      return 'TLS handshake failed';
+    }
+    return 'transport error';
+  }
+  return error === null || error === undefined ? 'no response' : 'transport error';
+}

@@ -1,0 +1,78 @@
+// The one place that says what an HTTP status from a mail API means (DESIGN.md §5, research note §8).
+// Pure: no I/O, so the classifier, provider adapters and tests can share it.
+
+import type { MailOutcome } from '../shared/mailOutcome';
+
+export type StatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx';
+
+/**
+ * How a provider's statuses map onto outcomes. `byStatus` names the exceptions; `byClass` covers the rest.
+ * A provider adapter passes its own table when its documentation says something the generic one does not
+ * (for example, a 503 that may follow processing is `unknown`, not `not_sent`).
+ */
+export interface SendOutcomeTable {
+  /** Shown nowhere but in tests and debugging: which table classified a status. */
+  readonly name: string;
+  readonly byStatus: Readonly<Partial<Record<number, MailOutcome>>>;
+  readonly byClass: Readonly<Record<StatusClass, MailOutcome>>;
+}
+
+export const GENERIC_STATUS_TABLE: SendOutcomeTable = Object.freeze({
+  name: 'generic',
+  byStatus: Object.freeze({
+    // The server did not receive a complete request (RFC 9110 §15.5.9): definitely not taken, worth retrying.
+    408: 'not_sent',
+    // Rate limited and refused (RFC 6585 §4); Retry-After says when to come back.
+    429: 'not_sent',
+    // "Cannot handle the request right now" (RFC 9110 §15.6.4). A provider whose 503 may follow processing
+    // (or that sits behind a load balancer which emits 503 after forwarding) must list it as unknown.
+    503: 'not_sent',
+    // The method is not supported: a configuration error, never processed.
+    501: 'rejected',
+  } satisfies Partial<Record<number, MailOutcome>>),
+  byClass: Object.freeze({
+    // An informational status followed by nothing: the request was on the wire, so it may have been processed.
+    '1xx': 'unknown',
+    '2xx': 'accepted',
+    // We never follow redirects for a POST: the origin pointed elsewhere without processing it.
+    '3xx': 'rejected',
+    // The provider refused the request; sending it again as is would be refused again.
+    '4xx': 'rejected',
+    // RFC 9110 does not say whether side effects happened before a 5xx (500, 502, 504, CDN 52x).
+    '5xx': 'unknown',
+  } satisfies Record<StatusClass, MailOutcome>),
+});
+
+/** Returns a new table equal to `base` except for the statuses listed in `byStatus`. */
+export function extendStatusTable(
+  base: SendOutcomeTable,
+  name: string,
+  byStatus: Readonly<Partial<Record<number, MailOutcome>>>,
+): SendOutcomeTable {
+  return Object.freeze({
+    name,
+    byStatus: Object.freeze({ ...base.byStatus, ...byStatus }),
+    byClass: base.byClass,
+  });
+}
+
+/** The outcome a final HTTP status stands for. A status outside 100-599 is unknown: we cannot read it. */
+export function outcomeForStatus(
+  status: number,
+  table: SendOutcomeTable = GENERIC_STATUS_TABLE,
+): MailOutcome {
+  const exact = table.byStatus[status];
+  if (exact !== undefined) return exact;
+  const statusClass = statusClassOf(status);
+  return statusClass === null ? 'unknown' : table.byClass[statusClass];
+}
+
+function statusClassOf(status: number): StatusClass | null {
+  if (!Number.isInteger(status)) return null;
+  if (status >= 100 && status < 200) return '1xx';
+  if (status >= 200 && status < 300) return '2xx';
+  if (status >= 300 && status < 400) return '3xx';
+  if (status >= 400 && status < 500) return '4xx';
+  if (status >= 500 && status < 600) return '5xx';
+  return null;
+}
