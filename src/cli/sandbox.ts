@@ -1,0 +1,77 @@
+// `npm run sandbox`: runs the mail sandbox on its own, for the demo and for tests in other processes.
+//   SANDBOX_PORT     default 4010
+//   SANDBOX_API_KEY  default "sandbox-key"
+//   SANDBOX_FAULTS   optional JSON fault plan, e.g. {"rates":[{"fault":{"kind":"accept-then-drop"},"probability":0.1}]}
+
+import { parseFaultPlan, type FaultPlan } from '../sandbox/faults';
+import { DEFAULT_SANDBOX_API_KEY, startMailSandbox } from '../sandbox/mailSandbox';
+
+interface SandboxCliConfig {
+  port: number;
+  apiKey: string;
+  faultPlan: FaultPlan | undefined;
+}
+
+class SandboxCliConfigError extends Error {
+  override readonly name = 'SandboxCliConfigError';
+  readonly code = 'ERR_SANDBOX_CLI_CONFIG';
+}
+
+function readConfig(env: NodeJS.ProcessEnv): SandboxCliConfig {
+  const problems: string[] = [];
+  const portText = env.SANDBOX_PORT ?? '4010';
+  const port = Number(portText);
+  if (!/^[0-9]+$/.test(portText) || port > 65535) {
+    problems.push('SANDBOX_PORT must be an integer from 0 to 65535');
+  }
+  const apiKey = env.SANDBOX_API_KEY ?? DEFAULT_SANDBOX_API_KEY;
+  if (apiKey.length === 0) problems.push('SANDBOX_API_KEY must not be empty');
+  let faultPlan: FaultPlan | undefined;
+  if (env.SANDBOX_FAULTS !== undefined && env.SANDBOX_FAULTS !== '') {
+    try {
+      faultPlan = parseFaultPlan(JSON.parse(env.SANDBOX_FAULTS));
+    } catch (error) {
+      problems.push(
+        `SANDBOX_FAULTS is not a valid fault plan: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+  if (problems.length > 0) {
+    throw new SandboxCliConfigError(`Invalid sandbox configuration: ${problems.join('; ')}.`);
+  }
+  return { port, apiKey, faultPlan };
+}
+
+async function main(): Promise<void> {
+  const config = readConfig(process.env);
+  const sandbox = await startMailSandbox({
+    port: config.port,
+    apiKey: config.apiKey,
+    faultPlan: config.faultPlan,
+  });
+  const keyNote = config.apiKey === DEFAULT_SANDBOX_API_KEY ? ` (API key "${DEFAULT_SANDBOX_API_KEY}")` : '';
+  console.log(
+    `Mail sandbox listening on ${sandbox.url}${keyNote}; control API under ${sandbox.url}/_sandbox/`,
+  );
+  if (config.faultPlan !== undefined) console.log(`Fault plan: ${JSON.stringify(config.faultPlan)}`);
+
+  const stop = (signal: NodeJS.Signals): void => {
+    console.log(`Mail sandbox stopping (${signal}).`);
+    sandbox.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error('Mail sandbox did not close cleanly:', error);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,301 @@
+// A real HTTP server speaking the mail API, with faults injected on purpose: the demo and the tests send to
+// it exactly as they would to a provider, then read back what it actually accepted.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { CONTROL_PREFIX, handleControlRequest, type SandboxControls } from './controlApi';
+import {
+  FaultChooser,
+  InvalidFaultError,
+  parseFault,
+  parseFaultPlan,
+  type Fault,
+  type FaultPlan,
+} from './faults';
+import { readBody, sendJson } from './httpIo';
+import { handleMailApiRequest, type MailApiContext } from './mailApi';
+import { SandboxRecords, type ReceivedMessage, type RequestRecord } from './records';
+
+export interface MailSandboxOptions {
+  /** Default 127.0.0.1: the control API has no authentication. */
+  host?: string;
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  apiKey?: string;
+  faultPlan?: FaultPlan;
+  seed?: number;
+}
+
+export interface MailSandbox extends SandboxControls {
+  /** Base URL without a trailing slash, e.g. `http://127.0.0.1:4010`. */
+  readonly url: string;
+  readonly port: number;
+  /** Stops listening (clients get ECONNREFUSED) for `ms`, then listens again on the same port. */
+  refuseConnectionsFor(ms: number): Promise<void>;
+  /** Resolves once the sandbox accepts connections (at once, unless it is refusing them). */
+  whenListening(): Promise<void>;
+  /** Answers every held request now; returns how many were answered. */
+  releaseHeld(): number;
+  /** Forgets messages, requests, queued faults and the fault plan; answers held requests. */
+  reset(): void;
+  /** Drops every connection, held ones included, and stops listening. Idempotent. */
+  close(): Promise<void>;
+}
+
+export class SandboxClosedError extends Error {
+  override readonly name = 'SandboxClosedError';
+  readonly code = 'ERR_SANDBOX_CLOSED';
+}
+
+export const DEFAULT_SANDBOX_API_KEY = 'sandbox-key';
+const DEFAULT_SEED = 1;
+
+export async function startMailSandbox(options: MailSandboxOptions = {}): Promise<MailSandbox> {
+  const faults = new FaultChooser(options.seed ?? DEFAULT_SEED);
+  if (options.faultPlan !== undefined) faults.setPlan(parseFaultPlan(options.faultPlan));
+  const sandbox = new MailSandboxServer(
+    options.host ?? '127.0.0.1',
+    options.apiKey ?? DEFAULT_SANDBOX_API_KEY,
+    faults,
+  );
+  await sandbox.start(options.port ?? 0);
+  return sandbox;
+}
+
+interface HeldResponse {
+  res: ServerResponse;
+  answer: () => void;
+  timer: NodeJS.Timeout | null;
+}
+
+class MailSandboxServer implements MailSandbox {
+  private readonly server: Server;
+  private readonly records = new SandboxRecords();
+  private readonly held = new Set<HeldResponse>();
+  private readonly mailApiContext: MailApiContext;
+  private boundPort = 0;
+  private reopenTimer: NodeJS.Timeout | null = null;
+  private listening: Deferred = resolvedDeferred();
+  private closing: Promise<void> | null = null;
+
+  constructor(
+    private readonly host: string,
+    apiKey: string,
+    private readonly faults: FaultChooser,
+  ) {
+    this.server = createServer((req, res) => this.route(req, res));
+    this.mailApiContext = {
+      apiKey,
+      records: this.records,
+      faults,
+      hold: (res, answer, ms) => this.hold(res, answer, ms),
+      now: () => new Date(),
+    };
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  get url(): string {
+    const host = this.host.includes(':') ? `[${this.host}]` : this.host;
+    return `http://${host}:${this.boundPort}`;
+  }
+
+  async start(port: number): Promise<void> {
+    await listen(this.server, port, this.host);
+    const address = this.server.address();
+    if (address === null || typeof address === 'string') {
+      throw new Error('The mail sandbox is not on a TCP port.');
+    }
+    this.boundPort = address.port;
+  }
+
+  messages(): ReceivedMessage[] {
+    return this.records.messages();
+  }
+
+  messagesFor(orderId: string): ReceivedMessage[] {
+    return this.records.messages(orderId);
+  }
+
+  requests(): RequestRecord[] {
+    return this.records.requests();
+  }
+
+  queueFault(orderId: string, fault: Fault, times = 1): void {
+    this.faults.queue(orderId, parseFault(fault), times);
+  }
+
+  setFaultPlan(plan: FaultPlan): void {
+    this.faults.setPlan(parseFaultPlan(plan));
+  }
+
+  async refuseConnectionsFor(ms: number): Promise<void> {
+    if (!Number.isInteger(ms) || ms <= 0) {
+      throw new InvalidFaultError('refuseConnectionsFor: ms must be a positive integer.');
+    }
+    if (this.closing !== null) throw new SandboxClosedError('The mail sandbox is closed.');
+    if (this.reopenTimer !== null) clearTimeout(this.reopenTimer);
+    if (this.server.listening) {
+      this.listening = createDeferred();
+      // Closing the listener also closes idle keep-alive sockets (Node >= 19), so a pooled client cannot
+      // slip past the refusal on an old connection. Requests in flight finish normally.
+      this.server.close();
+      // The listening socket is released when libuv runs its close; one macrotask later connects are refused.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.reopenTimer = setTimeout(() => this.reopen(), ms);
+  }
+
+  whenListening(): Promise<void> {
+    if (this.closing !== null) return Promise.reject(new SandboxClosedError('The mail sandbox is closed.'));
+    return this.listening.promise;
+  }
+
+  releaseHeld(): number {
+    let answered = 0;
+    for (const entry of [...this.held]) if (this.answerHeld(entry)) answered += 1;
+    return answered;
+  }
+
+  reset(): void {
+    this.releaseHeld();
+    this.records.reset();
+    this.faults.reset();
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    if (this.reopenTimer !== null) clearTimeout(this.reopenTimer);
+    this.reopenTimer = null;
+    this.listening.reject(new SandboxClosedError('The mail sandbox is closed.'));
+    // Answer first, so a held request ends as a response rather than as an unanswered socket where we can.
+    this.releaseHeld();
+    const stopped = this.server.listening
+      ? new Promise<void>((resolve) => this.server.close(() => resolve()))
+      : Promise.resolve();
+    // Held and keep-alive sockets would otherwise keep the process (and server.close) waiting.
+    this.server.closeAllConnections();
+    await stopped;
+  }
+
+  private reopen(): void {
+    this.reopenTimer = null;
+    const deferred = this.listening;
+    listen(this.server, this.boundPort, this.host).then(
+      () => {
+        // close() ran while the port was being bound: it found nothing listening, so stop here.
+        if (this.closing !== null) this.server.close();
+        deferred.resolve();
+      },
+      (error: unknown) => deferred.reject(error),
+    );
+  }
+
+  private hold(res: ServerResponse, answer: () => void, ms: number | undefined): void {
+    const entry: HeldResponse = { res, answer, timer: null };
+    this.held.add(entry);
+    if (ms !== undefined) entry.timer = setTimeout(() => this.answerHeld(entry), ms);
+    // The client gave up (headers timeout, abort): nothing left to answer, and the record stays 'hung'.
+    res.on('close', () => this.forgetHeld(entry));
+  }
+
+  private answerHeld(entry: HeldResponse): boolean {
+    if (!this.forgetHeld(entry)) return false;
+    if (entry.res.destroyed || entry.res.socket === null || entry.res.socket.destroyed) return false;
+    entry.answer();
+    return true;
+  }
+
+  private forgetHeld(entry: HeldResponse): boolean {
+    if (entry.timer !== null) clearTimeout(entry.timer);
+    return this.held.delete(entry);
+  }
+
+  private route(req: IncomingMessage, res: ServerResponse): void {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://sandbox.invalid');
+    } catch {
+      return sendJson(res, 400, { error: 'bad request target' });
+    }
+    let handling: Promise<void>;
+    if (url.pathname.startsWith(CONTROL_PREFIX)) {
+      handling = handleControlRequest(req, res, url, this);
+    } else if (url.pathname === '/v1/messages' && req.method === 'POST') {
+      handling = handleMailApiRequest(req, res, url.pathname, this.mailApiContext);
+    } else {
+      handling = this.answerUnrouted(req, res, url.pathname);
+    }
+    handling.catch((error: unknown) => {
+      // A sandbox bug must show up as a 500 in the test that hit it, not as a crashed process.
+      console.error('mail sandbox: request handler failed:', error);
+      if (!res.headersSent) sendJson(res, 500, { error: 'sandbox internal error' });
+      else res.destroy();
+    });
+  }
+
+  private async answerUnrouted(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    const reading = await readBody(req);
+    if (reading.kind === 'client-gone') return;
+    const status = path === '/v1/messages' ? 405 : 404;
+    this.records.addRequest(
+      {
+        method: req.method ?? 'UNKNOWN',
+        path,
+        orderId: null,
+        fault: null,
+        status,
+        messageId: null,
+        remotePort: req.socket.remotePort ?? null,
+      },
+      new Date(),
+    );
+    if (status === 405) sendJson(res, 405, { error: 'method not allowed' }, { allow: 'POST' });
+    else sendJson(res, 404, { error: 'not found' });
+  }
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error): void => {
+      server.off('listening', onListening);
+      reject(error);
+    };
+    const onListening = (): void => {
+      server.off('error', onError);
+      resolve();
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port, host);
+  });
+}
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+function createDeferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Nobody may be waiting when the sandbox closes during a refusal; that must not be an unhandled rejection.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+function resolvedDeferred(): Deferred {
+  const deferred = createDeferred();
+  deferred.resolve();
+  return deferred;
+}
