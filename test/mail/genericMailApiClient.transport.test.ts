@@ -1,0 +1,207 @@
+// Transport behaviours the sandbox does not emulate, each against a small real loopback server
+// (research note §7): a TLS handshake that never completes, a broken body after a 2xx, a 2xx without an id,
+// and the stale keep-alive race.
+
+import { once } from 'node:events';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createGenericMailApiClient,
+  type GenericMailApiClientOptions,
+} from '../../src/mail/genericMailApiClient';
+import type { MailTransport, OutgoingMail } from '../../src/mail/types';
+
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function client(baseUrl: string, overrides: Partial<GenericMailApiClientOptions> = {}): MailTransport {
+  const created = createGenericMailApiClient({
+    baseUrl,
+    apiKey: 'test-key',
+    connectTimeoutMs: 2000,
+    headersTimeoutMs: 5000,
+    overallTimeoutMs: 10_000,
+    connections: 1,
+    ...overrides,
+  });
+  cleanups.push(() => created.close());
+  return created;
+}
+
+const MAIL: OutgoingMail = {
+  orderId: '42',
+  to: 'customer@example.com',
+  from: 'shop@example.com',
+  replyTo: null,
+  subject: 'Thanks',
+  text: 'Confirmed.',
+};
+
+/** A TCP server that keeps every socket; closing it destroys them, so nothing outlives the test. */
+async function tcpServer(onSocket: (socket: Socket) => void): Promise<{ server: TcpServer; port: number }> {
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    onSocket(socket);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return { server, port: (server.address() as { port: number }).port };
+}
+
+async function httpServer(
+  handler: Parameters<typeof createHttpServer>[1],
+): Promise<{ server: HttpServer; url: string }> {
+  const server = createHttpServer(handler);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` };
+}
+
+describe('connect phase', () => {
+  it('a TLS handshake that never completes is a connect timeout: not_sent', async () => {
+    // TCP connects at once on loopback, so the only reliable connect timeout is one in the TLS handshake,
+    // which undici's connect timer also covers (research note §1).
+    let bytesSeen = 0;
+    const { port } = await tcpServer((socket) =>
+      socket.on('data', (chunk: Buffer) => (bytesSeen += chunk.length)),
+    );
+    const result = await client(`https://127.0.0.1:${port}`, { connectTimeoutMs: 200 }).send(MAIL);
+
+    expect(result).toMatchObject({
+      outcome: 'not_sent',
+      httpStatus: null,
+      errorCode: 'UND_ERR_CONNECT_TIMEOUT',
+    });
+    // The server saw a ClientHello and nothing else: no HTTP request.
+    expect(bytesSeen).toBeGreaterThan(0);
+  });
+});
+
+describe('after a 2xx', () => {
+  it('a body that breaks off does not undo the acceptance', async () => {
+    const { url } = await httpServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(202, { 'content-type': 'application/json', 'content-length': '100' });
+        res.write('{"id":"msg_');
+        // Let the head and the first bytes go out, then break the promised body off.
+        setImmediate(() => res.socket?.destroy());
+      });
+    });
+    const result = await client(url).send(MAIL);
+    expect(result).toEqual({ outcome: 'accepted', httpStatus: 202, providerMessageId: null });
+  });
+
+  it('a body that is not JSON, or has no id, is still an acceptance', async () => {
+    const bodies = ['queued', '{"status":"queued"}', '{"id":17}', ''];
+    const { url } = await httpServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end(bodies.shift()));
+    });
+    const transport = client(url);
+    for (let i = 0; i < 4; i += 1) {
+      expect(await transport.send(MAIL)).toEqual({
+        outcome: 'accepted',
+        httpStatus: 200,
+        providerMessageId: null,
+      });
+    }
+  });
+
+  it('sends the documented request: path, bearer key, JSON body with the order id as metadata', async () => {
+    let seen: {
+      method?: string;
+      url?: string;
+      authorization?: string;
+      contentType?: string;
+      body?: unknown;
+    } = {};
+    const { url } = await httpServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        seen = {
+          method: req.method,
+          url: req.url,
+          authorization: req.headers.authorization,
+          contentType: req.headers['content-type'],
+          body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown,
+        };
+        res.writeHead(202, { 'content-type': 'application/json' }).end('{"id":"msg_9"}');
+      });
+    });
+    expect(await client(url).send(MAIL)).toMatchObject({ outcome: 'accepted', providerMessageId: 'msg_9' });
+    expect(seen).toEqual({
+      method: 'POST',
+      url: '/v1/messages',
+      authorization: 'Bearer test-key',
+      contentType: 'application/json',
+      body: {
+        from: 'shop@example.com',
+        to: 'customer@example.com',
+        reply_to: null,
+        subject: 'Thanks',
+        text: 'Confirmed.',
+        metadata: { order_id: '42' },
+      },
+    });
+  });
+});
+
+describe('stale keep-alive socket', () => {
+  it('a POST on a reused socket that the server closes on arrival is unknown, and is not re-sent', async () => {
+    // Raw TCP, because node:http cannot promise keep-alive and then close on the next request (note §3, §7).
+    let connections = 0;
+    let requestsAnswered = 0;
+    const { port } = await tcpServer((socket) => {
+      connections += 1;
+      let buffered = '';
+      let answered = false;
+      socket.on('data', (chunk: Buffer) => {
+        if (answered) {
+          // The second request's bytes arrived: close without processing them.
+          socket.destroy();
+          return;
+        }
+        buffered += chunk.toString('latin1');
+        const headEnd = buffered.indexOf('\r\n\r\n');
+        const length = /content-length: *(\d+)/i.exec(buffered)?.[1];
+        if (headEnd === -1 || length === undefined || buffered.length < headEnd + 4 + Number(length)) return;
+        answered = true;
+        requestsAnswered += 1;
+        const body = '{"id":"msg_1"}';
+        socket.write(
+          `HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n` +
+            `connection: keep-alive\r\nkeep-alive: timeout=60\r\n\r\n${body}`,
+        );
+      });
+    });
+    const transport = client(`http://127.0.0.1:${port}`, { connections: 1 });
+
+    expect(await transport.send(MAIL)).toMatchObject({ outcome: 'accepted', providerMessageId: 'msg_1' });
+    const second = await transport.send(MAIL);
+
+    expect(second).toMatchObject({ outcome: 'unknown', httpStatus: null });
+    if (second.outcome === 'unknown') {
+      expect(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']).toContain(second.errorCode);
+    }
+    expect(requestsAnswered).toBe(1);
+    // One connection: the second POST rode the reused socket and undici did not retry it on a new one.
+    expect(connections).toBe(1);
+  });
+});
