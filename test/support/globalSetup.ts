@@ -1,0 +1,111 @@
+// One Postgres, one Temporal dev server and one workflow bundle per test run, shared by every test file
+// (each file isolates itself with its own database and task queues). DATABASE_URL / TEMPORAL_ADDRESS point
+// the run at servers that already exist instead.
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
+import type { TestProject } from 'vitest/node';
+import { startTemporalDevServer } from '../../src/devtools/devServer';
+import { startEmbeddedPostgres } from '../../src/devtools/embeddedPostgres';
+import { ensureSearchAttributes, type SearchAttributeDefinitions } from '../../src/devtools/searchAttributes';
+
+// Upserted by the workflow for the Web UI's filters; an unregistered upsert hangs the workflow.
+const SEARCH_ATTRIBUTES: SearchAttributeDefinitions = { OrderMailState: 'Keyword' };
+
+interface Started<T> {
+  value: T;
+  stop: () => Promise<void>;
+}
+
+const nothingToStop = async (): Promise<void> => undefined;
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const env = process.env;
+  // Started side by side: bundling is CPU-bound while the servers mostly wait.
+  const results = await Promise.allSettled([
+    timed('postgres', () => provideDatabase(env.DATABASE_URL)),
+    timed('temporal', () => provideTemporal(env.TEMPORAL_ADDRESS, env.TEMPORAL_NAMESPACE ?? 'default')),
+    timed('workflow bundle', () =>
+      provideWorkflowBundle(join(project.config.root, 'src/workflows/index.ts')),
+    ),
+  ]);
+  const stops = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.stop] : []));
+  const teardown = async (): Promise<void> => {
+    // Every part is stopped even if one fails, so no server outlives the run.
+    const outcomes = await Promise.allSettled(stops.map((stop) => stop()));
+    const failures = rejections(outcomes);
+    if (failures.length > 0) throw new AggregateError(failures, 'test teardown failed');
+  };
+
+  const [database, temporal, bundle] = results;
+  if (database.status === 'rejected' || temporal.status === 'rejected' || bundle.status === 'rejected') {
+    await teardown().catch(() => undefined);
+    const failures = rejections(results);
+    throw new AggregateError(failures, `test setup failed: ${failures.map(messageOf).join('; ')}`);
+  }
+  project.provide('databaseUrl', database.value.value);
+  project.provide('temporalAddress', temporal.value.value.address);
+  project.provide('temporalNamespace', temporal.value.value.namespace);
+  project.provide('workflowBundlePath', bundle.value.value);
+  return teardown;
+}
+
+async function provideDatabase(databaseUrl: string | undefined): Promise<Started<string>> {
+  if (databaseUrl !== undefined && databaseUrl !== '') return { value: databaseUrl, stop: nothingToStop };
+  const postgres = await startEmbeddedPostgres();
+  return { value: postgres.connectionString, stop: () => postgres.stop() };
+}
+
+async function provideTemporal(
+  address: string | undefined,
+  namespace: string,
+): Promise<Started<{ address: string; namespace: string }>> {
+  if (address !== undefined && address !== '') {
+    const connection = await Connection.connect({ address });
+    try {
+      await ensureSearchAttributes(connection, namespace, SEARCH_ATTRIBUTES);
+    } finally {
+      await connection.close();
+    }
+    return { value: { address, namespace }, stop: nothingToStop };
+  }
+  const server = await startTemporalDevServer({
+    uiPort: null,
+    namespace,
+    searchAttributes: SEARCH_ATTRIBUTES,
+  });
+  return { value: { address: server.address, namespace }, stop: () => server.stop() };
+}
+
+/**
+ * Bundles the workflows once for the whole run; a worker per test file would otherwise spend seconds of
+ * webpack each. Until the workflows exist the path is '' so the harness itself can be tested.
+ */
+async function provideWorkflowBundle(workflowsPath: string): Promise<Started<string>> {
+  if (!existsSync(workflowsPath)) return { value: '', stop: nothingToStop };
+  // Imported lazily: @temporalio/worker loads the native runtime, which runs without workflows need not pay.
+  const { bundleWorkflowCode, DefaultLogger } = await import('@temporalio/worker');
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+  const directory = await mkdtemp(join(tmpdir(), 'workflow-bundle-'));
+  const codePath = join(directory, 'workflows.js');
+  await writeFile(codePath, code);
+  return { value: codePath, stop: () => rm(directory, { recursive: true, force: true }) };
+}
+
+/** Prints how long each part took: on a slow CI machine, the first thing to look at. */
+async function timed<T>(what: string, start: () => Promise<T>): Promise<T> {
+  const startedAt = performance.now();
+  const value = await start();
+  console.log(`[global setup] ${what} ready in ${Math.round(performance.now() - startedAt)} ms`);
+  return value;
+}
+
+function rejections(results: PromiseSettledResult<unknown>[]): unknown[] {
+  return results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
+}
+
+function messageOf(reason: unknown): string {
+  return reason instanceof Error ? reason.message : String(reason);
+}

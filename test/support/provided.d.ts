@@ -1,0 +1,14 @@
+// Values test/support/globalSetup.ts hands to test files through vitest's provide/inject, typed here so
+// `inject('databaseUrl')` is a string rather than `never`.
+import 'vitest';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Admin connection string of the run's Postgres; test files create their own database on it. */
+    databaseUrl: string;
+    temporalAddress: string;
+    temporalNamespace: string;
+    /** Path of the workflow bundle built once per run; '' while src/workflows/index.ts does not exist. */
+    workflowBundlePath: string;
+  }
+}

@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Temporal's native core (workers, NativeConnection) does not work inside worker threads.
+    pool: 'forks',
+    // CI has 2 cores, and the dev server and Postgres share them with the test files.
+    maxWorkers: 2,
+    globalSetup: ['test/support/globalSetup.ts'],
+    // Tests wait on real servers and real workflow runs; a slow CI machine needs the headroom.
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
