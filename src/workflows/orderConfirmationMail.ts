@@ -1,4 +1,4 @@
-import { ApplicationFailure, log, proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, log, proxyActivities, sleep } from '@temporalio/workflow';
 import type { OrderMailActivities } from '../activities';
 import { FailureType, type SendFailureDetails } from '../shared/failures';
 import type { MailOutcome } from '../shared/mailOutcome';
@@ -38,7 +38,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
   const orderId = validOrderIdOrFail(orderIdInput);
 
   for (;;) {
-    const claim = await bookkeeping.claimOrderMail({ orderId });
+    const claim = await claimOrFail(orderId);
     if (claim.kind === 'already-sent') {
       log.info('Order mail was already sent; this run sends nothing', { orderId, outcome: claim.outcome });
       return {
@@ -113,7 +113,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
       throw new Error('unreachable: an accepted send was recorded as failed');
     const { details } = verdict;
     if (recorded.outcome === 'rejected' || !details.retryable) {
-      throw permanentFailure(orderId, recorded.outcome, details, verdict.failureType);
+      throw permanentFailure(orderId, recorded.outcome, verdict);
     }
     if (attempt >= settings.maxSendAttempts) {
       throw ApplicationFailure.create({
@@ -136,6 +136,27 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
   }
 }
 
+/** The claim, with a missing order turned into the workflow's own OrderNotFound failure. */
+async function claimOrFail(orderId: string) {
+  try {
+    return await bookkeeping.claimOrderMail({ orderId });
+  } catch (error) {
+    if (
+      error instanceof ActivityFailure &&
+      error.cause instanceof ApplicationFailure &&
+      error.cause.type === FailureType.OrderNotFound
+    ) {
+      throw ApplicationFailure.create({
+        type: FailureType.OrderNotFound,
+        message: error.cause.message,
+        nonRetryable: true,
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
 function validOrderIdOrFail(input: unknown): string {
   try {
     return parseOrderId(input);
@@ -154,19 +175,20 @@ function validOrderIdOrFail(input: unknown): string {
 function permanentFailure(
   orderId: string,
   outcome: MailOutcome,
-  details: SendFailureDetails,
-  sendFailureType: string,
+  verdict: Extract<SendVerdict, { kind: 'not-accepted' }>,
 ): ApplicationFailure {
-  // The workflow fails with the send's own type (MailRejected, OrderNotFound), so the UI and callers see it first.
+  // The workflow fails with the send's own type (MailRejected, OrderNotFound), so the UI and callers see it
+  // first, with the activity's failure as its cause.
   const what =
     outcome === 'rejected'
       ? 'the mail API rejected the confirmation mail'
       : 'the confirmation mail cannot be sent';
   return ApplicationFailure.create({
-    type: sendFailureType,
-    message: `Order ${orderId}: ${what} (${describeDetails(details)}). Fix the cause, then reset this workflow to send again.`,
+    type: verdict.failureType,
+    message: `Order ${orderId}: ${what} (${describeDetails(verdict.details)}). Fix the cause, then reset this workflow to send again.`,
     nonRetryable: true,
-    details: [details],
+    details: [verdict.details],
+    cause: verdict.cause,
   });
 }
 

@@ -6,7 +6,7 @@ import type { MailOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
 
 export type SendVerdict =
   | { kind: 'accepted'; httpStatus: number; providerMessageId: string | null }
-  | { kind: 'not-accepted'; details: SendFailureDetails; failureType: string }
+  | { kind: 'not-accepted'; details: SendFailureDetails; failureType: string; cause: ActivityFailure }
   | { kind: 'claim-lost' };
 
 const SEND_FAILURE_TYPES: ReadonlySet<string> = new Set([
@@ -29,12 +29,14 @@ export function verdictOfSendFailure(error: unknown): SendVerdict {
     return { kind: 'claim-lost' };
   if (cause instanceof ApplicationFailure && cause.type && SEND_FAILURE_TYPES.has(cause.type)) {
     const details = cause.details?.[0];
-    if (isSendFailureDetails(details)) return { kind: 'not-accepted', details, failureType: cause.type };
+    if (isSendFailureDetails(details))
+      return { kind: 'not-accepted', details, failureType: cause.type, cause: error };
   }
   return {
     kind: 'not-accepted',
     details: unknownDetails(describeUnexpected(cause)),
     failureType: FailureType.MailOutcomeUnknown,
+    cause: error,
   };
 }
 

@@ -1,0 +1,270 @@
+// The claim / dispatch fence / record rules of DESIGN.md §4, exercised activity by activity against real
+// Postgres and the real sandbox over loopback. Each run id stands for one workflow run; two run ids with the
+// same workflow id are a run and its reset.
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities, type ClaimResult } from '../../src/activities';
+import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
+import type { MailTransport } from '../../src/mail/types';
+import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { FailureType } from '../../src/shared/failures';
+import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
+import {
+  createOrder,
+  openTestDatabase,
+  testMailClient,
+  testSettings,
+  type TestDatabase,
+} from '../support/testKit';
+
+let database: TestDatabase;
+let sandbox: MailSandbox;
+let mail: MailTransport;
+
+beforeAll(async () => {
+  database = await openTestDatabase('activities');
+  sandbox = await startMailSandbox();
+  mail = testMailClient(sandbox.url);
+});
+afterAll(async () => {
+  await mail.close();
+  await sandbox.close();
+  await database.close();
+});
+afterEach(() => sandbox.reset());
+
+function activitiesWith(policy: UnknownOutcomePolicy = 'assume-sent') {
+  return createActivities({
+    db: database.db,
+    mail,
+    mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
+    settings: testSettings({ unknownOutcomePolicy: policy }),
+    workerIdentity: 'activity-test',
+  });
+}
+
+/** An activity environment as one workflow run of `workflowId` would give it. */
+function run(workflowId: string, runId: string) {
+  return new MockActivityEnvironment({ namespace: 'default', workflowExecution: { workflowId, runId } });
+}
+
+/** MockActivityEnvironment.run, typed by the activity it runs. */
+function exec<Input, Output>(
+  env: MockActivityEnvironment,
+  activity: (input: Input) => Promise<Output>,
+  input: Input,
+): Promise<Output> {
+  return env.run<[Input], Output, typeof activity>(activity, input);
+}
+
+function claimed(result: ClaimResult) {
+  if (result.kind !== 'claimed') throw new Error(`expected a claim, got ${JSON.stringify(result)}`);
+  return result;
+}
+
+async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(ApplicationFailure);
+  return error as ApplicationFailure;
+}
+
+describe('claim', () => {
+  it('is idempotent for its own run: a retried claim finds its own token and makes no new attempt', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const env = run(orderId, 'run-a');
+    const first = claimed(await exec(env, acts.claimOrderMail, { orderId }));
+    const retried = claimed(await exec(env, acts.claimOrderMail, { orderId }));
+    expect(first).toMatchObject({ attempt: 1, how: 'first-claim' });
+    expect(retried).toMatchObject({ attempt: 1, how: 'own-claim', claimToken: first.claimToken });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending', attempts: 1 });
+  });
+
+  it('refuses an order that does not exist, writing nothing', async () => {
+    const acts = activitiesWith();
+    const missing = '9123456789012345';
+    const failure = await failureOf(exec(run(missing, 'run-a'), acts.claimOrderMail, { orderId: missing }));
+    expect(failure.type).toBe(FailureType.OrderNotFound);
+    expect(failure.nonRetryable).toBe(true);
+    expect(await readMailLog(database.db, missing)).toBeNull();
+  });
+
+  it('takes over a closed run’s claim that never dispatched, and that run can no longer send', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const closedRun = run(orderId, 'run-a');
+    const a = claimed(await exec(closedRun, acts.claimOrderMail, { orderId }));
+
+    const b = claimed(await exec(run(orderId, 'run-b'), acts.claimOrderMail, { orderId }));
+    expect(b).toMatchObject({ attempt: 2, how: 'took-over-undispatched' });
+
+    // The old run's send, should it still execute, is stopped by the fence before any request.
+    const failure = await failureOf(
+      exec(closedRun, acts.sendOrderMail, { orderId, claimToken: a.claimToken, attempt: a.attempt }),
+    );
+    expect(failure.type).toBe(FailureType.ClaimLost);
+    expect(sandbox.requests()).toHaveLength(0);
+    expect(await listAttempts(database.db, orderId)).toMatchObject([
+      { attempt: 1, state: 'failed', outcome: 'not_sent', claimToken: a.claimToken },
+    ]);
+  });
+
+  it('settles a closed run’s dispatched claim by assume-sent: nothing more is sent', async () => {
+    const acts = activitiesWith('assume-sent');
+    const orderId = await createOrder(database.db);
+    const closedRun = run(orderId, 'run-a');
+    const a = claimed(await exec(closedRun, acts.claimOrderMail, { orderId }));
+    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+    const inFlight = exec(closedRun, acts.sendOrderMail, { orderId, claimToken: a.claimToken, attempt: 1 });
+    await waitUntil(() => sandbox.requests().length === 1);
+
+    const b = await exec(run(orderId, 'run-b'), acts.claimOrderMail, { orderId });
+    expect(b).toMatchObject({ kind: 'already-sent', outcome: 'unknown' });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'sent',
+      outcome: 'unknown',
+      unknownPolicy: 'assume-sent',
+    });
+    sandbox.releaseHeld();
+    // The old run's late record is fenced off: the row has been settled by someone else.
+    await inFlight.catch(() => undefined);
+    const late = await exec(closedRun, acts.recordOrderMailOutcome, {
+      orderId,
+      claimToken: a.claimToken,
+      attempt: 1,
+      state: 'sent',
+      outcome: 'accepted',
+      unknownPolicy: null,
+      providerMessageId: 'late',
+      httpStatus: 202,
+      error: null,
+    });
+    expect(late).toMatchObject({ kind: 'recorded', alreadyRecorded: true, outcome: 'unknown' });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('settles a closed run’s dispatched claim by assume-failed and claims again, saying so in the log', async () => {
+    const acts = activitiesWith('assume-failed');
+    const orderId = await createOrder(database.db);
+    const closedRun = run(orderId, 'run-a');
+    const a = claimed(await exec(closedRun, acts.claimOrderMail, { orderId }));
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    await failureOf(exec(closedRun, acts.sendOrderMail, { orderId, claimToken: a.claimToken, attempt: 1 }));
+
+    const b = claimed(await exec(run(orderId, 'run-b'), acts.claimOrderMail, { orderId }));
+    expect(b).toMatchObject({ attempt: 2, how: 'reclaimed-failed' });
+    expect(await listAttempts(database.db, orderId)).toMatchObject([
+      { attempt: 1, state: 'failed', outcome: 'unknown', unknownPolicy: 'assume-failed' },
+    ]);
+  });
+
+  it('does not touch a claim held by another workflow id', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    claimed(await exec(run(`other-${orderId}`, 'run-x'), acts.claimOrderMail, { orderId }));
+    const result = await exec(run(orderId, 'run-a'), acts.claimOrderMail, { orderId });
+    expect(result).toMatchObject({ kind: 'held-elsewhere' });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ attempts: 1, state: 'sending' });
+  });
+});
+
+describe('send', () => {
+  it('run twice for the same attempt: the second execution makes no HTTP request', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const env = run(orderId, 'run-a');
+    const { claimToken } = claimed(await exec(env, acts.claimOrderMail, { orderId }));
+
+    const first = await exec(env, acts.sendOrderMail, { orderId, claimToken, attempt: 1 });
+    expect(first.outcome).toBe('accepted');
+    const second = await failureOf(exec(env, acts.sendOrderMail, { orderId, claimToken, attempt: 1 }));
+    expect(second.type).toBe(FailureType.MailOutcomeUnknown);
+    expect(second.details?.[0]).toMatchObject({ outcome: 'unknown', errorCode: 'ALREADY_DISPATCHED' });
+    expect(sandbox.requests()).toHaveLength(1);
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('renders the Japanese confirmation mail from the order loaded by id', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db, { customerName: '佐藤 花子' });
+    const env = run(orderId, 'run-a');
+    const { claimToken } = claimed(await exec(env, acts.claimOrderMail, { orderId }));
+    await exec(env, acts.sendOrderMail, { orderId, claimToken, attempt: 1 });
+    const [message] = sandbox.messagesFor(orderId);
+    expect(message?.subject).toBe('ご注文ありがとうございます');
+    expect(message?.text).toContain('佐藤 花子 様');
+    expect(message?.text).toContain(`ご注文番号: ${orderId}`);
+    expect(message?.text).toContain('合計: ￥8,200');
+  });
+});
+
+describe('record', () => {
+  it('is idempotent: a retry after a lost commit reports the same outcome and writes one audit row', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const env = run(orderId, 'run-a');
+    const { claimToken } = claimed(await exec(env, acts.claimOrderMail, { orderId }));
+    const sent = await exec(env, acts.sendOrderMail, { orderId, claimToken, attempt: 1 });
+    const outcome = {
+      orderId,
+      claimToken,
+      attempt: 1,
+      state: 'sent' as const,
+      outcome: 'accepted' as const,
+      unknownPolicy: null,
+      providerMessageId: sent.providerMessageId,
+      httpStatus: sent.httpStatus,
+      error: null,
+    };
+    expect(await exec(env, acts.recordOrderMailOutcome, outcome)).toMatchObject({
+      kind: 'recorded',
+      alreadyRecorded: false,
+    });
+    expect(await exec(env, acts.recordOrderMailOutcome, outcome)).toMatchObject({
+      kind: 'recorded',
+      alreadyRecorded: true,
+    });
+    expect(await listAttempts(database.db, orderId)).toHaveLength(1);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'sent',
+      outcome: 'accepted',
+      providerMessageId: sent.providerMessageId,
+    });
+  });
+
+  it('records an unknown for an attempt that never passed the dispatch fence as not_sent', async () => {
+    const acts = activitiesWith('assume-sent');
+    const orderId = await createOrder(database.db);
+    const env = run(orderId, 'run-a');
+    const { claimToken } = claimed(await exec(env, acts.claimOrderMail, { orderId }));
+    const result = await exec(env, acts.recordOrderMailOutcome, {
+      orderId,
+      claimToken,
+      attempt: 1,
+      state: 'sent',
+      outcome: 'unknown',
+      unknownPolicy: 'assume-sent',
+      providerMessageId: null,
+      httpStatus: null,
+      error: 'the send activity timed out (START_TO_CLOSE)',
+    });
+    expect(result).toMatchObject({ kind: 'recorded', state: 'failed', outcome: 'not_sent' });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'failed',
+      outcome: 'not_sent',
+      unknownPolicy: null,
+    });
+  });
+});
+
+async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

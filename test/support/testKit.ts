@@ -1,0 +1,148 @@
+// Shared set-up for tests that need the real parts: an isolated Postgres database per test file, a Temporal
+// client, an in-process worker on its own task queue, and the Mail API sandbox over loopback.
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { inject } from 'vitest';
+import type { ActivityDependencies } from '../../src/activities';
+import { migrate } from '../../src/db/migrate';
+import { insertOrder, type NewOrder } from '../../src/db/orders';
+import { createDatabase, type Database } from '../../src/db/pool';
+import { createIsolatedDatabase } from '../../src/devtools/testDatabases';
+import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient';
+import type { MailTransport } from '../../src/mail/types';
+import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
+import { orderMailWorkerOptions } from '../../src/workerOptions';
+
+export interface TestDatabase {
+  db: Database;
+  connectionString: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh, migrated database for one test file. Order ids start at a random offset so workflow ids (= order
+ * ids) never collide with another file's in the shared Temporal namespace.
+ */
+export async function openTestDatabase(prefix: string): Promise<TestDatabase> {
+  const isolated = await createIsolatedDatabase(inject('databaseUrl'), prefix);
+  await migrate(isolated.connectionString);
+  const db = createDatabase({
+    connectionString: isolated.connectionString,
+    applicationName: `test ${prefix}`,
+  });
+  const offset = 1_000_000 + Math.floor(Math.random() * 8_000_000_000) * 1_000;
+  await db.query(`SELECT setval(pg_get_serial_sequence('orders', 'id'), $1)`, [offset]);
+  return {
+    db,
+    connectionString: isolated.connectionString,
+    async close() {
+      await db.close();
+      await isolated.drop();
+    },
+  };
+}
+
+let orderCounter = 0;
+
+export function sampleOrder(overrides: Partial<NewOrder> = {}): NewOrder {
+  orderCounter += 1;
+  return {
+    customerName: '山田 太郎',
+    customerEmail: `customer${orderCounter}@example.com`,
+    items: [
+      { productName: '有機緑茶 100g', quantity: 2, unitPriceYen: 1200 },
+      { productName: '急須（常滑焼）', quantity: 1, unitPriceYen: 5800 },
+    ],
+    ...overrides,
+  };
+}
+
+export async function createOrder(db: Database, overrides: Partial<NewOrder> = {}): Promise<string> {
+  return insertOrder(db, sampleOrder(overrides));
+}
+
+export async function connectTestClient(): Promise<Client> {
+  const connection = await Connection.connect({ address: inject('temporalAddress') });
+  return new Client({ connection, namespace: inject('temporalNamespace') });
+}
+
+/** Settings for tests: short timeouts and backoff, so fault paths finish in seconds. */
+export function testSettings(overrides: Partial<OrderMailWorkflowSettings> = {}): OrderMailWorkflowSettings {
+  return {
+    unknownOutcomePolicy: 'assume-sent',
+    sendTimeoutMs: 6_000,
+    maxSendAttempts: 5,
+    retryInitialIntervalMs: 200,
+    retryMaxIntervalMs: 2_000,
+    ...overrides,
+  };
+}
+
+/** A Mail API client with test-sized deadlines (undici's timers fire up to ~1 s late). */
+export function testMailClient(baseUrl: string, apiKey = 'sandbox-key'): MailTransport {
+  return createGenericMailApiClient({
+    baseUrl,
+    apiKey,
+    connectTimeoutMs: 1_000,
+    headersTimeoutMs: 1_000,
+    overallTimeoutMs: 3_000,
+    connections: 4,
+  });
+}
+
+export interface RunningTestWorker {
+  taskQueue: string;
+  stop(): Promise<void>;
+}
+
+/** Runs the real worker in-process on a task queue of its own, until stop(). */
+export async function startTestWorker(
+  dependencies: Omit<ActivityDependencies, 'workerIdentity' | 'mailIdentity'> & Partial<ActivityDependencies>,
+  options: { taskQueue?: string; activities?: object } = {},
+): Promise<RunningTestWorker> {
+  const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
+  const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  const workerOptions = orderMailWorkerOptions({
+    connection,
+    namespace: inject('temporalNamespace'),
+    taskQueue,
+    dependencies: {
+      workerIdentity: `test-worker-${taskQueue.slice(5, 13)}`,
+      mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
+      ...dependencies,
+    },
+    workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
+    shutdownGraceTimeMs: 1_000,
+    maxConcurrentActivityTaskExecutions: 20,
+  });
+  // Tests that simulate lost completions wrap the real activities; everything else runs them as deployed.
+  const worker = await Worker.create({
+    ...workerOptions,
+    activities: options.activities ?? workerOptions.activities,
+  });
+  const running = worker.run();
+  return {
+    taskQueue,
+    async stop() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

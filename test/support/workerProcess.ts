@@ -1,0 +1,36 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+const PROJECT_ROOT = path.join(__dirname, '..', '..');
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Everything the process printed, for failure messages. */
+  output(): string;
+  /** Resolves when the worker has said it started polling. */
+  started: Promise<void>;
+  exited: Promise<number | null>;
+}
+
+/** Runs `src/worker.ts` as a real process, exactly as `npm start` does, with the given environment. */
+export function spawnWorkerProcess(env: Record<string, string>): WorkerProcess {
+  // node --import tsx (not the tsx CLI): the CLI runs the script in a child of its own, which a SIGKILL of
+  // the CLI would leave running.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const started = new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('"message":"Worker started"')) resolve();
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before starting:\n${output}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, started, exited };
+}

@@ -1,0 +1,299 @@
+// The workflow end to end: a real Temporal dev server, real Postgres, the real worker code in-process and the
+// Mail API sandbox over loopback. Each test asserts the messages the sandbox received, the log row and the
+// workflow's status.
+import { activityInfo } from '@temporalio/activity';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../../src/activities';
+import {
+  startOrderConfirmationMail,
+  describeOrderConfirmationMail,
+  InvalidOrderIdError,
+} from '../../src/client';
+import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
+import type { MailTransport } from '../../src/mail/types';
+import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { FailureType } from '../../src/shared/failures';
+import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
+import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
+import {
+  connectTestClient,
+  createOrder,
+  openTestDatabase,
+  startTestWorker,
+  testMailClient,
+  testSettings,
+  type RunningTestWorker,
+  type TestDatabase,
+} from '../support/testKit';
+import { saveHistoryIfRequested } from '../support/replayHistories';
+
+let database: TestDatabase;
+let sandbox: MailSandbox;
+let mail: MailTransport;
+let client: Client;
+const workers: Partial<Record<UnknownOutcomePolicy, RunningTestWorker>> = {};
+
+beforeAll(async () => {
+  database = await openTestDatabase('workflow');
+  sandbox = await startMailSandbox();
+  mail = testMailClient(sandbox.url);
+  client = await connectTestClient();
+  for (const policy of ['assume-sent', 'assume-failed'] as const) {
+    workers[policy] = await startTestWorker({
+      db: database.db,
+      mail,
+      settings: testSettings({ unknownOutcomePolicy: policy }),
+    });
+  }
+});
+
+afterAll(async () => {
+  for (const worker of Object.values(workers)) await worker.stop();
+  await client.connection.close();
+  await mail.close();
+  await sandbox.close();
+  await database.close();
+});
+
+async function runMail(orderId: string, policy: UnknownOutcomePolicy = 'assume-sent') {
+  return client.workflow.execute(orderConfirmationMail, {
+    workflowId: orderId,
+    taskQueue: workers[policy]!.taskQueue,
+    args: [orderId],
+  });
+}
+
+async function failureOfRun(orderId: string, policy: UnknownOutcomePolicy = 'assume-sent') {
+  const error = await runMail(orderId, policy).then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(WorkflowFailedError);
+  return (error as WorkflowFailedError).cause as ApplicationFailure;
+}
+
+describe('orderConfirmationMail', () => {
+  it('accepted: one message, a sent/accepted row with the provider id, a completed workflow', async () => {
+    const orderId = await createOrder(database.db);
+    const result = await runMail(orderId);
+    const messages = sandbox.messagesFor(orderId);
+    expect(messages).toHaveLength(1);
+    expect(result).toMatchObject({
+      result: 'sent',
+      outcome: 'accepted',
+      attempts: 1,
+      providerMessageId: messages[0]!.id,
+    });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'sent',
+      outcome: 'accepted',
+      attempts: 1,
+      providerMessageId: messages[0]!.id,
+      httpStatus: 202,
+    });
+    expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('COMPLETED');
+    saveHistoryIfRequested(orderId, 'accepted');
+  });
+
+  for (const fault of [
+    { kind: 'accept-then-drop' as const },
+    { kind: 'accept-then-hang' as const, ms: 4_000 },
+  ]) {
+    it(`${fault.kind} under assume-sent: one message, sent/unknown, completed`, async () => {
+      const orderId = await createOrder(database.db);
+      sandbox.queueFault(orderId, fault);
+      const result = await runMail(orderId, 'assume-sent');
+      expect(result).toMatchObject({ result: 'sent', outcome: 'unknown', attempts: 1 });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(await readMailLog(database.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'unknown',
+        unknownPolicy: 'assume-sent',
+      });
+      if (fault.kind === 'accept-then-drop') saveHistoryIfRequested(orderId, 'unknown-assume-sent');
+    });
+
+    it(`${fault.kind} under assume-failed: failed/unknown, then claimed and sent again, as the policy says`, async () => {
+      const orderId = await createOrder(database.db);
+      sandbox.queueFault(orderId, fault);
+      const result = await runMail(orderId, 'assume-failed');
+      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
+      // The policy trades a possible duplicate for never losing a mail, and the log shows where it happened.
+      expect(sandbox.messagesFor(orderId)).toHaveLength(2);
+      expect(await listAttempts(database.db, orderId)).toMatchObject([
+        { attempt: 1, state: 'failed', outcome: 'unknown', unknownPolicy: 'assume-failed' },
+        { attempt: 2, state: 'sent', outcome: 'accepted' },
+      ]);
+      if (fault.kind === 'accept-then-drop') {
+        saveHistoryIfRequested(orderId, 'unknown-assume-failed-then-accepted');
+      }
+    });
+  }
+
+  for (const status of [400, 422]) {
+    it(`HTTP ${status}: no message, failed/rejected, a Failed workflow with MailRejected in its cause chain`, async () => {
+      const orderId = await createOrder(database.db);
+      sandbox.queueFault(orderId, { kind: 'status', status });
+      const failure = await failureOfRun(orderId);
+      expect(failure).toBeInstanceOf(ApplicationFailure);
+      expect(failure.type).toBe(FailureType.MailRejected);
+      expect(failure.message).toContain(`Order ${orderId}`);
+      expect(failure.message).toContain(`HTTP ${status}`);
+      expect(failure.cause).toBeInstanceOf(ActivityFailure);
+      expect((failure.cause as ActivityFailure).cause).toMatchObject({ type: FailureType.MailRejected });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+      expect(await readMailLog(database.db, orderId)).toMatchObject({
+        state: 'failed',
+        outcome: 'rejected',
+        httpStatus: status,
+      });
+      expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('FAILED');
+      saveHistoryIfRequested(orderId, `rejected-${status}`);
+    });
+  }
+
+  it('an invalid recipient (the sandbox answers 422) is rejected, not retried', async () => {
+    const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
+    const failure = await failureOfRun(orderId);
+    expect(failure.type).toBe(FailureType.MailRejected);
+    expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(1);
+  });
+
+  it('429 with Retry-After: retried no earlier than the delay, one message, attempts counted', async () => {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 429, retryAfterSeconds: 2 });
+    const result = await runMail(orderId);
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    const [first, second] = await listAttempts(database.db, orderId);
+    expect(first).toMatchObject({ outcome: 'not_sent', httpStatus: 429 });
+    expect(second!.claimedAt.getTime() - first!.finishedAt.getTime()).toBeGreaterThanOrEqual(2_000);
+    saveHistoryIfRequested(orderId, 'retry-after-429');
+  });
+
+  it('503: retried after the backoff, one message, attempts counted', async () => {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 503 }, 2);
+    const result = await runMail(orderId);
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 3 });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    const attempts = await listAttempts(database.db, orderId);
+    expect(attempts.map((attempt) => attempt.outcome)).toEqual(['not_sent', 'not_sent', 'accepted']);
+    // Backoff 200 ms, then 400 ms (testSettings).
+    expect(attempts[1]!.claimedAt.getTime() - attempts[0]!.finishedAt.getTime()).toBeGreaterThanOrEqual(200);
+    expect(attempts[2]!.claimedAt.getTime() - attempts[1]!.finishedAt.getTime()).toBeGreaterThanOrEqual(400);
+  });
+
+  it('connection refused: not_sent, retried until the API is back, one message', async () => {
+    const orderId = await createOrder(database.db);
+    await sandbox.refuseConnectionsFor(1_500);
+    const result = await runMail(orderId);
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted' });
+    expect(result.attempts).toBeGreaterThanOrEqual(2);
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    const attempts = await listAttempts(database.db, orderId);
+    expect(attempts[0]).toMatchObject({ state: 'failed', outcome: 'not_sent' });
+    expect(attempts[0]!.error).toContain('ECONNREFUSED');
+    expect(attempts.at(-1)).toMatchObject({ state: 'sent', outcome: 'accepted' });
+  });
+
+  it('gives up after the configured attempts with a Failed workflow, leaving a failed row', async () => {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 503 }, 10);
+    const failure = await failureOfRun(orderId);
+    expect(failure.type).toBe(FailureType.MailNotSentGaveUp);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'failed',
+      outcome: 'not_sent',
+      attempts: 5,
+    });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+  });
+
+  it('the same order started 20 times concurrently from several clients: one workflow, one message', async () => {
+    const orderId = await createOrder(database.db);
+    const clients = await Promise.all([
+      connectTestClient(),
+      connectTestClient(),
+      connectTestClient(),
+      connectTestClient(),
+    ]);
+    try {
+      const starts = await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          startOrderConfirmationMail(clients[index % clients.length]!, orderId, {
+            taskQueue: workers['assume-sent']!.taskQueue,
+          }),
+        ),
+      );
+      expect(starts.filter((start) => start.status === 'started')).toHaveLength(1);
+      expect(starts.filter((start) => start.status === 'already-started')).toHaveLength(19);
+      await client.workflow.getHandle(orderId).result();
+      // A start after completion is still "already started", and sends nothing.
+      expect(await startOrderConfirmationMail(clients[0], orderId)).toEqual({
+        status: 'already-started',
+        orderId,
+      });
+    } finally {
+      await Promise.all(clients.map((each) => each.connection.close()));
+    }
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', attempts: 1 });
+  });
+
+  it('a missing order: a Failed workflow with OrderNotFound, nothing sent, nothing written', async () => {
+    const orderId = '8999999999999999';
+    const failure = await failureOfRun(orderId);
+    expect(failure.type).toBe(FailureType.OrderNotFound);
+    expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
+    expect(await readMailLog(database.db, orderId)).toBeNull();
+  });
+
+  it('a malformed order id: the client refuses it and starts nothing; the workflow refuses it too', async () => {
+    for (const bad of ['abc', '-1', '0', '01', '1.5', '', '99999999999999999999', 12.5, null]) {
+      await expect(startOrderConfirmationMail(client, bad)).rejects.toBeInstanceOf(InvalidOrderIdError);
+    }
+    await expect(describeOrderConfirmationMail(client, '99999999999999999')).resolves.toBeNull();
+    const failure = await failureOfRun('not-a-number');
+    expect(failure.type).toBe(FailureType.InvalidOrderId);
+  });
+});
+
+describe('lost completions and re-executions', () => {
+  it('the claim activity run twice for the same run (a lost completion): still claimed, one send', async () => {
+    const orderId = await createOrder(database.db);
+    const deps = {
+      db: database.db,
+      mail,
+      settings: testSettings(),
+      workerIdentity: 'lost-completion',
+      mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
+    };
+    const real = createActivities(deps);
+    // The first attempt commits its claim, then "loses" its completion; Temporal retries the activity.
+    const activities = {
+      ...real,
+      claimOrderMail: async (input: { orderId: string }) => {
+        const result = await real.claimOrderMail(input);
+        if (activityInfo().attempt === 1)
+          throw ApplicationFailure.retryable('completion lost after commit', 'TestLostCompletion');
+        return result;
+      },
+    };
+    const worker = await startTestWorker(deps, { activities });
+    try {
+      const result = await client.workflow.execute(orderConfirmationMail, {
+        workflowId: orderId,
+        taskQueue: worker.taskQueue,
+        args: [orderId],
+      });
+      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
+    } finally {
+      await worker.stop();
+    }
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(await listAttempts(database.db, orderId)).toHaveLength(1);
+  });
+});
