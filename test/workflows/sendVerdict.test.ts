@@ -1,0 +1,103 @@
+// The workflow's pure decisions (DESIGN.md §5): what a send failure means and what gets recorded for it.
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancelledFailure,
+  RetryState,
+  TimeoutFailure,
+} from '@temporalio/common';
+import { describe, expect, it } from 'vitest';
+import { FailureType, sendFailure, type SendFailureDetails } from '../../src/shared/failures';
+import { delayBeforeNextAttempt } from '../../src/shared/workflowSettings';
+import { recordDecisionFor, verdictOfSendFailure } from '../../src/workflows/sendVerdict';
+
+function activityFailure(cause: Error): ActivityFailure {
+  return new ActivityFailure(
+    'Activity task failed',
+    'sendOrderMail',
+    '3',
+    RetryState.MAXIMUM_ATTEMPTS_REACHED,
+    'worker',
+    cause,
+  );
+}
+
+describe('verdictOfSendFailure', () => {
+  it('reads the typed details of the send’s own failures', () => {
+    const failure = sendFailure({
+      outcome: 'not_sent',
+      httpStatus: 429,
+      errorCode: null,
+      reason: 'HTTP 429',
+      retryAfterMs: 2_000,
+    });
+    const verdict = verdictOfSendFailure(activityFailure(failure));
+    expect(verdict).toMatchObject({
+      kind: 'not-accepted',
+      failureType: FailureType.MailNotSent,
+      details: { outcome: 'not_sent', httpStatus: 429, retryAfterMs: 2_000, retryable: true },
+    });
+  });
+
+  it('treats a start-to-close timeout (the worker died mid-send) as unknown', () => {
+    const verdict = verdictOfSendFailure(
+      activityFailure(new TimeoutFailure(undefined, undefined, 'START_TO_CLOSE')),
+    );
+    expect(verdict).toMatchObject({
+      kind: 'not-accepted',
+      details: { outcome: 'unknown', errorCode: 'TIMEOUT_START_TO_CLOSE' },
+    });
+  });
+
+  it('treats a cancellation or an unexpected error as unknown', () => {
+    for (const cause of [
+      new CancelledFailure('WORKER_SHUTDOWN'),
+      ApplicationFailure.create({ type: 'TypeError', message: 'boom' }),
+    ]) {
+      expect(verdictOfSendFailure(activityFailure(cause))).toMatchObject({ details: { outcome: 'unknown' } });
+    }
+  });
+
+  it('treats a send failure whose details are missing as unknown, not as rejected', () => {
+    const bare = ApplicationFailure.create({ type: FailureType.MailRejected, message: 'no details' });
+    expect(verdictOfSendFailure(activityFailure(bare))).toMatchObject({ details: { outcome: 'unknown' } });
+  });
+
+  it('recognises a lost claim', () => {
+    const lost = ApplicationFailure.create({ type: FailureType.ClaimLost, message: 'lost' });
+    expect(verdictOfSendFailure(activityFailure(lost))).toEqual({ kind: 'claim-lost' });
+  });
+});
+
+describe('recordDecisionFor', () => {
+  const details = (outcome: SendFailureDetails['outcome']): SendFailureDetails => ({
+    outcome,
+    httpStatus: null,
+    errorCode: null,
+    reason: 'x',
+    retryAfterMs: null,
+    retryable: outcome !== 'rejected',
+  });
+
+  it.each([
+    ['rejected', 'assume-sent', { state: 'failed', outcome: 'rejected', unknownPolicy: null }],
+    ['not_sent', 'assume-sent', { state: 'failed', outcome: 'not_sent', unknownPolicy: null }],
+    ['unknown', 'assume-sent', { state: 'sent', outcome: 'unknown', unknownPolicy: 'assume-sent' }],
+    ['unknown', 'assume-failed', { state: 'failed', outcome: 'unknown', unknownPolicy: 'assume-failed' }],
+  ] as const)('%s under %s', (outcome, policy, expected) => {
+    expect(recordDecisionFor(details(outcome), policy)).toEqual(expected);
+  });
+});
+
+describe('delayBeforeNextAttempt', () => {
+  const settings = { retryInitialIntervalMs: 1_000, retryMaxIntervalMs: 5_000 };
+  it('doubles from the initial interval up to the maximum', () => {
+    expect([1, 2, 3, 4, 5].map((attempt) => delayBeforeNextAttempt(settings, attempt, null))).toEqual([
+      1_000, 2_000, 4_000, 5_000, 5_000,
+    ]);
+  });
+  it('never waits less than Retry-After', () => {
+    expect(delayBeforeNextAttempt(settings, 1, 30_000)).toBe(30_000);
+    expect(delayBeforeNextAttempt(settings, 3, 10)).toBe(4_000);
+  });
+});
