@@ -42,5 +42,5 @@ export function html(literals: TemplateStringsArray, ...values: HtmlValue[]): Sa
 function render(value: HtmlValue): string {
   if (value instanceof SafeHtml) return value.markup;
   if (Array.isArray(value)) return (value as readonly HtmlValue[]).map(render).join('');
-  return escapeHtml(String(value as string | number | bigint));
+  return escapeHtml(String(value));
 }

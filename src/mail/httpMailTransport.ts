@@ -131,7 +131,10 @@ function checkOptions(options: HttpMailTransportOptions): void {
 }
 
 export function transportOptionProblems(
-  options: Pick<HttpMailTransportOptions, 'connectTimeoutMs' | 'headersTimeoutMs' | 'overallTimeoutMs' | 'connections'>,
+  options: Pick<
+    HttpMailTransportOptions,
+    'connectTimeoutMs' | 'headersTimeoutMs' | 'overallTimeoutMs' | 'connections'
+  >,
 ): string[] {
   const problems: string[] = [];
   for (const name of ['connectTimeoutMs', 'headersTimeoutMs', 'overallTimeoutMs', 'connections'] as const) {

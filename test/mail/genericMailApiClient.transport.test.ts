@@ -158,6 +158,7 @@ describe('after a 2xx', () => {
         reply_to: null,
         subject: 'Thanks',
         text: 'Confirmed.',
+        html: '<p>Confirmed.</p>',
         metadata: { order_id: '42' },
       },
     });

@@ -23,12 +23,15 @@ export const MAILGUN_STATUS_TABLE = extendStatusTable(
 );
 
 // A domain name, so the path cannot be bent by a stray '/' or '..'.
-const DOMAIN = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+const DOMAIN =
+  /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
 
 export function createMailgunAdapter(options: { apiKey: string; domain: string }): MailProviderAdapter {
   checkApiKey(options.apiKey);
   if (!DOMAIN.test(options.domain)) {
-    throw new MailClientConfigError('The Mailgun sending domain must be a domain name such as mg.example.com.');
+    throw new MailClientConfigError(
+      'The Mailgun sending domain must be a domain name such as mg.example.com.',
+    );
   }
   const authorization = `Basic ${Buffer.from(`api:${options.apiKey}`).toString('base64')}`;
   const path = `/v3/${options.domain}/messages`;
