@@ -174,7 +174,7 @@ describe('formatting', () => {
 
   it('html`` escapes every interpolated value once, and nests without double escaping', () => {
     const inner = html`<b>${'<i>'}</b>`;
-    expect(html`<p title="${'"x" & \'y\''}">${inner}${['<', html`<br />`, 3]}</p>`.toString()).toBe(
+    expect(html`<p title="${'"x" & \'y\''}">${inner}${['<', html`<br>`, 3]}</p>`.toString()).toBe(
       '<p title="&quot;x&quot; &amp; &#39;y&#39;"><b>&lt;i&gt;</b>&lt;<br>3</p>',
     );
     expect(escapeHtml('&amp;')).toBe('&amp;amp;');
