@@ -1,7 +1,7 @@
 // Typed queries for order_mail_log and its audit table, order_mail_attempts (DESIGN.md §4).
 // Every state change is ONE statement whose WHERE clause states its precondition (the fence), and callers
 // look at what it returned instead of reading first and writing after.
-import type { MailOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
+import type { MailOutcome, UnknownOutcomePolicy, UnknownSettlement } from '../shared/mailOutcome';
 import type { Database } from './pool';
 
 export type MailLogState = 'sending' | 'sent' | 'failed';
@@ -15,7 +15,7 @@ export interface MailLogRow {
   claimScheduledAt: Date | null;
   dispatchedAt: Date | null;
   outcome: MailOutcome | null;
-  unknownPolicy: UnknownOutcomePolicy | null;
+  unknownPolicy: UnknownSettlement | null;
   providerMessageId: string | null;
   httpStatus: number | null;
   lastError: string | null;
@@ -195,7 +195,7 @@ export interface OutcomeToRecord {
   attempt: number;
   state: 'sent' | 'failed';
   outcome: MailOutcome;
-  unknownPolicy: UnknownOutcomePolicy | null;
+  unknownPolicy: UnknownSettlement | null;
   providerMessageId: string | null;
   httpStatus: number | null;
   error: string | null;
@@ -273,7 +273,7 @@ export interface AttemptRow {
   finishedAt: Date;
   state: 'sent' | 'failed';
   outcome: MailOutcome;
-  unknownPolicy: UnknownOutcomePolicy | null;
+  unknownPolicy: UnknownSettlement | null;
   providerMessageId: string | null;
   httpStatus: number | null;
   error: string | null;
@@ -289,4 +289,21 @@ export async function listAttempts(db: Database, orderId: string): Promise<Attem
     [orderId],
   );
   return rows;
+}
+
+/**
+ * Milliseconds from the order's first dispatch to now, both on Postgres's clock: the earliest dispatched_at
+ * of every attempt, earlier runs and resets included, and of the attempt in progress. Null when no attempt
+ * ever dispatched. An idempotency key is the same for every attempt of an order, so the provider's window
+ * counts, at the latest, from this first request that carried it.
+ */
+export async function timeSinceFirstDispatch(db: Database, orderId: string): Promise<number | null> {
+  const { rows } = await db.query<{ elapsedMs: number | null }>(
+    `SELECT round(extract(epoch FROM now() - LEAST(
+              (SELECT dispatched_at FROM order_mail_log WHERE order_id = $1),
+              (SELECT min(dispatched_at) FROM order_mail_attempts WHERE order_id = $1))) * 1000)::float8
+              AS "elapsedMs"`,
+    [orderId],
+  );
+  return rows[0]?.elapsedMs ?? null;
 }

@@ -261,7 +261,9 @@ describe('send', () => {
     expect(message?.subject).toBe('ご注文ありがとうございます');
     expect(message?.text).toContain('佐藤 花子 様');
     expect(message?.text).toContain(`ご注文番号: ${orderId}`);
-    expect(message?.text).toContain('合計: ￥8,200');
+    expect(message?.text).toContain('合計: 8,200円（税込）');
+    expect(message?.html).toContain('佐藤 花子 様');
+    expect(message?.html).toContain('8,200円');
   });
 });
 

@@ -32,6 +32,8 @@ describe('loadConfig', () => {
       maxSendAttempts: 8,
       retryInitialIntervalMs: 10_000,
       retryMaxIntervalMs: 600_000,
+      // The generic API has no idempotency key, so an unknown outcome always goes to the policy.
+      idempotency: null,
     });
     expect(config.worker.shutdownGraceTimeMs).toBe(70_000);
     expect(config.worker.metricsBindAddress).toBeNull();

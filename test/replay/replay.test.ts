@@ -13,6 +13,7 @@ const REQUIRED = [
   'unknown-assume-sent',
   'unknown-assume-failed-then-accepted',
   'retry-after-429',
+  'unknown-idempotent-retry-then-accepted',
 ];
 
 describe('replay of stored histories', async () => {
