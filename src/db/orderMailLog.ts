@@ -1,7 +1,7 @@
 // Typed queries for order_mail_log and its audit table, order_mail_attempts (DESIGN.md §4).
 // Every state change is ONE statement whose WHERE clause states its precondition (the fence), and callers
 // look at what it returned instead of reading first and writing after.
-import type { MailOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
+import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { Database } from './pool';
 
 export type MailLogState = 'sending' | 'sent' | 'failed';
@@ -13,7 +13,7 @@ export interface MailLogRow {
   claimToken: string;
   claimedAt: Date;
   dispatchedAt: Date | null;
-  outcome: MailOutcome | null;
+  outcome: LogOutcome | null;
   unknownPolicy: UnknownOutcomePolicy | null;
   providerMessageId: string | null;
   httpStatus: number | null;
