@@ -5,6 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { ActivityDependencies } from '../../src/activities';
+import type { ReconcileDependencies } from '../../src/activities/reconcileActivities';
 import { migrate } from '../../src/db/migrate';
 import { insertOrder, type NewOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';
@@ -99,7 +100,7 @@ export interface RunningTestWorker {
 /** Runs the real worker in-process on a task queue of its own, until stop(). */
 export async function startTestWorker(
   dependencies: Omit<ActivityDependencies, 'workerIdentity' | 'mailIdentity'> & Partial<ActivityDependencies>,
-  options: { taskQueue?: string; activities?: object } = {},
+  options: { taskQueue?: string; activities?: object; reconcile?: ReconcileDependencies } = {},
 ): Promise<RunningTestWorker> {
   const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
@@ -112,6 +113,7 @@ export async function startTestWorker(
       mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
       ...dependencies,
     },
+    reconcileDependencies: options.reconcile,
     workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
     shutdownGraceTimeMs: 1_000,
     maxConcurrentActivityTaskExecutions: 20,
