@@ -11,7 +11,7 @@ export type OpsCommand =
   | {
       name: 'retry';
       orderId: string;
-      reason: string | undefined;
+      reason: string;
       operator: string | undefined;
       json: boolean;
     }
@@ -19,7 +19,7 @@ export type OpsCommand =
       name: 'resolve';
       orderId: string;
       as: ResolveAs;
-      reason: string | undefined;
+      reason: string;
       operator: string | undefined;
       json: boolean;
     };
@@ -72,7 +72,7 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
       return {
         name,
         orderId: onlyOrderId(name, positionals),
-        reason: values.reason,
+        reason: requiredReason(name, values.reason),
         operator: values.operator,
         json,
       };
@@ -81,7 +81,7 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
         name,
         orderId: onlyOrderId(name, positionals),
         as: oneOf('--as', values.as, ['sent', 'failed'] as const, name),
-        reason: values.reason,
+        reason: requiredReason(name, values.reason),
         operator: values.operator,
         json,
       };
@@ -117,6 +117,15 @@ function onlyOrderId(command: string, positionals: string[]): string {
     if (error instanceof InvalidOrderIdError) throw new UsageError(`${command}: ${error.message}`);
     throw error;
   }
+}
+
+function requiredReason(command: string, reason: string | undefined): string {
+  if (reason === undefined || reason.trim() === '') {
+    throw new UsageError(
+      `${command} needs --reason "…": every operator act is recorded with who did it, when and why.`,
+    );
+  }
+  return reason.trim();
 }
 
 function oneOf<T extends string>(
