@@ -100,13 +100,23 @@ export interface RunningTestWorker {
 /** Runs the real worker in-process on a task queue of its own, until stop(). */
 export async function startTestWorker(
   dependencies: Omit<ActivityDependencies, 'workerIdentity' | 'mailIdentity'> & Partial<ActivityDependencies>,
-  options: { taskQueue?: string; activities?: object; reconcile?: ReconcileDependencies } = {},
+  options: {
+    taskQueue?: string;
+    activities?: object;
+    reconcile?: ReconcileDependencies;
+    /** Another Temporal server than the run's shared one (e.g. one with a Web UI). */
+    temporal?: { address: string; namespace: string };
+  } = {},
 ): Promise<RunningTestWorker> {
   const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
-  const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  const temporal = options.temporal ?? {
+    address: inject('temporalAddress'),
+    namespace: inject('temporalNamespace'),
+  };
+  const connection = await NativeConnection.connect({ address: temporal.address });
   const workerOptions = orderMailWorkerOptions({
     connection,
-    namespace: inject('temporalNamespace'),
+    namespace: temporal.namespace,
     taskQueue,
     dependencies: {
       workerIdentity: `test-worker-${taskQueue.slice(5, 13)}`,
