@@ -5,7 +5,7 @@ import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig, type WorkerConfig } from './config/loadConfig';
 import { migrate } from './db/migrate';
 import { createDatabase } from './db/pool';
-import { createGenericMailApiClient } from './mail/genericMailApiClient';
+import { createMailTransport } from './mail/createMailTransport';
 import { assertSearchAttributesRegistered } from './temporal/searchAttributes';
 import { defaultWorkerIdentity, orderMailWorkerOptions } from './workerOptions';
 
@@ -27,7 +27,7 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
     statementTimeoutMs: config.worker.pgStatementTimeoutMs,
   });
   try {
-    const mail = createGenericMailApiClient(config.mailApi);
+    const mail = createMailTransport(config.mailApi);
     try {
       const connection = await NativeConnection.connect({ address: config.temporal.address });
       try {
@@ -61,6 +61,9 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
             taskQueue: config.temporal.taskQueue,
             namespace: config.temporal.namespace,
             unknownOutcomePolicy: config.workflow.unknownOutcomePolicy,
+            // Which provider, never its key or base URL (a URL may carry more than it should).
+            mailProvider: config.mailApi.provider,
+            idempotencyWindowMs: config.workflow.idempotency?.windowMs ?? null,
           });
           // Resolves after SIGINT/SIGTERM (the runtime's shutdown signals) once running tasks have drained.
           await worker.run();

@@ -1,5 +1,6 @@
 import { log } from '@temporalio/activity';
 import {
+  type Claimant,
   insertFirstClaim,
   readMailLog,
   reclaimFailed,
@@ -36,19 +37,20 @@ const MAX_CLAIM_PASSES = 5;
 export function createClaimOrderMail(deps: ActivityDependencies) {
   return async function claimOrderMail(input: { orderId: string }): Promise<ClaimResult> {
     const { orderId } = input;
-    const { claimToken, workflowScope } = currentClaimIdentity();
+    const { claimToken, workflowScope, claimScheduledAt } = currentClaimIdentity();
+    const claimant = { claimToken, claimScheduledAt };
     const { settings } = deps;
 
     for (let pass = 0; pass < MAX_CLAIM_PASSES; pass++) {
-      const first = await insertFirstClaimOrNotFound(deps, orderId, claimToken);
+      const first = await insertFirstClaimOrNotFound(deps, orderId, claimant);
       if (first !== null) return claimed(orderId, first, claimToken, 'first-claim', settings);
 
-      const reclaimed = await reclaimFailed(deps.db, orderId, claimToken);
+      const reclaimed = await reclaimFailed(deps.db, orderId, claimant);
       if (reclaimed !== null) return claimed(orderId, reclaimed, claimToken, 'reclaimed-failed', settings);
 
       const takenOver = await takeOverUndispatchedClaim(deps.db, {
         orderId,
-        claimToken,
+        ...claimant,
         workflowScope,
         recordedBy: deps.workerIdentity,
       });
@@ -57,7 +59,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
 
       const orphan = await settleDispatchedOrphan(deps.db, {
         orderId,
-        claimToken,
+        ...claimant,
         workflowScope,
         policy: settings.unknownOutcomePolicy,
         recordedBy: deps.workerIdentity,
@@ -94,6 +96,19 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         log.warn('Order mail claim is held by another workflow', { orderId, holder: row.claimToken });
         return { kind: 'held-elsewhere', holder: row.claimToken, settings };
       }
+      if (
+        row.state === 'sending' &&
+        row.claimScheduledAt !== null &&
+        row.claimScheduledAt >= claimScheduledAt
+      ) {
+        // A later run of this workflow holds the claim, so this claim comes from a run that has been closed
+        // (reset or terminated) while this attempt was executing. It must not touch the open run's row.
+        log.warn('Stale claim from a closed run; the open run holds the claim', {
+          orderId,
+          holder: row.claimToken,
+        });
+        return { kind: 'held-elsewhere', holder: row.claimToken, settings };
+      }
       // The row changed under us between statements: look again.
     }
     throw new Error(
@@ -105,10 +120,10 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
 async function insertFirstClaimOrNotFound(
   deps: ActivityDependencies,
   orderId: string,
-  claimToken: string,
+  claimant: Claimant,
 ): Promise<number | null> {
   try {
-    return await insertFirstClaim(deps.db, orderId, claimToken);
+    return await insertFirstClaim(deps.db, orderId, claimant);
   } catch (error) {
     // 23503 foreign_key_violation: the order does not exist. Nothing was written, nothing will be sent.
     if ((error as { code?: unknown }).code === '23503') throw orderNotFoundFailure(orderId);

@@ -5,6 +5,11 @@ export interface ClaimIdentity {
   claimToken: string;
   /** '<namespace>/<workflow id>/': every run of this workflow id shares it (DESIGN.md §4 rule 3). */
   workflowScope: string;
+  /**
+   * When Temporal first scheduled this claim activity (server time). A later run's claim is always scheduled
+   * later, so a stale claim from a closed run can be told from the open run's (migration 0003).
+   */
+  claimScheduledAt: Date;
 }
 
 /**
@@ -16,5 +21,9 @@ export function currentClaimIdentity(): ClaimIdentity {
   const execution = info.workflowExecution;
   if (!execution) throw new Error('Order mail activities must run inside a workflow.');
   const workflowScope = `${info.namespace}/${execution.workflowId}/`;
-  return { claimToken: `${workflowScope}${execution.runId}`, workflowScope };
+  return {
+    claimToken: `${workflowScope}${execution.runId}`,
+    workflowScope,
+    claimScheduledAt: new Date(info.scheduledTimestampMs),
+  };
 }

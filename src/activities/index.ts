@@ -1,5 +1,6 @@
 import { createClaimOrderMail } from './claimOrderMail';
 import type { ActivityDependencies } from './dependencies';
+import { createReadTimeSinceFirstDispatch } from './readTimeSinceFirstDispatch';
 import { createRecordOrderMailOutcome } from './recordOrderMailOutcome';
 import { createSendOrderMail } from './sendOrderMail';
 
@@ -7,6 +8,7 @@ export type { ActivityDependencies } from './dependencies';
 export type { ClaimResult } from './claimOrderMail';
 export type { SendOrderMailAccepted, SendOrderMailInput } from './sendOrderMail';
 export type { RecordOrderMailOutcomeInput } from './recordOrderMailOutcome';
+export type { TimeSinceFirstDispatch } from './readTimeSinceFirstDispatch';
 
 /** The order-mail activities over their dependencies. Workflows see only the type of this object. */
 export function createActivities(deps: ActivityDependencies) {
@@ -14,6 +16,7 @@ export function createActivities(deps: ActivityDependencies) {
     claimOrderMail: createClaimOrderMail(deps),
     sendOrderMail: createSendOrderMail(deps),
     recordOrderMailOutcome: createRecordOrderMailOutcome(deps),
+    readTimeSinceFirstDispatch: createReadTimeSinceFirstDispatch(deps),
   };
 }
 

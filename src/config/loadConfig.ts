@@ -1,20 +1,23 @@
 // Worker configuration, parsed and validated in one place. Pure: takes the environment as an argument and
 // reports every problem at once, so an operator fixes a deployment in one go instead of one error per restart.
 import type { ReconcileSettings } from '../activities/reconcileActivities';
+import type { MailApiConfig } from '../mail/createMailTransport';
+import { DEFAULT_POSTMARK_MESSAGE_STREAM } from '../mail/providers/postmark';
+import {
+  MAIL_PROVIDER_FACTS,
+  MAIL_PROVIDER_NAMES,
+  MAILGUN_BASE_URLS,
+  type MailgunRegion,
+  type MailProviderName,
+} from '../mail/providers/mailProvider';
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
-import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import type { IdempotencyRetrySettings, OrderMailWorkflowSettings } from '../shared/workflowSettings';
 
 export interface WorkerConfig {
   databaseUrl: string;
   temporal: { address: string; namespace: string; taskQueue: string };
-  mailApi: {
-    baseUrl: string;
-    apiKey: string;
-    connectTimeoutMs: number;
-    headersTimeoutMs: number;
-    overallTimeoutMs: number;
-    connections: number;
-  };
+  /** Holds the API key: never log this object. */
+  mailApi: MailApiConfig;
   mail: { from: string; replyTo: string | null; subject: string };
   workflow: OrderMailWorkflowSettings;
   /** The reconciliation sweep's activities (src/activities/reconcileActivities.ts). */
@@ -42,6 +45,10 @@ export const CONFIG_DEFAULTS = {
   TEMPORAL_ADDRESS: 'localhost:7233',
   TEMPORAL_NAMESPACE: 'default',
   TEMPORAL_TASK_QUEUE: 'order-confirmation-mail',
+  MAIL_PROVIDER: 'generic',
+  MAILGUN_REGION: 'us',
+  POSTMARK_MESSAGE_STREAM: DEFAULT_POSTMARK_MESSAGE_STREAM,
+  MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS: 3_600_000,
   MAIL_FROM: 'shop@example.com',
   MAIL_SUBJECT: 'ご注文ありがとうございます',
   MAIL_CONNECT_TIMEOUT_MS: 5_000,
@@ -69,8 +76,27 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
   const read = new EnvReader(env, problems);
 
   const databaseUrl = read.url('DATABASE_URL', ['postgres:', 'postgresql:']);
-  const mailBaseUrl = read.url('MAIL_API_BASE_URL', ['http:', 'https:']);
-  const apiKey = read.required('MAIL_API_KEY');
+  const provider = read.oneOf<MailProviderName>(
+    'MAIL_PROVIDER',
+    MAIL_PROVIDER_NAMES,
+    CONFIG_DEFAULTS.MAIL_PROVIDER,
+  );
+  const mailgunRegion = read.oneOf<MailgunRegion>(
+    'MAILGUN_REGION',
+    ['us', 'eu'],
+    CONFIG_DEFAULTS.MAILGUN_REGION,
+  );
+  const defaultBaseUrl =
+    provider === 'mailgun' ? MAILGUN_BASE_URLS[mailgunRegion] : MAIL_PROVIDER_FACTS[provider].defaultBaseUrl;
+  // Required only for the generic API; for a SaaS provider it overrides the default (a region, the sandbox).
+  const mailBaseUrl =
+    defaultBaseUrl === null
+      ? read.url('MAIL_API_BASE_URL', ['http:', 'https:'])
+      : (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? defaultBaseUrl);
+  const apiKey = read.secret('MAIL_API_KEY');
+  const mailgunDomain =
+    provider === 'mailgun' ? read.required('MAILGUN_DOMAIN') : read.optional('MAILGUN_DOMAIN');
+  const idempotency = readIdempotencySettings(read, provider, problems);
   const overallTimeoutMs = read.positiveInt(
     'MAIL_OVERALL_TIMEOUT_MS',
     CONFIG_DEFAULTS.MAIL_OVERALL_TIMEOUT_MS,
@@ -109,6 +135,12 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       `RECONCILE_BATCH_SIZE (${reconcileBatchSize}) must be at most 1000, so one batch stays one short activity.`,
     );
   }
+  if (idempotency !== null && idempotency.safetyMarginMs + sendTimeoutMs >= idempotency.windowMs) {
+    problems.push(
+      `MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS (${idempotency.safetyMarginMs}) plus SEND_ACTIVITY_TIMEOUT_MS (${sendTimeoutMs}) ` +
+        `must be less than MAIL_IDEMPOTENCY_WINDOW_MS (${idempotency.windowMs}); set the window to 0 to turn retries under the key off.`,
+    );
+  }
   if (retryMaxIntervalMs < retryInitialIntervalMs) {
     problems.push(
       `SEND_RETRY_MAX_MS (${retryMaxIntervalMs}) must be at least SEND_RETRY_INITIAL_MS (${retryInitialIntervalMs}).`,
@@ -123,17 +155,21 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       taskQueue: read.optional('TEMPORAL_TASK_QUEUE') ?? CONFIG_DEFAULTS.TEMPORAL_TASK_QUEUE,
     },
     mailApi: {
+      provider,
       baseUrl: mailBaseUrl.replace(/\/+$/, ''),
       apiKey,
+      mailgunDomain,
+      postmarkMessageStream:
+        read.optional('POSTMARK_MESSAGE_STREAM') ?? CONFIG_DEFAULTS.POSTMARK_MESSAGE_STREAM,
       connectTimeoutMs: read.positiveInt('MAIL_CONNECT_TIMEOUT_MS', CONFIG_DEFAULTS.MAIL_CONNECT_TIMEOUT_MS),
       headersTimeoutMs: read.positiveInt('MAIL_HEADERS_TIMEOUT_MS', CONFIG_DEFAULTS.MAIL_HEADERS_TIMEOUT_MS),
       overallTimeoutMs,
       connections: read.positiveInt('MAIL_CONNECTIONS', CONFIG_DEFAULTS.MAIL_CONNECTIONS),
     },
     mail: {
-      from: read.optional('MAIL_FROM') ?? CONFIG_DEFAULTS.MAIL_FROM,
-      replyTo: read.optional('MAIL_REPLY_TO'),
-      subject: read.optional('MAIL_SUBJECT') ?? CONFIG_DEFAULTS.MAIL_SUBJECT,
+      from: read.mailbox('MAIL_FROM') ?? CONFIG_DEFAULTS.MAIL_FROM,
+      replyTo: read.mailbox('MAIL_REPLY_TO'),
+      subject: read.headerText('MAIL_SUBJECT') ?? CONFIG_DEFAULTS.MAIL_SUBJECT,
     },
     workflow: {
       unknownOutcomePolicy: policy,
@@ -141,6 +177,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       maxSendAttempts: read.positiveInt('SEND_MAX_ATTEMPTS', CONFIG_DEFAULTS.SEND_MAX_ATTEMPTS),
       retryInitialIntervalMs,
       retryMaxIntervalMs,
+      idempotency,
     },
     reconcile: {
       graceMs: read.positiveInt('RECONCILE_GRACE_MS', CONFIG_DEFAULTS.RECONCILE_GRACE_MS),
@@ -164,6 +201,38 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/**
+ * The idempotency window the workflow relies on: MAIL_IDEMPOTENCY_WINDOW_MS, by default the provider's
+ * documented one. Null when the provider has no keys or the window is set to 0 (keys are still sent, but an
+ * unknown outcome goes straight to the policy).
+ */
+function readIdempotencySettings(
+  read: EnvReader,
+  provider: MailProviderName,
+  problems: string[],
+): IdempotencyRetrySettings | null {
+  const documented = MAIL_PROVIDER_FACTS[provider].idempotency?.documentedWindowMs ?? null;
+  const windowMs = read.nonNegativeInt('MAIL_IDEMPOTENCY_WINDOW_MS', documented ?? 0);
+  const safetyMarginMs = read.nonNegativeInt(
+    'MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS',
+    CONFIG_DEFAULTS.MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS,
+  );
+  if (documented === null) {
+    if (windowMs > 0) {
+      problems.push(
+        `MAIL_IDEMPOTENCY_WINDOW_MS must be empty or 0 for MAIL_PROVIDER=${provider}: it has no idempotency key.`,
+      );
+    }
+    return null;
+  }
+  if (windowMs > documented) {
+    problems.push(
+      `MAIL_IDEMPOTENCY_WINDOW_MS (${windowMs}) must not exceed the ${documented} ms that ${provider} documents.`,
+    );
+  }
+  return windowMs === 0 ? null : { windowMs, safetyMarginMs };
 }
 
 /** Reads variables and collects problems instead of throwing at the first. */
@@ -197,6 +266,48 @@ class EnvReader {
       this.problems.push(`${name} is not a valid URL.`);
     }
     return value;
+  }
+
+  /** Like `required`, but a problem never shows the value. */
+  secret(name: string): string {
+    const value = this.required(name);
+    if (value !== '' && !/^[\x21-\x7e]+$/.test(value)) {
+      this.problems.push(`${name} must be printable ASCII without spaces (the value is not shown).`);
+    }
+    return value;
+  }
+
+  optionalUrl(name: string, protocols: string[]): string | null {
+    return this.optional(name) === null ? null : this.url(name, protocols);
+  }
+
+  /** `shop@example.com` or `Shop <shop@example.com>`, on one line. */
+  mailbox(name: string): string | null {
+    const value = this.headerText(name);
+    if (value !== null && !/^(?:[^<>]*<)?[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+>?$/.test(value)) {
+      this.problems.push(`${name} must be an address, optionally with a name: Shop <shop@example.com>.`);
+    }
+    return value;
+  }
+
+  /** Text that ends up in a mail header: no line breaks or other control characters. */
+  headerText(name: string): string | null {
+    const value = this.optional(name);
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
+    if (value !== null && /[\u0000-\u001f\u007f]/.test(value)) {
+      this.problems.push(`${name} must not contain line breaks or other control characters.`);
+    }
+    return value;
+  }
+
+  nonNegativeInt(name: string, fallback: number): number {
+    const value = this.optional(name);
+    if (value === null) return fallback;
+    if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(Number(value))) {
+      this.problems.push(`${name} must be an integer >= 0 (got ${JSON.stringify(value)}).`);
+      return fallback;
+    }
+    return Number(value);
   }
 
   positiveInt(name: string, fallback: number): number {

@@ -1,7 +1,7 @@
 // Typed queries for order_mail_log and its audit table, order_mail_attempts (DESIGN.md §4).
 // Every state change is ONE statement whose WHERE clause states its precondition (the fence), and callers
 // look at what it returned instead of reading first and writing after.
-import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
+import type { LogOutcome, MailOutcome, UnknownOutcomePolicy, UnknownSettlement } from '../shared/mailOutcome';
 import type { Database } from './pool';
 
 export type MailLogState = 'sending' | 'sent' | 'failed';
@@ -12,9 +12,10 @@ export interface MailLogRow {
   attempts: number;
   claimToken: string;
   claimedAt: Date;
+  claimScheduledAt: Date | null;
   dispatchedAt: Date | null;
   outcome: LogOutcome | null;
-  unknownPolicy: UnknownOutcomePolicy | null;
+  unknownPolicy: UnknownSettlement | null;
   providerMessageId: string | null;
   httpStatus: number | null;
   lastError: string | null;
@@ -23,9 +24,24 @@ export interface MailLogRow {
 }
 
 const ROW_COLUMNS = `order_id::text AS "orderId", state, attempts, claim_token AS "claimToken",
-  claimed_at AS "claimedAt", dispatched_at AS "dispatchedAt", outcome, unknown_policy AS "unknownPolicy",
+  claimed_at AS "claimedAt", claim_scheduled_at AS "claimScheduledAt", dispatched_at AS "dispatchedAt", outcome, unknown_policy AS "unknownPolicy",
   provider_message_id AS "providerMessageId", http_status AS "httpStatus", last_error AS "lastError",
   created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+/** Who claims: the run's token, and when Temporal scheduled its claim (orders runs of one workflow id). */
+export interface Claimant {
+  claimToken: string;
+  claimScheduledAt: Date;
+}
+
+/**
+ * The precondition every takeover shares: the row's holder is another run of the same workflow id whose claim
+ * was scheduled before ours. Temporal keeps at most one run of a workflow id open, and runs follow each other in
+ * time, so such a holder is a closed run; a NEWER holder is the open run, and a late claim from a closed run
+ * must leave it alone.
+ */
+const HELD_BY_EARLIER_RUN_OF_SAME_WORKFLOW = `log.claim_token <> $2 AND starts_with(log.claim_token, $3)
+          AND (log.claim_scheduled_at IS NULL OR log.claim_scheduled_at < $4)`;
 
 export async function readMailLog(db: Database, orderId: string): Promise<MailLogRow | null> {
   const { rows } = await db.query<MailLogRow>(
@@ -39,14 +55,14 @@ export async function readMailLog(db: Database, orderId: string): Promise<MailLo
 export async function insertFirstClaim(
   db: Database,
   orderId: string,
-  claimToken: string,
+  claimant: Claimant,
 ): Promise<number | null> {
   const { rows } = await db.query<{ attempts: number }>(
-    `INSERT INTO order_mail_log (order_id, state, attempts, claim_token)
-     VALUES ($1, 'sending', 1, $2)
+    `INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_scheduled_at)
+     VALUES ($1, 'sending', 1, $2, $3)
      ON CONFLICT (order_id) DO NOTHING
      RETURNING attempts`,
-    [orderId, claimToken],
+    [orderId, claimant.claimToken, claimant.claimScheduledAt],
   );
   return rows[0]?.attempts ?? null;
 }
@@ -55,16 +71,16 @@ export async function insertFirstClaim(
 export async function reclaimFailed(
   db: Database,
   orderId: string,
-  claimToken: string,
+  claimant: Claimant,
 ): Promise<number | null> {
   const { rows } = await db.query<{ attempts: number }>(
     `UPDATE order_mail_log
-        SET state = 'sending', attempts = attempts + 1, claim_token = $2, claimed_at = now(),
+        SET state = 'sending', attempts = attempts + 1, claim_token = $2, claim_scheduled_at = $3, claimed_at = now(),
             dispatched_at = NULL, outcome = NULL, unknown_policy = NULL, provider_message_id = NULL,
             http_status = NULL, last_error = NULL, updated_at = now()
       WHERE order_id = $1 AND state = 'failed'
       RETURNING attempts`,
-    [orderId, claimToken],
+    [orderId, claimant.claimToken, claimant.claimScheduledAt],
   );
   return rows[0]?.attempts ?? null;
 }
@@ -77,28 +93,29 @@ export async function reclaimFailed(
  */
 export async function takeOverUndispatchedClaim(
   db: Database,
-  input: { orderId: string; claimToken: string; workflowScope: string; recordedBy: string },
+  input: Claimant & { orderId: string; workflowScope: string; recordedBy: string },
 ): Promise<number | null> {
   const { rows } = await db.query<{ attempts: number }>(
     `WITH taken AS (
        UPDATE order_mail_log AS log
-          SET claim_token = $2, attempts = log.attempts + 1, claimed_at = now(), updated_at = now()
+          SET claim_token = $2, claim_scheduled_at = $4, attempts = log.attempts + 1, claimed_at = now(),
+              updated_at = now()
          FROM (SELECT order_id, attempts, claim_token, claimed_at FROM order_mail_log
                 WHERE order_id = $1 FOR UPDATE) AS previous
         WHERE log.order_id = $1 AND previous.order_id = log.order_id
           AND log.state = 'sending' AND log.dispatched_at IS NULL
-          AND log.claim_token <> $2 AND starts_with(log.claim_token, $3)
+          AND ${HELD_BY_EARLIER_RUN_OF_SAME_WORKFLOW}
        RETURNING log.attempts, previous.attempts AS previous_attempt, previous.claim_token AS previous_token,
                  previous.claimed_at AS previous_claimed_at
      ), audit AS (
        INSERT INTO order_mail_attempts (order_id, attempt, claim_token, claimed_at, dispatched_at, state, outcome,
                                         error, recorded_by)
        SELECT $1, previous_attempt, previous_token, previous_claimed_at, NULL, 'failed', 'not_sent',
-              'the run holding this claim closed before dispatching; taken over by ' || $2, $4
+              'the run holding this claim closed before dispatching; taken over by ' || $2, $5
          FROM taken
      )
      SELECT attempts FROM taken`,
-    [input.orderId, input.claimToken, input.workflowScope, input.recordedBy],
+    [input.orderId, input.claimToken, input.workflowScope, input.claimScheduledAt, input.recordedBy],
   );
   return rows[0]?.attempts ?? null;
 }
@@ -109,9 +126,8 @@ export async function takeOverUndispatchedClaim(
  */
 export async function settleDispatchedOrphan(
   db: Database,
-  input: {
+  input: Claimant & {
     orderId: string;
-    claimToken: string;
     workflowScope: string;
     policy: UnknownOutcomePolicy;
     recordedBy: string;
@@ -121,20 +137,28 @@ export async function settleDispatchedOrphan(
   const { rows } = await db.query<{ state: 'sent' | 'failed'; orphanToken: string }>(
     `WITH settled AS (
        UPDATE order_mail_log AS log
-          SET state = $4, outcome = 'unknown', unknown_policy = $5, updated_at = now(),
-              last_error = 'the run holding this claim closed after dispatching; outcome unknown, settled by policy ' || $5
+          SET state = $5, outcome = 'unknown', unknown_policy = $6, updated_at = now(),
+              last_error = 'the run holding this claim closed after dispatching; outcome unknown, settled by policy ' || $6
         WHERE log.order_id = $1 AND log.state = 'sending' AND log.dispatched_at IS NOT NULL
-          AND log.claim_token <> $2 AND starts_with(log.claim_token, $3)
+          AND ${HELD_BY_EARLIER_RUN_OF_SAME_WORKFLOW}
        RETURNING log.order_id, log.attempts, log.claim_token, log.claimed_at, log.dispatched_at, log.state,
                  log.last_error
      ), audit AS (
        INSERT INTO order_mail_attempts (order_id, attempt, claim_token, claimed_at, dispatched_at, state, outcome,
                                         unknown_policy, error, recorded_by)
-       SELECT order_id, attempts, claim_token, claimed_at, dispatched_at, state, 'unknown', $5, last_error, $6
+       SELECT order_id, attempts, claim_token, claimed_at, dispatched_at, state, 'unknown', $6, last_error, $7
          FROM settled
      )
      SELECT state, claim_token AS "orphanToken" FROM settled`,
-    [input.orderId, input.claimToken, input.workflowScope, state, input.policy, input.recordedBy],
+    [
+      input.orderId,
+      input.claimToken,
+      input.workflowScope,
+      input.claimScheduledAt,
+      state,
+      input.policy,
+      input.recordedBy,
+    ],
   );
   return rows[0] ?? null;
 }
@@ -171,7 +195,7 @@ export interface OutcomeToRecord {
   attempt: number;
   state: 'sent' | 'failed';
   outcome: MailOutcome;
-  unknownPolicy: UnknownOutcomePolicy | null;
+  unknownPolicy: UnknownSettlement | null;
   providerMessageId: string | null;
   httpStatus: number | null;
   error: string | null;
@@ -249,7 +273,7 @@ export interface AttemptRow {
   finishedAt: Date;
   state: 'sent' | 'failed';
   outcome: MailOutcome;
-  unknownPolicy: UnknownOutcomePolicy | null;
+  unknownPolicy: UnknownSettlement | null;
   providerMessageId: string | null;
   httpStatus: number | null;
   error: string | null;
@@ -302,4 +326,21 @@ export async function listQuietSendingRows(
     [input.olderThanMs, input.limit],
   );
   return rows;
+}
+
+/**
+ * Milliseconds from the order's first dispatch to now, both on Postgres's clock: the earliest dispatched_at
+ * of every attempt, earlier runs and resets included, and of the attempt in progress. Null when no attempt
+ * ever dispatched. An idempotency key is the same for every attempt of an order, so the provider's window
+ * counts, at the latest, from this first request that carried it.
+ */
+export async function timeSinceFirstDispatch(db: Database, orderId: string): Promise<number | null> {
+  const { rows } = await db.query<{ elapsedMs: number | null }>(
+    `SELECT round(extract(epoch FROM now() - LEAST(
+              (SELECT dispatched_at FROM order_mail_log WHERE order_id = $1),
+              (SELECT min(dispatched_at) FROM order_mail_attempts WHERE order_id = $1))) * 1000)::float8
+              AS "elapsedMs"`,
+    [orderId],
+  );
+  return rows[0]?.elapsedMs ?? null;
 }

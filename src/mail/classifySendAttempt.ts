@@ -16,6 +16,11 @@ export interface SendAttempt {
   /** Whatever the transport threw, or null. */
   error: unknown;
   providerMessageId: string | null;
+  /**
+   * The provider's own name for the error, read from a non-2xx body by the adapter and checked against the
+   * names it documents (never free text), e.g. Resend's `concurrent_idempotent_requests`.
+   */
+  providerError?: string | null;
 }
 
 /** A provider asking us to wait longer than this is treated as asking for this: the workflow's backoff takes over. */
@@ -31,8 +36,10 @@ export function classifySendAttempt(
   // A final status wins: once the provider answered, a later body-read error changes nothing.
   if (attempt.status !== null) {
     const status = attempt.status;
-    const outcome = outcomeForStatus(status, table);
-    const reason = `HTTP ${status} from the mail API: ${STATUS_MEANING[outcome]}`;
+    const providerError = attempt.providerError ?? null;
+    const outcome = outcomeForStatus(status, table, providerError);
+    const named = providerError === null ? '' : ` (${providerError})`;
+    const reason = `HTTP ${status} from ${table.label}${named}: ${meaningOf(status, outcome)}`;
     switch (outcome) {
       case 'accepted':
         return { outcome, httpStatus: status, providerMessageId: attempt.providerMessageId };
@@ -40,13 +47,13 @@ export function classifySendAttempt(
         return {
           outcome,
           httpStatus: status,
-          errorCode: null,
+          errorCode: providerError,
           reason,
           retryAfterMs: parseRetryAfter(attempt.retryAfterHeader, nowMs),
         };
       case 'rejected':
       case 'unknown':
-        return { outcome, httpStatus: status, errorCode: null, reason };
+        return { outcome, httpStatus: status, errorCode: providerError, reason };
     }
   }
 
@@ -77,6 +84,16 @@ const STATUS_MEANING: Record<SendResult['outcome'], string> = {
   not_sent: 'not accepted for now (transient)',
   unknown: 'the provider may have processed the request',
 };
+
+// An operator reading a failed workflow should see at once that the fix is in the configuration.
+const AUTH_MEANING: Readonly<Partial<Record<number, string>>> = {
+  401: 'request rejected: authentication failed, the provider refused the API key (check MAIL_API_KEY)',
+  403: 'request rejected: forbidden, the provider refused this API key or sender (check MAIL_API_KEY and the verified sender domain)',
+};
+
+function meaningOf(status: number, outcome: SendResult['outcome']): string {
+  return (outcome === 'rejected' ? AUTH_MEANING[status] : undefined) ?? STATUS_MEANING[outcome];
+}
 
 /**
  * Parses Retry-After (RFC 9110 §10.2.3): delta-seconds or an HTTP-date. Returns milliseconds from `nowMs`,

@@ -1,5 +1,14 @@
-// The 「ご注文ありがとうございます」 mail, as plain text. Deterministic: the same order renders the same bytes.
+// The 「ご注文ありがとうございます」 mail of one order: the order turned into a view (names on one line, yen
+// amounts, the JST date), rendered by the template into a text and an HTML part. Deterministic: the same
+// order and identity render the same bytes. The wording and layout live in orderConfirmationTemplate.ts.
 import type { OrderForMail } from '../db/orders';
+import { displayText } from './displayText';
+import { formatJstDateTime, formatYen } from './japaneseFormat';
+import {
+  renderConfirmationHtml,
+  renderConfirmationText,
+  type ConfirmationView,
+} from './orderConfirmationTemplate';
 import type { OutgoingMail } from './types';
 
 export interface MailIdentity {
@@ -8,44 +17,38 @@ export interface MailIdentity {
   subject: string;
 }
 
-const yen = new Intl.NumberFormat('ja-JP', { style: 'currency', currency: 'JPY' });
-const jstDateTime = new Intl.DateTimeFormat('ja-JP', {
-  timeZone: 'Asia/Tokyo',
-  year: 'numeric',
-  month: 'long',
-  day: 'numeric',
-  hour: '2-digit',
-  minute: '2-digit',
-});
+export function confirmationView(order: OrderForMail, identity: MailIdentity): ConfirmationView {
+  let total = 0n;
+  const items = order.items.map((item) => {
+    const subtotal = item.unitPriceYen * BigInt(item.quantity);
+    total += subtotal;
+    return {
+      productName: displayText(item.productName),
+      quantity: item.quantity,
+      unitPrice: formatYen(item.unitPriceYen),
+      subtotal: formatYen(subtotal),
+    };
+  });
+  return {
+    subject: identity.subject,
+    customerName: displayText(order.customerName),
+    orderNumber: order.orderId,
+    orderedAt: formatJstDateTime(order.orderedAt),
+    items,
+    total: formatYen(total),
+    repliesWelcome: identity.replyTo !== null,
+  };
+}
 
 export function renderConfirmationMail(order: OrderForMail, identity: MailIdentity): OutgoingMail {
-  const total = order.items.reduce((sum, item) => sum + item.unitPriceYen * BigInt(item.quantity), 0n);
-  const lines = [
-    `${order.customerName} 様`,
-    '',
-    'このたびはご注文いただき、誠にありがとうございます。',
-    '以下の内容でご注文を承りました。',
-    '',
-    `ご注文番号: ${order.orderId}`,
-    `ご注文日時: ${jstDateTime.format(order.orderedAt)}（日本時間）`,
-    '',
-    '■ ご注文内容',
-    ...order.items.map(
-      (item) =>
-        `・${item.productName} × ${item.quantity}  ${yen.format(item.unitPriceYen * BigInt(item.quantity))}`,
-    ),
-    '',
-    `合計: ${yen.format(total)}（税込）`,
-    '',
-    '商品の発送準備が整いしだい、あらためてご連絡いたします。',
-    'このメールは送信専用です。お問い合わせは返信先アドレスまでお願いいたします。',
-  ];
+  const view = confirmationView(order, identity);
   return {
     orderId: order.orderId,
     to: order.customerEmail,
     from: identity.from,
     replyTo: identity.replyTo,
     subject: identity.subject,
-    text: lines.join('\n') + '\n',
+    text: renderConfirmationText(view),
+    html: renderConfirmationHtml(view),
   };
 }

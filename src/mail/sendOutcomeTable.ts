@@ -6,19 +6,25 @@ import type { MailOutcome } from '../shared/mailOutcome';
 export type StatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx';
 
 /**
- * How a provider's statuses map onto outcomes. `byStatus` names the exceptions; `byClass` covers the rest.
- * A provider adapter passes its own table when its documentation says something the generic one does not
- * (for example, a 503 that may follow processing is `unknown`, not `not_sent`).
+ * How a provider's statuses map onto outcomes. `byProviderError` names the exceptions a provider spells out in
+ * its error body (Resend's two kinds of 409), `byStatus` the exceptions by status, and `byClass` covers the
+ * rest. A provider adapter passes its own table when its documentation says something the generic one does
+ * not (for example, a 503 that may follow processing is `unknown`, not `not_sent`).
  */
 export interface SendOutcomeTable {
   /** Shown nowhere but in tests and debugging: which table classified a status. */
   readonly name: string;
+  /** How a failure reason names the provider: "HTTP 401 from Resend: …". */
+  readonly label: string;
+  readonly byProviderError: Readonly<Record<string, MailOutcome>>;
   readonly byStatus: Readonly<Partial<Record<number, MailOutcome>>>;
   readonly byClass: Readonly<Record<StatusClass, MailOutcome>>;
 }
 
 export const GENERIC_STATUS_TABLE: SendOutcomeTable = Object.freeze({
   name: 'generic',
+  label: 'the mail API',
+  byProviderError: Object.freeze({}),
   byStatus: Object.freeze({
     // The server did not receive a complete request (RFC 9110 §15.5.9): definitely not taken, worth retrying.
     408: 'not_sent',
@@ -43,24 +49,40 @@ export const GENERIC_STATUS_TABLE: SendOutcomeTable = Object.freeze({
   } satisfies Record<StatusClass, MailOutcome>),
 });
 
-/** Returns a new table equal to `base` except for the statuses listed in `byStatus`. */
+/**
+ * Returns a new table equal to `base` except for the statuses listed in `byStatus` and the provider errors
+ * listed in `extras.byProviderError`.
+ */
 export function extendStatusTable(
   base: SendOutcomeTable,
   name: string,
   byStatus: Readonly<Partial<Record<number, MailOutcome>>>,
+  extras: { label?: string; byProviderError?: Readonly<Record<string, MailOutcome>> } = {},
 ): SendOutcomeTable {
   return Object.freeze({
     name,
+    label: extras.label ?? base.label,
+    byProviderError: Object.freeze({ ...base.byProviderError, ...extras.byProviderError }),
     byStatus: Object.freeze({ ...base.byStatus, ...byStatus }),
     byClass: base.byClass,
   });
 }
 
-/** The outcome a final HTTP status stands for. A status outside 100-599 is unknown: we cannot read it. */
+/**
+ * The outcome a final HTTP status stands for, refined by the provider's own error name when its body gave
+ * one the table knows. A status outside 100-599 is unknown: we cannot read it.
+ */
 export function outcomeForStatus(
   status: number,
   table: SendOutcomeTable = GENERIC_STATUS_TABLE,
+  providerError: string | null = null,
 ): MailOutcome {
+  if (providerError !== null && status >= 300) {
+    const named = Object.hasOwn(table.byProviderError, providerError)
+      ? table.byProviderError[providerError]
+      : undefined;
+    if (named !== undefined) return named;
+  }
   const exact = table.byStatus[status];
   if (exact !== undefined) return exact;
   const statusClass = statusClassOf(status);

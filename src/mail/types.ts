@@ -8,7 +8,10 @@ export interface OutgoingMail {
   from: string;
   replyTo: string | null;
   subject: string;
+  /** The plain-text part. */
   text: string;
+  /** The HTML part, every interpolated value already escaped (src/mail/orderConfirmationTemplate.ts). */
+  html: string;
 }
 
 /**

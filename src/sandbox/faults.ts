@@ -20,6 +20,8 @@ export interface StatusFault {
   status: number;
   retryAfterSeconds?: number;
   record?: boolean;
+  /** The provider's error name or code to put in the error body (Resend `name`, Postmark `ErrorCode`). */
+  providerError?: string;
 }
 
 export type Fault = AcceptThenDropFault | AcceptThenHangFault | DropWithoutProcessingFault | StatusFault;
@@ -76,6 +78,12 @@ export function parseFault(input: unknown): Fault {
           throw new InvalidFaultError('status: record must be a boolean.');
         }
         parsed.record = fault.record;
+      }
+      if (fault.providerError !== undefined) {
+        if (typeof fault.providerError !== 'string' || !/^[A-Za-z0-9_]{1,64}$/.test(fault.providerError)) {
+          throw new InvalidFaultError('status: providerError must be 1-64 letters, digits or underscores.');
+        }
+        parsed.providerError = fault.providerError;
       }
       return parsed;
     }

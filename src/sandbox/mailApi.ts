@@ -1,66 +1,121 @@
-// The sandbox's provider side: `POST /v1/messages`, answered as a provider would, or faulted on purpose.
+// The sandbox's provider side: each emulated provider's send endpoint, answered as that provider would, or
+// faulted on purpose. One pipeline for all of them: read the body, check the key, read the message, consult
+// the idempotency store (Resend), apply a fault, answer in the provider's shape.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Fault, FaultChooser } from './faults';
-import { parseJson, readBody, sendJson } from './httpIo';
-import { orderIdOf, validateMessage, type ValidMessage } from './messageValidation';
+import { readBody, sendJson } from './httpIo';
+import type { IdempotencyStore } from './idempotencyStore';
+import type { ValidMessage } from './messageValidation';
+import type { ProviderAnswer, ProviderEmulation } from './providers';
 import type { RequestRecord, SandboxRecords } from './records';
 
 export interface MailApiContext {
   apiKey: string;
   records: SandboxRecords;
   faults: FaultChooser;
+  idempotency: IdempotencyStore;
   /** Keeps `answer` back until `ms` passed (never, if undefined) or the sandbox releases or closes. */
   hold(res: ServerResponse, answer: () => void, ms: number | undefined): void;
   now(): Date;
 }
 
+/** Resend's documented bound on a key's length. */
+const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
+
 export async function handleMailApiRequest(
   req: IncomingMessage,
   res: ServerResponse,
   path: string,
+  emulation: ProviderEmulation,
   context: MailApiContext,
 ): Promise<void> {
   // Always read the whole body first: a fault needs the order id, and answering with unread bytes makes RSTs.
   const reading = await readBody(req);
   if (reading.kind === 'client-gone') return;
-  const base = { method: req.method ?? 'UNKNOWN', path, remotePort: req.socket.remotePort ?? null };
-  const record: RecordRequest = (orderId, status, fault, messageId) =>
-    context.records.addRequest({ ...base, orderId, fault, status, messageId }, context.now());
+  let idempotencyKey: string | null = null;
+  const record: RecordRequest = (orderId, status, fault, messageId, replayed = false) =>
+    context.records.addRequest(
+      {
+        method: req.method ?? 'UNKNOWN',
+        path,
+        provider: emulation.name,
+        remotePort: req.socket.remotePort ?? null,
+        idempotencyKey,
+        replayed,
+        orderId,
+        fault,
+        status,
+        messageId,
+      },
+      context.now(),
+    );
 
   if (reading.kind === 'too-large') {
     record(null, 413, null, null);
     return sendJson(res, 413, { error: 'payload too large' });
   }
-  const parsed = parseJson(reading.text);
-  const orderId = parsed.ok ? orderIdOf(parsed.value) : null;
+  const parsed = emulation.parse(reading.text, req.headers, path);
+  const orderId = parsed.ok ? parsed.message.orderId : parsed.orderId;
+  if (parsed.ok) idempotencyKey = parsed.idempotencyKey;
 
-  if (req.headers.authorization !== `Bearer ${context.apiKey}`) {
-    record(orderId, 401, null, null);
-    return sendJson(res, 401, { error: 'unauthorized' });
+  const denied = emulation.authenticate(req.headers, context.apiKey);
+  if (denied !== null) {
+    record(orderId, denied.status, null, null);
+    return sendAnswer(res, denied);
   }
   if (!parsed.ok) {
-    record(orderId, 400, null, null);
-    return sendJson(res, 400, { error: 'malformed JSON' });
+    record(orderId, parsed.answer.status, null, null);
+    return sendAnswer(res, parsed.answer);
   }
-  const validation = validateMessage(parsed.value);
-  if (!validation.ok) {
-    record(orderId, validation.status, null, null);
-    return sendJson(res, validation.status, { error: validation.error });
+  const message = parsed.message;
+  const key = idempotencyKey;
+  const now = context.now();
+
+  if (key !== null) {
+    if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+      const answer = emulation.error(400, 'invalid_idempotency_key');
+      record(orderId, answer.status, null, null);
+      return sendAnswer(res, answer);
+    }
+    const found = context.idempotency.lookup(key, reading.text, now.getTime());
+    if (found.kind === 'replay') {
+      // Faults are not drawn for a replay: the provider answers from its store and sends nothing.
+      record(orderId, found.answer.status, null, found.messageId, true);
+      return sendAnswer(res, found.answer);
+    }
+    if (found.kind !== 'new') {
+      const answer = emulation.error(
+        409,
+        found.kind === 'different-body' ? 'invalid_idempotent_request' : 'concurrent_idempotent_requests',
+      );
+      record(orderId, answer.status, null, null);
+      return sendAnswer(res, answer);
+    }
   }
 
   // Faults apply only to requests the provider would otherwise accept, so a queued fault is consumed by the
   // first good request for its order, not by a 401 or a 422.
-  const message = validation.message;
   const fault = context.faults.next(message.orderId);
-  const accept = (): string => context.records.addMessage({ ...message, fault }, context.now()).id;
+  const accept = (finishedAt: number | null = now.getTime()): { id: string; answer: ProviderAnswer } => {
+    const { id } = context.records.addMessage(
+      { ...message, provider: emulation.name, idempotencyKey: key, fault },
+      now,
+      (sequence) => emulation.messageId(sequence, path),
+    );
+    const answer = emulation.accepted(id, message);
+    if (key !== null) {
+      context.idempotency.remember(key, reading.text, now.getTime(), { messageId: id, answer, finishedAt });
+    }
+    return { id, answer };
+  };
 
   if (fault === null) {
-    const id = accept();
-    record(message.orderId, 202, null, id);
-    return sendJson(res, 202, { id });
+    const { id, answer } = accept();
+    record(message.orderId, answer.status, null, id);
+    return sendAnswer(res, answer);
   }
-  applyFault(fault, { message, req, res, context, accept, record });
+  applyFault(fault, { message, req, res, context, accept, record, emulation, key });
 }
 
 type RecordRequest = (
@@ -68,6 +123,7 @@ type RecordRequest = (
   status: RequestRecord['status'],
   fault: Fault | null,
   messageId: string | null,
+  replayed?: boolean,
 ) => RequestRecord;
 
 interface FaultTarget {
@@ -75,15 +131,18 @@ interface FaultTarget {
   req: IncomingMessage;
   res: ServerResponse;
   context: MailApiContext;
-  /** Records the message as accepted and returns its id. */
-  accept: () => string;
+  /** Records the message as accepted (and remembers its idempotency key) and returns its id and answer. */
+  accept: (finishedAt?: number | null) => { id: string; answer: ProviderAnswer };
   record: RecordRequest;
+  emulation: ProviderEmulation;
+  key: string | null;
 }
 
-function applyFault(fault: Fault, { message, req, res, context, accept, record }: FaultTarget): void {
+function applyFault(fault: Fault, target: FaultTarget): void {
+  const { message, req, res, context, accept, record, emulation, key } = target;
   switch (fault.kind) {
     case 'accept-then-drop': {
-      const id = accept();
+      const { id } = accept();
       record(message.orderId, 'dropped', fault, id);
       // The body was read in full, so this is a clean FIN: the client sees "other side closed".
       req.socket.destroy();
@@ -94,30 +153,41 @@ function applyFault(fault: Fault, { message, req, res, context, accept, record }
       req.socket.destroy();
       return;
     case 'accept-then-hang': {
-      const id = accept();
+      // Processing is over when the answer is due; without `ms`, only when the sandbox releases it.
+      const now = context.now().getTime();
+      const { id, answer } = accept(fault.ms === undefined ? null : now + fault.ms);
       const entry = record(message.orderId, 'hung', fault, id);
       context.hold(
         res,
         () => {
-          entry.status = 202;
-          sendJson(res, 202, { id });
+          if (key !== null) context.idempotency.finish(key, context.now().getTime());
+          entry.status = answer.status;
+          sendAnswer(res, answer);
         },
         fault.ms,
       );
       return;
     }
     case 'status': {
-      const id = fault.record === true ? accept() : null;
-      record(message.orderId, fault.status, fault, id);
-      const headers: Record<string, string> =
-        fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
       const isSuccess = fault.status >= 200 && fault.status < 300;
-      return sendJson(
-        res,
-        fault.status,
-        isSuccess && id !== null ? { id } : { error: 'injected fault' },
-        headers,
-      );
+      const accepted = fault.record === true ? accept() : null;
+      record(message.orderId, fault.status, fault, accepted?.id ?? null);
+      const answer =
+        isSuccess && accepted !== null
+          ? { ...accepted.answer, status: fault.status }
+          : emulation.error(fault.status, fault.providerError);
+      const retryAfter: Record<string, string> =
+        fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
+      return sendAnswer(res, { ...answer, headers: { ...answer.headers, ...retryAfter } });
     }
   }
+}
+
+function sendAnswer(res: ServerResponse, answer: ProviderAnswer): void {
+  if (answer.body === null) {
+    res.writeHead(answer.status, { 'content-length': '0', ...answer.headers });
+    res.end();
+    return;
+  }
+  sendJson(res, answer.status, answer.body, answer.headers);
 }

@@ -12,7 +12,9 @@ import {
   type FaultPlan,
 } from './faults';
 import { readBody, sendJson } from './httpIo';
+import { IdempotencyStore, RESEND_IDEMPOTENCY_WINDOW_MS } from './idempotencyStore';
 import { handleMailApiRequest, type MailApiContext } from './mailApi';
+import { emulationForPath } from './providers';
 import { SandboxRecords, type ReceivedMessage, type RequestRecord } from './records';
 
 export interface MailSandboxOptions {
@@ -23,6 +25,10 @@ export interface MailSandboxOptions {
   apiKey?: string;
   faultPlan?: FaultPlan;
   seed?: number;
+  /** How long the Resend emulation remembers an idempotency key. Default 24 h, as Resend documents. */
+  idempotencyWindowMs?: number;
+  /** The sandbox's clock, for tests that step past the idempotency window. Default: the real clock. */
+  now?: () => Date;
 }
 
 export interface MailSandbox extends SandboxControls {
@@ -56,6 +62,8 @@ export async function startMailSandbox(options: MailSandboxOptions = {}): Promis
     options.host ?? '127.0.0.1',
     options.apiKey ?? DEFAULT_SANDBOX_API_KEY,
     faults,
+    new IdempotencyStore(options.idempotencyWindowMs ?? RESEND_IDEMPOTENCY_WINDOW_MS),
+    options.now ?? (() => new Date()),
   );
   await sandbox.start(options.port ?? 0);
   return sandbox;
@@ -81,14 +89,17 @@ class MailSandboxServer implements MailSandbox {
     private readonly host: string,
     apiKey: string,
     private readonly faults: FaultChooser,
+    private readonly idempotency: IdempotencyStore,
+    private readonly now: () => Date,
   ) {
     this.server = createServer((req, res) => this.route(req, res));
     this.mailApiContext = {
       apiKey,
       records: this.records,
       faults,
+      idempotency,
       hold: (res, answer, ms) => this.hold(res, answer, ms),
-      now: () => new Date(),
+      now,
     };
   }
 
@@ -155,6 +166,8 @@ class MailSandboxServer implements MailSandbox {
   releaseHeld(): number {
     let answered = 0;
     for (const entry of [...this.held]) if (this.answerHeld(entry)) answered += 1;
+    // Releasing means the provider finished processing, including requests whose client already gave up.
+    this.idempotency.finishAll(this.now().getTime());
     return answered;
   }
 
@@ -162,6 +175,7 @@ class MailSandboxServer implements MailSandbox {
     this.releaseHeld();
     this.records.reset();
     this.faults.reset();
+    this.idempotency.reset();
   }
 
   close(): Promise<void> {
@@ -224,10 +238,11 @@ class MailSandboxServer implements MailSandbox {
       return sendJson(res, 400, { error: 'bad request target' });
     }
     let handling: Promise<void>;
+    const emulation = emulationForPath(url.pathname);
     if (url.pathname.startsWith(CONTROL_PREFIX)) {
       handling = handleControlRequest(req, res, url, this);
-    } else if (url.pathname === '/v1/messages' && req.method === 'POST') {
-      handling = handleMailApiRequest(req, res, url.pathname, this.mailApiContext);
+    } else if (emulation !== null && req.method === 'POST') {
+      handling = handleMailApiRequest(req, res, url.pathname, emulation, this.mailApiContext);
     } else {
       handling = this.answerUnrouted(req, res, url.pathname);
     }
@@ -242,18 +257,22 @@ class MailSandboxServer implements MailSandbox {
   private async answerUnrouted(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     const reading = await readBody(req);
     if (reading.kind === 'client-gone') return;
-    const status = path === '/v1/messages' ? 405 : 404;
+    const provider = emulationForPath(path)?.name ?? null;
+    const status = provider !== null ? 405 : 404;
     this.records.addRequest(
       {
         method: req.method ?? 'UNKNOWN',
         path,
+        provider,
+        idempotencyKey: null,
+        replayed: false,
         orderId: null,
         fault: null,
         status,
         messageId: null,
         remotePort: req.socket.remotePort ?? null,
       },
-      new Date(),
+      this.now(),
     );
     if (status === 405) sendJson(res, 405, { error: 'method not allowed' }, { allow: 'POST' });
     else sendJson(res, 404, { error: 'not found' });

@@ -1,5 +1,7 @@
-// What the sandbox's mail API accepts, with the statuses a provider would answer for what it does not.
+// What the sandbox's generic mail API accepts, with the statuses a provider would answer for what it does
+// not. The other providers' shapes are read in src/sandbox/providers/.
 
+/** A message as the sandbox stores it, whichever provider shape it arrived in. */
 export interface ValidMessage {
   orderId: string;
   to: string;
@@ -7,6 +9,7 @@ export interface ValidMessage {
   replyTo: string | null;
   subject: string;
   text: string;
+  html: string | null;
 }
 
 export type MessageValidation =
@@ -45,6 +48,10 @@ export function validateMessage(body: unknown): MessageValidation {
   if (replyTo !== null && typeof replyTo !== 'string') {
     return { ok: false, status: 400, error: 'reply_to must be a string or null' };
   }
+  const html = fields.html ?? null;
+  if (html !== null && typeof html !== 'string') {
+    return { ok: false, status: 400, error: 'html must be a string or null' };
+  }
   const to = fields.to as string;
   if (!isPlausibleAddress(to)) return { ok: false, status: 422, error: 'invalid recipient' };
   return {
@@ -56,6 +63,7 @@ export function validateMessage(body: unknown): MessageValidation {
       replyTo,
       subject: fields.subject as string,
       text: fields.text as string,
+      html,
     },
   };
 }

@@ -1,17 +1,24 @@
 // What the sandbox saw: the messages it accepted (what a customer would receive) and every request that
 // reached its mail API. Tests assert on these facts, not on what the client believed.
 
+import type { MailProviderName } from '../mail/providers/mailProvider';
 import type { Fault } from './faults';
 
 /** A message the sandbox accepted. Accepted means "a customer would get this mail", whatever was answered. */
 export interface ReceivedMessage {
+  /** The id in the provider's own format (X-Message-Id, MessageID, `<…@domain>`, …). */
   id: string;
+  /** Which provider's endpoint took it. */
+  provider: MailProviderName;
   orderId: string;
   to: string;
   from: string;
   replyTo: string | null;
   subject: string;
   text: string;
+  html: string | null;
+  /** The Idempotency-Key it came with (Resend), or null. */
+  idempotencyKey: string | null;
   /** ISO 8601, so the record reads the same through the control API. */
   receivedAt: string;
   /** The fault applied to the request that carried it, if any. */
@@ -27,6 +34,12 @@ export interface RequestRecord {
   receivedAt: string;
   method: string;
   path: string;
+  /** The provider whose endpoint the path is, or null for an unknown path. */
+  provider: MailProviderName | null;
+  /** The Idempotency-Key header of a Resend request, or null. */
+  idempotencyKey: string | null;
+  /** The answer was replayed from the idempotency store: no new message. */
+  replayed: boolean;
   /** metadata.order_id when the body was JSON and had one. */
   orderId: string | null;
   fault: Fault | null;
@@ -45,9 +58,10 @@ export class SandboxRecords {
   // Never reset: a provider does not hand out a message id twice, and neither does the sandbox.
   private lastMessageNumber = 0;
 
-  addMessage(message: NewMessage, now: Date): ReceivedMessage {
+  /** Stores a message under the id `formatId` makes of its number (1, 2, … over the sandbox's life). */
+  addMessage(message: NewMessage, now: Date, formatId: (sequence: number) => string): ReceivedMessage {
     this.lastMessageNumber += 1;
-    const stored = { id: `sbx_${this.lastMessageNumber}`, receivedAt: now.toISOString(), ...message };
+    const stored = { id: formatId(this.lastMessageNumber), receivedAt: now.toISOString(), ...message };
     this.messageList.push(stored);
     return stored;
   }

@@ -12,6 +12,12 @@ export type UnknownOutcomePolicy = 'assume-sent' | 'assume-failed';
 
 export const UNKNOWN_OUTCOME_POLICIES: readonly UnknownOutcomePolicy[] = ['assume-sent', 'assume-failed'];
 
+/**
+ * How an unknown outcome was settled, as the log records it: by the policy, or (with a provider that dedupes
+ * by idempotency key, inside its window) by retrying the send under the same key.
+ */
+export type UnknownSettlement = UnknownOutcomePolicy | 'idempotent-retry';
+
 /** The classified result of one HTTP send. `reason` never carries secrets or personal data. */
 export type SendResult =
   | { outcome: 'accepted'; httpStatus: number; providerMessageId: string | null }

@@ -13,6 +13,23 @@ export interface OrderMailWorkflowSettings {
   /** Backoff between not-sent attempts: initial * 2^(attempt-1), capped, and never below Retry-After. */
   retryInitialIntervalMs: number;
   retryMaxIntervalMs: number;
+  /**
+   * Set when the provider dedupes by idempotency key (Resend) and retries under the key are enabled: an
+   * unknown outcome is then retried with the same key while the window since the order's first dispatch
+   * lasts, instead of being settled by the policy. Absent in histories recorded before it existed, which
+   * therefore replay down the policy path they took.
+   */
+  idempotency?: IdempotencyRetrySettings | null;
+}
+
+export interface IdempotencyRetrySettings {
+  /** How long the provider dedupes a repeated key (MAIL_IDEMPOTENCY_WINDOW_MS; Resend documents 24 h). */
+  windowMs: number;
+  /**
+   * How much of the window is not relied on (MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS): clock differences between
+   * Postgres and the provider, and where exactly the provider starts counting.
+   */
+  safetyMarginMs: number;
 }
 
 /** The durable wait before the next attempt: exponential backoff, but never sooner than the provider asked. */

@@ -3,8 +3,15 @@ import type { OrderMailActivities } from '../activities';
 import { FailureType, type SendFailureDetails } from '../shared/failures';
 import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
-import { delayBeforeNextAttempt } from '../shared/workflowSettings';
-import { recordDecisionFor, verdictOfSendFailure, type SendVerdict } from './sendVerdict';
+import { delayBeforeNextAttempt, type OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import {
+  idempotentRetryConceivable,
+  idempotentRetryNote,
+  recordDecisionFor,
+  verdictOfSendFailure,
+  withinIdempotencyWindow,
+  type SendVerdict,
+} from './sendVerdict';
 import { showOrderMailState, stateShownFor } from './showOrderMailState';
 
 // Claim and record are idempotent (fenced by the claim token and attempt), so Temporal may retry them as
@@ -36,6 +43,8 @@ export interface OrderMailResult {
  * Sends order `orderId`'s confirmation mail exactly once. The workflow id is the order id.
  * claim (retried) → send (never retried) → branch here on the outcome → record (retried); a definitely
  * not-sent failure waits with a durable backoff and claims again, up to the configured number of attempts.
+ * So does an unknown outcome from a provider that dedupes by idempotency key, while its window lasts: the
+ * next attempt carries the same key, so it cannot make a second mail.
  */
 export async function orderConfirmationMail(orderIdInput: string): Promise<OrderMailResult> {
   const orderId = validOrderIdOrFail(orderIdInput);
@@ -109,13 +118,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
             httpStatus: verdict.httpStatus,
             error: null,
           })
-        : await bookkeeping.recordOrderMailOutcome({
-            ...base,
-            ...recordDecisionFor(verdict.details, settings.unknownOutcomePolicy),
-            providerMessageId: null,
-            httpStatus: verdict.details.httpStatus,
-            error: verdict.details.reason,
-          });
+        : await recordNotAccepted(base, verdict.details, settings);
 
     if (recorded.kind === 'claim-lost') {
       if (recorded.currentState !== null && recorded.currentState !== 'sending') {
@@ -151,7 +154,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
       });
     }
     const delayMs = delayBeforeNextAttempt(settings, attempt, details.retryAfterMs);
-    log.info('Order mail not sent; waiting before the next attempt', {
+    log.info('Order mail not accepted; waiting before the next attempt', {
       orderId,
       attempt,
       delayMs,
@@ -159,6 +162,40 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
     });
     await sleep(delayMs);
   }
+}
+
+/**
+ * Records a send that was not accepted. An unknown outcome is settled by the policy, except when the provider
+ * dedupes by idempotency key and a retry would still fall inside its window: then it is recorded as failed,
+ * retried under the same key, and the loop sends again (the provider answers from its store, no second mail).
+ */
+async function recordNotAccepted(
+  base: { orderId: string; claimToken: string; attempt: number },
+  details: SendFailureDetails,
+  settings: OrderMailWorkflowSettings,
+) {
+  let error = details.reason;
+  let retryUnderKey = false;
+  const { idempotency } = settings;
+  if (idempotentRetryConceivable(details, idempotency, base.attempt, settings.maxSendAttempts)) {
+    // The time comes from Postgres through an activity: the workflow itself reads no clock.
+    const { sinceFirstDispatchMs } = await bookkeeping.readTimeSinceFirstDispatch({ orderId: base.orderId });
+    retryUnderKey = withinIdempotencyWindow({
+      idempotency,
+      sinceFirstDispatchMs,
+      delayMs: delayBeforeNextAttempt(settings, base.attempt, details.retryAfterMs),
+      sendTimeoutMs: settings.sendTimeoutMs,
+    });
+    if (retryUnderKey)
+      error = idempotentRetryNote(details.reason, sinceFirstDispatchMs!, idempotency.windowMs);
+  }
+  return bookkeeping.recordOrderMailOutcome({
+    ...base,
+    ...recordDecisionFor(details, settings.unknownOutcomePolicy, retryUnderKey),
+    providerMessageId: null,
+    httpStatus: details.httpStatus,
+    error,
+  });
 }
 
 function claimLost(orderId: string, attempt: number, outcome: LogOutcome | null): OrderMailResult {

@@ -2,7 +2,8 @@
 // (DESIGN.md §5). Kept apart from the workflow so they can be table-tested without a Temporal server.
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/workflow';
 import { FailureType, type ClaimLostDetails, type SendFailureDetails } from '../shared/failures';
-import type { MailOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
+import type { MailOutcome, UnknownOutcomePolicy, UnknownSettlement } from '../shared/mailOutcome';
+import type { IdempotencyRetrySettings } from '../shared/workflowSettings';
 
 export type SendVerdict =
   | { kind: 'accepted'; httpStatus: number; providerMessageId: string | null }
@@ -83,12 +84,58 @@ function isSendFailureDetails(value: unknown): value is SendFailureDetails {
 export interface RecordDecision {
   state: 'sent' | 'failed';
   outcome: MailOutcome;
-  unknownPolicy: UnknownOutcomePolicy | null;
+  unknownPolicy: UnknownSettlement | null;
 }
 
-/** The row a not-accepted send leads to. Unknown follows the configured policy, and the row names it. */
-export function recordDecisionFor(details: SendFailureDetails, policy: UnknownOutcomePolicy): RecordDecision {
+/**
+ * The row a not-accepted send leads to. Unknown follows the configured policy, and the row names it; unless
+ * it is retried under the provider's idempotency key, which leaves the row failed for the next attempt and
+ * says so ('idempotent-retry'), since it is no policy's doing.
+ */
+export function recordDecisionFor(
+  details: SendFailureDetails,
+  policy: UnknownOutcomePolicy,
+  retryUnderIdempotencyKey = false,
+): RecordDecision {
   if (details.outcome !== 'unknown')
     return { state: 'failed', outcome: details.outcome, unknownPolicy: null };
+  if (retryUnderIdempotencyKey)
+    return { state: 'failed', outcome: 'unknown', unknownPolicy: 'idempotent-retry' };
   return { state: policy === 'assume-sent' ? 'sent' : 'failed', outcome: 'unknown', unknownPolicy: policy };
+}
+
+/** Whether an unknown outcome can be worth asking the provider about at all: a window, and an attempt left. */
+export function idempotentRetryConceivable(
+  details: SendFailureDetails,
+  idempotency: IdempotencyRetrySettings | null | undefined,
+  attempt: number,
+  maxSendAttempts: number,
+): idempotency is IdempotencyRetrySettings {
+  return details.outcome === 'unknown' && idempotency != null && attempt < maxSendAttempts;
+}
+
+/**
+ * Whether the retry's request will still reach the provider inside its idempotency window: the window counts
+ * from the order's first dispatch (the earliest request that carried the key), and the retry's request leaves
+ * after the backoff and lands within the send timeout. The safety margin is not relied on. Outside the window
+ * the provider would treat the key as new and could send a second mail, so the policy applies instead.
+ */
+export function withinIdempotencyWindow(input: {
+  idempotency: IdempotencyRetrySettings;
+  sinceFirstDispatchMs: number | null;
+  delayMs: number;
+  sendTimeoutMs: number;
+}): boolean {
+  const { idempotency, sinceFirstDispatchMs, delayMs, sendTimeoutMs } = input;
+  // Nothing ever dispatched: no key was used, and the record step will say "not sent" from the row itself.
+  if (sinceFirstDispatchMs === null) return false;
+  return sinceFirstDispatchMs + delayMs + sendTimeoutMs < idempotency.windowMs - idempotency.safetyMarginMs;
+}
+
+/** What the log says about an unknown outcome retried under the key, for the operator reading it. */
+export function idempotentRetryNote(reason: string, sinceFirstDispatchMs: number, windowMs: number): string {
+  return (
+    `${reason}; retried with the same idempotency key, which the provider dedupes ` +
+    `(${Math.round(sinceFirstDispatchMs / 1000)} s after the first dispatch, window ${Math.round(windowMs / 1000)} s)`
+  );
 }

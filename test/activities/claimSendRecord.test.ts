@@ -44,9 +44,19 @@ function activitiesWith(policy: UnknownOutcomePolicy = 'assume-sent') {
   });
 }
 
-/** An activity environment as one workflow run of `workflowId` would give it. */
-function run(workflowId: string, runId: string) {
-  return new MockActivityEnvironment({ namespace: 'default', workflowExecution: { workflowId, runId } });
+let nextScheduleTime = Date.now();
+
+/**
+ * An activity environment as one workflow run of `workflowId` would give it. Each new run's activities are
+ * scheduled later than the previous run's, as Temporal does for a reset run; `scheduledAt` overrides that.
+ */
+function run(workflowId: string, runId: string, scheduledAt?: number) {
+  nextScheduleTime += 1_000;
+  return new MockActivityEnvironment({
+    namespace: 'default',
+    workflowExecution: { workflowId, runId },
+    scheduledTimestampMs: scheduledAt ?? nextScheduleTime,
+  });
 }
 
 /** MockActivityEnvironment.run, typed by the activity it runs. */
@@ -162,6 +172,59 @@ describe('claim', () => {
     ]);
   });
 
+  it('a late claim from a closed run never takes an undispatched claim from the open run', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    // The closed run's claim was scheduled before the reset; it only executes after the new run claimed.
+    const closedRun = run(orderId, 'run-a', Date.now() - 60_000);
+    const openRun = run(orderId, 'run-b');
+    const b = claimed(await exec(openRun, acts.claimOrderMail, { orderId }));
+
+    expect(await exec(closedRun, acts.claimOrderMail, { orderId })).toMatchObject({ kind: 'held-elsewhere' });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'sending',
+      attempts: 1,
+      claimToken: b.claimToken,
+    });
+    expect(
+      (await exec(openRun, acts.sendOrderMail, { orderId, claimToken: b.claimToken, attempt: 1 })).outcome,
+    ).toBe('accepted');
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('a late claim from a closed run never settles the open run’s dispatched send, under either policy', async () => {
+    for (const policy of ['assume-sent', 'assume-failed'] as const) {
+      const acts = activitiesWith(policy);
+      const orderId = await createOrder(database.db);
+      const closedRun = run(orderId, 'run-a', Date.now() - 60_000);
+      const openRun = run(orderId, 'run-b');
+      const b = claimed(await exec(openRun, acts.claimOrderMail, { orderId }));
+      const sent = await exec(openRun, acts.sendOrderMail, { orderId, claimToken: b.claimToken, attempt: 1 });
+
+      expect(await exec(closedRun, acts.claimOrderMail, { orderId })).toMatchObject({
+        kind: 'held-elsewhere',
+      });
+      const recorded = await exec(openRun, acts.recordOrderMailOutcome, {
+        orderId,
+        claimToken: b.claimToken,
+        attempt: 1,
+        state: 'sent',
+        outcome: 'accepted',
+        unknownPolicy: null,
+        providerMessageId: sent.providerMessageId,
+        httpStatus: sent.httpStatus,
+        error: null,
+      });
+      expect(recorded).toMatchObject({
+        kind: 'recorded',
+        state: 'sent',
+        outcome: 'accepted',
+        alreadyRecorded: false,
+      });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    }
+  });
+
   it('does not touch a claim held by another workflow id', async () => {
     const acts = activitiesWith();
     const orderId = await createOrder(database.db);
@@ -198,7 +261,9 @@ describe('send', () => {
     expect(message?.subject).toBe('ご注文ありがとうございます');
     expect(message?.text).toContain('佐藤 花子 様');
     expect(message?.text).toContain(`ご注文番号: ${orderId}`);
-    expect(message?.text).toContain('合計: ￥8,200');
+    expect(message?.text).toContain('合計: 8,200円（税込）');
+    expect(message?.html).toContain('佐藤 花子 様');
+    expect(message?.html).toContain('8,200円');
   });
 });
 

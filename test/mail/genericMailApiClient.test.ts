@@ -44,6 +44,7 @@ function mail(orderId: string, overrides: Partial<OutgoingMail> = {}): OutgoingM
     replyTo: 'support@example.com',
     subject: 'ご注文ありがとうございます',
     text: `Order ${orderId} is confirmed.`,
+    html: `<p>Order ${orderId} is confirmed.</p>`,
     ...overrides,
   };
 }

@@ -39,6 +39,7 @@ const MAIL: OutgoingMail = {
   replyTo: null,
   subject: 'Thanks',
   text: 'Confirmed.',
+  html: '<p>Confirmed.</p>',
 };
 
 /** A TCP server that keeps every socket; closing it destroys them, so nothing outlives the test. */
@@ -157,6 +158,7 @@ describe('after a 2xx', () => {
         reply_to: null,
         subject: 'Thanks',
         text: 'Confirmed.',
+        html: '<p>Confirmed.</p>',
         metadata: { order_id: '42' },
       },
     });

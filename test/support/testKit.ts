@@ -10,7 +10,9 @@ import { migrate } from '../../src/db/migrate';
 import { insertOrder, type NewOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { createIsolatedDatabase } from '../../src/devtools/testDatabases';
+import { createMailTransport } from '../../src/mail/createMailTransport';
 import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient';
+import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport } from '../../src/mail/types';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
@@ -85,6 +87,28 @@ export function testMailClient(baseUrl: string, apiKey = 'sandbox-key'): MailTra
   return createGenericMailApiClient({
     baseUrl,
     apiKey,
+    connectTimeoutMs: 1_000,
+    headersTimeoutMs: 1_000,
+    overallTimeoutMs: 3_000,
+    connections: 4,
+  });
+}
+
+/** The Mailgun sending domain the tests use; the sandbox accepts any. */
+export const TEST_MAILGUN_DOMAIN = 'mg.example.com';
+
+/** A provider adapter on the shared transport, pointed at `baseUrl` (the sandbox), with test-sized deadlines. */
+export function testProviderMailClient(
+  provider: MailProviderName,
+  baseUrl: string,
+  apiKey = 'sandbox-key',
+): MailTransport {
+  return createMailTransport({
+    provider,
+    baseUrl,
+    apiKey,
+    mailgunDomain: TEST_MAILGUN_DOMAIN,
+    postmarkMessageStream: 'outbound',
     connectTimeoutMs: 1_000,
     headersTimeoutMs: 1_000,
     overallTimeoutMs: 3_000,

@@ -1,0 +1,46 @@
+// Picks the provider adapter the configuration names and puts it on the shared HTTP request path.
+
+import { createHttpMailTransport } from './httpMailTransport';
+import { createGenericAdapter } from './providers/generic';
+import { createMailgunAdapter } from './providers/mailgun';
+import type { MailProviderAdapter, MailProviderName } from './providers/mailProvider';
+import { createPostmarkAdapter } from './providers/postmark';
+import { createResendAdapter } from './providers/resend';
+import { createSendGridAdapter } from './providers/sendgrid';
+import type { MailTransport } from './types';
+
+/** The Mail API part of the worker's configuration (src/config/loadConfig.ts). Holds the API key. */
+export interface MailApiConfig {
+  provider: MailProviderName;
+  /** MAIL_API_BASE_URL, or the provider's default (for Mailgun, the one of MAILGUN_REGION). */
+  baseUrl: string;
+  apiKey: string;
+  /** Mailgun only: the sending domain in `/v3/{domain}/messages`. */
+  mailgunDomain: string | null;
+  /** Postmark only: the message stream (transactional streams are 'outbound' by default). */
+  postmarkMessageStream: string;
+  connectTimeoutMs: number;
+  headersTimeoutMs: number;
+  overallTimeoutMs: number;
+  connections: number;
+}
+
+export function createProviderAdapter(config: MailApiConfig): MailProviderAdapter {
+  const { apiKey } = config;
+  switch (config.provider) {
+    case 'generic':
+      return createGenericAdapter({ apiKey });
+    case 'sendgrid':
+      return createSendGridAdapter({ apiKey });
+    case 'postmark':
+      return createPostmarkAdapter({ apiKey, messageStream: config.postmarkMessageStream });
+    case 'resend':
+      return createResendAdapter({ apiKey });
+    case 'mailgun':
+      return createMailgunAdapter({ apiKey, domain: config.mailgunDomain ?? '' });
+  }
+}
+
+export function createMailTransport(config: MailApiConfig): MailTransport {
+  return createHttpMailTransport({ ...config, adapter: createProviderAdapter(config) });
+}

@@ -1,0 +1,71 @@
+// Small helpers the provider adapters share: key checks, reading a provider's JSON, and keeping whatever we
+// take from a response short and free of anything but the id we asked for.
+
+import type { ResponseHeaders } from './mailProvider';
+
+export class MailClientConfigError extends Error {
+  override readonly name = 'MailClientConfigError';
+  readonly code = 'ERR_MAIL_CLIENT_CONFIG';
+}
+
+/**
+ * Checked when the adapter is created, so a bad key is a configuration error at start-up rather than a
+ * "rejected" on every mail. The message never shows the key.
+ */
+export function checkApiKey(apiKey: string): void {
+  const problem = apiKeyProblem(apiKey);
+  if (problem !== null) throw new MailClientConfigError(`Invalid mail client options: ${problem}.`);
+}
+
+export function apiKeyProblem(apiKey: string): string | null {
+  return apiKey.length === 0 || !/^[\x21-\x7e]+$/.test(apiKey)
+    ? 'apiKey must be non-empty printable ASCII without spaces'
+    : null;
+}
+
+/** The body as a JSON object, or null when it is empty, not JSON, or not an object. */
+export function parseJsonObject(body: string | null): Record<string, unknown> | null {
+  if (body === null || body === '') return null;
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+// Provider ids are short tokens (UUIDs, `<…@domain>`, base64-ish strings). Anything else is not stored:
+// the id goes into workflow history and the log, so it must not be a channel for arbitrary text.
+const MESSAGE_ID = /^[\x21-\x7e]{1,256}$/;
+
+export function safeMessageId(value: unknown): string | null {
+  return typeof value === 'string' && MESSAGE_ID.test(value) ? value : null;
+}
+
+export function headerValue(headers: ResponseHeaders, name: string): string | null {
+  const value = headers[name];
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+}
+
+/** Returns `name` if it is one of the provider's documented error names, else null. */
+export function documentedName(value: unknown, documented: ReadonlySet<string>): string | null {
+  return typeof value === 'string' && documented.has(value) ? value : null;
+}
+
+export interface Mailbox {
+  email: string;
+  name: string | null;
+}
+
+/**
+ * Splits `Shop <shop@example.com>` (or `"Shop" <…>`) into name and address, for providers that want them
+ * apart (SendGrid). A bare address comes back with no name.
+ */
+export function parseMailbox(value: string): Mailbox {
+  const match = /^\s*(?:"([^"]*)"|([^<"]*?))\s*<([^<>\s]+)>\s*$/.exec(value);
+  if (match === null) return { email: value.trim(), name: null };
+  const name = (match[1] ?? match[2] ?? '').trim();
+  return { email: match[3]!, name: name === '' ? null : name };
+}

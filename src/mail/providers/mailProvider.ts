@@ -1,0 +1,69 @@
+// What makes one mail provider different from another, and nothing else: the request's shape and auth, where
+// the provider puts its message id, which error names it documents, and its outcome table. The HTTP call
+// itself (phase capture, deadlines, classification) is shared by all of them: src/mail/httpMailTransport.ts.
+
+import type { SendOutcomeTable } from '../sendOutcomeTable';
+import type { OutgoingMail } from '../types';
+
+export const MAIL_PROVIDER_NAMES = ['generic', 'sendgrid', 'postmark', 'resend', 'mailgun'] as const;
+export type MailProviderName = (typeof MAIL_PROVIDER_NAMES)[number];
+
+/** Response headers as undici gives them (lower-case names). */
+export type ResponseHeaders = Record<string, string | string[] | undefined>;
+
+export interface ProviderRequest {
+  /** Below the base URL's path prefix; starts with '/'. */
+  path: string;
+  /** Auth included. Never logged, never put into a result. */
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface MailProviderAdapter {
+  readonly name: MailProviderName;
+  /** Which statuses (and documented error names) are rejected, not-sent or unknown for this provider. */
+  readonly statusTable: SendOutcomeTable;
+  buildRequest(mail: OutgoingMail): ProviderRequest;
+  /** The provider's id for an accepted message, or null when the 2xx did not carry a readable one. */
+  readMessageId(headers: ResponseHeaders, body: string | null): string | null;
+  /**
+   * The provider's documented name for a non-2xx answer (e.g. Resend's `invalid_idempotent_request`), or
+   * null. Only names from the provider's documented list are returned: an error body's free text can echo
+   * the recipient, so it never leaves the adapter.
+   */
+  readProviderError(status: number, body: string | null): string | null;
+}
+
+/** How long a provider dedupes requests that carry the same idempotency key, per its documentation. */
+export interface ProviderIdempotency {
+  /** The request header that carries the key. */
+  header: string;
+  documentedWindowMs: number;
+}
+
+/** Facts about each provider that configuration needs before any adapter exists. Pure data. */
+export interface MailProviderFacts {
+  /** Used when MAIL_API_BASE_URL is not set; null means the adopter must set it (the generic API). */
+  defaultBaseUrl: string | null;
+  idempotency: ProviderIdempotency | null;
+}
+
+export const MAILGUN_BASE_URLS = { us: 'https://api.mailgun.net', eu: 'https://api.eu.mailgun.net' } as const;
+export type MailgunRegion = keyof typeof MAILGUN_BASE_URLS;
+
+const HOUR_MS = 60 * 60 * 1000;
+
+export const MAIL_PROVIDER_FACTS: Readonly<Record<MailProviderName, MailProviderFacts>> = Object.freeze({
+  generic: { defaultBaseUrl: null, idempotency: null },
+  // No documented idempotency key (research note §7; custom_args only help match webhook events later).
+  sendgrid: { defaultBaseUrl: 'https://api.sendgrid.com', idempotency: null },
+  // Postmark's support article "What is an Idempotency Key?" says it is not supported.
+  postmark: { defaultBaseUrl: 'https://api.postmarkapp.com', idempotency: null },
+  // resend.com/docs/dashboard/emails/idempotency-keys: `Idempotency-Key`, up to 256 characters, kept 24 h.
+  resend: {
+    defaultBaseUrl: 'https://api.resend.com',
+    idempotency: { header: 'idempotency-key', documentedWindowMs: 24 * HOUR_MS },
+  },
+  // The US base; MAILGUN_REGION=eu selects MAILGUN_BASE_URLS.eu. No idempotency key.
+  mailgun: { defaultBaseUrl: MAILGUN_BASE_URLS.us, idempotency: null },
+});

@@ -1,0 +1,90 @@
+// Resend: POST https://api.resend.com/emails with a bearer key and an Idempotency-Key header derived from the
+// order (resend.com/docs/dashboard/emails/idempotency-keys). Accepted is 200 {"id": …}; errors carry
+// {"statusCode", "name", "message"} with the names listed at resend.com/docs/api-reference/errors.
+
+import { orderConfirmationIdempotencyKey } from '../idempotencyKey';
+import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
+import type { OutgoingMail } from '../types';
+import { checkApiKey, documentedName, parseJsonObject, safeMessageId } from './adapterSupport';
+import { MAIL_PROVIDER_FACTS, type MailProviderAdapter } from './mailProvider';
+
+/** The error names Resend documents; any other `name` is ignored. */
+export const RESEND_ERROR_NAMES: ReadonlySet<string> = new Set([
+  'invalid_idempotency_key',
+  'validation_error',
+  'missing_api_key',
+  'restricted_api_key',
+  'invalid_api_key',
+  'invalid_from_address',
+  'invalid_to_address',
+  'not_found',
+  'method_not_allowed',
+  'invalid_idempotent_request',
+  'concurrent_idempotent_requests',
+  'invalid_attachment',
+  'invalid_scope',
+  'invalid_parameter',
+  'invalid_region',
+  'missing_required_field',
+  'daily_quota_exceeded',
+  'monthly_quota_exceeded',
+  'rate_limit_exceeded',
+  'security_error',
+  'application_error',
+  'internal_server_error',
+]);
+
+/**
+ * Resend's documented statuses: 400 validation_error / invalid_idempotency_key, 401 missing key, 403 invalid
+ * key or unverified domain, 404, 405, 422 missing field and the like: rejected. 429 (rate limit, quotas): not
+ * sent. 500: unknown. 409 has two meanings, told apart by name:
+ * - invalid_idempotent_request: "this idempotency key has already been used on a request that had a different
+ *   payload. Retrying this request is useless" → rejected (an earlier request for this order with another body
+ *   reached Resend; the attempt log shows it, and an operator decides).
+ * - concurrent_idempotent_requests: "another request with the same idempotency key is currently in progress
+ *   … it is safe to retry this request later" → unknown: the first request may still be accepted, and within
+ *   the key's window the workflow retries it under the same key.
+ */
+export const RESEND_STATUS_TABLE = extendStatusTable(
+  GENERIC_STATUS_TABLE,
+  'resend',
+  {},
+  {
+    label: 'Resend',
+    byProviderError: { invalid_idempotent_request: 'rejected', concurrent_idempotent_requests: 'unknown' },
+  },
+);
+
+const IDEMPOTENCY_HEADER = MAIL_PROVIDER_FACTS.resend.idempotency!.header;
+
+export function createResendAdapter(options: { apiKey: string }): MailProviderAdapter {
+  checkApiKey(options.apiKey);
+  const authorization = `Bearer ${options.apiKey}`;
+  return {
+    name: 'resend',
+    statusTable: RESEND_STATUS_TABLE,
+    buildRequest: (mail: OutgoingMail) => ({
+      path: '/emails',
+      headers: {
+        authorization,
+        'content-type': 'application/json',
+        accept: 'application/json',
+        // Same order, same key, on every attempt: within 24 h Resend answers a repeat with the first
+        // response instead of sending again.
+        [IDEMPOTENCY_HEADER]: orderConfirmationIdempotencyKey(mail.orderId),
+      },
+      body: JSON.stringify({
+        from: mail.from,
+        to: [mail.to],
+        ...(mail.replyTo === null ? {} : { reply_to: mail.replyTo }),
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        // Tag values allow ASCII letters, digits, '_' and '-': an order id qualifies.
+        tags: [{ name: 'order_id', value: mail.orderId }],
+      }),
+    }),
+    readMessageId: (_headers, body) => safeMessageId(parseJsonObject(body)?.id),
+    readProviderError: (_status, body) => documentedName(parseJsonObject(body)?.name, RESEND_ERROR_NAMES),
+  };
+}

@@ -1,0 +1,55 @@
+// Twilio SendGrid, v3 Mail Send: POST https://api.sendgrid.com/v3/mail/send with a bearer key.
+// Accepted is 202 with an empty body; the message id comes in the X-Message-Id response header
+// (twilio.com/docs/sendgrid/glossary/x-message-id). Error bodies are `{"errors":[{"message","field"}]}`
+// of free text with no documented names, so nothing is read from them.
+
+import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
+import type { OutgoingMail } from '../types';
+import { checkApiKey, headerValue, parseMailbox, safeMessageId, type Mailbox } from './adapterSupport';
+import type { MailProviderAdapter } from './mailProvider';
+
+/**
+ * SendGrid's documented statuses (twilio.com/docs/sendgrid/api-reference/how-to-use-the-sendgrid-v3-api/errors
+ * and …/responses): 400 bad request, 401 requires authentication, 403 unverified sender or a temporary block
+ * after repeated bad requests, 406 missing Accept, 413 payload too large, 451 data residency: rejected (the
+ * generic 4xx rule). 429: not sent, retry. 5xx: "the request you made was valid, but an error occurred when
+ * SendGrid attempted to process it", so even 503 may follow processing: unknown.
+ */
+export const SENDGRID_STATUS_TABLE = extendStatusTable(
+  GENERIC_STATUS_TABLE,
+  'sendgrid',
+  { 503: 'unknown' },
+  { label: 'SendGrid' },
+);
+
+export function createSendGridAdapter(options: { apiKey: string }): MailProviderAdapter {
+  checkApiKey(options.apiKey);
+  const authorization = `Bearer ${options.apiKey}`;
+  return {
+    name: 'sendgrid',
+    statusTable: SENDGRID_STATUS_TABLE,
+    buildRequest: (mail: OutgoingMail) => ({
+      path: '/v3/mail/send',
+      headers: { authorization, 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({
+        personalizations: [{ to: [{ email: mail.to }] }],
+        from: address(parseMailbox(mail.from)),
+        ...(mail.replyTo === null ? {} : { reply_to: address(parseMailbox(mail.replyTo)) }),
+        subject: mail.subject,
+        // SendGrid requires text/plain before text/html.
+        content: [
+          { type: 'text/plain', value: mail.text },
+          { type: 'text/html', value: mail.html },
+        ],
+        // Comes back in Event Webhook posts, so a delivery event can be traced to its order.
+        custom_args: { order_id: mail.orderId },
+      }),
+    }),
+    readMessageId: (headers) => safeMessageId(headerValue(headers, 'x-message-id')),
+    readProviderError: () => null,
+  };
+}
+
+function address(mailbox: Mailbox): { email: string; name?: string } {
+  return mailbox.name === null ? { email: mailbox.email } : { email: mailbox.email, name: mailbox.name };
+}

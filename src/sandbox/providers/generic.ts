@@ -1,0 +1,39 @@
+// The sandbox's own generic API: POST /v1/messages, bearer key, 202 {"id"}.
+
+import { orderIdOf, validateMessage } from '../messageValidation';
+import { bearerToken, jsonObject, type ProviderEmulation } from './emulation';
+
+export const genericEmulation: ProviderEmulation = {
+  name: 'generic',
+  servesPath: (pathname) => pathname === '/v1/messages',
+  authenticate: (headers, apiKey) =>
+    bearerToken(headers) === apiKey ? null : { status: 401, body: { error: 'unauthorized' } },
+  parse(text) {
+    const body = jsonObject(text);
+    if (body === null) {
+      let parsed: unknown = null;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        return { ok: false, orderId: null, answer: { status: 400, body: { error: 'malformed JSON' } } };
+      }
+      return {
+        ok: false,
+        orderId: orderIdOf(parsed),
+        answer: { status: 400, body: { error: 'body must be a JSON object' } },
+      };
+    }
+    const validation = validateMessage(body);
+    if (!validation.ok) {
+      return {
+        ok: false,
+        orderId: orderIdOf(body),
+        answer: { status: validation.status, body: { error: validation.error } },
+      };
+    }
+    return { ok: true, message: validation.message, idempotencyKey: null };
+  },
+  messageId: (sequence) => `sbx_${sequence}`,
+  accepted: (id) => ({ status: 202, body: { id } }),
+  error: (status) => ({ status, body: { error: 'injected fault' } }),
+};

@@ -1,0 +1,23 @@
+// Every provider the sandbox emulates. They listen side by side on one port, told apart by path, so one
+// sandbox serves whichever provider a worker is configured for.
+
+import type { ProviderEmulation } from './emulation';
+import { genericEmulation } from './generic';
+import { mailgunEmulation } from './mailgun';
+import { postmarkEmulation } from './postmark';
+import { resendEmulation } from './resend';
+import { sendGridEmulation } from './sendgrid';
+
+export type { ProviderAnswer, ProviderEmulation } from './emulation';
+
+export const PROVIDER_EMULATIONS: readonly ProviderEmulation[] = [
+  genericEmulation,
+  sendGridEmulation,
+  postmarkEmulation,
+  resendEmulation,
+  mailgunEmulation,
+];
+
+export function emulationForPath(pathname: string): ProviderEmulation | null {
+  return PROVIDER_EMULATIONS.find((emulation) => emulation.servesPath(pathname)) ?? null;
+}

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/loadConfig';
+
+const REQUIRED = {
+  DATABASE_URL: 'postgres://user:secret@db:5432/shop',
+  MAIL_API_BASE_URL: 'https://mail.example.com/',
+  MAIL_API_KEY: 'key-123',
+};
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig(REQUIRED);
+    expect(config.temporal).toEqual({
+      address: 'localhost:7233',
+      namespace: 'default',
+      taskQueue: 'order-confirmation-mail',
+    });
+    expect(config.mailApi.baseUrl).toBe('https://mail.example.com');
+    expect(config.workflow).toEqual({
+      unknownOutcomePolicy: 'assume-sent',
+      sendTimeoutMs: 60_000,
+      maxSendAttempts: 8,
+      retryInitialIntervalMs: 10_000,
+      retryMaxIntervalMs: 600_000,
+      // The generic API has no idempotency key, so an unknown outcome always goes to the policy.
+      idempotency: null,
+    });
+    expect(config.worker.shutdownGraceTimeMs).toBe(70_000);
+    expect(config.worker.metricsBindAddress).toBeNull();
+    expect(config.mail).toEqual({
+      from: 'shop@example.com',
+      replyTo: null,
+      subject: 'ご注文ありがとうございます',
+    });
+  });
+
+  it('reports every problem at once', () => {
+    const problems = problemsOf({
+      DATABASE_URL: 'mysql://db/shop',
+      MAIL_API_BASE_URL: 'not a url',
+      UNKNOWN_OUTCOME_POLICY: 'maybe',
+      SEND_MAX_ATTEMPTS: '0',
+      TEMPORAL_METRICS_BIND_ADDRESS: '9464',
+    });
+    expect(problems).toHaveLength(6);
+    expect(problems.join('\n')).toMatch(/DATABASE_URL.*postgres/);
+    expect(problems.join('\n')).toMatch(/MAIL_API_BASE_URL is not a valid URL/);
+    expect(problems.join('\n')).toMatch(/MAIL_API_KEY is required/);
+    expect(problems.join('\n')).toMatch(/UNKNOWN_OUTCOME_POLICY must be one of assume-sent, assume-failed/);
+    expect(problems.join('\n')).toMatch(/SEND_MAX_ATTEMPTS must be a positive integer/);
+    expect(problems.join('\n')).toMatch(/TEMPORAL_METRICS_BIND_ADDRESS must look like host:port/);
+  });
+
+  it('keeps the send timeout above the HTTP deadline and the shutdown grace above the send timeout', () => {
+    const problems = problemsOf({
+      ...REQUIRED,
+      MAIL_OVERALL_TIMEOUT_MS: '40000',
+      SEND_ACTIVITY_TIMEOUT_MS: '42000',
+      WORKER_SHUTDOWN_GRACE_MS: '1000',
+    });
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(/SEND_ACTIVITY_TIMEOUT_MS \(42000\) must be at least/);
+    expect(problems[1]).toMatch(/WORKER_SHUTDOWN_GRACE_MS \(1000\) must be at least/);
+  });
+
+  it('never echoes a database URL that may carry a password', () => {
+    const problems = problemsOf({ ...REQUIRED, DATABASE_URL: 'postgres://user:hunter2@[bad' });
+    expect(problems.join('\n')).not.toContain('hunter2');
+  });
+
+  it('accepts assume-failed', () => {
+    expect(
+      loadConfig({ ...REQUIRED, UNKNOWN_OUTCOME_POLICY: 'assume-failed' }).workflow.unknownOutcomePolicy,
+    ).toBe('assume-failed');
+  });
+});
