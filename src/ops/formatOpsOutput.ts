@@ -45,11 +45,14 @@ export function formatStatus(status: OrderMailStatus): string {
 
 export function formatList(listed: ListedOrderMail[], filter: string): string {
   if (listed.length === 0) return `No order mails in '${filter}'.`;
-  const lines = listed.map(({ row, workflowStatus, uiUrl }) => {
+  const lines = [`${listed.length} order mail(s) in '${filter}', most recently updated first:`];
+  for (const { row, workflowStatus, uiUrl } of listed) {
     const run = workflowStatus === null ? '' : `  workflow ${workflowStatus}`;
-    return `${row.orderId}  ${describeRow(row)}${run}\n    ${row.lastError ?? ''}${row.lastError ? '\n    ' : ''}${uiUrl}`;
-  });
-  return [`${listed.length} order mail(s) in '${filter}', most recently updated first:`, ...lines].join('\n');
+    lines.push(`${row.orderId}  ${describeRow(row)}${run}`);
+    if (row.lastError) lines.push(`    ${row.lastError}`);
+    lines.push(`    ${uiUrl}`);
+  }
+  return lines.join('\n');
 }
 
 export function formatRetry(result: RetryResult): string {
