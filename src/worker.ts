@@ -1,10 +1,12 @@
 // Composition root of a worker process: config → pg pool → Mail API pool → Temporal connection → Worker.
 // Run any number of these against one task queue; they share nothing but Postgres and Temporal.
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig, type WorkerConfig } from './config/loadConfig';
 import { migrate } from './db/migrate';
 import { createDatabase } from './db/pool';
 import { createMailTransport } from './mail/createMailTransport';
+import { assertSearchAttributesRegistered } from './temporal/searchAttributes';
 import { defaultWorkerIdentity, orderMailWorkerOptions } from './workerOptions';
 
 export async function runWorker(config: WorkerConfig): Promise<void> {
@@ -29,29 +31,46 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
     try {
       const connection = await NativeConnection.connect({ address: config.temporal.address });
       try {
-        const worker = await Worker.create(
-          orderMailWorkerOptions({
-            connection,
-            namespace: config.temporal.namespace,
+        // An upsert of an unregistered search attribute hangs the workflow instead of failing it: refuse to
+        // start instead, and say what to run (SearchAttributesMissingError).
+        await assertSearchAttributesRegistered(connection, config.temporal.namespace);
+        // The reconciliation sweep starts workflows and describes runs through a client of its own.
+        const clientConnection = await Connection.connect({ address: config.temporal.address });
+        try {
+          const temporal = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
+          const worker = await Worker.create(
+            orderMailWorkerOptions({
+              connection,
+              namespace: config.temporal.namespace,
+              taskQueue: config.temporal.taskQueue,
+              dependencies: {
+                db,
+                mail,
+                mailIdentity: config.mail,
+                settings: config.workflow,
+                workerIdentity,
+              },
+              reconcileDependencies: { db, temporal, settings: config.reconcile },
+              workflows: { workflowsPath: require.resolve('./workflows') },
+              shutdownGraceTimeMs: config.worker.shutdownGraceTimeMs,
+              maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
+            }),
+          );
+          log('info', 'Worker started', {
+            identity: workerIdentity,
             taskQueue: config.temporal.taskQueue,
-            dependencies: { db, mail, mailIdentity: config.mail, settings: config.workflow, workerIdentity },
-            workflows: { workflowsPath: require.resolve('./workflows') },
-            shutdownGraceTimeMs: config.worker.shutdownGraceTimeMs,
-            maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
-          }),
-        );
-        log('info', 'Worker started', {
-          identity: workerIdentity,
-          taskQueue: config.temporal.taskQueue,
-          namespace: config.temporal.namespace,
-          unknownOutcomePolicy: config.workflow.unknownOutcomePolicy,
-          // Which provider, never its key or base URL (a URL may carry more than it should).
-          mailProvider: config.mailApi.provider,
-          idempotencyWindowMs: config.workflow.idempotency?.windowMs ?? null,
-        });
-        // Resolves after SIGINT/SIGTERM (the runtime's shutdown signals) once running tasks have drained.
-        await worker.run();
-        log('info', 'Worker stopped', { identity: workerIdentity });
+            namespace: config.temporal.namespace,
+            unknownOutcomePolicy: config.workflow.unknownOutcomePolicy,
+            // Which provider, never its key or base URL (a URL may carry more than it should).
+            mailProvider: config.mailApi.provider,
+            idempotencyWindowMs: config.workflow.idempotency?.windowMs ?? null,
+          });
+          // Resolves after SIGINT/SIGTERM (the runtime's shutdown signals) once running tasks have drained.
+          await worker.run();
+          log('info', 'Worker stopped', { identity: workerIdentity });
+        } finally {
+          await clientConnection.close();
+        }
       } finally {
         await connection.close();
       }

@@ -1,12 +1,15 @@
 import os from 'node:os';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
+import { createReconcileActivities, type ReconcileDependencies } from './activities/reconcileActivities';
 
 export interface OrderMailWorkerSetup {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
   dependencies: ActivityDependencies;
+  /** The reconciliation sweep's activities; a worker without them cannot run `reconcileOrderMails`. */
+  reconcileDependencies?: ReconcileDependencies;
   /** Bundled workflow code (tests, production images) or a path to bundle at start-up (development). */
   workflows: { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
   shutdownGraceTimeMs: number;
@@ -20,7 +23,10 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
     namespace: setup.namespace,
     taskQueue: setup.taskQueue,
     identity: setup.dependencies.workerIdentity,
-    activities: createActivities(setup.dependencies),
+    activities: {
+      ...createActivities(setup.dependencies),
+      ...(setup.reconcileDependencies ? createReconcileActivities(setup.reconcileDependencies) : {}),
+    },
     ...setup.workflows,
     // A rolling deploy must let a send in flight finish and be recorded, not turn it into an unknown.
     shutdownGraceTime: setup.shutdownGraceTimeMs,

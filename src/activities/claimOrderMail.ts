@@ -23,7 +23,8 @@ export type ClaimResult =
     }
   | {
       kind: 'already-sent';
-      outcome: 'accepted' | 'unknown' | null;
+      /** 'resolved': an operator settled the row as sent (npm run ops -- resolve). */
+      outcome: 'accepted' | 'unknown' | 'resolved' | null;
       attempts: number;
       settings: OrderMailWorkflowSettings;
     }
@@ -86,7 +87,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         });
         return {
           kind: 'already-sent',
-          outcome: row.outcome as 'accepted' | 'unknown' | null,
+          outcome: row.outcome as 'accepted' | 'unknown' | 'resolved' | null,
           attempts: row.attempts,
           settings,
         };

@@ -1,10 +1,10 @@
 import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { markDispatched } from '../db/orderMailLog';
+import { markDispatched, readMailLog } from '../db/orderMailLog';
 import { loadOrderForMail } from '../db/orders';
 import { describeDatabaseError } from '../db/pool';
 import { renderConfirmationMail } from '../mail/confirmationMail';
-import { FailureType, orderNotFoundFailure, sendFailure } from '../shared/failures';
+import { FailureType, orderNotFoundFailure, sendFailure, type ClaimLostDetails } from '../shared/failures';
 import type { ActivityDependencies } from './dependencies';
 
 export interface SendOrderMailInput {
@@ -42,6 +42,7 @@ export function createSendOrderMail(deps: ActivityDependencies) {
         type: FailureType.ClaimLost,
         message: `Order ${orderId}: the mail claim is no longer held by this attempt; no request was made.`,
         nonRetryable: true,
+        details: [await describeLostClaim(deps, orderId)],
       });
     }
     if (fence === 'already-dispatched') {
@@ -86,5 +87,15 @@ async function beforeDispatch<T>(step: string, work: () => Promise<T>): Promise<
       reason: `could not ${step} before sending: ${describeDatabaseError(error)}`,
       retryAfterMs: null,
     });
+  }
+}
+
+/** The row as an operator (or another run) left it, for the workflow to show; best effort, nothing depends on it. */
+async function describeLostClaim(deps: ActivityDependencies, orderId: string): Promise<ClaimLostDetails> {
+  try {
+    const row = await readMailLog(deps.db, orderId);
+    return { currentState: row?.state ?? null, currentOutcome: row?.outcome ?? null };
+  } catch {
+    return { currentState: null, currentOutcome: null };
   }
 }

@@ -1,5 +1,6 @@
 // Worker configuration, parsed and validated in one place. Pure: takes the environment as an argument and
 // reports every problem at once, so an operator fixes a deployment in one go instead of one error per restart.
+import type { ReconcileSettings } from '../activities/reconcileActivities';
 import type { MailApiConfig } from '../mail/createMailTransport';
 import { DEFAULT_POSTMARK_MESSAGE_STREAM } from '../mail/providers/postmark';
 import {
@@ -19,6 +20,8 @@ export interface WorkerConfig {
   mailApi: MailApiConfig;
   mail: { from: string; replyTo: string | null; subject: string };
   workflow: OrderMailWorkflowSettings;
+  /** The reconciliation sweep's activities (src/activities/reconcileActivities.ts). */
+  reconcile: ReconcileSettings;
   worker: {
     shutdownGraceTimeMs: number;
     maxConcurrentActivityTaskExecutions: number;
@@ -60,6 +63,9 @@ export const CONFIG_DEFAULTS = {
   WORKER_MAX_CONCURRENT_ACTIVITIES: 100,
   PG_POOL_MAX: 10,
   PG_STATEMENT_TIMEOUT_MS: 10_000,
+  RECONCILE_GRACE_MS: 300_000,
+  RECONCILE_LOOKBACK_MS: 604_800_000,
+  RECONCILE_BATCH_SIZE: 100,
 } as const;
 
 // Time the send activity keeps beyond the HTTP deadline, to render the mail and pass the fence first.
@@ -123,6 +129,12 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         'so a deploy lets sends in flight finish and be recorded.',
     );
   }
+  const reconcileBatchSize = read.positiveInt('RECONCILE_BATCH_SIZE', CONFIG_DEFAULTS.RECONCILE_BATCH_SIZE);
+  if (reconcileBatchSize > 1_000) {
+    problems.push(
+      `RECONCILE_BATCH_SIZE (${reconcileBatchSize}) must be at most 1000, so one batch stays one short activity.`,
+    );
+  }
   if (idempotency !== null && idempotency.safetyMarginMs + sendTimeoutMs >= idempotency.windowMs) {
     problems.push(
       `MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS (${idempotency.safetyMarginMs}) plus SEND_ACTIVITY_TIMEOUT_MS (${sendTimeoutMs}) ` +
@@ -166,6 +178,12 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       retryInitialIntervalMs,
       retryMaxIntervalMs,
       idempotency,
+    },
+    reconcile: {
+      graceMs: read.positiveInt('RECONCILE_GRACE_MS', CONFIG_DEFAULTS.RECONCILE_GRACE_MS),
+      lookbackMs: read.positiveInt('RECONCILE_LOOKBACK_MS', CONFIG_DEFAULTS.RECONCILE_LOOKBACK_MS),
+      confirmedSince: read.isoInstant('RECONCILE_CONFIRMED_SINCE'),
+      batchSize: reconcileBatchSize,
     },
     worker: {
       shutdownGraceTimeMs,
@@ -310,6 +328,18 @@ class EnvReader {
       return fallback;
     }
     return value as T;
+  }
+
+  isoInstant(name: string): Date | null {
+    const value = this.optional(name);
+    if (value === null) return null;
+    if (!/^\d{4}-\d{2}-\d{2}T[0-9:.]+(Z|[+-]\d{2}:\d{2})$/.test(value) || Number.isNaN(Date.parse(value))) {
+      this.problems.push(
+        `${name} must be an ISO instant with a time zone, e.g. 2026-12-01T00:00:00+09:00 (got ${JSON.stringify(value)}).`,
+      );
+      return null;
+    }
+    return new Date(value);
   }
 
   hostPort(name: string): string | null {

@@ -1,7 +1,7 @@
 // Typed queries for order_mail_log and its audit table, order_mail_attempts (DESIGN.md §4).
 // Every state change is ONE statement whose WHERE clause states its precondition (the fence), and callers
 // look at what it returned instead of reading first and writing after.
-import type { MailOutcome, UnknownOutcomePolicy, UnknownSettlement } from '../shared/mailOutcome';
+import type { LogOutcome, MailOutcome, UnknownOutcomePolicy, UnknownSettlement } from '../shared/mailOutcome';
 import type { Database } from './pool';
 
 export type MailLogState = 'sending' | 'sent' | 'failed';
@@ -14,7 +14,7 @@ export interface MailLogRow {
   claimedAt: Date;
   claimScheduledAt: Date | null;
   dispatchedAt: Date | null;
-  outcome: MailOutcome | null;
+  outcome: LogOutcome | null;
   unknownPolicy: UnknownSettlement | null;
   providerMessageId: string | null;
   httpStatus: number | null;
@@ -287,6 +287,43 @@ export async function listAttempts(db: Database, orderId: string): Promise<Attem
             provider_message_id AS "providerMessageId", http_status AS "httpStatus", error, recorded_by AS "recordedBy"
        FROM order_mail_attempts WHERE order_id = $1 ORDER BY attempt, id`,
     [orderId],
+  );
+  return rows;
+}
+
+/** What an operator lists: rows in a state, or whose outcome is unknown (whatever the policy made of it). */
+export type MailLogFilter = 'sending' | 'sent' | 'failed' | 'unknown';
+
+/** Rows matching `filter` updated since `since`, most recently updated first, at most `limit`. */
+export async function listMailLog(
+  db: Database,
+  input: { filter: MailLogFilter; since: Date | null; limit: number },
+): Promise<MailLogRow[]> {
+  const { rows } = await db.query<MailLogRow>(
+    `SELECT ${ROW_COLUMNS} FROM order_mail_log
+      WHERE (CASE WHEN $1 = 'unknown' THEN outcome = 'unknown' ELSE state = $1 END)
+        AND ($2::timestamptz IS NULL OR updated_at >= $2)
+      ORDER BY updated_at DESC, order_id DESC
+      LIMIT $3`,
+    [input.filter, input.since, input.limit],
+  );
+  return rows;
+}
+
+/**
+ * Rows in 'sending' not touched for `olderThanMs`, oldest first, at most `limit`: candidates for a claim whose
+ * run closed without settling it (the reconciliation sweep asks Temporal about each).
+ */
+export async function listQuietSendingRows(
+  db: Database,
+  input: { olderThanMs: number; limit: number },
+): Promise<MailLogRow[]> {
+  const { rows } = await db.query<MailLogRow>(
+    `SELECT ${ROW_COLUMNS} FROM order_mail_log
+      WHERE state = 'sending' AND updated_at < now() - make_interval(secs => $1::double precision / 1000)
+      ORDER BY updated_at, order_id
+      LIMIT $2`,
+    [input.olderThanMs, input.limit],
   );
   return rows;
 }

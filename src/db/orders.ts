@@ -1,6 +1,7 @@
 // The only reads the service makes of the shop's orders. An adopter whose `orders` looks different changes
-// these two queries (and the reconciliation query), nothing else. Columns read: orders.id, customer_name,
-// customer_email, ordered_at; order_items.order_id, line_no, product_name, quantity, unit_price_yen.
+// these queries (and the reconciliation query, src/db/queries/confirmedOrdersWithoutMail.sql), nothing else.
+// Columns read: orders.id, customer_name, customer_email, ordered_at; order_items.order_id, line_no,
+// product_name, quantity, unit_price_yen.
 import type { Database } from './pool';
 
 export interface OrderItemForMail {
@@ -63,4 +64,9 @@ export async function insertOrder(db: Database, order: NewOrder): Promise<string
     }
     return orderId;
   });
+}
+
+export async function orderExists(db: Database, orderId: string): Promise<boolean> {
+  const { rows } = await db.query(`SELECT 1 FROM orders WHERE id = $1`, [orderId]);
+  return rows.length > 0;
 }

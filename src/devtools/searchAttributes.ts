@@ -1,6 +1,6 @@
-import { isGrpcServiceError, type Connection } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
-import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
+import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/searchAttributes';
 
 /** Type names as the CLI's `--search-attribute Name=Type` flag spells them. */
 export type SearchAttributeTypeName =
@@ -19,34 +19,24 @@ export const sdkSearchAttributeType = {
   KeywordList: 'KEYWORD_LIST',
 } as const satisfies Record<SearchAttributeTypeName, SearchAttributeType>;
 
-// gRPC status code; @grpc/grpc-js, which names it, is not a direct dependency.
-const GRPC_ALREADY_EXISTS = 6;
-
 /**
- * Registers custom search attributes on a server we did not start (e.g. `TEMPORAL_ADDRESS`). The dev server
- * registers them from flags, but only when it creates the namespace; elsewhere they must be added through
- * the operator API. A workflow that upserts an unregistered attribute hangs instead of failing, so this runs
- * before any worker.
+ * The dev server's `--search-attribute` flags for `keys` (by default the attributes the workflows upsert,
+ * src/shared/searchAttributes.ts). The flags only take effect when the server creates the namespace; for a
+ * server that already runs, use `ensureSearchAttributes` (src/temporal/searchAttributes.ts).
  */
-export async function ensureSearchAttributes(
-  connection: Connection,
-  namespace: string,
-  definitions: SearchAttributeDefinitions,
-): Promise<void> {
-  // One request per name. Server 1.29 with SQL visibility (the dev server) skips names that exist, but other
-  // versions and stores answer ALREADY_EXISTS, and a rejected request would not add the new names in it.
-  for (const [name, type] of Object.entries(definitions)) {
-    const indexedType = encodeSearchAttributeIndexedValueType(sdkSearchAttributeType[type]);
-    if (indexedType === undefined) throw new Error(`unknown search attribute type "${type}" for ${name}`);
-    try {
-      await connection.operatorService.addSearchAttributes({
-        namespace,
-        searchAttributes: { [name]: indexedType },
-      });
-    } catch (error) {
-      // Already registered (setup runs on every test run): success. A different type under the same name
-      // is not detected here.
-      if (!(isGrpcServiceError(error) && Number(error.code) === GRPC_ALREADY_EXISTS)) throw error;
-    }
-  }
+export function devServerSearchAttributes(
+  keys: readonly SearchAttributeKey<SearchAttributeType>[] = ORDER_MAIL_SEARCH_ATTRIBUTES,
+): SearchAttributeDefinitions {
+  const typeNames = Object.entries(sdkSearchAttributeType) as [
+    SearchAttributeTypeName,
+    SearchAttributeType,
+  ][];
+  return Object.fromEntries(
+    keys.map((key) => {
+      const typeName = typeNames.find(([, sdkType]) => sdkType === key.type)?.[0];
+      if (typeName === undefined)
+        throw new Error(`unknown search attribute type "${key.type}" for ${key.name}`);
+      return [key.name, typeName];
+    }),
+  );
 }

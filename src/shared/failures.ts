@@ -2,7 +2,7 @@
 // branches on. Branch on `failure.type`, never on class names: those do not survive serialization.
 // Pure: imported by workflows and activities.
 import { ApplicationFailure } from '@temporalio/common';
-import type { SendResult } from './mailOutcome';
+import type { LogOutcome, SendResult } from './mailOutcome';
 
 export const FailureType = {
   /** The mail API definitely refused this request, for good (a 4xx and the like). Thrown by the send. */
@@ -34,6 +34,15 @@ export interface SendFailureDetails {
   retryAfterMs: number | null;
   /** False for not-sent failures that a retry cannot fix (the order is gone, the mail cannot be rendered). */
   retryable: boolean;
+}
+
+/**
+ * What a ClaimLost failure carries: the row as the send found it, so the workflow can show the state the
+ * operator left it in (null where the row could not be read).
+ */
+export interface ClaimLostDetails {
+  currentState: 'sending' | 'sent' | 'failed' | null;
+  currentOutcome: LogOutcome | null;
 }
 
 /** Turns a classified, non-accepted send into the failure the send activity throws. Never retried by Temporal. */

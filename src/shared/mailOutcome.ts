@@ -4,6 +4,9 @@
 /** What the provider did with one request, as far as we can know. */
 export type MailOutcome = 'accepted' | 'rejected' | 'not_sent' | 'unknown';
 
+/** What the log row's outcome may say: a send's outcome, or 'resolved' when an operator settled the row. */
+export type LogOutcome = MailOutcome | 'resolved';
+
 /** How an unknown outcome is settled. A business setting, configured on the workers, never a literal in code. */
 export type UnknownOutcomePolicy = 'assume-sent' | 'assume-failed';
 

@@ -1,7 +1,7 @@
 import { ActivityFailure, ApplicationFailure, log, proxyActivities, sleep } from '@temporalio/workflow';
 import type { OrderMailActivities } from '../activities';
 import { FailureType, type SendFailureDetails } from '../shared/failures';
-import type { MailOutcome } from '../shared/mailOutcome';
+import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
 import { delayBeforeNextAttempt, type OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import {
@@ -12,6 +12,7 @@ import {
   withinIdempotencyWindow,
   type SendVerdict,
 } from './sendVerdict';
+import { showOrderMailState, stateShownFor } from './showOrderMailState';
 
 // Claim and record are idempotent (fenced by the claim token and attempt), so Temporal may retry them as
 // long as it takes Postgres to answer. 30 s covers the pool's statement (10 s) and client (15 s) deadlines.
@@ -31,9 +32,11 @@ export interface OrderMailResult {
   /** 'sent': this run settled the mail as sent. 'already-sent': an earlier run had. 'claim-lost': an
    * operator moved the row while this run held it, so it stopped without recording. */
   result: 'sent' | 'already-sent' | 'claim-lost';
-  outcome: MailOutcome | null;
+  outcome: LogOutcome | null;
   attempts: number;
   providerMessageId: string | null;
+  /** Why this run sent nothing, in words an operator reads in the Web UI's result panel. */
+  explanation?: string;
 }
 
 /**
@@ -50,12 +53,21 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
     const claim = await claimOrFail(orderId);
     if (claim.kind === 'already-sent') {
       log.info('Order mail was already sent; this run sends nothing', { orderId, outcome: claim.outcome });
+      showOrderMailState({
+        state: stateShownFor('sent', claim.outcome),
+        outcome: claim.outcome,
+        attempts: claim.attempts,
+      });
       return {
         orderId,
         result: 'already-sent',
         outcome: claim.outcome,
         attempts: claim.attempts,
         providerMessageId: null,
+        explanation:
+          `Order ${orderId}: the confirmation mail is already recorded as sent (outcome ${claim.outcome ?? 'unknown'}, ` +
+          `${claim.attempts} attempt(s)), so this run sent nothing. A sent mail is final for automation: to send ` +
+          'it again, an operator resolves it as failed first (npm run ops -- resolve), then resets.',
       };
     }
     if (claim.kind === 'held-elsewhere') {
@@ -67,6 +79,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
     }
 
     const { attempt, claimToken, settings } = claim;
+    showOrderMailState({ state: 'sending', outcome: null, attempts: attempt, httpStatus: null });
     // The send is NEVER retried by Temporal: a retry after an unknown outcome could send a second mail. Its
     // timeout comes from the worker's configuration, above the HTTP client's own overall deadline.
     const sender = proxyActivities<OrderMailActivities>({
@@ -86,7 +99,11 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
       verdict = verdictOfSendFailure(error);
     }
     if (verdict.kind === 'claim-lost') {
-      return { orderId, result: 'claim-lost', outcome: null, attempts: attempt, providerMessageId: null };
+      const { currentState, currentOutcome } = verdict.row;
+      if (currentState !== null && currentState !== 'sending') {
+        showOrderMailState({ state: stateShownFor(currentState, currentOutcome), outcome: currentOutcome });
+      }
+      return claimLost(orderId, attempt, currentOutcome);
     }
 
     const base = { orderId, claimToken, attempt };
@@ -104,8 +121,16 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
         : await recordNotAccepted(base, verdict.details, settings);
 
     if (recorded.kind === 'claim-lost') {
-      return { orderId, result: 'claim-lost', outcome: null, attempts: attempt, providerMessageId: null };
+      if (recorded.currentState !== null && recorded.currentState !== 'sending') {
+        showOrderMailState({ state: recorded.currentState });
+      }
+      return claimLost(orderId, attempt, null);
     }
+    showOrderMailState({
+      state: stateShownFor(recorded.state, recorded.outcome),
+      outcome: recorded.outcome,
+      httpStatus: verdict.kind === 'accepted' ? verdict.httpStatus : verdict.details.httpStatus,
+    });
     if (recorded.state === 'sent') {
       const providerMessageId = verdict.kind === 'accepted' ? verdict.providerMessageId : null;
       return { orderId, result: 'sent', outcome: recorded.outcome, attempts: attempt, providerMessageId };
@@ -171,6 +196,19 @@ async function recordNotAccepted(
     httpStatus: details.httpStatus,
     error,
   });
+}
+
+function claimLost(orderId: string, attempt: number, outcome: LogOutcome | null): OrderMailResult {
+  return {
+    orderId,
+    result: 'claim-lost',
+    outcome,
+    attempts: attempt,
+    providerMessageId: null,
+    explanation:
+      `Order ${orderId}: the mail's log row was settled by someone else (an operator's resolve) while this run ` +
+      'held it, so this run stopped without recording anything. The log row and its operator acts say what happened.',
+  };
 }
 
 /** The claim, with a missing order turned into the workflow's own OrderNotFound failure. */

@@ -1,14 +1,14 @@
 // Pure decisions of the workflow: what a send's result or failure means, and what to record for it
 // (DESIGN.md §5). Kept apart from the workflow so they can be table-tested without a Temporal server.
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/workflow';
-import { FailureType, type SendFailureDetails } from '../shared/failures';
+import { FailureType, type ClaimLostDetails, type SendFailureDetails } from '../shared/failures';
 import type { MailOutcome, UnknownOutcomePolicy, UnknownSettlement } from '../shared/mailOutcome';
 import type { IdempotencyRetrySettings } from '../shared/workflowSettings';
 
 export type SendVerdict =
   | { kind: 'accepted'; httpStatus: number; providerMessageId: string | null }
   | { kind: 'not-accepted'; details: SendFailureDetails; failureType: string; cause: ActivityFailure }
-  | { kind: 'claim-lost' };
+  | { kind: 'claim-lost'; row: ClaimLostDetails };
 
 const SEND_FAILURE_TYPES: ReadonlySet<string> = new Set([
   FailureType.MailRejected,
@@ -27,7 +27,7 @@ export function verdictOfSendFailure(error: unknown): SendVerdict {
   if (!(error instanceof ActivityFailure)) throw error;
   const cause = error.cause;
   if (cause instanceof ApplicationFailure && cause.type === FailureType.ClaimLost)
-    return { kind: 'claim-lost' };
+    return { kind: 'claim-lost', row: claimLostDetails(cause.details?.[0]) };
   if (cause instanceof ApplicationFailure && cause.type && SEND_FAILURE_TYPES.has(cause.type)) {
     const details = cause.details?.[0];
     if (isSendFailureDetails(details))
@@ -61,6 +61,12 @@ function describeUnexpected(cause: unknown): { reason: string; errorCode: string
 
 function unknownDetails(described: { reason: string; errorCode: string | null }): SendFailureDetails {
   return { outcome: 'unknown', httpStatus: null, retryAfterMs: null, retryable: true, ...described };
+}
+
+function claimLostDetails(value: unknown): ClaimLostDetails {
+  // Histories from before ClaimLost carried details have none: the row is then simply not known here.
+  const candidate = (typeof value === 'object' && value !== null ? value : {}) as Partial<ClaimLostDetails>;
+  return { currentState: candidate.currentState ?? null, currentOutcome: candidate.currentOutcome ?? null };
 }
 
 function isSendFailureDetails(value: unknown): value is SendFailureDetails {

@@ -9,10 +9,8 @@ import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node';
 import { startTemporalDevServer } from '../../src/devtools/devServer';
 import { startEmbeddedPostgres } from '../../src/devtools/embeddedPostgres';
-import { ensureSearchAttributes, type SearchAttributeDefinitions } from '../../src/devtools/searchAttributes';
-
-// Upserted by the workflow for the Web UI's filters; an unregistered upsert hangs the workflow.
-const SEARCH_ATTRIBUTES: SearchAttributeDefinitions = { OrderMailState: 'Keyword' };
+import { devServerSearchAttributes } from '../../src/devtools/searchAttributes';
+import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
 
 interface Started<T> {
   value: T;
@@ -65,7 +63,8 @@ async function provideTemporal(
   if (address !== undefined && address !== '') {
     const connection = await Connection.connect({ address });
     try {
-      await ensureSearchAttributes(connection, namespace, SEARCH_ATTRIBUTES);
+      // The attributes the workflows upsert (src/shared/searchAttributes.ts); an unregistered upsert hangs.
+      await ensureSearchAttributes(connection, namespace);
     } finally {
       await connection.close();
     }
@@ -74,7 +73,7 @@ async function provideTemporal(
   const server = await startTemporalDevServer({
     uiPort: null,
     namespace,
-    searchAttributes: SEARCH_ATTRIBUTES,
+    searchAttributes: devServerSearchAttributes(),
   });
   return { value: { address: server.address, namespace }, stop: () => server.stop() };
 }

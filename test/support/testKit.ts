@@ -5,6 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { ActivityDependencies } from '../../src/activities';
+import type { ReconcileDependencies } from '../../src/activities/reconcileActivities';
 import { migrate } from '../../src/db/migrate';
 import { insertOrder, type NewOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';
@@ -123,19 +124,30 @@ export interface RunningTestWorker {
 /** Runs the real worker in-process on a task queue of its own, until stop(). */
 export async function startTestWorker(
   dependencies: Omit<ActivityDependencies, 'workerIdentity' | 'mailIdentity'> & Partial<ActivityDependencies>,
-  options: { taskQueue?: string; activities?: object } = {},
+  options: {
+    taskQueue?: string;
+    activities?: object;
+    reconcile?: ReconcileDependencies;
+    /** Another Temporal server than the run's shared one (e.g. one with a Web UI). */
+    temporal?: { address: string; namespace: string };
+  } = {},
 ): Promise<RunningTestWorker> {
   const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
-  const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  const temporal = options.temporal ?? {
+    address: inject('temporalAddress'),
+    namespace: inject('temporalNamespace'),
+  };
+  const connection = await NativeConnection.connect({ address: temporal.address });
   const workerOptions = orderMailWorkerOptions({
     connection,
-    namespace: inject('temporalNamespace'),
+    namespace: temporal.namespace,
     taskQueue,
     dependencies: {
       workerIdentity: `test-worker-${taskQueue.slice(5, 13)}`,
       mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
       ...dependencies,
     },
+    reconcileDependencies: options.reconcile,
     workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
     shutdownGraceTimeMs: 1_000,
     maxConcurrentActivityTaskExecutions: 20,

@@ -68,9 +68,21 @@ describe('verdictOfSendFailure', () => {
     expect(verdictOfSendFailure(activityFailure(bare))).toMatchObject({ details: { outcome: 'unknown' } });
   });
 
-  it('recognises a lost claim', () => {
-    const lost = ApplicationFailure.create({ type: FailureType.ClaimLost, message: 'lost' });
-    expect(verdictOfSendFailure(activityFailure(lost))).toEqual({ kind: 'claim-lost' });
+  it('recognises a lost claim, with the row as the send found it when the failure carries it', () => {
+    const bare = ApplicationFailure.create({ type: FailureType.ClaimLost, message: 'lost' });
+    expect(verdictOfSendFailure(activityFailure(bare))).toEqual({
+      kind: 'claim-lost',
+      row: { currentState: null, currentOutcome: null },
+    });
+    const withRow = ApplicationFailure.create({
+      type: FailureType.ClaimLost,
+      message: 'lost',
+      details: [{ currentState: 'failed', currentOutcome: 'resolved' }],
+    });
+    expect(verdictOfSendFailure(activityFailure(withRow))).toEqual({
+      kind: 'claim-lost',
+      row: { currentState: 'failed', currentOutcome: 'resolved' },
+    });
   });
 });
 

@@ -1,0 +1,142 @@
+// The reconciliation sweep's activities (DESIGN.md §7): start the mail of confirmed orders that have no log
+// row, and find claims stuck in 'sending' whose run is closed. Registered on the same worker as the mail
+// activities, by this sibling factory.
+import { activityInfo, heartbeat, log } from '@temporalio/activity';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { startOrderConfirmationMail } from '../client';
+import { findConfirmedOrdersWithoutMail, type ConfirmedOrderCursor } from '../db/confirmedOrders';
+import { listQuietSendingRows } from '../db/orderMailLog';
+import type { Database } from '../db/pool';
+
+export type { ConfirmedOrderCursor };
+
+export interface ReconcileSettings {
+  /** Orders confirmed more recently than this are left to the order service's own start. */
+  graceMs: number;
+  /** Orders confirmed longer ago than this are never mailed by the sweep. */
+  lookbackMs: number;
+  /** Nor are orders confirmed before this instant (the go-live time), when set. */
+  confirmedSince: Date | null;
+  /** Orders per start batch, and 'sending' rows examined per sweep. */
+  batchSize: number;
+}
+
+export interface ReconcileDependencies {
+  db: Database;
+  /** Starts workflows and describes runs; bound to the worker's namespace. */
+  temporal: Client;
+  settings: ReconcileSettings;
+}
+
+export interface StartBatchResult {
+  found: number;
+  started: number;
+  alreadyStarted: number;
+  next: ConfirmedOrderCursor | null;
+}
+
+export interface StuckClaim {
+  orderId: string;
+  /** The run named by the claim token, and what Temporal says of it (a closed status, or NOT_FOUND). */
+  workflowId: string;
+  runId: string;
+  runStatus: string;
+  /** Whether that run had passed the dispatch fence: if so, its outcome is unknown. */
+  dispatched: boolean;
+  attempts: number;
+  claimedAt: string;
+}
+
+export interface StuckClaimsResult {
+  examined: number;
+  stuck: StuckClaim[];
+  /** More 'sending' rows than one sweep examines. */
+  more: boolean;
+}
+
+export function createReconcileActivities(deps: ReconcileDependencies) {
+  return {
+    /** One bounded batch: finds confirmed orders without a log row and starts each one's workflow. */
+    async startMailsForConfirmedOrders(input: {
+      after: ConfirmedOrderCursor | null;
+    }): Promise<StartBatchResult> {
+      const { settings } = deps;
+      const lookbackStart = Date.now() - settings.lookbackMs;
+      const notBefore = new Date(
+        Math.max(lookbackStart, settings.confirmedSince?.getTime() ?? lookbackStart),
+      );
+      const batch = await findConfirmedOrdersWithoutMail(deps.db, {
+        graceMs: settings.graceMs,
+        notBefore,
+        after: input.after,
+        limit: settings.batchSize,
+      });
+      // The workflows go to the queue this worker polls; the same id policy as the order service's start, so
+      // a start that raced with it (or with an earlier sweep) is reported as already started, and sends nothing.
+      const taskQueue = activityInfo().taskQueue;
+      let started = 0;
+      for (const orderId of batch.orderIds) {
+        const result = await startOrderConfirmationMail(deps.temporal, orderId, { taskQueue });
+        if (result.status === 'started') {
+          started += 1;
+          log.info('Reconciliation started a missed order mail', { orderId, runId: result.runId });
+        }
+        heartbeat();
+      }
+      return {
+        found: batch.orderIds.length,
+        started,
+        alreadyStarted: batch.orderIds.length - started,
+        next: batch.next,
+      };
+    },
+
+    /**
+     * Rows in 'sending' whose claiming run is closed. Temporal runs at most one open run per workflow id, and a
+     * closed run never touches its row again, so such a row stays 'sending' until someone acts: an alert.
+     */
+    async findStuckMailClaims(): Promise<StuckClaimsResult> {
+      const rows = await listQuietSendingRows(deps.db, {
+        olderThanMs: deps.settings.graceMs,
+        limit: deps.settings.batchSize,
+      });
+      const stuck: StuckClaim[] = [];
+      for (const row of rows) {
+        const run = parseClaimToken(row.claimToken);
+        if (run === null) continue; // Not a run's token; nothing here writes such a 'sending' row.
+        const runStatus = await runStatusOf(deps.temporal, run.workflowId, run.runId);
+        if (runStatus !== 'RUNNING') {
+          stuck.push({
+            orderId: row.orderId,
+            ...run,
+            runStatus,
+            dispatched: row.dispatchedAt !== null,
+            attempts: row.attempts,
+            claimedAt: row.claimedAt.toISOString(),
+          });
+        }
+        heartbeat();
+      }
+      return { examined: rows.length, stuck, more: rows.length === deps.settings.batchSize };
+    },
+  };
+}
+
+export type ReconcileActivities = ReturnType<typeof createReconcileActivities>;
+
+/** '<namespace>/<workflow id>/<run id>' (src/activities/claimToken.ts); the namespace holds no '/'. */
+function parseClaimToken(token: string): { workflowId: string; runId: string } | null {
+  const first = token.indexOf('/');
+  const last = token.lastIndexOf('/');
+  if (first < 0 || last <= first) return null;
+  return { workflowId: token.slice(first + 1, last), runId: token.slice(last + 1) };
+}
+
+async function runStatusOf(client: Client, workflowId: string, runId: string): Promise<string> {
+  try {
+    return (await client.workflow.getHandle(workflowId, runId).describe()).status.name;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return 'NOT_FOUND';
+    throw error;
+  }
+}

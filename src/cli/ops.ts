@@ -1,0 +1,122 @@
+// `npm run ops -- status|list|retry|resolve …`: the operator CLI. Thin: the grammar is src/ops/opsCommand.ts,
+// the acts are src/ops/*, and this file wires them to the environment and the terminal.
+// Exit codes: 0 done, 1 refused or failed (nothing changed unless it says so), 2 bad arguments.
+import { connectOrderMailClient } from '../client';
+import { ConfigError } from '../config/loadConfig';
+import { loadOpsConfig } from '../config/loadOpsConfig';
+import { createDatabase, describeDatabaseError } from '../db/pool';
+import { formatList, formatResolve, formatRetry, formatStatus } from '../ops/formatOpsOutput';
+import { listOrderMails } from '../ops/listOrderMails';
+import { OPS_USAGE, parseOpsCommand, UsageError, type OpsCommand } from '../ops/opsCommand';
+import { OpsRefusal, type OpsContext } from '../ops/opsContext';
+import { readOrderMailStatus } from '../ops/orderMailStatus';
+import { resolveOrderMail } from '../ops/resolveOrderMail';
+import { retryOrderMail } from '../ops/retryOrderMail';
+
+export interface OpsIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const processIo: OpsIo = {
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+};
+
+export async function main(
+  argv: readonly string[],
+  env: Record<string, string | undefined> = process.env,
+  io: OpsIo = processIo,
+): Promise<number> {
+  let command: OpsCommand;
+  try {
+    command = parseOpsCommand(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    io.err(`${error.message}\n\n${OPS_USAGE}`);
+    return 2;
+  }
+  if (command.name === 'help') {
+    io.out(OPS_USAGE);
+    return 0;
+  }
+
+  let config;
+  try {
+    config = loadOpsConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    io.err(error.message);
+    return 2;
+  }
+  if (config.databaseUrl === null) {
+    io.err('DATABASE_URL is required: the mail log in Postgres is the source of truth.');
+    return 2;
+  }
+
+  const db = createDatabase({ connectionString: config.databaseUrl, applicationName: 'order-mail-ops' });
+  try {
+    const client = await connectOrderMailClient({
+      address: config.temporal.address,
+      namespace: config.temporal.namespace,
+    });
+    try {
+      const operator = ('operator' in command ? command.operator?.trim() : undefined) || config.operator;
+      const ctx: OpsContext = {
+        db,
+        client,
+        namespace: config.temporal.namespace,
+        taskQueue: config.temporal.taskQueue,
+        uiBaseUrl: config.uiBaseUrl,
+        operator,
+      };
+      io.out(await run(ctx, command));
+      return 0;
+    } finally {
+      await client.connection.close();
+    }
+  } catch (error) {
+    if (error instanceof OpsRefusal) {
+      io.err(`Refused (${error.code}): ${error.message}`);
+      return 1;
+    }
+    io.err(`Failed: ${describeDatabaseError(error)}`);
+    return 1;
+  } finally {
+    await db.close();
+  }
+}
+
+async function run(ctx: OpsContext, command: Exclude<OpsCommand, { name: 'help' }>): Promise<string> {
+  const json = (value: unknown) => JSON.stringify(value, null, 2);
+  switch (command.name) {
+    case 'status': {
+      const status = await readOrderMailStatus(ctx, command.orderId);
+      return command.json ? json(status) : formatStatus(status);
+    }
+    case 'list': {
+      const listed = await listOrderMails(ctx, command);
+      return command.json ? json(listed) : formatList(listed, command.filter);
+    }
+    case 'retry': {
+      const result = await retryOrderMail(ctx, command);
+      return command.json ? json(result) : formatRetry(result);
+    }
+    case 'resolve': {
+      const act = await resolveOrderMail(ctx, command);
+      return command.json ? json(act) : formatResolve(act);
+    }
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,0 +1,87 @@
+// Plain-text output of the operator CLI. Every line is something an operator acts on; --json gives the same
+// facts to scripts.
+import type { OperatorActRow } from '../db/operatorActs';
+import type { MailLogRow } from '../db/orderMailLog';
+import type { ListedOrderMail } from './listOrderMails';
+import type { OrderMailStatus } from './orderMailStatus';
+import type { RetryResult } from './retryOrderMail';
+
+export function formatStatus(status: OrderMailStatus): string {
+  const lines = [`Order ${status.orderId}`];
+  lines.push(`  mail log:   ${status.row === null ? 'no row (never claimed)' : describeRow(status.row)}`);
+  if (status.row?.lastError) lines.push(`  last error: ${status.row.lastError}`);
+  if (status.workflow === null) {
+    lines.push('  workflow:   none (never started, or closed longer ago than the namespace retention)');
+  } else {
+    const { workflow } = status;
+    const closed = workflow.closeTime === null ? '' : `, closed ${workflow.closeTime.toISOString()}`;
+    lines.push(
+      `  workflow:   ${workflow.status}, run ${workflow.runId}, started ${workflow.startTime.toISOString()}${closed}`,
+    );
+    const shown = Object.entries(workflow.searchAttributes).map(
+      ([name, value]) => `${name}=${JSON.stringify(value)}`,
+    );
+    if (shown.length > 0) lines.push(`  in the UI:  ${shown.join(' ')}`);
+  }
+  lines.push(`  Web UI:     ${status.uiUrl}`);
+  if (status.attempts.length > 0) {
+    lines.push('  attempts:');
+    for (const attempt of status.attempts) {
+      const http = attempt.httpStatus === null ? '' : ` HTTP ${attempt.httpStatus}`;
+      const policy = attempt.unknownPolicy === null ? '' : ` (${attempt.unknownPolicy})`;
+      const error = attempt.error === null ? '' : ` — ${attempt.error}`;
+      lines.push(
+        `    #${attempt.attempt} ${attempt.finishedAt.toISOString()} ${attempt.state} ${attempt.outcome}${policy}${http}${error}`,
+      );
+    }
+  }
+  if (status.acts.length > 0) {
+    lines.push('  operator acts:');
+    for (const act of status.acts) lines.push(`    ${describeAct(act)}`);
+  }
+  lines.push(`  next step:  ${status.nextStep}`);
+  return lines.join('\n');
+}
+
+export function formatList(listed: ListedOrderMail[], filter: string): string {
+  if (listed.length === 0) return `No order mails in '${filter}'.`;
+  const lines = [`${listed.length} order mail(s) in '${filter}', most recently updated first:`];
+  for (const { row, workflowStatus, uiUrl } of listed) {
+    const run = workflowStatus === null ? '' : `  workflow ${workflowStatus}`;
+    lines.push(`${row.orderId}  ${describeRow(row)}${run}`);
+    if (row.lastError) lines.push(`    ${row.lastError}`);
+    lines.push(`    ${uiUrl}`);
+  }
+  return lines.join('\n');
+}
+
+export function formatRetry(result: RetryResult): string {
+  if (result.kind === 'started') {
+    return `Order ${result.orderId}: no workflow to reset (never started, or past retention); started ${
+      result.newRunId === null ? '(it was already running)' : `run ${result.newRunId}`
+    }. Recorded as act #${result.act.id}.`;
+  }
+  return (
+    `Order ${result.orderId}: reset run ${result.previousRunId} to its first workflow task; the new run is ` +
+    `${result.newRunId}. Recorded as act #${result.act.id}. Follow it with: npm run ops -- status ${result.orderId}`
+  );
+}
+
+export function formatResolve(act: OperatorActRow): string {
+  return `Order ${act.orderId}: ${describeAct(act)}.`;
+}
+
+function describeRow(row: MailLogRow): string {
+  const outcome = row.outcome === null ? '' : `, outcome ${row.outcome}`;
+  const policy = row.unknownPolicy === null ? '' : ` (${row.unknownPolicy})`;
+  const http = row.httpStatus === null ? '' : `, HTTP ${row.httpStatus}`;
+  return `${row.state}${outcome}${policy}${http}, ${row.attempts} attempt(s), updated ${row.updatedAt.toISOString()}`;
+}
+
+function describeAct(act: OperatorActRow): string {
+  const change =
+    act.act === 'resolve' && act.rowBefore !== null && act.rowAfter !== null
+      ? ` (${act.rowBefore.state}/${act.rowBefore.outcome ?? '-'} → ${act.rowAfter.state}/${act.rowAfter.outcome ?? '-'})`
+      : '';
+  return `act #${act.id} ${act.actedAt.toISOString()} ${act.act} by ${act.operator}${change}: ${act.reason}`;
+}

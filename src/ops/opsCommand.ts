@@ -1,0 +1,169 @@
+// The operator CLI's grammar: argv → one command, or a UsageError that says what is wrong. Pure.
+import { parseArgs } from 'node:util';
+import type { MailLogFilter } from '../db/orderMailLog';
+import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
+import type { ResolveAs } from './resolveOrderMail';
+
+export type OpsCommand =
+  | { name: 'help' }
+  | { name: 'status'; orderId: string; json: boolean }
+  | { name: 'list'; filter: MailLogFilter; since: Date | null; limit: number | undefined; json: boolean }
+  | {
+      name: 'retry';
+      orderId: string;
+      reason: string;
+      operator: string | undefined;
+      json: boolean;
+    }
+  | {
+      name: 'resolve';
+      orderId: string;
+      as: ResolveAs;
+      reason: string;
+      operator: string | undefined;
+      json: boolean;
+    };
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+  readonly code = 'ERR_OPS_USAGE';
+}
+
+export const OPS_USAGE = `Usage: npm run ops -- <command> [options]
+
+  status  <orderId>                                   the log row, attempts, operator acts, workflow, UI link
+  list    --state failed|unknown|sending|sent [--since 24h|7d|2026-11-01T00:00Z] [--limit 50]
+  retry   <orderId> --reason "…"                      reset the workflow to its first workflow task (UI: Reset)
+  resolve <orderId> --as sent|failed --reason "…"     settle the row by your word (the only way to move 'sent')
+
+Options: --json (machine-readable output), --operator NAME (who you are; default $OPERATOR, else your OS user).
+Environment: DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_UI_URL.`;
+
+const FILTERS: readonly MailLogFilter[] = ['failed', 'unknown', 'sending', 'sent'];
+const MAX_LIMIT = 1_000;
+
+export function parseOpsCommand(argv: readonly string[], now: Date = new Date()): OpsCommand {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') return { name: 'help' };
+  let parsed: ReturnType<typeof parseOptions>;
+  try {
+    parsed = parseOptions(rest);
+  } catch (error) {
+    // node:util's messages name the offending option ("Unknown option '--frobnicate'").
+    throw new UsageError(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const { values, positionals } = parsed;
+  const json = values.json ?? false;
+  switch (name) {
+    case 'status':
+      return { name, orderId: onlyOrderId(name, positionals), json };
+    case 'list': {
+      if (positionals.length > 0)
+        throw new UsageError(`list takes no order id (got ${positionals.join(' ')}).`);
+      return {
+        name,
+        filter: oneOf('--state', values.state, FILTERS, name),
+        since: values.since === undefined ? null : parseSince(values.since, now),
+        limit: values.limit === undefined ? undefined : parseLimit(values.limit),
+        json,
+      };
+    }
+    case 'retry':
+      return {
+        name,
+        orderId: onlyOrderId(name, positionals),
+        reason: requiredReason(name, values.reason),
+        operator: values.operator,
+        json,
+      };
+    case 'resolve':
+      return {
+        name,
+        orderId: onlyOrderId(name, positionals),
+        as: oneOf('--as', values.as, ['sent', 'failed'] as const, name),
+        reason: requiredReason(name, values.reason),
+        operator: values.operator,
+        json,
+      };
+    default:
+      throw new UsageError(`Unknown command "${name}". Commands: status, list, retry, resolve.`);
+  }
+}
+
+function parseOptions(args: string[]) {
+  return parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      state: { type: 'string' },
+      since: { type: 'string' },
+      limit: { type: 'string' },
+      reason: { type: 'string' },
+      as: { type: 'string' },
+      operator: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  });
+}
+
+function onlyOrderId(command: string, positionals: string[]): string {
+  if (positionals.length !== 1) {
+    throw new UsageError(`${command} takes exactly one order id (got ${positionals.length}).`);
+  }
+  try {
+    return parseOrderId(positionals[0]);
+  } catch (error) {
+    if (error instanceof InvalidOrderIdError) throw new UsageError(`${command}: ${error.message}`);
+    throw error;
+  }
+}
+
+function requiredReason(command: string, reason: string | undefined): string {
+  if (reason === undefined || reason.trim() === '') {
+    throw new UsageError(
+      `${command} needs --reason "…": every operator act is recorded with who did it, when and why.`,
+    );
+  }
+  return reason.trim();
+}
+
+function oneOf<T extends string>(
+  option: string,
+  value: string | undefined,
+  allowed: readonly T[],
+  command: string,
+): T {
+  if (value === undefined) throw new UsageError(`${command} needs ${option} ${allowed.join('|')}.`);
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new UsageError(`${command}: ${option} must be one of ${allowed.join(', ')} (got "${value}").`);
+  }
+  return value as T;
+}
+
+const RELATIVE = /^([1-9][0-9]*)(m|h|d)$/;
+const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+function parseSince(value: string, now: Date): Date {
+  const relative = RELATIVE.exec(value);
+  if (relative)
+    return new Date(now.getTime() - Number(relative[1]) * UNIT_MS[relative[2] as 'm' | 'h' | 'd']);
+  // Only full ISO dates: Date.parse accepts too much ("1", "March") to be trusted with an operator's typo.
+  if (
+    /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) &&
+    !Number.isNaN(Date.parse(value))
+  ) {
+    return new Date(value);
+  }
+  throw new UsageError(
+    `--since must be like 30m, 24h, 7d or an ISO date such as 2026-11-01T00:00Z (got "${value}").`,
+  );
+}
+
+function parseLimit(value: string): number {
+  const limit = Number(value);
+  if (!/^[0-9]+$/.test(value) || limit < 1 || limit > MAX_LIMIT) {
+    throw new UsageError(`--limit must be an integer from 1 to ${MAX_LIMIT} (got "${value}").`);
+  }
+  return limit;
+}

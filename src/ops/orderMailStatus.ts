@@ -1,0 +1,102 @@
+// `npm run ops -- status <orderId>`: everything an operator needs about one order's mail, from the log (the
+// source of truth) and from Temporal (what the workflow is doing, what the Web UI shows).
+import { describeOrderConfirmationMail } from '../client';
+import { listOperatorActs, type OperatorActRow } from '../db/operatorActs';
+import { listAttempts, readMailLog, type AttemptRow, type MailLogRow } from '../db/orderMailLog';
+import { orderExists } from '../db/orders';
+import { parseOrderId } from '../shared/orderId';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/searchAttributes';
+import { OpsRefusal, type OpsContext } from './opsContext';
+import { workflowUiUrl } from './workflowLinks';
+
+export interface OrderMailWorkflowSummary {
+  runId: string;
+  /** RUNNING, COMPLETED, FAILED, TERMINATED, ... as Temporal names it. */
+  status: string;
+  startTime: Date;
+  closeTime: Date | null;
+  searchAttributes: Record<string, unknown>;
+}
+
+export interface OrderMailStatus {
+  orderId: string;
+  row: MailLogRow | null;
+  attempts: AttemptRow[];
+  acts: OperatorActRow[];
+  /** null: never started, or closed longer ago than the namespace's retention. */
+  workflow: OrderMailWorkflowSummary | null;
+  uiUrl: string;
+  /** What an operator would do next, in one sentence. */
+  nextStep: string;
+}
+
+export async function readOrderMailStatus(ctx: OpsContext, orderIdInput: string): Promise<OrderMailStatus> {
+  const orderId = parseOrderId(orderIdInput);
+  if (!(await orderExists(ctx.db, orderId))) throw unknownOrder(orderId);
+  const [row, attempts, acts, workflow] = await Promise.all([
+    readMailLog(ctx.db, orderId),
+    listAttempts(ctx.db, orderId),
+    listOperatorActs(ctx.db, orderId),
+    describeWorkflow(ctx, orderId),
+  ]);
+  return {
+    orderId,
+    row,
+    attempts,
+    acts,
+    workflow,
+    uiUrl: workflowUiUrl(ctx.uiBaseUrl, ctx.namespace, orderId, workflow?.runId ?? null),
+    nextStep: nextStepFor(orderId, row, workflow),
+  };
+}
+
+export async function describeWorkflow(
+  ctx: OpsContext,
+  orderId: string,
+): Promise<OrderMailWorkflowSummary | null> {
+  const description = await describeOrderConfirmationMail(ctx.client, orderId);
+  if (description === null) return null;
+  const searchAttributes: Record<string, unknown> = {};
+  for (const key of ORDER_MAIL_SEARCH_ATTRIBUTES) {
+    const value: unknown = description.typedSearchAttributes.get(key);
+    if (value !== undefined) searchAttributes[key.name] = value;
+  }
+  return {
+    runId: description.runId,
+    status: description.status.name,
+    startTime: description.startTime,
+    closeTime: description.closeTime ?? null,
+    searchAttributes,
+  };
+}
+
+export function unknownOrder(orderId: string): OpsRefusal {
+  return new OpsRefusal('UNKNOWN_ORDER', `Order ${orderId} does not exist in orders; nothing to do.`);
+}
+
+function nextStepFor(
+  orderId: string,
+  row: MailLogRow | null,
+  workflow: OrderMailWorkflowSummary | null,
+): string {
+  const running = workflow?.status === 'RUNNING';
+  if (row === null) {
+    if (running) return 'The workflow is running and has not claimed the mail yet; wait.';
+    if (workflow === null)
+      return `No workflow and no log row: the reconciliation schedule starts it after its grace period, or start it now with: npm run start-mail -- ${orderId}`;
+    return `The workflow ended (${workflow.status}) without claiming the mail; see it in the Web UI, fix the cause, then: npm run ops -- retry ${orderId} --reason "…"`;
+  }
+  switch (row.state) {
+    case 'sent':
+      if (row.outcome === 'unknown')
+        return `Sent with an unknown outcome (policy ${row.unknownPolicy}). Check with the mail provider, then settle it: npm run ops -- resolve ${orderId} --as sent|failed --reason "…"`;
+      return 'Nothing to do: the mail is sent.';
+    case 'failed':
+      if (running) return 'The workflow will try again by itself after its backoff; nothing to do yet.';
+      return `Fix the cause (${row.lastError ?? 'see the last error'}), then send again: npm run ops -- retry ${orderId} --reason "…" (or Reset in the Web UI)`;
+    case 'sending':
+      if (running)
+        return 'A send is under way; it settles by itself (at the latest when the send times out).';
+      return `Stuck: the run holding the claim is closed. Retry applies the orphaned-claim rules (never sends twice): npm run ops -- retry ${orderId} --reason "…"`;
+  }
+}

@@ -1,0 +1,51 @@
+// `npm run ops -- resolve <orderId> --as sent|failed --reason …`: the explicit operator act, and the only way
+// to move a sent row or settle an unknown one (DESIGN.md §4 rule 5). One fenced statement; a run still holding
+// the claim stops without recording (ClaimLost), and the next claim sees the operator's word.
+import { resolveMailLog, type OperatorActRow } from '../db/operatorActs';
+import { readMailLog } from '../db/orderMailLog';
+import { orderExists } from '../db/orders';
+import { parseOrderId } from '../shared/orderId';
+import { OpsRefusal, requireReason, type OpsContext } from './opsContext';
+import { unknownOrder } from './orderMailStatus';
+
+export type ResolveAs = 'sent' | 'failed';
+
+export async function resolveOrderMail(
+  ctx: OpsContext,
+  input: { orderId: string; as: ResolveAs; reason: string | undefined },
+): Promise<OperatorActRow> {
+  const orderId = parseOrderId(input.orderId);
+  const reason = requireReason(input.reason, 'resolve');
+  if (!(await orderExists(ctx.db, orderId))) throw unknownOrder(orderId);
+
+  const row = await readMailLog(ctx.db, orderId);
+  if (row === null) {
+    throw new OpsRefusal(
+      'NO_MAIL_LOG_ROW',
+      `Order ${orderId} has no mail log row: nothing was ever claimed, so there is nothing to resolve. ` +
+        `If its workflow never started, reconciliation starts it, or: npm run start-mail -- ${orderId}`,
+    );
+  }
+  if (input.as === 'sent' && row.state === 'sent' && row.outcome === 'accepted') {
+    throw new OpsRefusal(
+      'ALREADY_SENT',
+      `Order ${orderId}'s mail was accepted by the provider (message id ${row.providerMessageId ?? 'not given'}); ` +
+        'there is nothing to resolve.',
+    );
+  }
+  const act = await resolveMailLog(ctx.db, {
+    orderId,
+    as: input.as,
+    operator: ctx.operator,
+    reason,
+    seen: { state: row.state, attempts: row.attempts, claimToken: row.claimToken },
+  });
+  if (act === null) {
+    throw new OpsRefusal(
+      'CHANGED_MEANWHILE',
+      `Order ${orderId}'s mail log row changed while resolving it (a send finished?); nothing was changed. ` +
+        `Look again: npm run ops -- status ${orderId}`,
+    );
+  }
+  return act;
+}

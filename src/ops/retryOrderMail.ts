@@ -1,0 +1,89 @@
+// `npm run ops -- retry <orderId> --reason …`: send again after the cause was fixed. The same operation as the
+// Web UI's Reset (to the first workflow task); the claim decides what the new run may do, so a retry can never
+// send a duplicate. Refused for a sent mail: that takes an explicit resolve first.
+import os from 'node:os';
+import { startOrderConfirmationMail } from '../client';
+import { insertRetryAct, snapshotMailLog, type OperatorActRow } from '../db/operatorActs';
+import { readMailLog } from '../db/orderMailLog';
+import { orderExists } from '../db/orders';
+import { parseOrderId } from '../shared/orderId';
+import { OpsRefusal, requireReason, type OpsContext } from './opsContext';
+import { describeWorkflow, unknownOrder } from './orderMailStatus';
+import { resetToFirstWorkflowTask } from './resetToFirstWorkflowTask';
+
+export type RetryResult =
+  | { kind: 'reset'; orderId: string; previousRunId: string; newRunId: string; act: OperatorActRow }
+  /** No workflow to reset (never started, or past the namespace's retention): started afresh instead. */
+  | { kind: 'started'; orderId: string; newRunId: string | null; act: OperatorActRow };
+
+export async function retryOrderMail(
+  ctx: OpsContext,
+  input: { orderId: string; reason: string | undefined },
+): Promise<RetryResult> {
+  const orderId = parseOrderId(input.orderId);
+  const reason = requireReason(input.reason, 'retry');
+  if (!(await orderExists(ctx.db, orderId))) throw unknownOrder(orderId);
+
+  const row = await readMailLog(ctx.db, orderId);
+  if (row?.state === 'sent') {
+    throw new OpsRefusal(
+      'ALREADY_SENT',
+      `Order ${orderId}'s mail is recorded as sent (outcome ${row.outcome}, ${row.attempts} attempt(s), ` +
+        `${row.updatedAt.toISOString()}), so a retry would send nothing: sent is final for automation. If the ` +
+        `customer really did not get it (say the address was wrong and is now fixed), settle it as failed first, ` +
+        `then retry:\n  npm run ops -- resolve ${orderId} --as failed --reason "…"\n` +
+        `  npm run ops -- retry ${orderId} --reason "…"`,
+    );
+  }
+
+  const workflow = await describeWorkflow(ctx, orderId);
+  const rowBefore = await snapshotMailLog(ctx.db, orderId);
+  const who = `${ctx.operator}: ${reason}`;
+  if (workflow === null) {
+    const started = await startOrderConfirmationMail(ctx.client, orderId, { taskQueue: ctx.taskQueue });
+    const newRunId = started.status === 'started' ? started.runId : null;
+    const act = await insertRetryAct(ctx.db, {
+      orderId,
+      operator: ctx.operator,
+      reason,
+      rowBefore,
+      details: { started: started.status, newRunId },
+    });
+    return { kind: 'started', orderId, newRunId, act };
+  }
+
+  if (workflow.status === 'RUNNING' && row?.state === 'sending' && row.dispatchedAt !== null) {
+    // A reset here is safe (the claim settles the in-flight attempt by policy), but it would turn a send that
+    // is about to finish normally into an unknown outcome. It settles by itself within the send timeout.
+    throw new OpsRefusal(
+      'SEND_IN_FLIGHT',
+      `Order ${orderId}'s mail is being sent right now (dispatched ${row.dispatchedAt.toISOString()}, run ` +
+        `${workflow.runId}). It settles by itself, at the latest when the send activity times out; look again ` +
+        `with: npm run ops -- status ${orderId}`,
+    );
+  }
+
+  const reset = await resetToFirstWorkflowTask(ctx.client, {
+    workflowId: orderId,
+    runId: workflow.runId,
+    reason: who,
+    identity: `order-mail-ops ${ctx.operator}@${os.hostname()}`,
+  });
+  // Written after Temporal accepted the reset; should this insert fail, the reset's reason in the workflow's
+  // history still says who did it and why.
+  const act = await insertRetryAct(ctx.db, {
+    orderId,
+    operator: ctx.operator,
+    reason,
+    rowBefore,
+    details: {
+      reset: {
+        previousRunId: reset.previousRunId,
+        previousStatus: workflow.status,
+        newRunId: reset.newRunId,
+      },
+      eventId: reset.eventId,
+    },
+  });
+  return { kind: 'reset', orderId, previousRunId: reset.previousRunId, newRunId: reset.newRunId, act };
+}

@@ -1,0 +1,42 @@
+// The custom search attributes the workflows upsert, for the Web UI's filters (DESIGN.md §6). This is the one
+// list: `npm run setup` registers it, the worker refuses to start without it, and the test harness registers
+// it on its dev server. A workflow that upserts an attribute the namespace does not know hangs (its workflow
+// task fails and is retried forever), so nothing may be upserted that is not listed here.
+// Pure: imported by workflows.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes';
+
+/**
+ * What an operator needs to know about an order's mail, in one word:
+ * - `sending`: claimed, the send is under way (or its run died mid-send: see the reconciliation sweep);
+ * - `sent`: the provider accepted it;
+ * - `failed`: definitely not accepted (a rejection, or not sent); a Running workflow will retry by itself, a
+ *   Failed one waits for an operator to fix the cause and reset;
+ * - `unknown`: it may have been accepted (the connection died after the request), and the policy settled it.
+ *   An operator may check with the provider and `resolve` it.
+ */
+export type OrderMailStateValue = 'sending' | 'sent' | 'failed' | 'unknown';
+
+export const OrderMailState = defineSearchAttributeKey('OrderMailState', SearchAttributeType.KEYWORD);
+/** The row's outcome: accepted, rejected, not_sent or unknown (with OrderMailState telling how it was settled). */
+export const OrderMailOutcome = defineSearchAttributeKey('OrderMailOutcome', SearchAttributeType.KEYWORD);
+/** How many times the mail was claimed (attempts of the log row). */
+export const OrderMailAttempts = defineSearchAttributeKey('OrderMailAttempts', SearchAttributeType.INT);
+/** The Mail API's HTTP status of the last attempt, when it answered (e.g. 422 for a bad address). */
+export const OrderMailHttpStatus = defineSearchAttributeKey('OrderMailHttpStatus', SearchAttributeType.INT);
+/**
+ * Set by the reconciliation sweep on its own run: orders whose row is stuck in `sending` although the run
+ * holding the claim is closed. Should never happen; if it does, it is an alert.
+ */
+export const OrderMailStuckOrders = defineSearchAttributeKey(
+  'OrderMailStuckOrders',
+  SearchAttributeType.KEYWORD_LIST,
+);
+
+export const ORDER_MAIL_SEARCH_ATTRIBUTES: readonly SearchAttributeKey<SearchAttributeType>[] = [
+  OrderMailState,
+  OrderMailOutcome,
+  OrderMailAttempts,
+  OrderMailHttpStatus,
+  OrderMailStuckOrders,
+];

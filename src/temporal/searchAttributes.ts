@@ -1,0 +1,108 @@
+// Registering and checking the custom search attributes on a namespace. Used by `npm run setup` (register),
+// the worker at start-up (check) and the test harness (register on a server it did not start).
+import { isGrpcServiceError, type Connection } from '@temporalio/client';
+import type { SearchAttributeType } from '@temporalio/common';
+import {
+  encodeSearchAttributeIndexedValueType,
+  type SearchAttributeKey,
+} from '@temporalio/common/lib/search-attributes';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/searchAttributes';
+
+type Key = SearchAttributeKey<SearchAttributeType>;
+
+/** The operator service of a client `Connection` or a worker's `NativeConnection`: both have one. */
+export interface HasOperatorService {
+  operatorService: Pick<Connection['operatorService'], 'addSearchAttributes' | 'listSearchAttributes'>;
+}
+
+// gRPC status code; @grpc/grpc-js, which names it, is not a direct dependency.
+const GRPC_ALREADY_EXISTS = 6;
+
+export class SearchAttributesMissingError extends Error {
+  override readonly name = 'SearchAttributesMissingError';
+  readonly code = 'ERR_SEARCH_ATTRIBUTES_MISSING';
+  constructor(
+    readonly namespace: string,
+    readonly missing: readonly Key[],
+    readonly wrongType: readonly Key[],
+  ) {
+    const describe = (keys: readonly Key[]) => keys.map((key) => `${key.name} (${key.type})`).join(', ');
+    super(
+      [
+        `The Temporal namespace "${namespace}" is not set up for the order mail workflows.`,
+        missing.length > 0 ? `Not registered: ${describe(missing)}.` : '',
+        wrongType.length > 0 ? `Registered with another type: ${describe(wrongType)}.` : '',
+        'A workflow that upserts an unregistered search attribute hangs instead of failing, so this worker',
+        'does not start. Run `npm run setup` against this namespace (it registers them and can be run any',
+        'number of times), then start the worker again.',
+      ]
+        .filter((line) => line !== '')
+        .join(' '),
+    );
+  }
+}
+
+/**
+ * Registers `keys` on `namespace`; names already registered are left alone, so it can run any number of
+ * times. One request per name: some server versions and stores answer ALREADY_EXISTS for the whole request.
+ */
+export async function ensureSearchAttributes(
+  connection: HasOperatorService,
+  namespace: string,
+  keys: readonly Key[] = ORDER_MAIL_SEARCH_ATTRIBUTES,
+): Promise<void> {
+  for (const key of keys) {
+    try {
+      await connection.operatorService.addSearchAttributes({
+        namespace,
+        searchAttributes: { [key.name]: indexedValueType(key) },
+      });
+    } catch (error) {
+      if (!(isGrpcServiceError(error) && Number(error.code) === GRPC_ALREADY_EXISTS)) throw error;
+    }
+  }
+  // A registered name with another type is not something setup may silently change: say so.
+  const problems = await findSearchAttributeProblems(connection, namespace, keys);
+  if (problems.missing.length > 0 || problems.wrongType.length > 0) {
+    throw new SearchAttributesMissingError(namespace, problems.missing, problems.wrongType);
+  }
+}
+
+/** Which of `keys` the namespace lacks, and which it has under another type. */
+export async function findSearchAttributeProblems(
+  connection: HasOperatorService,
+  namespace: string,
+  keys: readonly Key[] = ORDER_MAIL_SEARCH_ATTRIBUTES,
+): Promise<{ missing: Key[]; wrongType: Key[] }> {
+  const response = await connection.operatorService.listSearchAttributes({ namespace });
+  const registered: Record<string, unknown> = {
+    ...(response.systemAttributes ?? {}),
+    ...(response.customAttributes ?? {}),
+  };
+  const missing = keys.filter((key) => registered[key.name] === undefined);
+  const wrongType = keys.filter(
+    (key) =>
+      registered[key.name] !== undefined && Number(registered[key.name]) !== Number(indexedValueType(key)),
+  );
+  return { missing, wrongType };
+}
+
+/** Throws SearchAttributesMissingError unless every attribute the workflows upsert is registered. */
+export async function assertSearchAttributesRegistered(
+  connection: HasOperatorService,
+  namespace: string,
+  keys: readonly Key[] = ORDER_MAIL_SEARCH_ATTRIBUTES,
+): Promise<void> {
+  const { missing, wrongType } = await findSearchAttributeProblems(connection, namespace, keys);
+  if (missing.length > 0 || wrongType.length > 0) {
+    throw new SearchAttributesMissingError(namespace, missing, wrongType);
+  }
+}
+
+type IndexedValueType = NonNullable<ReturnType<typeof encodeSearchAttributeIndexedValueType>>;
+
+function indexedValueType(key: Key): IndexedValueType {
+  const encoded = encodeSearchAttributeIndexedValueType(key.type);
+  if (encoded === undefined) throw new Error(`unknown search attribute type "${key.type}" for ${key.name}`);
+  return encoded;
+}

@@ -1,0 +1,80 @@
+import { continueAsNew, log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import type {
+  ConfirmedOrderCursor,
+  ReconcileActivities,
+  StuckClaim,
+} from '../activities/reconcileActivities';
+import { OrderMailStuckOrders } from '../shared/searchAttributes';
+
+// Each batch is a bounded query plus up to a batch of idempotent starts: retried freely, since a start that
+// already happened reports 'already started'. Two minutes leave room for a slow Temporal or Postgres.
+const sweep = proxyActivities<ReconcileActivities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+// History stays small whatever the backlog: after this many batches the run continues as new, carrying only
+// its cursor and counts. 20 batches are about 120 events; 100,000 waiting orders are 1,000 batches in 50 runs.
+const DEFAULT_BATCHES_PER_RUN = 20;
+// Order ids named on the run's search attribute; the full list is in the run's result.
+const MAX_STUCK_ORDERS_SHOWN = 100;
+
+export interface ReconcileInput {
+  /** Set only by continue-as-new: where the previous run of this sweep stopped, and what it counted. */
+  resumeAfter?: ConfirmedOrderCursor;
+  counted?: { found: number; started: number; alreadyStarted: number; batches: number };
+  /** Batches before continuing as new; the schedule leaves it at the default. */
+  batchesPerRun?: number;
+}
+
+export interface ReconcileReport {
+  found: number;
+  started: number;
+  alreadyStarted: number;
+  batches: number;
+  stuck: StuckClaim[];
+  /** More 'sending' rows than one sweep examines; the oldest were examined. */
+  moreSendingRows: boolean;
+}
+
+/**
+ * The reconciliation sweep (DESIGN.md §7, G3), run by a Schedule every few minutes (`npm run setup`):
+ * starts `orderConfirmationMail` for confirmed orders past the grace period that have no log row, in bounded
+ * batches, and reports rows stuck in 'sending' whose run is closed, on the OrderMailStuckOrders search
+ * attribute and in the log. Running it twice changes nothing: every start is idempotent by workflow id.
+ */
+export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<ReconcileReport> {
+  const counted = input.counted ?? { found: 0, started: 0, alreadyStarted: 0, batches: 0 };
+  let after: ConfirmedOrderCursor | null = input.resumeAfter ?? null;
+  const batchesPerRun = input.batchesPerRun ?? DEFAULT_BATCHES_PER_RUN;
+  for (let batch = 0; batch < batchesPerRun; batch++) {
+    const result = await sweep.startMailsForConfirmedOrders({ after });
+    counted.found += result.found;
+    counted.started += result.started;
+    counted.alreadyStarted += result.alreadyStarted;
+    counted.batches += 1;
+    after = result.next;
+    if (after === null) break;
+  }
+  if (after !== null) {
+    log.info('Reconciliation continues as new after a full run of batches', { ...counted });
+    return continueAsNew<typeof reconcileOrderMails>({ resumeAfter: after, counted, batchesPerRun });
+  }
+
+  const { stuck, more } = await sweep.findStuckMailClaims();
+  if (stuck.length > 0) {
+    upsertSearchAttributes([
+      {
+        key: OrderMailStuckOrders,
+        value: stuck.slice(0, MAX_STUCK_ORDERS_SHOWN).map((claim) => claim.orderId),
+      },
+    ]);
+    log.warn('Order mails stuck in sending although the run holding the claim is closed', {
+      orders: stuck.map((claim) => claim.orderId),
+      hint: 'npm run ops -- retry <orderId> --reason "…" applies the orphaned-claim rules',
+    });
+  }
+  log.info('Reconciliation finished', { ...counted, stuck: stuck.length });
+  return { ...counted, stuck, moreSendingRows: more };
+}

@@ -1,0 +1,233 @@
+// The reconciliation sweep (DESIGN.md §7, G3) through its real Schedule: confirmed orders whose start was missed
+// get exactly one mail, a second sweep changes nothing, and a claim stuck in 'sending' under a closed run is
+// reported on the sweep's search attribute.
+import { randomUUID } from 'node:crypto';
+import type { Client, ScheduleHandle } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../../src/activities';
+import type { ReconcileSettings } from '../../src/activities/reconcileActivities';
+import { readMailLog } from '../../src/db/orderMailLog';
+import type { MailTransport } from '../../src/mail/types';
+import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { OrderMailStuckOrders } from '../../src/shared/searchAttributes';
+import { ensureReconcileSchedule } from '../../src/temporal/reconcileSchedule';
+import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
+import { reconcileOrderMails, type ReconcileReport } from '../../src/workflows/reconcileOrderMails';
+import {
+  connectTestClient,
+  createOrder,
+  openTestDatabase,
+  startTestWorker,
+  testMailClient,
+  testSettings,
+  waitFor,
+  type RunningTestWorker,
+  type TestDatabase,
+} from '../support/testKit';
+
+const GRACE_MS = 10 * 60_000;
+const settings: ReconcileSettings = {
+  graceMs: GRACE_MS,
+  lookbackMs: 24 * 3_600_000,
+  confirmedSince: null,
+  // Small, so a handful of orders already takes several batches.
+  batchSize: 2,
+};
+
+let database: TestDatabase;
+let sandbox: MailSandbox;
+let mail: MailTransport;
+let client: Client;
+let worker: RunningTestWorker;
+let schedule: ScheduleHandle;
+
+beforeAll(async () => {
+  database = await openTestDatabase('reconcile');
+  sandbox = await startMailSandbox();
+  mail = testMailClient(sandbox.url);
+  client = await connectTestClient();
+  worker = await startTestWorker(
+    { db: database.db, mail, settings: testSettings() },
+    { reconcile: { db: database.db, temporal: client, settings } },
+  );
+  const scheduleId = `reconcile-test-${randomUUID()}`;
+  // Paused: only the test's triggers run it, so nothing fires on its own half-way through a test.
+  await ensureReconcileSchedule(client, {
+    scheduleId,
+    taskQueue: worker.taskQueue,
+    intervalMs: 300_000,
+    paused: true,
+  });
+  schedule = client.schedule.getHandle(scheduleId);
+});
+
+afterAll(async () => {
+  await schedule.delete();
+  await worker.stop();
+  await client.connection.close();
+  await mail.close();
+  await sandbox.close();
+  await database.close();
+});
+
+/** An order confirmed `agoMs` ago (createOrder confirms it now), optionally in another status. */
+async function orderConfirmedAgo(agoMs: number, status: 'confirmed' | 'pending' | 'cancelled' = 'confirmed') {
+  const orderId = await createOrder(database.db, { status });
+  await database.db.query(
+    `UPDATE orders SET confirmed_at = now() - make_interval(secs => $2::double precision / 1000) WHERE id = $1`,
+    [orderId, agoMs],
+  );
+  return orderId;
+}
+
+/** Triggers the schedule and waits for the sweep it started (and its continued-as-new runs) to finish. */
+async function triggerSweep(): Promise<{ report: ReconcileReport; workflowId: string; firstRunId: string }> {
+  const before = (await schedule.describe()).info.numActionsTaken;
+  await schedule.trigger();
+  const action = await waitFor('the schedule to start a sweep', async () => {
+    const { info } = await schedule.describe();
+    return info.numActionsTaken > before ? info.recentActions.at(-1)?.action : undefined;
+  });
+  const { workflowId, firstExecutionRunId } = action.workflow;
+  const report = await client.workflow.getHandle<typeof reconcileOrderMails>(workflowId).result();
+  return { report, workflowId, firstRunId: firstExecutionRunId };
+}
+
+async function mailResult(orderId: string) {
+  return client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
+}
+
+describe('reconciliation', () => {
+  it('starts each confirmed order that has no log row once; a second sweep changes nothing', async () => {
+    const missed = [];
+    for (let i = 0; i < 5; i++) missed.push(await orderConfirmedAgo(GRACE_MS + 60_000));
+    const tooRecent = await orderConfirmedAgo(60_000);
+    const pending = await orderConfirmedAgo(GRACE_MS + 60_000, 'pending');
+    const cancelled = await orderConfirmedAgo(GRACE_MS + 60_000, 'cancelled');
+    const beforeLookback = await orderConfirmedAgo(settings.lookbackMs + 60_000);
+    // One whose start did happen, and whose mail went out: it has a row, so the sweep leaves it alone.
+    const alreadyMailed = await orderConfirmedAgo(GRACE_MS + 60_000);
+    await client.workflow.execute(orderConfirmationMail, {
+      workflowId: alreadyMailed,
+      taskQueue: worker.taskQueue,
+      args: [alreadyMailed],
+    });
+
+    const first = await triggerSweep();
+    expect(first.report).toMatchObject({ found: 5, started: 5, alreadyStarted: 0, stuck: [] });
+    // Five orders in batches of two: three batches, the last one short.
+    expect(first.report.batches).toBe(3);
+    for (const orderId of missed) {
+      expect(await mailResult(orderId)).toMatchObject({ result: 'sent', attempts: 1 });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'accepted' });
+    }
+    for (const orderId of [tooRecent, pending, cancelled, beforeLookback]) {
+      expect(await readMailLog(database.db, orderId)).toBeNull();
+      expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+    }
+    expect(sandbox.messagesFor(alreadyMailed)).toHaveLength(1);
+
+    const messagesAfterFirst = sandbox.messages().length;
+    const second = await triggerSweep();
+    expect(second.report).toMatchObject({ found: 0, started: 0, alreadyStarted: 0, stuck: [] });
+    expect(sandbox.messages()).toHaveLength(messagesAfterFirst);
+    for (const orderId of missed) expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('a start that raced with the sweep is "already started", and the order still gets one mail', async () => {
+    const orderId = await orderConfirmedAgo(GRACE_MS + 60_000);
+    // The order service's own start arrives late, but before the sweep: its run has not claimed yet, since
+    // no worker polls this queue, so the order still has no row when the sweep looks.
+    const idle = `idle-${randomUUID()}`;
+    await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: idle,
+      args: [orderId],
+    });
+
+    const { report } = await triggerSweep();
+    expect(report).toMatchObject({ found: 1, started: 0, alreadyStarted: 1 });
+    // The order service's run goes on once a worker polls its queue: one mail in all.
+    const late = await startTestWorker(
+      { db: database.db, mail, settings: testSettings() },
+      { taskQueue: idle },
+    );
+    try {
+      expect(await mailResult(orderId)).toMatchObject({ result: 'sent', attempts: 1 });
+    } finally {
+      await late.stop();
+    }
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('a large backlog is worked through in bounded runs: the sweep continues as new', async () => {
+    const backlog = [];
+    for (let i = 0; i < 7; i++) backlog.push(await orderConfirmedAgo(GRACE_MS + 60_000));
+    // Started directly, with one batch per run, to see continue-as-new without creating 41 orders.
+    const handle = await client.workflow.start(reconcileOrderMails, {
+      workflowId: `reconcile-backlog-${randomUUID()}`,
+      taskQueue: worker.taskQueue,
+      args: [{ batchesPerRun: 1 }],
+    });
+    const report = await handle.result();
+    expect(report).toMatchObject({ found: 7, started: 7, batches: 4 });
+    expect((await handle.describe()).runId).not.toBe(handle.firstExecutionRunId);
+    for (const orderId of backlog) {
+      await mailResult(orderId);
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    }
+  });
+
+  it('reports a row stuck in sending whose run is closed, on its search attribute', async () => {
+    const orderId = await orderConfirmedAgo(GRACE_MS + 60_000);
+    // A run that claimed and was then terminated before its send passed the fence: its row stays 'sending'.
+    const deps = {
+      db: database.db,
+      mail,
+      settings: testSettings(),
+      workerIdentity: 'stalled',
+      mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
+    };
+    let releaseSend!: () => void;
+    const sendReleased = new Promise<void>((resolve) => (releaseSend = resolve));
+    let stalledSend: Promise<unknown> | null = null;
+    const stalled = await startTestWorker(deps, {
+      activities: {
+        ...createActivities(deps),
+        // Stalls before its dispatch fence, then dies: no request is ever made.
+        sendOrderMail: () =>
+          (stalledSend = sendReleased.then(() => {
+            throw new Error('test: the stalled send gave up');
+          })),
+      },
+    });
+    try {
+      await client.workflow.start(orderConfirmationMail, {
+        workflowId: orderId,
+        taskQueue: stalled.taskQueue,
+        args: [orderId],
+      });
+      await waitFor('the send to be under way', async () => (stalledSend === null ? undefined : true));
+      await client.workflow.getHandle(orderId).terminate('test: the run dies holding its claim');
+      releaseSend();
+      await stalledSend!.catch(() => undefined);
+    } finally {
+      await stalled.stop();
+    }
+    // Quiet for longer than the grace period (the sweep leaves fresh claims alone).
+    await database.db.query(
+      `UPDATE order_mail_log SET updated_at = now() - interval '1 hour' WHERE order_id = $1`,
+      [orderId],
+    );
+
+    const { report, workflowId } = await triggerSweep();
+    expect(report.stuck).toEqual([
+      expect.objectContaining({ orderId, runStatus: 'TERMINATED', dispatched: false, attempts: 1 }),
+    ]);
+    const sweep = await client.workflow.getHandle(workflowId).describe();
+    expect(sweep.typedSearchAttributes.get(OrderMailStuckOrders)).toEqual([orderId]);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending' });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+  });
+});
