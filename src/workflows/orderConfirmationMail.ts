@@ -268,5 +268,7 @@ function permanentFailure(
 }
 
 function describeDetails(details: SendFailureDetails): string {
-  return details.httpStatus === null ? details.reason : `HTTP ${details.httpStatus}: ${details.reason}`;
+  // Reasons from an HTTP answer already start with "HTTP <status>"; others name their status if they have one.
+  const hasStatus = details.httpStatus === null || details.reason.startsWith(`HTTP ${details.httpStatus}`);
+  return hasStatus ? details.reason : `HTTP ${details.httpStatus}: ${details.reason}`;
 }
