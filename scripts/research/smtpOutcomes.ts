@@ -74,7 +74,9 @@ async function viaConnection(port: number, orderId: string, auth: boolean): Prom
   });
   // A failed connect is reported as an 'error' event, not through connect()'s callback.
   let lastError: unknown = null;
-  connection.on('error', (error) => (lastError = error));
+  connection.on('error', (error: Error) => {
+    lastError = error;
+  });
   let bodyHandedOver = false;
   try {
     await new Promise<void>((resolve, reject) => {
@@ -96,9 +98,9 @@ async function viaConnection(port: number, orderId: string, auth: boolean): Prom
           from: 'shop@example.com',
           to: ['a@example.com'],
           dsn: { envid: `order-${orderId}` },
-        } as SMTPConnection.Envelope,
+        },
         body,
-        (err, result) => (err ? reject(err) : resolve(result!)),
+        (err, result) => (err ? reject(err) : resolve(result)),
       ),
     );
     return `ok response=${JSON.stringify(info.response)} bodyHandedOver=${bodyHandedOver}`;

@@ -150,7 +150,7 @@ function login(connection: SMTPConnection, user: string, pass: string): Promise<
 
 function sendOn(connection: SMTPConnection, mail: OutgoingMail, body: Readable): Promise<string> {
   return new Promise((resolve, reject) => {
-    const onError = (error: unknown) => reject(error);
+    const onError = (error: Error) => reject(error);
     connection.once('error', onError);
     connection.send(
       {
