@@ -46,7 +46,9 @@ export async function startMailDev(options: MailDevOptions = {}): Promise<Runnin
     await waitForInbox(webUrl, child, options.startTimeoutMs ?? 30_000);
   } catch (error) {
     await stop();
-    throw new Error(`MailDev did not start: ${(error as Error).message}${stderr === '' ? '' : `\n${stderr}`}`);
+    throw new Error(
+      `MailDev did not start: ${(error as Error).message}${stderr === '' ? '' : `\n${stderr}`}`,
+    );
   }
   return { smtpHost: HOST, smtpPort, webUrl, stop };
 }

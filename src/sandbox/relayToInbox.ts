@@ -21,7 +21,7 @@ export interface ComposedRelayMessage {
   to: string[];
   subject: string;
   text: string;
-  html: string;
+  html: string | null;
 }
 
 /** Never rejects: a missing inbox must not change what the sandbox answered. Resolves false when it failed. */
@@ -39,7 +39,7 @@ export async function relayComposedMessage(
     to: message.to,
     subject: message.subject,
     text: message.text,
-    html: message.html,
+    ...(message.html === null ? {} : { html: message.html }),
     headers: message.orderId === null ? {} : { 'X-Order-Id': message.orderId },
   });
 }
