@@ -37,7 +37,10 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
   async function takeSlot(): Promise<SMTPConnection | null> {
     for (;;) {
       const reusable = idle.pop();
-      if (reusable !== undefined) return reusable;
+      if (reusable !== undefined) {
+        reusable.removeListener('end', onIdleEnd);
+        return reusable;
+      }
       if (open < config.poolSize) {
         open += 1;
         return null;
@@ -49,13 +52,18 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
   function giveBack(connection: SMTPConnection | null, reusable: boolean): void {
     if (connection !== null && reusable && !closed) {
       // A relay closes idle sessions; such a connection leaves the pool instead of failing the next send.
-      connection.once('end', () => forget(connection));
+      connection.once('end', onIdleEnd);
       idle.push(connection);
     } else {
       connection?.close();
       open -= 1;
     }
     waiting.shift()?.();
+  }
+
+  // One listener for every idle connection; `this` is the connection that ended.
+  function onIdleEnd(this: SMTPConnection): void {
+    forget(this);
   }
 
   function forget(connection: SMTPConnection): void {
