@@ -27,7 +27,7 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
     statementTimeoutMs: config.worker.pgStatementTimeoutMs,
   });
   try {
-    const mail = createMailTransport(config.mailApi);
+    const mail = createMailTransport(config.mailApi, config.smtp);
     try {
       const connection = await NativeConnection.connect({ address: config.temporal.address });
       try {
@@ -62,7 +62,7 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
             namespace: config.temporal.namespace,
             unknownOutcomePolicy: config.workflow.unknownOutcomePolicy,
             // Which provider, never its key or base URL (a URL may carry more than it should).
-            mailProvider: config.mailApi.provider,
+            mailProvider: config.smtp === null ? config.mailApi.provider : 'smtp',
             idempotencyWindowMs: config.workflow.idempotency?.windowMs ?? null,
           });
           // Resolves after SIGINT/SIGTERM (the runtime's shutdown signals) once running tasks have drained.

@@ -2,14 +2,17 @@
 //   SANDBOX_PORT     default 4010
 //   SANDBOX_API_KEY  default "sandbox-key"
 //   SANDBOX_FAULTS   optional JSON fault plan, e.g. {"rates":[{"fault":{"kind":"accept-then-drop"},"probability":0.1}]}
+//   SANDBOX_RELAY_TO optional host:port of an SMTP inbox (MailDev) that gets every accepted message
 
 import { parseFaultPlan, type FaultPlan } from '../sandbox/faults';
 import { DEFAULT_SANDBOX_API_KEY, startMailSandbox } from '../sandbox/mailSandbox';
+import type { RelayTarget } from '../sandbox/relayToInbox';
 
 interface SandboxCliConfig {
   port: number;
   apiKey: string;
   faultPlan: FaultPlan | undefined;
+  relayTo: RelayTarget | undefined;
 }
 
 class SandboxCliConfigError extends Error {
@@ -36,10 +39,16 @@ function readConfig(env: NodeJS.ProcessEnv): SandboxCliConfig {
       );
     }
   }
+  let relayTo: RelayTarget | undefined;
+  if (env.SANDBOX_RELAY_TO !== undefined && env.SANDBOX_RELAY_TO !== '') {
+    const match = /^([^\s:]+):([0-9]{1,5})$/.exec(env.SANDBOX_RELAY_TO);
+    if (match === null) problems.push('SANDBOX_RELAY_TO must look like host:port, e.g. 127.0.0.1:1025');
+    else relayTo = { host: match[1]!, port: Number(match[2]) };
+  }
   if (problems.length > 0) {
     throw new SandboxCliConfigError(`Invalid sandbox configuration: ${problems.join('; ')}.`);
   }
-  return { port, apiKey, faultPlan };
+  return { port, apiKey, faultPlan, relayTo };
 }
 
 async function main(): Promise<void> {
@@ -48,11 +57,15 @@ async function main(): Promise<void> {
     port: config.port,
     apiKey: config.apiKey,
     faultPlan: config.faultPlan,
+    relayTo: config.relayTo,
   });
   const keyNote = config.apiKey === DEFAULT_SANDBOX_API_KEY ? ` (API key "${DEFAULT_SANDBOX_API_KEY}")` : '';
   console.log(
     `Mail sandbox listening on ${sandbox.url}${keyNote}; control API under ${sandbox.url}/_sandbox/`,
   );
+  if (config.relayTo !== undefined) {
+    console.log(`Relaying accepted messages to ${config.relayTo.host}:${config.relayTo.port}`);
+  }
   if (config.faultPlan !== undefined) console.log(`Fault plan: ${JSON.stringify(config.faultPlan)}`);
 
   const stop = (signal: NodeJS.Signals): void => {

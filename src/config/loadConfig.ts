@@ -2,6 +2,7 @@
 // reports every problem at once, so an operator fixes a deployment in one go instead of one error per restart.
 import type { ReconcileSettings } from '../activities/reconcileActivities';
 import type { MailApiConfig } from '../mail/createMailTransport';
+import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';
 import { DEFAULT_POSTMARK_MESSAGE_STREAM } from '../mail/providers/postmark';
 import {
   MAIL_PROVIDER_FACTS,
@@ -18,6 +19,8 @@ export interface WorkerConfig {
   temporal: { address: string; namespace: string; taskQueue: string };
   /** Holds the API key: never log this object. */
   mailApi: MailApiConfig;
+  /** Set when MAIL_PROVIDER=smtp: the worker then sends over SMTP and `mailApi` is not used. Holds the password. */
+  smtp: SmtpConfig | null;
   mail: { from: string; replyTo: string | null; subject: string };
   workflow: OrderMailWorkflowSettings;
   /** The reconciliation sweep's activities (src/activities/reconcileActivities.ts). */
@@ -46,6 +49,9 @@ export const CONFIG_DEFAULTS = {
   TEMPORAL_NAMESPACE: 'default',
   TEMPORAL_TASK_QUEUE: 'order-confirmation-mail',
   MAIL_PROVIDER: 'generic',
+  SMTP_PORT: 587,
+  SMTP_STARTTLS: 'require',
+  SMTP_POOL_SIZE: 5,
   MAILGUN_REGION: 'us',
   POSTMARK_MESSAGE_STREAM: DEFAULT_POSTMARK_MESSAGE_STREAM,
   MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS: 3_600_000,
@@ -76,11 +82,14 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
   const read = new EnvReader(env, problems);
 
   const databaseUrl = read.url('DATABASE_URL', ['postgres:', 'postgresql:']);
-  const provider = read.oneOf<MailProviderName>(
+  const chosenProvider = read.oneOf<MailProviderName | 'smtp'>(
     'MAIL_PROVIDER',
-    MAIL_PROVIDER_NAMES,
+    [...MAIL_PROVIDER_NAMES, 'smtp'],
     CONFIG_DEFAULTS.MAIL_PROVIDER,
   );
+  const useSmtp = chosenProvider === 'smtp';
+  // With SMTP the HTTP part is not used; it is still filled (as generic, nothing required) to keep one shape.
+  const provider: MailProviderName = useSmtp ? 'generic' : chosenProvider;
   const mailgunRegion = read.oneOf<MailgunRegion>(
     'MAILGUN_REGION',
     ['us', 'eu'],
@@ -89,11 +98,12 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
   const defaultBaseUrl =
     provider === 'mailgun' ? MAILGUN_BASE_URLS[mailgunRegion] : MAIL_PROVIDER_FACTS[provider].defaultBaseUrl;
   // Required only for the generic API; for a SaaS provider it overrides the default (a region, the sandbox).
-  const mailBaseUrl =
-    defaultBaseUrl === null
+  const mailBaseUrl = useSmtp
+    ? (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? '')
+    : defaultBaseUrl === null
       ? read.url('MAIL_API_BASE_URL', ['http:', 'https:'])
       : (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? defaultBaseUrl);
-  const apiKey = read.secret('MAIL_API_KEY');
+  const apiKey = useSmtp ? (read.optional('MAIL_API_KEY') ?? '') : read.secret('MAIL_API_KEY');
   const mailgunDomain =
     provider === 'mailgun' ? read.required('MAILGUN_DOMAIN') : read.optional('MAILGUN_DOMAIN');
   const idempotency = readIdempotencySettings(read, provider, problems);
@@ -101,6 +111,17 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     'MAIL_OVERALL_TIMEOUT_MS',
     CONFIG_DEFAULTS.MAIL_OVERALL_TIMEOUT_MS,
   );
+  const connectTimeoutMs = read.positiveInt(
+    'MAIL_CONNECT_TIMEOUT_MS',
+    CONFIG_DEFAULTS.MAIL_CONNECT_TIMEOUT_MS,
+  );
+  const headersTimeoutMs = read.positiveInt(
+    'MAIL_HEADERS_TIMEOUT_MS',
+    CONFIG_DEFAULTS.MAIL_HEADERS_TIMEOUT_MS,
+  );
+  const smtp = useSmtp
+    ? readSmtpConfig(read, problems, { connectTimeoutMs, headersTimeoutMs, overallTimeoutMs })
+    : null;
   const sendTimeoutMs = read.positiveInt(
     'SEND_ACTIVITY_TIMEOUT_MS',
     CONFIG_DEFAULTS.SEND_ACTIVITY_TIMEOUT_MS,
@@ -161,11 +182,12 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       mailgunDomain,
       postmarkMessageStream:
         read.optional('POSTMARK_MESSAGE_STREAM') ?? CONFIG_DEFAULTS.POSTMARK_MESSAGE_STREAM,
-      connectTimeoutMs: read.positiveInt('MAIL_CONNECT_TIMEOUT_MS', CONFIG_DEFAULTS.MAIL_CONNECT_TIMEOUT_MS),
-      headersTimeoutMs: read.positiveInt('MAIL_HEADERS_TIMEOUT_MS', CONFIG_DEFAULTS.MAIL_HEADERS_TIMEOUT_MS),
+      connectTimeoutMs,
+      headersTimeoutMs,
       overallTimeoutMs,
       connections: read.positiveInt('MAIL_CONNECTIONS', CONFIG_DEFAULTS.MAIL_CONNECTIONS),
     },
+    smtp,
     mail: {
       from: read.mailbox('MAIL_FROM') ?? CONFIG_DEFAULTS.MAIL_FROM,
       replyTo: read.mailbox('MAIL_REPLY_TO'),
@@ -233,6 +255,45 @@ function readIdempotencySettings(
     );
   }
   return windowMs === 0 ? null : { windowMs, safetyMarginMs };
+}
+
+/** MAIL_PROVIDER=smtp: the relay, its TLS and credentials; the deadlines are the MAIL_* ones. */
+function readSmtpConfig(
+  read: EnvReader,
+  problems: string[],
+  deadlines: { connectTimeoutMs: number; headersTimeoutMs: number; overallTimeoutMs: number },
+): SmtpConfig {
+  const host = read.required('SMTP_HOST');
+  const secure = read.oneOf('SMTP_SECURE', ['true', 'false'], 'false') === 'true';
+  const port = read.positiveInt('SMTP_PORT', secure ? 465 : CONFIG_DEFAULTS.SMTP_PORT);
+  if (port > 65_535) problems.push(`SMTP_PORT must be at most 65535 (got ${port}).`);
+  const starttls = read.oneOf<SmtpConfig['starttls']>(
+    'SMTP_STARTTLS',
+    ['require', 'opportunistic', 'off'],
+    CONFIG_DEFAULTS.SMTP_STARTTLS,
+  );
+  const user = read.optional('SMTP_USER');
+  const password = read.optional('SMTP_PASSWORD');
+  if ((user === null) !== (password === null)) {
+    problems.push('SMTP_USER and SMTP_PASSWORD go together: set both (AUTH) or neither (no AUTH).');
+  }
+  if (user !== null && !secure && starttls !== 'require') {
+    problems.push(
+      'SMTP_USER is set but the session may be unencrypted: set SMTP_SECURE=true or SMTP_STARTTLS=require.',
+    );
+  }
+  return {
+    host,
+    port,
+    secure,
+    starttls,
+    user,
+    password,
+    poolSize: read.positiveInt('SMTP_POOL_SIZE', CONFIG_DEFAULTS.SMTP_POOL_SIZE),
+    connectTimeoutMs: deadlines.connectTimeoutMs,
+    replyTimeoutMs: deadlines.headersTimeoutMs,
+    overallTimeoutMs: deadlines.overallTimeoutMs,
+  };
 }
 
 /** Reads variables and collects problems instead of throwing at the first. */

@@ -7,6 +7,7 @@ import type { MailProviderAdapter, MailProviderName } from './providers/mailProv
 import { createPostmarkAdapter } from './providers/postmark';
 import { createResendAdapter } from './providers/resend';
 import { createSendGridAdapter } from './providers/sendgrid';
+import { createSmtpMailTransport, type SmtpConfig } from './smtp/smtpMailTransport';
 import type { MailTransport } from './types';
 
 /** The Mail API part of the worker's configuration (src/config/loadConfig.ts). Holds the API key. */
@@ -41,6 +42,8 @@ export function createProviderAdapter(config: MailApiConfig): MailProviderAdapte
   }
 }
 
-export function createMailTransport(config: MailApiConfig): MailTransport {
+/** SMTP when the configuration has an SMTP part (MAIL_PROVIDER=smtp), else the provider's HTTP API. */
+export function createMailTransport(config: MailApiConfig, smtp: SmtpConfig | null = null): MailTransport {
+  if (smtp !== null) return createSmtpMailTransport(smtp);
   return createHttpMailTransport({ ...config, adapter: createProviderAdapter(config) });
 }

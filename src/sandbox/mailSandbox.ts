@@ -16,6 +16,7 @@ import { IdempotencyStore, RESEND_IDEMPOTENCY_WINDOW_MS } from './idempotencySto
 import { handleMailApiRequest, type MailApiContext } from './mailApi';
 import { emulationForPath } from './providers';
 import { SandboxRecords, type ReceivedMessage, type RequestRecord } from './records';
+import { relayComposedMessage, type RelayTarget } from './relayToInbox';
 
 export interface MailSandboxOptions {
   /** Default 127.0.0.1: the control API has no authentication. */
@@ -29,6 +30,11 @@ export interface MailSandboxOptions {
   idempotencyWindowMs?: number;
   /** The sandbox's clock, for tests that step past the idempotency window. Default: the real clock. */
   now?: () => Date;
+  /**
+   * Relay every accepted message (accept-then-drop and accept-then-hang included: the provider took those) to
+   * this SMTP server, e.g. MailDev from src/devtools/mailDev.ts. Rejected or unprocessed requests never are.
+   */
+  relayTo?: RelayTarget;
 }
 
 export interface MailSandbox extends SandboxControls {
@@ -43,6 +49,8 @@ export interface MailSandbox extends SandboxControls {
   releaseHeld(): number;
   /** Forgets messages, requests, queued faults and the fault plan; answers held requests. */
   reset(): void;
+  /** Resolves once every relay to the inbox started so far has finished. */
+  relaysSettled(): Promise<void>;
   /** Drops every connection, held ones included, and stops listening. Idempotent. */
   close(): Promise<void>;
 }
@@ -65,6 +73,7 @@ export async function startMailSandbox(options: MailSandboxOptions = {}): Promis
     new IdempotencyStore(options.idempotencyWindowMs ?? RESEND_IDEMPOTENCY_WINDOW_MS),
     options.now ?? (() => new Date()),
   );
+  if (options.relayTo !== undefined) sandbox.relayAcceptedTo(options.relayTo);
   await sandbox.start(options.port ?? 0);
   return sandbox;
 }
@@ -84,6 +93,7 @@ class MailSandboxServer implements MailSandbox {
   private reopenTimer: NodeJS.Timeout | null = null;
   private listening: Deferred = resolvedDeferred();
   private closing: Promise<void> | null = null;
+  private readonly relays = new Set<Promise<void>>();
 
   constructor(
     private readonly host: string,
@@ -176,6 +186,26 @@ class MailSandboxServer implements MailSandbox {
     this.records.reset();
     this.faults.reset();
     this.idempotency.reset();
+  }
+
+  relayAcceptedTo(target: RelayTarget): void {
+    this.records.onAccepted((message) => {
+      const relaying = relayComposedMessage(target, {
+        orderId: message.orderId,
+        from: message.from,
+        to: [message.to],
+        subject: message.subject,
+        text: message.text,
+        html: message.html,
+      })
+        .then(() => undefined)
+        .finally(() => this.relays.delete(relaying));
+      this.relays.add(relaying);
+    });
+  }
+
+  async relaysSettled(): Promise<void> {
+    while (this.relays.size > 0) await Promise.allSettled([...this.relays]);
   }
 
   close(): Promise<void> {

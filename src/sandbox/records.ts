@@ -54,6 +54,7 @@ export type NewMessage = Omit<ReceivedMessage, 'id' | 'receivedAt'>;
 
 export class SandboxRecords {
   private messageList: ReceivedMessage[] = [];
+  private readonly acceptedListeners: ((message: ReceivedMessage) => void)[] = [];
   private requestList: RequestRecord[] = [];
   // Never reset: a provider does not hand out a message id twice, and neither does the sandbox.
   private lastMessageNumber = 0;
@@ -63,7 +64,13 @@ export class SandboxRecords {
     this.lastMessageNumber += 1;
     const stored = { id: formatId(this.lastMessageNumber), receivedAt: now.toISOString(), ...message };
     this.messageList.push(stored);
+    for (const listener of this.acceptedListeners) listener({ ...stored });
     return stored;
+  }
+
+  /** Called with every message from now on, at the moment it counts as accepted (before any answer). */
+  onAccepted(listener: (message: ReceivedMessage) => void): void {
+    this.acceptedListeners.push(listener);
   }
 
   addRequest(request: Omit<RequestRecord, 'sequence' | 'receivedAt'>, now: Date): RequestRecord {

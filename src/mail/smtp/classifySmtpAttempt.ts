@@ -1,0 +1,110 @@
+// Turns what one SMTP send observed into a SendResult (docs/smtp-outcomes.md). Pure: the transport hands in
+// the phase it tracked and nodemailer's error, so every row of the table is tested without a network.
+
+import type { SendResult } from '../../shared/mailOutcome';
+import { errorCodeOf } from '../classifySendAttempt';
+
+export interface SmtpAttempt {
+  /** Where the attempt got to: the connection/greeting/TLS, AUTH, the envelope and DATA, or past the final '.'. */
+  phase: 'connect' | 'auth' | 'envelope' | 'after-data';
+  /** nodemailer's error, or null when the final reply was a 2xx. */
+  error: unknown;
+  /** The final reply on success, e.g. `250 2.0.0 Ok: queued as 4F3A2B`. */
+  response: string | null;
+}
+
+export function classifySmtpAttempt(attempt: SmtpAttempt): SendResult {
+  if (attempt.error === null) {
+    return { outcome: 'accepted', httpStatus: 250, providerMessageId: queueIdOf(attempt.response ?? '') };
+  }
+  const { code, command, responseCode } = readError(attempt.error);
+  const where = command === null ? attempt.phase : `${attempt.phase} (${command})`;
+
+  if (responseCode !== null) {
+    const transient = responseCode >= 400 && responseCode < 500;
+    if (attempt.phase === 'auth' && !transient) {
+      return {
+        outcome: 'rejected',
+        httpStatus: responseCode,
+        errorCode: code,
+        reason: `SMTP ${responseCode} at AUTH: the relay refused the credentials (check SMTP_USER and SMTP_PASSWORD)`,
+      };
+    }
+    // A refused session says nothing about this message: try again later, like a refused connection.
+    if (transient || attempt.phase === 'connect') {
+      return {
+        outcome: 'not_sent',
+        httpStatus: responseCode,
+        errorCode: code,
+        reason: `SMTP ${responseCode} at ${where}: not accepted for now (transient)`,
+        retryAfterMs: null,
+      };
+    }
+    return {
+      outcome: 'rejected',
+      httpStatus: responseCode,
+      errorCode: code,
+      reason: `SMTP ${responseCode} at ${where}: the relay rejected the message`,
+    };
+  }
+
+  if (attempt.phase === 'auth' && code === 'EAUTH') {
+    // No reply code: nodemailer refused before asking (e.g. no credentials for the offered methods).
+    return {
+      outcome: 'rejected',
+      httpStatus: null,
+      errorCode: code,
+      reason: 'SMTP AUTH could not be done: check SMTP_USER and SMTP_PASSWORD',
+    };
+  }
+  if (attempt.phase === 'after-data') {
+    return {
+      outcome: 'unknown',
+      httpStatus: null,
+      errorCode: code,
+      reason: `no reply after the message's final '.' (${code ?? 'error'}); the relay may have accepted it`,
+    };
+  }
+  return {
+    outcome: 'not_sent',
+    httpStatus: null,
+    errorCode: code,
+    reason: `${code ?? 'error'} at ${where}, before the message's final '.': nothing was delivered`,
+    retryAfterMs: null,
+  };
+}
+
+function readError(error: unknown): {
+  code: string | null;
+  command: string | null;
+  responseCode: number | null;
+} {
+  const fields = (typeof error === 'object' && error !== null ? error : {}) as {
+    command?: unknown;
+    responseCode?: unknown;
+  };
+  const command =
+    typeof fields.command === 'string' && /^[A-Z ]{1,20}$/.test(fields.command) ? fields.command : null;
+  const responseCode =
+    typeof fields.responseCode === 'number' && fields.responseCode >= 200 && fields.responseCode <= 599
+      ? fields.responseCode
+      : null;
+  return { code: errorCodeOf(error), command, responseCode };
+}
+
+const QUEUE_ID_PATTERNS = [
+  /queued as ([A-Za-z0-9._-]+)/i, // Postfix, the sandbox
+  /^250 Ok ([0-9a-f]+(?:-[0-9a-f]+)+)/i, // Amazon SES
+  /(<[^<>\s]+@[^<>\s]+>)/, // Microsoft 365 and others that name the Message-ID they set
+  /\bid=([A-Za-z0-9._-]+)/i, // Exim, SendGrid
+];
+
+/** The relay's id for the message, read from its final reply; the reply (trimmed, at most 200 chars) if none. */
+export function queueIdOf(response: string): string | null {
+  for (const pattern of QUEUE_ID_PATTERNS) {
+    const match = pattern.exec(response.trim());
+    if (match?.[1] !== undefined) return match[1];
+  }
+  const trimmed = response.trim().slice(0, 200);
+  return trimmed === '' ? null : trimmed;
+}

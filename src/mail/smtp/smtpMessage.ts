@@ -1,0 +1,39 @@
+// The confirmation as a MIME message, built here rather than by a nodemailer transport, so the transport can
+// stream it itself and know when its final '.' went out (docs/smtp-outcomes.md).
+
+import MailComposer from 'nodemailer/lib/mail-composer';
+import type { OutgoingMail } from '../types';
+
+/**
+ * `<order-<id>.confirmation@<from domain>>`: the same on every attempt for one order, so a receiving system
+ * that deduplicates on Message-ID sees one message, and a person can find the order from the header.
+ */
+export function orderConfirmationMessageId(mail: Pick<OutgoingMail, 'orderId' | 'from'>): string {
+  const domain = /@([^\s@<>]+)>?\s*$/.exec(mail.from)?.[1] ?? 'localhost';
+  return `<order-${mail.orderId}.confirmation@${domain}>`;
+}
+
+/** The envelope id (RFC 3461 ENVID) that names the order in `MAIL FROM`, for relays that offer DSN. */
+export function orderEnvelopeId(orderId: string): string {
+  return `order-${orderId}`;
+}
+
+/** The whole message, headers and both parts, as bytes. */
+export async function buildSmtpMessage(mail: OutgoingMail): Promise<Buffer> {
+  const composer = new MailComposer({
+    from: mail.from,
+    to: mail.to,
+    ...(mail.replyTo === null ? {} : { replyTo: mail.replyTo }),
+    subject: mail.subject,
+    text: mail.text,
+    html: mail.html,
+    messageId: orderConfirmationMessageId(mail),
+    headers: { 'X-Order-Id': mail.orderId },
+  });
+  return composer.compile().build();
+}
+
+/** The bare address of a mailbox like `Shop <shop@example.com>`, for the envelope. */
+export function envelopeAddress(mailbox: string): string {
+  return /<([^<>]+)>\s*$/.exec(mailbox)?.[1] ?? mailbox.trim();
+}

@@ -1,0 +1,147 @@
+// The SMTP transport against the SMTP fault sandbox over loopback: every row of docs/smtp-outcomes.md, checked
+// against what the sandbox kept. The phase that separates "not sent" from "unknown" is the one nodemailer's
+// errors do not show, so the pairs (drop before DATA, drop after the final '.') matter most here.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSmtpMailTransport, type SmtpConfig } from '../../src/mail/smtp/smtpMailTransport';
+import { classifySmtpAttempt, queueIdOf } from '../../src/mail/smtp/classifySmtpAttempt';
+import type { MailTransport, OutgoingMail } from '../../src/mail/types';
+import type { SmtpFault } from '../../src/sandbox/smtp/smtpFaults';
+import { startSmtpSandbox, type SmtpSandbox } from '../../src/sandbox/smtp/smtpSandbox';
+
+let sandbox: SmtpSandbox;
+let authSandbox: SmtpSandbox;
+const transports: MailTransport[] = [];
+let orderCounter = 0;
+
+function transport(port: number, overrides: Partial<SmtpConfig> = {}): MailTransport {
+  const created = createSmtpMailTransport({
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    starttls: 'off',
+    user: null,
+    password: null,
+    poolSize: 2,
+    connectTimeoutMs: 1_000,
+    replyTimeoutMs: 1_000,
+    overallTimeoutMs: 3_000,
+    ...overrides,
+  });
+  transports.push(created);
+  return created;
+}
+
+function mail(): OutgoingMail {
+  orderCounter += 1;
+  return {
+    orderId: String(7_000 + orderCounter),
+    to: `customer${orderCounter}@example.com`,
+    from: 'Shop <shop@example.com>',
+    replyTo: null,
+    subject: 'ご注文ありがとうございます',
+    text: '山田 太郎 様\n.\nご注文ありがとうございます。',
+    html: '<p>山田 太郎 様</p>',
+  };
+}
+
+beforeAll(async () => {
+  sandbox = await startSmtpSandbox();
+  authSandbox = await startSmtpSandbox({ auth: { user: 'shop', password: 'right' } });
+});
+
+afterAll(async () => {
+  for (const created of transports) await created.close();
+  await sandbox.close();
+  await authSandbox.close();
+});
+
+describe('the SMTP transport against the fault sandbox', () => {
+  it('accepted: the queue id of the 250 is the provider id; the Message-ID names the order', async () => {
+    const outgoing = mail();
+    const result = await transport(sandbox.port).send(outgoing);
+    const [kept] = sandbox.messagesFor(outgoing.orderId);
+    expect(result).toEqual({ outcome: 'accepted', httpStatus: 250, providerMessageId: kept!.queueId });
+    expect(kept!.messageId).toBe(`<order-${outgoing.orderId}.confirmation@example.com>`);
+  });
+
+  const cases: [string, SmtpFault, string, number][] = [
+    ['451 at MAIL', { kind: 'reply', at: 'mail', code: 451 }, 'not_sent', 0],
+    ['550 at MAIL', { kind: 'reply', at: 'mail', code: 550 }, 'rejected', 0],
+    ['450 at RCPT', { kind: 'reply', at: 'rcpt', code: 450 }, 'not_sent', 0],
+    ['550 at RCPT', { kind: 'reply', at: 'rcpt', code: 550 }, 'rejected', 0],
+    ['drop before DATA', { kind: 'drop-before-data' }, 'not_sent', 0],
+    ['451 at end-of-data', { kind: 'reply', at: 'end-of-data', code: 451 }, 'not_sent', 0],
+    ['554 at end-of-data', { kind: 'reply', at: 'end-of-data', code: 554 }, 'rejected', 0],
+    ["drop after the final '.'", { kind: 'drop-after-data' }, 'unknown', 1],
+    ["no reply after the final '.'", { kind: 'hang-after-data' }, 'unknown', 1],
+  ];
+  for (const [name, fault, outcome, kept] of cases) {
+    it(`${name}: ${outcome}, ${kept} message kept`, async () => {
+      const outgoing = mail();
+      sandbox.queueFault(outgoing.orderId, fault);
+      const result = await transport(sandbox.port).send(outgoing);
+      expect(result.outcome).toBe(outcome);
+      expect(sandbox.messagesFor(outgoing.orderId)).toHaveLength(kept);
+    });
+  }
+
+  it('a 421 or 554 greeting: not_sent (the session was refused, not the message)', async () => {
+    for (const code of [421, 554]) {
+      sandbox.queueGreetingFault({ kind: 'reply', at: 'greeting', code });
+      const result = await transport(sandbox.port).send(mail());
+      expect(result).toMatchObject({ outcome: 'not_sent', httpStatus: code });
+    }
+  });
+
+  it('connection refused: not_sent', async () => {
+    const closed = await startSmtpSandbox();
+    await closed.close();
+    expect(await transport(closed.port).send(mail())).toMatchObject({
+      outcome: 'not_sent',
+      httpStatus: null,
+    });
+  });
+
+  it('wrong credentials: rejected, naming the settings to check; right ones: accepted', async () => {
+    const wrong = await transport(authSandbox.port, { user: 'shop', password: 'wrong' }).send(mail());
+    expect(wrong).toMatchObject({ outcome: 'rejected', httpStatus: 535 });
+    expect(wrong.outcome === 'rejected' && wrong.reason).toContain('SMTP_USER and SMTP_PASSWORD');
+    const right = await transport(authSandbox.port, { user: 'shop', password: 'right' }).send(mail());
+    expect(right.outcome).toBe('accepted');
+  });
+
+  it('reuses a pooled connection after success, and a fresh one after a failure', async () => {
+    const pooled = transport(sandbox.port, { poolSize: 1 });
+    const first = mail();
+    sandbox.queueFault(first.orderId, { kind: 'drop-after-data' });
+    expect((await pooled.send(first)).outcome).toBe('unknown');
+    for (let i = 0; i < 3; i += 1) expect((await pooled.send(mail())).outcome).toBe('accepted');
+  });
+});
+
+describe('classifySmtpAttempt', () => {
+  it('a drop without a reply code is not_sent before the final dot and unknown after it', () => {
+    const drop = Object.assign(new Error('Connection closed unexpectedly'), {
+      code: 'ECONNECTION',
+      command: 'CONN',
+    });
+    expect(classifySmtpAttempt({ phase: 'envelope', error: drop, response: null }).outcome).toBe('not_sent');
+    expect(classifySmtpAttempt({ phase: 'after-data', error: drop, response: null }).outcome).toBe('unknown');
+  });
+
+  it('a 454 at AUTH is transient, a 535 is rejected', () => {
+    const auth = (responseCode: number) =>
+      Object.assign(new Error('Invalid login'), { code: 'EAUTH', command: 'AUTH PLAIN', responseCode });
+    expect(classifySmtpAttempt({ phase: 'auth', error: auth(454), response: null }).outcome).toBe('not_sent');
+    expect(classifySmtpAttempt({ phase: 'auth', error: auth(535), response: null }).outcome).toBe('rejected');
+  });
+
+  it('reads the queue id of Postfix, SES and Microsoft 365 replies', () => {
+    expect(queueIdOf('250 2.0.0 Ok: queued as 4F3A2B1C')).toBe('4F3A2B1C');
+    expect(queueIdOf('250 Ok 0100018b5c3c0a4f-1234abcd-000000')).toBe('0100018b5c3c0a4f-1234abcd-000000');
+    expect(queueIdOf('250 2.0.0 OK <AB12@x.prod.outlook.com> [Hostname=y]')).toBe(
+      '<AB12@x.prod.outlook.com>',
+    );
+  });
+});
