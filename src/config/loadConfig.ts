@@ -2,10 +2,22 @@
 // reports every problem at once, so an operator fixes a deployment in one go instead of one error per restart.
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import {
+  DEFAULT_TEMPORAL_ADDRESS,
+  DEFAULT_TEMPORAL_NAMESPACE,
+  loadTemporalConnectionConfig,
+  type TemporalConnectionConfig,
+} from './temporalConnection';
 
 export interface WorkerConfig {
   databaseUrl: string;
-  temporal: { address: string; namespace: string; taskQueue: string };
+  temporal: {
+    address: string;
+    namespace: string;
+    taskQueue: string;
+    /** Address, TLS, API key and gRPC metadata from @temporalio/envconfig (src/config/temporalConnection.ts). */
+    connection: TemporalConnectionConfig;
+  };
   mailApi: {
     baseUrl: string;
     apiKey: string;
@@ -19,8 +31,12 @@ export interface WorkerConfig {
   worker: {
     shutdownGraceTimeMs: number;
     maxConcurrentActivityTaskExecutions: number;
-    /** host:port for the Temporal runtime's Prometheus endpoint, or null for none. */
+    /** host:port for the Temporal runtime's Prometheus endpoint, or null for none (or an internal one). */
     metricsBindAddress: string | null;
+    /** host:port of the worker's HTTP server (/metrics, /healthz, /readyz), or null for none. */
+    httpBindAddress: string | null;
+    /** A workflow bundle made at build time (production image); null bundles the sources at start-up. */
+    workflowBundlePath: string | null;
     pgPoolMax: number;
     pgStatementTimeoutMs: number;
   };
@@ -36,8 +52,8 @@ export class ConfigError extends Error {
 
 /** The defaults, also listed in .env.example. */
 export const CONFIG_DEFAULTS = {
-  TEMPORAL_ADDRESS: 'localhost:7233',
-  TEMPORAL_NAMESPACE: 'default',
+  TEMPORAL_ADDRESS: DEFAULT_TEMPORAL_ADDRESS,
+  TEMPORAL_NAMESPACE: DEFAULT_TEMPORAL_NAMESPACE,
   TEMPORAL_TASK_QUEUE: 'order-confirmation-mail',
   MAIL_FROM: 'shop@example.com',
   MAIL_SUBJECT: 'ご注文ありがとうございます',
@@ -97,6 +113,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         'so a deploy lets sends in flight finish and be recorded.',
     );
   }
+  const connection = read.temporalConnection();
   if (retryMaxIntervalMs < retryInitialIntervalMs) {
     problems.push(
       `SEND_RETRY_MAX_MS (${retryMaxIntervalMs}) must be at least SEND_RETRY_INITIAL_MS (${retryInitialIntervalMs}).`,
@@ -106,9 +123,10 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
   const config: WorkerConfig = {
     databaseUrl,
     temporal: {
-      address: read.optional('TEMPORAL_ADDRESS') ?? CONFIG_DEFAULTS.TEMPORAL_ADDRESS,
-      namespace: read.optional('TEMPORAL_NAMESPACE') ?? CONFIG_DEFAULTS.TEMPORAL_NAMESPACE,
+      address: connection.connectionOptions.address,
+      namespace: connection.namespace,
       taskQueue: read.optional('TEMPORAL_TASK_QUEUE') ?? CONFIG_DEFAULTS.TEMPORAL_TASK_QUEUE,
+      connection,
     },
     mailApi: {
       baseUrl: mailBaseUrl.replace(/\/+$/, ''),
@@ -137,6 +155,8 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         CONFIG_DEFAULTS.WORKER_MAX_CONCURRENT_ACTIVITIES,
       ),
       metricsBindAddress: read.hostPort('TEMPORAL_METRICS_BIND_ADDRESS'),
+      httpBindAddress: read.hostPort('WORKER_HTTP_BIND_ADDRESS'),
+      workflowBundlePath: read.optional('WORKFLOW_BUNDLE_PATH'),
       pgPoolMax: read.positiveInt('PG_POOL_MAX', CONFIG_DEFAULTS.PG_POOL_MAX),
       pgStatementTimeoutMs: read.positiveInt(
         'PG_STATEMENT_TIMEOUT_MS',
@@ -199,6 +219,16 @@ class EnvReader {
       return fallback;
     }
     return value as T;
+  }
+
+  /** The Temporal connection (envconfig): address, namespace, TLS files, API key, TOML profile. */
+  temporalConnection(): TemporalConnectionConfig {
+    try {
+      return loadTemporalConnectionConfig(this.env);
+    } catch (error) {
+      this.problems.push(error instanceof Error ? error.message : String(error));
+      return loadTemporalConnectionConfig({});
+    }
   }
 
   hostPort(name: string): string | null {
