@@ -2,11 +2,11 @@
 # Makes this machine ready to run the project: the `temporal` CLI (its dev server backs the tests and the
 # demo) and, with --browser, Chromium and CJK fonts (Japanese text needs them). With --stack, also what the
 # production stack needs natively (`npm run stack`, `npm run test:stack`): the Temporal server, temporal-sql-tool
-# and the standalone Web UI server built by `go install` at the versions in deploy/stack.env, promtool and
-# docker-compose (both to check deploy files). Used by `npm test` (pretest), `npm run setup:tools`,
-# `npm run demo`, `npm run stack` and `.ci/run`. Idempotent, and quick when all is present.
+# and the standalone Web UI server built by `go install` at the versions in deploy/stack.env. With
+# --deploy-checks, promtool and docker-compose, which check the deploy files. Used by `npm test` (pretest),
+# `npm run setup:tools`, `npm run demo`, `npm run stack` and `.ci/run`. Idempotent, and quick when all is present.
 #
-#   bash scripts/setup.sh [--browser] [--stack]
+#   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks]
 #
 # The CLI is searched for in the same order as src/devtools/findTemporalCli.ts: $TEMPORAL_CLI_PATH, PATH,
 # then Go's install directory. The stack's tools go to $STACK_TOOLS_DIR (default
@@ -20,16 +20,18 @@ BROWSER_PACKAGES=(chromium fonts-noto-cjk)
 
 want_browser=false
 want_stack=false
+want_deploy_checks=false
 for argument in "$@"; do
   case "$argument" in
     --browser) want_browser=true ;;
     --stack) want_stack=true ;;
+    --deploy-checks) want_deploy_checks=true ;;
     -h | --help)
-      sed -n '2,17p' "$0"
+      sed -n '2,18p' "$0"
       exit 0
       ;;
     *)
-      echo "setup: unknown option: $argument (known: --browser, --stack)" >&2
+      echo "setup: unknown option: $argument (known: --browser, --stack, --deploy-checks)" >&2
       exit 2
       ;;
   esac
@@ -231,8 +233,6 @@ ensure_stack_tools() {
   ensure_temporal_schema "$TEMPORAL_SERVER_VERSION" "temporal-sql-tool-$TEMPORAL_SERVER_VERSION"
   ensure_go_binary 'temporal ui-server' "temporal-ui-server-$TEMPORAL_UI_VERSION" server \
     "github.com/temporalio/ui-server/v2/cmd/server@v$TEMPORAL_UI_VERSION"
-  ensure_promtool
-  ensure_docker_compose
 }
 
 read_stack_setting() {
@@ -248,3 +248,7 @@ read_stack_setting() {
 ensure_temporal_cli
 if [[ $want_browser == true ]]; then ensure_browser; fi
 if [[ $want_stack == true ]]; then ensure_stack_tools; fi
+if [[ $want_deploy_checks == true ]]; then
+  ensure_promtool
+  ensure_docker_compose
+fi
