@@ -1,7 +1,7 @@
 // The production topology of docker-compose.yml, run natively from the same values (deploy/stack.env):
 // Postgres → Temporal's schema (temporal-sql-tool) → the app's migrations → the Temporal server (namespace,
 // search attributes) → the standalone Web UI → the mail sandbox → N worker processes. Stops in reverse.
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, escapeIdentifier } from 'pg';
 import { migrate } from '../db/migrate';
@@ -77,6 +77,9 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   const log = options.log ?? ((line: string) => console.log(`[stack] ${line}`));
   const settings = options.settings ?? loadStackSettings();
   await mkdir(options.directory, { recursive: true });
+  // Run as root, embedded Postgres runs as a `postgres` user, which must reach its data folder in here
+  // (mkdtemp makes folders only their owner can enter).
+  await chmod(options.directory, 0o755);
   const tools = await ensureStackTools(settings, { log });
 
   const stops: { name: string; stop: () => Promise<void> }[] = [];

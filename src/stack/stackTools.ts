@@ -91,3 +91,14 @@ function isExecutableFile(file: string): boolean {
     return false;
   }
 }
+
+/** promtool from PATH, else where `scripts/setup.sh --deploy-checks` unpacked it; null when neither. */
+export function findPromtool(env: NodeJS.ProcessEnv = process.env): string | null {
+  for (const directory of (env.PATH ?? '').split(path.delimiter)) {
+    if (directory !== '' && isExecutableFile(path.join(directory, 'promtool'))) {
+      return path.join(directory, 'promtool');
+    }
+  }
+  const unpacked = path.join(stackToolsDirectory(env), 'promtool', 'promtool');
+  return isExecutableFile(unpacked) ? unpacked : null;
+}
