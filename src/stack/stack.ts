@@ -66,8 +66,11 @@ export interface RunningStack {
   connections: StackWorkerConnections;
   /** Every process the stack started, for `npm run stack -- --down` and for logs. */
   processes(): { name: string; pid: number; logFile: string }[];
-  /** Stops and starts the embedded Postgres on the same port and data (Temporal's persistence with it). */
-  restartPostgres(): Promise<void>;
+  /**
+   * Stops and starts the embedded Postgres on the same port and data (Temporal's persistence with it);
+   * `whileDown` runs while it is stopped.
+   */
+  restartPostgres(options?: { whileDown?: () => Promise<void> | void }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -215,9 +218,9 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
           ...(ui === null ? [] : [ui.process]),
           ...(workers?.workers.map((worker) => worker.process) ?? []),
         ].map(({ name, pid, logFile }) => ({ name, pid, logFile })),
-      async restartPostgres() {
+      async restartPostgres(restartOptions) {
         if (embedded === null) throw new Error('restartPostgres: the stack runs on an external Postgres');
-        await embedded.restart();
+        await embedded.restart(restartOptions);
       },
       stop: stopAll,
     };
