@@ -8,6 +8,13 @@ export type SearchAttributeTypeName =
 
 export type SearchAttributeDefinitions = Record<string, SearchAttributeTypeName>;
 
+/**
+ * The custom search attributes this project's workflows upsert (for the Web UI's filters). Every server the
+ * workers use must have them registered first; deploy/stack.env lists the same for the production stack
+ * (checked by test/stack/composeDrift.test.ts).
+ */
+export const ORDER_MAIL_SEARCH_ATTRIBUTES: SearchAttributeDefinitions = { OrderMailState: 'Keyword' };
+
 /** The same types as the SDK spells them (`SearchAttributeType`), for `defineSearchAttributeKey`. */
 export const sdkSearchAttributeType = {
   Keyword: 'KEYWORD',

@@ -9,10 +9,10 @@ import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node';
 import { startTemporalDevServer } from '../../src/devtools/devServer';
 import { startEmbeddedPostgres } from '../../src/devtools/embeddedPostgres';
-import { ensureSearchAttributes, type SearchAttributeDefinitions } from '../../src/devtools/searchAttributes';
+import { ensureSearchAttributes, ORDER_MAIL_SEARCH_ATTRIBUTES } from '../../src/devtools/searchAttributes';
 
 // Upserted by the workflow for the Web UI's filters; an unregistered upsert hangs the workflow.
-const SEARCH_ATTRIBUTES: SearchAttributeDefinitions = { OrderMailState: 'Keyword' };
+const SEARCH_ATTRIBUTES = ORDER_MAIL_SEARCH_ATTRIBUTES;
 
 interface Started<T> {
   value: T;
