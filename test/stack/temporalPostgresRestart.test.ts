@@ -22,16 +22,16 @@ beforeAll(async () => {
     workers: 3,
     uiPort: null,
     appDatabaseUrl: appPostgres.connectionString,
-    // The mail API holds every request until the test releases it, so the HTTP deadlines outlast that wait
-    // (an expiry would only make the outcome unknown); the send timeout is short enough that a completion
-    // lost in the outage times out in seconds, not minutes. 40 connections per worker: all 100 sends at once.
+    // The mail API holds every request until the test releases it, so the HTTP deadlines outlast the wait
+    // for all 100 to arrive (slow on a busy machine); a deadline that fired would take that send out of
+    // flight. As many mail API connections per worker as orders: no send waits for one.
     workerEnv: {
-      MAIL_CONNECTIONS: '40',
+      MAIL_CONNECTIONS: '100',
       MAIL_CONNECT_TIMEOUT_MS: '2000',
-      MAIL_HEADERS_TIMEOUT_MS: '30000',
-      MAIL_OVERALL_TIMEOUT_MS: '35000',
-      SEND_ACTIVITY_TIMEOUT_MS: '40000',
-      WORKER_SHUTDOWN_GRACE_MS: '41000',
+      MAIL_HEADERS_TIMEOUT_MS: '60000',
+      MAIL_OVERALL_TIMEOUT_MS: '65000',
+      SEND_ACTIVITY_TIMEOUT_MS: '70000',
+      WORKER_SHUTDOWN_GRACE_MS: '71000',
       SEND_RETRY_INITIAL_MS: '500',
       SEND_RETRY_MAX_MS: '5000',
       SEND_MAX_ATTEMPTS: '20',
@@ -51,11 +51,13 @@ it(`restarting Temporal's Postgres with ${ORDERS} orders in flight: all terminal
   const orderIds: string[] = [];
   for (let index = 0; index < ORDERS; index++) orderIds.push(await createOrder(testStack.db));
   await Promise.all(orderIds.map((orderId) => startOrderConfirmationMail(testStack.client, orderId)));
+  const startedAt = Date.now();
   await waitFor(
     `all ${ORDERS} sends to be in flight`,
     async () => (sandbox.requests().length >= ORDERS ? true : undefined),
-    120_000,
+    55_000,
   );
+  const heldForMs = Date.now() - startedAt;
 
   // While Temporal's Postgres is down, every held send is answered: the workers then report 100 activity
   // completions (and poll for the next tasks) to a server that cannot persist anything.
@@ -66,7 +68,9 @@ it(`restarting Temporal's Postgres with ${ORDERS} orders in flight: all terminal
       answeredWhileDown = sandbox.releaseHeld();
     },
   });
-  expect(answeredWhileDown).toBe(ORDERS);
+  expect(answeredWhileDown, `held requests answered while down (all arrived after ${heldForMs} ms)`).toBe(
+    ORDERS,
+  );
 
   // The rows are the truth; the workflows are waited for too, so nothing is still moving when we count.
   await waitFor(
