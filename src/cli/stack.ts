@@ -76,7 +76,7 @@ async function main(): Promise<void> {
 /** Starts the stack in a new process group and forwards Ctrl-C and friends to it as SIGTERM. */
 async function launch(args: string[]): Promise<void> {
   const running = readState();
-  if (running !== null && isAlive(running.pid)) {
+  if (running !== null && isAlive(running.pid) && isStackProcess(running.pid)) {
     throw new Error(`A stack is already running (pid ${running.pid}); stop it with: npm run stack -- --down`);
   }
   const child = spawn(process.execPath, ['--import', 'tsx', __filename, '--run', ...args], {
@@ -180,6 +180,14 @@ async function down(): Promise<void> {
     console.log('No stack is running (no .tmp/stack/stack.json).');
     return;
   }
+  if (isAlive(state.pid) && !isStackProcess(state.pid)) {
+    // The stack died long ago and its pid now belongs to something else: signal nothing.
+    console.log(
+      `The recorded stack process ${state.pid} is gone (the pid is reused); removing the stale state.`,
+    );
+    await rm(STATE_FILE, { force: true });
+    return;
+  }
   if (isAlive(state.pid)) {
     console.log(`Stopping the stack (pid ${state.pid}); workers first, so sends in flight finish…`);
     process.kill(state.pid, 'SIGTERM');
@@ -221,6 +229,15 @@ function isAlive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Whether `pid` runs this file (Linux /proc); elsewhere it is taken on trust. */
+function isStackProcess(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(path.join('src', 'cli', 'stack.ts'));
+  } catch {
+    return !existsSync('/proc/self');
   }
 }
 
