@@ -1,5 +1,7 @@
 // Worker configuration, parsed and validated in one place. Pure: takes the environment as an argument and
 // reports every problem at once, so an operator fixes a deployment in one go instead of one error per restart.
+// The one exception: the Temporal connection reads the certificate and TOML files the environment names, so a
+// wrong path is one of the problems reported at start-up.
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import {
