@@ -141,7 +141,7 @@ ensure_go_binary() {
     return
   fi
   if ! command -v go >/dev/null 2>&1; then
-    echo "$label: not installed and no Go toolchain to build it (needs Go >= 1.24)" >&2
+    echo "$label: not installed and no Go toolchain to build it (needs Go >= 1.25)" >&2
     exit 1
   fi
   echo "$label: go install $package (minutes on a new machine)"
