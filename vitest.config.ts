@@ -1,8 +1,11 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The production stack's tests start their own Temporal server on Postgres: `npm run test:stack`
+    // (vitest.stack.config.ts).
+    exclude: [...configDefaults.exclude, 'test/stack/**'],
     // Temporal's native core (workers, NativeConnection) does not work inside worker threads.
     pool: 'forks',
     // CI has 2 cores, and the dev server and Postgres share them with the test files.

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Makes this machine ready to run the project: the `temporal` CLI (its dev server backs the tests and the
-# demo) and, with --browser, Chromium and CJK fonts (Japanese text needs them). Used by `npm test`
-# (pretest), `npm run setup:tools`, `npm run demo` and `.ci/run`. Idempotent, and quick when all is present.
+# demo) and, with --browser, Chromium and CJK fonts (Japanese text needs them). With --stack, also what the
+# production stack needs natively (`npm run stack`, `npm run test:stack`): the Temporal server, temporal-sql-tool
+# and the standalone Web UI server built by `go install` at the versions in deploy/stack.env. With
+# --deploy-checks, promtool and docker-compose, which check the deploy files. Used by `npm test` (pretest),
+# `npm run setup:tools`, `npm run demo`, `npm run stack` and `.ci/run`. Idempotent, and quick when all is present.
 #
-#   bash scripts/setup.sh [--browser]
+#   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks]
 #
 # The CLI is searched for in the same order as src/devtools/findTemporalCli.ts: $TEMPORAL_CLI_PATH, PATH,
-# then Go's install directory.
+# then Go's install directory. The stack's tools go to $STACK_TOOLS_DIR (default
+# ~/.cache/order-confirmation-mail/tools), one folder per tool and version, where src/stack/stackTools.ts
+# looks for them; the server and the UI server are both built as `server`, so they cannot share a folder.
 set -euo pipefail
 
 # Later tags carry a `replace` directive in go.mod, which `go install pkg@version` refuses.
@@ -14,15 +19,19 @@ TEMPORAL_CLI_MODULE=github.com/temporalio/cli/cmd/temporal@v1.5.1
 BROWSER_PACKAGES=(chromium fonts-noto-cjk)
 
 want_browser=false
+want_stack=false
+want_deploy_checks=false
 for argument in "$@"; do
   case "$argument" in
     --browser) want_browser=true ;;
+    --stack) want_stack=true ;;
+    --deploy-checks) want_deploy_checks=true ;;
     -h | --help)
-      sed -n '2,9p' "$0"
+      sed -n '2,18p' "$0"
       exit 0
       ;;
     *)
-      echo "setup: unknown option: $argument (known: --browser)" >&2
+      echo "setup: unknown option: $argument (known: --browser, --stack, --deploy-checks)" >&2
       exit 2
       ;;
   esac
@@ -117,5 +126,129 @@ ensure_browser() {
   done
 }
 
+# --- The production stack's tools (--stack) -------------------------------------------------------------
+
+project_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+stack_tools_dir=${STACK_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/order-confirmation-mail/tools}
+
+# Installs one Go binary into a folder of its own, unless an earlier run did. The folder is filled in a
+# temporary name and renamed at the end, so an interrupted build never looks installed.
+ensure_go_binary() {
+  local label=$1 folder=$2 binary=$3 package=$4
+  local target="$stack_tools_dir/$folder"
+  if is_executable_file "$target/$binary"; then
+    echo "$label: $target/$binary"
+    return
+  fi
+  if ! command -v go >/dev/null 2>&1; then
+    echo "$label: not installed and no Go toolchain to build it (needs Go >= 1.25)" >&2
+    exit 1
+  fi
+  echo "$label: go install $package (minutes on a new machine)"
+  local staging="$target.partial.$$"
+  rm -rf "$staging"
+  mkdir -p "$staging"
+  local started=$SECONDS
+  GOBIN="$staging" go install "$package"
+  rm -rf "$target"
+  mv "$staging" "$target"
+  echo "$label: built in $((SECONDS - started)) s: $target/$binary"
+}
+
+# temporal-sql-tool applies the schema files of the same server version; they live in the server module,
+# which `go install` has just put in the module cache. A copy next to the tool outlives `go clean -modcache`.
+ensure_temporal_schema() {
+  local version=$1 folder=$2
+  local target="$stack_tools_dir/$folder/schema/postgresql/v12"
+  if [[ -f $target/temporal/versioned/v1.0/manifest.json ]]; then return; fi
+  local module
+  module="$(go env GOMODCACHE)/go.temporal.io/server@v$version"
+  if [[ ! -d $module/schema/postgresql/v12 ]]; then
+    go mod download -json "go.temporal.io/server@v$version" >/dev/null
+  fi
+  mkdir -p "$(dirname "$target")"
+  rm -rf "$target.partial.$$"
+  cp -R "$module/schema/postgresql/v12" "$target.partial.$$"
+  chmod -R u+w "$target.partial.$$"
+  mv "$target.partial.$$" "$target"
+  echo "temporal schema: $target"
+}
+
+# promtool checks deploy/prometheus/alerts.yml. It ships in Debian's `prometheus` package, whose install
+# would also start a Prometheus server; unpacking the package into the tools folder gives promtool alone.
+ensure_promtool() {
+  local target="$stack_tools_dir/promtool"
+  if is_executable_file "$target/promtool"; then
+    echo "promtool: $target/promtool"
+    return
+  fi
+  if command -v promtool >/dev/null 2>&1; then
+    echo "promtool: $(command -v promtool)"
+    return
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "promtool: not a Debian system; install Prometheus's promtool yourself" >&2
+    exit 1
+  fi
+  local download
+  download=$(mktemp -d)
+  # apt-get download runs as the unprivileged _apt user, which must be able to write there.
+  chmod 755 "$download"
+  echo "promtool: unpacking Debian's prometheus package"
+  DEBIAN_FRONTEND=noninteractive apt-get -qq -o DPkg::Lock::Timeout=300 update
+  (cd "$download" && apt-get -qq download prometheus)
+  dpkg-deb -x "$download"/prometheus_*.deb "$download/root"
+  mkdir -p "$target"
+  cp "$download/root/usr/bin/promtool" "$target/promtool"
+  rm -rf "$download"
+  echo "promtool: $target/promtool ($("$target/promtool" --version 2>&1 | head -n 1))"
+}
+
+# docker-compose validates docker-compose.yml (`docker-compose config`); no Docker engine is needed for that.
+ensure_docker_compose() {
+  if command -v docker-compose >/dev/null 2>&1; then
+    echo "docker-compose: $(command -v docker-compose)"
+    return
+  fi
+  if ! command -v apt-get >/dev/null 2>&1 || [[ $(id -u) != 0 ]]; then
+    echo "docker-compose: missing; install Debian's docker-compose package (or Compose v2 as docker-compose)" >&2
+    exit 1
+  fi
+  echo 'docker-compose: installing it with apt-get'
+  local apt=(apt-get -qq -o DPkg::Lock::Timeout=300)
+  DEBIAN_FRONTEND=noninteractive "${apt[@]}" update
+  DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends docker-compose >/dev/null
+  echo "docker-compose: $(command -v docker-compose)"
+}
+
+ensure_stack_tools() {
+  # The versions come from the one file that docker-compose.yml is checked against.
+  local TEMPORAL_SERVER_VERSION TEMPORAL_UI_VERSION
+  TEMPORAL_SERVER_VERSION=$(read_stack_setting TEMPORAL_SERVER_VERSION)
+  TEMPORAL_UI_VERSION=$(read_stack_setting TEMPORAL_UI_VERSION)
+  ensure_go_binary 'temporal server' "temporal-server-$TEMPORAL_SERVER_VERSION" server \
+    "go.temporal.io/server/cmd/server@v$TEMPORAL_SERVER_VERSION"
+  ensure_go_binary 'temporal-sql-tool' "temporal-sql-tool-$TEMPORAL_SERVER_VERSION" sql \
+    "go.temporal.io/server/cmd/tools/sql@v$TEMPORAL_SERVER_VERSION"
+  ensure_temporal_schema "$TEMPORAL_SERVER_VERSION" "temporal-sql-tool-$TEMPORAL_SERVER_VERSION"
+  ensure_go_binary 'temporal ui-server' "temporal-ui-server-$TEMPORAL_UI_VERSION" server \
+    "github.com/temporalio/ui-server/v2/cmd/server@v$TEMPORAL_UI_VERSION"
+}
+
+read_stack_setting() {
+  local value
+  value=$(sed -n "s/^$1=//p" "$project_root/deploy/stack.env")
+  if [[ -z $value ]]; then
+    echo "setup: $1 is missing from deploy/stack.env" >&2
+    exit 1
+  fi
+  echo "$value"
+}
+
 ensure_temporal_cli
 if [[ $want_browser == true ]]; then ensure_browser; fi
+if [[ $want_stack == true ]]; then ensure_stack_tools; fi
+if [[ $want_deploy_checks == true ]]; then
+  ensure_promtool
+  ensure_docker_compose
+fi

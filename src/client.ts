@@ -6,6 +6,7 @@ import {
   WorkflowNotFoundError,
   type WorkflowExecutionDescription,
 } from '@temporalio/client';
+import { loadTemporalConnectionConfig } from './config/temporalConnection';
 import { parseOrderId } from './shared/orderId';
 import { orderConfirmationMail } from './workflows/orderConfirmationMail';
 
@@ -14,20 +15,27 @@ export { InvalidOrderIdError, parseOrderId } from './shared/orderId';
 export const DEFAULT_TASK_QUEUE = 'order-confirmation-mail';
 
 export interface ConnectOptions {
+  /** Overrides the address from the environment. */
   address?: string;
+  /** Overrides the namespace from the environment. */
   namespace?: string;
+  /** Where the connection settings come from; default `process.env`. */
+  env?: Record<string, string | undefined>;
 }
 
-/** Connects to Temporal. The caller owns the connection: `await client.connection.close()` when done. */
+/**
+ * Connects to Temporal as the environment says (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
+ * TEMPORAL_TLS_*, a TOML profile: src/config/temporalConnection.ts), by default localhost:7233 and namespace
+ * `default`. The caller owns the connection: `await client.connection.close()` when done.
+ */
 export async function connectOrderMailClient(options: ConnectOptions = {}): Promise<Client> {
+  const settings = loadTemporalConnectionConfig(options.env ?? process.env);
   const connection = await Connection.connect({
-    address: options.address ?? process.env.TEMPORAL_ADDRESS ?? 'localhost:7233',
+    ...settings.connectionOptions,
+    ...(options.address === undefined ? {} : { address: options.address }),
     connectTimeout: '10 seconds',
   });
-  return new Client({
-    connection,
-    namespace: options.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default',
-  });
+  return new Client({ connection, namespace: options.namespace ?? settings.namespace });
 }
 
 export type StartResult =

@@ -7,6 +7,7 @@ import {
   settleDispatchedOrphan,
   takeOverUndispatchedClaim,
 } from '../db/orderMailLog';
+import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import { orderNotFoundFailure } from '../shared/failures';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import { currentClaimIdentity } from './claimToken';
@@ -40,6 +41,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
     const { claimToken, workflowScope, claimScheduledAt } = currentClaimIdentity();
     const claimant = { claimToken, claimScheduledAt };
     const { settings } = deps;
+    const metrics = deps.metrics ?? noOrderMailMetrics;
 
     for (let pass = 0; pass < MAX_CLAIM_PASSES; pass++) {
       const first = await insertFirstClaimOrNotFound(deps, orderId, claimant);
@@ -71,11 +73,15 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
           policy: settings.unknownOutcomePolicy,
           state: orphan.state,
         });
+        metrics.unknownOutcomeSettled(settings.unknownOutcomePolicy);
         continue; // 'failed' is reclaimed on the next pass; 'sent' is reported as already sent.
       }
 
       const row = await readMailLog(deps.db, orderId);
-      if (row === null) continue;
+      if (row === null) {
+        metrics.claimConflict('row-changed');
+        continue;
+      }
       if (row.state === 'sending' && row.claimToken === claimToken) {
         return claimed(orderId, row.attempts, claimToken, 'own-claim', settings);
       }
@@ -85,6 +91,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
           outcome: row.outcome,
           attempts: row.attempts,
         });
+        metrics.claimConflict('already-sent');
         return {
           kind: 'already-sent',
           outcome: row.outcome as 'accepted' | 'unknown' | 'resolved' | null,
@@ -94,6 +101,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
       }
       if (row.state === 'sending' && !row.claimToken.startsWith(workflowScope)) {
         log.warn('Order mail claim is held by another workflow', { orderId, holder: row.claimToken });
+        metrics.claimConflict('held-elsewhere');
         return { kind: 'held-elsewhere', holder: row.claimToken, settings };
       }
       if (
@@ -110,6 +118,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         return { kind: 'held-elsewhere', holder: row.claimToken, settings };
       }
       // The row changed under us between statements: look again.
+      metrics.claimConflict('row-changed');
     }
     throw new Error(
       `Could not settle the claim of order ${orderId} after ${MAX_CLAIM_PASSES} passes; retrying.`,

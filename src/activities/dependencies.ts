@@ -1,6 +1,7 @@
 import type { Database } from '../db/pool';
 import type { MailIdentity } from '../mail/confirmationMail';
 import type { MailTransport } from '../mail/types';
+import type { OrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 
 /** What the activities need, injected, so tests pass real pools or fakes through the same door. */
@@ -11,4 +12,6 @@ export interface ActivityDependencies {
   settings: OrderMailWorkflowSettings;
   /** Written into the audit trail as `recorded_by`; the Temporal worker identity (pid@host) by default. */
   workerIdentity: string;
+  /** The product's metrics (src/metrics); none when absent, as in most tests. */
+  metrics?: OrderMailMetrics;
 }

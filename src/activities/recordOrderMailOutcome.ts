@@ -1,5 +1,6 @@
 import { log } from '@temporalio/activity';
 import { recordOutcome, type OutcomeToRecord, type RecordResult } from '../db/orderMailLog';
+import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { ActivityDependencies } from './dependencies';
 
 export type RecordOrderMailOutcomeInput = Omit<OutcomeToRecord, 'recordedBy'>;
@@ -13,6 +14,10 @@ export function createRecordOrderMailOutcome(deps: ActivityDependencies) {
   return async function recordOrderMailOutcome(input: RecordOrderMailOutcomeInput): Promise<RecordResult> {
     const result = await recordOutcome(deps.db, { ...input, recordedBy: deps.workerIdentity });
     if (result.kind === 'recorded') {
+      // Counted once per attempt: a retried record that finds its own row already settled adds nothing.
+      if (result.outcome === 'unknown' && !result.alreadyRecorded && input.unknownPolicy !== null) {
+        (deps.metrics ?? noOrderMailMetrics).unknownOutcomeSettled(input.unknownPolicy);
+      }
       log.info('Order mail outcome recorded', {
         orderId: input.orderId,
         attempt: input.attempt,

@@ -4,6 +4,7 @@ import { markDispatched, readMailLog } from '../db/orderMailLog';
 import { loadOrderForMail } from '../db/orders';
 import { describeDatabaseError } from '../db/pool';
 import { renderConfirmationMail } from '../mail/confirmationMail';
+import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import { FailureType, orderNotFoundFailure, sendFailure, type ClaimLostDetails } from '../shared/failures';
 import type { ActivityDependencies } from './dependencies';
 
@@ -28,6 +29,7 @@ export interface SendOrderMailAccepted {
 export function createSendOrderMail(deps: ActivityDependencies) {
   return async function sendOrderMail(input: SendOrderMailInput): Promise<SendOrderMailAccepted> {
     const { orderId } = input;
+    const metrics = deps.metrics ?? noOrderMailMetrics;
 
     const mail = await beforeDispatch('load the order', async () => {
       const order = await loadOrderForMail(deps.db, orderId);
@@ -38,6 +40,7 @@ export function createSendOrderMail(deps: ActivityDependencies) {
     const fence = await beforeDispatch('set the dispatch fence', () => markDispatched(deps.db, input));
     if (fence === 'claim-lost') {
       log.warn('Claim no longer held by this attempt; no request made', { orderId, attempt: input.attempt });
+      metrics.claimConflict('claim-lost');
       throw ApplicationFailure.create({
         type: FailureType.ClaimLost,
         message: `Order ${orderId}: the mail claim is no longer held by this attempt; no request was made.`,
@@ -49,6 +52,7 @@ export function createSendOrderMail(deps: ActivityDependencies) {
       // This attempt's send ran before (an activity reset, a second worker): its request may have been
       // accepted, so this execution must not make another one. The outcome is unknown.
       log.warn('Attempt already dispatched; no second request made', { orderId, attempt: input.attempt });
+      metrics.claimConflict('already-dispatched');
       throw sendFailure({
         outcome: 'unknown',
         httpStatus: null,
@@ -60,7 +64,9 @@ export function createSendOrderMail(deps: ActivityDependencies) {
 
     // Past the fence. The call is not tied to the activity's cancellation: a dispatched request is never
     // aborted by a worker shutdown, so its outcome can still be recorded truthfully.
+    const startedAt = performance.now();
     const result = await deps.mail.send(mail);
+    metrics.sendFinished(result.outcome, (performance.now() - startedAt) / 1000);
     log.info('Order mail send finished', {
       orderId,
       attempt: input.attempt,

@@ -1,4 +1,5 @@
 // `npm run sandbox`: runs the mail sandbox on its own, for the demo and for tests in other processes.
+//   SANDBOX_HOST     default 127.0.0.1 (the control API has no authentication; 0.0.0.0 only inside a container)
 //   SANDBOX_PORT     default 4010
 //   SANDBOX_API_KEY  default "sandbox-key"
 //   SANDBOX_FAULTS   optional JSON fault plan, e.g. {"rates":[{"fault":{"kind":"accept-then-drop"},"probability":0.1}]}
@@ -9,6 +10,7 @@ import { DEFAULT_SANDBOX_API_KEY, startMailSandbox } from '../sandbox/mailSandbo
 import type { RelayTarget } from '../sandbox/relayToInbox';
 
 interface SandboxCliConfig {
+  host: string;
   port: number;
   apiKey: string;
   faultPlan: FaultPlan | undefined;
@@ -48,12 +50,13 @@ function readConfig(env: NodeJS.ProcessEnv): SandboxCliConfig {
   if (problems.length > 0) {
     throw new SandboxCliConfigError(`Invalid sandbox configuration: ${problems.join('; ')}.`);
   }
-  return { port, apiKey, faultPlan, relayTo };
+  return { host: env.SANDBOX_HOST || '127.0.0.1', port, apiKey, faultPlan, relayTo };
 }
 
 async function main(): Promise<void> {
   const config = readConfig(process.env);
   const sandbox = await startMailSandbox({
+    host: config.host,
     port: config.port,
     apiKey: config.apiKey,
     faultPlan: config.faultPlan,

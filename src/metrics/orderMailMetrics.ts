@@ -1,0 +1,92 @@
+// The product's own metrics. They are made on the Temporal runtime's metric meter, so they leave the worker
+// through the same exporter as the SDK's metrics (Prometheus, or OTLP if an adopter configures that), in
+// one scrape, with no second metrics library. Names follow Prometheus conventions; deploy/prometheus/alerts.yml
+// uses them.
+import type { MetricMeter } from '@temporalio/common';
+import type { MailOutcome, UnknownSettlement } from '../shared/mailOutcome';
+
+export const ORDER_MAIL_METRICS = {
+  /** Counter {outcome, provider}: requests made to the mail API, by classified outcome. */
+  sends: 'order_mail_sends_total',
+  /** Histogram {outcome, provider}: how long one request to the mail API took, in seconds. */
+  sendDuration: 'order_mail_send_duration_seconds',
+  /** Counter {policy}: unknown outcomes settled by the configured policy. */
+  unknownOutcomes: 'order_mail_unknown_outcomes_total',
+  /** Counter {conflict}: a claim or a dispatch fence that found the row not this attempt's to send. */
+  claimConflicts: 'order_mail_claim_conflicts_total',
+  /** Gauge: rows in 'sending' claimed longer ago than the send activity's timeout (should be 0). */
+  stuckSending: 'order_mail_stuck_sending_rows',
+} as const;
+
+/** Seconds. A mail API answers in well under a second; the tail goes up to the overall HTTP deadline. */
+export const SEND_DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * - held-elsewhere: another workflow id holds the order's claim;
+ * - already-sent: a new run (duplicate start, reset) found the mail sent;
+ * - row-changed: the row changed between two claim statements, so the claim looked again;
+ * - claim-lost: the dispatch fence found the claim taken away (an operator moved the row);
+ * - already-dispatched: the dispatch fence found this attempt's request already made (a re-executed send).
+ */
+export type ClaimConflict =
+  'held-elsewhere' | 'already-sent' | 'row-changed' | 'claim-lost' | 'already-dispatched';
+
+export interface OrderMailMetrics {
+  sendFinished(outcome: MailOutcome, durationSeconds: number): void;
+  unknownOutcomeSettled(settlement: UnknownSettlement): void;
+  claimConflict(conflict: ClaimConflict): void;
+  setStuckSendingRows(rows: number): void;
+}
+
+export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: string }): OrderMailMetrics {
+  const sends = meter.createCounter(
+    ORDER_MAIL_METRICS.sends,
+    undefined,
+    'Requests made to the mail API, by outcome',
+  );
+  const sendDuration = meter.createHistogram(
+    ORDER_MAIL_METRICS.sendDuration,
+    'float',
+    's',
+    'Duration of one request to the mail API',
+  );
+  const unknownOutcomes = meter.createCounter(
+    ORDER_MAIL_METRICS.unknownOutcomes,
+    undefined,
+    'Unknown send outcomes settled by the configured policy',
+  );
+  const claimConflicts = meter.createCounter(
+    ORDER_MAIL_METRICS.claimConflicts,
+    undefined,
+    'Claims and dispatch fences that found the row not this attempt’s to send',
+  );
+  const stuckSending = meter.createGauge(
+    ORDER_MAIL_METRICS.stuckSending,
+    'int',
+    undefined,
+    'Rows in sending claimed longer ago than the send timeout',
+  );
+  return {
+    sendFinished(outcome, durationSeconds) {
+      sends.add(1, { outcome, provider: labels.provider });
+      sendDuration.record(durationSeconds, { outcome, provider: labels.provider });
+    },
+    unknownOutcomeSettled(policy) {
+      unknownOutcomes.add(1, { policy });
+    },
+    claimConflict(conflict) {
+      claimConflicts.add(1, { conflict });
+    },
+    setStuckSendingRows(rows) {
+      stuckSending.set(rows);
+    },
+  };
+}
+
+/** For tests and tools that run the activities without a metrics pipeline. */
+export const noOrderMailMetrics: OrderMailMetrics = {
+  sendFinished: () => undefined,
+  unknownOutcomeSettled: () => undefined,
+  claimConflict: () => undefined,
+  setStuckSendingRows: () => undefined,
+};

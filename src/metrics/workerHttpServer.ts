@@ -1,0 +1,149 @@
+// The worker's one HTTP port, for Prometheus and for the orchestrator:
+//   /metrics  the Temporal runtime's exposition, which carries the SDK's metrics and the product's own (they
+//             are made on the runtime's meter, src/metrics/orderMailMetrics.ts). The runtime serves it on an
+//             internal loopback port; this server passes it through, after refreshing the gauges that are
+//             read from Postgres, so a scrape sees current values.
+//   /healthz  liveness: the process answers and its worker has not failed.
+//   /readyz   readiness: the worker polls (RUNNING) and Postgres answers. 503 while starting and draining.
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+
+export type WorkerLiveness = 'starting' | 'running' | 'stopping' | 'failed';
+
+export interface WorkerHttpServerOptions {
+  /** host:port to listen on; port 0 picks a free one. */
+  bindAddress: string;
+  /** The runtime's Prometheus endpoint, e.g. http://127.0.0.1:40123/metrics. */
+  runtimeMetricsUrl: string;
+  /** Runs before each scrape; a failure is logged, and the scrape still answers with the last values. */
+  refreshGauges: () => Promise<void>;
+  workerState: () => WorkerLiveness;
+  /** Resolves when Postgres answers; rejects otherwise. */
+  checkDatabase: () => Promise<void>;
+  log: (level: 'info' | 'error', message: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface WorkerHttpServer {
+  /** http://host:port */
+  url: string;
+  close(): Promise<void>;
+}
+
+// A scrape or a probe must answer well inside Prometheus's and Kubernetes's default timeouts (10 s, 1 s).
+const REFRESH_TIMEOUT_MS = 3_000;
+const DATABASE_CHECK_TIMEOUT_MS = 800;
+
+export async function startWorkerHttpServer(options: WorkerHttpServerOptions): Promise<WorkerHttpServer> {
+  const server = createServer((req, res) => {
+    handle(options, req, res).catch((error: unknown) => {
+      options.log('error', 'Worker HTTP request failed', { path: req.url, error: messageOf(error) });
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end('internal error\n');
+    });
+  });
+  const { host, port } = splitHostPort(options.bindAddress);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.removeListener('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const boundPort = address !== null && typeof address === 'object' ? address.port : port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function handle(
+  options: WorkerHttpServerOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0];
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { allow: 'GET, HEAD' }).end();
+    return;
+  }
+  switch (path) {
+    case '/metrics':
+      await serveMetrics(options, res);
+      return;
+    case '/healthz': {
+      const state = options.workerState();
+      const live = state !== 'failed';
+      res.writeHead(live ? 200 : 503, { 'content-type': 'text/plain' }).end(`${state}\n`);
+      return;
+    }
+    case '/readyz': {
+      const state = options.workerState();
+      if (state !== 'running') {
+        res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready: worker is ${state}\n`);
+        return;
+      }
+      try {
+        await withTimeout(options.checkDatabase(), DATABASE_CHECK_TIMEOUT_MS, 'Postgres did not answer');
+      } catch (error) {
+        res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready: ${messageOf(error)}\n`);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ready\n');
+      return;
+    }
+    default:
+      res
+        .writeHead(404, { 'content-type': 'text/plain' })
+        .end('not found: try /metrics, /healthz, /readyz\n');
+  }
+}
+
+async function serveMetrics(options: WorkerHttpServerOptions, res: ServerResponse): Promise<void> {
+  try {
+    await withTimeout(options.refreshGauges(), REFRESH_TIMEOUT_MS, 'gauge refresh timed out');
+  } catch (error) {
+    options.log('error', 'Could not refresh the gauges read from Postgres; serving the last values', {
+      error: messageOf(error),
+    });
+  }
+  const upstream = await new Promise<IncomingMessage>((resolve, reject) => {
+    const scrape = request(options.runtimeMetricsUrl, { timeout: REFRESH_TIMEOUT_MS }, resolve);
+    scrape.on('timeout', () => scrape.destroy(new Error('the runtime metrics endpoint did not answer')));
+    scrape.on('error', reject);
+    scrape.end();
+  });
+  res.writeHead(upstream.statusCode ?? 502, {
+    'content-type': upstream.headers['content-type'] ?? 'text/plain; version=0.0.4',
+  });
+  upstream.pipe(res);
+}
+
+function splitHostPort(bindAddress: string): { host: string; port: number } {
+  const separator = bindAddress.lastIndexOf(':');
+  return {
+    host: bindAddress.slice(0, separator).replace(/^\[|\]$/g, ''),
+    port: Number(bindAddress.slice(separator + 1)),
+  };
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(message)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

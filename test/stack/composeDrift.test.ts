@@ -1,0 +1,144 @@
+// docker-compose.yml and the native stack (`npm run stack`) must describe the same topology: the same image
+// and binary versions, the same database names and shards, the same namespace and search attributes, and
+// workers configured through the same variable names. deploy/stack.env is the one place these live; this
+// test reads docker-compose.yml and the Dockerfile and fails when either drifts from it.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { devServerSearchAttributes } from '../../src/devtools/searchAttributes';
+import {
+  loadStackSettings,
+  parseEnvFile,
+  PROJECT_ROOT,
+  STACK_ENV_PATH,
+  type StackSettings,
+} from '../../src/stack/stackSettings';
+import { stackWorkerEnvironment } from '../../src/stack/workerFleet';
+
+interface ComposeService {
+  image?: string;
+  environment?: Record<string, string | number>;
+  env_file?: string | string[];
+  entrypoint?: string[];
+  volumes?: string[];
+}
+
+let settings: StackSettings;
+let services: Record<string, ComposeService>;
+let dockerfile: string;
+
+beforeAll(() => {
+  settings = loadStackSettings();
+  const compose = parse(readFileSync(path.join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8')) as {
+    services: Record<string, ComposeService>;
+  };
+  services = compose.services;
+  dockerfile = readFileSync(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
+});
+
+function service(name: string): ComposeService {
+  const found = services[name];
+  if (found === undefined) throw new Error(`docker-compose.yml has no service ${name}`);
+  return found;
+}
+
+function environment(name: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(service(name).environment ?? {}).map(([key, value]) => [key, String(value)]),
+  );
+}
+
+describe('docker-compose.yml and the native stack agree', () => {
+  it('on image and binary versions (the native stack installs deploy/stack.env versions)', () => {
+    expect(service('postgresql').image).toBe(`postgres:${settings.postgresqlVersion}`);
+    expect(service('temporal').image).toBe(`temporalio/server:${settings.temporalServerVersion}`);
+    expect(service('temporal-ui').image).toBe(`temporalio/ui:${settings.temporalUiVersion}`);
+    for (const job of ['temporal-schema', 'temporal-namespace']) {
+      expect(service(job).image).toBe(`temporalio/admin-tools:${settings.temporalAdminToolsVersion}`);
+    }
+    // The admin tools must be of the server's release: their schema files and CLI match it.
+    expect(settings.temporalAdminToolsVersion.startsWith(`${settings.temporalServerVersion}-`)).toBe(true);
+    expect(dockerfile).toContain(`ARG NODE_VERSION=${settings.nodeVersion}\n`);
+  });
+
+  it("on Temporal's databases, shards and namespace", () => {
+    const temporal = environment('temporal');
+    expect(temporal.DBNAME).toBe(settings.temporalDatabase);
+    expect(temporal.VISIBILITY_DBNAME).toBe(settings.temporalVisibilityDatabase);
+    expect(temporal.NUM_HISTORY_SHARDS).toBe(String(settings.historyShards));
+    expect(environment('worker').TEMPORAL_NAMESPACE).toBe(settings.namespace);
+    expect(environment('temporal-ui').TEMPORAL_DEFAULT_NAMESPACE).toBe(settings.namespace);
+    // The one-shot jobs read their names from deploy/stack.env itself.
+    for (const job of ['temporal-schema', 'temporal-namespace']) {
+      expect(service(job).env_file).toBe('deploy/stack.env');
+    }
+  });
+
+  it('on the search attributes: every one the workflows upsert is registered by both', () => {
+    for (const [name, type] of Object.entries(devServerSearchAttributes())) {
+      expect(settings.searchAttributes[name]).toBe(type);
+    }
+  });
+
+  it("on the app's database and the worker's HTTP port", () => {
+    for (const name of ['migrate', 'worker']) {
+      // The URL is interpolated by Compose (credentials from .env); its database part is fixed here.
+      expect(environment(name).DATABASE_URL).toMatch(new RegExp(`@postgresql:5432/${settings.appDatabase}$`));
+    }
+    expect(environment('worker').WORKER_HTTP_BIND_ADDRESS).toBe(`0.0.0.0:${settings.workerHttpPort}`);
+    expect(dockerfile).toContain(`WORKER_HTTP_BIND_ADDRESS=0.0.0.0:${settings.workerHttpPort}`);
+    expect(dockerfile).toContain(`EXPOSE ${settings.workerHttpPort}\n`);
+    expect(dockerfile).toContain(`http://127.0.0.1:${settings.workerHttpPort}/readyz`);
+  });
+
+  it('on how workers are configured: the same variable names, each documented in .env.example', () => {
+    const native = Object.keys(
+      stackWorkerEnvironment(
+        {
+          databaseUrl: 'postgres://u:p@h/d',
+          temporalAddress: 'h:1',
+          namespace: 'n',
+          mailApiBaseUrl: 'http://h',
+          mailApiKey: 'k',
+        },
+        'h:2',
+      ),
+    ).sort();
+    expect(Object.keys(environment('worker')).sort()).toEqual(native);
+    const documented = Object.keys(
+      parseEnvFile(readFileSync(path.join(PROJECT_ROOT, '.env.example'), 'utf8')),
+    );
+    expect(native.filter((name) => !documented.includes(name))).toEqual([]);
+    // With mTLS the native stack adds envconfig's TLS variables; they are documented too.
+    const tlsNames = Object.keys(
+      stackWorkerEnvironment(
+        {
+          databaseUrl: 'postgres://u:p@h/d',
+          temporalAddress: 'h:1',
+          namespace: 'n',
+          mailApiBaseUrl: 'http://h',
+          mailApiKey: 'k',
+          tls: { caCertFile: 'a', clientCertFile: 'b', clientKeyFile: 'c', serverName: 'd' },
+        },
+        'h:2',
+      ),
+    );
+    expect(tlsNames.filter((name) => !documented.includes(name))).toEqual([]);
+  });
+
+  it("on the names the one-shot jobs' scripts read: each comes from deploy/stack.env or the service", () => {
+    const stackEnv = Object.keys(parseEnvFile(readFileSync(STACK_ENV_PATH, 'utf8')));
+    const jobs = { 'temporal-schema': 'setup-postgres.sh', 'temporal-namespace': 'create-namespace.sh' };
+    for (const [job, script] of Object.entries(jobs)) {
+      expect(service(job).entrypoint).toEqual(['/bin/sh', `/stack/${script}`]);
+      const text = readFileSync(path.join(PROJECT_ROOT, 'deploy', 'temporal', script), 'utf8');
+      // Required variables are written ${NAME:?...} or ${NAME}; those with a default (${NAME:-x}) may be absent.
+      const required = new Set(
+        [...text.matchAll(/\$\{([A-Z][A-Z0-9_]*)(?::\?[^}]*)?\}/g)].map((match) => match[1] ?? ''),
+      );
+      const provided = [...stackEnv, ...Object.keys(environment(job))];
+      expect([...required].filter((name) => !provided.includes(name))).toEqual([]);
+    }
+  });
+});

@@ -1,0 +1,146 @@
+// The core's end-to-end paths on the production topology: the Temporal server on Postgres (not the dev
+// server), three worker processes started as `npm start` starts them, the client connecting through
+// envconfig. Each path is checked on the log row, the sandbox's messages and the workflow, and the
+// workers' /metrics must count what happened.
+import { WorkflowFailedError } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOrderConfirmationMail } from '../../src/client';
+import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
+import { ORDER_MAIL_METRICS } from '../../src/metrics/orderMailMetrics';
+import type { MailSandbox } from '../../src/sandbox/mailSandbox';
+import { createOrder } from '../support/testKit';
+import { startTestStack, sumMetric, workerUrls, type TestStack } from './stackKit';
+
+let testStack: TestStack;
+let sandbox: MailSandbox;
+
+beforeAll(async () => {
+  testStack = await startTestStack({ workers: 3, uiPort: null });
+  if (testStack.stack.sandbox === null) throw new Error('the stack was expected to run its sandbox');
+  sandbox = testStack.stack.sandbox;
+});
+afterAll(async () => {
+  await testStack?.close();
+});
+
+async function sendCount(outcome: string): Promise<number> {
+  return sumMetric(workerUrls(testStack.stack), ORDER_MAIL_METRICS.sends, { outcome, provider: 'generic' });
+}
+
+describe('the core on the Temporal server with Postgres persistence and three worker processes', () => {
+  it('runs on the stack it claims to: Postgres persistence, three ready workers polling the queue', async () => {
+    const { stack } = testStack;
+    const info = await testStack.client.workflowService.getSystemInfo({});
+    expect(info.serverVersion).toBe(stack.settings.temporalServerVersion);
+    // The visibility store the server reports is the one the stack configured (not the dev server's sqlite).
+    const cluster = await testStack.client.workflowService.getClusterInfo({});
+    expect(cluster.visibilityStore).toContain('postgres');
+    expect(stack.workers?.workers).toHaveLength(3);
+    for (const url of workerUrls(stack)) {
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    }
+    const pollers = await sumMetric(workerUrls(stack), 'temporal_num_pollers', {
+      task_queue: 'order-confirmation-mail',
+      poller_type: 'activity_task',
+    });
+    expect(pollers).toBeGreaterThan(0);
+  });
+
+  it('accepted: one message, the row sent with the provider id, and the accepted counter moves', async () => {
+    const acceptedBefore = await sendCount('accepted');
+    const orderId = await createOrder(testStack.db);
+    const started = await startOrderConfirmationMail(testStack.client, orderId);
+    expect(started.status).toBe('started');
+
+    const result: unknown = await testStack.client.workflow.getHandle(orderId).result();
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    const row = await readMailLog(testStack.db, orderId);
+    expect(row).toMatchObject({ state: 'sent', outcome: 'accepted', attempts: 1 });
+    expect(row?.providerMessageId).toBe(sandbox.messagesFor(orderId)[0]?.id);
+    expect(await sendCount('accepted')).toBe(acceptedBefore + 1);
+  });
+
+  it('accept-then-drop: the unknown outcome is settled by assume-sent, one message, counted by policy', async () => {
+    const unknownBefore = await sendCount('unknown');
+    const settledBefore = await sumMetric(workerUrls(testStack.stack), ORDER_MAIL_METRICS.unknownOutcomes, {
+      policy: 'assume-sent',
+    });
+    const orderId = await createOrder(testStack.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    await startOrderConfirmationMail(testStack.client, orderId);
+
+    const result: unknown = await testStack.client.workflow.getHandle(orderId).result();
+    expect(result).toMatchObject({ result: 'sent', outcome: 'unknown', attempts: 1 });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(await readMailLog(testStack.db, orderId)).toMatchObject({
+      state: 'sent',
+      outcome: 'unknown',
+      unknownPolicy: 'assume-sent',
+    });
+    expect(await sendCount('unknown')).toBe(unknownBefore + 1);
+    expect(
+      await sumMetric(workerUrls(testStack.stack), ORDER_MAIL_METRICS.unknownOutcomes, {
+        policy: 'assume-sent',
+      }),
+    ).toBe(settledBefore + 1);
+  });
+
+  it('rejected: the workflow fails with MailRejected, the row is failed with the status, nothing was sent', async () => {
+    const rejectedBefore = await sendCount('rejected');
+    const orderId = await createOrder(testStack.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 422 });
+    await startOrderConfirmationMail(testStack.client, orderId);
+
+    const failure = await testStack.client.workflow
+      .getHandle(orderId)
+      .result()
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    expect((failure as WorkflowFailedError).cause).toMatchObject({ type: 'MailRejected' });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+    expect(await readMailLog(testStack.db, orderId)).toMatchObject({
+      state: 'failed',
+      outcome: 'rejected',
+      httpStatus: 422,
+    });
+    expect(await sendCount('rejected')).toBe(rejectedBefore + 1);
+  });
+
+  it('spreads the work of many orders over more than one worker process, one message each', async () => {
+    const orderIds: string[] = [];
+    for (let index = 0; index < 30; index++) orderIds.push(await createOrder(testStack.db));
+    await Promise.all(orderIds.map((orderId) => startOrderConfirmationMail(testStack.client, orderId)));
+    await Promise.all(orderIds.map((orderId) => testStack.client.workflow.getHandle(orderId).result()));
+
+    const recordedBy = new Set<string>();
+    for (const orderId of orderIds) {
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      for (const attempt of await listAttempts(testStack.db, orderId)) recordedBy.add(attempt.recordedBy);
+    }
+    // Worker identities are pid@host: several of them means several processes did the work.
+    expect(recordedBy.size).toBeGreaterThan(1);
+  });
+
+  it('the stuck-sending gauge counts a row left in sending past the send timeout, on every worker', async () => {
+    const urls = workerUrls(testStack.stack);
+    const orderId = await createOrder(testStack.db);
+    // A claim of a run that vanished two hours ago: what G2 says must never stay unnoticed.
+    await testStack.db.query(
+      `INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claimed_at)
+       VALUES ($1, 'sending', 1, $2, now() - interval '2 hours')`,
+      [orderId, `default/${orderId}/vanished-run`],
+    );
+    try {
+      // Each worker reads the count from Postgres when scraped, so all three report it.
+      expect(await sumMetric(urls, ORDER_MAIL_METRICS.stuckSending)).toBe(urls.length);
+    } finally {
+      await testStack.db.query('DELETE FROM order_mail_log WHERE order_id = $1', [orderId]);
+    }
+    expect(await sumMetric(urls, ORDER_MAIL_METRICS.stuckSending)).toBe(0);
+  });
+});

@@ -1,0 +1,17 @@
+// `npm run test:stack`: the tests of the production stack (test/stack), each file on a native stack of its
+// own (src/stack: the Temporal server on Postgres, the standalone UI, worker processes). Slow, so apart
+// from `npm test`; .ci/run runs both.
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/stack/**/*.test.ts'],
+    pool: 'forks',
+    // One stack at a time: a server, its Postgres and three workers already fill a 2-core machine, and one
+    // file restarts its Postgres on purpose.
+    fileParallelism: false,
+    maxWorkers: 1,
+    testTimeout: 300_000,
+    hookTimeout: 300_000,
+  },
+});
