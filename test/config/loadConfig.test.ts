@@ -20,10 +20,11 @@ function problemsOf(env: Record<string, string>): string[] {
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     const config = loadConfig(REQUIRED);
-    expect(config.temporal).toEqual({
+    expect(config.temporal).toMatchObject({
       address: 'localhost:7233',
       namespace: 'default',
       taskQueue: 'order-confirmation-mail',
+      connection: { connectionOptions: { address: 'localhost:7233' }, namespace: 'default' },
     });
     expect(config.mailApi.baseUrl).toBe('https://mail.example.com');
     expect(config.workflow).toEqual({
