@@ -35,7 +35,12 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
             namespace: config.temporal.namespace,
             taskQueue: config.temporal.taskQueue,
             dependencies: { db, mail, mailIdentity: config.mail, settings: config.workflow, workerIdentity },
-            workflows: { workflowsPath: require.resolve('./workflows') },
+            // A prebuilt bundle starts a worker in about a second instead of bundling for several (the demo
+            // restarts killed workers every few seconds); it must come from the same @temporalio/worker version.
+            workflows:
+              config.worker.workflowBundlePath === null
+                ? { workflowsPath: require.resolve('./workflows') }
+                : { workflowBundle: { codePath: config.worker.workflowBundlePath } },
             shutdownGraceTimeMs: config.worker.shutdownGraceTimeMs,
             maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
           }),

@@ -1,11 +1,5 @@
 import { log } from '@temporalio/activity';
-import {
-  insertFirstClaim,
-  readMailLog,
-  reclaimFailed,
-  settleDispatchedOrphan,
-  takeOverUndispatchedClaim,
-} from '../db/orderMailLog';
+import { claimOrderMailRow, type ClaimHow } from '../db/claimOrderMailRow';
 import { orderNotFoundFailure } from '../shared/failures';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import { currentClaimIdentity } from './claimToken';
@@ -17,7 +11,7 @@ export type ClaimResult =
       attempt: number;
       claimToken: string;
       /** How the claim was won; 'own-claim' is a retried claim that finds the one it already made. */
-      how: 'first-claim' | 'reclaimed-failed' | 'took-over-undispatched' | 'own-claim';
+      how: ClaimHow;
       settings: OrderMailWorkflowSettings;
     }
   | {
@@ -28,100 +22,50 @@ export type ClaimResult =
     }
   | { kind: 'held-elsewhere'; holder: string; settings: OrderMailWorkflowSettings };
 
-// Each pass tries the transitions in order; each is one fenced statement, so a concurrent change between them
-// only makes the next pass see a different row. A handful of passes covers every interleaving that can occur.
-const MAX_CLAIM_PASSES = 5;
-
+/**
+ * The claim activity: the pass sequence lives in db/claimOrderMailRow (one source for the activity and the
+ * property test); this adds the run's own token, the worker's settings and the logs.
+ */
 export function createClaimOrderMail(deps: ActivityDependencies) {
   return async function claimOrderMail(input: { orderId: string }): Promise<ClaimResult> {
     const { orderId } = input;
     const { claimToken, workflowScope } = currentClaimIdentity();
     const { settings } = deps;
 
-    for (let pass = 0; pass < MAX_CLAIM_PASSES; pass++) {
-      const first = await insertFirstClaimOrNotFound(deps, orderId, claimToken);
-      if (first !== null) return claimed(orderId, first, claimToken, 'first-claim', settings);
-
-      const reclaimed = await reclaimFailed(deps.db, orderId, claimToken);
-      if (reclaimed !== null) return claimed(orderId, reclaimed, claimToken, 'reclaimed-failed', settings);
-
-      const takenOver = await takeOverUndispatchedClaim(deps.db, {
-        orderId,
-        claimToken,
-        workflowScope,
-        recordedBy: deps.workerIdentity,
-      });
-      if (takenOver !== null)
-        return claimed(orderId, takenOver, claimToken, 'took-over-undispatched', settings);
-
-      const orphan = await settleDispatchedOrphan(deps.db, {
+    const decision = await claimOrderMailRow(
+      deps.db,
+      {
         orderId,
         claimToken,
         workflowScope,
         policy: settings.unknownOutcomePolicy,
         recordedBy: deps.workerIdentity,
-      });
-      if (orphan !== null) {
+      },
+      (orphan) => {
         log.warn('Settled a dispatched claim of a closed run by policy', {
           orderId,
           orphanToken: orphan.orphanToken,
           policy: settings.unknownOutcomePolicy,
           state: orphan.state,
         });
-        continue; // 'failed' is reclaimed on the next pass; 'sent' is reported as already sent.
-      }
-
-      const row = await readMailLog(deps.db, orderId);
-      if (row === null) continue;
-      if (row.state === 'sending' && row.claimToken === claimToken) {
-        return claimed(orderId, row.attempts, claimToken, 'own-claim', settings);
-      }
-      if (row.state === 'sent') {
+      },
+    );
+    switch (decision.kind) {
+      case 'order-not-found':
+        throw orderNotFoundFailure(orderId);
+      case 'claimed':
+        log.info('Order mail claimed', { orderId, attempt: decision.attempt, how: decision.how });
+        return { ...decision, claimToken, settings };
+      case 'already-sent':
         log.info('Order mail already sent; nothing to do', {
           orderId,
-          outcome: row.outcome,
-          attempts: row.attempts,
+          outcome: decision.outcome,
+          attempts: decision.attempts,
         });
-        return {
-          kind: 'already-sent',
-          outcome: row.outcome as 'accepted' | 'unknown' | null,
-          attempts: row.attempts,
-          settings,
-        };
-      }
-      if (row.state === 'sending' && !row.claimToken.startsWith(workflowScope)) {
-        log.warn('Order mail claim is held by another workflow', { orderId, holder: row.claimToken });
-        return { kind: 'held-elsewhere', holder: row.claimToken, settings };
-      }
-      // The row changed under us between statements: look again.
+        return { ...decision, settings };
+      case 'held-elsewhere':
+        log.warn('Order mail claim is held by another workflow', { orderId, holder: decision.holder });
+        return { ...decision, settings };
     }
-    throw new Error(
-      `Could not settle the claim of order ${orderId} after ${MAX_CLAIM_PASSES} passes; retrying.`,
-    );
   };
-}
-
-async function insertFirstClaimOrNotFound(
-  deps: ActivityDependencies,
-  orderId: string,
-  claimToken: string,
-): Promise<number | null> {
-  try {
-    return await insertFirstClaim(deps.db, orderId, claimToken);
-  } catch (error) {
-    // 23503 foreign_key_violation: the order does not exist. Nothing was written, nothing will be sent.
-    if ((error as { code?: unknown }).code === '23503') throw orderNotFoundFailure(orderId);
-    throw error;
-  }
-}
-
-function claimed(
-  orderId: string,
-  attempt: number,
-  claimToken: string,
-  how: Extract<ClaimResult, { kind: 'claimed' }>['how'],
-  settings: OrderMailWorkflowSettings,
-): ClaimResult {
-  log.info('Order mail claimed', { orderId, attempt, how });
-  return { kind: 'claimed', attempt, claimToken, how, settings };
 }

@@ -23,6 +23,8 @@ export interface WorkerConfig {
     metricsBindAddress: string | null;
     pgPoolMax: number;
     pgStatementTimeoutMs: number;
+    /** A workflow bundle made by bundleWorkflowCode; null bundles src/workflows at start-up (seconds of CPU). */
+    workflowBundlePath: string | null;
   };
 }
 
@@ -142,6 +144,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         'PG_STATEMENT_TIMEOUT_MS',
         CONFIG_DEFAULTS.PG_STATEMENT_TIMEOUT_MS,
       ),
+      workflowBundlePath: read.optional('WORKFLOW_BUNDLE_PATH'),
     },
   };
   if (problems.length > 0) throw new ConfigError(problems);
