@@ -20,6 +20,8 @@ export async function startClientFleet(options: {
   env: Record<string, string>;
   logDirectory: string;
   seed: number;
+  /** Starts per second of each client; 0 = unpaced. */
+  rate: number;
 }): Promise<ClientFleet> {
   const ordersFile = path.join(options.logDirectory, 'order-ids.txt');
   await writeFile(ordersFile, `${options.orderIds.join('\n')}\n`);
@@ -33,6 +35,7 @@ export async function startClientFleet(options: {
         ...options.env,
         DEMO_CLIENT_ORDERS_FILE: ordersFile,
         DEMO_CLIENT_SEED: String(options.seed * 1_000 + index),
+        DEMO_CLIENT_RATE: String(options.rate),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Own process group: see workerFleet.ts.

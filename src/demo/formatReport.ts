@@ -73,6 +73,9 @@ export function formatReport(report: RunReport): string {
       : ` — ${invariant.violationCount} orders, e.g. ${invariant.violations.join(', ')}`;
     lines.push(`  ${mark} ${invariant.name}: ${invariant.description}${detail}`);
   }
+  const passed = report.invariants.filter((invariant) => invariant.holds).length;
   lines.push('', report.ok ? 'All invariants hold.' : 'INVARIANTS FAILED.');
+  // Alone on its line, in the form CI logs are read for.
+  lines.push(`Invariants: ${passed} passed, ${report.invariants.length - passed} failed`);
   return lines.join('\n');
 }

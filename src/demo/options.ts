@@ -20,6 +20,10 @@ export interface RunOptions {
   orders: number;
   workers: number;
   clients: number;
+  /** Starts per second of each client process; 0 = as fast as Temporal answers. */
+  startRate: number;
+  /** WORKER_MAX_CONCURRENT_ACTIVITIES of each worker. */
+  workerConcurrency: number;
   policy: UnknownOutcomePolicy;
   faults: FaultMix;
   /** Stop listening for refuseForMs every refuseEveryMs; 0 = never. */
@@ -51,6 +55,8 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
     orders: 200,
     workers: 3,
     clients: 3,
+    startRate: 0,
+    workerConcurrency: 100,
     policy: 'assume-sent',
     faults: {
       acceptThenDrop: 0.03,
@@ -75,6 +81,10 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
     orders: 2_000,
     workers: 4,
     clients: 3,
+    // Orders as a stream: a burst of 2,000 would put every workflow on the workers that the next kills hit.
+    startRate: 5,
+    // Each kill then interrupts at most this many activities, each of which waits out its timeout.
+    workerConcurrency: 20,
     policy: 'assume-sent',
     faults: {
       acceptThenDrop: 0.12,
@@ -86,7 +96,7 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
     },
     refuseEveryMs: 15_000,
     refuseForMs: 1_500,
-    killEveryMs: 4_000,
+    killEveryMs: 5_000,
     restartPostgresAt: 0.35,
     restartTemporalAt: 0.65,
     seed: 1,
@@ -103,6 +113,8 @@ export const USAGE = `Usage: npm run demo -- [flags]     (the demo profile)
   --orders N                    orders to create and send (demo 200, chaos 2000)
   --workers N                   worker processes (demo 3, chaos 4)
   --clients N                   client processes; each starts every order once (3)
+  --start-rate N                starts per second of each client, 0 = unpaced (demo 0, chaos 5)
+  --worker-concurrency N        activities one worker runs at once (demo 100, chaos 20)
   --policy assume-sent|assume-failed   UNKNOWN_OUTCOME_POLICY of the workers (assume-sent)
   --accept-then-drop RATE       share of requests accepted, then the connection closed unanswered
   --hang RATE                   accepted, answered only after the client gave up
@@ -161,6 +173,12 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         break;
       case '--clients':
         options.clients = positiveInteger(flag, value());
+        break;
+      case '--start-rate':
+        options.startRate = nonNegativeNumber(flag, value());
+        break;
+      case '--worker-concurrency':
+        options.workerConcurrency = positiveInteger(flag, value());
         break;
       case '--policy': {
         const policy = value();
@@ -251,6 +269,12 @@ export function faultRates(mix: FaultMix): FaultRate[] {
 function positiveInteger(flag: string, text: string): number {
   const value = Number(text);
   if (!Number.isSafeInteger(value) || value < 1) throw new UsageError(`${flag} must be a positive integer`);
+  return value;
+}
+
+function nonNegativeNumber(flag: string, text: string): number {
+  const value = Number(text);
+  if (!(value >= 0) || !Number.isFinite(value)) throw new UsageError(`${flag} must be a number >= 0`);
   return value;
 }
 

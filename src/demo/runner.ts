@@ -101,6 +101,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       },
       logDirectory: runDirectory,
       seed: options.seed,
+      rate: options.startRate,
     });
     chaos = startChaos(options, stack, workers, say);
 
@@ -145,6 +146,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       out.write('\nEverything keeps running (--keep). Press Ctrl-C to stop it all.\n');
       await interruption.race(new Promise<never>(() => undefined)).catch((error: unknown) => {
         if (!(error instanceof Interrupted)) throw error;
+        process.stderr.write(`\n${error.message}; stopping everything this run started…\n`);
       });
     }
     return report.ok ? 0 : 1;
@@ -205,6 +207,7 @@ function workerEnvironment(
     SEND_RETRY_INITIAL_MS: '200',
     SEND_RETRY_MAX_MS: '3000',
     PG_STATEMENT_TIMEOUT_MS: '5000',
+    WORKER_MAX_CONCURRENT_ACTIVITIES: String(options.workerConcurrency),
     WORKFLOW_BUNDLE_PATH: bundlePath,
   };
 }

@@ -104,7 +104,11 @@ async function startTemporal(
     uiPort: await preferredPort(8233),
     namespace,
     searchAttributes: SEARCH_ATTRIBUTES,
-    ...(dbFilename === null ? {} : { dbFilename }),
+    // WAL without fsync: every commit still reaches the OS before the server answers, so a restart (or a killed
+    // server) loses nothing; only a machine crash could. Several times faster than SQLite's default on a busy box.
+    ...(dbFilename === null
+      ? {}
+      : { dbFilename, sqlitePragmas: { journal_mode: 'wal', synchronous: 'off' } }),
   });
   onProgress(
     `temporal: dev server ${server.address}${dbFilename === null ? '' : ` (db file ${path.basename(dbFilename)})`}`,

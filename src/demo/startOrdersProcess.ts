@@ -3,7 +3,7 @@
 // order service imports (src/client.ts). Several of these run at once, so every order is started more than once.
 //
 // Input (env): DEMO_CLIENT_ORDERS_FILE (one order id a line), DEMO_CLIENT_SEED, DEMO_CLIENT_CONCURRENCY,
-// TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE. Output: one JSON line of counts on stdout.
+// DEMO_CLIENT_RATE (starts per second, 0 = as fast as Temporal answers), TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE. Output: one JSON line of counts on stdout.
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connectOrderMailClient, startOrderConfirmationMail } from '../client';
@@ -25,6 +25,15 @@ async function main(): Promise<void> {
   const random = seededRandom(Number(process.env.DEMO_CLIENT_SEED ?? '1'));
   shuffle(ids, random);
   const concurrency = Number(process.env.DEMO_CLIENT_CONCURRENCY ?? '8');
+  const rate = Number(process.env.DEMO_CLIENT_RATE ?? '0');
+  // Orders arrive as a stream, not all at once: a shop confirms them over time.
+  let nextStartAt = Date.now();
+  const pace = async (): Promise<void> => {
+    if (rate <= 0) return;
+    const at = nextStartAt;
+    nextStartAt = Math.max(nextStartAt, Date.now()) + 1000 / rate;
+    if (at > Date.now()) await sleep(at - Date.now());
+  };
   const client = await connectOrderMailClient();
   const counts: ClientCounts = { startCalls: 0, started: 0, alreadyStarted: 0, retriedCalls: 0 };
   try {
@@ -32,6 +41,7 @@ async function main(): Promise<void> {
     const lane = async (): Promise<void> => {
       while (next < ids.length) {
         const orderId = ids[next++]!;
+        await pace();
         await startWithRetries(orderId);
       }
     };
