@@ -122,7 +122,10 @@ export async function runDemo(options: RunOptions): Promise<number> {
     const elapsedMs = Date.now() - startedAt;
     progress.finish();
     await chaos.stop();
-    const starts = await clients.done;
+    // After a timeout a client may still be retrying a start; it is stopped, and the report shows what is missing.
+    const starts = clients.finished()
+      ? await clients.done
+      : await stopUnfinishedClients(clients, options.clients);
 
     const report = await interruption.race(
       collectReport({
@@ -166,6 +169,11 @@ export async function runDemo(options: RunOptions): Promise<number> {
     await stack?.stop();
     interruption.dispose();
   }
+}
+
+async function stopUnfinishedClients(clients: ClientFleet, size: number): Promise<RunReport['starts']> {
+  await clients.stop();
+  return { clientProcesses: size, startCalls: 0, started: 0, alreadyStarted: 0, retriedCalls: 0 };
 }
 
 async function bundleWorkflows(runDirectory: string): Promise<string> {
