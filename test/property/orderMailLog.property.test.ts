@@ -15,7 +15,7 @@ import type { MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOut
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 import { Turnstile } from './turnstile';
 
-const RUNS = Number(process.env.PROPERTY_RUNS ?? '800');
+const RUNS = Number(process.env.PROPERTY_RUNS ?? '1000');
 const SEED = process.env.PROPERTY_SEED === undefined ? undefined : Number(process.env.PROPERTY_SEED);
 /**
  * A reset while the old run's claim activity is still executing lets that stale claim take the new run's claim
@@ -31,6 +31,8 @@ interface Scenario {
   policy: UnknownOutcomePolicy;
   maxAttempts: number;
   resets: number;
+  /** Turns each reset lets pass first, so resets land early, late and in between. */
+  resetDelays: number[];
   fates: Fate[];
   claimModes: ('once' | 'retried' | 'duplicated')[];
   sendReexecuted: boolean[];
@@ -51,6 +53,7 @@ const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
   policy: fc.constantFrom<UnknownOutcomePolicy>('assume-sent', 'assume-failed'),
   maxAttempts: fc.integer({ min: 1, max: 4 }),
   resets: fc.integer({ min: 0, max: 3 }),
+  resetDelays: fc.array(fc.nat({ max: 12 }), { minLength: 3, maxLength: 3 }),
   fates: fc.array(fateArbitrary, { minLength: 16, maxLength: 16 }),
   claimModes: fc.array(fc.constantFrom('once' as const, 'retried' as const, 'duplicated' as const), {
     minLength: 16,
@@ -85,12 +88,18 @@ interface AuditSnapshot {
 
 let database: TestDatabase;
 let db: Database;
+/** How often each transition happened over all cases, printed at the end: shows the races were reached. */
+const tally: Record<string, number> = {};
+const count = (what: string): void => {
+  tally[what] = (tally[what] ?? 0) + 1;
+};
 
 beforeAll(async () => {
   database = await openTestDatabase('property');
   db = database.db;
 });
 afterAll(async () => {
+  console.info(`transitions over all cases: ${JSON.stringify(tally)}`);
   await database?.close();
 });
 
@@ -124,14 +133,21 @@ async function runScenario(scenario: Scenario): Promise<void> {
     });
   };
 
-  const claim = async (run: (typeof runs)[number], label: string): Promise<ClaimDecision> =>
-    claimOrderMailRow(turnstile.gated(db, label), {
-      orderId,
-      claimToken: run.token,
-      workflowScope: scope,
-      policy: scenario.policy,
-      recordedBy: 'property',
-    });
+  const claim = async (run: (typeof runs)[number], label: string): Promise<ClaimDecision> => {
+    const decision = await claimOrderMailRow(
+      turnstile.gated(db, label),
+      {
+        orderId,
+        claimToken: run.token,
+        workflowScope: scope,
+        policy: scenario.policy,
+        recordedBy: 'property',
+      },
+      (orphan) => count(`orphan settled as ${orphan.state}`),
+    );
+    count(decision.kind === 'claimed' ? `claim: ${decision.how}` : `claim: ${decision.kind}`);
+    return decision;
+  };
 
   /** The claim activity: once, retried after a lost completion, or two executions at once. */
   const claimActivity = async (run: (typeof runs)[number]): Promise<ClaimDecision> => {
@@ -175,6 +191,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
     if (fate === 'died-before-fence') return 'unknown';
     const input = { orderId, claimToken: run.token, attempt };
     const fence = await markDispatched(turnstile.gated(db, `${run.token} fence`), input);
+    count(`fence: ${fence}`);
     if (fence === 'claim-lost') return 'claim-lost';
     if (fence === 'already-dispatched') return 'unknown';
     // Nobody else runs until this thread waits again: the row is exactly what the fence left.
@@ -193,6 +210,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
 
     if (scenario.sendReexecuted[draws.send++ % scenario.sendReexecuted.length]) {
       const again = await markDispatched(turnstile.gated(db, `${run.token} fence (re-executed)`), input);
+      count(`re-executed fence: ${again}`);
       expect(again, 'a re-executed send must not pass the fence again').not.toBe('dispatched');
       return again === 'claim-lost' ? 'claim-lost' : 'unknown';
     }
@@ -222,6 +240,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
       recordedBy: 'property',
     };
     const first = await recordOutcome(turnstile.gated(db, `${run.token} record`), input);
+    count(`record: ${first.kind}`);
     if (!scenario.recordRetried[draws.record++ % scenario.recordRetried.length]) return first;
     const retried = await recordOutcome(turnstile.gated(db, `${run.token} record (retry)`), input);
     // Rule 4: a retried record finds its own settled row, unless a newer run (a reset) has claimed it since.
@@ -242,8 +261,13 @@ async function runScenario(scenario: Scenario): Promise<void> {
       const decision = await claimActivity(run);
       if (run.closed || decision.kind !== 'claimed') return;
       const fate = scenario.fates[draws.fate++ % scenario.fates.length]!;
+      // A workflow task lies between two activities: a reset can close the run there, as anywhere.
+      await turnstile.turn(`${run.token} workflow task`);
+      if (run.closed) return;
       const verdict = await sendActivity(run, decision.attempt, fate);
       if (run.closed || verdict === 'claim-lost') return;
+      await turnstile.turn(`${run.token} workflow task`);
+      if (run.closed) return;
       const recorded = await recordActivity(run, decision.attempt, verdict);
       if (run.closed || recorded.kind === 'claim-lost' || recorded.state === 'sent') return;
       if (recorded.outcome === 'rejected' || decision.attempt >= scenario.maxAttempts) return;
@@ -253,7 +277,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
   // Resets: each closes the open run (its activity in flight still finishes) and starts a new run.
   turnstile.spawn(async () => {
     for (let reset = 0; reset < scenario.resets; reset++) {
-      await turnstile.turn('reset');
+      for (let wait = 0; wait <= scenario.resetDelays[reset]!; wait++) await turnstile.turn('reset');
       const current = runs[runs.length - 1]!;
       // Without stale claims, Temporal is taken to close a run only between its claim's executions.
       while (!STALE_CLAIMS && current.inClaim) await turnstile.turn('reset (waiting for the claim)');
