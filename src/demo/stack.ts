@@ -111,7 +111,8 @@ async function startTemporal(
       : { dbFilename, sqlitePragmas: { journal_mode: 'wal', synchronous: 'off' } }),
   });
   onProgress(
-    `temporal: dev server ${server.address}${dbFilename === null ? '' : ` (db file ${path.basename(dbFilename)})`}`,
+    `temporal: dev server ${server.address}${dbFilename === null ? '' : ` (db file ${path.basename(dbFilename)})`}` +
+      (server.uiUrl === null ? '' : `; Web UI ${server.uiUrl} (watch the workflows run)`),
   );
   return { info: { address: server.address, namespace, uiUrl: server.uiUrl }, server };
 }
