@@ -60,7 +60,11 @@ export function formatReport(report: RunReport): string {
   );
   row(
     'Kills and restarts',
-    `workers killed ${report.faults.workerKills}, restarted ${report.faults.workerRestarts}; ` +
+    `workers killed ${report.faults.workerKills}, restarted ${report.faults.workerRestarts}` +
+      (report.faults.workerExits > 0
+        ? ` (and ${report.faults.workerExits} exited on their own while a server was down, restarted)`
+        : '') +
+      '; ' +
       `Postgres restarted ${report.faults.postgresRestarts}; Temporal restarted ${report.faults.temporalRestarts}`,
   );
   row('Elapsed', `${report.elapsedSeconds} s (${report.ordersPerSecond} orders/s)`);

@@ -34,6 +34,8 @@ export interface RequestFact {
 export interface ChaosCounts {
   workerKills: number;
   workerRestarts: number;
+  /** Workers that exited without being killed (started while Temporal or Postgres was down), restarted. */
+  workerExits: number;
   postgresRestarts: number;
   temporalRestarts: number;
   refusedWindows: number;

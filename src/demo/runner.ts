@@ -329,6 +329,7 @@ function startChaos(
     counts: (fleet) => ({
       workerKills: fleet.counts().kills,
       workerRestarts: fleet.counts().restarts,
+      workerExits: fleet.counts().exitedOnTheirOwn,
       ...counts,
     }),
     async stop() {

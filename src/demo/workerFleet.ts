@@ -7,6 +7,7 @@ import path from 'node:path';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
 const STARTED_MARKER = '"message":"Worker started"';
+const SUPERVISOR_RESTART_DELAY_MS = 1_000;
 
 interface FleetWorker {
   slot: number;
@@ -22,7 +23,8 @@ export interface WorkerFleet {
   aliveCount(): number;
   /** SIGKILLs one random live worker and starts another in its slot after `restartDelayMs`. */
   killOneAndReplace(restartDelayMs: number): Promise<void>;
-  counts(): { kills: number; restarts: number };
+  /** Kills by the runner, restarts after them, and workers that exited on their own (restarted as well). */
+  counts(): { kills: number; restarts: number; exitedOnTheirOwn: number };
   /** Kills every worker (and its process group) and waits for them. */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
@@ -37,7 +39,9 @@ export function startWorkerFleet(options: {
   const logs: WriteStream[] = [];
   let kills = 0;
   let restarts = 0;
+  let exitedOnTheirOwn = 0;
   let stopping = false;
+  const killedByUs = new WeakSet<FleetWorker>();
 
   const launch = (slot: number): FleetWorker => {
     const log = createWriteStream(path.join(options.logDirectory, `worker-${slot}.log`), { flags: 'a' });
@@ -77,6 +81,15 @@ export function startWorkerFleet(options: {
       child.once('exit', () => {
         worker.alive = false;
         resolve();
+        // A worker that starts while Temporal or Postgres is down exits at once (it does not retry its first
+        // connection). A deployment's supervisor starts it again; here the fleet is that supervisor.
+        if (!killedByUs.has(worker) && !stopping) {
+          exitedOnTheirOwn += 1;
+          setTimeout(() => {
+            if (stopping || workers[worker.slot] !== worker) return;
+            workers[worker.slot] = launch(worker.slot);
+          }, SUPERVISOR_RESTART_DELAY_MS);
+        }
       }),
     );
     return worker;
@@ -85,6 +98,7 @@ export function startWorkerFleet(options: {
   for (let slot = 0; slot < options.size; slot++) workers.push(launch(slot));
 
   const killGroup = (worker: FleetWorker, signal: NodeJS.Signals): void => {
+    killedByUs.add(worker);
     if (!worker.alive || worker.child.pid === undefined) return;
     try {
       process.kill(-worker.child.pid, signal);
@@ -109,11 +123,11 @@ export function startWorkerFleet(options: {
       await victim.exited;
       await new Promise((resolve) => setTimeout(resolve, restartDelayMs));
       if (stopping) return;
-      workers[workers.indexOf(victim)] = launch(victim.slot);
+      workers[victim.slot] = launch(victim.slot);
       restarts += 1;
     },
     counts() {
-      return { kills, restarts };
+      return { kills, restarts, exitedOnTheirOwn };
     },
     async stop(signal = 'SIGKILL') {
       stopping = true;

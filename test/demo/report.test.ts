@@ -26,7 +26,14 @@ function facts(policy: UnknownOutcomePolicy, orders: Record<string, OrderStory>)
     workflows: Object.fromEntries(
       entries.map(([orderId, story]) => [orderId, story.workflow ?? 'COMPLETED']),
     ),
-    chaos: { workerKills: 0, workerRestarts: 0, postgresRestarts: 0, temporalRestarts: 0, refusedWindows: 0 },
+    chaos: {
+      workerKills: 0,
+      workerRestarts: 0,
+      workerExits: 0,
+      postgresRestarts: 0,
+      temporalRestarts: 0,
+      refusedWindows: 0,
+    },
     starts: { clientProcesses: 1, startCalls: 1, started: 1, alreadyStarted: 0, retriedCalls: 0 },
     workers: 1,
     elapsedMs: 1_000,
