@@ -37,7 +37,7 @@ const nodeBuiltins = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', 'test-artifacts/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', 'test-artifacts/**', '.tmp/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

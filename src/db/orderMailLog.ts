@@ -79,6 +79,9 @@ export async function reclaimFailed(
             dispatched_at = NULL, outcome = NULL, unknown_policy = NULL, provider_message_id = NULL,
             http_status = NULL, last_error = NULL, updated_at = now()
       WHERE order_id = $1 AND state = 'failed'
+        -- Only a claim scheduled after the one that failed: a late claim from a closed run must not revive a
+        -- row the open run has settled (it would be left in 'sending' with nobody to send or record).
+        AND (claim_scheduled_at IS NULL OR claim_scheduled_at < $3)
       RETURNING attempts`,
     [orderId, claimant.claimToken, claimant.claimScheduledAt],
   );

@@ -11,6 +11,8 @@ export interface TemporalDevServerOptions {
   uiPort?: number | null;
   /** SQLite file that keeps state across restarts; in memory when unset. */
   dbFilename?: string;
+  /** `--sqlite-pragma name=value` for the db file, e.g. { journal_mode: 'wal', synchronous: 'off' }. */
+  sqlitePragmas?: Record<string, string>;
   searchAttributes?: SearchAttributeDefinitions;
   namespace?: string;
   logLevel?: string;
@@ -31,6 +33,7 @@ export interface ResolvedDevServerOptions {
   port: number;
   uiPort: number | null;
   dbFilename: string | undefined;
+  sqlitePragmas: Record<string, string>;
   searchAttributes: SearchAttributeDefinitions;
   namespace: string;
   logLevel: string;
@@ -55,6 +58,7 @@ export async function startTemporalDevServer(
     port: options.port ?? (await getFreePort(IP)),
     uiPort: options.uiPort === null ? null : (options.uiPort ?? (await getFreePort(IP))),
     dbFilename: options.dbFilename,
+    sqlitePragmas: options.sqlitePragmas ?? {},
     searchAttributes: options.searchAttributes ?? {},
     namespace: options.namespace ?? 'default',
     logLevel: options.logLevel ?? 'warn',
@@ -90,6 +94,10 @@ function devServerArguments(options: ResolvedDevServerOptions): string[] {
     options.logLevel,
     ...(options.uiPort === null ? ['--headless'] : ['--ui-port', String(options.uiPort)]),
     ...(options.dbFilename === undefined ? [] : ['--db-filename', options.dbFilename]),
+    ...Object.entries(options.sqlitePragmas).flatMap(([name, value]) => [
+      '--sqlite-pragma',
+      `${name}=${value}`,
+    ]),
     ...Object.entries(options.searchAttributes).flatMap(([name, type]) => [
       '--search-attribute',
       `${name}=${type}`,

@@ -1,0 +1,85 @@
+// The report as a person reads it at the end of `npm run demo` / `npm run chaos`.
+import type { RunReport } from './report';
+
+export function formatReport(report: RunReport): string {
+  const lines: string[] = [];
+  const row = (label: string, value: string): void => {
+    lines.push(`  ${label.padEnd(22)}${value}`);
+  };
+  const counts = (record: Record<string, number>, order?: (a: string, b: string) => number): string => {
+    const entries = Object.entries(record).sort(([a], [b]) => (order ? order(a, b) : a.localeCompare(b)));
+    return entries.length === 0 ? 'none' : entries.map(([key, value]) => `${key} ${value}`).join(' · ');
+  };
+
+  lines.push('', `Report: profile ${report.profile}, policy ${report.policy}`);
+  row(
+    'Orders',
+    `${report.orders}, sent by ${report.workers} worker processes; ${report.starts.clientProcesses} client ` +
+      `processes started each order ${report.starts.clientProcesses}× (${report.starts.startCalls} start calls: ` +
+      `${report.starts.started} started, ${report.starts.alreadyStarted} already started, ` +
+      `${report.starts.retriedCalls} retried)`,
+  );
+  row(
+    'Messages per order',
+    Object.entries(report.messagesPerOrder)
+      .sort(([a], [b]) => Number(a) - Number(b))
+      .map(([messages, orders]) => `${messages} message${messages === '1' ? '' : 's'}: ${orders} orders`)
+      .join(' · '),
+  );
+  row(
+    'Duplicates',
+    report.duplicates.orders === 0
+      ? '0'
+      : `${report.duplicates.orders} orders (${report.duplicates.extraMessages} extra messages), e.g. ` +
+          report.duplicates.examples.join(', '),
+  );
+  const missing = report.missing.acceptedWithoutMessage + report.missing.noTerminalRow;
+  row(
+    'Missing',
+    `${missing} (sent/accepted without a message: ${report.missing.acceptedWithoutMessage}; ` +
+      `no terminal row: ${report.missing.noTerminalRow})` +
+      (missing > 0 ? `, e.g. ${report.missing.examples.join(', ')}` : ''),
+  );
+  row('Rows (state/outcome)', counts(report.rows));
+  const unknown = report.unknownOutcomes;
+  row(
+    'Unknown outcomes',
+    unknown.attempts === 0
+      ? 'none'
+      : `${unknown.attempts} attempts, resolved ${counts(unknown.resolvedAs)}; of the orders concerned the ` +
+          `provider got the mail for ${unknown.ordersDelivered}, not for ${unknown.ordersNotDelivered}` +
+          (unknown.assumedSentButNotDelivered > 0
+            ? ` (${unknown.assumedSentButNotDelivered} recorded as sent by assume-sent never arrived)`
+            : ''),
+  );
+  row('Workflows', counts(report.workflows));
+  row(
+    'Faults injected',
+    `${counts(report.faults.injected)} (of ${report.faults.requests} requests); ` +
+      `refused-connection windows ${report.faults.refusedWindows}`,
+  );
+  row(
+    'Kills and restarts',
+    `workers killed ${report.faults.workerKills}, restarted ${report.faults.workerRestarts}` +
+      (report.faults.workerExits > 0
+        ? ` (and ${report.faults.workerExits} exited on their own while a server was down, restarted)`
+        : '') +
+      '; ' +
+      `Postgres restarted ${report.faults.postgresRestarts}; Temporal restarted ${report.faults.temporalRestarts}`,
+  );
+  row('Elapsed', `${report.elapsedSeconds} s (${report.ordersPerSecond} orders/s)`);
+
+  lines.push('', 'Invariants');
+  for (const invariant of report.invariants) {
+    const mark = invariant.holds ? 'ok  ' : 'FAIL';
+    const detail = invariant.holds
+      ? ''
+      : ` — ${invariant.violationCount} orders, e.g. ${invariant.violations.join(', ')}`;
+    lines.push(`  ${mark} ${invariant.name}: ${invariant.description}${detail}`);
+  }
+  const passed = report.invariants.filter((invariant) => invariant.holds).length;
+  lines.push('', report.ok ? 'All invariants hold.' : 'INVARIANTS FAILED.');
+  // Alone on its line, in the form CI logs are read for.
+  lines.push(`Invariants: ${passed} passed, ${report.invariants.length - passed} failed`);
+  return lines.join('\n');
+}

@@ -1,0 +1,412 @@
+// Property: whatever order concurrent workers apply their statements in, order_mail_log keeps the rules of
+// DESIGN.md §4. Racers are workflow runs of one order (the first run and the runs that resets start), each
+// driving the real statements: the claim pass sequence (db/claimOrderMailRow, as the claim activity runs
+// it; retried and duplicated), the dispatch fence (re-executed, as an activity reset would), the record
+// (retried). fast-check chooses the scenario and the interleaving, statement by statement, against real
+// Postgres; the invariants are checked after every statement.
+//
+// PROPERTY_RUNS sets the number of cases (default below; the issue's 10,000 with PROPERTY_RUNS=10000).
+import fc from 'fast-check';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { claimOrderMailRow, type ClaimDecision } from '../../src/db/claimOrderMailRow';
+import { markDispatched, recordOutcome, type RecordResult } from '../../src/db/orderMailLog';
+import type { Database } from '../../src/db/pool';
+import type { MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
+import { openTestDatabase, type TestDatabase } from '../support/testKit';
+import { Turnstile } from './turnstile';
+
+const RUNS = Number(process.env.PROPERTY_RUNS ?? '500');
+const SEED = process.env.PROPERTY_SEED === undefined ? undefined : Number(process.env.PROPERTY_SEED);
+/**
+ * Resets may come while the old run's claim activity is still executing, so that stale claim runs after the
+ * new run's. DESIGN.md §4 rule 3 alone let it take the new run's claim over (a row left in 'sending'); the
+ * claim's schedule time (migration 0003) closes that gap, and this models it by default. PROPERTY_STALE_CLAIMS=0
+ * turns it off (then a reset waits for the old run's claim to finish).
+ */
+const STALE_CLAIMS = process.env.PROPERTY_STALE_CLAIMS !== '0';
+
+/** What the Mail API did with one request, as only the test knows it. */
+type Fate = 'accepted' | 'rejected' | 'not_sent' | 'unknown-delivered' | 'unknown-lost' | 'died-before-fence';
+
+interface Scenario {
+  policy: UnknownOutcomePolicy;
+  maxAttempts: number;
+  resets: number;
+  /** Turns each reset lets pass first, so resets land early, late and in between. */
+  resetDelays: number[];
+  fates: Fate[];
+  claimModes: ('once' | 'retried' | 'duplicated')[];
+  sendReexecuted: boolean[];
+  recordRetried: boolean[];
+  schedule: number[];
+}
+
+const fateArbitrary = fc.oneof(
+  { weight: 6, arbitrary: fc.constant<Fate>('accepted') },
+  { weight: 2, arbitrary: fc.constant<Fate>('rejected') },
+  { weight: 5, arbitrary: fc.constant<Fate>('not_sent') },
+  { weight: 3, arbitrary: fc.constant<Fate>('unknown-delivered') },
+  { weight: 2, arbitrary: fc.constant<Fate>('unknown-lost') },
+  { weight: 2, arbitrary: fc.constant<Fate>('died-before-fence') },
+);
+
+const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
+  policy: fc.constantFrom<UnknownOutcomePolicy>('assume-sent', 'assume-failed'),
+  maxAttempts: fc.integer({ min: 1, max: 4 }),
+  resets: fc.integer({ min: 0, max: 3 }),
+  resetDelays: fc.array(fc.nat({ max: 12 }), { minLength: 3, maxLength: 3 }),
+  fates: fc.array(fateArbitrary, { minLength: 16, maxLength: 16 }),
+  claimModes: fc.array(fc.constantFrom('once' as const, 'retried' as const, 'duplicated' as const), {
+    minLength: 16,
+    maxLength: 16,
+  }),
+  sendReexecuted: fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
+  recordRetried: fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
+  schedule: fc.array(fc.nat({ max: 7 }), { maxLength: 120 }),
+});
+
+interface Request {
+  claimToken: string;
+  attempt: number;
+  fate: Fate;
+}
+
+interface RowSnapshot {
+  state: 'sending' | 'sent' | 'failed';
+  attempts: number;
+  claimToken: string;
+  dispatched: boolean;
+  outcome: MailOutcome | null;
+}
+
+interface AuditSnapshot {
+  attempt: number;
+  claimToken: string;
+  state: 'sent' | 'failed';
+  outcome: MailOutcome;
+  dispatched: boolean;
+}
+
+let database: TestDatabase;
+let db: Database;
+/** How often each transition happened over all cases, printed at the end: shows the races were reached. */
+const tally: Record<string, number> = {};
+const count = (what: string): void => {
+  tally[what] = (tally[what] ?? 0) + 1;
+};
+
+beforeAll(async () => {
+  database = await openTestDatabase('property');
+  db = database.db;
+});
+afterAll(async () => {
+  console.info(`transitions over all cases: ${JSON.stringify(tally)}`);
+  await database?.close();
+});
+
+it(`keeps the order_mail_log invariants under random interleavings of racing runs (${RUNS} cases)`, async () => {
+  await fc.assert(
+    fc.asyncProperty(scenarioArbitrary, (scenario) => runScenario(scenario)),
+    { numRuns: RUNS, seed: SEED, endOnFailure: true, timeout: 30_000 },
+  );
+}, 900_000);
+
+async function runScenario(scenario: Scenario): Promise<void> {
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO orders (customer_name, customer_email) VALUES ('racer', 'racer@example.com') RETURNING id::text AS id`,
+  );
+  const orderId = rows[0]!.id;
+  const scope = `default/${orderId}/`;
+  const turnstile = new Turnstile();
+  const requests: Request[] = [];
+  const draws = { fate: 0, claim: 0, send: 0, record: 0 };
+  const runs: { token: string; closed: boolean; inClaim: boolean; finished: boolean; claims: number }[] = [];
+
+  const startRun = (): void => {
+    const run = {
+      token: `${scope}run-${runs.length + 1}`,
+      closed: false,
+      inClaim: false,
+      finished: false,
+      claims: 0,
+    };
+    runs.push(run);
+    turnstile.spawn(async () => {
+      try {
+        await workflowRun(run);
+      } finally {
+        run.finished = true;
+      }
+    });
+  };
+
+  const claim = async (
+    run: (typeof runs)[number],
+    label: string,
+    claimScheduledAt: Date,
+  ): Promise<ClaimDecision> => {
+    const decision = await claimOrderMailRow(
+      turnstile.gated(db, label),
+      {
+        orderId,
+        claimToken: run.token,
+        claimScheduledAt,
+        workflowScope: scope,
+        policy: scenario.policy,
+        recordedBy: 'property',
+      },
+      { orphanSettled: (orphan) => count(`orphan settled as ${orphan.state}`), rowChanged: () => undefined },
+    );
+    count(decision.kind === 'claimed' ? `claim: ${decision.how}` : `claim: ${decision.kind}`);
+    return decision;
+  };
+
+  /** The claim activity: once, retried after a lost completion, or two executions at once. */
+  const claimActivity = async (run: (typeof runs)[number]): Promise<ClaimDecision> => {
+    const mode = scenario.claimModes[draws.claim++ % scenario.claimModes.length]!;
+    run.inClaim = true;
+    // Temporal's schedule time of this claim activity: every execution of it shares it, a later claim of the
+    // same run is later, and a later run's claims are later still (a reset closes the old run first).
+    const scheduledAt = new Date(Date.UTC(2026, 0, 1) + runs.indexOf(run) * 1_000_000 + run.claims++);
+    try {
+      if (mode === 'once') return await claim(run, `${run.token} claim`, scheduledAt);
+      if (mode === 'retried') {
+        const first = await claim(run, `${run.token} claim`, scheduledAt);
+        const retried = await claim(run, `${run.token} claim (retry)`, scheduledAt);
+        // Rule 1: a retried claim finds its own claim, with the same attempt.
+        if (first.kind === 'claimed' && !STALE_CLAIMS) {
+          expect(retried, 'a retried claim must find its own claim').toMatchObject({
+            kind: 'claimed',
+            attempt: first.attempt,
+          });
+        }
+        return retried;
+      }
+      const results = await turnstile.all(
+        ['a', 'b'].map((which) => () => claim(run, `${run.token} claim (${which})`, scheduledAt)),
+      );
+      const claimedAttempts = results.flatMap((result) =>
+        result.kind === 'claimed' ? [result.attempt] : [],
+      );
+      if (!STALE_CLAIMS)
+        expect(new Set(claimedAttempts).size, 'two executions of one claim').toBeLessThanOrEqual(1);
+      return results[1]!;
+    } finally {
+      run.inClaim = false;
+    }
+  };
+
+  /** The send activity: fence, then the request, maybe executed a second time (an activity reset). */
+  const sendActivity = async (
+    run: (typeof runs)[number],
+    attempt: number,
+    fate: Fate,
+  ): Promise<'accepted' | 'rejected' | 'not_sent' | 'unknown' | 'claim-lost'> => {
+    // The worker died before the fence: Temporal times the send out, the workflow records unknown.
+    if (fate === 'died-before-fence') return 'unknown';
+    const input = { orderId, claimToken: run.token, attempt };
+    const fence = await markDispatched(turnstile.gated(db, `${run.token} fence`), input);
+    count(`fence: ${fence}`);
+    if (fence === 'claim-lost') return 'claim-lost';
+    if (fence === 'already-dispatched') return 'unknown';
+    // Nobody else runs until this thread waits again: the row is exactly what the fence left.
+    const row = await readRow(orderId);
+    expect(row, 'a request is made only by the attempt that holds the claim').toMatchObject({
+      state: 'sending',
+      claimToken: run.token,
+      attempts: attempt,
+      dispatched: true,
+    });
+    expect(
+      requests.filter((request) => request.claimToken === run.token && request.attempt === attempt),
+      'one request per claim attempt',
+    ).toHaveLength(0);
+    requests.push({ claimToken: run.token, attempt, fate });
+
+    if (scenario.sendReexecuted[draws.send++ % scenario.sendReexecuted.length]) {
+      const again = await markDispatched(turnstile.gated(db, `${run.token} fence (re-executed)`), input);
+      count(`re-executed fence: ${again}`);
+      expect(again, 'a re-executed send must not pass the fence again').not.toBe('dispatched');
+      return again === 'claim-lost' ? 'claim-lost' : 'unknown';
+    }
+    if (fate === 'unknown-delivered' || fate === 'unknown-lost') return 'unknown';
+    return fate;
+  };
+
+  const recordActivity = async (
+    run: (typeof runs)[number],
+    attempt: number,
+    verdict: 'accepted' | 'rejected' | 'not_sent' | 'unknown',
+  ): Promise<RecordResult> => {
+    const state: 'sent' | 'failed' =
+      verdict === 'accepted' || (verdict === 'unknown' && scenario.policy === 'assume-sent')
+        ? 'sent'
+        : 'failed';
+    const input = {
+      orderId,
+      claimToken: run.token,
+      attempt,
+      state,
+      outcome: verdict,
+      unknownPolicy: verdict === 'unknown' ? scenario.policy : null,
+      providerMessageId: verdict === 'accepted' ? `msg-${run.token}-${attempt}` : null,
+      httpStatus: verdict === 'accepted' ? 202 : null,
+      error: verdict === 'accepted' ? null : `property: ${verdict}`,
+      recordedBy: 'property',
+    };
+    const first = await recordOutcome(turnstile.gated(db, `${run.token} record`), input);
+    count(`record: ${first.kind}`);
+    if (!scenario.recordRetried[draws.record++ % scenario.recordRetried.length]) return first;
+    const retried = await recordOutcome(turnstile.gated(db, `${run.token} record (retry)`), input);
+    // Rule 4: a retried record finds its own settled row, unless a newer run (a reset) has claimed it since.
+    if (first.kind === 'recorded' && !(retried.kind === 'claim-lost' && run.closed)) {
+      expect(retried, 'a retried record').toMatchObject({
+        kind: 'recorded',
+        state: first.state,
+        outcome: first.outcome,
+        alreadyRecorded: true,
+      });
+    }
+    return retried;
+  };
+
+  /** The workflow's loop (src/workflows/orderConfirmationMail.ts), stopping when its run is closed. */
+  const workflowRun = async (run: (typeof runs)[number]): Promise<void> => {
+    for (;;) {
+      const decision = await claimActivity(run);
+      if (run.closed || decision.kind !== 'claimed') return;
+      const fate = scenario.fates[draws.fate++ % scenario.fates.length]!;
+      // A workflow task lies between two activities: a reset can close the run there, as anywhere.
+      await turnstile.turn(`${run.token} workflow task`);
+      if (run.closed) return;
+      const verdict = await sendActivity(run, decision.attempt, fate);
+      if (run.closed || verdict === 'claim-lost') return;
+      await turnstile.turn(`${run.token} workflow task`);
+      if (run.closed) return;
+      const recorded = await recordActivity(run, decision.attempt, verdict);
+      if (run.closed || recorded.kind === 'claim-lost' || recorded.state === 'sent') return;
+      if (recorded.outcome === 'rejected' || decision.attempt >= scenario.maxAttempts) return;
+    }
+  };
+
+  // Resets: each closes the open run (its activity in flight still finishes) and starts a new run.
+  turnstile.spawn(async () => {
+    for (let reset = 0; reset < scenario.resets; reset++) {
+      for (let wait = 0; wait <= scenario.resetDelays[reset]!; wait++) await turnstile.turn('reset');
+      const current = runs[runs.length - 1]!;
+      // Without stale claims, Temporal is taken to close a run only between its claim's executions.
+      while (!STALE_CLAIMS && current.inClaim) await turnstile.turn('reset (waiting for the claim)');
+      current.closed = true;
+      startRun();
+    }
+  });
+  startRun();
+
+  const history: { row: RowSnapshot | null; audit: AuditSnapshot[] }[] = [];
+  await turnstile.drive(scenario.schedule, async () => {
+    const now = { row: await readRow(orderId), audit: await readAudit(orderId) };
+    checkInvariants(scenario.policy, requests, history[history.length - 1] ?? null, now);
+    history.push(now);
+  });
+
+  // Every racer has finished: the last run settled the row.
+  const final = await readRow(orderId);
+  expect(final, 'the order has a row').not.toBeNull();
+  expect(final!.state, "no row is left in 'sending' once every run has finished").not.toBe('sending');
+  const audit = await readAudit(orderId);
+  expect(
+    audit.map((entry) => entry.attempt),
+    'one audit row per attempt, 1..attempts',
+  ).toEqual(Array.from({ length: final!.attempts }, (_, index) => index + 1));
+}
+
+function checkInvariants(
+  policy: UnknownOutcomePolicy,
+  requests: Request[],
+  before: { row: RowSnapshot | null; audit: AuditSnapshot[] } | null,
+  now: { row: RowSnapshot | null; audit: AuditSnapshot[] },
+): void {
+  const { row, audit } = now;
+  const possiblyAccepted = requests.filter(
+    (request) => request.fate !== 'rejected' && request.fate !== 'not_sent',
+  ).length;
+  const unknownSettled = audit.filter((entry) => entry.outcome === 'unknown').length;
+  if (policy === 'assume-sent') {
+    expect(possiblyAccepted, 'G1: at most one request that may have been accepted').toBeLessThanOrEqual(1);
+  } else {
+    expect(
+      possiblyAccepted,
+      'assume-failed: a further request that may be accepted only after an unknown was settled as failed',
+    ).toBeLessThanOrEqual(1 + unknownSettled);
+  }
+
+  if (before?.row && row) {
+    expect(row.attempts, 'attempts never go down').toBeGreaterThanOrEqual(before.row.attempts);
+    if (before.row.state === 'sent') {
+      expect(row, "'sent' is final for automation").toMatchObject({
+        state: 'sent',
+        attempts: before.row.attempts,
+        outcome: before.row.outcome,
+      });
+    }
+  }
+  if (before) {
+    expect(audit.slice(0, before.audit.length), 'the audit trail is append-only').toEqual(before.audit);
+  }
+
+  const requestOf = (claimToken: string, attempt: number): Request | undefined =>
+    requests.find((request) => request.claimToken === claimToken && request.attempt === attempt);
+  if (row?.state === 'sending') {
+    // A sending row that is not dispatched is known never to have reached the API.
+    expect(Boolean(requestOf(row.claimToken, row.attempts)), 'dispatched iff a request was made').toBe(
+      row.dispatched,
+    );
+  }
+  for (const entry of audit) {
+    expect(entry.attempt, 'audit attempts are claimed attempts').toBeLessThanOrEqual(row?.attempts ?? 0);
+    const request = requestOf(entry.claimToken, entry.attempt);
+    switch (entry.outcome) {
+      case 'accepted':
+        expect(request?.fate, 'accepted is recorded only for an accepted request').toBe('accepted');
+        break;
+      case 'rejected':
+        expect(request?.fate, 'rejected is recorded only for a rejected request').toBe('rejected');
+        break;
+      case 'not_sent':
+        expect(
+          request === undefined || request.fate === 'not_sent',
+          'not_sent is recorded only when no request was made or it was definitely not taken',
+        ).toBe(true);
+        break;
+      case 'unknown':
+        expect(entry.dispatched && request !== undefined, 'unknown only for a dispatched request').toBe(true);
+        break;
+    }
+  }
+  if (row !== null && row.state !== 'sending') {
+    const own = audit.find((entry) => entry.attempt === row.attempts);
+    expect(own, 'a settled row has its audit row').toMatchObject({
+      claimToken: row.claimToken,
+      state: row.state,
+      outcome: row.outcome,
+    });
+  }
+}
+
+async function readRow(orderId: string): Promise<RowSnapshot | null> {
+  const { rows } = await db.query<RowSnapshot>(
+    `SELECT state, attempts, claim_token AS "claimToken", dispatched_at IS NOT NULL AS dispatched, outcome
+       FROM order_mail_log WHERE order_id = $1`,
+    [orderId],
+  );
+  return rows[0] ?? null;
+}
+
+async function readAudit(orderId: string): Promise<AuditSnapshot[]> {
+  const { rows } = await db.query<AuditSnapshot>(
+    `SELECT attempt, claim_token AS "claimToken", state, outcome, dispatched_at IS NOT NULL AS dispatched
+       FROM order_mail_attempts WHERE order_id = $1 ORDER BY id`,
+    [orderId],
+  );
+  return rows;
+}
