@@ -1,0 +1,142 @@
+// The stdout report: machine, closed-loop table, open-loop table with knees, headline ratios.
+import type { BenchEnvironmentFacts, BenchReport } from './benchReport';
+import type { PhaseResult } from '../phases';
+
+export function renderTables(report: BenchReport): string {
+  const lines: string[] = [];
+  const { machine } = report;
+  lines.push(
+    `Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Node ${machine.nodeVersion}, ${machine.platform}`,
+    `Load average at start ${machine.loadAverageAtStart.join(' / ')}, at end ${machine.loadAverageAtEnd?.join(' / ') ?? '?'} (1/5/15 min)`,
+    `Date: ${machine.date}   Profile: ${report.options.profile}   Command: ${report.command}`,
+    ...describeEnvironment(report.environment),
+    '',
+  );
+  const closed = report.phases.filter((phase) => phase.mode === 'closed');
+  if (closed.length > 0) {
+    lines.push(`Closed loop, ${closed[0]!.concurrency} concurrent starters (latency: start → recorded row)`);
+    lines.push(
+      table(
+        [
+          'variant',
+          'workers',
+          'orders',
+          'per s',
+          'p50 ms',
+          'p99 ms',
+          'max ms',
+          'wkr CPU s/1k',
+          'srv CPU s/1k',
+          'pg CPU s/1k',
+          'wkr RSS MiB',
+          'cores wkr/srv/pg/sbx/all',
+        ],
+        closed.map((phase) => [
+          phase.variant,
+          String(phase.workers),
+          String(phase.orders),
+          fixed(phase.throughputPerSecond, 1),
+          fixed(phase.latency.p50Ms, 0),
+          fixed(phase.latency.p99Ms, 0),
+          fixed(phase.latency.maxMs, 0),
+          fixed(phase.cpuSecondsPer1000.workers, 1),
+          fixed(phase.cpuSecondsPer1000.temporalServer, 1),
+          fixed(phase.cpuSecondsPer1000.postgres, 1),
+          fixed(phase.workerPeakRssMiB, 0),
+          coresOf(phase),
+        ]),
+      ),
+      '',
+    );
+  }
+  const open = report.phases.filter((phase) => phase.mode === 'open');
+  if (open.length > 0) {
+    lines.push('Open loop, 1 worker (latency from the SCHEDULED start → recorded row)');
+    lines.push(
+      table(
+        [
+          'variant',
+          'offered/s',
+          'achieved/s',
+          'p50 ms',
+          'p99 ms',
+          'max ms',
+          'kept up',
+          'wkr CPU s/1k',
+          'srv CPU s/1k',
+          'cores wkr/srv/pg/sbx/all',
+        ],
+        open.map((phase) => [
+          phase.variant,
+          fixed(phase.offeredPerSecond, 1),
+          fixed(phase.throughputPerSecond, 1),
+          fixed(phase.latency.p50Ms, 0),
+          fixed(phase.latency.p99Ms, 0),
+          fixed(phase.latency.maxMs, 0),
+          phase.keptUp ? 'yes' : 'NO',
+          fixed(phase.cpuSecondsPer1000.workers, 1),
+          fixed(phase.cpuSecondsPer1000.temporalServer, 1),
+          coresOf(phase),
+        ]),
+      ),
+    );
+    for (const knee of report.knees) {
+      lines.push(
+        `Knee ${knee.variant}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
+          (knee.firstUnsustainedPerSecond === null
+            ? ' (never saturated in this sweep)'
+            : `, not at ${fixed(knee.firstUnsustainedPerSecond, 1)}/s`),
+      );
+    }
+    lines.push('');
+  }
+  lines.push('Headline ratios (same run, same servers)');
+  for (const ratio of report.ratios) {
+    const verdict = ratio.met === null ? '' : ratio.met ? '  target met' : '  TARGET MISSED';
+    lines.push(
+      `  ${ratio.name}: ${fixed(ratio.value, 2)}   (${ratio.of}${ratio.target ? `; target ${ratio.target}` : ''})${verdict}`,
+    );
+  }
+  if (report.problems.length > 0) {
+    lines.push('', 'PROBLEMS:', ...report.problems.map((problem) => `  ${problem}`));
+  }
+  return lines.join('\n');
+}
+
+function describeEnvironment(environment: BenchEnvironmentFacts): string[] {
+  return [
+    `Temporal: ${environment.temporal}`,
+    `Postgres: ${environment.postgres}`,
+    `Mail API: ${environment.mailApi}`,
+    `Product worker: ${environment.productWorker}`,
+  ];
+}
+
+function coresOf(phase: PhaseResult): string {
+  return [
+    phase.cores.workers,
+    phase.cores.temporalServer,
+    phase.cores.postgres,
+    phase.cores.sandbox,
+    phase.cores.machine,
+  ]
+    .map((value) => fixed(value, 2))
+    .join('/');
+}
+
+function fixed(value: number | null | undefined, digits: number): string {
+  return value === null || value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(digits);
+}
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+  );
+  const format = (row: string[]): string =>
+    row
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join('  ');
+  return [format(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(format)].join(
+    '\n',
+  );
+}
