@@ -4,9 +4,34 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const nodeBuiltins = [
-  'assert', 'buffer', 'child_process', 'cluster', 'crypto', 'dgram', 'dns', 'events', 'fs', 'fs/promises',
-  'http', 'http2', 'https', 'net', 'os', 'path', 'perf_hooks', 'process', 'readline', 'stream', 'timers',
-  'tls', 'url', 'util', 'v8', 'vm', 'worker_threads', 'zlib',
+  'assert',
+  'buffer',
+  'child_process',
+  'cluster',
+  'crypto',
+  'dgram',
+  'dns',
+  'events',
+  'fs',
+  'fs/promises',
+  'http',
+  'http2',
+  'https',
+  'net',
+  'os',
+  'path',
+  'perf_hooks',
+  'process',
+  'readline',
+  'stream',
+  'timers',
+  'tls',
+  'url',
+  'util',
+  'v8',
+  'vm',
+  'worker_threads',
+  'zlib',
 ];
 
 export default tseslint.config(
@@ -38,8 +63,15 @@ export default tseslint.config(
             '@temporalio/worker',
           ],
           patterns: [
-            { group: ['**/db', '**/db/**', '**/mail', '**/mail/**', '**/config', '**/config/**'], message: 'Workflows must stay deterministic: no I/O or configuration imports.' },
-            { group: ['**/activities', '**/activities/**'], allowTypeImports: true, message: 'Workflows may import activity types only.' },
+            {
+              group: ['**/db', '**/db/**', '**/mail', '**/mail/**', '**/config', '**/config/**'],
+              message: 'Workflows must stay deterministic: no I/O or configuration imports.',
+            },
+            {
+              group: ['**/activities', '**/activities/**'],
+              allowTypeImports: true,
+              message: 'Workflows may import activity types only.',
+            },
           ],
         },
       ],
