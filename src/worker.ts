@@ -38,6 +38,7 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
             workflows: { workflowsPath: require.resolve('./workflows') },
             shutdownGraceTimeMs: config.worker.shutdownGraceTimeMs,
             maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
+            sendRateLimitPerSecond: config.worker.sendRateLimitPerSecond,
           }),
         );
         log('info', 'Worker started', {

@@ -99,7 +99,7 @@ export interface RunningTestWorker {
 /** Runs the real worker in-process on a task queue of its own, until stop(). */
 export async function startTestWorker(
   dependencies: Omit<ActivityDependencies, 'workerIdentity' | 'mailIdentity'> & Partial<ActivityDependencies>,
-  options: { taskQueue?: string; activities?: object } = {},
+  options: { taskQueue?: string; activities?: object; sendRateLimitPerSecond?: number } = {},
 ): Promise<RunningTestWorker> {
   const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
@@ -115,6 +115,7 @@ export async function startTestWorker(
     workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
     shutdownGraceTimeMs: 1_000,
     maxConcurrentActivityTaskExecutions: 20,
+    sendRateLimitPerSecond: options.sendRateLimitPerSecond ?? null,
   });
   // Tests that simulate lost completions wrap the real activities; everything else runs them as deployed.
   const worker = await Worker.create({
