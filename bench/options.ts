@@ -11,6 +11,8 @@ export interface BenchOptions {
   concurrency: number;
   warmupSeconds: number;
   durationSeconds: number;
+  /** Closed loop with one worker: the variants run this many times, interleaved, for paired ratios. */
+  rounds: number;
   workerCounts: number[];
   variants: VariantName[];
   /** Open loop: offered rates as fractions of the floor's closed-loop throughput with one worker. */
@@ -30,12 +32,13 @@ export interface BenchOptions {
 const USAGE = `npm run bench -- [options]
   --short                  CI smoke profile (< 60 s): every variant completes, the product sends every order
   --concurrency N          closed-loop starters (default 50; short: 10)
-  --warmup S, --duration S closed-loop warm-up and measured seconds per phase (default 5 and 20)
+  --warmup S, --duration S closed-loop warm-up and measured seconds per phase (default 5 and 15)
+  --rounds N               closed loop with 1 worker: run the variants N times, interleaved (default 3; short: 1)
   --workers 1,2,4          worker processes per Temporal variant (and plain-loop processes)
   --variants LIST          any of ${VARIANT_NAMES.join(',')} (default: all)
   --open-fractions LIST    open-loop rates as fractions of the floor's saturation (default 0.25,0.5,0.75,0.9,1,1.25)
   --open-rates LIST        open-loop rates per second instead of fractions
-  --open-seconds S         seconds of offered load per open-loop rate (default 20)
+  --open-seconds S         seconds of offered load per open-loop rate (default 15)
   --no-open-loop           skip the open-loop sweep
   --json PATH              write every figure as JSON
   --svg PATH               write the latency-vs-offered-load chart as SVG
@@ -53,6 +56,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       concurrency: { type: 'string' },
       warmup: { type: 'string' },
       duration: { type: 'string' },
+      rounds: { type: 'string' },
       workers: { type: 'string' },
       variants: { type: 'string' },
       'open-fractions': { type: 'string' },
@@ -85,7 +89,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
     profile: short ? 'short' : 'full',
     concurrency: numbers(values.concurrency, [short ? 10 : 50])[0]!,
     warmupSeconds: numbers(values.warmup, [short ? 2 : 5])[0]!,
-    durationSeconds: numbers(values.duration, [short ? 5 : 20])[0]!,
+    durationSeconds: numbers(values.duration, [short ? 4 : 15])[0]!,
+    rounds: Math.round(numbers(values.rounds, [short ? 1 : 3])[0]!),
     workerCounts: numbers(values.workers, short ? [1] : [1, 2, 4]).map(Math.round),
     variants: short ? variants.filter((name) => name !== 'empty' && name !== 'floor-local') : variants,
     openLoopFractions: noOpenLoop
@@ -93,7 +98,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       : numbers(values['open-fractions'], short ? [0.25] : [0.25, 0.5, 0.75, 0.9, 1, 1.25]),
     openLoopRates:
       noOpenLoop || values['open-rates'] === undefined ? null : numbers(values['open-rates'], []),
-    openLoopSeconds: numbers(values['open-seconds'], [short ? 4 : 20])[0]!,
+    openLoopSeconds: numbers(values['open-seconds'], [short ? 4 : 15])[0]!,
     jsonPath: values.json ?? null,
     svgPath: values.svg ?? null,
     productEnv: keyValues(values['product-env']),

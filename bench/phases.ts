@@ -11,6 +11,8 @@ export interface PhaseResult {
   variant: string;
   mode: 'closed' | 'open';
   workers: number;
+  /** Closed loop: which interleaved round (1…); open loop: 1. */
+  round: number;
   concurrency: number | null;
   offeredPerSecond: number | null;
   /** Orders whose latency is in the histogram (closed loop: started in the measured window). */
@@ -62,6 +64,7 @@ export async function runClosedPhase(
   concurrency: number,
   warmupSeconds: number,
   durationSeconds: number,
+  round = 1,
 ): Promise<PhaseResult> {
   const totalMs = (warmupSeconds + durationSeconds) * 1000;
   const perSecond = variant.name === 'plain' ? MAX_PLAIN_RATE * Math.min(workers, 2) : MAX_TEMPORAL_RATE;
@@ -107,6 +110,7 @@ export async function runClosedPhase(
     variant: variant.name,
     mode: 'closed',
     workers,
+    round,
     concurrency,
     offeredPerSecond: null,
     ordersDone: recordedInWindow,
@@ -151,6 +155,7 @@ export async function runOpenPhase(
     variant: variant.name,
     mode: 'open',
     workers,
+    round: 1,
     concurrency: null,
     offeredPerSecond: ratePerSecond,
     ordersDone: count,
@@ -166,6 +171,7 @@ function summarize(input: {
   variant: string;
   mode: 'closed' | 'open';
   workers: number;
+  round: number;
   concurrency: number | null;
   offeredPerSecond: number | null;
   ordersDone: number;
@@ -184,6 +190,7 @@ function summarize(input: {
     variant: input.variant,
     mode: input.mode,
     workers: input.workers,
+    round: input.round,
     concurrency: input.concurrency,
     offeredPerSecond: input.offeredPerSecond,
     orders: input.latencies.length,

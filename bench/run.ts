@@ -10,7 +10,7 @@ import { loadAverage, machineFacts } from './machine';
 import { parseBenchOptions, type VariantName } from './options';
 import { runClosedPhase, runOpenPhase, type PhaseContext, type PhaseResult } from './phases';
 import { renderLatencyChart } from './report/chart';
-import { closedPhase, headlineRatios, kneesOf } from './report/headlines';
+import { headlineRatios, kneesOf, medianThroughput } from './report/headlines';
 import type { BenchReport } from './report/benchReport';
 import { renderTables } from './report/table';
 import { floorVariant, plainVariant, productVariant, type Variant } from './variants';
@@ -20,6 +20,14 @@ import { PlainProcessPool, TemporalWorkerPool } from './workerPools';
 const OPEN_LOOP_VARIANTS: VariantName[] = ['floor', 'floor-local', 'product', 'plain'];
 
 async function main(): Promise<number> {
+  // Ctrl-C or a CI timeout: exit through process.exit, whose 'exit' handlers stop every child we started
+  // (workers, sandbox, dev server, Postgres) instead of leaving them running.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`bench: ${signal}, stopping everything it started\n`);
+      process.exit(130);
+    });
+  }
   const options = parseBenchOptions(process.argv.slice(2));
   const machine = machineFacts();
   const began = performance.now();
@@ -93,23 +101,32 @@ async function main(): Promise<number> {
       log(`starting workers: ${workers} per variant`);
       // The floor variants share one pool; scaleTo is a no-op for a pool that is already that big.
       await Promise.all(variants.map((variant) => variant.scaleTo(workers)));
-      for (const variant of variants) {
-        if (variant.name === 'empty' && index > 0) continue;
-        log(`closed loop: ${variant.description}, ${workers} worker(s), concurrency ${options.concurrency}`);
-        const phase = await runClosedPhase(
-          context,
-          variant,
-          workers,
-          options.concurrency,
-          options.warmupSeconds,
-          options.durationSeconds,
-        );
-        phases.push(phase);
-        log(describePhase(phase));
+      // Interleaved rounds with one worker: each ratio is taken between phases minutes apart at most, and the
+      // median over rounds damps what other processes on the machine did meanwhile.
+      const rounds = index === 0 ? options.rounds : 1;
+      for (let round = 1; round <= rounds; round++) {
+        for (const variant of variants) {
+          if (variant.name === 'empty' && index > 0) continue;
+          log(
+            `closed loop: ${variant.description}, ${workers} worker(s), concurrency ${options.concurrency}` +
+              (rounds > 1 ? `, round ${round}/${rounds}` : ''),
+          );
+          const phase = await runClosedPhase(
+            context,
+            variant,
+            workers,
+            options.concurrency,
+            options.warmupSeconds,
+            options.durationSeconds,
+            round,
+          );
+          phases.push(phase);
+          log(describePhase(phase));
+        }
       }
       if (index > 0) continue;
 
-      floorSaturation = closedPhase(phases, 'floor', workers)?.throughputPerSecond ?? null;
+      floorSaturation = medianThroughput(phases, 'floor', workers);
       const rates =
         options.openLoopRates ??
         (floorSaturation === null

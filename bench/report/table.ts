@@ -1,6 +1,7 @@
 // The stdout report: machine, closed-loop table, open-loop table with knees, headline ratios.
 import type { BenchEnvironmentFacts, BenchReport } from './benchReport';
 import type { PhaseResult } from '../phases';
+import { totalCpuPer1000 } from './headlines';
 
 export function renderTables(report: BenchReport): string {
   const lines: string[] = [];
@@ -20,6 +21,7 @@ export function renderTables(report: BenchReport): string {
         [
           'variant',
           'workers',
+          'round',
           'orders',
           'per s',
           'p50 ms',
@@ -28,12 +30,14 @@ export function renderTables(report: BenchReport): string {
           'wkr CPU s/1k',
           'srv CPU s/1k',
           'pg CPU s/1k',
+          'all CPU s/1k',
           'wkr RSS MiB',
           'cores wkr/srv/pg/sbx/all',
         ],
         closed.map((phase) => [
           phase.variant,
           String(phase.workers),
+          String(phase.round),
           String(phase.orders),
           fixed(phase.throughputPerSecond, 1),
           fixed(phase.latency.p50Ms, 0),
@@ -42,6 +46,7 @@ export function renderTables(report: BenchReport): string {
           fixed(phase.cpuSecondsPer1000.workers, 1),
           fixed(phase.cpuSecondsPer1000.temporalServer, 1),
           fixed(phase.cpuSecondsPer1000.postgres, 1),
+          fixed(totalCpuPer1000(phase), 1),
           fixed(phase.workerPeakRssMiB, 0),
           coresOf(phase),
         ]),
@@ -93,8 +98,12 @@ export function renderTables(report: BenchReport): string {
   lines.push('Headline ratios (same run, same servers)');
   for (const ratio of report.ratios) {
     const verdict = ratio.met === null ? '' : ratio.met ? '  target met' : '  TARGET MISSED';
+    const rounds =
+      ratio.perRound.length > 1
+        ? ` [per round: ${ratio.perRound.map((value) => value.toFixed(2)).join(', ')}]`
+        : '';
     lines.push(
-      `  ${ratio.name}: ${fixed(ratio.value, 2)}   (${ratio.of}${ratio.target ? `; target ${ratio.target}` : ''})${verdict}`,
+      `  ${ratio.name}: ${fixed(ratio.value, 2)}${rounds}   (${ratio.of}${ratio.target ? `; target ${ratio.target}` : ''})${verdict}`,
     );
   }
   if (report.problems.length > 0) {
