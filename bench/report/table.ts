@@ -1,4 +1,5 @@
 // The stdout report: machine, closed-loop table, open-loop table with knees, headline ratios.
+import os from 'node:os';
 import type { BenchEnvironmentFacts, BenchReport } from './benchReport';
 import type { PhaseResult } from '../phases';
 import { totalCpuPer1000 } from './headlines';
@@ -54,6 +55,8 @@ export function renderTables(report: BenchReport): string {
       '',
     );
   }
+  const scale = scaleSummary(closed);
+  if (scale.length > 0) lines.push('Scale (closed loop, median over rounds): who uses the CPU', ...scale, '');
   const open = report.phases.filter((phase) => phase.mode === 'open');
   if (open.length > 0) {
     lines.push('Open loop, 1 worker (latency from the SCHEDULED start → recorded row)');
@@ -148,4 +151,39 @@ function table(header: string[], rows: string[][]): string {
   return [format(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(format)].join(
     '\n',
   );
+}
+
+/**
+ * Per variant and worker count: throughput and the cores each part kept busy, and the biggest consumer. On a
+ * machine whose cores are all busy, that consumer is the bottleneck for this variant.
+ */
+function scaleSummary(closed: PhaseResult[]): string[] {
+  const lines: string[] = [];
+  const variants = [...new Set(closed.map((phase) => phase.variant))];
+  for (const variant of variants) {
+    const counts = [
+      ...new Set(closed.filter((phase) => phase.variant === variant).map((phase) => phase.workers)),
+    ];
+    if (counts.length < 2) continue;
+    for (const workers of counts) {
+      const runs = closed.filter((phase) => phase.variant === variant && phase.workers === workers);
+      const middle = [...runs].sort((a, b) => a.throughputPerSecond - b.throughputPerSecond)[
+        Math.floor(runs.length / 2)
+      ]!;
+      const parts: [string, number][] = [
+        ['workers', middle.cores.workers],
+        ['Temporal server', middle.cores.temporalServer ?? 0],
+        ['Postgres', middle.cores.postgres ?? 0],
+        ['sandbox', middle.cores.sandbox ?? 0],
+        ['harness (client)', middle.resources.harnessCpuSeconds / middle.resources.wallSeconds],
+      ];
+      const [biggest, biggestCores] = parts.reduce((a, b) => (b[1] > a[1] ? b : a));
+      lines.push(
+        `  ${variant.padEnd(11)} x${workers}: ${middle.throughputPerSecond.toFixed(1).padStart(7)}/s; cores ` +
+          parts.map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ') +
+          `; machine ${fixed(middle.cores.machine, 2)} of ${os.cpus().length}; biggest: ${biggest} (${biggestCores.toFixed(2)})`,
+      );
+    }
+  }
+  return lines;
 }
