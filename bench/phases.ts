@@ -51,7 +51,7 @@ export interface PhaseContext {
 
 // Generous guesses of the most each kind could do here; a phase that runs out of orders ends early.
 const MAX_TEMPORAL_RATE = 250;
-const MAX_PLAIN_RATE = 3_000;
+const MAX_PLAIN_RATE = 1_500;
 
 async function ordersFor(context: PhaseContext, variant: Variant, count: number): Promise<string[]> {
   return variant.needsDatabaseOrders ? insertBenchOrders(context.db, count) : context.syntheticIds(count);
