@@ -22,6 +22,7 @@ export interface BenchOptions {
   openLoopSeconds: number;
   jsonPath: string | null;
   svgPath: string | null;
+  markdownPath: string | null;
   /** Extra environment for the product's worker processes, e.g. PG_POOL_MAX=20 (to measure settings). */
   productEnv: Record<string, string>;
   floorEnv: Record<string, string>;
@@ -42,6 +43,7 @@ const USAGE = `npm run bench -- [options]
   --no-open-loop           skip the open-loop sweep
   --json PATH              write every figure as JSON
   --svg PATH               write the latency-vs-offered-load chart as SVG
+  --markdown PATH          write the results as Markdown tables
   --product-env K=V        extra environment for product workers (repeatable), e.g. PG_POOL_MAX=20
   --floor-env K=V          extra environment for floor workers (repeatable), e.g. BENCH_MAX_CACHED_WORKFLOWS=100
   --plain-env K=V          extra environment for plain-loop processes (repeatable)
@@ -65,6 +67,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       'no-open-loop': { type: 'boolean', default: false },
       json: { type: 'string' },
       svg: { type: 'string' },
+      markdown: { type: 'string' },
       'product-env': { type: 'string', multiple: true },
       'floor-env': { type: 'string', multiple: true },
       'plain-env': { type: 'string', multiple: true },
@@ -101,6 +104,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
     openLoopSeconds: numbers(values['open-seconds'], [short ? 4 : 15])[0]!,
     jsonPath: values.json ?? null,
     svgPath: values.svg ?? null,
+    markdownPath: values.markdown ?? null,
     productEnv: keyValues(values['product-env']),
     floorEnv: keyValues(values['floor-env']),
     plainEnv: keyValues(values['plain-env']),

@@ -12,6 +12,7 @@ import { runClosedPhase, runOpenPhase, type PhaseContext, type PhaseResult } fro
 import { renderLatencyChart } from './report/chart';
 import { headlineRatios, kneesOf, medianThroughput } from './report/headlines';
 import type { BenchReport } from './report/benchReport';
+import { renderMarkdown } from './report/markdown';
 import { renderTables } from './report/table';
 import { floorVariant, plainVariant, productVariant, type Variant } from './variants';
 import { PlainProcessPool, TemporalWorkerPool } from './workerPools';
@@ -173,6 +174,7 @@ async function main(): Promise<number> {
   };
   console.log(renderTables(report));
   if (options.jsonPath !== null) writeFileSync(options.jsonPath, JSON.stringify(report, null, 2) + '\n');
+  if (options.markdownPath !== null) writeFileSync(options.markdownPath, renderMarkdown(report));
   if (options.svgPath !== null) {
     const subtitle = `${machine.cpuModel}, ${machine.cores} cores, load avg ${machine.loadAverageAtStart[0]}; ${machine.date.slice(0, 10)}`;
     writeFileSync(options.svgPath, await renderLatencyChart(phases, subtitle));

@@ -157,7 +157,7 @@ function table(header: string[], rows: string[][]): string {
  * Per variant and worker count: throughput and the cores each part kept busy, and the biggest consumer. On a
  * machine whose cores are all busy, that consumer is the bottleneck for this variant.
  */
-function scaleSummary(closed: PhaseResult[]): string[] {
+export function scaleSummary(closed: PhaseResult[]): string[] {
   const lines: string[] = [];
   const variants = [...new Set(closed.map((phase) => phase.variant))];
   for (const variant of variants) {
