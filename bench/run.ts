@@ -84,7 +84,7 @@ async function main(): Promise<number> {
   };
   const variants: Variant[] = options.variants.map((name) => {
     if (name === 'product') return productVariant(client, productPool, productQueue, environment.db, sandbox);
-    if (name === 'plain') return plainVariant(plainPool, environment.db, sandbox);
+    if (name === 'plain') return plainVariant(plainPool, environment.db, sandbox, options.concurrency);
     return floorVariant(name, client, floorPool, floorQueue, `bench-${runTag}-${name}-`);
   });
 

@@ -142,7 +142,13 @@ export function productVariant(
   };
 }
 
-export function plainVariant(pool: PlainProcessPool, db: Database, sandbox: SandboxControlClient): Variant {
+export function plainVariant(
+  pool: PlainProcessPool,
+  db: Database,
+  sandbox: SandboxControlClient,
+  /** Consumers in the open loop, as many as the closed loop has loops. */
+  openLoopConcurrency: number,
+): Variant {
   return {
     name: 'plain',
     description: 'plain loop: claim → POST → record, no Temporal, same SQL and mail client',
@@ -180,7 +186,7 @@ export function plainVariant(pool: PlainProcessPool, db: Database, sandbox: Sand
         orderIds: orderIds.filter((_, position) => position % processes === index),
         t0Ms: t0Ms + (index * 1000) / ratePerSecond,
         ratePerSecond: ratePerSecond / processes,
-        concurrency: 50,
+        concurrency: Math.ceil(openLoopConcurrency / processes),
       }));
       await pool.run(commands, (orderIds.length / ratePerSecond) * 1000 + drainTimeoutMs);
       return recordedMs(db, orderIds);
