@@ -10,16 +10,19 @@ export interface ProcessCpu {
   seconds: number;
 }
 
-/** user + system CPU seconds of one process, or null when it is gone. */
-export function cpuSecondsOf(pid: number): number | null {
+/**
+ * user + system CPU seconds of one process, or null when it is gone. With `withReapedChildren`, plus the CPU
+ * of its children that have exited and been waited for (cutime + cstime).
+ */
+export function cpuSecondsOf(pid: number, withReapedChildren = false): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may contain spaces and parentheses; the fields after its last ')' are fixed.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // After the name: state(3) ppid(4) ... utime(14) stime(15): indexes 11 and 12 here.
-    const utime = Number(fields[11]);
-    const stime = Number(fields[12]);
-    return (utime + stime) / TICKS_PER_SECOND;
+    // After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17): indexes 11 to 14 here.
+    const own = Number(fields[11]) + Number(fields[12]);
+    const reaped = withReapedChildren ? Number(fields[13]) + Number(fields[14]) : 0;
+    return (own + reaped) / TICKS_PER_SECOND;
   } catch {
     return null;
   }
@@ -62,11 +65,12 @@ export function processTree(rootPid: number): number[] {
 }
 
 /**
- * CPU seconds of a process tree. Children that exited since the last look are not counted, which is why
- * the harness keeps Postgres connections pooled (they live as long as the run).
+ * CPU seconds of a process tree, including processes of the tree that have already exited: Postgres ends a
+ * backend when its connection closes, and the postmaster then holds that backend's CPU in its cutime and
+ * cstime. Summing own + reaped-children time over the live tree counts every process exactly once.
  */
 export function treeCpuSeconds(rootPid: number): number {
-  return processTree(rootPid).reduce((sum, pid) => sum + (cpuSecondsOf(pid) ?? 0), 0);
+  return processTree(rootPid).reduce((sum, pid) => sum + (cpuSecondsOf(pid, true) ?? 0), 0);
 }
 
 /** The first process whose command line contains every one of `parts` as a whole argument. */
