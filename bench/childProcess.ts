@@ -6,6 +6,15 @@ import path from 'node:path';
 
 export const PROJECT_ROOT = path.join(__dirname, '..');
 
+/**
+ * Children to SIGKILL if this process exits without stopping them (an error, Ctrl-C): one 'exit' listener
+ * for all of them, however many workers a run starts.
+ */
+export const killOnExit = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of killOnExit) child.kill('SIGKILL');
+});
+
 export interface LoggedProcess {
   name: string;
   child: ChildProcess;
@@ -42,8 +51,7 @@ export async function spawnTsProcess(options: {
       resolve(exitCode);
     }),
   );
-  const killOnExit = (): void => void child.kill('SIGKILL');
-  process.once('exit', killOnExit);
+  killOnExit.add(child);
 
   const handle: LoggedProcess = {
     name: options.name,
@@ -52,7 +60,7 @@ export async function spawnTsProcess(options: {
     logPath: options.logPath,
     exited,
     async stop(graceMs = 15_000) {
-      process.removeListener('exit', killOnExit);
+      killOnExit.delete(child);
       if (exitCode !== undefined) return;
       child.kill('SIGTERM');
       const escalate = setTimeout(() => child.kill('SIGKILL'), graceMs);

@@ -37,7 +37,7 @@ const USAGE = `npm run bench -- [options]
   --rounds N               closed loop with 1 worker: run the variants N times, interleaved (default 3; short: 1)
   --workers 1,2,4          worker processes per Temporal variant (and plain-loop processes)
   --variants LIST          any of ${VARIANT_NAMES.join(',')} (default: all)
-  --open-fractions LIST    open-loop rates as fractions of the floor's saturation (default 0.25,0.5,0.75,1,1.25,1.5)
+  --open-fractions LIST    open-loop rates as fractions of the floor's saturation (default 0.25,0.5,0.75,1,1.25,1.5,2)
   --open-rates LIST        open-loop rates per second instead of fractions
   --open-seconds S         seconds of offered load per open-loop rate (default 15)
   --no-open-loop           skip the open-loop sweep
@@ -98,7 +98,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
     variants: short ? variants.filter((name) => name !== 'empty' && name !== 'floor-local') : variants,
     openLoopFractions: noOpenLoop
       ? []
-      : numbers(values['open-fractions'], short ? [0.25] : [0.25, 0.5, 0.75, 1, 1.25, 1.5]),
+      : numbers(values['open-fractions'], short ? [0.25] : [0.25, 0.5, 0.75, 1, 1.25, 1.5, 2]),
     openLoopRates:
       noOpenLoop || values['open-rates'] === undefined ? null : numbers(values['open-rates'], []),
     openLoopSeconds: numbers(values['open-seconds'], [short ? 4 : 15])[0]!,

@@ -53,12 +53,11 @@ export async function recordedTimes(
   return result;
 }
 
-/** How many of these orders have a settled row: the harness's cheap "are we done yet". */
-export async function countSettled(db: Database, orderIds: string[]): Promise<number> {
-  const { rows } = await db.query<{ settled: string }>(
-    `SELECT count(*)::text AS settled FROM order_mail_log
-      WHERE order_id = ANY($1::bigint[]) AND state <> 'sending'`,
+/** How many of these orders are sent: the harness's cheap "are we done yet". */
+export async function countSent(db: Database, orderIds: string[]): Promise<number> {
+  const { rows } = await db.query<{ sent: string }>(
+    `SELECT count(*)::text AS sent FROM order_mail_log WHERE order_id = ANY($1::bigint[]) AND state = 'sent'`,
     [orderIds],
   );
-  return Number(rows[0]?.settled ?? 0);
+  return Number(rows[0]?.sent ?? 0);
 }

@@ -3,7 +3,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import path from 'node:path';
-import { spawnTsProcess, PROJECT_ROOT, type LoggedProcess } from './childProcess';
+import { killOnExit, spawnTsProcess, PROJECT_ROOT, type LoggedProcess } from './childProcess';
 import type { PlainCommand, PlainReply } from './plain/process';
 
 // Bundling the workflows with webpack at start-up takes a while on a busy 2-core machine.
@@ -99,7 +99,8 @@ export class PlainProcessPool {
       child.once('exit', () => {
         for (const wake of entry.waiters.splice(0)) wake();
       });
-      process.once('exit', () => void child.kill('SIGKILL'));
+      killOnExit.add(child);
+      child.once('exit', () => killOnExit.delete(child));
       const ready = await this.nextReply(entry, 60_000);
       if (ready.kind !== 'ready')
         throw new Error(`plain-loop process ${index} failed to start: ${JSON.stringify(ready)}`);
