@@ -28,6 +28,8 @@ export interface BenchOptions {
   floorEnv: Record<string, string>;
   plainEnv: Record<string, string>;
   devServerDbFile: string | null;
+  /** Re-render the tables, JSON, SVG and Markdown of an earlier run's JSON instead of running. */
+  fromJson: string | null;
 }
 
 const USAGE = `npm run bench -- [options]
@@ -48,6 +50,7 @@ const USAGE = `npm run bench -- [options]
   --floor-env K=V          extra environment for floor workers (repeatable), e.g. BENCH_MAX_CACHED_WORKFLOWS=100
   --plain-env K=V          extra environment for plain-loop processes (repeatable)
   --dev-server-db FILE     run the dev server on a SQLite file instead of in memory
+  --from-json FILE         measure nothing: report an earlier run's --json again (tables, --markdown, --svg)
 Without DATABASE_URL / TEMPORAL_ADDRESS it starts embedded Postgres and a Temporal dev server itself.`;
 
 export function parseBenchOptions(argv: string[]): BenchOptions {
@@ -72,6 +75,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       'floor-env': { type: 'string', multiple: true },
       'plain-env': { type: 'string', multiple: true },
       'dev-server-db': { type: 'string' },
+      'from-json': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -109,6 +113,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
     floorEnv: keyValues(values['floor-env']),
     plainEnv: keyValues(values['plain-env']),
     devServerDbFile: values['dev-server-db'] ?? null,
+    fromJson: values['from-json'] ?? null,
   };
 }
 

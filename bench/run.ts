@@ -2,12 +2,12 @@
 // workflow shape with no-op activities) and against the plain loop (the same SQL and HTTP, no Temporal).
 // Every headline figure is a ratio of two things measured here, on the same servers, minutes apart.
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { createSandboxControlClient } from '../src/sandbox/sandboxControlClient';
 import { startBenchEnvironment, SANDBOX_API_KEY } from './environment';
 import { loadAverage, machineFacts } from './machine';
-import { parseBenchOptions, type VariantName } from './options';
+import { parseBenchOptions, type BenchOptions, type VariantName } from './options';
 import { runClosedPhase, runOpenPhase, type PhaseContext, type PhaseResult } from './phases';
 import { renderLatencyChart } from './report/chart';
 import { headlineRatios, kneesOf, medianThroughput } from './report/headlines';
@@ -30,6 +30,14 @@ async function main(): Promise<number> {
     });
   }
   const options = parseBenchOptions(process.argv.slice(2));
+  if (options.fromJson !== null) {
+    // Knees and ratios are computed again, so a report reads the same as a fresh run of this version.
+    const earlier = JSON.parse(readFileSync(options.fromJson, 'utf8')) as BenchReport;
+    earlier.knees = kneesOf(earlier.phases);
+    earlier.ratios = headlineRatios(earlier.phases, earlier.floorSaturationPerSecond);
+    await writeReport(earlier, { ...options, jsonPath: options.jsonPath });
+    return earlier.problems.length === 0 ? 0 : 1;
+  }
   const machine = machineFacts();
   const began = performance.now();
   const log = (message: string): void => {
@@ -172,15 +180,20 @@ async function main(): Promise<number> {
     ratios: headlineRatios(phases, floorSaturation),
     problems,
   };
+  await writeReport(report, options);
+  log(`done in ${((performance.now() - began) / 1000).toFixed(0)} s`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+async function writeReport(report: BenchReport, options: BenchOptions): Promise<void> {
+  const { machine } = report;
   console.log(renderTables(report));
   if (options.jsonPath !== null) writeFileSync(options.jsonPath, JSON.stringify(report, null, 2) + '\n');
   if (options.markdownPath !== null) writeFileSync(options.markdownPath, renderMarkdown(report));
   if (options.svgPath !== null) {
-    const subtitle = `${machine.cpuModel}, ${machine.cores} cores, load avg ${machine.loadAverageAtStart[0]}; ${machine.date.slice(0, 10)}`;
-    writeFileSync(options.svgPath, await renderLatencyChart(phases, subtitle));
+    const subtitle = `${machine.cpuModel}, ${machine.cores} cores, load average ${machine.loadAverageAtStart[0]}; ${machine.date.slice(0, 10)}`;
+    writeFileSync(options.svgPath, await renderLatencyChart(report.phases, subtitle));
   }
-  log(`done in ${((performance.now() - began) / 1000).toFixed(0)} s`);
-  return problems.length === 0 ? 0 : 1;
 }
 
 main().then(

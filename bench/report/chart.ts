@@ -24,7 +24,10 @@ export async function renderLatencyChart(phases: PhaseResult[], title: string): 
   const vega = await import('vega');
   const spec = vegaLite.compile({
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: 'Latency (scheduled start → recorded row) vs offered load', subtitle: title },
+    title: {
+      text: 'Latency (scheduled start → recorded row) vs offered load; solid p99, dashed p50',
+      subtitle: title,
+    },
     width: 640,
     height: 360,
     background: 'white',
@@ -39,7 +42,12 @@ export async function renderLatencyChart(phases: PhaseResult[], title: string): 
         scale: { type: 'log' },
       },
       color: { field: 'variant', type: 'nominal', title: 'variant' },
-      strokeDash: { field: 'percentile', type: 'nominal', title: 'percentile', sort: ['p99', 'p50'] },
+      strokeDash: {
+        field: 'percentile',
+        type: 'nominal',
+        title: 'percentile',
+        sort: ['p99', 'p50'],
+      },
     },
   }).spec;
   const view = new vega.View(vega.parse(spec), { renderer: 'none' });

@@ -136,6 +136,13 @@ export function headlineRatios(phases: PhaseResult[], floorSaturation: number | 
     null,
   );
   add(
+    'product / floor-local server CPU per order',
+    pairedRatio(phases, 'product', 'floor-local', (phase) => phase.cpuSecondsPer1000.temporalServer),
+    'Temporal server CPU per order: what the product asks of the server beyond the bare shape',
+    null,
+    null,
+  );
+  add(
     'floor-local / floor server CPU per order',
     pairedRatio(phases, 'floor-local', 'floor', (phase) => phase.cpuSecondsPer1000.temporalServer),
     'Temporal server CPU per order: local claim and record vs regular',
