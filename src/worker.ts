@@ -88,6 +88,7 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
                     : { workflowBundle: { codePath: config.worker.workflowBundlePath } },
                 shutdownGraceTimeMs: config.worker.shutdownGraceTimeMs,
                 maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
+                sendRateLimitPerSecond: config.worker.sendRateLimitPerSecond,
               }),
             );
             log('info', 'Worker started', {

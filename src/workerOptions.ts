@@ -14,6 +14,8 @@ export interface OrderMailWorkerSetup {
   workflows: { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
   shutdownGraceTimeMs: number;
   maxConcurrentActivityTaskExecutions: number;
+  /** The Mail API's rate limit, for every replica together; null for none. */
+  sendRateLimitPerSecond?: number | null;
 }
 
 /** The worker's options, shared by src/worker.ts and the tests, so tests run the worker as deployed. */
@@ -31,6 +33,12 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
     // A rolling deploy must let a send in flight finish and be recorded, not turn it into an unknown.
     shutdownGraceTime: setup.shutdownGraceTimeMs,
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivityTaskExecutions,
+    // Enforced by the server for the whole task queue, so it holds at any number of replicas. It limits every
+    // regular activity of the queue, and since claim and record run as local activities (which never pass
+    // through the queue) the send is the only one: this is the send rate. docs/readme/benchmarks.md.
+    ...(setup.sendRateLimitPerSecond == null
+      ? {}
+      : { maxTaskQueueActivitiesPerSecond: setup.sendRateLimitPerSecond }),
   };
 }
 

@@ -50,6 +50,8 @@ export interface WorkerConfig {
     workflowBundlePath: string | null;
     pgPoolMax: number;
     pgStatementTimeoutMs: number;
+    /** Sends per second for the whole task queue, enforced by the Temporal server; null for no limit. */
+    sendRateLimitPerSecond: number | null;
   };
 }
 
@@ -241,6 +243,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         'PG_STATEMENT_TIMEOUT_MS',
         CONFIG_DEFAULTS.PG_STATEMENT_TIMEOUT_MS,
       ),
+      sendRateLimitPerSecond: read.optionalPositiveNumber('MAIL_SEND_RATE_LIMIT_PER_SECOND'),
     },
   };
   if (problems.length > 0) throw new ConfigError(problems);
@@ -399,6 +402,16 @@ class EnvReader {
     if (!/^[0-9]+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value))) {
       this.problems.push(`${name} must be a positive integer (got ${JSON.stringify(value)}).`);
       return fallback;
+    }
+    return Number(value);
+  }
+
+  optionalPositiveNumber(name: string): number | null {
+    const value = this.optional(name);
+    if (value === null) return null;
+    if (!/^[0-9]+(\.[0-9]+)?$/.test(value) || Number(value) <= 0) {
+      this.problems.push(`${name} must be a positive number, e.g. 10 or 0.5 (got ${JSON.stringify(value)}).`);
+      return null;
     }
     return Number(value);
   }

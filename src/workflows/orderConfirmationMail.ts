@@ -1,4 +1,13 @@
-import { ActivityFailure, ApplicationFailure, log, proxyActivities, sleep } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  type ActivityOptions,
+  ApplicationFailure,
+  log,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  sleep,
+} from '@temporalio/workflow';
 import type { OrderMailActivities } from '../activities';
 import { FailureType, type SendFailureDetails } from '../shared/failures';
 import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
@@ -16,7 +25,7 @@ import { showOrderMailState, stateShownFor } from './showOrderMailState';
 
 // Claim and record are idempotent (fenced by the claim token and attempt), so Temporal may retry them as
 // long as it takes Postgres to answer. 30 s covers the pool's statement (10 s) and client (15 s) deadlines.
-const bookkeeping = proxyActivities<OrderMailActivities>({
+const BOOKKEEPING_OPTIONS = {
   startToCloseTimeout: '30 seconds',
   retry: {
     initialInterval: '1 second',
@@ -25,7 +34,18 @@ const bookkeeping = proxyActivities<OrderMailActivities>({
     // Retrying cannot make a missing order appear.
     nonRetryableErrorTypes: [FailureType.OrderNotFound],
   },
+} satisfies ActivityOptions;
+const bookkeeping = proxyActivities<OrderMailActivities>(BOOKKEEPING_OPTIONS);
+// Runs started since this patch claim and record as LOCAL activities: two fewer activity tasks and workflow
+// tasks per order on the server (docs/readme/benchmarks.md has the figures). Safe because a local activity
+// that re-runs on a workflow-task retry is just a retried claim or record, both idempotent and fenced by the
+// claim token (DESIGN.md §4 rules 1 and 4); the send stays a regular activity. Backoffs from 10 s on wait
+// on a durable timer instead of holding the workflow task open during a long Postgres outage.
+const localBookkeeping = proxyLocalActivities<OrderMailActivities>({
+  ...BOOKKEEPING_OPTIONS,
+  localRetryThreshold: '10 seconds',
 });
+const LOCAL_BOOKKEEPING_PATCH = 'local-bookkeeping';
 
 export interface OrderMailResult {
   orderId: string;
@@ -48,9 +68,11 @@ export interface OrderMailResult {
  */
 export async function orderConfirmationMail(orderIdInput: string): Promise<OrderMailResult> {
   const orderId = validOrderIdOrFail(orderIdInput);
+  // Runs recorded before the patch replay with regular bookkeeping activities.
+  const books = patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : bookkeeping;
 
   for (;;) {
-    const claim = await claimOrFail(orderId);
+    const claim = await claimOrFail(books, orderId);
     if (claim.kind === 'already-sent') {
       log.info('Order mail was already sent; this run sends nothing', { orderId, outcome: claim.outcome });
       showOrderMailState({
@@ -109,7 +131,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
     const base = { orderId, claimToken, attempt };
     const recorded =
       verdict.kind === 'accepted'
-        ? await bookkeeping.recordOrderMailOutcome({
+        ? await books.recordOrderMailOutcome({
             ...base,
             state: 'sent',
             outcome: 'accepted',
@@ -118,7 +140,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
             httpStatus: verdict.httpStatus,
             error: null,
           })
-        : await recordNotAccepted(base, verdict.details, settings);
+        : await recordNotAccepted(books, base, verdict.details, settings);
 
     if (recorded.kind === 'claim-lost') {
       if (recorded.currentState !== null && recorded.currentState !== 'sending') {
@@ -170,6 +192,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
  * retried under the same key, and the loop sends again (the provider answers from its store, no second mail).
  */
 async function recordNotAccepted(
+  books: typeof bookkeeping,
   base: { orderId: string; claimToken: string; attempt: number },
   details: SendFailureDetails,
   settings: OrderMailWorkflowSettings,
@@ -179,7 +202,7 @@ async function recordNotAccepted(
   const { idempotency } = settings;
   if (idempotentRetryConceivable(details, idempotency, base.attempt, settings.maxSendAttempts)) {
     // The time comes from Postgres through an activity: the workflow itself reads no clock.
-    const { sinceFirstDispatchMs } = await bookkeeping.readTimeSinceFirstDispatch({ orderId: base.orderId });
+    const { sinceFirstDispatchMs } = await books.readTimeSinceFirstDispatch({ orderId: base.orderId });
     retryUnderKey = withinIdempotencyWindow({
       idempotency,
       sinceFirstDispatchMs,
@@ -189,7 +212,7 @@ async function recordNotAccepted(
     if (retryUnderKey)
       error = idempotentRetryNote(details.reason, sinceFirstDispatchMs!, idempotency.windowMs);
   }
-  return bookkeeping.recordOrderMailOutcome({
+  return books.recordOrderMailOutcome({
     ...base,
     ...recordDecisionFor(details, settings.unknownOutcomePolicy, retryUnderKey),
     providerMessageId: null,
@@ -212,9 +235,9 @@ function claimLost(orderId: string, attempt: number, outcome: LogOutcome | null)
 }
 
 /** The claim, with a missing order turned into the workflow's own OrderNotFound failure. */
-async function claimOrFail(orderId: string) {
+async function claimOrFail(books: typeof bookkeeping, orderId: string) {
   try {
-    return await bookkeeping.claimOrderMail({ orderId });
+    return await books.claimOrderMail({ orderId });
   } catch (error) {
     if (
       error instanceof ActivityFailure &&

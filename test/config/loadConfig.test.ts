@@ -84,4 +84,16 @@ describe('loadConfig', () => {
       loadConfig({ ...REQUIRED, UNKNOWN_OUTCOME_POLICY: 'assume-failed' }).workflow.unknownOutcomePolicy,
     ).toBe('assume-failed');
   });
+
+  it('reads the send rate limit: none by default, decimals allowed, nothing but a positive number', () => {
+    expect(loadConfig(REQUIRED).worker.sendRateLimitPerSecond).toBeNull();
+    expect(
+      loadConfig({ ...REQUIRED, MAIL_SEND_RATE_LIMIT_PER_SECOND: '0.5' }).worker.sendRateLimitPerSecond,
+    ).toBe(0.5);
+    for (const bad of ['0', '-2', 'ten', '1e3']) {
+      expect(problemsOf({ ...REQUIRED, MAIL_SEND_RATE_LIMIT_PER_SECOND: bad })).toEqual([
+        expect.stringMatching(/MAIL_SEND_RATE_LIMIT_PER_SECOND must be a positive number/),
+      ]);
+    }
+  });
 });

@@ -127,6 +127,7 @@ export async function startTestWorker(
   options: {
     taskQueue?: string;
     activities?: object;
+    sendRateLimitPerSecond?: number;
     reconcile?: ReconcileDependencies;
     /** Another Temporal server than the run's shared one (e.g. one with a Web UI). */
     temporal?: { address: string; namespace: string };
@@ -151,6 +152,7 @@ export async function startTestWorker(
     workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
     shutdownGraceTimeMs: 1_000,
     maxConcurrentActivityTaskExecutions: 20,
+    sendRateLimitPerSecond: options.sendRateLimitPerSecond ?? null,
   });
   // Tests that simulate lost completions wrap the real activities; everything else runs them as deployed.
   const worker = await Worker.create({

@@ -1,0 +1,139 @@
+// The same report as Markdown tables (--markdown PATH), for docs/readme/benchmarks.md: figures are pasted
+// from a run, never typed by hand.
+import type { PhaseResult } from '../phases';
+import type { BenchReport } from './benchReport';
+import { totalCpuPer1000 } from './headlines';
+import { scaleSummary } from './table';
+
+export function renderMarkdown(report: BenchReport): string {
+  const { machine } = report;
+  const out: string[] = [];
+  out.push(
+    `- Date: ${machine.date}; command: \`${report.command}\``,
+    `- Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Node ${machine.nodeVersion}, ${machine.platform}`,
+    `- Load average (1/5/15 min): ${machine.loadAverageAtStart.join(' / ')} at the start, ${machine.loadAverageAtEnd?.join(' / ') ?? '?'} at the end`,
+    `- Temporal: ${report.environment.temporal}; Postgres: ${report.environment.postgres}`,
+    `- Mail API: ${report.environment.mailApi}; product worker: ${report.environment.productWorker}`,
+    '',
+  );
+  const closed = report.phases.filter((phase) => phase.mode === 'closed');
+  if (closed.length > 0) {
+    out.push(
+      `**Closed loop**, ${closed[0]!.concurrency} concurrent starters; latency from the start request to the recorded row.`,
+      '',
+      row([
+        'variant',
+        'workers',
+        'round',
+        'orders/s',
+        'p50 ms',
+        'p99 ms',
+        'max ms',
+        'worker CPU s/1k',
+        'server CPU s/1k',
+        'Postgres CPU s/1k',
+        'all CPU s/1k',
+        'worker peak RSS MiB',
+        'cores worker / server / Postgres / machine',
+      ]),
+      row(Array.from({ length: 13 }, (_, index) => (index === 0 ? '---' : '---:'))),
+      ...closed.map((phase) =>
+        row([
+          phase.variant,
+          String(phase.workers),
+          String(phase.round),
+          fixed(phase.throughputPerSecond, 1),
+          fixed(phase.latency.p50Ms, 0),
+          fixed(phase.latency.p99Ms, 0),
+          fixed(phase.latency.maxMs, 0),
+          fixed(phase.cpuSecondsPer1000.workers, 1),
+          fixed(phase.cpuSecondsPer1000.temporalServer, 1),
+          fixed(phase.cpuSecondsPer1000.postgres, 1),
+          fixed(totalCpuPer1000(phase), 1),
+          fixed(phase.workerPeakRssMiB, 0),
+          [phase.cores.workers, phase.cores.temporalServer, phase.cores.postgres, phase.cores.machine]
+            .map((value) => fixed(value, 2))
+            .join(' / '),
+        ]),
+      ),
+      '',
+    );
+  }
+  const scale = scaleSummary(closed);
+  if (scale.length > 0) {
+    out.push(
+      '**Scale**: cores each part kept busy (median round), and the biggest consumer:',
+      '',
+      ...scale.map((line) => `- ${line.trim()}`),
+      '',
+    );
+  }
+  const open = report.phases.filter((phase) => phase.mode === 'open');
+  if (open.length > 0) {
+    out.push(
+      '**Open loop**, 1 worker; latency from the scheduled start to the recorded row.',
+      '',
+      row([
+        'variant',
+        'offered/s',
+        'achieved/s',
+        'p50 ms',
+        'p99 ms',
+        'max ms',
+        'sustained',
+        'worker CPU s/1k',
+        'server CPU s/1k',
+      ]),
+      row(['---', '---:', '---:', '---:', '---:', '---:', '---', '---:', '---:']),
+      ...[...open]
+        .sort((a, b) => a.variant.localeCompare(b.variant) || a.offeredPerSecond! - b.offeredPerSecond!)
+        .map((phase: PhaseResult) =>
+          row([
+            phase.variant,
+            fixed(phase.offeredPerSecond, 1),
+            fixed(phase.throughputPerSecond, 1),
+            fixed(phase.latency.p50Ms, 0),
+            fixed(phase.latency.p99Ms, 0),
+            fixed(phase.latency.maxMs, 0),
+            phase.keptUp ? 'yes' : '**no**',
+            fixed(phase.cpuSecondsPer1000.workers, 1),
+            fixed(phase.cpuSecondsPer1000.temporalServer, 1),
+          ]),
+        ),
+      '',
+      ...report.knees.map(
+        (knee) =>
+          `- Knee, ${knee.variant}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
+          (knee.firstUnsustainedPerSecond === null
+            ? ' (not saturated in this sweep)'
+            : `, not at ${fixed(knee.firstUnsustainedPerSecond, 1)}/s`),
+      ),
+      '',
+    );
+  }
+  out.push(
+    '**Headline ratios** (median over rounds of per-round ratios):',
+    '',
+    row(['ratio', 'value', 'per round', 'target', 'met']),
+    row(['---', '---:', '---', '---', '---']),
+    ...report.ratios.map((ratio) =>
+      row([
+        `${ratio.name} (${ratio.of})`,
+        fixed(ratio.value, 2),
+        ratio.perRound.map((value) => value.toFixed(2)).join(', '),
+        ratio.target ?? '',
+        ratio.met === null ? '' : ratio.met ? 'yes' : '**no**',
+      ]),
+    ),
+    '',
+  );
+  return out.join('\n');
+}
+
+function row(cells: string[]): string {
+  return `| ${cells.join(' | ')} |`;
+}
+
+function fixed(value: number | null | undefined, digits: number): string {
+  return value === null || value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(digits);
+}

@@ -1,0 +1,189 @@
+// The stdout report: machine, closed-loop table, open-loop table with knees, headline ratios.
+import os from 'node:os';
+import type { BenchEnvironmentFacts, BenchReport } from './benchReport';
+import type { PhaseResult } from '../phases';
+import { totalCpuPer1000 } from './headlines';
+
+export function renderTables(report: BenchReport): string {
+  const lines: string[] = [];
+  const { machine } = report;
+  lines.push(
+    `Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Node ${machine.nodeVersion}, ${machine.platform}`,
+    `Load average at start ${machine.loadAverageAtStart.join(' / ')}, at end ${machine.loadAverageAtEnd?.join(' / ') ?? '?'} (1/5/15 min)`,
+    `Date: ${machine.date}   Profile: ${report.options.profile}   Command: ${report.command}`,
+    ...describeEnvironment(report.environment),
+    '',
+  );
+  const closed = report.phases.filter((phase) => phase.mode === 'closed');
+  if (closed.length > 0) {
+    lines.push(`Closed loop, ${closed[0]!.concurrency} concurrent starters (latency: start → recorded row)`);
+    lines.push(
+      table(
+        [
+          'variant',
+          'workers',
+          'round',
+          'orders',
+          'per s',
+          'p50 ms',
+          'p99 ms',
+          'max ms',
+          'wkr CPU s/1k',
+          'srv CPU s/1k',
+          'pg CPU s/1k',
+          'all CPU s/1k',
+          'wkr RSS MiB',
+          'cores wkr/srv/pg/sbx/all',
+        ],
+        closed.map((phase) => [
+          phase.variant,
+          String(phase.workers),
+          String(phase.round),
+          String(phase.orders),
+          fixed(phase.throughputPerSecond, 1),
+          fixed(phase.latency.p50Ms, 0),
+          fixed(phase.latency.p99Ms, 0),
+          fixed(phase.latency.maxMs, 0),
+          fixed(phase.cpuSecondsPer1000.workers, 1),
+          fixed(phase.cpuSecondsPer1000.temporalServer, 1),
+          fixed(phase.cpuSecondsPer1000.postgres, 1),
+          fixed(totalCpuPer1000(phase), 1),
+          fixed(phase.workerPeakRssMiB, 0),
+          coresOf(phase),
+        ]),
+      ),
+      '',
+    );
+  }
+  const scale = scaleSummary(closed);
+  if (scale.length > 0) lines.push('Scale (closed loop, median over rounds): who uses the CPU', ...scale, '');
+  const open = report.phases.filter((phase) => phase.mode === 'open');
+  if (open.length > 0) {
+    lines.push('Open loop, 1 worker (latency from the SCHEDULED start → recorded row)');
+    lines.push(
+      table(
+        [
+          'variant',
+          'offered/s',
+          'achieved/s',
+          'p50 ms',
+          'p99 ms',
+          'max ms',
+          'kept up',
+          'wkr CPU s/1k',
+          'srv CPU s/1k',
+          'cores wkr/srv/pg/sbx/all',
+        ],
+        open.map((phase) => [
+          phase.variant,
+          fixed(phase.offeredPerSecond, 1),
+          fixed(phase.throughputPerSecond, 1),
+          fixed(phase.latency.p50Ms, 0),
+          fixed(phase.latency.p99Ms, 0),
+          fixed(phase.latency.maxMs, 0),
+          phase.keptUp ? 'yes' : 'NO',
+          fixed(phase.cpuSecondsPer1000.workers, 1),
+          fixed(phase.cpuSecondsPer1000.temporalServer, 1),
+          coresOf(phase),
+        ]),
+      ),
+    );
+    for (const knee of report.knees) {
+      lines.push(
+        `Knee ${knee.variant}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
+          (knee.firstUnsustainedPerSecond === null
+            ? ' (never saturated in this sweep)'
+            : `, not at ${fixed(knee.firstUnsustainedPerSecond, 1)}/s`),
+      );
+    }
+    lines.push('');
+  }
+  lines.push('Headline ratios (same run, same servers)');
+  for (const ratio of report.ratios) {
+    const verdict = ratio.met === null ? '' : ratio.met ? '  target met' : '  TARGET MISSED';
+    const rounds =
+      ratio.perRound.length > 1
+        ? ` [per round: ${ratio.perRound.map((value) => value.toFixed(2)).join(', ')}]`
+        : '';
+    lines.push(
+      `  ${ratio.name}: ${fixed(ratio.value, 2)}${rounds}   (${ratio.of}${ratio.target ? `; target ${ratio.target}` : ''})${verdict}`,
+    );
+  }
+  if (report.problems.length > 0) {
+    lines.push('', 'PROBLEMS:', ...report.problems.map((problem) => `  ${problem}`));
+  }
+  return lines.join('\n');
+}
+
+function describeEnvironment(environment: BenchEnvironmentFacts): string[] {
+  return [
+    `Temporal: ${environment.temporal}`,
+    `Postgres: ${environment.postgres}`,
+    `Mail API: ${environment.mailApi}`,
+    `Product worker: ${environment.productWorker}`,
+  ];
+}
+
+function coresOf(phase: PhaseResult): string {
+  return [
+    phase.cores.workers,
+    phase.cores.temporalServer,
+    phase.cores.postgres,
+    phase.cores.sandbox,
+    phase.cores.machine,
+  ]
+    .map((value) => fixed(value, 2))
+    .join('/');
+}
+
+function fixed(value: number | null | undefined, digits: number): string {
+  return value === null || value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(digits);
+}
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+  );
+  const format = (row: string[]): string =>
+    row
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join('  ');
+  return [format(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(format)].join(
+    '\n',
+  );
+}
+
+/**
+ * Per variant and worker count: throughput and the cores each part kept busy, and the biggest consumer. On a
+ * machine whose cores are all busy, that consumer is the bottleneck for this variant.
+ */
+export function scaleSummary(closed: PhaseResult[]): string[] {
+  const lines: string[] = [];
+  const variants = [...new Set(closed.map((phase) => phase.variant))];
+  for (const variant of variants) {
+    const counts = [
+      ...new Set(closed.filter((phase) => phase.variant === variant).map((phase) => phase.workers)),
+    ];
+    if (counts.length < 2) continue;
+    for (const workers of counts) {
+      const runs = closed.filter((phase) => phase.variant === variant && phase.workers === workers);
+      const middle = [...runs].sort((a, b) => a.throughputPerSecond - b.throughputPerSecond)[
+        Math.floor(runs.length / 2)
+      ]!;
+      const parts: [string, number][] = [
+        ['workers', middle.cores.workers],
+        ['Temporal server', middle.cores.temporalServer ?? 0],
+        ['Postgres', middle.cores.postgres ?? 0],
+        ['sandbox', middle.cores.sandbox ?? 0],
+        ['harness (client)', middle.resources.harnessCpuSeconds / middle.resources.wallSeconds],
+      ];
+      const [biggest, biggestCores] = parts.reduce((a, b) => (b[1] > a[1] ? b : a));
+      lines.push(
+        `  ${variant.padEnd(11)} x${workers}: ${middle.throughputPerSecond.toFixed(1).padStart(7)}/s; cores ` +
+          parts.map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ') +
+          `; machine ${fixed(middle.cores.machine, 2)} of ${os.cpus().length}; biggest: ${biggest} (${biggestCores.toFixed(2)})`,
+      );
+    }
+  }
+  return lines;
+}
