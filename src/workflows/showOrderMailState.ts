@@ -1,5 +1,5 @@
 // What the Web UI shows about an order's mail: the workflow upserts its search attributes at every
-// transition of the log row, so operators can filter on them (docs/readme/operating.md).
+// transition of the log row, so operators can filter on them (README, "Operating it").
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { patched, upsertSearchAttributes } from '@temporalio/workflow';
 import type { LogOutcome } from '../shared/mailOutcome';
