@@ -49,7 +49,8 @@ export async function startClientFleet(options: {
     });
     child.stderr?.pipe(log);
     return new Promise<ClientCounts>((resolve, reject) => {
-      child.once('exit', (code, signal) => {
+      // 'close', not 'exit': 'exit' may come before the last of stdout was read, and the counts are its last line.
+      child.once('close', (code, signal) => {
         finished += 1;
         const line = stdout.trim().split('\n').pop() ?? '';
         if (code === 0 && line.startsWith('{')) resolve(JSON.parse(line) as ClientCounts);
