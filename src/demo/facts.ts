@@ -1,10 +1,8 @@
-// Reads the facts the report is built from, after the run: the log and its audit trail from Postgres, what
-// the sandbox received, and each workflow's status from Temporal.
+// Reads the facts the report is built from, after the run: the log and its audit trail from Postgres, and each
+// workflow's status from Temporal. What the sandbox received comes from src/demo/mailTarget.ts.
 import type { Client } from '@temporalio/client';
 import type { Database } from '../db/pool';
-import type { Fault } from '../sandbox/faults';
-import type { MailSandbox } from '../sandbox/mailSandbox';
-import type { AttemptFact, LogRowFact, MessageFact, RequestFact } from './report';
+import type { AttemptFact, LogRowFact } from './report';
 
 export async function readLogFacts(
   db: Database,
@@ -22,27 +20,6 @@ export async function readLogFacts(
     [orderIds],
   );
   return { rows: rows.rows, attempts: attempts.rows };
-}
-
-export function readSandboxFacts(sandbox: MailSandbox): { messages: MessageFact[]; requests: RequestFact[] } {
-  return {
-    messages: sandbox.messages().map((message) => ({ orderId: message.orderId, id: message.id })),
-    requests: sandbox
-      .requests()
-      .filter((request) => request.path === '/v1/messages')
-      .map((request) => ({ orderId: request.orderId, fault: request.fault && describeFault(request.fault) })),
-  };
-}
-
-export function describeFault(fault: Fault): string {
-  switch (fault.kind) {
-    case 'status':
-      return `${fault.status}${fault.record === true ? ' after processing' : ''}`;
-    case 'accept-then-hang':
-      return 'hang';
-    default:
-      return fault.kind;
-  }
 }
 
 /** Workflow id → status name (COMPLETED, FAILED, RUNNING, TERMINATED, …) of every workflow on the task queue. */

@@ -11,7 +11,7 @@ export function formatReport(report: RunReport): string {
     return entries.length === 0 ? 'none' : entries.map(([key, value]) => `${key} ${value}`).join(' · ');
   };
 
-  lines.push('', `Report: profile ${report.profile}, policy ${report.policy}`);
+  lines.push('', `Report: profile ${report.profile}, transport ${report.transport}, policy ${report.policy}`);
   row(
     'Orders',
     `${report.orders}, sent by ${report.workers} worker processes; ${report.starts.clientProcesses} client ` +
@@ -40,6 +40,13 @@ export function formatReport(report: RunReport): string {
       `no terminal row: ${report.missing.noTerminalRow})` +
       (missing > 0 ? `, e.g. ${report.missing.examples.join(', ')}` : ''),
   );
+  if (report.inbox !== null) {
+    row(
+      'Inbox',
+      `${report.inbox.messages} mails at ${report.inbox.url}; mails per order ` +
+        counts(report.inbox.messagesPerOrder, (a, b) => Number(a) - Number(b)),
+    );
+  }
   row('Rows (state/outcome)', counts(report.rows));
   const unknown = report.unknownOutcomes;
   row(

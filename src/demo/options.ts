@@ -3,6 +3,10 @@
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { FaultRate } from '../sandbox/faults';
 
+/** How the runner's workers send: to the HTTP Mail API sandbox, or over SMTP to the SMTP fault sandbox. */
+export type MailTransportName = 'http' | 'smtp';
+export const MAIL_TRANSPORTS: readonly MailTransportName[] = ['http', 'smtp'];
+
 export interface FaultMix {
   acceptThenDrop: number;
   hang: number;
@@ -17,6 +21,9 @@ export interface FaultMix {
 
 export interface RunOptions {
   profile: 'demo' | 'chaos';
+  transport: MailTransportName;
+  /** Start MailDev and relay every accepted mail to it (on in the demo; the chaos profile leaves it off). */
+  inbox: boolean;
   orders: number;
   workers: number;
   clients: number;
@@ -52,6 +59,8 @@ const NO_FAULTS: FaultMix = {
 export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
   demo: {
     profile: 'demo',
+    transport: 'http',
+    inbox: true,
     orders: 200,
     workers: 3,
     clients: 3,
@@ -78,6 +87,9 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
   },
   chaos: {
     profile: 'chaos',
+    transport: 'http',
+    // 2,000 mails are for counting, not for reading; --inbox adds it.
+    inbox: false,
     orders: 2_000,
     workers: 4,
     clients: 3,
@@ -110,6 +122,9 @@ export const USAGE = `Usage: npm run demo -- [flags]     (the demo profile)
        npm run chaos -- [flags]    (the chaos profile: every fault at full strength)
 
   --profile demo|chaos          start from this profile (set by the npm scripts)
+  --transport http|smtp         send through the HTTP Mail API sandbox (default) or over SMTP to the SMTP
+                                fault sandbox; the fault flags below then mean the SMTP faults in [brackets]
+  --inbox / --no-inbox          start MailDev and relay every accepted mail to it (demo on, chaos off)
   --orders N                    orders to create and send (demo 200, chaos 2000)
   --workers N                   worker processes (demo 3, chaos 4)
   --clients N                   client processes; each starts every order once (3)
@@ -117,11 +132,12 @@ export const USAGE = `Usage: npm run demo -- [flags]     (the demo profile)
   --worker-concurrency N        activities one worker runs at once (demo 100, chaos 20)
   --policy assume-sent|assume-failed   UNKNOWN_OUTCOME_POLICY of the workers (assume-sent)
   --accept-then-drop RATE       share of requests accepted, then the connection closed unanswered
-  --hang RATE                   accepted, answered only after the client gave up
-  --5xx RATE                    500 (not processed) or 502 (processed), half each
-  --429 RATE                    429 with Retry-After: 1
-  --503 RATE                    503
-  --drop RATE                   connection closed before anything was processed
+                                [message kept, socket closed before the 250 after the final '.']
+  --hang RATE                   accepted, answered only after the client gave up  [250 held back 10 s]
+  --5xx RATE                    500 (not processed) or 502 (processed), half each  [451 after the data]
+  --429 RATE                    429 with Retry-After: 1  [451 at RCPT, greylisting]
+  --503 RATE                    503  [421 greeting]
+  --drop RATE                   connection closed before anything was processed  [closed at DATA]
   --no-faults                   all of the rates above 0
   --refuse-every S / --refuse-for S   refuse connections for a while, periodically (0 = off)
   --kill-every S                SIGKILL a random worker every S seconds and start another (0 = off)
@@ -164,6 +180,20 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         return 'help';
       case '--profile':
         value();
+        break;
+      case '--transport': {
+        const transport = value();
+        if (!(MAIL_TRANSPORTS as readonly string[]).includes(transport)) {
+          throw new UsageError(`--transport must be one of ${MAIL_TRANSPORTS.join(', ')} (got ${transport})`);
+        }
+        options.transport = transport as MailTransportName;
+        break;
+      }
+      case '--inbox':
+        options.inbox = true;
+        break;
+      case '--no-inbox':
+        options.inbox = false;
         break;
       case '--orders':
         options.orders = positiveInteger(flag, value());

@@ -2,6 +2,7 @@
 // received, what order_mail_log and order_mail_attempts say, and the workflows' statuses in Temporal.
 // Pure, so the invariants themselves are unit-tested (test/demo/report.test.ts).
 import type { MailOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
+import type { InboxFacts } from './inbox';
 
 export interface LogRowFact {
   orderId: string;
@@ -51,6 +52,8 @@ export interface StartCounts {
 
 export interface RunFacts {
   profile: string;
+  /** How the workers sent: the HTTP Mail API or SMTP. */
+  transport: string;
   policy: UnknownOutcomePolicy;
   orderIds: string[];
   rows: LogRowFact[];
@@ -59,6 +62,8 @@ export interface RunFacts {
   requests: RequestFact[];
   /** Workflow id → status name as Temporal lists it (COMPLETED, FAILED, RUNNING, …). */
   workflows: Record<string, string>;
+  /** What the inbox (MailDev) holds, when the run had one. */
+  inbox: InboxFacts | null;
   chaos: ChaosCounts;
   starts: StartCounts;
   workers: number;
@@ -76,6 +81,7 @@ export interface InvariantResult {
 
 export interface RunReport {
   profile: string;
+  transport: string;
   policy: UnknownOutcomePolicy;
   orders: number;
   workers: number;
@@ -101,6 +107,13 @@ export interface RunReport {
     assumedSentButNotDelivered: number;
   };
   workflows: Record<string, number>;
+  /** The inbox a person can open, and how many mails each order has there; null when the run had none. */
+  inbox: {
+    url: string;
+    messages: number;
+    /** Mails per order in the inbox → number of orders. */
+    messagesPerOrder: Record<string, number>;
+  } | null;
   faults: {
     /** Requests the sandbox faulted, by fault. */
     injected: Record<string, number>;
@@ -160,9 +173,11 @@ export function buildReport(facts: RunFacts): RunReport {
   for (const request of facts.requests) if (request.fault !== null) increment(injected, request.fault);
 
   const invariants = checkInvariants(facts.policy, orders);
+  if (facts.inbox !== null) invariants.push(inboxInvariant(facts.inbox, orders));
   const elapsedSeconds = facts.elapsedMs / 1000;
   return {
     profile: facts.profile,
+    transport: facts.transport,
     policy: facts.policy,
     orders: orders.length,
     workers: facts.workers,
@@ -189,6 +204,7 @@ export function buildReport(facts: RunFacts): RunReport {
       ).length,
     },
     workflows,
+    inbox: facts.inbox === null ? null : summarizeInbox(facts.inbox, orders),
     faults: { injected, requests: facts.requests.length, ...facts.chaos },
     starts: facts.starts,
     elapsedSeconds: round(elapsedSeconds, 1),
@@ -309,6 +325,32 @@ function checkInvariants(policy: UnknownOutcomePolicy, orders: OrderView[]): Inv
     );
   }
   return results;
+}
+
+/** The inbox is for people; this checks that what they see there is what the provider accepted, no more. */
+function inboxInvariant(inbox: InboxFacts, orders: OrderView[]): InvariantResult {
+  const known = new Set(orders.map((order) => order.orderId));
+  const broken = orders
+    .filter((order) => (inbox.messagesPerOrder[order.orderId] ?? 0) !== order.messageIds.length)
+    .map((order) => order.orderId);
+  const strangers = Object.keys(inbox.messagesPerOrder).filter((orderId) => !known.has(orderId));
+  if (inbox.withoutOrderId > 0) strangers.push(`${inbox.withoutOrderId} without an order id`);
+  const violations = [...broken, ...strangers];
+  return {
+    name: 'inbox-matches-provider',
+    description:
+      'the inbox holds, for every order, exactly the messages the provider accepted, and nothing else',
+    holds: violations.length === 0,
+    violations: violations.slice(0, EXAMPLES),
+    violationCount: violations.length,
+  };
+}
+
+function summarizeInbox(inbox: InboxFacts, orders: OrderView[]): NonNullable<RunReport['inbox']> {
+  const messagesPerOrder: Record<string, number> = {};
+  for (const order of orders) increment(messagesPerOrder, String(inbox.messagesPerOrder[order.orderId] ?? 0));
+  const messages = Object.values(inbox.messagesPerOrder).reduce((sum, count) => sum + count, 0);
+  return { url: inbox.webUrl, messages: messages + inbox.withoutOrderId, messagesPerOrder };
 }
 
 /** Messages that an unknown attempt may explain: none under assume-sent, where an unknown ends the order. */

@@ -9,9 +9,10 @@ import { insertOrder, type NewOrder } from '../db/orders';
 import { createDatabase, type Database } from '../db/pool';
 import { releaseEmbeddedPostgresSignalHooks } from './signalHooks';
 import { startClientFleet, type ClientFleet } from './clientFleet';
-import { countRunningWorkflows, readLogFacts, readSandboxFacts, readWorkflowStatuses } from './facts';
+import { countRunningWorkflows, readLogFacts, readWorkflowStatuses } from './facts';
 import { formatReport } from './formatReport';
-import { faultRates, type RunOptions } from './options';
+import { readInboxFacts } from './inbox';
+import type { RunOptions } from './options';
 import { createProgressLine, type ProgressLine } from './progress';
 import { buildReport, type ChaosCounts, type RunReport } from './report';
 import { startStack, type Stack } from './stack';
@@ -59,7 +60,10 @@ export async function runDemo(options: RunOptions): Promise<number> {
     const needsDbFile = options.restartTemporalAt !== null;
     pendingStack = startStack({
       env: process.env,
-      faultPlan: { rates: faultRates(options.faults), seed: options.seed },
+      transport: options.transport,
+      faults: options.faults,
+      seed: options.seed,
+      inbox: options.inbox,
       temporalDbFile: needsDbFile ? path.join(runDirectory, 'temporal.db') : null,
       onProgress: say,
     });
@@ -201,10 +205,9 @@ function workerEnvironment(
     TEMPORAL_ADDRESS: stack.temporal.address,
     TEMPORAL_NAMESPACE: stack.temporal.namespace,
     TEMPORAL_TASK_QUEUE: taskQueue,
-    MAIL_API_BASE_URL: stack.sandbox.url,
-    MAIL_API_KEY: 'sandbox-key',
+    ...stack.mail.workerEnv,
     UNKNOWN_OUTCOME_POLICY: options.policy,
-    // A hung request becomes an unknown outcome after 2 s instead of 30 s.
+    // A hung request (or SMTP reply) becomes an unknown outcome after 2 s instead of 30 s.
     MAIL_CONNECT_TIMEOUT_MS: '1000',
     MAIL_HEADERS_TIMEOUT_MS: '2000',
     MAIL_OVERALL_TIMEOUT_MS: '3000',
@@ -290,7 +293,7 @@ function startChaos(
     every(options.killEveryMs, () => track(workers.killOneAndReplace(WORKER_RESTART_DELAY_MS))),
     every(options.refuseEveryMs, () => {
       counts.refusedWindows += 1;
-      track(stack.sandbox.refuseConnectionsFor(options.refuseForMs));
+      track(stack.mail.refuseConnectionsFor(options.refuseForMs));
     }),
   ];
   const once = (at: number | null, restart: (() => Promise<void>) | null, what: 'Postgres' | 'Temporal') => {
@@ -336,7 +339,7 @@ function startChaos(
       stopped = true;
       for (const timer of timers) if (timer !== null) clearInterval(timer);
       while (pending.size > 0) await Promise.all([...pending]);
-      await stack.sandbox.whenListening().catch(() => undefined);
+      await stack.mail.whenListening().catch(() => undefined);
     },
   };
 }
@@ -421,17 +424,24 @@ async function collectReport(input: {
   starts: RunReport['starts'];
   elapsedMs: number;
 }): Promise<RunReport> {
-  const [log, workflows] = await Promise.all([
+  const { mail, inbox } = input.stack;
+  // A relay still on its way would show as a mail missing from the inbox.
+  await mail.relaysSettled();
+  const [log, workflows, inboxFacts] = await Promise.all([
     readLogFacts(input.db, input.orderIds),
     readWorkflowStatuses(input.client, input.taskQueue),
+    inbox === null ? null : readInboxFacts(inbox),
   ]);
   return buildReport({
     profile: input.options.profile,
+    transport: mail.transport,
     policy: input.options.policy,
     orderIds: input.orderIds,
     ...log,
-    ...readSandboxFacts(input.stack.sandbox),
+    messages: mail.messages(),
+    requests: mail.requests(),
     workflows,
+    inbox: inboxFacts,
     chaos: input.chaos,
     starts: input.starts,
     workers: input.options.workers,
@@ -452,10 +462,11 @@ function whereToLook(options: RunOptions, stack: Stack, taskQueue: string, runDi
       `  Temporal              ${stack.temporal.address} (namespace ${stack.temporal.namespace}, task queue ${taskQueue})`,
     );
   }
+  if (stack.inbox !== null) lines.push(`  the mails (inbox)     ${stack.inbox.webUrl}`);
   lines.push(
     `  order_mail_log        psql "${options.keep ? stack.databaseUrl : '<DATABASE_URL>'}" -c "select state, outcome, count(*) from order_mail_log group by 1, 2"`,
   );
-  lines.push(`  mail sandbox          ${stack.sandbox.url}/_sandbox/messages?orderId=1`);
+  lines.push(`  mail sandbox          ${stack.mail.messagesUrl ?? stack.mail.address}`);
   lines.push(`  logs and report.json  ${path.relative(process.cwd(), runDirectory) || runDirectory}`);
   if (!options.keep) {
     lines.push(

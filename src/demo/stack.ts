@@ -1,6 +1,7 @@
 // Brings up what the runner is not given an address for: embedded Postgres (else DATABASE_URL), a Temporal dev
-// server with its Web UI (else TEMPORAL_ADDRESS), and always the Mail API sandbox. Everything started here is
-// stopped by stop(), which never throws and never waits forever.
+// server with its Web UI (else TEMPORAL_ADDRESS), and always the mail sandbox (HTTP or SMTP), relaying what it
+// accepted to a MailDev inbox unless the run has none. Everything started here is stopped by stop(), which
+// never throws and never waits forever.
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -10,15 +11,18 @@ import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../devtools/
 import { getFreePort } from '../devtools/freePort';
 import { devServerSearchAttributes } from '../devtools/searchAttributes';
 import { ensureSearchAttributes } from '../temporal/searchAttributes';
-import { startMailSandbox, type MailSandbox } from '../sandbox/mailSandbox';
-import type { FaultPlan } from '../sandbox/faults';
+import { startMailDev } from '../devtools/mailDev';
+import { startMailTarget, type DemoMailTarget } from './mailTarget';
+import type { FaultMix, MailTransportName } from './options';
 
 const STOP_DEADLINE_MS = 15_000;
 
 export interface Stack {
   databaseUrl: string;
   temporal: { address: string; namespace: string; uiUrl: string | null };
-  sandbox: MailSandbox;
+  mail: DemoMailTarget;
+  /** The MailDev inbox the sandbox relays to; null when the run has none (--no-inbox). */
+  inbox: { webUrl: string } | null;
   /** Null when the runner did not start the part (an address was given), so it cannot restart it. */
   restartPostgres: (() => Promise<void>) | null;
   restartTemporal: (() => Promise<void>) | null;
@@ -27,7 +31,10 @@ export interface Stack {
 
 export async function startStack(options: {
   env: NodeJS.ProcessEnv;
-  faultPlan: FaultPlan;
+  transport: MailTransportName;
+  faults: FaultMix;
+  seed: number;
+  inbox: boolean;
   /** Keep the dev server's state in this SQLite file, so a restart loses nothing. */
   temporalDbFile: string | null;
   onProgress: (line: string) => void;
@@ -47,14 +54,27 @@ export async function startStack(options: {
     if (temporal.server) stops.push(() => temporal.server!.stop());
     await migrate(postgres.databaseUrl);
 
-    const sandbox = await startMailSandbox({ faultPlan: options.faultPlan });
-    stops.push(() => sandbox.close());
-    options.onProgress(`mail sandbox: ${sandbox.url}`);
+    const inbox = options.inbox ? await startMailDev() : null;
+    if (inbox !== null) {
+      stops.push(() => inbox.stop());
+      options.onProgress(
+        `inbox: MailDev ${inbox.webUrl} (every mail the sandbox accepted, as a customer sees it)`,
+      );
+    }
+    const mail = await startMailTarget({
+      transport: options.transport,
+      faults: options.faults,
+      seed: options.seed,
+      relayTo: inbox === null ? null : { host: inbox.smtpHost, port: inbox.smtpPort },
+    });
+    stops.push(() => mail.close());
+    options.onProgress(`mail sandbox (${mail.transport}): ${mail.address}`);
 
     return {
       databaseUrl: postgres.databaseUrl,
       temporal: temporal.info,
-      sandbox,
+      mail,
+      inbox: inbox === null ? null : { webUrl: inbox.webUrl },
       restartPostgres: postgres.server ? () => postgres.server!.restart() : null,
       restartTemporal: temporal.server?.restart ? () => temporal.server!.restart!() : null,
       stop: stopAll,

@@ -4,6 +4,8 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { getFreePort } from './freePort';
 
@@ -31,9 +33,16 @@ export async function startMailDev(options: MailDevOptions = {}): Promise<Runnin
   const smtpPort = options.smtpPort ?? (await getFreePort(HOST));
   const webPort = options.webPort ?? (await getFreePort(HOST));
   const cli = findMailDevCli();
+  // Without a directory of its own MailDev writes every .eml to one shared /tmp/maildev, forever and across
+  // runs; this one is empty at start (so nothing old is restored) and removed at stop.
+  const mailDirectory = await mkdtemp(path.join(tmpdir(), 'order-mail-maildev-'));
   const child = spawn(
     process.execPath,
-    [cli, '--smtp', String(smtpPort), '--ip', HOST, '--web', String(webPort), '--web-ip', HOST, '--silent'],
+    [
+      cli,
+      ...['--smtp', String(smtpPort), '--ip', HOST, '--web', String(webPort), '--web-ip', HOST],
+      ...['--mail-directory', mailDirectory, '--silent'],
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
@@ -41,7 +50,11 @@ export async function startMailDev(options: MailDevOptions = {}): Promise<Runnin
     stderr = (stderr + chunk.toString('utf8')).slice(-2_000);
   });
   const webUrl = `http://${HOST}:${webPort}`;
-  const stop = stopper(child);
+  const stopProcess = stopper(child);
+  const stop = async (): Promise<void> => {
+    await stopProcess();
+    await rm(mailDirectory, { recursive: true, force: true });
+  };
   try {
     await waitForInbox(webUrl, child, options.startTimeoutMs ?? 30_000);
   } catch (error) {

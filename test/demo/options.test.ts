@@ -1,6 +1,7 @@
 // The runner's flags: each profile's defaults, the per-fault overrides, and the mistakes it refuses.
 import { describe, expect, it } from 'vitest';
 import { faultRates, parseRunOptions, PROFILES, UsageError } from '../../src/demo/options';
+import { smtpFaultRates } from '../../src/demo/smtpFaultRates';
 
 describe('parseRunOptions', () => {
   it('starts from the named profile', () => {
@@ -59,5 +60,32 @@ describe('parseRunOptions', () => {
     expect(rates.find((rate) => rate.fault.kind === 'status' && rate.fault.status === 500)?.probability).toBe(
       0.02,
     );
+  });
+
+  it('picks the transport and the inbox: the demo shows the inbox, chaos leaves it off unless asked', () => {
+    expect(PROFILES.demo).toMatchObject({ transport: 'http', inbox: true });
+    expect(PROFILES.chaos).toMatchObject({ transport: 'http', inbox: false });
+    expect(parseRunOptions(['--transport', 'smtp', '--no-inbox'])).toMatchObject({
+      transport: 'smtp',
+      inbox: false,
+    });
+    expect(parseRunOptions(['--profile', 'chaos', '--inbox'])).toMatchObject({ inbox: true });
+    expect(() => parseRunOptions(['--transport', 'pigeon'])).toThrow(/--transport must be one of http, smtp/);
+  });
+
+  it('reads the same mix as SMTP faults, with chaos keeping ≥10% drop after the final dot', () => {
+    const rates = smtpFaultRates(PROFILES.chaos.faults);
+    expect(rates.map((rate) => rate.fault)).toEqual([
+      { kind: 'drop-after-data' },
+      { kind: 'hang-after-data', ms: 10_000 },
+      { kind: 'reply', at: 'end-of-data', code: 451 },
+      { kind: 'reply', at: 'rcpt', code: 451 },
+      { kind: 'reply', at: 'greeting', code: 421 },
+      { kind: 'drop-before-data' },
+    ]);
+    expect(rates[0]!.probability).toBeGreaterThanOrEqual(0.1);
+    expect(
+      smtpFaultRates({ ...PROFILES.chaos.faults, hang: 0 }).map((rate) => rate.fault.kind),
+    ).not.toContain('hang-after-data');
   });
 });

@@ -11,10 +11,15 @@ interface OrderStory {
   workflow?: string;
 }
 
-function facts(policy: UnknownOutcomePolicy, orders: Record<string, OrderStory>): RunFacts {
+function facts(
+  policy: UnknownOutcomePolicy,
+  orders: Record<string, OrderStory>,
+  inbox: RunFacts['inbox'] = null,
+): RunFacts {
   const entries = Object.entries(orders);
   return {
     profile: 'test',
+    transport: 'http',
     policy,
     orderIds: entries.map(([orderId]) => orderId),
     rows: entries.flatMap(([orderId, story]) => (story.row ? [{ orderId, ...story.row }] : [])),
@@ -26,6 +31,7 @@ function facts(policy: UnknownOutcomePolicy, orders: Record<string, OrderStory>)
     workflows: Object.fromEntries(
       entries.map(([orderId, story]) => [orderId, story.workflow ?? 'COMPLETED']),
     ),
+    inbox,
     chaos: {
       workerKills: 0,
       workerRestarts: 0,
@@ -170,5 +176,34 @@ describe('buildReport', () => {
   it('fails when a settled row has no matching audit row', () => {
     const report = buildReport(facts('assume-sent', { '1': { ...accepted('m1'), attempts: [] } }));
     expect(failing(report)).toMatchObject({ 'audit-matches-log': ['1'] });
+  });
+
+  it('checks the inbox against what the provider accepted, order by order, when the run had one', () => {
+    const orders = { '1': accepted('m1'), '2': accepted('m2') };
+    const inbox = (messagesPerOrder: Record<string, number>, withoutOrderId = 0): RunFacts['inbox'] => ({
+      webUrl: 'http://127.0.0.1:1080',
+      messagesPerOrder,
+      withoutOrderId,
+    });
+
+    const matching = buildReport(facts('assume-sent', orders, inbox({ '1': 1, '2': 1 })));
+    expect(failing(matching)).toEqual({});
+    expect(matching.inbox).toEqual({
+      url: 'http://127.0.0.1:1080',
+      messages: 2,
+      messagesPerOrder: { '1': 2 },
+    });
+
+    const lostRelay = buildReport(facts('assume-sent', orders, inbox({ '1': 1 })));
+    expect(failing(lostRelay)).toEqual({ 'inbox-matches-provider': ['2'] });
+
+    const extra = buildReport(facts('assume-sent', orders, inbox({ '1': 2, '2': 1, '99': 1 }, 1)));
+    expect(failing(extra)).toEqual({
+      'inbox-matches-provider': ['1', '99', '1 without an order id'],
+    });
+
+    const without = buildReport(facts('assume-sent', orders));
+    expect(without.inbox).toBeNull();
+    expect(without.invariants.map((invariant) => invariant.name)).not.toContain('inbox-matches-provider');
   });
 });

@@ -6,7 +6,13 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo, Socket } from 'node:net';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server';
 import { relayRawMessage, type RelayTarget } from '../relayToInbox';
-import { SmtpFaultChooser, type SmtpFault, type SmtpFaultRate, type ReplyFault } from './smtpFaults';
+import {
+  InvalidSmtpFaultError,
+  SmtpFaultChooser,
+  type SmtpFault,
+  type SmtpFaultRate,
+  type ReplyFault,
+} from './smtpFaults';
 
 export interface SmtpSandboxOptions {
   /** Default 127.0.0.1. */
@@ -63,6 +69,13 @@ export interface SmtpSandbox {
   messagesFor(orderId: string): AcceptedSmtpMessage[];
   transactions(): SmtpTransactionRecord[];
   transactionsFor(orderId: string): SmtpTransactionRecord[];
+  /**
+   * The relay goes away for `ms`: every connection is cut (pooled ones too, so no client slips past on an old
+   * session) and new ones are refused until it listens again on the same port.
+   */
+  refuseConnectionsFor(ms: number): Promise<void>;
+  /** Resolves once the sandbox accepts connections (at once, unless it is refusing them). */
+  whenListening(): Promise<void>;
   /** Resolves once every relay started so far has finished (tests wait on it before reading the inbox). */
   relaysSettled(): Promise<void>;
   /** Forgets messages, transactions and faults. */
@@ -207,6 +220,9 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
   });
   const { port } = server.server.address() as AddressInfo;
   let closing: Promise<void> | null = null;
+  let reopenTimer: NodeJS.Timeout | null = null;
+  let listening: Promise<void> = Promise.resolve();
+  let reopened: () => void = () => undefined;
 
   return {
     host,
@@ -218,6 +234,32 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
     messagesFor: (orderId) => accepted.filter((message) => message.orderId === orderId),
     transactions: () => [...records],
     transactionsFor: (orderId) => records.filter((record) => record.orderId === orderId),
+    async refuseConnectionsFor(ms) {
+      if (!Number.isInteger(ms) || ms <= 0) {
+        throw new InvalidSmtpFaultError('refuseConnectionsFor: ms must be a positive integer.');
+      }
+      if (closing !== null) throw new Error('The SMTP sandbox is closed.');
+      if (reopenTimer !== null) clearTimeout(reopenTimer);
+      if (server.server.listening) {
+        listening = new Promise<void>((resolve) => {
+          reopened = resolve;
+        });
+        // Only the listener closes here (SMTPServer.close would end the server for good); the sessions are cut
+        // by hand. A 250 still in the socket's buffer may be lost with them: an honest "unknown" for the client.
+        server.server.close();
+        for (const connection of connectionsOf(server)) connection._socket?.destroy();
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      reopenTimer = setTimeout(() => {
+        reopenTimer = null;
+        if (closing !== null) return reopened();
+        server.server.listen(port, host, () => reopened());
+      }, ms);
+    },
+    whenListening() {
+      if (closing !== null) return Promise.reject(new Error('The SMTP sandbox is closed.'));
+      return listening;
+    },
     async relaysSettled() {
       while (relays.size > 0) await Promise.allSettled([...relays]);
     },
@@ -228,6 +270,8 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
     },
     close() {
       closing ??= (async () => {
+        if (reopenTimer !== null) clearTimeout(reopenTimer);
+        reopened();
         for (const release of [...held]) release();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         for (const connection of connectionsOf(server)) connection._socket?.destroy();

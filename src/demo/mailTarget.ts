@@ -1,0 +1,112 @@
+// Where the runner's workers send: the HTTP Mail API sandbox (`--transport http`, the default) or the SMTP fault
+// sandbox (`--transport smtp`), behind one face, so the runner, its chaos and its report do not care which.
+// Both relay what they accepted to the inbox when one runs, and both count what they accepted themselves:
+// the report's facts come from the sandbox, the inbox is for people to look at (and is checked against it).
+import { startMailSandbox, DEFAULT_SANDBOX_API_KEY } from '../sandbox/mailSandbox';
+import type { Fault } from '../sandbox/faults';
+import type { RelayTarget } from '../sandbox/relayToInbox';
+import { startSmtpSandbox, type SmtpTransactionRecord } from '../sandbox/smtp/smtpSandbox';
+import { faultRates, type FaultMix, type MailTransportName } from './options';
+import type { MessageFact, RequestFact } from './report';
+import { smtpFaultRates } from './smtpFaultRates';
+
+export interface DemoMailTarget {
+  transport: MailTransportName;
+  /** Where it listens, for people: http://127.0.0.1:PORT or smtp://127.0.0.1:PORT. */
+  address: string;
+  /** Where to look at what it received (the HTTP sandbox's message list), or null. */
+  messagesUrl: string | null;
+  /** The worker variables (src/config/loadConfig.ts) that send to it. */
+  workerEnv: Record<string, string>;
+  /** Every message it accepted, whatever the worker heard back. */
+  messages(): MessageFact[];
+  /** Every send that reached it, with the fault it applied. */
+  requests(): RequestFact[];
+  refuseConnectionsFor(ms: number): Promise<void>;
+  whenListening(): Promise<void>;
+  /** Resolves once every relay to the inbox started so far has finished. */
+  relaysSettled(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startMailTarget(options: {
+  transport: MailTransportName;
+  faults: FaultMix;
+  seed: number;
+  relayTo: RelayTarget | null;
+}): Promise<DemoMailTarget> {
+  const relay = options.relayTo === null ? {} : { relayTo: options.relayTo };
+  if (options.transport === 'smtp') {
+    const sandbox = await startSmtpSandbox({
+      rates: smtpFaultRates(options.faults),
+      seed: options.seed,
+      ...relay,
+    });
+    return {
+      transport: 'smtp',
+      address: `smtp://${sandbox.host}:${sandbox.port}`,
+      messagesUrl: null,
+      workerEnv: {
+        MAIL_PROVIDER: 'smtp',
+        SMTP_HOST: sandbox.host,
+        SMTP_PORT: String(sandbox.port),
+        // Plain SMTP on loopback, no AUTH: the sandbox offers neither TLS nor (here) credentials.
+        SMTP_SECURE: 'false',
+        SMTP_STARTTLS: 'off',
+      },
+      // Only a message the relay kept has a queue id, which the worker records as the provider message id.
+      messages: () =>
+        sandbox
+          .messages()
+          .filter((message) => message.orderId !== null)
+          .map((message) => ({ orderId: message.orderId!, id: message.queueId })),
+      requests: () => sandbox.transactions().map(smtpRequestFact),
+      refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
+      whenListening: () => sandbox.whenListening(),
+      relaysSettled: () => sandbox.relaysSettled(),
+      close: () => sandbox.close(),
+    };
+  }
+  const sandbox = await startMailSandbox({
+    faultPlan: { rates: faultRates(options.faults), seed: options.seed },
+    ...relay,
+  });
+  return {
+    transport: 'http',
+    address: sandbox.url,
+    messagesUrl: `${sandbox.url}/_sandbox/messages?orderId=1`,
+    workerEnv: { MAIL_API_BASE_URL: sandbox.url, MAIL_API_KEY: DEFAULT_SANDBOX_API_KEY },
+    messages: () => sandbox.messages().map((message) => ({ orderId: message.orderId, id: message.id })),
+    requests: () =>
+      sandbox
+        .requests()
+        .filter((request) => request.path === '/v1/messages')
+        .map((request) => ({
+          orderId: request.orderId,
+          fault: request.fault && describeFault(request.fault),
+        })),
+    refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
+    whenListening: () => sandbox.whenListening(),
+    relaysSettled: () => sandbox.relaysSettled(),
+    close: () => sandbox.close(),
+  };
+}
+
+/** A transaction that ended at a fault, named as the report lists faults; null for a plain 250. */
+function smtpRequestFact(record: SmtpTransactionRecord): RequestFact {
+  if (record.fault === null) return { orderId: record.orderId, fault: null };
+  const fault = record.fault === 'reply' ? `${String(record.result)} at ${record.at}` : record.fault;
+  return { orderId: record.orderId, fault };
+}
+
+/** An HTTP sandbox fault, named as the report lists it. */
+function describeFault(fault: Fault): string {
+  switch (fault.kind) {
+    case 'status':
+      return `${fault.status}${fault.record === true ? ' after processing' : ''}`;
+    case 'accept-then-hang':
+      return 'hang';
+    default:
+      return fault.kind;
+  }
+}

@@ -1,0 +1,22 @@
+// The runner's fault flags, read for the SMTP transport (`--transport smtp`): each HTTP fault becomes the SMTP
+// fault with the same meaning for the customer, so one mix drives either sandbox. The table is in USAGE too.
+import type { SmtpFaultRate } from '../sandbox/smtp/smtpFaults';
+import type { FaultMix } from './options';
+
+/** Long past the worker's reply timeout (MAIL_HEADERS_TIMEOUT_MS in the runner), so the worker gives up first. */
+const HANG_MS = 10_000;
+
+export function smtpFaultRates(mix: FaultMix): SmtpFaultRate[] {
+  const rates: SmtpFaultRate[] = [
+    // The relay kept the message, then the socket closed before its 250: the ambiguity this product exists for.
+    { fault: { kind: 'drop-after-data' }, probability: mix.acceptThenDrop },
+    { fault: { kind: 'hang-after-data', ms: HANG_MS }, probability: mix.hang },
+    // "451 local error in processing" after the data: the relay did not keep it (SMTP has no processed-5xx).
+    { fault: { kind: 'reply', at: 'end-of-data', code: 451 }, probability: mix.serverError },
+    // Greylisting, SMTP's "try again later".
+    { fault: { kind: 'reply', at: 'rcpt', code: 451 }, probability: mix.tooManyRequests },
+    { fault: { kind: 'reply', at: 'greeting', code: 421 }, probability: mix.unavailable },
+    { fault: { kind: 'drop-before-data' }, probability: mix.dropWithoutProcessing },
+  ];
+  return rates.filter((entry) => entry.probability > 0);
+}
