@@ -6,7 +6,6 @@
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { readMailLog } from '../../src/db/orderMailLog';
-import { createSmtpMailTransport } from '../../src/mail/smtp/smtpMailTransport';
 import type { MailTransport } from '../../src/mail/types';
 import { startSmtpSandbox, type SmtpSandbox } from '../../src/sandbox/smtp/smtpSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
@@ -16,6 +15,7 @@ import {
   openTestDatabase,
   startTestWorker,
   testSettings,
+  testSmtpTransport,
   type RunningTestWorker,
   type TestDatabase,
 } from '../support/testKit';
@@ -39,18 +39,7 @@ beforeAll(async () => {
       { fault: { kind: 'reply', at: 'greeting', code: 421 }, probability: 0.05 },
     ],
   });
-  mail = createSmtpMailTransport({
-    host: sandbox.host,
-    port: sandbox.port,
-    secure: false,
-    starttls: 'off',
-    user: null,
-    password: null,
-    poolSize: 4,
-    connectTimeoutMs: 1_000,
-    replyTimeoutMs: 1_000,
-    overallTimeoutMs: 3_000,
-  });
+  mail = testSmtpTransport(sandbox.port, { poolSize: 4 });
   worker = await startTestWorker({
     db: database.db,
     mail,

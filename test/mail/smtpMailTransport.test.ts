@@ -3,11 +3,12 @@
 // errors do not show, so the pairs (drop before DATA, drop after the final '.') matter most here.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSmtpMailTransport, type SmtpConfig } from '../../src/mail/smtp/smtpMailTransport';
+import type { SmtpConfig } from '../../src/mail/smtp/smtpMailTransport';
 import { classifySmtpAttempt, queueIdOf } from '../../src/mail/smtp/classifySmtpAttempt';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
 import type { SmtpFault } from '../../src/sandbox/smtp/smtpFaults';
 import { startSmtpSandbox, type SmtpSandbox } from '../../src/sandbox/smtp/smtpSandbox';
+import { testSmtpTransport } from '../support/testKit';
 
 let sandbox: SmtpSandbox;
 let authSandbox: SmtpSandbox;
@@ -15,19 +16,7 @@ const transports: MailTransport[] = [];
 let orderCounter = 0;
 
 function transport(port: number, overrides: Partial<SmtpConfig> = {}): MailTransport {
-  const created = createSmtpMailTransport({
-    host: '127.0.0.1',
-    port,
-    secure: false,
-    starttls: 'off',
-    user: null,
-    password: null,
-    poolSize: 2,
-    connectTimeoutMs: 1_000,
-    replyTimeoutMs: 1_000,
-    overallTimeoutMs: 3_000,
-    ...overrides,
-  });
+  const created = testSmtpTransport(port, overrides);
   transports.push(created);
   return created;
 }

@@ -12,6 +12,7 @@ import { createDatabase, type Database } from '../../src/db/pool';
 import { createIsolatedDatabase } from '../../src/devtools/testDatabases';
 import { createMailTransport } from '../../src/mail/createMailTransport';
 import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient';
+import { createSmtpMailTransport, type SmtpConfig } from '../../src/mail/smtp/smtpMailTransport';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport } from '../../src/mail/types';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
@@ -91,6 +92,23 @@ export function testMailClient(baseUrl: string, apiKey = 'sandbox-key'): MailTra
     headersTimeoutMs: 1_000,
     overallTimeoutMs: 3_000,
     connections: 4,
+  });
+}
+
+/** The SMTP transport with test-sized deadlines: plain SMTP, no AUTH, to a sandbox on loopback. */
+export function testSmtpTransport(port: number, overrides: Partial<SmtpConfig> = {}): MailTransport {
+  return createSmtpMailTransport({
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    starttls: 'off',
+    user: null,
+    password: null,
+    poolSize: 2,
+    connectTimeoutMs: 1_000,
+    replyTimeoutMs: 1_000,
+    overallTimeoutMs: 3_000,
+    ...overrides,
   });
 }
 

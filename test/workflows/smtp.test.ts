@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { getFreePort } from '../../src/devtools/freePort';
 import { orderConfirmationMessageId } from '../../src/mail/smtp/smtpMessage';
-import { createSmtpMailTransport } from '../../src/mail/smtp/smtpMailTransport';
 import type { MailTransport } from '../../src/mail/types';
 import { startSmtpSandbox, type SmtpSandbox } from '../../src/sandbox/smtp/smtpSandbox';
 import { FailureType } from '../../src/shared/failures';
@@ -19,6 +18,7 @@ import {
   openTestDatabase,
   startTestWorker,
   testSettings,
+  testSmtpTransport,
   waitFor,
   type RunningTestWorker,
   type TestDatabase,
@@ -31,20 +31,8 @@ const transports: MailTransport[] = [];
 const workers: RunningTestWorker[] = [];
 let worker: RunningTestWorker;
 
-/** The SMTP transport with test-sized deadlines, plain SMTP on loopback. */
-function testSmtpTransport(port: number): MailTransport {
-  const transport = createSmtpMailTransport({
-    host: '127.0.0.1',
-    port,
-    secure: false,
-    starttls: 'off',
-    user: null,
-    password: null,
-    poolSize: 2,
-    connectTimeoutMs: 1_000,
-    replyTimeoutMs: 1_000,
-    overallTimeoutMs: 3_000,
-  });
+function smtpTransport(port: number): MailTransport {
+  const transport = testSmtpTransport(port);
   transports.push(transport);
   return transport;
 }
@@ -52,7 +40,7 @@ function testSmtpTransport(port: number): MailTransport {
 async function startSmtpWorker(port: number): Promise<RunningTestWorker> {
   const started = await startTestWorker({
     db: database.db,
-    mail: testSmtpTransport(port),
+    mail: smtpTransport(port),
     settings: testSettings({ unknownOutcomePolicy: 'assume-sent' }),
   });
   workers.push(started);
