@@ -222,7 +222,7 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
   let closing: Promise<void> | null = null;
   let reopenTimer: NodeJS.Timeout | null = null;
   let listening: Promise<void> = Promise.resolve();
-  let reopened: () => void = () => undefined;
+  let reopened: (error?: Error) => void = () => undefined;
 
   return {
     host,
@@ -241,9 +241,11 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
       if (closing !== null) throw new Error('The SMTP sandbox is closed.');
       if (reopenTimer !== null) clearTimeout(reopenTimer);
       if (server.server.listening) {
-        listening = new Promise<void>((resolve) => {
-          reopened = resolve;
+        listening = new Promise<void>((resolve, reject) => {
+          reopened = (error) => (error === undefined ? resolve() : reject(error));
         });
+        // Nobody may be waiting for it; a failed reopen must not become an unhandled rejection.
+        listening.catch(() => undefined);
         // Only the listener closes here (SMTPServer.close would end the server for good); the sessions are cut
         // by hand. A 250 still in the socket's buffer may be lost with them: an honest "unknown" for the client.
         server.server.close();
@@ -253,7 +255,15 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
       reopenTimer = setTimeout(() => {
         reopenTimer = null;
         if (closing !== null) return reopened();
-        server.server.listen(port, host, () => reopened());
+        // The port may have been taken in the meantime: whenListening() then says so instead of waiting forever.
+        const failed = (error: Error): void => reopened(error);
+        server.server.once('error', failed);
+        server.server.listen(port, host, () => {
+          server.server.removeListener('error', failed);
+          // close() ran while the port was being bound: it found nothing listening, so stop here.
+          if (closing !== null) server.server.close();
+          reopened();
+        });
       }, ms);
     },
     whenListening() {
