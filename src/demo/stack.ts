@@ -54,7 +54,10 @@ export async function startStack(options: {
     if (temporal.server) stops.push(() => temporal.server!.stop());
     await migrate(postgres.databaseUrl);
 
-    const inbox = options.inbox ? await startMailDev() : null;
+    // MailDev's usual ports when they are free, like the Web UI's below.
+    const inbox = options.inbox
+      ? await startMailDev({ smtpPort: await preferredPort(1025), webPort: await preferredPort(1080) })
+      : null;
     if (inbox !== null) {
       stops.push(() => inbox.stop());
       options.onProgress(
