@@ -9,7 +9,7 @@ import { createActivities, type SendOrderMailInput } from '../../src/activities'
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import type { MailSandbox } from '../../src/sandbox/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import {
@@ -21,15 +21,13 @@ import {
 import { orderConfirmationMail, type OrderMailResult } from '../../src/workflows/orderConfirmationMail';
 import { saveHistoryIfRequested } from '../support/replayHistories';
 import {
-  connectTestClient,
   createOrder,
-  openTestDatabase,
+  openWorkflowTestBed,
   startTestWorker,
-  testMailClient,
   testSettings,
   waitFor,
-  type RunningTestWorker,
   type TestDatabase,
+  type WorkflowTestBed,
 } from '../support/testKit';
 import { spawnWorkerProcess } from '../support/workerProcess';
 
@@ -37,28 +35,16 @@ let database: TestDatabase;
 let sandbox: MailSandbox;
 let mail: MailTransport;
 let client: Client;
-const workers: Partial<Record<UnknownOutcomePolicy, RunningTestWorker>> = {};
+let workers: WorkflowTestBed['workers'];
+let bed: WorkflowTestBed | undefined;
 
 beforeAll(async () => {
-  database = await openTestDatabase('reset');
-  sandbox = await startMailSandbox();
-  mail = testMailClient(sandbox.url);
-  client = await connectTestClient();
-  for (const policy of ['assume-sent', 'assume-failed'] as const) {
-    workers[policy] = await startTestWorker({
-      db: database.db,
-      mail,
-      settings: testSettings({ unknownOutcomePolicy: policy }),
-    });
-  }
+  bed = await openWorkflowTestBed('reset');
+  ({ database, sandbox, mail, client, workers } = bed);
 });
 
 afterAll(async () => {
-  for (const worker of Object.values(workers)) await worker.stop();
-  await client.connection.close();
-  await mail.close();
-  await sandbox.close();
-  await database.close();
+  await bed?.close();
 });
 
 function start(orderId: string, taskQueue: string) {
@@ -101,9 +87,7 @@ describe('reset of a failed order after its cause was fixed', () => {
   it('sends exactly one new mail, attempts + 1, and the UI shows the way there', async () => {
     // The sandbox answers 422 for an address it cannot deliver to: rejected, the workflow fails.
     const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
-    const failure = await failureOf(
-      start(orderId, workers['assume-sent']!.taskQueue).then((h) => h.result()),
-    );
+    const failure = await failureOf(start(orderId, workers['assume-sent'].taskQueue).then((h) => h.result()));
     expect(failure.type).toBe(FailureType.MailRejected);
     // What the UI shows of a failed run: the order, the reason and the HTTP status, and the filterable state.
     expect(failure.message).toContain(`Order ${orderId}`);
@@ -148,7 +132,7 @@ describe('reset of a failed order after its cause was fixed', () => {
 describe('reset of a sent order', () => {
   it('sends nothing; the run completes saying why, and the row is untouched', async () => {
     const orderId = await createOrder(database.db);
-    await (await start(orderId, workers['assume-sent']!.taskQueue)).result();
+    await (await start(orderId, workers['assume-sent'].taskQueue)).result();
     const before = await readMailLog(database.db, orderId);
     expect(before).toMatchObject({ state: 'sent', outcome: 'accepted', attempts: 1 });
 
@@ -167,7 +151,7 @@ describe('reset of a sent order', () => {
 describe('reset while a send is in flight (the orphaned-claim rules)', () => {
   async function startAndHoldTheResponse(orderId: string, policy: UnknownOutcomePolicy) {
     sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
-    await start(orderId, workers[policy]!.taskQueue);
+    await start(orderId, workers[policy].taskQueue);
     // The provider has the message; the answer is held, so the run is between its dispatch and its record.
     await waitFor('the held send to be dispatched', async () =>
       (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,

@@ -15,6 +15,8 @@ import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient'
 import { createSmtpMailTransport, type SmtpConfig } from '../../src/mail/smtp/smtpMailTransport';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport } from '../../src/mail/types';
+import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
 
@@ -201,4 +203,41 @@ export async function waitFor<T>(
     if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** What a workflow test file needs: its database, the sandbox, a client, and one worker per unknown-outcome policy. */
+export interface WorkflowTestBed {
+  database: TestDatabase;
+  sandbox: MailSandbox;
+  mail: MailTransport;
+  client: Client;
+  workers: Record<UnknownOutcomePolicy, RunningTestWorker>;
+  close(): Promise<void>;
+}
+
+export async function openWorkflowTestBed(prefix: string): Promise<WorkflowTestBed> {
+  const database = await openTestDatabase(prefix);
+  const sandbox = await startMailSandbox();
+  const mail = testMailClient(sandbox.url);
+  const client = await connectTestClient();
+  const worker = (policy: UnknownOutcomePolicy): Promise<RunningTestWorker> =>
+    startTestWorker({ db: database.db, mail, settings: testSettings({ unknownOutcomePolicy: policy }) });
+  const workers = {
+    'assume-sent': await worker('assume-sent'),
+    'assume-failed': await worker('assume-failed'),
+  };
+  return {
+    database,
+    sandbox,
+    mail,
+    client,
+    workers,
+    async close() {
+      for (const running of Object.values(workers)) await running.stop();
+      await client.connection.close();
+      await mail.close();
+      await sandbox.close();
+      await database.close();
+    },
+  };
 }

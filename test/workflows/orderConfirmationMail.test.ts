@@ -13,19 +13,18 @@ import {
 } from '../../src/client';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import type { MailSandbox } from '../../src/sandbox/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   connectTestClient,
   createOrder,
-  openTestDatabase,
+  openWorkflowTestBed,
   startTestWorker,
-  testMailClient,
   testSettings,
-  type RunningTestWorker,
   type TestDatabase,
+  type WorkflowTestBed,
 } from '../support/testKit';
 import { saveHistoryIfRequested } from '../support/replayHistories';
 
@@ -33,34 +32,22 @@ let database: TestDatabase;
 let sandbox: MailSandbox;
 let mail: MailTransport;
 let client: Client;
-const workers: Partial<Record<UnknownOutcomePolicy, RunningTestWorker>> = {};
+let workers: WorkflowTestBed['workers'];
+let bed: WorkflowTestBed | undefined;
 
 beforeAll(async () => {
-  database = await openTestDatabase('workflow');
-  sandbox = await startMailSandbox();
-  mail = testMailClient(sandbox.url);
-  client = await connectTestClient();
-  for (const policy of ['assume-sent', 'assume-failed'] as const) {
-    workers[policy] = await startTestWorker({
-      db: database.db,
-      mail,
-      settings: testSettings({ unknownOutcomePolicy: policy }),
-    });
-  }
+  bed = await openWorkflowTestBed('workflow');
+  ({ database, sandbox, mail, client, workers } = bed);
 });
 
 afterAll(async () => {
-  for (const worker of Object.values(workers)) await worker.stop();
-  await client.connection.close();
-  await mail.close();
-  await sandbox.close();
-  await database.close();
+  await bed?.close();
 });
 
 async function runMail(orderId: string, policy: UnknownOutcomePolicy = 'assume-sent') {
   return client.workflow.execute(orderConfirmationMail, {
     workflowId: orderId,
-    taskQueue: workers[policy]!.taskQueue,
+    taskQueue: workers[policy].taskQueue,
     args: [orderId],
   });
 }
@@ -224,7 +211,7 @@ describe('orderConfirmationMail', () => {
       const starts = await Promise.all(
         Array.from({ length: 20 }, (_, index) =>
           startOrderConfirmationMail(clients[index % clients.length]!, orderId, {
-            taskQueue: workers['assume-sent']!.taskQueue,
+            taskQueue: workers['assume-sent'].taskQueue,
           }),
         ),
       );
