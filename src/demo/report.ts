@@ -335,7 +335,7 @@ function inboxInvariant(inbox: InboxFacts, orders: OrderView[]): InvariantResult
     .map((order) => order.orderId);
   const strangers = Object.keys(inbox.messagesPerOrder).filter((orderId) => !known.has(orderId));
   if (inbox.withoutOrderId > 0) strangers.push(`${inbox.withoutOrderId} without an order id`);
-  const violations = [...broken, ...strangers];
+  const violations = inbox.unreadable === null ? [...broken, ...strangers] : [inbox.unreadable];
   return {
     name: 'inbox-matches-provider',
     description:

@@ -28,6 +28,8 @@ export interface RunningMailDev {
 }
 
 const HOST = '127.0.0.1';
+/** The last line of the banner MailDev 3 prints after it bound both of its ports. */
+const BANNER_END = 'Press Ctrl+C to stop';
 
 export async function startMailDev(options: MailDevOptions = {}): Promise<RunningMailDev> {
   const smtpPort = options.smtpPort ?? (await getFreePort(HOST));
@@ -41,13 +43,21 @@ export async function startMailDev(options: MailDevOptions = {}): Promise<Runnin
     [
       cli,
       ...['--smtp', String(smtpPort), '--ip', HOST, '--web', String(webPort), '--web-ip', HOST],
-      ...['--mail-directory', mailDirectory, '--silent'],
+      ...['--mail-directory', mailDirectory],
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString('utf8')).slice(-2_000);
+  // Not --silent: MailDev prints its banner only once both ports are bound, which proves that this process got
+  // them. A health answer alone could come from another MailDev that took the port first. The output is kept
+  // (the last of it, for errors) and otherwise drained, so a full pipe never blocks MailDev.
+  let output = '';
+  const bannerSeen = new Promise<void>((resolve) => {
+    const onData = (chunk: Buffer): void => {
+      output = (output + chunk.toString('utf8')).slice(-2_000);
+      if (output.includes(BANNER_END)) resolve();
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
   });
   const webUrl = `http://${HOST}:${webPort}`;
   const stopProcess = stopper(child);
@@ -56,11 +66,11 @@ export async function startMailDev(options: MailDevOptions = {}): Promise<Runnin
     await rm(mailDirectory, { recursive: true, force: true });
   };
   try {
-    await waitForInbox(webUrl, child, options.startTimeoutMs ?? 30_000);
+    await waitForInbox(webUrl, child, bannerSeen, options.startTimeoutMs ?? 30_000);
   } catch (error) {
     await stop();
     throw new Error(
-      `MailDev did not start: ${(error as Error).message}${stderr === '' ? '' : `\n${stderr}`}`,
+      `MailDev did not start: ${(error as Error).message}${output === '' ? '' : `\n${output}`}`,
     );
   }
   return { smtpHost: HOST, smtpPort, webUrl, stop };
@@ -75,16 +85,26 @@ function findMailDevCli(): string {
   throw new Error('MailDev is not installed: run npm ci (it is a devDependency).');
 }
 
-async function waitForInbox(webUrl: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+/** Ready when this child printed its banner (it bound both ports) and the inbox answers its health check. */
+async function waitForInbox(
+  webUrl: string,
+  child: ChildProcess,
+  bannerSeen: Promise<void>,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  let bound = false;
+  void bannerSeen.then(() => (bound = true));
   for (;;) {
     if (child.exitCode !== null) throw new Error(`it exited with code ${child.exitCode}`);
-    try {
-      const response = await fetch(`${webUrl}/api/healthz`, { signal: AbortSignal.timeout(2_000) });
-      await response.body?.cancel();
-      if (response.ok) return;
-    } catch {
-      // Not listening yet.
+    if (bound) {
+      try {
+        const response = await fetch(`${webUrl}/api/healthz`, { signal: AbortSignal.timeout(2_000) });
+        await response.body?.cancel();
+        if (response.ok) return;
+      } catch {
+        // Not answering yet.
+      }
     }
     if (Date.now() > deadline) throw new Error(`no answer from ${webUrl} within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 200));

@@ -49,7 +49,16 @@ async function sendToInbox(
   mail: Parameters<ReturnType<typeof createTransport>['sendMail']>[0],
 ): Promise<boolean> {
   // MailDev speaks plain SMTP on loopback: no TLS, no auth.
-  const transport = createTransport({ host: target.host, port: target.port, secure: false, ignoreTLS: true });
+  // Short deadlines: an inbox that stops answering must not hold the sandbox's relays (and the report) for minutes.
+  const transport = createTransport({
+    host: target.host,
+    port: target.port,
+    secure: false,
+    ignoreTLS: true,
+    connectionTimeout: 5_000,
+    greetingTimeout: 5_000,
+    socketTimeout: 10_000,
+  });
   try {
     await transport.sendMail(mail);
     return true;

@@ -184,6 +184,7 @@ describe('buildReport', () => {
       webUrl: 'http://127.0.0.1:1080',
       messagesPerOrder,
       withoutOrderId,
+      unreadable: null,
     });
 
     const matching = buildReport(facts('assume-sent', orders, inbox({ '1': 1, '2': 1 })));
@@ -200,6 +201,18 @@ describe('buildReport', () => {
     const extra = buildReport(facts('assume-sent', orders, inbox({ '1': 2, '2': 1, '99': 1 }, 1)));
     expect(failing(extra)).toEqual({
       'inbox-matches-provider': ['1', '99', '1 without an order id'],
+    });
+
+    const unreadable = buildReport(
+      facts('assume-sent', orders, {
+        webUrl: 'http://127.0.0.1:1080',
+        messagesPerOrder: {},
+        withoutOrderId: 0,
+        unreadable: 'the inbox could not be read: fetch failed',
+      }),
+    );
+    expect(failing(unreadable)).toEqual({
+      'inbox-matches-provider': ['the inbox could not be read: fetch failed'],
     });
 
     const without = buildReport(facts('assume-sent', orders));
