@@ -54,7 +54,8 @@ export async function startMailTarget(options: {
         SMTP_SECURE: 'false',
         SMTP_STARTTLS: 'off',
       },
-      // Only a message the relay kept has a queue id, which the worker records as the provider message id.
+      // The queue id is what the worker records as the provider message id. The transport names the order in
+      // the envelope and in X-Order-Id, so a message without one cannot be this service's and is left out.
       messages: () =>
         sandbox
           .messages()

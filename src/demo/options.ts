@@ -7,6 +7,9 @@ import type { FaultRate } from '../sandbox/faults';
 export type MailTransportName = 'http' | 'smtp';
 export const MAIL_TRANSPORTS: readonly MailTransportName[] = ['http', 'smtp'];
 
+/** How long a hang holds the answer back: long past the runner's 2 s MAIL_HEADERS_TIMEOUT_MS, so the worker gives up first. */
+export const HANG_MS = 10_000;
+
 export interface FaultMix {
   acceptThenDrop: number;
   hang: number;
@@ -286,7 +289,7 @@ export function faultRates(mix: FaultMix): FaultRate[] {
   const rates: FaultRate[] = [
     { fault: { kind: 'accept-then-drop' }, probability: mix.acceptThenDrop },
     // Answered long after the worker's headers timeout: the worker sees a timeout, the customer a mail.
-    { fault: { kind: 'accept-then-hang', ms: 10_000 }, probability: mix.hang },
+    { fault: { kind: 'accept-then-hang', ms: HANG_MS }, probability: mix.hang },
     { fault: { kind: 'status', status: 500 }, probability: mix.serverError / 2 },
     { fault: { kind: 'status', status: 502, record: true }, probability: mix.serverError / 2 },
     { fault: { kind: 'status', status: 429, retryAfterSeconds: 1 }, probability: mix.tooManyRequests },

@@ -1,10 +1,7 @@
 // The runner's fault flags, read for the SMTP transport (`--transport smtp`): each HTTP fault becomes the SMTP
 // fault with the same meaning for the customer, so one mix drives either sandbox. The table is in USAGE too.
 import type { SmtpFaultRate } from '../sandbox/smtp/smtpFaults';
-import type { FaultMix } from './options';
-
-/** Long past the worker's reply timeout (MAIL_HEADERS_TIMEOUT_MS in the runner), so the worker gives up first. */
-const HANG_MS = 10_000;
+import { HANG_MS, type FaultMix } from './options';
 
 export function smtpFaultRates(mix: FaultMix): SmtpFaultRate[] {
   const rates: SmtpFaultRate[] = [

@@ -216,28 +216,39 @@ export interface WorkflowTestBed {
 }
 
 export async function openWorkflowTestBed(prefix: string): Promise<WorkflowTestBed> {
-  const database = await openTestDatabase(prefix);
-  const sandbox = await startMailSandbox();
-  const mail = testMailClient(sandbox.url);
-  const client = await connectTestClient();
-  const worker = (policy: UnknownOutcomePolicy): Promise<RunningTestWorker> =>
-    startTestWorker({ db: database.db, mail, settings: testSettings({ unknownOutcomePolicy: policy }) });
-  const workers = {
-    'assume-sent': await worker('assume-sent'),
-    'assume-failed': await worker('assume-failed'),
+  // Closed in reverse order, also when a later part fails to start, so nothing is left running.
+  const closers: (() => Promise<void>)[] = [];
+  const close = async (): Promise<void> => {
+    const errors: unknown[] = [];
+    for (const closer of closers.reverse()) await closer().catch((error: unknown) => errors.push(error));
+    closers.length = 0;
+    if (errors.length > 0) throw errors[0];
   };
-  return {
-    database,
-    sandbox,
-    mail,
-    client,
-    workers,
-    async close() {
-      for (const running of Object.values(workers)) await running.stop();
-      await client.connection.close();
-      await mail.close();
-      await sandbox.close();
-      await database.close();
-    },
-  };
+  try {
+    const database = await openTestDatabase(prefix);
+    closers.push(() => database.close());
+    const sandbox = await startMailSandbox();
+    closers.push(() => sandbox.close());
+    const mail = testMailClient(sandbox.url);
+    closers.push(() => mail.close());
+    const client = await connectTestClient();
+    closers.push(() => client.connection.close());
+    const worker = async (policy: UnknownOutcomePolicy): Promise<RunningTestWorker> => {
+      const running = await startTestWorker({
+        db: database.db,
+        mail,
+        settings: testSettings({ unknownOutcomePolicy: policy }),
+      });
+      closers.push(() => running.stop());
+      return running;
+    };
+    const workers = {
+      'assume-sent': await worker('assume-sent'),
+      'assume-failed': await worker('assume-failed'),
+    };
+    return { database, sandbox, mail, client, workers, close };
+  } catch (error) {
+    await close().catch(() => undefined);
+    throw error;
+  }
 }
