@@ -16,6 +16,7 @@ import { IdempotencyStore, RESEND_IDEMPOTENCY_WINDOW_MS } from './idempotencySto
 import { handleMailApiRequest, type MailApiContext } from './mailApi';
 import { emulationForPath } from './providers';
 import { SandboxRecords, type ReceivedMessage, type RequestRecord } from './records';
+import { RefusalWindow, listen } from './refusalWindow';
 import { relayComposedMessage, type RelayTarget } from './relayToInbox';
 
 export interface MailSandboxOptions {
@@ -90,8 +91,7 @@ class MailSandboxServer implements MailSandbox {
   private readonly held = new Set<HeldResponse>();
   private readonly mailApiContext: MailApiContext;
   private boundPort = 0;
-  private reopenTimer: NodeJS.Timeout | null = null;
-  private listening: Deferred = resolvedDeferred();
+  private readonly refusal: RefusalWindow;
   private closing: Promise<void> | null = null;
   private readonly relays = new Set<Promise<void>>();
 
@@ -103,6 +103,15 @@ class MailSandboxServer implements MailSandbox {
     private readonly now: () => Date,
   ) {
     this.server = createServer((req, res) => this.route(req, res));
+    this.refusal = new RefusalWindow(this.server, {
+      host,
+      port: () => this.boundPort,
+      // Closing the listener already closes idle keep-alive sockets (Node >= 19), so a pooled client cannot
+      // slip past the refusal on an old connection; said again here for clarity. Requests in flight finish.
+      cutSessions: () => this.server.closeIdleConnections(),
+      closedError: () => new SandboxClosedError('The mail sandbox is closed.'),
+      invalidError: (message) => new InvalidFaultError(message),
+    });
     this.mailApiContext = {
       apiKey,
       records: this.records,
@@ -151,26 +160,12 @@ class MailSandboxServer implements MailSandbox {
     this.faults.setPlan(parseFaultPlan(plan));
   }
 
-  async refuseConnectionsFor(ms: number): Promise<void> {
-    if (!Number.isInteger(ms) || ms <= 0) {
-      throw new InvalidFaultError('refuseConnectionsFor: ms must be a positive integer.');
-    }
-    if (this.closing !== null) throw new SandboxClosedError('The mail sandbox is closed.');
-    if (this.reopenTimer !== null) clearTimeout(this.reopenTimer);
-    if (this.server.listening) {
-      this.listening = createDeferred();
-      // Closing the listener also closes idle keep-alive sockets (Node >= 19), so a pooled client cannot
-      // slip past the refusal on an old connection. Requests in flight finish normally.
-      this.server.close();
-      // The listening socket is released when libuv runs its close; one macrotask later connects are refused.
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    this.reopenTimer = setTimeout(() => this.reopen(), ms);
+  refuseConnectionsFor(ms: number): Promise<void> {
+    return this.refusal.refuseFor(ms);
   }
 
   whenListening(): Promise<void> {
-    if (this.closing !== null) return Promise.reject(new SandboxClosedError('The mail sandbox is closed.'));
-    return this.listening.promise;
+    return this.refusal.whenListening();
   }
 
   releaseHeld(): number {
@@ -214,9 +209,7 @@ class MailSandboxServer implements MailSandbox {
   }
 
   private async shutDown(): Promise<void> {
-    if (this.reopenTimer !== null) clearTimeout(this.reopenTimer);
-    this.reopenTimer = null;
-    this.listening.reject(new SandboxClosedError('The mail sandbox is closed.'));
+    this.refusal.close();
     // Answer first, so a held request ends as a response rather than as an unanswered socket where we can.
     this.releaseHeld();
     const stopped = this.server.listening
@@ -225,19 +218,6 @@ class MailSandboxServer implements MailSandbox {
     // Held and keep-alive sockets would otherwise keep the process (and server.close) waiting.
     this.server.closeAllConnections();
     await stopped;
-  }
-
-  private reopen(): void {
-    this.reopenTimer = null;
-    const deferred = this.listening;
-    listen(this.server, this.boundPort, this.host).then(
-      () => {
-        // close() ran while the port was being bound: it found nothing listening, so stop here.
-        if (this.closing !== null) this.server.close();
-        deferred.resolve();
-      },
-      (error: unknown) => deferred.reject(error),
-    );
   }
 
   private hold(res: ServerResponse, answer: () => void, ms: number | undefined): void {
@@ -307,44 +287,4 @@ class MailSandboxServer implements MailSandbox {
     if (status === 405) sendJson(res, 405, { error: 'method not allowed' }, { allow: 'POST' });
     else sendJson(res, 404, { error: 'not found' });
   }
-}
-
-function listen(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (error: Error): void => {
-      server.off('listening', onListening);
-      reject(error);
-    };
-    const onListening = (): void => {
-      server.off('error', onError);
-      resolve();
-    };
-    server.once('error', onError);
-    server.once('listening', onListening);
-    server.listen(port, host);
-  });
-}
-
-interface Deferred {
-  promise: Promise<void>;
-  resolve(): void;
-  reject(error: unknown): void;
-}
-
-function createDeferred(): Deferred {
-  let resolve!: () => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  // Nobody may be waiting when the sandbox closes during a refusal; that must not be an unhandled rejection.
-  promise.catch(() => undefined);
-  return { promise, resolve, reject };
-}
-
-function resolvedDeferred(): Deferred {
-  const deferred = createDeferred();
-  deferred.resolve();
-  return deferred;
 }

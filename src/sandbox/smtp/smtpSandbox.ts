@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo, Socket } from 'node:net';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server';
+import { RefusalWindow } from '../refusalWindow';
 import { relayRawMessage, type RelayTarget } from '../relayToInbox';
 import {
   InvalidSmtpFaultError,
@@ -115,6 +116,8 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
       }
     },
     onConnect(_session, callback) {
+      // A socket accepted just before a refusal window, and not yet a session the window could cut.
+      if (refusal.refusing) return callback(replyError(421, 'Service not available'));
       const fault = faults.forGreeting();
       if (fault === null) return callback();
       records.push({ orderId: null, fault: 'reply', result: fault.code, at: 'greeting' });
@@ -220,9 +223,17 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
   });
   const { port } = server.server.address() as AddressInfo;
   let closing: Promise<void> | null = null;
-  let reopenTimer: NodeJS.Timeout | null = null;
-  let listening: Promise<void> = Promise.resolve();
-  let reopened: (error?: Error) => void = () => undefined;
+  // SMTPServer.close would end the server for good, so the window closes only the listener and cuts the
+  // sessions by hand. A 250 still in a cut socket's buffer may be lost with it: an honest "unknown" for the client.
+  const refusal = new RefusalWindow(server.server, {
+    host,
+    port: () => port,
+    cutSessions: () => {
+      for (const connection of connectionsOf(server)) connection._socket?.destroy();
+    },
+    closedError: () => new Error('The SMTP sandbox is closed.'),
+    invalidError: (message) => new InvalidSmtpFaultError(message),
+  });
 
   return {
     host,
@@ -234,42 +245,8 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
     messagesFor: (orderId) => accepted.filter((message) => message.orderId === orderId),
     transactions: () => [...records],
     transactionsFor: (orderId) => records.filter((record) => record.orderId === orderId),
-    async refuseConnectionsFor(ms) {
-      if (!Number.isInteger(ms) || ms <= 0) {
-        throw new InvalidSmtpFaultError('refuseConnectionsFor: ms must be a positive integer.');
-      }
-      if (closing !== null) throw new Error('The SMTP sandbox is closed.');
-      if (reopenTimer !== null) clearTimeout(reopenTimer);
-      if (server.server.listening) {
-        listening = new Promise<void>((resolve, reject) => {
-          reopened = (error) => (error === undefined ? resolve() : reject(error));
-        });
-        // Nobody may be waiting for it; a failed reopen must not become an unhandled rejection.
-        listening.catch(() => undefined);
-        // Only the listener closes here (SMTPServer.close would end the server for good); the sessions are cut
-        // by hand. A 250 still in the socket's buffer may be lost with them: an honest "unknown" for the client.
-        server.server.close();
-        for (const connection of connectionsOf(server)) connection._socket?.destroy();
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-      reopenTimer = setTimeout(() => {
-        reopenTimer = null;
-        if (closing !== null) return reopened();
-        // The port may have been taken in the meantime: whenListening() then says so instead of waiting forever.
-        const failed = (error: Error): void => reopened(error);
-        server.server.once('error', failed);
-        server.server.listen(port, host, () => {
-          server.server.removeListener('error', failed);
-          // close() ran while the port was being bound: it found nothing listening, so stop here.
-          if (closing !== null) server.server.close();
-          reopened();
-        });
-      }, ms);
-    },
-    whenListening() {
-      if (closing !== null) return Promise.reject(new Error('The SMTP sandbox is closed.'));
-      return listening;
-    },
+    refuseConnectionsFor: (ms) => refusal.refuseFor(ms),
+    whenListening: () => refusal.whenListening(),
     async relaysSettled() {
       while (relays.size > 0) await Promise.allSettled([...relays]);
     },
@@ -280,8 +257,7 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
     },
     close() {
       closing ??= (async () => {
-        if (reopenTimer !== null) clearTimeout(reopenTimer);
-        reopened();
+        refusal.close();
         for (const release of [...held]) release();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         for (const connection of connectionsOf(server)) connection._socket?.destroy();
