@@ -140,7 +140,7 @@ export const USAGE = `Usage: npm run demo -- [flags]     (the demo profile)
   --5xx RATE                    500 (not processed) or 502 (processed), half each  [451 after the data]
   --429 RATE                    429 with Retry-After: 1  [451 at RCPT, greylisting]
   --503 RATE                    503  [421 greeting]
-  --drop RATE                   connection closed before anything was processed  [closed at DATA]
+  --drop RATE                   connection closed before anything was processed  [closed before DATA]
   --no-faults                   all of the rates above 0
   --refuse-every S / --refuse-for S   refuse connections for a while, periodically (0 = off)
   --kill-every S                SIGKILL a random worker every S seconds and start another (0 = off)
