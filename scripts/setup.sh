@@ -8,9 +8,9 @@
 #
 #   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks]
 #
-# The CLI is searched for in the same order as src/devtools/findTemporalCli.ts: $TEMPORAL_CLI_PATH, PATH,
+# The CLI is searched for in the same order as dev/devtools/findTemporalCli.ts: $TEMPORAL_CLI_PATH, PATH,
 # then Go's install directory. The stack's tools go to $STACK_TOOLS_DIR (default
-# ~/.cache/order-confirmation-mail/tools), one folder per tool and version, where src/stack/stackTools.ts
+# ~/.cache/order-confirmation-mail/tools), one folder per tool and version, where dev/stack/stackTools.ts
 # looks for them; the server and the UI server are both built as `server`, so they cannot share a folder.
 set -euo pipefail
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOrderConfirmationMail } from '../../src/client';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { ORDER_MAIL_METRICS } from '../../src/metrics/orderMailMetrics';
-import type { MailSandbox } from '../../src/sandbox/mailSandbox';
+import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { createOrder } from '../support/testKit';
 import { startTestStack, sumMetric, workerUrls, type TestStack } from './stackKit';
 
