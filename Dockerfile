@@ -3,7 +3,7 @@
 #   docker build -t order-confirmation-mail-worker .
 # NODE_VERSION must equal deploy/stack.env's (test/stack/composeDrift.test.ts checks it). Debian bookworm-slim
 # is glibc, which the Temporal SDK's native module (@temporalio/core-bridge) is built for; Alpine's musl is not.
-ARG NODE_VERSION=20.20.2
+ARG NODE_VERSION=24.22.3
 
 # --- build: compile the product (src/ alone) and bundle the workflow code once --------------------------------
 FROM node:${NODE_VERSION}-bookworm-slim AS build

@@ -190,6 +190,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       await mkdir(workerDirectory, { recursive: true });
       workers = await startWorkerFleet({
         count: workerCount,
+        node: tools.node,
         directory: workerDirectory,
         ip: IP,
         connections,

@@ -1,4 +1,4 @@
-// Where the stack's binaries are: the folders scripts/setup.sh --stack installs into, one per tool and
+// Where the stack's binaries are: the folders scripts/setup.sh (--stack) installs into, one per tool and
 // version (the Temporal server and the UI server are both built as `server`, so they cannot share one).
 import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
@@ -16,6 +16,8 @@ export interface StackTools {
   uiServer: string;
   /** The `temporal` CLI, for `temporal operator namespace create` as the compose file's job runs it. */
   temporalCli: string;
+  /** The pinned Node (NODE_VERSION, the worker image's) that the workers run on, whatever runs the stack. */
+  node: string;
 }
 
 /** $STACK_TOOLS_DIR, else ~/.cache/order-confirmation-mail/tools, as in scripts/setup.sh. */
@@ -34,12 +36,14 @@ export function findStackTools(
   const serverFolder = path.join(directory, `temporal-server-${settings.temporalServerVersion}`);
   const sqlFolder = path.join(directory, `temporal-sql-tool-${settings.temporalServerVersion}`);
   const uiFolder = path.join(directory, `temporal-ui-server-${settings.temporalUiVersion}`);
+  const nodeFolder = path.join(directory, `node-${settings.nodeVersion}`);
   const candidate = {
     temporalServer: path.join(serverFolder, 'server'),
     sqlTool: path.join(sqlFolder, 'sql'),
     schemaDirectory: path.join(sqlFolder, 'schema', 'postgresql', 'v12'),
     uiServer: path.join(uiFolder, 'server'),
     temporalCli: findTemporalCli(env) ?? '',
+    node: path.join(nodeFolder, 'bin', 'node'),
   };
   const missing = [
     ...(isExecutableFile(candidate.temporalServer) ? [] : [candidate.temporalServer]),
@@ -49,6 +53,7 @@ export function findStackTools(
       : [candidate.schemaDirectory]),
     ...(isExecutableFile(candidate.uiServer) ? [] : [candidate.uiServer]),
     ...(candidate.temporalCli === '' ? ['the temporal CLI'] : []),
+    ...(isExecutableFile(candidate.node) ? [] : [candidate.node]),
   ];
   return missing.length > 0 ? { missing } : { tools: candidate };
 }

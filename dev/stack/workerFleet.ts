@@ -1,5 +1,6 @@
-// N worker processes of the native stack, each `node --import tsx src/worker.ts` (what `npm start` runs),
-// each with its own HTTP port for /metrics, /healthz and /readyz; the stack waits until every one is ready.
+// N worker processes of the native stack, each `node --import tsx src/worker.ts` (the source of what
+// `npm start` runs compiled) on the pinned Node that the worker image has too, each with its own HTTP port for
+// /metrics, /healthz and /readyz; the stack waits until every one is ready.
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getFreePorts } from './freePorts';
@@ -52,6 +53,8 @@ export interface StackWorker {
 
 export interface WorkerFleetOptions {
   count: number;
+  /** The Node binary the workers run on: the pinned one (StackTools.node), as in the worker image. */
+  node: string;
   directory: string;
   ip: string;
   connections: StackWorkerConnections;
@@ -82,7 +85,7 @@ export async function startWorkerFleet(options: WorkerFleetOptions): Promise<Wor
     const httpUrl = `http://${options.ip}:${port}`;
     const child = startManagedProcess({
       name: `worker ${index}`,
-      command: process.execPath,
+      command: options.node,
       // node --import tsx (not the tsx CLI): the CLI would run the worker in a child of its own, which a
       // signal to this process would not reach.
       args: ['--import', 'tsx', path.join('src', 'worker.ts')],
