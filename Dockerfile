@@ -1,19 +1,28 @@
-# The worker image (docker-compose.yml's `worker`, `migrate` and `mail-sandbox` services).
+# The worker image (docker-compose.yml's `worker` and `migrate` services): compiled JavaScript and production
+# dependencies only. The last stage is the default target:
 #   docker build -t order-confirmation-mail-worker .
 # NODE_VERSION must equal deploy/stack.env's (test/stack/composeDrift.test.ts checks it). Debian bookworm-slim
 # is glibc, which the Temporal SDK's native module (@temporalio/core-bridge) is built for; Alpine's musl is not.
-ARG NODE_VERSION=20.20.2
+ARG NODE_VERSION=24.22.3
 
-# --- build: compile TypeScript and bundle the workflow code once --------------------------------------------
+# --- build: compile the product (src/ alone) and bundle the workflow code once --------------------------------
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+# Only src/: the tools in dev/ (demo, native stack, sandboxes, devtools, benchmark) are not in this stage, so
+# nothing of theirs can be compiled into dist/. The build copies the migrations next to dist/db/migrate.js.
 COPY src ./src
-RUN npm run build \
- && cp -R src/db/migrations dist/db/migrations \
- && node --import tsx src/cli/bundle-workflows.ts dist/workflow-bundle.js
+RUN npm run build && node dist/cli/bundle-workflows.js dist/workflow-bundle.js
+
+# --- the mail sandbox: docker-compose.yml's stand-in for the mail provider. A dev tool, run from its TypeScript
+# sources with the dev dependencies; `docker build --target mail-sandbox`. Never part of the worker image.
+FROM build AS mail-sandbox
+COPY dev ./dev
+USER node
+EXPOSE 4010
+CMD ["node", "--import", "tsx", "dev/cli/sandbox.ts"]
 
 # --- dependencies: production only -------------------------------------------------------------------------
 FROM node:${NODE_VERSION}-bookworm-slim AS dependencies

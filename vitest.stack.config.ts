@@ -1,5 +1,5 @@
 // `npm run test:stack`: the tests of the production stack (test/stack), each file on a native stack of its
-// own (src/stack: the Temporal server on Postgres, the standalone UI, worker processes). Slow, so apart
+// own (dev/stack: the Temporal server on Postgres, the standalone UI, worker processes). Slow, so apart
 // from `npm test`; .ci/run runs both.
 import { defineConfig } from 'vitest/config';
 

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Makes this machine ready to run the project: the `temporal` CLI (its dev server backs the tests and the
-# demo) and, with --browser, Chromium and CJK fonts (Japanese text needs them). With --stack, also what the
-# production stack needs natively (`npm run stack`, `npm run test:stack`): the Temporal server, temporal-sql-tool
-# and the standalone Web UI server built by `go install` at the versions in deploy/stack.env. With
-# --deploy-checks, promtool and docker-compose, which check the deploy files. Used by `npm test` (pretest),
-# `npm run setup:tools`, `npm run demo`, `npm run stack` and `.ci/run`. Idempotent, and quick when all is present.
+# Makes this machine ready to run the project: the pinned Node (deploy/stack.env's NODE_VERSION, which the
+# worker image runs too; scripts/with-node.sh runs the npm scripts on it), the `temporal` CLI (its dev server
+# backs the tests and the demo) and, with --browser, Chromium and CJK fonts (Japanese text needs them). With
+# --stack, also what the production stack needs natively (`npm run stack`, `npm run test:stack`): the Temporal
+# server, temporal-sql-tool and the standalone Web UI server built by `go install` at the versions in
+# deploy/stack.env. With --deploy-checks, promtool and docker-compose, which check the deploy files. Used by
+# `npm test` (pretest), `npm run setup:tools`, `npm run demo`, `npm run stack`, scripts/with-node.sh and
+# `.ci/run`. Idempotent, and quick when all is present.
 #
 #   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks]
 #
-# The CLI is searched for in the same order as src/devtools/findTemporalCli.ts: $TEMPORAL_CLI_PATH, PATH,
+# The CLI is searched for in the same order as dev/devtools/findTemporalCli.ts: $TEMPORAL_CLI_PATH, PATH,
 # then Go's install directory. The stack's tools go to $STACK_TOOLS_DIR (default
-# ~/.cache/order-confirmation-mail/tools), one folder per tool and version, where src/stack/stackTools.ts
+# ~/.cache/order-confirmation-mail/tools), one folder per tool and version, where dev/stack/stackTools.ts
 # looks for them; the server and the UI server are both built as `server`, so they cannot share a folder.
 set -euo pipefail
 
@@ -27,7 +29,7 @@ for argument in "$@"; do
     --stack) want_stack=true ;;
     --deploy-checks) want_deploy_checks=true ;;
     -h | --help)
-      sed -n '2,18p' "$0"
+      sed -n '2,15p' "$0"
       exit 0
       ;;
     *)
@@ -245,6 +247,48 @@ read_stack_setting() {
   echo "$value"
 }
 
+# --- The pinned Node (always) ---------------------------------------------------------------------------
+
+# Node's own release binaries, as the npm registry serves them: the package node-<os>-<arch>@<version> holds
+# bin/node. `npm pack` fetches it like any package (the registry's checksum is verified), into a folder of its
+# own that scripts/with-node.sh and dev/stack/stackTools.ts look in. Filled under a temporary name and renamed
+# at the end, so an interrupted download never looks installed.
+ensure_node() {
+  local version target
+  version=$(read_stack_setting NODE_VERSION)
+  target="$stack_tools_dir/node-$version"
+  if is_executable_file "$target/bin/node"; then
+    echo "node: $target/bin/node"
+    return
+  fi
+  local os arch
+  case "$(uname -s)" in Linux) os=linux ;; Darwin) os=darwin ;; *) os=unsupported ;; esac
+  case "$(uname -m)" in x86_64 | amd64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) arch=unsupported ;; esac
+  if [[ $os == unsupported || $arch == unsupported ]]; then
+    echo "node: no Node package for $(uname -sm); install Node $version yourself and put it on PATH" >&2
+    exit 1
+  fi
+  local package="node-$os-$arch@$version"
+  echo "node: npm pack $package"
+  local staging="$target.partial.$$"
+  rm -rf "$staging"
+  mkdir -p "$staging"
+  local tarball
+  tarball=$(cd "$staging" && npm pack --silent "$package")
+  tar -xzf "$staging/$tarball" -C "$staging" --strip-components=1
+  rm "$staging/$tarball"
+  local reported
+  reported=$("$staging/bin/node" --version)
+  if [[ $reported != "v$version" ]]; then
+    echo "node: $package's bin/node says $reported, not v$version" >&2
+    exit 1
+  fi
+  rm -rf "$target"
+  mv "$staging" "$target"
+  echo "node: $target/bin/node ($reported)"
+}
+
+ensure_node
 ensure_temporal_cli
 if [[ $want_browser == true ]]; then ensure_browser; fi
 if [[ $want_stack == true ]]; then ensure_stack_tools; fi

@@ -7,7 +7,7 @@ import { loadConfig, type WorkerConfig } from './config/loadConfig';
 import { migrate } from './db/migrate';
 import { countStuckSending } from './db/orderMailLog';
 import { createDatabase } from './db/pool';
-import { getFreePort } from './devtools/freePort';
+import { getFreePort } from './shared/freePort';
 import { createMailTransport } from './mail/createMailTransport';
 import {
   createOrderMailMetrics,

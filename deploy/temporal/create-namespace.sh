@@ -1,7 +1,7 @@
 #!/bin/sh
 # docker-compose.yml's one-shot `temporal-namespace` job, in the temporalio/admin-tools image: creates the
 # namespace (the server image does not) and registers the search attributes the workflow upserts, before any
-# worker starts. `npm run stack` does the same natively (src/stack/temporalServer.ts).
+# worker starts. `npm run stack` does the same natively (dev/stack/temporalServer.ts).
 # Names come from deploy/stack.env (env_file); TEMPORAL_ADDRESS from the service.
 set -eu
 : "${TEMPORAL_ADDRESS:?}" "${TEMPORAL_NAMESPACE:?}" "${TEMPORAL_NAMESPACE_RETENTION:?}"

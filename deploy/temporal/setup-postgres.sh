@@ -1,7 +1,7 @@
 #!/bin/sh
 # docker-compose.yml's one-shot `temporal-schema` job, in the temporalio/admin-tools image: creates
 # Temporal's two databases and the app's, and brings Temporal's to the image's schema version with
-# temporal-sql-tool. `npm run stack` does the same natively (src/stack/temporalSchema.ts).
+# temporal-sql-tool. `npm run stack` does the same natively (dev/stack/temporalSchema.ts).
 # Safe to run again on an existing volume: creating what exists fails harmlessly, update-schema applies
 # only what is missing, and any real problem (password, network) makes update-schema fail the job.
 # Names come from deploy/stack.env (env_file); the password from .env (SQL_PASSWORD).

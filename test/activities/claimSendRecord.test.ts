@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, type ClaimResult } from '../../src/activities';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import {

@@ -8,9 +8,9 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startMailDev, type RunningMailDev } from '../../src/devtools/mailDev';
+import { startMailDev, type RunningMailDev } from '../../dev/devtools/mailDev';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   connectTestClient,

@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import type { RunReport } from '../../src/demo/report';
+import type { RunReport } from '../../dev/demo/report';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
@@ -75,7 +75,7 @@ function runDemo(args: string[]): Promise<{ code: number | null; stdout: string;
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/demo.ts', '--profile', 'demo', ...args],
+      ['--import', 'tsx', 'dev/cli/demo.ts', '--profile', 'demo', ...args],
       {
         cwd: PROJECT_ROOT,
         env: {

@@ -1,7 +1,7 @@
 // The runner's flags: each profile's defaults, the per-fault overrides, and the mistakes it refuses.
 import { describe, expect, it } from 'vitest';
-import { faultRates, parseRunOptions, PROFILES, UsageError } from '../../src/demo/options';
-import { smtpFaultRates } from '../../src/demo/smtpFaultRates';
+import { faultRates, parseRunOptions, PROFILES, UsageError } from '../../dev/demo/options';
+import { smtpFaultRates } from '../../dev/demo/smtpFaultRates';
 
 describe('parseRunOptions', () => {
   it('starts from the named profile', () => {

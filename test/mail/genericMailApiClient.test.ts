@@ -8,7 +8,7 @@ import {
   type GenericMailApiClientOptions,
 } from '../../src/mail/genericMailApiClient';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox, type MailSandboxOptions } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox, type MailSandboxOptions } from '../../dev/sandbox/mailSandbox';
 
 const cleanups: Array<() => Promise<void>> = [];
 

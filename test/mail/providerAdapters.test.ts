@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
-import type { Fault } from '../../src/sandbox/faults';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import type { Fault } from '../../dev/sandbox/faults';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import type { MailOutcome } from '../../src/shared/mailOutcome';
 import { TEST_MAILGUN_DOMAIN, testProviderMailClient } from '../support/testKit';
 

@@ -1,9 +1,6 @@
 // The operator CLI against the real server and database: its argument parsing (main(argv) as the npm script
 // calls it), its refusals, and what status / list / retry / resolve do to the log row, the audit table, the
 // workflow and the messages the sandbox received.
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../src/activities';
@@ -12,7 +9,7 @@ import { listOperatorActs } from '../../src/db/operatorActs';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
 import type { OrderMailStatus } from '../../src/ops/orderMailStatus';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { OrderMailState } from '../../src/shared/searchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
@@ -166,16 +163,6 @@ describe('status', () => {
     expect(text.code).toBe(0);
     expect(text.out).toContain(`Order ${orderId}`);
     expect(text.out).toContain(status.uiUrl);
-  });
-
-  it('runs as `npm run ops` from the shell', async () => {
-    const orderId = await sentOrder();
-    const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'ops', '--', 'status', orderId], {
-      cwd: path.join(__dirname, '..', '..'),
-      env: { ...process.env, ...env },
-    });
-    expect(stdout).toContain(`Order ${orderId}`);
-    expect(stdout).toMatch(/mail log: +sent, outcome accepted/);
   });
 });
 

@@ -5,12 +5,12 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { Client } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import {
   createSandboxControlClient,
   SandboxControlError,
   type SandboxControlClient,
-} from '../../src/sandbox/sandboxControlClient';
+} from '../../dev/sandbox/sandboxControlClient';
 
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -116,9 +116,9 @@ describe('control API through the control client', () => {
   });
 });
 
-describe('npm run sandbox (src/cli/sandbox.ts)', () => {
+describe('npm run sandbox (dev/cli/sandbox.ts)', () => {
   it('starts from the environment, prints its URL, applies SANDBOX_FAULTS and stops on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/sandbox.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'dev/cli/sandbox.ts'], {
       env: {
         ...process.env,
         SANDBOX_PORT: '0',

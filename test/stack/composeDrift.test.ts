@@ -6,15 +6,15 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { devServerSearchAttributes } from '../../src/devtools/searchAttributes';
+import { devServerSearchAttributes } from '../../dev/devtools/searchAttributes';
 import {
   loadStackSettings,
   parseEnvFile,
   PROJECT_ROOT,
   STACK_ENV_PATH,
   type StackSettings,
-} from '../../src/stack/stackSettings';
-import { stackWorkerEnvironment } from '../../src/stack/workerFleet';
+} from '../../dev/stack/stackSettings';
+import { stackWorkerEnvironment } from '../../dev/stack/workerFleet';
 
 interface ComposeService {
   image?: string;

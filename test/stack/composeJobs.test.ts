@@ -10,8 +10,8 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadStackSettings, PROJECT_ROOT } from '../../src/stack/stackSettings';
-import { ensureStackTools, type StackTools } from '../../src/stack/stackTools';
+import { loadStackSettings, PROJECT_ROOT } from '../../dev/stack/stackSettings';
+import { ensureStackTools, type StackTools } from '../../dev/stack/stackTools';
 import { startTestStack, type TestStack } from './stackKit';
 
 const run = promisify(execFile);
@@ -64,7 +64,7 @@ describe("docker-compose.yml's one-shot jobs", () => {
     expect(await runScript('setup-postgres.sh', env)).toContain('schema setup complete');
     expect(await runScript('setup-postgres.sh', env)).toContain('schema setup complete');
 
-    // The same versions the stack's own databases (set up by src/stack/temporalSchema.ts) are at.
+    // The same versions the stack's own databases (set up by dev/stack/temporalSchema.ts) are at.
     for (const [composeDatabase, stackDatabase] of [
       ['compose_temporal', 'temporal'],
       ['compose_temporal_visibility', 'temporal_visibility'],

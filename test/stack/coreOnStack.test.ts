@@ -1,13 +1,16 @@
 // The core's end-to-end paths on the production topology: the Temporal server on Postgres (not the dev
-// server), three worker processes started as `npm start` starts them, the client connecting through
+// server), three worker processes on the worker image's Node (src/worker.ts), the client connecting through
 // envconfig. Each path is checked on the log row, the sandbox's messages and the workflow, and the
 // workers' /metrics must count what happened.
 import { WorkflowFailedError } from '@temporalio/client';
+import { readlinkSync, realpathSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOrderConfirmationMail } from '../../src/client';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { ORDER_MAIL_METRICS } from '../../src/metrics/orderMailMetrics';
-import type { MailSandbox } from '../../src/sandbox/mailSandbox';
+import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { stackToolsDirectory } from '../../dev/stack/stackTools';
 import { createOrder } from '../support/testKit';
 import { startTestStack, sumMetric, workerUrls, type TestStack } from './stackKit';
 
@@ -36,6 +39,13 @@ describe('the core on the Temporal server with Postgres persistence and three wo
     const cluster = await testStack.client.workflowService.getClusterInfo({});
     expect(cluster.visibilityStore).toContain('postgres');
     expect(stack.workers?.workers).toHaveLength(3);
+    // On the pinned Node (deploy/stack.env's NODE_VERSION), whatever Node runs the test.
+    const pinnedNode = realpathSync(
+      path.join(stackToolsDirectory(), `node-${stack.settings.nodeVersion}`, 'bin', 'node'),
+    );
+    for (const worker of stack.workers?.workers ?? []) {
+      expect(readlinkSync(`/proc/${worker.process.pid}/exe`)).toBe(pinnedNode);
+    }
     for (const url of workerUrls(stack)) {
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       expect((await fetch(`${url}/readyz`)).status).toBe(200);

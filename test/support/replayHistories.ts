@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
-import { findTemporalCli } from '../../src/devtools/findTemporalCli';
+import { findTemporalCli } from '../../dev/devtools/findTemporalCli';
 
 export const REPLAY_HISTORIES_DIRECTORY = path.join(__dirname, '..', 'replay', 'histories');
 

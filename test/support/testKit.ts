@@ -9,13 +9,13 @@ import type { ReconcileDependencies } from '../../src/activities/reconcileActivi
 import { migrate } from '../../src/db/migrate';
 import { insertOrder, type NewOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';
-import { createIsolatedDatabase } from '../../src/devtools/testDatabases';
+import { createIsolatedDatabase } from '../../dev/devtools/testDatabases';
 import { createMailTransport } from '../../src/mail/createMailTransport';
 import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient';
 import { createSmtpMailTransport, type SmtpConfig } from '../../src/mail/smtp/smtpMailTransport';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import { orderMailWorkerOptions } from '../../src/workerOptions';

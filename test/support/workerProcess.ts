@@ -12,7 +12,7 @@ export interface WorkerProcess {
   exited: Promise<number | null>;
 }
 
-/** Runs `src/worker.ts` as a real process, exactly as `npm start` does, with the given environment. */
+/** Runs `src/worker.ts` as a real process (what `npm start` runs compiled), with the given environment. */
 export function spawnWorkerProcess(env: Record<string, string>): WorkerProcess {
   // node --import tsx (not the tsx CLI): the CLI runs the script in a child of its own, which a SIGKILL of
   // the CLI would leave running.

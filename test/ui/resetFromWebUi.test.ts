@@ -12,9 +12,9 @@ import { temporal } from '@temporalio/proto';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { readMailLog } from '../../src/db/orderMailLog';
-import { startTemporalDevServer, type TemporalDevServer } from '../../src/devtools/devServer';
+import { startTemporalDevServer, type TemporalDevServer } from '../../dev/devtools/devServer';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {

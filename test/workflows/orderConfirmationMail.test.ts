@@ -13,7 +13,7 @@ import {
 } from '../../src/client';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
-import type { MailSandbox } from '../../src/sandbox/mailSandbox';
+import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';

@@ -9,7 +9,7 @@ import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { saveHistoryIfRequested } from '../support/replayHistories';

@@ -8,7 +8,7 @@ import { createActivities } from '../../src/activities';
 import type { ReconcileSettings } from '../../src/activities/reconcileActivities';
 import { readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { OrderMailStuckOrders } from '../../src/shared/searchAttributes';
 import { ensureReconcileSchedule } from '../../src/temporal/reconcileSchedule';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';

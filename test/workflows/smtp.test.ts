@@ -6,10 +6,10 @@ import { WorkflowFailedError, type Client } from '@temporalio/client';
 import type { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
-import { getFreePort } from '../../src/devtools/freePort';
+import { getFreePort } from '../../src/shared/freePort';
 import { orderConfirmationMessageId } from '../../src/mail/smtp/smtpMessage';
 import type { MailTransport } from '../../src/mail/types';
-import { startSmtpSandbox, type SmtpSandbox } from '../../src/sandbox/smtp/smtpSandbox';
+import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
 import { FailureType } from '../../src/shared/failures';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {

@@ -1,0 +1,224 @@
+// One measured phase: a variant under closed-loop or open-loop load, with its latency histogram, throughput
+// and the CPU and memory of every process involved over the measured window.
+import { summarizeLatencies, type LatencySummary } from './latency';
+import { insertBenchOrders } from './orders';
+import type { Database } from '../../src/db/pool';
+import { nowMs } from './plain/plainLoop';
+import { ResourceMeter, type MeteredProcesses, type PhaseResources } from './resourceMeter';
+import type { Variant } from './variants';
+
+export interface PhaseResult {
+  variant: string;
+  mode: 'closed' | 'open';
+  workers: number;
+  /** Closed loop: which interleaved round (1…); open loop: 1. */
+  round: number;
+  concurrency: number | null;
+  offeredPerSecond: number | null;
+  /** Orders whose latency is in the histogram (closed loop: started in the measured window). */
+  orders: number;
+  throughputPerSecond: number;
+  latency: LatencySummary;
+  /** Open loop: the offered rate was sustained (throughput kept up and the backlog did not grow). */
+  keptUp: boolean | null;
+  resources: PhaseResources;
+  cpuSecondsPer1000: {
+    workers: number;
+    temporalServer: number | null;
+    postgres: number | null;
+    sandbox: number | null;
+    harness: number;
+  };
+  /** Average cores busy during the window. */
+  cores: {
+    workers: number;
+    temporalServer: number | null;
+    postgres: number | null;
+    sandbox: number | null;
+    machine: number | null;
+  };
+  workerPeakRssMiB: number;
+  problems: string[];
+}
+
+export interface PhaseContext {
+  db: Database;
+  servers: Omit<MeteredProcesses, 'workers'>;
+  /** Unique ids for variants whose orders need no row in Postgres. */
+  syntheticIds(count: number): string[];
+  log(message: string): void;
+}
+
+// Generous guesses of the most each kind could do here; a phase that runs out of orders ends early.
+const MAX_TEMPORAL_RATE = 250;
+const MAX_PLAIN_RATE = 1_500;
+
+async function ordersFor(context: PhaseContext, variant: Variant, count: number): Promise<string[]> {
+  return variant.needsDatabaseOrders ? insertBenchOrders(context.db, count) : context.syntheticIds(count);
+}
+
+export async function runClosedPhase(
+  context: PhaseContext,
+  variant: Variant,
+  workers: number,
+  concurrency: number,
+  warmupSeconds: number,
+  durationSeconds: number,
+  round = 1,
+): Promise<PhaseResult> {
+  const totalMs = (warmupSeconds + durationSeconds) * 1000;
+  const perSecond = variant.name === 'plain' ? MAX_PLAIN_RATE * Math.min(workers, 2) : MAX_TEMPORAL_RATE;
+  const orderIds = await ordersFor(
+    context,
+    variant,
+    Math.ceil(perSecond * (warmupSeconds + durationSeconds)),
+  );
+  const meter = new ResourceMeter({ workers: variant.workerPids(), ...context.servers });
+  let windowStart = 0;
+  let windowEnd = 0;
+  let resources: PhaseResources | null = null;
+  const begin = setTimeout(() => {
+    windowStart = nowMs();
+    meter.begin();
+  }, warmupSeconds * 1000);
+  const end = setTimeout(() => {
+    windowEnd = nowMs();
+    resources = meter.end();
+  }, totalMs);
+  const run = await variant.closedLoop(orderIds, concurrency, totalMs);
+  clearTimeout(begin);
+  clearTimeout(end);
+  if (windowStart === 0) throw new Error(`${variant.name}: ran out of orders during the warm-up`);
+  if (resources === null) {
+    // Ran out of orders before the time was up: the window ends when the starters stopped.
+    windowEnd = run.stoppedAtMs;
+    resources = meter.end();
+  }
+  const measured = run.starts.filter(([, startedAt]) => startedAt >= windowStart && startedAt <= windowEnd);
+  const latencies = measured.flatMap(([orderId, startedAt]) => {
+    const recordedAt = run.recordedAtMs.get(orderId);
+    return recordedAt === undefined ? [] : [recordedAt - startedAt];
+  });
+  const recordedInWindow = [...run.recordedAtMs.values()].filter(
+    (at) => at >= windowStart && at <= windowEnd,
+  ).length;
+  const problems = await variant.verify(
+    run.starts.map(([orderId]) => orderId),
+    run.recordedAtMs,
+  );
+  return summarize({
+    variant: variant.name,
+    mode: 'closed',
+    workers,
+    round,
+    concurrency,
+    offeredPerSecond: null,
+    ordersDone: recordedInWindow,
+    throughputPerSecond: recordedInWindow / ((windowEnd - windowStart) / 1000),
+    latencies,
+    keptUp: null,
+    resources,
+    problems,
+  });
+}
+
+export async function runOpenPhase(
+  context: PhaseContext,
+  variant: Variant,
+  workers: number,
+  ratePerSecond: number,
+  seconds: number,
+): Promise<PhaseResult> {
+  const count = Math.max(2, Math.round(ratePerSecond * seconds));
+  const orderIds = await ordersFor(context, variant, count);
+  const meter = new ResourceMeter({ workers: variant.workerPids(), ...context.servers });
+  const t0 = nowMs() + 200;
+  meter.begin();
+  const drainTimeoutMs = Math.max(120_000, seconds * 4_000);
+  const recordedAt = await variant.openLoop(orderIds, t0, ratePerSecond, drainTimeoutMs);
+  const resources = meter.end();
+  const intervalMs = 1000 / ratePerSecond;
+  const latencies = orderIds.flatMap((orderId, index) => {
+    const at = recordedAt.get(orderId);
+    return at === undefined ? [] : [at - (t0 + index * intervalMs)];
+  });
+  // Achieved rate over the whole phase, drain included: what a caller offering this rate actually got.
+  const lastRecorded = Math.max(...recordedAt.values());
+  const achieved = recordedAt.size / Math.max(0.001, (lastRecorded - t0) / 1000);
+  // A backlog that grows shows as latency growing through the phase, whatever the averages say.
+  const quarter = Math.max(1, Math.floor(latencies.length / 4));
+  const early = median(latencies.slice(0, quarter));
+  const late = median(latencies.slice(-quarter));
+  const keptUp = recordedAt.size === count && achieved >= 0.85 * ratePerSecond && late <= 2 * early + 250;
+  const problems = await variant.verify(orderIds, recordedAt);
+  return summarize({
+    variant: variant.name,
+    mode: 'open',
+    workers,
+    round: 1,
+    concurrency: null,
+    offeredPerSecond: ratePerSecond,
+    ordersDone: count,
+    throughputPerSecond: achieved,
+    latencies,
+    keptUp,
+    resources,
+    problems,
+  });
+}
+
+function summarize(input: {
+  variant: string;
+  mode: 'closed' | 'open';
+  workers: number;
+  round: number;
+  concurrency: number | null;
+  offeredPerSecond: number | null;
+  ordersDone: number;
+  throughputPerSecond: number;
+  latencies: number[];
+  keptUp: boolean | null;
+  resources: PhaseResources;
+  problems: string[];
+}): PhaseResult {
+  const { resources } = input;
+  const per1000 = (seconds: number | null): number | null =>
+    seconds === null || input.ordersDone === 0 ? null : (seconds / input.ordersDone) * 1000;
+  const cores = (seconds: number | null): number | null =>
+    seconds === null ? null : seconds / resources.wallSeconds;
+  return {
+    variant: input.variant,
+    mode: input.mode,
+    workers: input.workers,
+    round: input.round,
+    concurrency: input.concurrency,
+    offeredPerSecond: input.offeredPerSecond,
+    orders: input.latencies.length,
+    throughputPerSecond: input.throughputPerSecond,
+    latency: summarizeLatencies(input.latencies),
+    keptUp: input.keptUp,
+    resources,
+    cpuSecondsPer1000: {
+      workers: per1000(resources.workerCpuSeconds) ?? 0,
+      temporalServer: per1000(resources.temporalServerCpuSeconds),
+      postgres: per1000(resources.postgresCpuSeconds),
+      sandbox: per1000(resources.sandboxCpuSeconds),
+      harness: per1000(resources.harnessCpuSeconds) ?? 0,
+    },
+    cores: {
+      workers: cores(resources.workerCpuSeconds) ?? 0,
+      temporalServer: cores(resources.temporalServerCpuSeconds),
+      postgres: cores(resources.postgresCpuSeconds),
+      sandbox: cores(resources.sandboxCpuSeconds),
+      machine: resources.machineBusyCores,
+    },
+    workerPeakRssMiB: Math.max(0, ...resources.perWorker.map((worker) => worker.peakRssMiB)),
+    problems: input.problems,
+  };
+}
+
+function median(values: number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}

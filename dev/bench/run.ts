@@ -1,0 +1,205 @@
+// `npm run bench`: the cost of exactly-once, measured in one run against Temporal's own floor (the same
+// workflow shape with no-op activities) and against the plain loop (the same SQL and HTTP, no Temporal).
+// Every headline figure is a ratio of two things measured here, on the same servers, minutes apart.
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Client, Connection } from '@temporalio/client';
+import { createSandboxControlClient } from '../sandbox/sandboxControlClient';
+import { startBenchEnvironment, SANDBOX_API_KEY } from './environment';
+import { loadAverage, machineFacts } from './machine';
+import { parseBenchOptions, type BenchOptions, type VariantName } from './options';
+import { runClosedPhase, runOpenPhase, type PhaseContext, type PhaseResult } from './phases';
+import { renderLatencyChart } from './report/chart';
+import { headlineRatios, kneesOf, medianThroughput } from './report/headlines';
+import type { BenchReport } from './report/benchReport';
+import { renderMarkdown } from './report/markdown';
+import { renderTables } from './report/table';
+import { floorVariant, plainVariant, productVariant, type Variant } from './variants';
+import { PlainProcessPool, TemporalWorkerPool } from './workerPools';
+
+// The open-loop sweep compares these; the empty workflow is a reference point for the closed loop only.
+const OPEN_LOOP_VARIANTS: VariantName[] = ['floor', 'floor-local', 'product', 'plain'];
+
+async function main(): Promise<number> {
+  // Ctrl-C or a CI timeout: exit through process.exit, whose 'exit' handlers stop every child we started
+  // (workers, sandbox, dev server, Postgres) instead of leaving them running.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`bench: ${signal}, stopping everything it started\n`);
+      process.exit(130);
+    });
+  }
+  const options = parseBenchOptions(process.argv.slice(2));
+  if (options.fromJson !== null) {
+    // Knees and ratios are computed again, so a report reads the same as a fresh run of this version.
+    const earlier = JSON.parse(readFileSync(options.fromJson, 'utf8')) as BenchReport;
+    earlier.knees = kneesOf(earlier.phases);
+    earlier.ratios = headlineRatios(earlier.phases, earlier.floorSaturationPerSecond);
+    await writeReport(earlier, { ...options, jsonPath: options.jsonPath });
+    return earlier.problems.length === 0 ? 0 : 1;
+  }
+  const machine = machineFacts();
+  const began = performance.now();
+  const log = (message: string): void => {
+    const seconds = ((performance.now() - began) / 1000).toFixed(0).padStart(4);
+    process.stderr.write(`[bench ${seconds}s] ${message}\n`);
+  };
+  log(
+    `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.nodeVersion}, load average ${machine.loadAverageAtStart.join(' ')}`,
+  );
+
+  const environment = await startBenchEnvironment({ devServerDbFile: options.devServerDbFile });
+  log(`servers up; logs in ${environment.logDirectory}`);
+  const connection = await Connection.connect({ address: environment.temporalAddress });
+  const client = new Client({ connection, namespace: environment.namespace });
+  const sandbox = createSandboxControlClient(environment.sandboxUrl, { timeoutMs: 120_000 });
+  const runTag = randomBytes(4).toString('hex');
+  const temporalEnv = {
+    TEMPORAL_ADDRESS: environment.temporalAddress,
+    TEMPORAL_NAMESPACE: environment.namespace,
+  };
+  const mailEnv = {
+    DATABASE_URL: environment.databaseUrl,
+    MAIL_API_BASE_URL: environment.sandboxUrl,
+    MAIL_API_KEY: SANDBOX_API_KEY,
+  };
+  const floorQueue = `bench-floor-${runTag}`;
+  const productQueue = `bench-product-${runTag}`;
+  const floorPool = new TemporalWorkerPool(
+    'floor',
+    'dev/bench/floor/worker.ts',
+    { ...temporalEnv, TEMPORAL_TASK_QUEUE: floorQueue, ...options.floorEnv },
+    environment.logDirectory,
+  );
+  const productPool = new TemporalWorkerPool(
+    'product',
+    'src/worker.ts',
+    { ...temporalEnv, ...mailEnv, TEMPORAL_TASK_QUEUE: productQueue, ...options.productEnv },
+    environment.logDirectory,
+  );
+  const plainPool = new PlainProcessPool({ ...mailEnv, ...options.plainEnv }, environment.logDirectory);
+
+  let syntheticCounter = 0;
+  const context: PhaseContext = {
+    db: environment.db,
+    servers: {
+      temporalServer: environment.pids.temporalServer,
+      postgres: environment.pids.postgres,
+      sandbox: environment.pids.sandbox,
+    },
+    syntheticIds: (count) => Array.from({ length: count }, () => String(++syntheticCounter)),
+    log,
+  };
+  const variants: Variant[] = options.variants.map((name) => {
+    if (name === 'product') return productVariant(client, productPool, productQueue, environment.db, sandbox);
+    if (name === 'plain') return plainVariant(plainPool, environment.db, sandbox, options.concurrency);
+    return floorVariant(name, client, floorPool, floorQueue, `bench-${runTag}-${name}-`);
+  });
+
+  const phases: PhaseResult[] = [];
+  let floorSaturation: number | null = null;
+  const describePhase = (phase: PhaseResult): string =>
+    `${phase.variant} ${phase.mode}${phase.offeredPerSecond === null ? '' : ` @${phase.offeredPerSecond.toFixed(1)}/s`} ` +
+    `x${phase.workers}: ${phase.throughputPerSecond.toFixed(1)}/s, p50 ${phase.latency.p50Ms.toFixed(0)} ms, ` +
+    `p99 ${phase.latency.p99Ms.toFixed(0)} ms, worker ${phase.cores.workers.toFixed(2)} cores, ` +
+    `server ${phase.cores.temporalServer?.toFixed(2) ?? '-'} cores, machine ${phase.cores.machine?.toFixed(2) ?? '-'} cores` +
+    (phase.problems.length > 0 ? `  PROBLEMS: ${phase.problems.join('; ')}` : '');
+
+  try {
+    for (const [index, workers] of options.workerCounts.entries()) {
+      log(`starting workers: ${workers} per variant`);
+      // The floor variants share one pool; scaleTo is a no-op for a pool that is already that big.
+      await Promise.all(variants.map((variant) => variant.scaleTo(workers)));
+      // Interleaved rounds with one worker: each ratio is taken between phases minutes apart at most, and the
+      // median over rounds damps what other processes on the machine did meanwhile.
+      const rounds = index === 0 ? options.rounds : 1;
+      for (let round = 1; round <= rounds; round++) {
+        for (const variant of variants) {
+          if (variant.name === 'empty' && index > 0) continue;
+          log(
+            `closed loop: ${variant.description}, ${workers} worker(s), concurrency ${options.concurrency}` +
+              (rounds > 1 ? `, round ${round}/${rounds}` : ''),
+          );
+          const phase = await runClosedPhase(
+            context,
+            variant,
+            workers,
+            options.concurrency,
+            options.warmupSeconds,
+            options.durationSeconds,
+            round,
+          );
+          phases.push(phase);
+          log(describePhase(phase));
+        }
+      }
+      if (index > 0) continue;
+
+      floorSaturation = medianThroughput(phases, 'floor', workers);
+      const rates =
+        options.openLoopRates ??
+        (floorSaturation === null
+          ? []
+          : options.openLoopFractions.map((fraction) => fraction * floorSaturation!));
+      for (const rate of rates) {
+        for (const variant of variants.filter((candidate) => OPEN_LOOP_VARIANTS.includes(candidate.name))) {
+          log(`open loop: ${variant.name} at ${rate.toFixed(1)}/s for ${options.openLoopSeconds} s`);
+          const phase = await runOpenPhase(context, variant, workers, rate, options.openLoopSeconds);
+          phases.push(phase);
+          log(describePhase(phase));
+        }
+      }
+    }
+  } finally {
+    await Promise.allSettled([floorPool.close(), productPool.close(), plainPool.close()]);
+    await sandbox.close().catch(() => undefined);
+    await connection.close().catch(() => undefined);
+    await environment.close();
+  }
+
+  machine.loadAverageAtEnd = loadAverage();
+  const problems = phases.flatMap((phase) => phase.problems);
+  for (const variant of options.variants) {
+    if (!phases.some((phase) => phase.variant === variant && phase.orders > 0)) {
+      problems.push(`${variant}: no order completed in any phase`);
+    }
+  }
+  const report: BenchReport = {
+    command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+    machine,
+    environment: {
+      temporal: environment.describe.temporal,
+      postgres: environment.describe.postgres,
+      mailApi: 'mail sandbox (dev/sandbox) in its own process, pass-through (no faults), loopback HTTP',
+      productWorker: 'node --import tsx src/worker.ts, one OS process per worker',
+    },
+    options,
+    floorSaturationPerSecond: floorSaturation,
+    phases,
+    knees: kneesOf(phases),
+    ratios: headlineRatios(phases, floorSaturation),
+    problems,
+  };
+  await writeReport(report, options);
+  log(`done in ${((performance.now() - began) / 1000).toFixed(0)} s`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+async function writeReport(report: BenchReport, options: BenchOptions): Promise<void> {
+  const { machine } = report;
+  console.log(renderTables(report));
+  if (options.jsonPath !== null) writeFileSync(options.jsonPath, JSON.stringify(report, null, 2) + '\n');
+  if (options.markdownPath !== null) writeFileSync(options.markdownPath, renderMarkdown(report));
+  if (options.svgPath !== null) {
+    const subtitle = `${machine.cpuModel}, ${machine.cores} cores, load average ${machine.loadAverageAtStart[0]}; ${machine.date.slice(0, 10)}`;
+    writeFileSync(options.svgPath, await renderLatencyChart(report.phases, subtitle));
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    process.exit(1);
+  },
+);

@@ -1,0 +1,332 @@
+// The two profiles of the runner and the flags that change them. `npm run demo` and `npm run chaos` are the
+// same harness; chaos turns every fault on at full strength.
+import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
+import type { FaultRate } from '../sandbox/faults';
+
+/** How the runner's workers send: to the HTTP Mail API sandbox, or over SMTP to the SMTP fault sandbox. */
+export type MailTransportName = 'http' | 'smtp';
+export const MAIL_TRANSPORTS: readonly MailTransportName[] = ['http', 'smtp'];
+
+/** How long a hang holds the answer back: long past the runner's 2 s MAIL_HEADERS_TIMEOUT_MS, so the worker gives up first. */
+export const HANG_MS = 10_000;
+
+export interface FaultMix {
+  acceptThenDrop: number;
+  hang: number;
+  /** 500 (nothing processed) and 502 after processing, half each: both are unknown outcomes. */
+  serverError: number;
+  /** 429 with Retry-After: 1, and 503: definitely not sent. */
+  tooManyRequests: number;
+  unavailable: number;
+  /** The socket closes before the provider processed anything (looks like accept-then-drop to the client). */
+  dropWithoutProcessing: number;
+}
+
+export interface RunOptions {
+  profile: 'demo' | 'chaos';
+  transport: MailTransportName;
+  /** Start MailDev and relay every accepted mail to it (on in the demo; the chaos profile leaves it off). */
+  inbox: boolean;
+  orders: number;
+  workers: number;
+  clients: number;
+  /** Starts per second of each client process; 0 = as fast as Temporal answers. */
+  startRate: number;
+  /** WORKER_MAX_CONCURRENT_ACTIVITIES of each worker. */
+  workerConcurrency: number;
+  policy: UnknownOutcomePolicy;
+  faults: FaultMix;
+  /** Stop listening for refuseForMs every refuseEveryMs; 0 = never. */
+  refuseEveryMs: number;
+  refuseForMs: number;
+  /** SIGKILL a random worker every killEveryMs and start a new one; 0 = never. */
+  killEveryMs: number;
+  /** Restart Postgres / the Temporal dev server once, when this share of the orders is done; null = never. */
+  restartPostgresAt: number | null;
+  restartTemporalAt: number | null;
+  seed: number;
+  timeoutMs: number;
+  keep: boolean;
+  json: boolean;
+}
+
+const NO_FAULTS: FaultMix = {
+  acceptThenDrop: 0,
+  hang: 0,
+  serverError: 0,
+  tooManyRequests: 0,
+  unavailable: 0,
+  dropWithoutProcessing: 0,
+};
+
+export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
+  demo: {
+    profile: 'demo',
+    transport: 'http',
+    inbox: true,
+    orders: 200,
+    workers: 3,
+    clients: 3,
+    startRate: 0,
+    workerConcurrency: 100,
+    policy: 'assume-sent',
+    faults: {
+      acceptThenDrop: 0.03,
+      hang: 0.01,
+      serverError: 0.02,
+      tooManyRequests: 0.02,
+      unavailable: 0.02,
+      dropWithoutProcessing: 0,
+    },
+    refuseEveryMs: 0,
+    refuseForMs: 1_500,
+    killEveryMs: 0,
+    restartPostgresAt: null,
+    restartTemporalAt: null,
+    seed: 1,
+    timeoutMs: 300_000,
+    keep: false,
+    json: false,
+  },
+  chaos: {
+    profile: 'chaos',
+    transport: 'http',
+    // 2,000 mails are for counting, not for reading; --inbox adds it.
+    inbox: false,
+    orders: 2_000,
+    workers: 4,
+    clients: 3,
+    // Orders as a stream: a burst of 2,000 would put every workflow on the workers that the next kills hit.
+    startRate: 5,
+    // Each kill then interrupts at most this many activities, each of which waits out its timeout.
+    workerConcurrency: 20,
+    policy: 'assume-sent',
+    faults: {
+      acceptThenDrop: 0.12,
+      hang: 0.04,
+      serverError: 0.04,
+      tooManyRequests: 0.04,
+      unavailable: 0.03,
+      dropWithoutProcessing: 0.02,
+    },
+    refuseEveryMs: 15_000,
+    refuseForMs: 1_500,
+    killEveryMs: 5_000,
+    restartPostgresAt: 0.35,
+    restartTemporalAt: 0.65,
+    seed: 1,
+    timeoutMs: 1_800_000,
+    keep: false,
+    json: false,
+  },
+};
+
+export const USAGE = `Usage: npm run demo -- [flags]     (the demo profile)
+       npm run chaos -- [flags]    (the chaos profile: every fault at full strength)
+
+  --profile demo|chaos          start from this profile (set by the npm scripts)
+  --transport http|smtp         send through the HTTP Mail API sandbox (default) or over SMTP to the SMTP
+                                fault sandbox; the fault flags below then mean the SMTP faults in [brackets]
+  --inbox / --no-inbox          start MailDev and relay every accepted mail to it (demo on, chaos off)
+  --orders N                    orders to create and send (demo 200, chaos 2000)
+  --workers N                   worker processes (demo 3, chaos 4)
+  --clients N                   client processes; each starts every order once (3)
+  --start-rate N                starts per second of each client, 0 = unpaced (demo 0, chaos 5)
+  --worker-concurrency N        activities one worker runs at once (demo 100, chaos 20)
+  --policy assume-sent|assume-failed   UNKNOWN_OUTCOME_POLICY of the workers (assume-sent)
+  --accept-then-drop RATE       share of requests accepted, then the connection closed unanswered
+                                [message kept, socket closed before the 250 after the final '.']
+  --hang RATE                   accepted, answered only after the client gave up  [250 held back 10 s]
+  --5xx RATE                    500 (not processed) or 502 (processed), half each  [451 after the data]
+  --429 RATE                    429 with Retry-After: 1  [451 at RCPT, greylisting]
+  --503 RATE                    503  [421 greeting]
+  --drop RATE                   connection closed before anything was processed  [closed before DATA]
+  --no-faults                   all of the rates above 0
+  --refuse-every S / --refuse-for S   refuse connections for a while, periodically (0 = off)
+  --kill-every S                SIGKILL a random worker every S seconds and start another (0 = off)
+  --restart-postgres AT         restart Postgres once AT (0..1) of the orders are done ('off' = never)
+  --restart-temporal AT         restart the Temporal dev server (with its db file) likewise
+  --seed N                      seed of the sandbox's fault draws
+  --timeout S                   give up waiting after S seconds (the report then shows what is missing)
+  --keep                        leave everything running after the report, until Ctrl-C
+  --json                        print the report as JSON on stdout (everything else goes to stderr)
+  -h, --help
+
+Environment: DATABASE_URL and TEMPORAL_ADDRESS (+ TEMPORAL_NAMESPACE) use servers you already run instead
+of starting embedded Postgres and a Temporal dev server; their restarts are then skipped.`;
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+  readonly code = 'ERR_DEMO_USAGE';
+}
+
+export function parseRunOptions(argv: string[]): RunOptions | 'help' {
+  const profileIndex = argv.indexOf('--profile');
+  const profileName = profileIndex >= 0 ? argv[profileIndex + 1] : 'demo';
+  if (profileName !== 'demo' && profileName !== 'chaos') {
+    throw new UsageError(`--profile must be demo or chaos (got ${String(profileName)})`);
+  }
+  const base = PROFILES[profileName];
+  const options: RunOptions = { ...base, faults: { ...base.faults } };
+
+  for (let index = 0; index < argv.length; index++) {
+    const flag = argv[index]!;
+    const value = (): string => {
+      const next = argv[index + 1];
+      if (next === undefined) throw new UsageError(`${flag} needs a value`);
+      index += 1;
+      return next;
+    };
+    switch (flag) {
+      case '-h':
+      case '--help':
+        return 'help';
+      case '--profile':
+        value();
+        break;
+      case '--transport': {
+        const transport = value();
+        if (!(MAIL_TRANSPORTS as readonly string[]).includes(transport)) {
+          throw new UsageError(`--transport must be one of ${MAIL_TRANSPORTS.join(', ')} (got ${transport})`);
+        }
+        options.transport = transport as MailTransportName;
+        break;
+      }
+      case '--inbox':
+        options.inbox = true;
+        break;
+      case '--no-inbox':
+        options.inbox = false;
+        break;
+      case '--orders':
+        options.orders = positiveInteger(flag, value());
+        break;
+      case '--workers':
+        options.workers = positiveInteger(flag, value());
+        break;
+      case '--clients':
+        options.clients = positiveInteger(flag, value());
+        break;
+      case '--start-rate':
+        options.startRate = nonNegativeNumber(flag, value());
+        break;
+      case '--worker-concurrency':
+        options.workerConcurrency = positiveInteger(flag, value());
+        break;
+      case '--policy': {
+        const policy = value();
+        if (!(UNKNOWN_OUTCOME_POLICIES as readonly string[]).includes(policy)) {
+          throw new UsageError(`--policy must be one of ${UNKNOWN_OUTCOME_POLICIES.join(', ')}`);
+        }
+        options.policy = policy as UnknownOutcomePolicy;
+        break;
+      }
+      case '--accept-then-drop':
+        options.faults.acceptThenDrop = rate(flag, value());
+        break;
+      case '--hang':
+        options.faults.hang = rate(flag, value());
+        break;
+      case '--5xx':
+        options.faults.serverError = rate(flag, value());
+        break;
+      case '--429':
+        options.faults.tooManyRequests = rate(flag, value());
+        break;
+      case '--503':
+        options.faults.unavailable = rate(flag, value());
+        break;
+      case '--drop':
+        options.faults.dropWithoutProcessing = rate(flag, value());
+        break;
+      case '--no-faults':
+        options.faults = { ...NO_FAULTS };
+        break;
+      case '--refuse-every':
+        options.refuseEveryMs = seconds(flag, value());
+        break;
+      case '--refuse-for':
+        options.refuseForMs = seconds(flag, value());
+        break;
+      case '--kill-every':
+        options.killEveryMs = seconds(flag, value());
+        break;
+      case '--restart-postgres':
+        options.restartPostgresAt = share(flag, value());
+        break;
+      case '--restart-temporal':
+        options.restartTemporalAt = share(flag, value());
+        break;
+      case '--seed':
+        options.seed = positiveInteger(flag, value());
+        break;
+      case '--timeout':
+        options.timeoutMs = seconds(flag, value());
+        break;
+      case '--keep':
+        options.keep = true;
+        break;
+      case '--json':
+        options.json = true;
+        break;
+      default:
+        throw new UsageError(`unknown flag ${flag}`);
+    }
+  }
+  const total = (Object.values(options.faults) as number[]).reduce(
+    (sum, probability) => sum + probability,
+    0,
+  );
+  if (total > 1) throw new UsageError(`the fault rates add up to ${total}, more than 1`);
+  if (options.refuseEveryMs > 0 && options.refuseForMs <= 0) {
+    throw new UsageError('--refuse-for must be positive when --refuse-every is on');
+  }
+  return options;
+}
+
+/** The sandbox's fault plan for a mix. */
+export function faultRates(mix: FaultMix): FaultRate[] {
+  const rates: FaultRate[] = [
+    { fault: { kind: 'accept-then-drop' }, probability: mix.acceptThenDrop },
+    // Answered long after the worker's headers timeout: the worker sees a timeout, the customer a mail.
+    { fault: { kind: 'accept-then-hang', ms: HANG_MS }, probability: mix.hang },
+    { fault: { kind: 'status', status: 500 }, probability: mix.serverError / 2 },
+    { fault: { kind: 'status', status: 502, record: true }, probability: mix.serverError / 2 },
+    { fault: { kind: 'status', status: 429, retryAfterSeconds: 1 }, probability: mix.tooManyRequests },
+    { fault: { kind: 'status', status: 503 }, probability: mix.unavailable },
+    { fault: { kind: 'drop-without-processing' }, probability: mix.dropWithoutProcessing },
+  ];
+  return rates.filter((entry) => entry.probability > 0);
+}
+
+function positiveInteger(flag: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 1) throw new UsageError(`${flag} must be a positive integer`);
+  return value;
+}
+
+function nonNegativeNumber(flag: string, text: string): number {
+  const value = Number(text);
+  if (!(value >= 0) || !Number.isFinite(value)) throw new UsageError(`${flag} must be a number >= 0`);
+  return value;
+}
+
+function rate(flag: string, text: string): number {
+  const value = Number(text.endsWith('%') ? Number(text.slice(0, -1)) / 100 : text);
+  if (!(value >= 0 && value <= 1)) throw new UsageError(`${flag} must be a rate from 0 to 1 (or 0% to 100%)`);
+  return value;
+}
+
+function seconds(flag: string, text: string): number {
+  const value = Number(text);
+  if (!(value >= 0) || !Number.isFinite(value))
+    throw new UsageError(`${flag} must be a number of seconds >= 0`);
+  return Math.round(value * 1000);
+}
+
+function share(flag: string, text: string): number | null {
+  if (text === 'off') return null;
+  const value = Number(text);
+  if (!(value >= 0 && value <= 1)) throw new UsageError(`${flag} must be a share from 0 to 1, or off`);
+  return value;
+}

@@ -1,0 +1,170 @@
+// Brings up what the runner is not given an address for: embedded Postgres (else DATABASE_URL), a Temporal dev
+// server with its Web UI (else TEMPORAL_ADDRESS), and always the mail sandbox (HTTP or SMTP), relaying what it
+// accepted to a MailDev inbox unless the run has none. Everything started here is stopped by stop(), which
+// never throws and never waits forever.
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { migrate } from '../../src/db/migrate';
+import { startTemporalDevServer, type TemporalDevServer } from '../devtools/devServer';
+import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../devtools/embeddedPostgres';
+import { getFreePort } from '../../src/shared/freePort';
+import { devServerSearchAttributes } from '../devtools/searchAttributes';
+import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
+import { startMailDev } from '../devtools/mailDev';
+import { startMailTarget, type DemoMailTarget } from './mailTarget';
+import type { FaultMix, MailTransportName } from './options';
+
+const STOP_DEADLINE_MS = 15_000;
+
+export interface Stack {
+  databaseUrl: string;
+  temporal: { address: string; namespace: string; uiUrl: string | null };
+  mail: DemoMailTarget;
+  /** The MailDev inbox the sandbox relays to; null when the run has none (--no-inbox). */
+  inbox: { webUrl: string } | null;
+  /** Null when the runner did not start the part (an address was given), so it cannot restart it. */
+  restartPostgres: (() => Promise<void>) | null;
+  restartTemporal: (() => Promise<void>) | null;
+  stop(): Promise<void>;
+}
+
+export async function startStack(options: {
+  env: NodeJS.ProcessEnv;
+  transport: MailTransportName;
+  faults: FaultMix;
+  seed: number;
+  inbox: boolean;
+  /** Keep the dev server's state in this SQLite file, so a restart loses nothing. */
+  temporalDbFile: string | null;
+  onProgress: (line: string) => void;
+}): Promise<Stack> {
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async (): Promise<void> => {
+    // Reverse order of start; each part gets its own deadline so one stuck part cannot keep the rest alive.
+    for (const stop of stops.reverse()) await withDeadline(stop(), STOP_DEADLINE_MS);
+    stops.length = 0;
+  };
+  try {
+    const [postgres, temporal] = await Promise.all([
+      startPostgres(options.env.DATABASE_URL, options.onProgress),
+      startTemporal(options.env, options.temporalDbFile, options.onProgress),
+    ]);
+    if (postgres.server) stops.push(() => postgres.server!.stop());
+    if (temporal.server) stops.push(() => temporal.server!.stop());
+    await migrate(postgres.databaseUrl);
+
+    // MailDev's usual ports when they are free, like the Web UI's below.
+    const inbox = options.inbox
+      ? await startMailDev({ smtpPort: await preferredPort(1025), webPort: await preferredPort(1080) })
+      : null;
+    if (inbox !== null) {
+      stops.push(() => inbox.stop());
+      options.onProgress(
+        `inbox: MailDev ${inbox.webUrl} (every mail the sandbox accepted, as a customer sees it)`,
+      );
+    }
+    const mail = await startMailTarget({
+      transport: options.transport,
+      faults: options.faults,
+      seed: options.seed,
+      relayTo: inbox === null ? null : { host: inbox.smtpHost, port: inbox.smtpPort },
+    });
+    stops.push(() => mail.close());
+    options.onProgress(`mail sandbox (${mail.transport}): ${mail.address}`);
+
+    return {
+      databaseUrl: postgres.databaseUrl,
+      temporal: temporal.info,
+      mail,
+      inbox: inbox === null ? null : { webUrl: inbox.webUrl },
+      restartPostgres: postgres.server ? () => postgres.server!.restart() : null,
+      restartTemporal: temporal.server?.restart ? () => temporal.server!.restart!() : null,
+      stop: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+async function startPostgres(
+  databaseUrl: string | undefined,
+  onProgress: (line: string) => void,
+): Promise<{ databaseUrl: string; server: EmbeddedPostgresServer | null }> {
+  if (databaseUrl !== undefined && databaseUrl !== '') {
+    onProgress('postgres: DATABASE_URL (not started here)');
+    return { databaseUrl, server: null };
+  }
+  const server = await startEmbeddedPostgres();
+  onProgress(`postgres: embedded, ${redactPassword(server.connectionString)}`);
+  return { databaseUrl: server.connectionString, server };
+}
+
+async function startTemporal(
+  env: NodeJS.ProcessEnv,
+  dbFilename: string | null,
+  onProgress: (line: string) => void,
+): Promise<{
+  info: { address: string; namespace: string; uiUrl: string | null };
+  server: TemporalDevServer | null;
+}> {
+  const namespace = env.TEMPORAL_NAMESPACE || 'default';
+  if (env.TEMPORAL_ADDRESS !== undefined && env.TEMPORAL_ADDRESS !== '') {
+    const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
+    try {
+      await ensureSearchAttributes(connection, namespace);
+    } finally {
+      await connection.close();
+    }
+    onProgress(`temporal: TEMPORAL_ADDRESS ${env.TEMPORAL_ADDRESS} (not started here)`);
+    return { info: { address: env.TEMPORAL_ADDRESS, namespace, uiUrl: null }, server: null };
+  }
+  // The usual ports when they are free, so the Web UI is where the Temporal docs say; any free ones otherwise.
+  const server = await startTemporalDevServer({
+    port: await preferredPort(7233),
+    uiPort: await preferredPort(8233),
+    namespace,
+    searchAttributes: devServerSearchAttributes(),
+    // WAL without fsync: every commit still reaches the OS before the server answers, so a restart (or a killed
+    // server) loses nothing; only a machine crash could. Several times faster than SQLite's default on a busy box.
+    ...(dbFilename === null
+      ? {}
+      : { dbFilename, sqlitePragmas: { journal_mode: 'wal', synchronous: 'off' } }),
+  });
+  onProgress(
+    `temporal: dev server ${server.address}${dbFilename === null ? '' : ` (db file ${path.basename(dbFilename)})`}` +
+      (server.uiUrl === null ? '' : `; Web UI ${server.uiUrl} (watch the workflows run)`),
+  );
+  return { info: { address: server.address, namespace, uiUrl: server.uiUrl }, server };
+}
+
+async function preferredPort(port: number): Promise<number> {
+  const free = await new Promise<boolean>((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+  return free ? port : getFreePort();
+}
+
+export function redactPassword(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    if (url.password !== '') url.password = '***';
+    return url.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+async function withDeadline(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    work.catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}

@@ -1,0 +1,175 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { findTemporalCli } from './findTemporalCli';
+import { getFreePort } from '../../src/shared/freePort';
+import type { SearchAttributeDefinitions } from './searchAttributes';
+import { startSdkDevServer } from './sdkDevServer';
+import { waitForTemporal } from './waitForTemporal';
+
+export interface TemporalDevServerOptions {
+  port?: number;
+  /** A port for the Web UI; null runs headless. Default: a free port. */
+  uiPort?: number | null;
+  /** SQLite file that keeps state across restarts; in memory when unset. */
+  dbFilename?: string;
+  /** `--sqlite-pragma name=value` for the db file, e.g. { journal_mode: 'wal', synchronous: 'off' }. */
+  sqlitePragmas?: Record<string, string>;
+  searchAttributes?: SearchAttributeDefinitions;
+  namespace?: string;
+  logLevel?: string;
+  startupTimeoutMs?: number;
+}
+
+export interface TemporalDevServer {
+  address: string;
+  uiUrl: string | null;
+  namespace: string;
+  stop(): Promise<void>;
+  /** Same ports and database file; in-memory state is lost. Absent on the SDK-download fallback. */
+  restart?(): Promise<void>;
+}
+
+export interface ResolvedDevServerOptions {
+  ip: string;
+  port: number;
+  uiPort: number | null;
+  dbFilename: string | undefined;
+  sqlitePragmas: Record<string, string>;
+  searchAttributes: SearchAttributeDefinitions;
+  namespace: string;
+  logLevel: string;
+  startupTimeoutMs: number;
+}
+
+const IP = '127.0.0.1';
+// A healthy start takes 1-5 s; a busy 2-core CI machine needs far more than the SDK's 5 s wait.
+const DEFAULT_STARTUP_TIMEOUT_MS = 60_000;
+const STOP_GRACE_MS = 5_000;
+const OUTPUT_TAIL_CHARS = 4_000;
+
+/**
+ * Starts `temporal server start-dev` from the binary `findTemporalCli` finds, and resolves once the
+ * namespace is served. Without a binary it falls back to the SDK's `createLocal`, which downloads one.
+ */
+export async function startTemporalDevServer(
+  options: TemporalDevServerOptions = {},
+): Promise<TemporalDevServer> {
+  const resolved: ResolvedDevServerOptions = {
+    ip: IP,
+    port: options.port ?? (await getFreePort(IP)),
+    uiPort: options.uiPort === null ? null : (options.uiPort ?? (await getFreePort(IP))),
+    dbFilename: options.dbFilename,
+    sqlitePragmas: options.sqlitePragmas ?? {},
+    searchAttributes: options.searchAttributes ?? {},
+    namespace: options.namespace ?? 'default',
+    logLevel: options.logLevel ?? 'warn',
+    startupTimeoutMs: options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
+  };
+  const executable = findTemporalCli();
+  if (executable === null) return startSdkDevServer(resolved);
+
+  let server = await launch(executable, resolved);
+  return {
+    address: `${resolved.ip}:${resolved.port}`,
+    uiUrl: resolved.uiPort === null ? null : `http://${resolved.ip}:${resolved.uiPort}`,
+    namespace: resolved.namespace,
+    stop: () => server.stop(),
+    async restart() {
+      await server.stop();
+      server = await launch(executable, resolved);
+    },
+  };
+}
+
+function devServerArguments(options: ResolvedDevServerOptions): string[] {
+  return [
+    'server',
+    'start-dev',
+    '--ip',
+    options.ip,
+    '--port',
+    String(options.port),
+    '--namespace',
+    options.namespace,
+    '--log-level',
+    options.logLevel,
+    ...(options.uiPort === null ? ['--headless'] : ['--ui-port', String(options.uiPort)]),
+    ...(options.dbFilename === undefined ? [] : ['--db-filename', options.dbFilename]),
+    ...Object.entries(options.sqlitePragmas).flatMap(([name, value]) => [
+      '--sqlite-pragma',
+      `${name}=${value}`,
+    ]),
+    ...Object.entries(options.searchAttributes).flatMap(([name, type]) => [
+      '--search-attribute',
+      `${name}=${type}`,
+    ]),
+    // The version check calls out to the internet, which CI machines here do not reach (the SDK turns it
+    // off for the same reason).
+    '--dynamic-config-value',
+    'frontend.enableServerVersionCheck=false',
+  ];
+}
+
+interface RunningServer {
+  stop(): Promise<void>;
+}
+
+async function launch(executable: string, options: ResolvedDevServerOptions): Promise<RunningServer> {
+  const child = spawn(executable, devServerArguments(options), { stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = keepOutputTail(child);
+  let exitDescription: string | null = null;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exitDescription = `exited with ${signal ?? `code ${code}`}`;
+      resolve();
+    });
+  });
+  child.once('error', (error) => {
+    exitDescription = `could not start: ${error.message}`;
+  });
+  // A test run that crashes or calls process.exit must not leave a server holding ports. (A SIGKILLed
+  // parent cannot run this; Node has no parent-death signal.)
+  const killOnExit = (): void => void child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+
+  const stop = async (): Promise<void> => {
+    process.removeListener('exit', killOnExit);
+    if (exitDescription === null) {
+      child.kill('SIGTERM');
+      const escalate = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+      await exited;
+      clearTimeout(escalate);
+    }
+  };
+
+  const address = `${options.ip}:${options.port}`;
+  try {
+    await waitForTemporal({
+      address,
+      namespace: options.namespace,
+      deadline: Date.now() + options.startupTimeoutMs,
+      hasFailed: () => (exitDescription === null ? null : `temporal server start-dev ${exitDescription}`),
+    });
+  } catch (error) {
+    await stop();
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `${reason}\ncommand: ${executable} ${devServerArguments(options).join(' ')}\n` +
+        `last output:\n${output()}`,
+    );
+  }
+  return { stop };
+}
+
+/** Keeps the last few KB of the server's output for error messages; echoes it when DEBUG_TEMPORAL=1. */
+function keepOutputTail(child: ChildProcess): () => string {
+  let tail = '';
+  const echo = process.env.DEBUG_TEMPORAL === '1';
+  const onData = (chunk: Buffer): void => {
+    tail = (tail + chunk.toString('utf8')).slice(-OUTPUT_TAIL_CHARS);
+    if (echo) process.stderr.write(chunk);
+  };
+  // Reading both pipes also matters on its own: a full pipe would block the server.
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  return () => tail;
+}

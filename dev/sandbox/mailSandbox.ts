@@ -1,0 +1,290 @@
+// A real HTTP server speaking the mail API, with faults injected on purpose: the demo and the tests send to
+// it exactly as they would to a provider, then read back what it actually accepted.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { CONTROL_PREFIX, handleControlRequest, type SandboxControls } from './controlApi';
+import {
+  FaultChooser,
+  InvalidFaultError,
+  parseFault,
+  parseFaultPlan,
+  type Fault,
+  type FaultPlan,
+} from './faults';
+import { readBody, sendJson } from './httpIo';
+import { IdempotencyStore, RESEND_IDEMPOTENCY_WINDOW_MS } from './idempotencyStore';
+import { handleMailApiRequest, type MailApiContext } from './mailApi';
+import { emulationForPath } from './providers';
+import { SandboxRecords, type ReceivedMessage, type RequestRecord } from './records';
+import { RefusalWindow, listen } from './refusalWindow';
+import { relayComposedMessage, type RelayTarget } from './relayToInbox';
+
+export interface MailSandboxOptions {
+  /** Default 127.0.0.1: the control API has no authentication. */
+  host?: string;
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  apiKey?: string;
+  faultPlan?: FaultPlan;
+  seed?: number;
+  /** How long the Resend emulation remembers an idempotency key. Default 24 h, as Resend documents. */
+  idempotencyWindowMs?: number;
+  /** The sandbox's clock, for tests that step past the idempotency window. Default: the real clock. */
+  now?: () => Date;
+  /**
+   * Relay every accepted message (accept-then-drop and accept-then-hang included: the provider took those) to
+   * this SMTP server, e.g. MailDev from dev/devtools/mailDev.ts. Rejected or unprocessed requests never are.
+   */
+  relayTo?: RelayTarget;
+}
+
+export interface MailSandbox extends SandboxControls {
+  /** Base URL without a trailing slash, e.g. `http://127.0.0.1:4010`. */
+  readonly url: string;
+  readonly port: number;
+  /** Stops listening (clients get ECONNREFUSED) for `ms`, then listens again on the same port. */
+  refuseConnectionsFor(ms: number): Promise<void>;
+  /** Resolves once the sandbox accepts connections (at once, unless it is refusing them). */
+  whenListening(): Promise<void>;
+  /** Answers every held request now; returns how many were answered. */
+  releaseHeld(): number;
+  /** Forgets messages, requests, queued faults and the fault plan; answers held requests. */
+  reset(): void;
+  /** Resolves once every relay to the inbox started so far has finished. */
+  relaysSettled(): Promise<void>;
+  /** Drops every connection, held ones included, and stops listening. Idempotent. */
+  close(): Promise<void>;
+}
+
+export class SandboxClosedError extends Error {
+  override readonly name = 'SandboxClosedError';
+  readonly code = 'ERR_SANDBOX_CLOSED';
+}
+
+export const DEFAULT_SANDBOX_API_KEY = 'sandbox-key';
+const DEFAULT_SEED = 1;
+
+export async function startMailSandbox(options: MailSandboxOptions = {}): Promise<MailSandbox> {
+  const faults = new FaultChooser(options.seed ?? DEFAULT_SEED);
+  if (options.faultPlan !== undefined) faults.setPlan(parseFaultPlan(options.faultPlan));
+  const sandbox = new MailSandboxServer(
+    options.host ?? '127.0.0.1',
+    options.apiKey ?? DEFAULT_SANDBOX_API_KEY,
+    faults,
+    new IdempotencyStore(options.idempotencyWindowMs ?? RESEND_IDEMPOTENCY_WINDOW_MS),
+    options.now ?? (() => new Date()),
+  );
+  if (options.relayTo !== undefined) sandbox.relayAcceptedTo(options.relayTo);
+  await sandbox.start(options.port ?? 0);
+  return sandbox;
+}
+
+interface HeldResponse {
+  res: ServerResponse;
+  answer: () => void;
+  timer: NodeJS.Timeout | null;
+}
+
+class MailSandboxServer implements MailSandbox {
+  private readonly server: Server;
+  private readonly records = new SandboxRecords();
+  private readonly held = new Set<HeldResponse>();
+  private readonly mailApiContext: MailApiContext;
+  private boundPort = 0;
+  private readonly refusal: RefusalWindow;
+  private closing: Promise<void> | null = null;
+  private readonly relays = new Set<Promise<void>>();
+
+  constructor(
+    private readonly host: string,
+    apiKey: string,
+    private readonly faults: FaultChooser,
+    private readonly idempotency: IdempotencyStore,
+    private readonly now: () => Date,
+  ) {
+    this.server = createServer((req, res) => this.route(req, res));
+    this.refusal = new RefusalWindow(this.server, {
+      host,
+      port: () => this.boundPort,
+      // Closing the listener already closes idle keep-alive sockets (Node >= 19), so a pooled client cannot
+      // slip past the refusal on an old connection; said again here for clarity. Requests in flight finish.
+      cutSessions: () => this.server.closeIdleConnections(),
+      closedError: () => new SandboxClosedError('The mail sandbox is closed.'),
+      invalidError: (message) => new InvalidFaultError(message),
+    });
+    this.mailApiContext = {
+      apiKey,
+      records: this.records,
+      faults,
+      idempotency,
+      hold: (res, answer, ms) => this.hold(res, answer, ms),
+      now,
+    };
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  get url(): string {
+    const host = this.host.includes(':') ? `[${this.host}]` : this.host;
+    return `http://${host}:${this.boundPort}`;
+  }
+
+  async start(port: number): Promise<void> {
+    await listen(this.server, port, this.host);
+    const address = this.server.address();
+    if (address === null || typeof address === 'string') {
+      throw new Error('The mail sandbox is not on a TCP port.');
+    }
+    this.boundPort = address.port;
+  }
+
+  messages(): ReceivedMessage[] {
+    return this.records.messages();
+  }
+
+  messagesFor(orderId: string): ReceivedMessage[] {
+    return this.records.messages(orderId);
+  }
+
+  requests(): RequestRecord[] {
+    return this.records.requests();
+  }
+
+  queueFault(orderId: string, fault: Fault, times = 1): void {
+    this.faults.queue(orderId, parseFault(fault), times);
+  }
+
+  setFaultPlan(plan: FaultPlan): void {
+    this.faults.setPlan(parseFaultPlan(plan));
+  }
+
+  refuseConnectionsFor(ms: number): Promise<void> {
+    return this.refusal.refuseFor(ms);
+  }
+
+  whenListening(): Promise<void> {
+    return this.refusal.whenListening();
+  }
+
+  releaseHeld(): number {
+    let answered = 0;
+    for (const entry of [...this.held]) if (this.answerHeld(entry)) answered += 1;
+    // Releasing means the provider finished processing, including requests whose client already gave up.
+    this.idempotency.finishAll(this.now().getTime());
+    return answered;
+  }
+
+  reset(): void {
+    this.releaseHeld();
+    this.records.reset();
+    this.faults.reset();
+    this.idempotency.reset();
+  }
+
+  relayAcceptedTo(target: RelayTarget): void {
+    this.records.onAccepted((message) => {
+      const relaying = relayComposedMessage(target, {
+        orderId: message.orderId,
+        from: message.from,
+        to: [message.to],
+        subject: message.subject,
+        text: message.text,
+        html: message.html,
+      })
+        .then(() => undefined)
+        .finally(() => this.relays.delete(relaying));
+      this.relays.add(relaying);
+    });
+  }
+
+  async relaysSettled(): Promise<void> {
+    while (this.relays.size > 0) await Promise.allSettled([...this.relays]);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    this.refusal.close();
+    // Answer first, so a held request ends as a response rather than as an unanswered socket where we can.
+    this.releaseHeld();
+    const stopped = this.server.listening
+      ? new Promise<void>((resolve) => this.server.close(() => resolve()))
+      : Promise.resolve();
+    // Held and keep-alive sockets would otherwise keep the process (and server.close) waiting.
+    this.server.closeAllConnections();
+    await stopped;
+  }
+
+  private hold(res: ServerResponse, answer: () => void, ms: number | undefined): void {
+    const entry: HeldResponse = { res, answer, timer: null };
+    this.held.add(entry);
+    if (ms !== undefined) entry.timer = setTimeout(() => this.answerHeld(entry), ms);
+    // The client gave up (headers timeout, abort): nothing left to answer, and the record stays 'hung'.
+    res.on('close', () => this.forgetHeld(entry));
+  }
+
+  private answerHeld(entry: HeldResponse): boolean {
+    if (!this.forgetHeld(entry)) return false;
+    if (entry.res.destroyed || entry.res.socket === null || entry.res.socket.destroyed) return false;
+    entry.answer();
+    return true;
+  }
+
+  private forgetHeld(entry: HeldResponse): boolean {
+    if (entry.timer !== null) clearTimeout(entry.timer);
+    return this.held.delete(entry);
+  }
+
+  private route(req: IncomingMessage, res: ServerResponse): void {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://sandbox.invalid');
+    } catch {
+      return sendJson(res, 400, { error: 'bad request target' });
+    }
+    let handling: Promise<void>;
+    const emulation = emulationForPath(url.pathname);
+    if (url.pathname.startsWith(CONTROL_PREFIX)) {
+      handling = handleControlRequest(req, res, url, this);
+    } else if (emulation !== null && req.method === 'POST') {
+      handling = handleMailApiRequest(req, res, url.pathname, emulation, this.mailApiContext);
+    } else {
+      handling = this.answerUnrouted(req, res, url.pathname);
+    }
+    handling.catch((error: unknown) => {
+      // A sandbox bug must show up as a 500 in the test that hit it, not as a crashed process.
+      console.error('mail sandbox: request handler failed:', error);
+      if (!res.headersSent) sendJson(res, 500, { error: 'sandbox internal error' });
+      else res.destroy();
+    });
+  }
+
+  private async answerUnrouted(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    const reading = await readBody(req);
+    if (reading.kind === 'client-gone') return;
+    const provider = emulationForPath(path)?.name ?? null;
+    const status = provider !== null ? 405 : 404;
+    this.records.addRequest(
+      {
+        method: req.method ?? 'UNKNOWN',
+        path,
+        provider,
+        idempotencyKey: null,
+        replayed: false,
+        orderId: null,
+        fault: null,
+        status,
+        messageId: null,
+        remotePort: req.socket.remotePort ?? null,
+      },
+      this.now(),
+    );
+    if (status === 405) sendJson(res, 405, { error: 'method not allowed' }, { allow: 'POST' });
+    else sendJson(res, 404, { error: 'not found' });
+  }
+}

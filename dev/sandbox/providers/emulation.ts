@@ -1,0 +1,69 @@
+// What the sandbox needs to know to answer as one provider would: where it listens, how it checks the key,
+// how a message looks in its request, and what its answers look like. The pipeline that uses these
+// (dev/sandbox/mailApi.ts) is the same for every provider, faults included.
+//
+// The sandbox deliberately echoes what it was sent (the key presented, the address refused) in the free text
+// of its error bodies, as some real providers do, so tests prove the client never copies error bodies into
+// results, logs or workflow history.
+
+import type { IncomingHttpHeaders } from 'node:http';
+import type { MailProviderName } from '../../../src/mail/providers/mailProvider';
+import type { ValidMessage } from '../messageValidation';
+
+export interface ProviderAnswer {
+  status: number;
+  /** A JSON value, or null for an empty body. */
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export type ParsedRequest =
+  | { ok: true; message: ValidMessage; idempotencyKey: string | null }
+  | { ok: false; orderId: string | null; answer: ProviderAnswer };
+
+export interface ProviderEmulation {
+  readonly name: MailProviderName;
+  /** Whether this provider's send endpoint is at `pathname` (any method). */
+  servesPath(pathname: string): boolean;
+  /** Null when the request carries the sandbox's key, else the provider's answer to a bad or missing one. */
+  authenticate(headers: IncomingHttpHeaders, apiKey: string): ProviderAnswer | null;
+  parse(text: string, headers: IncomingHttpHeaders, pathname: string): ParsedRequest;
+  /** The id the provider would give message number `sequence` (1, 2, …). */
+  messageId(sequence: number, pathname: string): string;
+  accepted(messageId: string, message: ValidMessage): ProviderAnswer;
+  /** The provider's error body for `status`; `providerError` picks a documented error name or code. */
+  error(status: number, providerError: string | undefined): ProviderAnswer;
+}
+
+/** The part of a header value a provider reads; repeated headers count as missing. */
+export function singleHeader(headers: IncomingHttpHeaders, name: string): string | null {
+  const value = headers[name];
+  return typeof value === 'string' ? value : null;
+}
+
+export function bearerToken(headers: IncomingHttpHeaders): string | null {
+  const value = singleHeader(headers, 'authorization');
+  const match = value === null ? null : /^Bearer (.+)$/.exec(value);
+  return match ? match[1]! : null;
+}
+
+/** Fields of a JSON object body, or null. */
+export function jsonObject(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+export function nonEmptyString(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 ? value : null;
+}
+
+/** A UUID-shaped id made from a sequence number, as Postmark and Resend ids look. */
+export function uuidFor(sequence: number): string {
+  return `00000000-0000-4000-8000-${sequence.toString(16).padStart(12, '0')}`;
+}

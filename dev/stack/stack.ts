@@ -1,0 +1,254 @@
+// The production topology of docker-compose.yml, run natively from the same values (deploy/stack.env):
+// Postgres → Temporal's schema (temporal-sql-tool) → the app's migrations → the Temporal server (namespace,
+// search attributes) → the standalone Web UI → the mail sandbox → N worker processes. Stops in reverse.
+import { chmod, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { Client, escapeIdentifier } from 'pg';
+import { migrate } from '../../src/db/migrate';
+import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../devtools/embeddedPostgres';
+import { startMailSandbox, type MailSandbox } from '../sandbox/mailSandbox';
+import { loadStackSettings, type StackSettings } from './stackSettings';
+import { ensureStackTools } from './stackTools';
+import { startTemporalServer, type RunningTemporalServer } from './temporalServer';
+import { applyTemporalSchema } from './temporalSchema';
+import { startUiServer, type RunningUiServer } from './uiServer';
+import { startWorkerFleet, type StackWorkerConnections, type WorkerFleet } from './workerFleet';
+
+/** Certificates for mTLS between every client and the server (made with openssl; see test/stack/mtls.test.ts). */
+export interface StackTlsFiles {
+  caCertFile: string;
+  serverCertFile: string;
+  serverKeyFile: string;
+  clientCertFile: string;
+  clientKeyFile: string;
+  /** A DNS name in the server certificate's subjectAltName. */
+  serverName: string;
+}
+
+export interface StackOptions {
+  /** Configs, logs and (embedded) Postgres data. */
+  directory: string;
+  /** Worker processes; 0 starts none. Default 3. */
+  workers?: number;
+  /** An existing Postgres server (a URL whose user may create databases), instead of an embedded one. */
+  postgresUrl?: string;
+  /** Keep the embedded Postgres's data across runs (as a compose volume does). Default false. */
+  keepData?: boolean;
+  /** The app's database; default: settings.appDatabase on the stack's Postgres. */
+  appDatabaseUrl?: string;
+  /** A real mail API instead of the in-process sandbox. */
+  mailApi?: { baseUrl: string; apiKey: string };
+  tls?: StackTlsFiles;
+  temporalPort?: number;
+  /** null: no Web UI. Default: a free port. */
+  uiPort?: number | null;
+  /** Worker settings (e.g. SEND_ACTIVITY_TIMEOUT_MS) on top of the inherited environment. */
+  workerEnv?: Record<string, string>;
+  settings?: StackSettings;
+  /** Echo every child's output to stderr. */
+  echo?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface RunningStack {
+  settings: StackSettings;
+  temporalAddress: string;
+  namespace: string;
+  temporalMetricsUrl: string;
+  uiUrl: string | null;
+  /** The app's database (orders, order_mail_log). */
+  databaseUrl: string;
+  /** Temporal's Postgres server, as an admin URL. */
+  postgresUrl: string;
+  sandbox: MailSandbox | null;
+  workers: WorkerFleet | null;
+  /** What a worker or client needs to connect like the stack's own workers (TLS files included). */
+  connections: StackWorkerConnections;
+  /** Every process the stack started, for `npm run stack -- --down` and for logs. */
+  processes(): { name: string; pid: number; logFile: string }[];
+  /**
+   * Stops and starts the embedded Postgres on the same port and data (Temporal's persistence with it);
+   * `whileDown` runs while it is stopped.
+   */
+  restartPostgres(options?: { whileDown?: () => Promise<void> | void }): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const IP = '127.0.0.1';
+
+export async function startStack(options: StackOptions): Promise<RunningStack> {
+  const log = options.log ?? ((line: string) => console.log(`[stack] ${line}`));
+  const settings = options.settings ?? loadStackSettings();
+  await mkdir(options.directory, { recursive: true });
+  // Run as root, embedded Postgres runs as a `postgres` user, which must reach its data folder in here
+  // (mkdtemp makes folders only their owner can enter).
+  await chmod(options.directory, 0o755);
+  const tools = await ensureStackTools(settings, { log });
+
+  const stops: { name: string; stop: () => Promise<void> }[] = [];
+  const stopAll = async (): Promise<void> => {
+    // Reverse order of starting; every part is stopped even if one fails, so nothing outlives the stack.
+    const failures: unknown[] = [];
+    for (const { name, stop } of stops.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch (error) {
+        failures.push(
+          new Error(`stopping ${name}: ${error instanceof Error ? error.message : String(error)}`),
+        );
+      }
+    }
+    if (failures.length > 0) throw new AggregateError(failures, 'the stack did not stop cleanly');
+  };
+
+  try {
+    let embedded: EmbeddedPostgresServer | null = null;
+    let postgresUrl = options.postgresUrl;
+    if (postgresUrl === undefined) {
+      embedded = await startEmbeddedPostgres({
+        dataDir: path.join(options.directory, 'postgres'),
+        persistent: options.keepData === true,
+      });
+      stops.push({ name: 'postgres', stop: () => embedded?.stop() ?? Promise.resolve() });
+      postgresUrl = embedded.connectionString;
+    }
+    log(`Postgres ${redact(postgresUrl)}`);
+
+    await applyTemporalSchema({
+      sqlTool: tools.sqlTool,
+      schemaDirectory: tools.schemaDirectory,
+      adminUrl: postgresUrl,
+      temporalDatabase: settings.temporalDatabase,
+      visibilityDatabase: settings.temporalVisibilityDatabase,
+      log,
+    });
+
+    const databaseUrl = options.appDatabaseUrl ?? (await ensureDatabase(postgresUrl, settings.appDatabase));
+    // The compose file's one-shot `migrate` job; the workers would also migrate, under the same lock.
+    const migrated = await migrate(databaseUrl);
+    log(`App database ready (${migrated.applied.length} migration(s) applied)`);
+
+    const tls = options.tls;
+    const temporal: RunningTemporalServer = await startTemporalServer({
+      serverBinary: tools.temporalServer,
+      temporalCli: tools.temporalCli,
+      directory: path.join(options.directory, 'temporal'),
+      ip: IP,
+      frontendPort: options.temporalPort,
+      postgresUrl,
+      temporalDatabase: settings.temporalDatabase,
+      visibilityDatabase: settings.temporalVisibilityDatabase,
+      historyShards: settings.historyShards,
+      namespace: settings.namespace,
+      namespaceRetention: settings.namespaceRetention,
+      searchAttributes: settings.searchAttributes,
+      tls,
+      echo: options.echo,
+      log,
+    });
+    stops.push({ name: 'temporal server', stop: () => temporal.stop() });
+
+    let ui: RunningUiServer | null = null;
+    if (options.uiPort !== null) {
+      ui = await startUiServer({
+        uiBinary: tools.uiServer,
+        directory: path.join(options.directory, 'ui'),
+        ip: IP,
+        port: options.uiPort,
+        temporalAddress: temporal.address,
+        namespace: settings.namespace,
+        tls,
+        echo: options.echo,
+        log,
+      });
+      const running = ui;
+      stops.push({ name: 'ui-server', stop: () => running.stop() });
+    }
+
+    let sandbox: MailSandbox | null = null;
+    let mailApi = options.mailApi;
+    if (mailApi === undefined) {
+      const started = await startMailSandbox();
+      sandbox = started;
+      stops.push({ name: 'mail sandbox', stop: () => started.close() });
+      mailApi = { baseUrl: started.url, apiKey: 'sandbox-key' };
+      log(`Mail sandbox ${started.url} (messages: ${started.url}/_sandbox/messages)`);
+    }
+
+    const connections: StackWorkerConnections = {
+      databaseUrl,
+      temporalAddress: temporal.address,
+      namespace: settings.namespace,
+      mailApiBaseUrl: mailApi.baseUrl,
+      mailApiKey: mailApi.apiKey,
+      ...(tls === undefined ? {} : { tls }),
+    };
+    let workers: WorkerFleet | null = null;
+    const workerCount = options.workers ?? 3;
+    if (workerCount > 0) {
+      const workerDirectory = path.join(options.directory, 'workers');
+      await mkdir(workerDirectory, { recursive: true });
+      workers = await startWorkerFleet({
+        count: workerCount,
+        node: tools.node,
+        directory: workerDirectory,
+        ip: IP,
+        connections,
+        extraEnv: options.workerEnv,
+        echo: options.echo,
+        log,
+      });
+      const fleet = workers;
+      stops.push({ name: 'workers', stop: () => fleet.stop() });
+    }
+
+    return {
+      settings,
+      temporalAddress: temporal.address,
+      namespace: settings.namespace,
+      temporalMetricsUrl: temporal.metricsUrl,
+      uiUrl: ui?.url ?? null,
+      databaseUrl,
+      postgresUrl,
+      sandbox,
+      workers,
+      connections,
+      processes: () =>
+        [
+          temporal.process,
+          ...(ui === null ? [] : [ui.process]),
+          ...(workers?.workers.map((worker) => worker.process) ?? []),
+        ].map(({ name, pid, logFile }) => ({ name, pid, logFile })),
+      async restartPostgres(restartOptions) {
+        if (embedded === null) throw new Error('restartPostgres: the stack runs on an external Postgres');
+        await embedded.restart(restartOptions);
+      },
+      stop: stopAll,
+    };
+  } catch (error) {
+    await stopAll().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function ensureDatabase(adminUrl: string, database: string): Promise<string> {
+  const client = new Client({ connectionString: adminUrl, application_name: 'stack-setup' });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    // CREATE DATABASE takes no parameters; the name comes from deploy/stack.env and is quoted.
+    if ((rowCount ?? 0) === 0) await client.query(`CREATE DATABASE ${escapeIdentifier(database)}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** A URL without its password, for logs. */
+export function redact(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password !== '') parsed.password = '***';
+  return parsed.toString();
+}
