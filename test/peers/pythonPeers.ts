@@ -1,0 +1,111 @@
+// Runs the Python peers (dev/peers/python) as real processes, with the interpreter of the virtual
+// environment that `bash scripts/setup.sh --python` built for their pinned requirements.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const PROJECT_ROOT = path.join(__dirname, '..', '..');
+export const PYTHON_PEERS_DIRECTORY = path.join(PROJECT_ROOT, 'dev', 'peers', 'python');
+const OUTPUT_TAIL_CHARS = 8_000;
+
+/** The venv's folder, named as scripts/setup.sh names it: python-<first 16 hex of the requirements' sha256>. */
+export function pythonPeersVenv(env: NodeJS.ProcessEnv = process.env): string {
+  const cache = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
+  const base = env.PYTHON_PEERS_DIR || path.join(cache, 'order-confirmation-mail');
+  const requirements = readFileSync(path.join(PYTHON_PEERS_DIRECTORY, 'requirements.txt'));
+  const hash = createHash('sha256').update(requirements).digest('hex').slice(0, 16);
+  return path.join(base, `python-${hash}`);
+}
+
+/** The venv's interpreter; a clear error when setup has not built it for these requirements. */
+export function peerPython(env: NodeJS.ProcessEnv = process.env): string {
+  const venv = pythonPeersVenv(env);
+  // setup writes this marker last, so its presence means every pinned requirement installed.
+  if (!existsSync(path.join(venv, 'installed'))) {
+    throw new Error(
+      `The Python peers' virtual environment ${venv} is not built for dev/peers/python/requirements.txt. ` +
+        'Run `bash scripts/setup.sh --python` (npm test does it in pretest).',
+    );
+  }
+  return path.join(venv, 'bin', 'python');
+}
+
+export interface PeerProcess {
+  name: string;
+  child: ChildProcess;
+  /** The last few KB of what it printed, for failure messages. */
+  output(): string;
+  /** Every complete stdout line that is a JSON object (the peers log one object per line). */
+  events(): Record<string, unknown>[];
+  exited: Promise<number | null>;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves with the exit code (null when killed). */
+  stop(graceMs?: number): Promise<number | null>;
+}
+
+/** Starts `script` (a file in dev/peers/python) with the venv's Python and `env` on top of this process's. */
+export function spawnPythonPeer(
+  name: string,
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+): PeerProcess {
+  const child = spawn(peerPython(), [script, ...args], {
+    cwd: PYTHON_PEERS_DIRECTORY,
+    env: { ...process.env, PYTHONUNBUFFERED: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let tail = '';
+  let partialLine = '';
+  const events: Record<string, unknown>[] = [];
+  child.stdout.on('data', (chunk: Buffer) => {
+    const text = chunk.toString('utf8');
+    tail = (tail + text).slice(-OUTPUT_TAIL_CHARS);
+    const lines = (partialLine + text).split('\n');
+    partialLine = lines.pop() ?? '';
+    for (const line of lines) {
+      const event = parseObject(line);
+      if (event !== null) events.push(event);
+    }
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    tail = (tail + chunk.toString('utf8')).slice(-OUTPUT_TAIL_CHARS);
+  });
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    // A spawn failure (no interpreter) emits 'error' and never 'exit'.
+    child.once('error', (error) => {
+      tail += `\n${error.message}`;
+      resolve(null);
+    });
+  });
+  return {
+    name,
+    child,
+    output: () => tail,
+    events: () => [...events],
+    exited,
+    async stop(graceMs = 15_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+function parseObject(line: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(line);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
+  } catch {
+    return null;
+  }
+}
