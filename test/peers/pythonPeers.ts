@@ -53,7 +53,8 @@ export function spawnPythonPeer(
 ): PeerProcess {
   const child = spawn(peerPython(), [script, ...args], {
     cwd: PYTHON_PEERS_DIRECTORY,
-    env: { ...process.env, PYTHONUNBUFFERED: '1', ...env },
+    // No __pycache__ in the work tree; unbuffered so a killed peer's last lines are not lost.
+    env: { ...process.env, PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let tail = '';
