@@ -299,7 +299,7 @@ ensure_node
 # study's mail worker and an order service on Temporal's Python SDK. They get a virtual environment of their
 # own, named after the hash of their requirements file, so a change of pins builds a new one while a branch
 # with the old pins keeps its own: $PYTHON_PEERS_DIR (default ~/.cache/order-confirmation-mail)/python-<hash>.
-# test/peers/pythonPeers.ts computes the same name. The case study's job queue is Redis: Debian's
+# dev/peers/python/run.sh computes the same name. The case study's job queue is Redis: Debian's
 # redis-tools ships the server binary (as redis-check-rdb, which runs as the server when called
 # redis-server); the redis-server package would add only that name and a system service started on port
 # 6379, which the tests do not want, so a link in the tools folder gives the name instead.

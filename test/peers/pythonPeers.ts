@@ -1,36 +1,12 @@
-// Runs the Python peers (dev/peers/python) as real processes, with the interpreter of the virtual
-// environment that `bash scripts/setup.sh --python` built for their pinned requirements.
+// Runs the Python peers (dev/peers/python) as real processes, through dev/peers/python/run.sh: it picks the
+// interpreter of the virtual environment that `bash scripts/setup.sh --python` built for the pinned
+// requirements, and says so clearly (exit 1) when setup has not built it.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
 export const PYTHON_PEERS_DIRECTORY = path.join(PROJECT_ROOT, 'dev', 'peers', 'python');
 const OUTPUT_TAIL_CHARS = 8_000;
-
-/** The venv's folder, named as scripts/setup.sh names it: python-<first 16 hex of the requirements' sha256>. */
-export function pythonPeersVenv(env: NodeJS.ProcessEnv = process.env): string {
-  const cache = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
-  const base = env.PYTHON_PEERS_DIR || path.join(cache, 'order-confirmation-mail');
-  const requirements = readFileSync(path.join(PYTHON_PEERS_DIRECTORY, 'requirements.txt'));
-  const hash = createHash('sha256').update(requirements).digest('hex').slice(0, 16);
-  return path.join(base, `python-${hash}`);
-}
-
-/** The venv's interpreter; a clear error when setup has not built it for these requirements. */
-export function peerPython(env: NodeJS.ProcessEnv = process.env): string {
-  const venv = pythonPeersVenv(env);
-  // setup writes this marker last, so its presence means every pinned requirement installed.
-  if (!existsSync(path.join(venv, 'installed'))) {
-    throw new Error(
-      `The Python peers' virtual environment ${venv} is not built for dev/peers/python/requirements.txt. ` +
-        'Run `bash scripts/setup.sh --python` (npm test does it in pretest).',
-    );
-  }
-  return path.join(venv, 'bin', 'python');
-}
 
 export interface PeerProcess {
   name: string;
@@ -51,7 +27,8 @@ export function spawnPythonPeer(
   args: string[],
   env: Record<string, string>,
 ): PeerProcess {
-  const child = spawn(peerPython(), [script, ...args], {
+  // run.sh execs Python, so signals sent to the child reach the peer itself.
+  const child = spawn('bash', [path.join(PYTHON_PEERS_DIRECTORY, 'run.sh'), script, ...args], {
     cwd: PYTHON_PEERS_DIRECTORY,
     // No __pycache__ in the work tree; unbuffered so a killed peer's last lines are not lost.
     env: { ...process.env, PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1', ...env },

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs one of the Python peers in this folder with the interpreter of the virtual environment that
 # `bash scripts/setup.sh --python` built for this folder's requirements.txt (named after its hash, the same
-# way setup.sh and test/peers/pythonPeers.ts name it):
+# way setup.sh names it). The tests start every peer through this script:
 #
 #   dev/peers/python/run.sh order_service.py --copies 3 101 102
 #   DATABASE_URL=… REDIS_URL=… MAIL_API_BASE_URL=… MAIL_API_KEY=… dev/peers/python/run.sh case_study_worker.py
