@@ -6,10 +6,10 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { createDatabase, type Database } from '../../src/db/pool';
-import { createIsolatedDatabase } from '../../src/devtools/testDatabases';
-import { DEFAULT_SANDBOX_API_KEY } from '../../src/sandbox/mailSandbox';
-import { PYTHON_PEERS_DIRECTORY, spawnPythonPeer, type PeerProcess } from './pythonPeers';
-import type { RedisServer } from './redisServer';
+import { createIsolatedDatabase } from '../../dev/devtools/testDatabases';
+import { DEFAULT_SANDBOX_API_KEY } from '../../dev/sandbox/mailSandbox';
+import { PYTHON_PEERS_DIRECTORY, spawnPythonPeer, type PeerProcess } from '../../dev/peers/pythonPeers';
+import type { RedisServer } from '../../dev/peers/redisServer';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
 /** The shop's orders, as this project models them (the service reads only these columns). */

@@ -8,9 +8,9 @@ import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { findTemporalCli } from '../../src/devtools/findTemporalCli';
+import { findTemporalCli } from '../../dev/devtools/findTemporalCli';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import {
   connectTestClient,
   createOrder,
@@ -21,7 +21,7 @@ import {
   type RunningTestWorker,
   type TestDatabase,
 } from '../support/testKit';
-import { spawnPythonPeer, type PeerProcess } from './pythonPeers';
+import { spawnPythonPeer, type PeerProcess } from '../../dev/peers/pythonPeers';
 
 const WORKFLOW_TYPE = 'orderConfirmationMail';
 const run = promisify(execFile);

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { stackToolsDirectory } from '../../src/stack/stackTools';
+import { stackToolsDirectory } from '../stack/stackTools';
 
 export type RespValue = string | number | null | RespValue[];
 

@@ -4,8 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
-const PROJECT_ROOT = path.join(__dirname, '..', '..');
-export const PYTHON_PEERS_DIRECTORY = path.join(PROJECT_ROOT, 'dev', 'peers', 'python');
+export const PYTHON_PEERS_DIRECTORY = path.join(__dirname, 'python');
 const OUTPUT_TAIL_CHARS = 8_000;
 
 export interface PeerProcess {
