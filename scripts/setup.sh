@@ -4,11 +4,13 @@
 # backs the tests and the demo) and, with --browser, Chromium and CJK fonts (Japanese text needs them). With
 # --stack, also what the production stack needs natively (`npm run stack`, `npm run test:stack`): the Temporal
 # server, temporal-sql-tool and the standalone Web UI server built by `go install` at the versions in
-# deploy/stack.env. With --deploy-checks, promtool and docker-compose, which check the deploy files. Used by
-# `npm test` (pretest), `npm run setup:tools`, `npm run demo`, `npm run stack`, scripts/with-node.sh and
-# `.ci/run`. Idempotent, and quick when all is present.
+# deploy/stack.env. With --deploy-checks, promtool and docker-compose, which check the deploy files. With
+# --python, what the Python peers in dev/peers/python need: a virtual environment with their pinned
+# requirements, and a Redis server (the case study's job queue). Used by `npm test` (pretest),
+# `npm run setup:tools`, `npm run demo`, `npm run stack`, scripts/with-node.sh and `.ci/run`. Idempotent, and
+# quick when all is present.
 #
-#   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks]
+#   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks] [--python]
 #
 # The CLI is searched for in the same order as dev/devtools/findTemporalCli.ts: $TEMPORAL_CLI_PATH, PATH,
 # then Go's install directory. The stack's tools go to $STACK_TOOLS_DIR (default
@@ -23,17 +25,19 @@ BROWSER_PACKAGES=(chromium fonts-noto-cjk)
 want_browser=false
 want_stack=false
 want_deploy_checks=false
+want_python=false
 for argument in "$@"; do
   case "$argument" in
     --browser) want_browser=true ;;
     --stack) want_stack=true ;;
     --deploy-checks) want_deploy_checks=true ;;
+    --python) want_python=true ;;
     -h | --help)
-      sed -n '2,15p' "$0"
+      sed -n '2,18p' "$0"
       exit 0
       ;;
     *)
-      echo "setup: unknown option: $argument (known: --browser, --stack, --deploy-checks)" >&2
+      echo "setup: unknown option: $argument (known: --browser, --stack, --deploy-checks, --python)" >&2
       exit 2
       ;;
   esac
@@ -289,10 +293,99 @@ ensure_node() {
 }
 
 ensure_node
+
+# --- The Python peers (--python) ------------------------------------------------------------------------
+# dev/peers/python holds real Python programs that the tests run beside the TypeScript service: the case
+# study's mail worker and an order service on Temporal's Python SDK. They get a virtual environment of their
+# own, named after the hash of their requirements file, so a change of pins builds a new one while a branch
+# with the old pins keeps its own: $PYTHON_PEERS_DIR (default ~/.cache/order-confirmation-mail)/python-<hash>.
+# dev/peers/python/run.sh computes the same name. The case study's job queue is Redis: Debian's
+# redis-tools ships the server binary (as redis-check-rdb, which runs as the server when called
+# redis-server); the redis-server package would add only that name and a system service started on port
+# 6379, which the tests do not want, so a link in the tools folder gives the name instead.
+
+python_requirements="$project_root/dev/peers/python/requirements.txt"
+python_peers_dir=${PYTHON_PEERS_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/order-confirmation-mail}
+# temporalio needs 3.9+; the peers use 3.10 syntax.
+PYTHON_MINIMUM=(3 10)
+
+python_venv_directory() {
+  local hash
+  hash=$(sha256sum "$python_requirements" | cut -c1-16)
+  echo "$python_peers_dir/python-$hash"
+}
+
+ensure_python_venv() {
+  local python=${PYTHON:-python3}
+  if ! command -v "$python" >/dev/null 2>&1; then
+    echo "python peers: $python not found (Python >= ${PYTHON_MINIMUM[0]}.${PYTHON_MINIMUM[1]} with venv and pip is needed)" >&2
+    exit 1
+  fi
+  if ! "$python" -c "import sys; sys.exit(0 if sys.version_info >= (${PYTHON_MINIMUM[0]}, ${PYTHON_MINIMUM[1]}) else 1)"; then
+    echo "python peers: $("$python" --version 2>&1) is older than ${PYTHON_MINIMUM[0]}.${PYTHON_MINIMUM[1]}" >&2
+    exit 1
+  fi
+  local venv wanted
+  venv=$(python_venv_directory)
+  # The marker names the interpreter the venv was built on, and is written last: a venv whose base Python
+  # was replaced, or whose install was interrupted, is built again.
+  wanted=$("$python" -c 'import sys; print(sys.version)')
+  if [[ -f $venv/installed && $(cat "$venv/installed") == "$wanted" ]] &&
+    "$venv/bin/python" -c 'import sys' >/dev/null 2>&1; then
+    echo "python peers: $venv"
+    return
+  fi
+  mkdir -p "$python_peers_dir"
+  # Several worktrees may run `npm test` at once; one builds, the others wait and then find it built.
+  exec {python_lock}>"$venv.lock"
+  flock "$python_lock"
+  if [[ -f $venv/installed && $(cat "$venv/installed") == "$wanted" ]]; then
+    echo "python peers: $venv (built meanwhile by another setup)"
+    flock -u "$python_lock"
+    return
+  fi
+  echo "python peers: building $venv from dev/peers/python/requirements.txt"
+  local started=$SECONDS
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    --require-virtualenv -r "$python_requirements"
+  # Every pin installed and nothing else pulled in: the resolver's choice must be the file's.
+  "$venv/bin/python" -m pip check --disable-pip-version-check >/dev/null
+  echo "$wanted" >"$venv/installed"
+  flock -u "$python_lock"
+  echo "python peers: built in $((SECONDS - started)) s: $venv"
+}
+
+ensure_redis_server() {
+  if command -v redis-server >/dev/null 2>&1; then
+    echo "redis-server: $(command -v redis-server)"
+    return
+  fi
+  local link="$stack_tools_dir/redis/redis-server"
+  if [[ ! -x /usr/bin/redis-check-rdb ]]; then
+    if ! command -v apt-get >/dev/null 2>&1 || [[ $(id -u) != 0 ]]; then
+      echo "redis-server: missing; install Redis (Debian: apt-get install redis-tools) or put redis-server on PATH" >&2
+      exit 1
+    fi
+    echo 'redis-server: installing redis-tools with apt-get'
+    local apt=(apt-get -qq -o DPkg::Lock::Timeout=300)
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" update
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends redis-tools >/dev/null
+  fi
+  mkdir -p "$(dirname "$link")"
+  ln -sfn /usr/bin/redis-check-rdb "$link"
+  echo "redis-server: $link ($("$link" --version | cut -d' ' -f1-3))"
+}
+
 ensure_temporal_cli
 if [[ $want_browser == true ]]; then ensure_browser; fi
 if [[ $want_stack == true ]]; then ensure_stack_tools; fi
 if [[ $want_deploy_checks == true ]]; then
   ensure_promtool
   ensure_docker_compose
+fi
+if [[ $want_python == true ]]; then
+  ensure_python_venv
+  ensure_redis_server
 fi
