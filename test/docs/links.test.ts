@@ -3,19 +3,26 @@
 // shared folder, a machine's /work or /home). The rules are checked on small cases first, so a checker that
 // silently finds nothing cannot pass.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { anchorsOf, checkMarkdownFile, githubSlug, headingPlainText, linksOf } from './markdownLinks';
+import {
+  anchorsOf,
+  checkMarkdownFile,
+  docPagesNamedIn,
+  githubSlug,
+  headingPlainText,
+  linksOf,
+} from './markdownLinks';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
-/** The repository's Markdown files: tracked ones and new ones not ignored, as they are in the work tree. */
-function markdownFiles(): string[] {
+/** The repository's files, tracked ones and new ones not ignored, as they are in the work tree. */
+function repositoryFiles(...pathspecs: string[]): string[] {
   const listed = execFileSync(
     'git',
-    ['ls-files', '--cached', '--others', '--exclude-standard', '-z', '--', '*.md'],
+    ['ls-files', '--cached', '--others', '--exclude-standard', '-z', '--', ...pathspecs],
     {
       cwd: REPO_ROOT,
       encoding: 'utf8',
@@ -68,6 +75,17 @@ describe('link extraction', () => {
   });
 });
 
+describe('docs pages named in code', () => {
+  it('finds docs/….md paths, not longer paths that merely contain one', () => {
+    const text =
+      '// see docs/benchmarks.md and (docs/readme/providers.md#x).\n// not dev/docs/x.md, nor docs/a.mdx';
+    expect(docPagesNamedIn(text)).toEqual([
+      { line: 1, target: 'docs/benchmarks.md' },
+      { line: 1, target: 'docs/readme/providers.md' },
+    ]);
+  });
+});
+
 describe('checking a file', () => {
   const root = mkdtempSync(path.join(os.tmpdir(), 'links-'));
   afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -102,7 +120,7 @@ describe('checking a file', () => {
 });
 
 describe('the repository', () => {
-  const files = markdownFiles();
+  const files = repositoryFiles('*.md');
 
   it('has Markdown files to check', () => {
     expect(files).toContain('README.md');
@@ -113,5 +131,16 @@ describe('the repository', () => {
       ({ line, problem }) => `${file}:${line}: ${problem}`,
     );
     expect(problems).toEqual([]);
+  });
+
+  it('names only docs pages that exist, in code and configuration too', () => {
+    // This folder's own tests name missing pages on purpose; images and recorded data name none.
+    const texts = repositoryFiles(':!test/docs/**', ':!*.png', ':!*.svg', ':!test/replay/histories/**');
+    const missing = texts.flatMap((file) =>
+      docPagesNamedIn(readFileSync(path.join(REPO_ROOT, file), 'utf8'))
+        .filter(({ target }) => !existsSync(path.join(REPO_ROOT, target)))
+        .map(({ line, target }) => `${file}:${line}: ${target} does not exist`),
+    );
+    expect(missing).toEqual([]);
   });
 });

@@ -148,3 +148,17 @@ export function checkMarkdownFile(repoRoot: string, relativeFile: string): LinkP
   });
   return problems;
 }
+
+/**
+ * The repository's Markdown pages that a file names by path (`docs/….md`), as code comments do, with the line
+ * of each mention. A page that moves leaves such a mention behind, pointing at nothing.
+ */
+export function docPagesNamedIn(text: string): MarkdownLink[] {
+  const named: MarkdownLink[] = [];
+  text.split('\n').forEach((line, index) => {
+    for (const match of line.matchAll(/(?<![\w./-])(docs\/[\w./-]*?\.md)(?![\w/-])/g)) {
+      named.push({ line: index + 1, target: match[1]! });
+    }
+  });
+  return named;
+}
