@@ -35,7 +35,7 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivityTaskExecutions,
     // Enforced by the server for the whole task queue, so it holds at any number of replicas. It limits every
     // regular activity of the queue, and since claim and record run as local activities (which never pass
-    // through the queue) the send is the only one: this is the send rate. docs/readme/benchmarks.md.
+    // through the queue) the send is the only one: this is the send rate. docs/benchmarks.md.
     ...(setup.sendRateLimitPerSecond == null
       ? {}
       : { maxTaskQueueActivitiesPerSecond: setup.sendRateLimitPerSecond }),

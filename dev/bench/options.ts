@@ -1,5 +1,5 @@
 // Command-line flags of `npm run bench`. Two profiles: the full one (a few minutes, the figures in
-// docs/readme/benchmarks.md) and --short (under a minute, CI's smoke test: everything runs, nothing is judged).
+// docs/benchmarks.md) and --short (under a minute, CI's smoke test: everything runs, nothing is judged).
 import { parseArgs } from 'node:util';
 
 export const VARIANT_NAMES = ['floor', 'floor-local', 'empty', 'product', 'plain'] as const;

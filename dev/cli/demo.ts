@@ -1,4 +1,4 @@
-// `npm run demo` and `npm run chaos`: see dev/demo/runner.ts and docs/readme/demo-and-chaos.md.
+// `npm run demo` and `npm run chaos`: see dev/demo/runner.ts and docs/demo-and-chaos.md.
 import { parseRunOptions, USAGE, UsageError } from '../demo/options';
 import { runDemo } from '../demo/runner';
 

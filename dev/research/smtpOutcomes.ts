@@ -1,4 +1,4 @@
-// The loopback experiment behind docs/smtp-outcomes.md: every fault of the SMTP sandbox, sent to with (a)
+// The loopback experiment behind docs/smtp-and-inbox.md: every fault of the SMTP sandbox, sent to with (a)
 // nodemailer's ordinary transport and (b) SMTPConnection with the transport's own phase tracking. Prints what
 // each reports. Run: npx tsx dev/research/smtpOutcomes.ts
 import { Readable } from 'node:stream';

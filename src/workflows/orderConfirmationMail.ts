@@ -37,7 +37,7 @@ const BOOKKEEPING_OPTIONS = {
 } satisfies ActivityOptions;
 const bookkeeping = proxyActivities<OrderMailActivities>(BOOKKEEPING_OPTIONS);
 // Runs started since this patch claim and record as LOCAL activities: two fewer activity tasks and workflow
-// tasks per order on the server (docs/readme/benchmarks.md has the figures). Safe because a local activity
+// tasks per order on the server (docs/benchmarks.md has the figures). Safe because a local activity
 // that re-runs on a workflow-task retry is just a retried claim or record, both idempotent and fenced by the
 // claim token (DESIGN.md §4 rules 1 and 4); the send stays a regular activity. Backoffs from 10 s on wait
 // on a durable timer instead of holding the workflow task open during a long Postgres outage.

@@ -1,5 +1,5 @@
 // What the Web UI shows about an order's mail: the workflow upserts its search attributes at every
-// transition of the log row, so operators can filter on them (README, "Operating it").
+// transition of the log row, so operators can filter on them (docs/operating.md).
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { patched, upsertSearchAttributes } from '@temporalio/workflow';
 import type { LogOutcome } from '../shared/mailOutcome';

@@ -1,4 +1,4 @@
-// The SMTP transport against the SMTP fault sandbox over loopback: every row of docs/smtp-outcomes.md, checked
+// The SMTP transport against the SMTP fault sandbox over loopback: every row of docs/smtp-and-inbox.md, checked
 // against what the sandbox kept. The phase that separates "not sent" from "unknown" is the one nodemailer's
 // errors do not show, so the pairs (drop before DATA, drop after the final '.') matter most here.
 

@@ -1,6 +1,6 @@
 // The workflow end to end over SMTP: the SMTP transport against the SMTP fault sandbox (a real smtp-server on
 // loopback), real Temporal dev server, real Postgres, the worker code in-process. One test per outcome of
-// docs/smtp-outcomes.md; assertions are on the messages the sandbox kept, the log rows and the workflow.
+// docs/smtp-and-inbox.md; assertions are on the messages the sandbox kept, the log rows and the workflow.
 
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import type { ApplicationFailure } from '@temporalio/common';

@@ -1,4 +1,4 @@
-// The same report as Markdown tables (--markdown PATH), for docs/readme/benchmarks.md: figures are pasted
+// The same report as Markdown tables (--markdown PATH), for docs/benchmarks.md: figures are pasted
 // from a run, never typed by hand.
 import type { PhaseResult } from '../phases';
 import type { BenchReport } from './benchReport';

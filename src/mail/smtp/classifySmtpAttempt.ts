@@ -1,4 +1,4 @@
-// Turns what one SMTP send observed into a SendResult (docs/smtp-outcomes.md). Pure: the transport hands in
+// Turns what one SMTP send observed into a SendResult (docs/smtp-and-inbox.md). Pure: the transport hands in
 // the phase it tracked and nodemailer's error, so every row of the table is tested without a network.
 
 import type { SendResult } from '../../shared/mailOutcome';

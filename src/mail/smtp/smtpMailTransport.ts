@@ -1,5 +1,5 @@
 // The SMTP transport: one message per send over a small pool of nodemailer SMTPConnections, classified by the
-// phase the transport tracks itself (docs/smtp-outcomes.md). It never throws for what the network or the
+// phase the transport tracks itself (docs/smtp-and-inbox.md). It never throws for what the network or the
 // relay did; a connection that saw any error is closed, never reused.
 
 import { Readable } from 'node:stream';

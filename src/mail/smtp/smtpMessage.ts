@@ -1,5 +1,5 @@
 // The confirmation as a MIME message, built here rather than by a nodemailer transport, so the transport can
-// stream it itself and know when its final '.' went out (docs/smtp-outcomes.md).
+// stream it itself and know when its final '.' went out (docs/smtp-and-inbox.md).
 
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type { OutgoingMail } from '../types';
