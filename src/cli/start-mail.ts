@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline';
 import {
   connectOrderMailClient,
   InvalidOrderIdError,
+  OrderMailWorkflowIdTakenError,
   parseOrderId,
   startOrderConfirmationMail,
 } from '../client';
@@ -41,16 +42,24 @@ async function main(): Promise<void> {
   if (invalid.length > 0) throw new InputError(`Nothing started:\n  ${invalid.join('\n  ')}`);
 
   const client = await connectOrderMailClient();
+  let taken = 0;
   try {
     for (const id of raw) {
-      const result = await startOrderConfirmationMail(client, id);
-      console.log(
-        `${result.orderId}\t${result.status}${result.status === 'started' ? `\trun ${result.runId}` : ''}`,
-      );
+      try {
+        const result = await startOrderConfirmationMail(client, id);
+        console.log(`${result.orderId}\t${result.status}\trun ${result.runId}`);
+      } catch (error) {
+        // One order's id held by another workflow type says nothing about the others: go on, fail at the end.
+        if (!(error instanceof OrderMailWorkflowIdTakenError)) throw error;
+        taken += 1;
+        console.log(`${error.workflowId}\tnot-started\tid held by ${error.workflowType} run ${error.runId}`);
+        console.error(error.message);
+      }
     }
   } finally {
     await client.connection.close();
   }
+  if (taken > 0) process.exitCode = 1;
 }
 
 main().catch((error: unknown) => {

@@ -20,8 +20,8 @@ function startMail(stdin: string | null): Promise<{ code: number | null; stderr:
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   if (stdin !== null) child.stdin?.end(stdin);
   return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stderr, stdout })));
 }
