@@ -77,6 +77,7 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
                   db,
                   mail,
                   mailIdentity: config.mail,
+                  mailLimits: config.mailLimits,
                   settings: config.workflow,
                   workerIdentity,
                   metrics,

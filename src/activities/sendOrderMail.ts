@@ -1,11 +1,20 @@
 import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { markDispatched, readMailLog } from '../db/orderMailLog';
-import { loadOrderForMail } from '../db/orders';
+import { loadOrderForMail, type OrderForMail } from '../db/orders';
 import { describeDatabaseError } from '../db/pool';
 import { renderConfirmationMail } from '../mail/confirmationMail';
+import { DEFAULT_MAIL_SIZE_LIMITS, renderedBytes, type MailSizeLimits } from '../mail/mailSizeLimits';
+import { recipientAddressProblem } from '../mail/recipientAddress';
+import type { OutgoingMail } from '../mail/types';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
-import { FailureType, orderNotFoundFailure, sendFailure, type ClaimLostDetails } from '../shared/failures';
+import {
+  FailureType,
+  mailRefusedFailure,
+  orderNotFoundFailure,
+  sendFailure,
+  type ClaimLostDetails,
+} from '../shared/failures';
 import type { ActivityDependencies } from './dependencies';
 
 export interface SendOrderMailInput {
@@ -31,11 +40,15 @@ export function createSendOrderMail(deps: ActivityDependencies) {
     const { orderId } = input;
     const metrics = deps.metrics ?? noOrderMailMetrics;
 
-    const mail = await beforeDispatch('load the order', async () => {
-      const order = await loadOrderForMail(deps.db, orderId);
-      return order === null ? null : renderConfirmationMail(order, deps.mailIdentity);
-    });
-    if (mail === null) throw orderNotFoundFailure(orderId);
+    const limits = deps.mailLimits ?? DEFAULT_MAIL_SIZE_LIMITS;
+    // One more than the limit, so an order over it is known to be over without reading all of it.
+    const order = await beforeDispatch('load the order', () =>
+      loadOrderForMail(deps.db, orderId, limits.maxOrderItems + 1),
+    );
+    if (order === null) throw orderNotFoundFailure(orderId);
+    const mail = await beforeDispatch('render the mail', async () =>
+      renderMailWithinLimits(order, deps, limits),
+    );
 
     const fence = await beforeDispatch('set the dispatch fence', () => markDispatched(deps.db, input));
     if (fence === 'claim-lost') {
@@ -79,6 +92,44 @@ export function createSendOrderMail(deps: ActivityDependencies) {
 }
 
 /**
+ * The mail, or a permanent refusal when the order cannot be mailed as it is: more items than the limit (found
+ * before rendering), a recipient that is not exactly one plain address, or a rendered mail over the byte
+ * limit. Each is checked before the dispatch fence, so the row proves nothing was sent.
+ */
+function renderMailWithinLimits(
+  order: OrderForMail,
+  deps: ActivityDependencies,
+  limits: MailSizeLimits,
+): OutgoingMail {
+  const { orderId } = order;
+  if (order.items.length > limits.maxOrderItems) {
+    throw mailRefusedFailure(
+      orderId,
+      'ORDER_TOO_LARGE',
+      `the order has more than ${limits.maxOrderItems} items (MAIL_MAX_ORDER_ITEMS), too many for one mail`,
+    );
+  }
+  const problem = recipientAddressProblem(order.customerEmail);
+  if (problem !== null) {
+    throw mailRefusedFailure(
+      orderId,
+      'INVALID_RECIPIENT',
+      `the order's recipient address (orders.customer_email) ${problem}; it must be exactly one plain address like name@example.com`,
+    );
+  }
+  const mail = renderConfirmationMail(order, deps.mailIdentity);
+  const bytes = renderedBytes(mail);
+  if (bytes > limits.maxRenderedBytes) {
+    throw mailRefusedFailure(
+      orderId,
+      'ORDER_TOO_LARGE',
+      `the rendered mail is ${bytes} bytes, over the ${limits.maxRenderedBytes} bytes of MAIL_MAX_RENDERED_BYTES`,
+    );
+  }
+  return mail;
+}
+
+/**
  * Runs a step that happens before any byte goes to the Mail API. Should it fail (Postgres unreachable, say),
  * the mail was definitely not sent, and the workflow may retry after a backoff.
  */
@@ -86,6 +137,8 @@ async function beforeDispatch<T>(step: string, work: () => Promise<T>): Promise<
   try {
     return await work();
   } catch (error) {
+    // A refusal made on the way (an order that cannot be mailed) is already the failure to throw.
+    if (error instanceof ApplicationFailure) throw error;
     throw sendFailure({
       outcome: 'not_sent',
       httpStatus: null,

@@ -4,6 +4,7 @@
 // wrong path is one of the problems reported at start-up.
 import type { ReconcileSettings } from '../activities/reconcileActivities';
 import type { MailApiConfig } from '../mail/createMailTransport';
+import { DEFAULT_MAIL_SIZE_LIMITS, type MailSizeLimits } from '../mail/mailSizeLimits';
 import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';
 import { DEFAULT_POSTMARK_MESSAGE_STREAM } from '../mail/providers/postmark';
 import {
@@ -36,6 +37,8 @@ export interface WorkerConfig {
   /** Set when MAIL_PROVIDER=smtp: the worker then sends over SMTP and `mailApi` is not used. Holds the password. */
   smtp: SmtpConfig | null;
   mail: { from: string; replyTo: string | null; subject: string };
+  /** How large one mail may get; an order over a limit is refused before sending (src/mail/mailSizeLimits.ts). */
+  mailLimits: MailSizeLimits;
   workflow: OrderMailWorkflowSettings;
   /** The reconciliation sweep's activities (src/activities/reconcileActivities.ts). */
   reconcile: ReconcileSettings;
@@ -77,6 +80,8 @@ export const CONFIG_DEFAULTS = {
   MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS: 3_600_000,
   MAIL_FROM: 'shop@example.com',
   MAIL_SUBJECT: 'ご注文ありがとうございます',
+  MAIL_MAX_ORDER_ITEMS: DEFAULT_MAIL_SIZE_LIMITS.maxOrderItems,
+  MAIL_MAX_RENDERED_BYTES: DEFAULT_MAIL_SIZE_LIMITS.maxRenderedBytes,
   MAIL_CONNECT_TIMEOUT_MS: 5_000,
   MAIL_HEADERS_TIMEOUT_MS: 30_000,
   MAIL_OVERALL_TIMEOUT_MS: 40_000,
@@ -214,6 +219,10 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       from: read.mailbox('MAIL_FROM') ?? CONFIG_DEFAULTS.MAIL_FROM,
       replyTo: read.mailbox('MAIL_REPLY_TO'),
       subject: read.headerText('MAIL_SUBJECT') ?? CONFIG_DEFAULTS.MAIL_SUBJECT,
+    },
+    mailLimits: {
+      maxOrderItems: read.positiveInt('MAIL_MAX_ORDER_ITEMS', CONFIG_DEFAULTS.MAIL_MAX_ORDER_ITEMS),
+      maxRenderedBytes: read.positiveInt('MAIL_MAX_RENDERED_BYTES', CONFIG_DEFAULTS.MAIL_MAX_RENDERED_BYTES),
     },
     workflow: {
       unknownOutcomePolicy: policy,
