@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig, type WorkerConfig } from './config/loadConfig';
 import { migrate } from './db/migrate';
-import { countStuckSending } from './db/orderMailLog';
+import { countStuckSending } from './db/mailLogGauges';
 import { createDatabase } from './db/pool';
 import { getFreePort } from './shared/freePort';
 import { createMailTransport } from './mail/createMailTransport';
@@ -50,7 +50,9 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
               bindAddress: config.worker.httpBindAddress,
               runtimeMetricsUrl,
               refreshGauges: async () =>
-                metrics.setStuckSendingRows(await countStuckSending(db, config.workflow.sendTimeoutMs)),
+                metrics.setStuckSendingRows(
+                  await countStuckSending(db, { sendTimeoutMs: config.workflow.sendTimeoutMs }),
+                ),
               workerState: () => liveness(worker, failed),
               checkDatabase: async () => void (await db.query('SELECT 1')),
               log,
