@@ -235,8 +235,17 @@ async function runWorkerPair(
     sendRateLimitPerSecond: config.worker.sendRateLimitPerSecond,
     unrecordedSends: unrecorded,
   });
-  const workflowWorker = await Worker.create(options.workflowWorker);
-  const activityWorker = await Worker.create(options.activityWorker);
+  let workflowWorker: Worker;
+  let activityWorker: Worker;
+  try {
+    workflowWorker = await Worker.create(options.workflowWorker);
+    activityWorker = await Worker.create(options.activityWorker);
+  } catch (error) {
+    // Temporal went away between connecting and registering the workers: another round.
+    if (!isTransientTemporalError(error)) throw error;
+    logError('Temporal went away while the workers were being created; connecting again', error);
+    return 'lost';
+  }
 
   const workflowsRunning = workflowWorker.run();
   const activitiesRunning = activityWorker.run();
