@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailSizeLimits } from '../../src/mail/mailSizeLimits';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
-import { startSmtpSandbox, type SmtpSandbox } from '../../src/sandbox/smtp/smtpSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
 import { FailureType, type SendFailureDetails } from '../../src/shared/failures';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
