@@ -38,13 +38,42 @@ export async function connectOrderMailClient(options: ConnectOptions = {}): Prom
   return new Client({ connection, namespace: options.namespace ?? settings.namespace });
 }
 
+/** The workflow type this library starts; a workflow id held by any other type is not our order's mail. */
+export const ORDER_MAIL_WORKFLOW_TYPE = orderConfirmationMail.name;
+
 export type StartResult =
-  { status: 'started'; orderId: string; runId: string } | { status: 'already-started'; orderId: string };
+  | { status: 'started'; orderId: string; runId: string }
+  | { status: 'already-started'; orderId: string; runId: string };
+
+/**
+ * The order's workflow id (= its order id) is held by a workflow of another type, open or closed: in a
+ * shared namespace, some other process used the order id as its own workflow id. The order's mail has NOT
+ * been started, and cannot be under this id until that workflow is gone (terminated and past retention, or
+ * in another namespace). Never read it as "already handled".
+ */
+export class OrderMailWorkflowIdTakenError extends Error {
+  override readonly name = 'OrderMailWorkflowIdTakenError';
+  readonly code = 'ERR_ORDER_MAIL_WORKFLOW_ID_TAKEN';
+  constructor(
+    readonly workflowId: string,
+    readonly workflowType: string,
+    readonly runId: string,
+    readonly status: string,
+  ) {
+    super(
+      `Order ${workflowId}: its confirmation mail was NOT started. The workflow id ${JSON.stringify(workflowId)} is ` +
+        `held by a workflow of type ${JSON.stringify(workflowType)} (run ${runId}, ${status}), not ` +
+        `${ORDER_MAIL_WORKFLOW_TYPE}. Give that workflow another id or run it in another namespace; until then ` +
+        'this order gets no mail.',
+    );
+  }
+}
 
 /**
  * Starts the confirmation mail of one order. Call it as often as you like (after each commit, on every
  * redelivered event): the workflow id is the order id, so a second start is reported as 'already-started'
- * instead of sending again. Throws InvalidOrderIdError, with nothing started, for anything but an order id.
+ * instead of sending again. Throws InvalidOrderIdError, with nothing started, for anything but an order id,
+ * and OrderMailWorkflowIdTakenError when a workflow of another type holds the id.
  */
 export async function startOrderConfirmationMail(
   client: Client,
@@ -52,20 +81,30 @@ export async function startOrderConfirmationMail(
   options: { taskQueue?: string } = {},
 ): Promise<StartResult> {
   const orderId = parseOrderId(orderIdInput);
-  try {
-    const handle = await client.workflow.start(orderConfirmationMail, {
-      workflowId: orderId,
-      taskQueue: options.taskQueue ?? process.env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
-      args: [orderId],
-      // A closed run is never started again by this call (an operator's Reset is the way to send again),
-      // and a running one is not replaced. Beyond the namespace's retention, the Postgres log still dedupes.
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      workflowIdConflictPolicy: 'FAIL',
-    });
-    return { status: 'started', orderId, runId: handle.firstExecutionRunId };
-  } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return { status: 'already-started', orderId };
-    throw error;
+  // Twice at most: the run that held the id may vanish (past retention) between the refused start and the
+  // look at it, and the id is then free.
+  for (let tries = 1; ; tries++) {
+    try {
+      const handle = await client.workflow.start(orderConfirmationMail, {
+        workflowId: orderId,
+        taskQueue: options.taskQueue ?? process.env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
+        args: [orderId],
+        // A closed run is never started again by this call (an operator's Reset is the way to send again),
+        // and a running one is not replaced. Beyond the namespace's retention, the Postgres log still dedupes.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdConflictPolicy: 'FAIL',
+      });
+      return { status: 'started', orderId, runId: handle.firstExecutionRunId };
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      const holder = await describeOrderConfirmationMail(client, orderId);
+      if (holder === null && tries < 2) continue;
+      if (holder === null) throw error;
+      if (holder.type !== ORDER_MAIL_WORKFLOW_TYPE) {
+        throw new OrderMailWorkflowIdTakenError(orderId, holder.type, holder.runId, holder.status.name);
+      }
+      return { status: 'already-started', orderId, runId: holder.runId };
+    }
   }
 }
 

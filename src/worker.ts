@@ -1,14 +1,29 @@
-// Composition root of a worker process: config → runtime (metrics) → pg pool → mail transport → HTTP port →
-// Temporal connection → Worker. Run any number of these against one task queue; they share nothing but
-// Postgres and Temporal.
+// Composition root of a worker process: config → runtime (metrics) → HTTP port → pg pool → mail transport →
+// (wait for Postgres: migrations) → (wait for Temporal: connections) → Worker pair. Run any number of these
+// against one task queue; they share nothing but Postgres and Temporal.
+//
+// Dependencies: a worker started before Postgres or Temporal (or one that loses Temporal while running for
+// good) does not exit: it retries with capped backoff, says what it waits for in its log and on /readyz,
+// and serves as soon as they answer. Only a configuration error ends it, at once and with its own message.
+//
+// Stopping (SIGTERM, SIGINT): the activity worker stops first and lets its running sends finish; the
+// workflow worker goes on processing workflow tasks until every send this process ran is recorded (the
+// record is a local activity of the workflow's next task), bounded by WORKER_SHUTDOWN_GRACE_MS; then it stops.
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig, type WorkerConfig } from './config/loadConfig';
+import {
+  isTransientPostgresError,
+  isTransientTemporalError,
+  retryUntilAvailable,
+  type DependencyWaitReport,
+} from './dependencyRetry';
+import { countStuckSending } from './db/mailLogGauges';
 import { migrate } from './db/migrate';
-import { countStuckSending } from './db/orderMailLog';
-import { createDatabase } from './db/pool';
+import { createDatabase, type Database } from './db/pool';
 import { getFreePort } from './shared/freePort';
 import { createMailTransport } from './mail/createMailTransport';
+import type { MailTransport } from './mail/types';
 import {
   createOrderMailMetrics,
   noOrderMailMetrics,
@@ -18,16 +33,42 @@ import {
 } from './metrics/orderMailMetrics';
 import { startWorkerHttpServer, type WorkerLiveness } from './metrics/workerHttpServer';
 import { assertSearchAttributesRegistered } from './temporal/searchAttributes';
-import { defaultWorkerIdentity, orderMailWorkerOptions } from './workerOptions';
+import { UnrecordedSends } from './unrecordedSends';
+import { defaultWorkerIdentity, orderMailWorkerPair } from './workerOptions';
 
-export async function runWorker(config: WorkerConfig): Promise<void> {
+/** What the process is doing, for /healthz, /readyz and the log. */
+class WorkerStatus {
+  state: WorkerLiveness = 'waiting';
+  waitingFor: string | null = null;
+
+  waiting(report: DependencyWaitReport, logIt: boolean): void {
+    this.state = 'waiting';
+    this.waitingFor = `${report.dependency}: ${report.reason}`;
+    if (logIt) {
+      log('info', `Waiting for ${report.dependency}`, {
+        reason: report.reason,
+        attempt: report.attempt,
+        nextTryInMs: report.nextTryInMs,
+      });
+    }
+  }
+
+  set(state: WorkerLiveness): void {
+    this.state = state;
+    if (state !== 'waiting') this.waitingFor = null;
+  }
+}
+
+export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promise<void> {
   const runtimeMetricsUrl = await installRuntime(config);
   const workerIdentity = defaultWorkerIdentity();
-  // Migrations are safe to run from every worker at once (advisory lock), and make a new deployment self-contained.
-  await migrate(config.databaseUrl);
   // Which provider, never its key or base URL (a URL may carry more than it should).
   const mailProvider = config.smtp === null ? config.mailApi.provider : 'smtp';
+  const status = new WorkerStatus();
+  // Set while the worker runs: /readyz asks Temporal through it.
+  let temporalClient: Connection | null = null;
 
+  // Nothing here connects yet: the pool and the transport connect on first use.
   const db = createDatabase({
     connectionString: config.databaseUrl,
     applicationName: `order-mail-worker ${workerIdentity}`,
@@ -41,8 +82,7 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
         runtimeMetricsUrl === null
           ? noOrderMailMetrics
           : createOrderMailMetrics(Runtime.instance().metricMeter, { provider: mailProvider });
-      let worker: Worker | null = null;
-      let failed = false;
+      // Up before the dependencies, so an orchestrator sees "alive, not ready" (and why) while it waits.
       const http =
         config.worker.httpBindAddress === null || runtimeMetricsUrl === null
           ? null
@@ -50,67 +90,49 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
               bindAddress: config.worker.httpBindAddress,
               runtimeMetricsUrl,
               refreshGauges: async () =>
-                metrics.setStuckSendingRows(await countStuckSending(db, config.workflow.sendTimeoutMs)),
-              workerState: () => liveness(worker, failed),
+                metrics.setStuckSendingRows(
+                  await countStuckSending(db, { sendTimeoutMs: config.workflow.sendTimeoutMs }),
+                ),
+              workerState: () => status.state,
+              waitingFor: () => status.waitingFor,
               checkDatabase: async () => void (await db.query('SELECT 1')),
+              checkTemporal: async () => {
+                if (temporalClient === null) throw new Error('not connected to Temporal');
+                const connection = temporalClient;
+                await connection.withDeadline(Date.now() + 700, () =>
+                  connection.workflowService.getSystemInfo({}),
+                );
+              },
               log,
             });
       try {
-        const connection = await NativeConnection.connect(config.temporal.connection.connectionOptions);
-        try {
-          // An upsert of an unregistered search attribute hangs the workflow instead of failing it: refuse to
-          // start instead, and say what to run (SearchAttributesMissingError).
-          await assertSearchAttributesRegistered(connection, config.temporal.namespace);
-          // The reconciliation sweep starts workflows and describes runs through a client of its own.
-          const clientConnection = await Connection.connect(config.temporal.connection.connectionOptions);
-          try {
-            const temporal = new Client({
-              connection: clientConnection,
-              namespace: config.temporal.namespace,
-            });
-            worker = await Worker.create(
-              orderMailWorkerOptions({
-                connection,
-                namespace: config.temporal.namespace,
-                taskQueue: config.temporal.taskQueue,
-                dependencies: {
-                  db,
-                  mail,
-                  mailIdentity: config.mail,
-                  settings: config.workflow,
-                  workerIdentity,
-                  metrics,
-                },
-                reconcileDependencies: { db, temporal, settings: config.reconcile },
-                workflows:
-                  config.worker.workflowBundlePath === null
-                    ? { workflowsPath: require.resolve('./workflows') }
-                    : { workflowBundle: { codePath: config.worker.workflowBundlePath } },
-                shutdownGraceTimeMs: config.worker.shutdownGraceTimeMs,
-                maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
-                sendRateLimitPerSecond: config.worker.sendRateLimitPerSecond,
-              }),
-            );
-            log('info', 'Worker started', {
-              identity: workerIdentity,
-              temporal: config.temporal.connection.description,
-              taskQueue: config.temporal.taskQueue,
-              unknownOutcomePolicy: config.workflow.unknownOutcomePolicy,
-              mailProvider,
-              idempotencyWindowMs: config.workflow.idempotency?.windowMs ?? null,
-              http: http?.url ?? null,
-            });
-            // Resolves after SIGINT/SIGTERM (the runtime's shutdown signals) once running tasks have drained.
-            await worker.run().catch((error: unknown) => {
-              failed = true;
-              throw error;
-            });
-            log('info', 'Worker stopped', { identity: workerIdentity });
-          } finally {
-            await clientConnection.close();
-          }
-        } finally {
-          await connection.close();
+        const waitOptions = { stop, onWaiting: status.waiting.bind(status) };
+        // Migrations are safe to run from every worker at once (advisory lock), and make a new deployment
+        // self-contained. They are the worker's first use of Postgres, so this is where it waits for it.
+        const migrated = await retryUntilAvailable(
+          'Postgres',
+          () => migrate(config.databaseUrl),
+          isTransientPostgresError,
+          waitOptions,
+        );
+        if (migrated === null) return;
+        // One round per connection to Temporal: a worker that fails for want of Temporal connects again.
+        while (!stop.aborted) {
+          const outcome = await runOnce({
+            config,
+            db,
+            mail,
+            metrics,
+            workerIdentity,
+            mailProvider,
+            status,
+            stop,
+            httpUrl: http?.url ?? null,
+            connected: (connection) => (temporalClient = connection),
+          });
+          temporalClient = null;
+          if (outcome === 'stopped') return;
+          status.set('waiting');
         }
       } finally {
         await http?.close();
@@ -123,16 +145,188 @@ export async function runWorker(config: WorkerConfig): Promise<void> {
   }
 }
 
+interface RoundSetup {
+  config: WorkerConfig;
+  db: Database;
+  mail: MailTransport;
+  metrics: OrderMailMetrics;
+  workerIdentity: string;
+  mailProvider: string;
+  status: WorkerStatus;
+  stop: AbortSignal;
+  httpUrl: string | null;
+  connected: (client: Connection) => void;
+}
+
 /**
- * Installs the Temporal runtime with a Prometheus exporter when metrics are wanted, and returns its URL.
+ * Connects to Temporal (waiting for it), runs the worker pair until asked to stop, and stops it in order.
+ * 'lost': the workers failed for want of Temporal, and the caller starts a new round.
+ */
+async function runOnce(setup: RoundSetup): Promise<'stopped' | 'lost'> {
+  const { config, status, stop } = setup;
+  const waitOptions = { stop, onWaiting: status.waiting.bind(status) };
+  const connection = await retryUntilAvailable(
+    'Temporal',
+    async () => {
+      const connected = await NativeConnection.connect(config.temporal.connection.connectionOptions);
+      try {
+        // An upsert of an unregistered search attribute hangs the workflow instead of failing it: refuse to
+        // start instead, and say what to run (SearchAttributesMissingError, a configuration error).
+        await assertSearchAttributesRegistered(connected, config.temporal.namespace);
+        return connected;
+      } catch (error) {
+        await connected.close().catch(() => undefined);
+        throw error;
+      }
+    },
+    isTransientTemporalError,
+    waitOptions,
+  );
+  if (connection === null) return 'stopped';
+  try {
+    // The reconciliation sweep starts workflows and describes runs through a client of its own.
+    const clientConnection = await retryUntilAvailable(
+      'Temporal',
+      () => Connection.connect(config.temporal.connection.connectionOptions),
+      isTransientTemporalError,
+      waitOptions,
+    );
+    if (clientConnection === null) return 'stopped';
+    try {
+      setup.connected(clientConnection);
+      return await runWorkerPair(setup, connection, clientConnection);
+    } finally {
+      await clientConnection.close();
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+async function runWorkerPair(
+  setup: RoundSetup,
+  connection: NativeConnection,
+  clientConnection: Connection,
+): Promise<'stopped' | 'lost'> {
+  const { config, status, stop, db } = setup;
+  status.set('starting');
+  const temporal = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
+  const unrecorded = new UnrecordedSends();
+  const options = orderMailWorkerPair({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    dependencies: {
+      db,
+      mail: setup.mail,
+      mailIdentity: config.mail,
+      mailLimits: config.mailLimits,
+      settings: config.workflow,
+      workerIdentity: setup.workerIdentity,
+      metrics: setup.metrics,
+    },
+    reconcileDependencies: { db, temporal, settings: config.reconcile },
+    workflows:
+      config.worker.workflowBundlePath === null
+        ? { workflowsPath: require.resolve('./workflows') }
+        : { workflowBundle: { codePath: config.worker.workflowBundlePath } },
+    shutdownGraceTimeMs: config.worker.shutdownGraceTimeMs,
+    maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
+    sendRateLimitPerSecond: config.worker.sendRateLimitPerSecond,
+    unrecordedSends: unrecorded,
+  });
+  let workflowWorker: Worker;
+  let activityWorker: Worker;
+  try {
+    workflowWorker = await Worker.create(options.workflowWorker);
+    activityWorker = await Worker.create(options.activityWorker);
+  } catch (error) {
+    // Temporal went away between connecting and registering the workers: another round.
+    if (!isTransientTemporalError(error)) throw error;
+    logError('Temporal went away while the workers were being created; connecting again', error);
+    return 'lost';
+  }
+
+  const workflowsRunning = workflowWorker.run();
+  const activitiesRunning = activityWorker.run();
+  status.set('running');
+  log('info', 'Worker started', {
+    identity: setup.workerIdentity,
+    temporal: config.temporal.connection.description,
+    taskQueue: config.temporal.taskQueue,
+    unknownOutcomePolicy: config.workflow.unknownOutcomePolicy,
+    mailProvider: setup.mailProvider,
+    idempotencyWindowMs: config.workflow.idempotency?.windowMs ?? null,
+    http: setup.httpUrl,
+  });
+
+  // Either worker failing ends the round; a stop request ends it in order.
+  const failed = Promise.race([workflowsRunning, activitiesRunning]).then(
+    () => null,
+    (error: unknown) => error,
+  );
+  const stopped = new Promise<'stop'>((resolve) => {
+    if (stop.aborted) resolve('stop');
+    stop.addEventListener('abort', () => resolve('stop'), { once: true });
+  });
+  const first = await Promise.race([failed, stopped]);
+
+  // null: a worker ended without failing, which only a shutdown does; stop the other in order too.
+  if (first === 'stop' || first === null) {
+    status.set('stopping');
+    const deadline = Date.now() + config.worker.shutdownGraceTimeMs;
+    log('info', 'Stopping: running sends finish, then their outcomes are recorded', {
+      identity: setup.workerIdentity,
+      graceMs: config.worker.shutdownGraceTimeMs,
+    });
+    activityWorker.shutdown();
+    await activitiesRunning.catch((error: unknown) =>
+      logError('The activity worker failed while stopping', error),
+    );
+    // The workflow worker still polls: each finished send's next workflow task (its record) runs here.
+    const left = await unrecorded.waitUntilRecorded(db, deadline);
+    if (left > 0) {
+      log('error', 'Stopping with sends not yet recorded: another worker records them', {
+        unrecorded: left,
+      });
+    }
+    workflowWorker.shutdown();
+    await workflowsRunning.catch((error: unknown) =>
+      logError('The workflow worker failed while stopping', error),
+    );
+    log('info', 'Worker stopped', { identity: setup.workerIdentity });
+    return 'stopped';
+  }
+
+  // A worker failed. Stop the other, then decide: for want of Temporal, connect again; otherwise, exit.
+  status.set('failed');
+  for (const worker of [activityWorker, workflowWorker]) {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+  }
+  await Promise.allSettled([workflowsRunning, activitiesRunning]);
+  if (isTransientTemporalError(first)) {
+    logError('The worker lost Temporal; connecting again', first);
+    return 'lost';
+  }
+  throw first instanceof Error ? first : new Error('the worker failed', { cause: first });
+}
+
+/**
+ * Installs the Temporal runtime, with a Prometheus exporter when metrics are wanted, and returns its URL.
  * With only the worker's HTTP port configured, the exporter listens on a free loopback port, reached only
- * through the worker's /metrics. Must run before any connection exists: the runtime is a process-wide singleton.
+ * through the worker's /metrics. The runtime's own signal handling is off: it would stop both workers at
+ * once, and this process stops them in order (runWorker). Must run before any connection exists: the
+ * runtime is a process-wide singleton.
  */
 async function installRuntime(config: WorkerConfig): Promise<string | null> {
   const { metricsBindAddress, httpBindAddress } = config.worker;
-  if (metricsBindAddress === null && httpBindAddress === null) return null;
+  if (metricsBindAddress === null && httpBindAddress === null) {
+    Runtime.install({ shutdownSignals: [] });
+    return null;
+  }
   const bindAddress = metricsBindAddress ?? `127.0.0.1:${await getFreePort('127.0.0.1')}`;
   Runtime.install({
+    shutdownSignals: [],
     telemetryOptions: {
       metrics: {
         prometheus: {
@@ -149,24 +343,42 @@ async function installRuntime(config: WorkerConfig): Promise<string | null> {
   return `http://${reachableHost}:${bindAddress.slice(separator + 1)}/metrics`;
 }
 
-function liveness(worker: Worker | null, failed: boolean): WorkerLiveness {
-  if (failed) return 'failed';
-  if (worker === null) return 'starting';
-  const state = worker.getState();
-  if (state === 'FAILED') return 'failed';
-  if (state === 'RUNNING') return 'running';
-  return state === 'INITIALIZED' ? 'starting' : 'stopping';
-}
-
 function log(level: 'info' | 'error', message: string, fields: Record<string, unknown> = {}): void {
   console.log(JSON.stringify({ level, component: 'worker', message, ...fields }));
 }
 
+function logError(message: string, error: unknown): void {
+  log('error', message, { error: error instanceof Error ? error.message : String(error) });
+}
+
+/** SIGTERM and SIGINT ask for an orderly stop; a second one is noted and otherwise changes nothing. */
+function stopOnSignals(): AbortSignal {
+  const controller = new AbortController();
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (controller.signal.aborted) {
+        log('info', `${signal} again: still stopping in order`);
+        return;
+      }
+      log('info', `${signal}: stopping`);
+      controller.abort();
+    });
+  }
+  return controller.signal;
+}
+
 if (require.main === module) {
   Promise.resolve()
-    .then(() => runWorker(loadConfig(process.env)))
-    .catch((error: unknown) => {
-      console.error(error instanceof Error ? error.message : String(error));
-      process.exit(1);
-    });
+    .then(() => {
+      // Configuration errors end the process at once: no waiting fixes them.
+      const config = loadConfig(process.env);
+      return runWorker(config, stopOnSignals());
+    })
+    .then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error(error instanceof Error ? error.message : String(error));
+        process.exit(1);
+      },
+    );
 }

@@ -2,6 +2,7 @@ import os from 'node:os';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import { createReconcileActivities, type ReconcileDependencies } from './activities/reconcileActivities';
+import type { UnrecordedSends } from './unrecordedSends';
 
 export interface OrderMailWorkerSetup {
   connection: NativeConnection;
@@ -16,17 +17,20 @@ export interface OrderMailWorkerSetup {
   maxConcurrentActivityTaskExecutions: number;
   /** The Mail API's rate limit, for every replica together; null for none. */
   sendRateLimitPerSecond?: number | null;
+  /** Counts the sends run here until they are recorded, for a stopping worker to wait on. */
+  unrecordedSends?: UnrecordedSends;
 }
 
-/** The worker's options, shared by src/worker.ts and the tests, so tests run the worker as deployed. */
+/** The worker's options as one Worker: workflows, local and regular activities. Tests run it so. */
 export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptions {
+  const activities = createActivities(setup.dependencies);
   return {
     connection: setup.connection,
     namespace: setup.namespace,
     taskQueue: setup.taskQueue,
     identity: setup.dependencies.workerIdentity,
     activities: {
-      ...createActivities(setup.dependencies),
+      ...(setup.unrecordedSends ? setup.unrecordedSends.track(activities) : activities),
       ...(setup.reconcileDependencies ? createReconcileActivities(setup.reconcileDependencies) : {}),
     },
     ...setup.workflows,
@@ -40,6 +44,30 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
       ? {}
       : { maxTaskQueueActivitiesPerSecond: setup.sendRateLimitPerSecond }),
   };
+}
+
+// The workflow worker's own grace on shutdown: only local activities (claim, record) can be running then.
+const WORKFLOW_WORKER_GRACE_MS = 10_000;
+
+/**
+ * The same worker as two, as src/worker.ts runs it, so that it can stop in two steps: the activity worker
+ * (regular activities: the send, the sweep's batches) stops first and lets its sends finish, while the
+ * workflow worker (workflows and their local activities: claim and record) goes on until those sends are
+ * recorded, and stops after.
+ */
+export function orderMailWorkerPair(setup: OrderMailWorkerSetup): {
+  activityWorker: WorkerOptions;
+  workflowWorker: WorkerOptions;
+} {
+  const { workflowsPath: _path, workflowBundle: _bundle, ...activityWorker } = orderMailWorkerOptions(setup);
+  const { maxTaskQueueActivitiesPerSecond: _rate, ...combined } = orderMailWorkerOptions(setup);
+  const workflowWorker: WorkerOptions = {
+    ...combined,
+    // Regular activities are the activity worker's; this one runs claim and record locally only.
+    enableNonLocalActivities: false,
+    shutdownGraceTime: WORKFLOW_WORKER_GRACE_MS,
+  };
+  return { activityWorker, workflowWorker };
 }
 
 export function defaultWorkerIdentity(): string {

@@ -1,5 +1,6 @@
 import type { Database } from '../db/pool';
 import type { MailIdentity } from '../mail/confirmationMail';
+import type { MailSizeLimits } from '../mail/mailSizeLimits';
 import type { MailTransport } from '../mail/types';
 import type { OrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
@@ -9,6 +10,8 @@ export interface ActivityDependencies {
   db: Database;
   mail: MailTransport;
   mailIdentity: MailIdentity;
+  /** How large a mail may get (MAIL_MAX_ORDER_ITEMS, MAIL_MAX_RENDERED_BYTES); the defaults when absent. */
+  mailLimits?: MailSizeLimits;
   settings: OrderMailWorkflowSettings;
   /** Written into the audit trail as `recorded_by`; the Temporal worker identity (pid@host) by default. */
   workerIdentity: string;

@@ -3,7 +3,7 @@
 // activities, by this sibling factory.
 import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { startOrderConfirmationMail } from '../client';
+import { OrderMailWorkflowIdTakenError, startOrderConfirmationMail } from '../client';
 import { findConfirmedOrdersWithoutMail, type ConfirmedOrderCursor } from '../db/confirmedOrders';
 import { listQuietSendingRows } from '../db/orderMailLog';
 import type { Database } from '../db/pool';
@@ -32,7 +32,15 @@ export interface StartBatchResult {
   found: number;
   started: number;
   alreadyStarted: number;
+  /** Orders whose workflow id a workflow of another type holds: not started, and never counted as started. */
+  conflicts?: WorkflowIdConflict[];
   next: ConfirmedOrderCursor | null;
+}
+
+export interface WorkflowIdConflict {
+  orderId: string;
+  workflowType: string;
+  runId: string;
 }
 
 export interface StuckClaim {
@@ -75,18 +83,31 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
       // a start that raced with it (or with an earlier sweep) is reported as already started, and sends nothing.
       const taskQueue = activityInfo().taskQueue;
       let started = 0;
+      const conflicts: WorkflowIdConflict[] = [];
       for (const orderId of batch.orderIds) {
-        const result = await startOrderConfirmationMail(deps.temporal, orderId, { taskQueue });
-        if (result.status === 'started') {
-          started += 1;
-          log.info('Reconciliation started a missed order mail', { orderId, runId: result.runId });
+        try {
+          const result = await startOrderConfirmationMail(deps.temporal, orderId, { taskQueue });
+          if (result.status === 'started') {
+            started += 1;
+            log.info('Reconciliation started a missed order mail', { orderId, runId: result.runId });
+          }
+        } catch (error) {
+          if (!(error instanceof OrderMailWorkflowIdTakenError)) throw error;
+          // Not ours to start, and retrying will not free the id: report it, and go on with the batch.
+          log.warn('Order mail not started: its workflow id is held by another workflow type', {
+            orderId,
+            workflowType: error.workflowType,
+            runId: error.runId,
+          });
+          conflicts.push({ orderId, workflowType: error.workflowType, runId: error.runId });
         }
         heartbeat();
       }
       return {
         found: batch.orderIds.length,
         started,
-        alreadyStarted: batch.orderIds.length - started,
+        alreadyStarted: batch.orderIds.length - started - conflicts.length,
+        conflicts,
         next: batch.next,
       };
     },

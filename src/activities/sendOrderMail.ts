@@ -1,12 +1,25 @@
-import { log } from '@temporalio/activity';
+import { activityInfo, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { timeBeforeFenceMs } from '../config/sendTimeBudget';
 import { markDispatched, readMailLog } from '../db/orderMailLog';
-import { loadOrderForMail } from '../db/orders';
+import { loadOrderForMail, type OrderForMail } from '../db/orders';
 import { describeDatabaseError } from '../db/pool';
 import { renderConfirmationMail } from '../mail/confirmationMail';
+import { DEFAULT_MAIL_SIZE_LIMITS, renderedBytes, type MailSizeLimits } from '../mail/mailSizeLimits';
+import { recipientAddressProblem } from '../mail/recipientAddress';
+import type { OutgoingMail } from '../mail/types';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
-import { FailureType, orderNotFoundFailure, sendFailure, type ClaimLostDetails } from '../shared/failures';
+import {
+  FailureType,
+  mailRefusedFailure,
+  orderNotFoundFailure,
+  sendFailure,
+  type ClaimLostDetails,
+} from '../shared/failures';
 import type { ActivityDependencies } from './dependencies';
+
+/** Kept for the fence statement itself out of the time before the fence deadline. */
+const FENCE_STATEMENT_RESERVE_MS = 500;
 
 export interface SendOrderMailInput {
   orderId: string;
@@ -30,52 +43,155 @@ export function createSendOrderMail(deps: ActivityDependencies) {
   return async function sendOrderMail(input: SendOrderMailInput): Promise<SendOrderMailAccepted> {
     const { orderId } = input;
     const metrics = deps.metrics ?? noOrderMailMetrics;
-
-    const mail = await beforeDispatch('load the order', async () => {
-      const order = await loadOrderForMail(deps.db, orderId);
-      return order === null ? null : renderConfirmationMail(order, deps.mailIdentity);
-    });
-    if (mail === null) throw orderNotFoundFailure(orderId);
-
-    const fence = await beforeDispatch('set the dispatch fence', () => markDispatched(deps.db, input));
-    if (fence === 'claim-lost') {
-      log.warn('Claim no longer held by this attempt; no request made', { orderId, attempt: input.attempt });
-      metrics.claimConflict('claim-lost');
-      throw ApplicationFailure.create({
-        type: FailureType.ClaimLost,
-        message: `Order ${orderId}: the mail claim is no longer held by this attempt; no request was made.`,
-        nonRetryable: true,
-        details: [await describeLostClaim(deps, orderId)],
-      });
-    }
-    if (fence === 'already-dispatched') {
-      // This attempt's send ran before (an activity reset, a second worker): its request may have been
-      // accepted, so this execution must not make another one. The outcome is unknown.
-      log.warn('Attempt already dispatched; no second request made', { orderId, attempt: input.attempt });
-      metrics.claimConflict('already-dispatched');
-      throw sendFailure({
-        outcome: 'unknown',
-        httpStatus: null,
-        errorCode: 'ALREADY_DISPATCHED',
-        reason:
-          'this attempt had already dispatched its request before; outcome unknown, no second request made',
-      });
-    }
-
-    // Past the fence. The call is not tied to the activity's cancellation: a dispatched request is never
-    // aborted by a worker shutdown, so its outcome can still be recorded truthfully.
+    // Temporal's own timeout for this execution (the workflow's setting, as history recorded it), measured
+    // from here: the request is made only if the transport's whole deadline still fits before it.
     const startedAt = performance.now();
-    const result = await deps.mail.send(mail);
-    metrics.sendFinished(result.outcome, (performance.now() - startedAt) / 1000);
+    const sendTimeoutMs = activityInfo().startToCloseTimeoutMs;
+    const budgetMs = timeBeforeFenceMs(sendTimeoutMs, deps.mail.deadlineAfterFenceMs);
+    const passFenceBy = startedAt + budgetMs;
+    const tooLate = () =>
+      Object.assign(
+        new Error(
+          `it did not finish within the ${budgetMs} ms that the send's ${sendTimeoutMs} ms timeout leaves before the ` +
+            `dispatch fence (the transport's deadline after it is ${deps.mail.deadlineAfterFenceMs} ms)`,
+        ),
+        { code: 'FENCE_DEADLINE' },
+      );
+    const beforeFence = <T>(step: string, work: () => Promise<T>) =>
+      beforeDispatch(step, () => withinDeadline(passFenceBy, tooLate, work));
+
+    const limits = deps.mailLimits ?? DEFAULT_MAIL_SIZE_LIMITS;
+    // One more than the limit, so an order over it is known to be over without reading all of it.
+    const order = await beforeFence('load the order', () =>
+      loadOrderForMail(deps.db, orderId, limits.maxOrderItems + 1),
+    );
+    if (order === null) throw orderNotFoundFailure(orderId);
+    const mail = await beforeFence('render the mail', async () =>
+      renderMailWithinLimits(order, deps, limits),
+    );
+
+    // The transport calls this once it holds a connection, and makes its request only if it returns.
+    let dispatchedAt: number | null = null;
+    const passFence = async (): Promise<void> => {
+      const fence = await beforeFence('set the dispatch fence', async () => {
+        const answer = await markDispatched(deps.db, input);
+        // The fence held, but too late for the whole transport deadline to fit: no request after all.
+        if (answer === 'dispatched' && performance.now() > passFenceBy) throw tooLate();
+        return answer;
+      });
+      if (fence === 'claim-lost') {
+        log.warn('Claim no longer held by this attempt; no request made', {
+          orderId,
+          attempt: input.attempt,
+        });
+        metrics.claimConflict('claim-lost');
+        throw ApplicationFailure.create({
+          type: FailureType.ClaimLost,
+          message: `Order ${orderId}: the mail claim is no longer held by this attempt; no request was made.`,
+          nonRetryable: true,
+          details: [await describeLostClaim(deps, orderId)],
+        });
+      }
+      if (fence === 'already-dispatched') {
+        // This attempt's send ran before (an activity reset, a second worker): its request may have been
+        // accepted, so this execution must not make another one. The outcome is unknown.
+        log.warn('Attempt already dispatched; no second request made', { orderId, attempt: input.attempt });
+        metrics.claimConflict('already-dispatched');
+        throw sendFailure({
+          outcome: 'unknown',
+          httpStatus: null,
+          errorCode: 'ALREADY_DISPATCHED',
+          reason:
+            'this attempt had already dispatched its request before; outcome unknown, no second request made',
+        });
+      }
+      dispatchedAt = performance.now();
+    };
+
+    // The call is not tied to the activity's cancellation: a dispatched request is never aborted by a worker
+    // shutdown, so its outcome can still be recorded truthfully.
+    // The transport stops waiting for a connection a little before the deadline, to leave the fence its time.
+    const result = await deps.mail.send(mail, {
+      passFenceBy: passFenceBy - FENCE_STATEMENT_RESERVE_MS,
+      passFence,
+    });
+    metrics.sendFinished(result.outcome, (performance.now() - (dispatchedAt ?? startedAt)) / 1000);
     log.info('Order mail send finished', {
       orderId,
       attempt: input.attempt,
       outcome: result.outcome,
       httpStatus: result.httpStatus,
+      dispatched: dispatchedAt !== null,
     });
     if (result.outcome === 'accepted') return result;
     throw sendFailure(result);
   };
+}
+
+/**
+ * Runs a step before the fence, but never past the fence deadline: a step still running then is left behind
+ * (its result is ignored) and the send ends as "not sent", while Temporal still waits for its answer. A
+ * fence statement left behind that commits later is harmless: this attempt makes no request, and the record
+ * says so.
+ */
+async function withinDeadline<T>(
+  passFenceBy: number,
+  tooLate: () => Error,
+  work: () => Promise<T>,
+): Promise<T> {
+  const leftMs = passFenceBy - performance.now();
+  if (leftMs <= 0) throw tooLate();
+  const running = work();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      running,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(tooLate()), leftMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    running.catch(() => undefined);
+  }
+}
+
+/**
+ * The mail, or a permanent refusal when the order cannot be mailed as it is: more items than the limit (found
+ * before rendering), a recipient that is not exactly one plain address, or a rendered mail over the byte
+ * limit. Each is checked before the dispatch fence, so the row proves nothing was sent.
+ */
+function renderMailWithinLimits(
+  order: OrderForMail,
+  deps: ActivityDependencies,
+  limits: MailSizeLimits,
+): OutgoingMail {
+  const { orderId } = order;
+  if (order.items.length > limits.maxOrderItems) {
+    throw mailRefusedFailure(
+      orderId,
+      'ORDER_TOO_LARGE',
+      `the order has more than ${limits.maxOrderItems} items (MAIL_MAX_ORDER_ITEMS), too many for one mail`,
+    );
+  }
+  const problem = recipientAddressProblem(order.customerEmail);
+  if (problem !== null) {
+    throw mailRefusedFailure(
+      orderId,
+      'INVALID_RECIPIENT',
+      `the order's recipient address (orders.customer_email) ${problem}; it must be exactly one plain address like name@example.com`,
+    );
+  }
+  const mail = renderConfirmationMail(order, deps.mailIdentity);
+  const bytes = renderedBytes(mail);
+  if (bytes > limits.maxRenderedBytes) {
+    throw mailRefusedFailure(
+      orderId,
+      'ORDER_TOO_LARGE',
+      `the rendered mail is ${bytes} bytes, over the ${limits.maxRenderedBytes} bytes of MAIL_MAX_RENDERED_BYTES`,
+    );
+  }
+  return mail;
 }
 
 /**
@@ -86,6 +202,8 @@ async function beforeDispatch<T>(step: string, work: () => Promise<T>): Promise<
   try {
     return await work();
   } catch (error) {
+    // A refusal made on the way (an order that cannot be mailed) is already the failure to throw.
+    if (error instanceof ApplicationFailure) throw error;
     throw sendFailure({
       outcome: 'not_sent',
       httpStatus: null,

@@ -4,6 +4,7 @@
 // wrong path is one of the problems reported at start-up.
 import type { ReconcileSettings } from '../activities/reconcileActivities';
 import type { MailApiConfig } from '../mail/createMailTransport';
+import { DEFAULT_MAIL_SIZE_LIMITS, type MailSizeLimits } from '../mail/mailSizeLimits';
 import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';
 import { DEFAULT_POSTMARK_MESSAGE_STREAM } from '../mail/providers/postmark';
 import {
@@ -15,6 +16,12 @@ import {
 } from '../mail/providers/mailProvider';
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { IdempotencyRetrySettings, OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import {
+  MIN_TIME_BEFORE_FENCE_MS,
+  minimumSendTimeoutMs,
+  SEND_COMPLETION_MARGIN_MS,
+  type SendTimeSettings,
+} from './sendTimeBudget';
 import {
   DEFAULT_TEMPORAL_ADDRESS,
   DEFAULT_TEMPORAL_NAMESPACE,
@@ -36,6 +43,8 @@ export interface WorkerConfig {
   /** Set when MAIL_PROVIDER=smtp: the worker then sends over SMTP and `mailApi` is not used. Holds the password. */
   smtp: SmtpConfig | null;
   mail: { from: string; replyTo: string | null; subject: string };
+  /** How large one mail may get; an order over a limit is refused before sending (src/mail/mailSizeLimits.ts). */
+  mailLimits: MailSizeLimits;
   workflow: OrderMailWorkflowSettings;
   /** The reconciliation sweep's activities (src/activities/reconcileActivities.ts). */
   reconcile: ReconcileSettings;
@@ -77,6 +86,8 @@ export const CONFIG_DEFAULTS = {
   MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS: 3_600_000,
   MAIL_FROM: 'shop@example.com',
   MAIL_SUBJECT: 'ご注文ありがとうございます',
+  MAIL_MAX_ORDER_ITEMS: DEFAULT_MAIL_SIZE_LIMITS.maxOrderItems,
+  MAIL_MAX_RENDERED_BYTES: DEFAULT_MAIL_SIZE_LIMITS.maxRenderedBytes,
   MAIL_CONNECT_TIMEOUT_MS: 5_000,
   MAIL_HEADERS_TIMEOUT_MS: 30_000,
   MAIL_OVERALL_TIMEOUT_MS: 40_000,
@@ -93,9 +104,6 @@ export const CONFIG_DEFAULTS = {
   RECONCILE_LOOKBACK_MS: 604_800_000,
   RECONCILE_BATCH_SIZE: 100,
 } as const;
-
-// Time the send activity keeps beyond the HTTP deadline, to render the mail and pass the fence first.
-const SEND_TIMEOUT_MARGIN_MS = 5_000;
 
 export function loadConfig(env: Record<string, string | undefined>): WorkerConfig {
   const problems: string[] = [];
@@ -158,12 +166,12 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     CONFIG_DEFAULTS.UNKNOWN_OUTCOME_POLICY,
   );
 
-  if (sendTimeoutMs < overallTimeoutMs + SEND_TIMEOUT_MARGIN_MS) {
-    problems.push(
-      `SEND_ACTIVITY_TIMEOUT_MS (${sendTimeoutMs}) must be at least MAIL_OVERALL_TIMEOUT_MS + ${SEND_TIMEOUT_MARGIN_MS} ` +
-        `(${overallTimeoutMs + SEND_TIMEOUT_MARGIN_MS}); otherwise Temporal times out sends whose HTTP call is still running.`,
-    );
-  }
+  const sendTimeProblem = sendTimeoutProblem({
+    sendTimeoutMs,
+    overallTimeoutMs,
+    connectBeforeFenceMs: useSmtp ? connectTimeoutMs : 0,
+  });
+  if (sendTimeProblem !== null) problems.push(sendTimeProblem);
   if (shutdownGraceTimeMs < sendTimeoutMs) {
     problems.push(
       `WORKER_SHUTDOWN_GRACE_MS (${shutdownGraceTimeMs}) must be at least SEND_ACTIVITY_TIMEOUT_MS (${sendTimeoutMs}), ` +
@@ -215,6 +223,10 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       replyTo: read.mailbox('MAIL_REPLY_TO'),
       subject: read.headerText('MAIL_SUBJECT') ?? CONFIG_DEFAULTS.MAIL_SUBJECT,
     },
+    mailLimits: {
+      maxOrderItems: read.positiveInt('MAIL_MAX_ORDER_ITEMS', CONFIG_DEFAULTS.MAIL_MAX_ORDER_ITEMS),
+      maxRenderedBytes: read.positiveInt('MAIL_MAX_RENDERED_BYTES', CONFIG_DEFAULTS.MAIL_MAX_RENDERED_BYTES),
+    },
     workflow: {
       unknownOutcomePolicy: policy,
       sendTimeoutMs,
@@ -248,6 +260,27 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/**
+ * The send activity's timeout must hold everything before the dispatch fence (loading the order, rendering,
+ * waiting for a connection, for SMTP connecting and logging in) and the transport's whole deadline after it,
+ * plus a margin to report the result (src/config/sendTimeBudget.ts). Too short, and Temporal would time out
+ * sends whose request is still running, recording an unknown for a mail that may never have left.
+ */
+function sendTimeoutProblem(settings: SendTimeSettings): string | null {
+  const minimum = minimumSendTimeoutMs(settings);
+  if (settings.sendTimeoutMs >= minimum) return null;
+  const smtpPart =
+    settings.connectBeforeFenceMs > 0
+      ? ` + MAIL_CONNECT_TIMEOUT_MS (${settings.connectBeforeFenceMs}, SMTP connects before the fence)`
+      : '';
+  return (
+    `SEND_ACTIVITY_TIMEOUT_MS (${settings.sendTimeoutMs}) must be at least ${minimum}: MAIL_OVERALL_TIMEOUT_MS ` +
+    `(${settings.overallTimeoutMs}, everything after the dispatch fence) + ${SEND_COMPLETION_MARGIN_MS} (reporting the ` +
+    `result) + ${MIN_TIME_BEFORE_FENCE_MS} (loading the order, rendering and setting the fence)${smtpPart}. Otherwise ` +
+    'sends would give up before their fence, or Temporal would time out sends whose request is still running.'
+  );
 }
 
 /**

@@ -347,16 +347,3 @@ export async function timeSinceFirstDispatch(db: Database, orderId: string): Pro
   );
   return rows[0]?.elapsedMs ?? null;
 }
-
-/**
- * Rows in 'sending' whose claim is older than `olderThanMs` (the send activity's timeout): by then the send
- * has ended one way or another, so such a row is stuck (DESIGN.md G2). Feeds the worker's gauge and alert.
- */
-export async function countStuckSending(db: Database, olderThanMs: number): Promise<number> {
-  const { rows } = await db.query<{ stuck: number }>(
-    `SELECT count(*)::int AS stuck FROM order_mail_log
-      WHERE state = 'sending' AND claimed_at < now() - $1 * interval '1 millisecond'`,
-    [olderThanMs],
-  );
-  return rows[0]?.stuck ?? 0;
-}

@@ -18,7 +18,15 @@ export interface OrderForMail {
   items: OrderItemForMail[];
 }
 
-export async function loadOrderForMail(db: Database, orderId: string): Promise<OrderForMail | null> {
+/**
+ * The order and its items, in line order. `maxItems` bounds how many items are read: a caller that refuses
+ * orders over a limit passes the limit + 1, so a huge order is never loaded whole.
+ */
+export async function loadOrderForMail(
+  db: Database,
+  orderId: string,
+  maxItems: number | null = null,
+): Promise<OrderForMail | null> {
   const orders = await db.query<{ customerName: string; customerEmail: string; orderedAt: Date }>(
     `SELECT customer_name AS "customerName", customer_email AS "customerEmail", ordered_at AS "orderedAt"
        FROM orders WHERE id = $1`,
@@ -28,8 +36,8 @@ export async function loadOrderForMail(db: Database, orderId: string): Promise<O
   if (!order) return null;
   const items = await db.query<{ productName: string; quantity: number; unitPriceYen: string }>(
     `SELECT product_name AS "productName", quantity, unit_price_yen::text AS "unitPriceYen"
-       FROM order_items WHERE order_id = $1 ORDER BY line_no`,
-    [orderId],
+       FROM order_items WHERE order_id = $1 ORDER BY line_no LIMIT $2`,
+    [orderId, maxItems],
   );
   return {
     orderId,

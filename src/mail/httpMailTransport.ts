@@ -1,6 +1,15 @@
 // The one HTTP request path every provider adapter uses: one POST per mail through an undici pool with the
 // phase interceptor, classified by phase, status and the provider's own table. It never throws for what the
 // network or the provider did. An adapter only says what the request looks like and how to read the answer.
+//
+// The dispatch fence and connections. undici connects lazily and has no public way to hold a connection
+// before a request, and the fence (a Postgres statement) cannot run inside its synchronous request-start
+// callback. So "holding a connection" here means holding one of the pool's `connections` slots: a send takes
+// one (waiting at most until its fence deadline, else "not sent"), passes the fence, and only then makes its
+// request, which undici then puts on an idle keep-alive socket or a new one, never behind another request.
+// A connect after the fence is bounded by the connect timeout inside the overall deadline, and a failure
+// there is still "not sent" by its phase (no request head was written); only the row's dispatched_at then
+// says more than happened.
 
 import { Pool, type Dispatcher } from 'undici';
 import type { SendResult } from '../shared/mailOutcome';
@@ -8,7 +17,13 @@ import { classifySendAttempt } from './classifySendAttempt';
 import { createSendPhaseState, phaseInterceptor } from './phaseInterceptor';
 import { MailClientConfigError } from './providers/adapterSupport';
 import type { MailProviderAdapter } from './providers/mailProvider';
-import type { MailTransport, OutgoingMail } from './types';
+import {
+  noConnectionInTime,
+  openGate,
+  type DispatchGate,
+  type MailTransport,
+  type OutgoingMail,
+} from './types';
 
 export { MailClientConfigError } from './providers/adapterSupport';
 
@@ -20,7 +35,7 @@ export interface HttpMailTransportOptions {
   connectTimeoutMs: number;
   /** Every firing makes an unknown outcome, so keep it generous. undici fires it up to ~1 s late. */
   headersTimeoutMs: number;
-  /** Deadline for the whole call, response body included; must stay under the send activity's timeout. */
+  /** Deadline for everything after the dispatch fence (connect if needed, request, response body). */
   overallTimeoutMs: number;
   connections: number;
 }
@@ -44,10 +59,39 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
     bodyTimeout: options.headersTimeoutMs,
   });
   let closing: Promise<void> | null = null;
+  // One send per pool connection at a time, counted here: a send holds one of them before it passes the
+  // fence, so undici never queues a request behind another one after the fence (where the wait would eat
+  // into the request's deadline and, on a long queue, outlast the send activity's timeout).
+  const slots = new ConnectionSlots(options.connections);
 
-  async function send(mail: OutgoingMail): Promise<SendResult> {
+  async function send(
+    mail: OutgoingMail,
+    gate: DispatchGate = openGate(options.overallTimeoutMs),
+  ): Promise<SendResult> {
     // Built before anything is dispatched: an adapter bug surfaces as a thrown error, not as an outcome.
     const request = adapter.buildRequest(mail);
+    const waitStartedAt = performance.now();
+    if (!(await slots.take(gate.passFenceBy))) {
+      return noConnectionInTime(
+        `HTTP connection (MAIL_CONNECTIONS=${options.connections})`,
+        performance.now() - waitStartedAt,
+      );
+    }
+    try {
+      // Whatever the fence throws, no request was made.
+      await gate.passFence();
+      return await dispatch(request);
+    } finally {
+      slots.give();
+    }
+  }
+
+  /**
+   * Past the fence: the request, under the overall deadline, which starts now. undici opens the connection
+   * if the pool has no idle one (bounded by the connect timeout, inside the deadline); a failure before the
+   * request head is written is still classified "not sent" by its phase.
+   */
+  async function dispatch(request: ReturnType<MailProviderAdapter['buildRequest']>): Promise<SendResult> {
     const state = createSendPhaseState();
     let providerMessageId: string | null = null;
     let providerError: string | null = null;
@@ -83,7 +127,45 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
     return closing;
   }
 
-  return { send, close };
+  return { deadlineAfterFenceMs: options.overallTimeoutMs, send, close };
+}
+
+/** A counting semaphore whose waits end at a deadline (performance.now() time) instead of never. */
+class ConnectionSlots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  /** True once a slot is this caller's; false when none freed up before `until`. */
+  async take(until: number): Promise<boolean> {
+    while (this.free === 0) {
+      const waitMs = until - performance.now();
+      if (waitMs <= 0) return false;
+      const woken = await new Promise<boolean>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        const timer = setTimeout(() => {
+          const index = this.waiting.indexOf(wake);
+          if (index !== -1) this.waiting.splice(index, 1);
+          resolve(false);
+        }, waitMs);
+        this.waiting.push(wake);
+      });
+      if (!woken) return false;
+    }
+    this.free -= 1;
+    return true;
+  }
+
+  give(): void {
+    this.free += 1;
+    this.waiting.shift()?.();
+  }
 }
 
 /** Reads up to `limit` bytes; a longer body is dropped (the socket released) and read as null. */

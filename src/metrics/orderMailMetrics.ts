@@ -3,6 +3,7 @@
 // one scrape, with no second metrics library. Names follow Prometheus conventions; deploy/prometheus/alerts.yml
 // uses them.
 import type { MetricMeter } from '@temporalio/common';
+import type { StuckSendingRows } from '../db/mailLogGauges';
 import type { MailOutcome, UnknownSettlement } from '../shared/mailOutcome';
 
 export const ORDER_MAIL_METRICS = {
@@ -14,7 +15,11 @@ export const ORDER_MAIL_METRICS = {
   unknownOutcomes: 'order_mail_unknown_outcomes_total',
   /** Counter {conflict}: a claim or a dispatch fence that found the row not this attempt's to send. */
   claimConflicts: 'order_mail_claim_conflicts_total',
-  /** Gauge: rows in 'sending' claimed longer ago than the send activity's timeout (should be 0). */
+  /**
+   * Gauge {phase}: rows stuck in 'sending' (should be 0), as src/db/mailLogGauges.ts defines it: `dispatched`,
+   * past the fence longer ago than the send timeout + a minute; `undispatched`, waiting far longer than the
+   * queue ahead of it explains. A healthy backlog under a rate limit is neither.
+   */
   stuckSending: 'order_mail_stuck_sending_rows',
 } as const;
 
@@ -35,7 +40,7 @@ export interface OrderMailMetrics {
   sendFinished(outcome: MailOutcome, durationSeconds: number): void;
   unknownOutcomeSettled(settlement: UnknownSettlement): void;
   claimConflict(conflict: ClaimConflict): void;
-  setStuckSendingRows(rows: number): void;
+  setStuckSendingRows(rows: StuckSendingRows): void;
 }
 
 export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: string }): OrderMailMetrics {
@@ -64,7 +69,7 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     ORDER_MAIL_METRICS.stuckSending,
     'int',
     undefined,
-    'Rows in sending claimed longer ago than the send timeout',
+    'Rows stuck in sending: dispatched and unrecorded past the send timeout, or left behind by their queue',
   );
   return {
     sendFinished(outcome, durationSeconds) {
@@ -78,7 +83,8 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
       claimConflicts.add(1, { conflict });
     },
     setStuckSendingRows(rows) {
-      stuckSending.set(rows);
+      stuckSending.set(rows.dispatched, { phase: 'dispatched' });
+      stuckSending.set(rows.undispatched, { phase: 'undispatched' });
     },
   };
 }

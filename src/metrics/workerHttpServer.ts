@@ -4,10 +4,11 @@
 //             internal loopback port; this server passes it through, after refreshing the gauges that are
 //             read from Postgres, so a scrape sees current values.
 //   /healthz  liveness: the process answers and its worker has not failed.
-//   /readyz   readiness: the worker polls (RUNNING) and Postgres answers. 503 while starting and draining.
+//   /readyz   readiness: the worker polls (RUNNING), Postgres and Temporal answer. 503 while it waits for them
+//             (at start or after losing one), while starting and while draining, with the reason.
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 
-export type WorkerLiveness = 'starting' | 'running' | 'stopping' | 'failed';
+export type WorkerLiveness = 'waiting' | 'starting' | 'running' | 'stopping' | 'failed';
 
 export interface WorkerHttpServerOptions {
   /** host:port to listen on; port 0 picks a free one. */
@@ -17,8 +18,12 @@ export interface WorkerHttpServerOptions {
   /** Runs before each scrape; a failure is logged, and the scrape still answers with the last values. */
   refreshGauges: () => Promise<void>;
   workerState: () => WorkerLiveness;
+  /** What the worker waits for, while it does (e.g. "Postgres: connect ECONNREFUSED …"); else null. */
+  waitingFor?: () => string | null;
   /** Resolves when Postgres answers; rejects otherwise. */
   checkDatabase: () => Promise<void>;
+  /** Resolves when Temporal answers; rejects otherwise. Absent: not checked. */
+  checkTemporal?: () => Promise<void>;
   log: (level: 'info' | 'error', message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -30,7 +35,7 @@ export interface WorkerHttpServer {
 
 // A scrape or a probe must answer well inside Prometheus's and Kubernetes's default timeouts (10 s, 1 s).
 const REFRESH_TIMEOUT_MS = 3_000;
-const DATABASE_CHECK_TIMEOUT_MS = 800;
+const DEPENDENCY_CHECK_TIMEOUT_MS = 800;
 
 export async function startWorkerHttpServer(options: WorkerHttpServerOptions): Promise<WorkerHttpServer> {
   const server = createServer((req, res) => {
@@ -82,12 +87,19 @@ async function handle(
     }
     case '/readyz': {
       const state = options.workerState();
+      const waitingFor = options.waitingFor?.() ?? null;
       if (state !== 'running') {
-        res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready: worker is ${state}\n`);
+        const why = waitingFor === null ? `worker is ${state}` : `waiting for ${waitingFor}`;
+        res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready: ${why}\n`);
         return;
       }
       try {
-        await withTimeout(options.checkDatabase(), DATABASE_CHECK_TIMEOUT_MS, 'Postgres did not answer');
+        await Promise.all([
+          withTimeout(options.checkDatabase(), DEPENDENCY_CHECK_TIMEOUT_MS, 'Postgres did not answer'),
+          options.checkTemporal === undefined
+            ? undefined
+            : withTimeout(options.checkTemporal(), DEPENDENCY_CHECK_TIMEOUT_MS, 'Temporal did not answer'),
+        ]);
       } catch (error) {
         res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready: ${messageOf(error)}\n`);
         return;

@@ -90,9 +90,19 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
   }
 }
 
+// The options that take a value: the argument after one of them is its value, even when it starts with '-'.
+const VALUE_OPTIONS: ReadonlySet<string> = new Set([
+  '--state',
+  '--since',
+  '--limit',
+  '--reason',
+  '--as',
+  '--operator',
+]);
+
 function parseOptions(args: string[]) {
   return parseArgs({
-    args,
+    args: negativeNumbersAsPositionals(args),
     allowPositionals: true,
     strict: true,
     options: {
@@ -105,6 +115,24 @@ function parseOptions(args: string[]) {
       json: { type: 'boolean' },
     },
   });
+}
+
+/**
+ * `status -1` is an operator's typo for an order id, not an option: node:util would answer "Unknown option
+ * '-1'". No option starts with a digit, so such an argument is passed on as a positional (after `--`), and
+ * the order-id check then says what is wrong with it.
+ */
+function negativeNumbersAsPositionals(args: string[]): string[] {
+  const rest: string[] = [];
+  const numbers: string[] = [];
+  for (const [index, arg] of args.entries()) {
+    if (arg === '--') return [...rest, ...args.slice(index), ...numbers];
+    const previous = args[index - 1];
+    const isOptionValue = previous !== undefined && VALUE_OPTIONS.has(previous);
+    if (/^-[0-9]/.test(arg) && !isOptionValue) numbers.push(arg);
+    else rest.push(arg);
+  }
+  return numbers.length === 0 ? rest : [...rest, '--', ...numbers];
 }
 
 function onlyOrderId(command: string, positionals: string[]): string {

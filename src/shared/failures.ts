@@ -13,6 +13,11 @@ export const FailureType = {
   MailOutcomeUnknown: 'MailOutcomeUnknown',
   /** The claim is no longer this attempt's (an operator moved the row): the send made no request. */
   ClaimLost: 'ClaimLost',
+  /**
+   * Refused before any request: the order cannot be mailed as it is (its recipient is not one plain address,
+   * or it is larger than the configured limits). Permanent: an operator fixes the order, then resets.
+   */
+  MailRefused: 'MailRefused',
   /** The order does not exist, so there is nothing to send. */
   OrderNotFound: 'OrderNotFound',
   /** The workflow was started with something that is not an order id. */
@@ -76,6 +81,27 @@ export function orderNotFoundFailure(orderId: string): ApplicationFailure {
   return ApplicationFailure.create({
     type: FailureType.OrderNotFound,
     message: `Order ${orderId} does not exist; no mail was sent.`,
+    nonRetryable: true,
+    details: [details],
+  });
+}
+
+/**
+ * The send refused the mail before the dispatch fence, for good: recorded `failed`/`rejected`, never retried.
+ * `reason` names what to fix in words an operator understands, and never the address itself (personal data).
+ */
+export function mailRefusedFailure(orderId: string, errorCode: string, reason: string): ApplicationFailure {
+  const details: SendFailureDetails = {
+    outcome: 'rejected',
+    httpStatus: null,
+    errorCode,
+    reason,
+    retryAfterMs: null,
+    retryable: false,
+  };
+  return ApplicationFailure.create({
+    type: FailureType.MailRefused,
+    message: `Order ${orderId}: refused before sending, nothing was sent: ${reason}.`,
     nonRetryable: true,
     details: [details],
   });

@@ -278,9 +278,11 @@ function permanentFailure(
   // The workflow fails with the send's own type (MailRejected, OrderNotFound), so the UI and callers see it
   // first, with the activity's failure as its cause.
   const what =
-    outcome === 'rejected'
-      ? 'the mail API rejected the confirmation mail'
-      : 'the confirmation mail cannot be sent';
+    verdict.failureType === FailureType.MailRefused
+      ? 'the confirmation mail was refused before sending'
+      : outcome === 'rejected'
+        ? 'the mail API rejected the confirmation mail'
+        : 'the confirmation mail cannot be sent';
   return ApplicationFailure.create({
     type: verdict.failureType,
     message: `Order ${orderId}: ${what} (${describeDetails(verdict.details)}). Fix the cause, then reset this workflow to send again.`,

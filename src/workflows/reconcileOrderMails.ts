@@ -23,7 +23,14 @@ const MAX_STUCK_ORDERS_SHOWN = 100;
 export interface ReconcileInput {
   /** Set only by continue-as-new: where the previous run of this sweep stopped, and what it counted. */
   resumeAfter?: ConfirmedOrderCursor;
-  counted?: { found: number; started: number; alreadyStarted: number; batches: number };
+  counted?: {
+    found: number;
+    started: number;
+    alreadyStarted: number;
+    batches: number;
+    /** Orders not started because a workflow of another type holds their id (absent in older runs). */
+    conflicts?: number;
+  };
   /** Batches before continuing as new; the schedule leaves it at the default. */
   batchesPerRun?: number;
 }
@@ -33,6 +40,8 @@ export interface ReconcileReport {
   started: number;
   alreadyStarted: number;
   batches: number;
+  /** Orders not started because a workflow of another type holds their id; each is logged by the activity. */
+  conflicts?: number;
   stuck: StuckClaim[];
   /** More 'sending' rows than one sweep examines; the oldest were examined. */
   moreSendingRows: boolean;
@@ -54,6 +63,12 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
     counted.started += result.started;
     counted.alreadyStarted += result.alreadyStarted;
     counted.batches += 1;
+    if (result.conflicts !== undefined && result.conflicts.length > 0) {
+      counted.conflicts = (counted.conflicts ?? 0) + result.conflicts.length;
+      log.warn('Order mails not started: their workflow ids are held by workflows of another type', {
+        conflicts: result.conflicts,
+      });
+    }
     after = result.next;
     if (after === null) break;
   }

@@ -14,6 +14,7 @@ const SEND_FAILURE_TYPES: ReadonlySet<string> = new Set([
   FailureType.MailRejected,
   FailureType.MailNotSent,
   FailureType.MailOutcomeUnknown,
+  FailureType.MailRefused,
   FailureType.OrderNotFound,
 ]);
 

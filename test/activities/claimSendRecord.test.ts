@@ -56,6 +56,8 @@ function run(workflowId: string, runId: string, scheduledAt?: number) {
     namespace: 'default',
     workflowExecution: { workflowId, runId },
     scheduledTimestampMs: scheduledAt ?? nextScheduleTime,
+    // What the workflow gives the send (the mock's default of 1 s is shorter than the transport's deadline).
+    startToCloseTimeoutMs: testSettings().sendTimeoutMs,
   });
 }
 

@@ -64,6 +64,28 @@ describe('MAIL_PROVIDER=smtp', () => {
     expect(problems.join()).not.toContain('=p');
   });
 
+  it('the send timeout leaves room for the SMTP connect, which comes before the dispatch fence', () => {
+    const env = {
+      ...BASE,
+      SMTP_HOST: 'smtp.example.com',
+      MAIL_OVERALL_TIMEOUT_MS: '3000',
+      MAIL_CONNECT_TIMEOUT_MS: '5000',
+      SEND_ACTIVITY_TIMEOUT_MS: '8000',
+    };
+    // 3000 after the fence + 1000 to report + 2000 before the fence + 5000 to connect = 11000.
+    expect(problemsOf(env)).toEqual([
+      expect.stringMatching(
+        /^SEND_ACTIVITY_TIMEOUT_MS \(8000\) must be at least 11000: .*MAIL_CONNECT_TIMEOUT_MS \(5000, SMTP connects before the fence\)/,
+      ),
+    ]);
+    // The same timeouts over HTTP need no connect before the fence: 3000 + 1000 + 2000 fits in 8000.
+    const { MAIL_PROVIDER: _smtp, SMTP_HOST: _host, ...http } = env;
+    expect(() =>
+      loadConfig({ ...http, MAIL_API_BASE_URL: 'https://mail.example.com', MAIL_API_KEY: 'k' }),
+    ).not.toThrow();
+    expect(() => loadConfig({ ...env, MAIL_CONNECT_TIMEOUT_MS: '2000' })).not.toThrow();
+  });
+
   it('other providers have no SMTP part', () => {
     expect(
       loadConfig({ DATABASE_URL: BASE.DATABASE_URL, MAIL_API_KEY: 'k', MAIL_API_BASE_URL: 'http://x' }).smtp,

@@ -43,6 +43,17 @@ describe('loadConfig', () => {
       replyTo: null,
       subject: 'ご注文ありがとうございます',
     });
+    expect(config.mailLimits).toEqual({ maxOrderItems: 1_000, maxRenderedBytes: 1_000_000 });
+  });
+
+  it('reads the mail size limits, positive integers only', () => {
+    expect(
+      loadConfig({ ...REQUIRED, MAIL_MAX_ORDER_ITEMS: '200', MAIL_MAX_RENDERED_BYTES: '500000' }).mailLimits,
+    ).toEqual({ maxOrderItems: 200, maxRenderedBytes: 500_000 });
+    expect(problemsOf({ ...REQUIRED, MAIL_MAX_ORDER_ITEMS: '0', MAIL_MAX_RENDERED_BYTES: '1MB' })).toEqual([
+      expect.stringMatching(/MAIL_MAX_ORDER_ITEMS must be a positive integer/),
+      expect.stringMatching(/MAIL_MAX_RENDERED_BYTES must be a positive integer/),
+    ]);
   });
 
   it('reports every problem at once', () => {

@@ -9,6 +9,7 @@ import {
 } from '../../src/mail/genericMailApiClient';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox, type MailSandboxOptions } from '../../dev/sandbox/mailSandbox';
+import { waitFor } from '../support/testKit';
 
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -213,17 +214,38 @@ describe('failures before the request started', () => {
     expect(result).toMatchObject({ outcome: 'not_sent', errorCode: 'ECONNREFUSED' });
   });
 
-  it('a deadline that passes while queued behind a busy connection is not_sent: aborted at start', async () => {
+  it('a send that finds every connection busy until its fence deadline is not_sent, and never reaches the fence', async () => {
     const api = await sandbox();
     api.queueFault('3004', { kind: 'accept-then-hang' });
-    // One connection, so the second send waits in undici's queue while the first one hangs.
-    const transport = client(api.url, { connections: 1, headersTimeoutMs: 30_000, overallTimeoutMs: 400 });
-    const [first, second] = await Promise.all([transport.send(mail('3004')), transport.send(mail('3005'))]);
-
-    expect(first).toMatchObject({ outcome: 'unknown', errorCode: 'TimeoutError' });
-    // undici hands the already-aborted request to a fresh socket and aborts it inside the start callback.
-    expect(second).toMatchObject({ outcome: 'not_sent', errorCode: 'TimeoutError' });
+    // One connection: the second send waits for it (not in undici's queue, after the fence) while the first hangs.
+    const transport = client(api.url, { connections: 1, headersTimeoutMs: 30_000, overallTimeoutMs: 1_000 });
+    let fencesPassed = 0;
+    const gate = (waitMs: number) => ({
+      passFenceBy: performance.now() + waitMs,
+      passFence: async () => void (fencesPassed += 1),
+    });
+    const first = transport.send(mail('3004'), gate(1_000));
+    await waitFor('the first request to reach the sandbox', async () =>
+      api.requests().length > 0 ? true : undefined,
+    );
+    const second = await transport.send(mail('3005'), gate(100));
+    expect(second).toMatchObject({ outcome: 'not_sent', errorCode: 'CONNECTION_WAIT_TIMEOUT' });
+    expect(fencesPassed).toBe(1);
+    expect(await first).toMatchObject({ outcome: 'unknown', errorCode: 'TimeoutError' });
     expect(api.requests().map((r) => r.orderId)).toEqual(['3004']);
+  });
+
+  it('a fence that refuses: no request, the error passes through, and the connection serves the next send', async () => {
+    const api = await sandbox();
+    const transport = client(api.url, { connections: 1 });
+    const refusal = new Error('claim lost');
+    const refused = transport.send(mail('3006'), {
+      passFenceBy: performance.now() + 1_000,
+      passFence: () => Promise.reject(refusal),
+    });
+    await expect(refused).rejects.toBe(refusal);
+    expect(api.requests()).toEqual([]);
+    expect(await transport.send(mail('3007'))).toMatchObject({ outcome: 'accepted' });
   });
 
   it('a send after close() is not_sent: the closed pool refused it before anything was written', async () => {

@@ -8,7 +8,7 @@ import { classifySmtpAttempt, queueIdOf } from '../../src/mail/smtp/classifySmtp
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
 import type { SmtpFault } from '../../dev/sandbox/smtp/smtpFaults';
 import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
-import { testSmtpTransport } from '../support/testKit';
+import { testSmtpTransport, waitFor } from '../support/testKit';
 
 let sandbox: SmtpSandbox;
 let authSandbox: SmtpSandbox;
@@ -98,6 +98,53 @@ describe('the SMTP transport against the fault sandbox', () => {
     expect(wrong.outcome === 'rejected' && wrong.reason).toContain('SMTP_USER and SMTP_PASSWORD');
     const right = await transport(authSandbox.port, { user: 'shop', password: 'right' }).send(mail());
     expect(right.outcome).toBe('accepted');
+  });
+
+  it('the fence is passed only once a connection is held: a refused connection never reaches it', async () => {
+    const closed = await startSmtpSandbox();
+    await closed.close();
+    let fencesPassed = 0;
+    const result = await transport(closed.port).send(mail(), {
+      passFenceBy: performance.now() + 1_000,
+      passFence: async () => void (fencesPassed += 1),
+    });
+    expect(result).toMatchObject({ outcome: 'not_sent' });
+    expect(fencesPassed).toBe(0);
+  });
+
+  it('a pool busy until the fence deadline: not_sent, no fence, no transaction', async () => {
+    const pooled = transport(sandbox.port, { poolSize: 1 });
+    const slow = mail();
+    sandbox.queueFault(slow.orderId, { kind: 'hang-after-data', ms: 700 });
+    const first = pooled.send(slow);
+    // The first holds the pool's only connection: its message is in, its final reply held back.
+    await waitFor('the first message to reach the relay', async () =>
+      sandbox.messagesFor(slow.orderId).length > 0 ? true : undefined,
+    );
+    let fencesPassed = 0;
+    const waiting = mail();
+    const second = await pooled.send(waiting, {
+      passFenceBy: performance.now() + 200,
+      passFence: async () => void (fencesPassed += 1),
+    });
+    expect(second).toMatchObject({ outcome: 'not_sent', errorCode: 'CONNECTION_WAIT_TIMEOUT' });
+    expect(fencesPassed).toBe(0);
+    expect(sandbox.transactionsFor(waiting.orderId)).toEqual([]);
+    expect((await first).outcome).toBe('accepted');
+  });
+
+  it('a fence that refuses: no transaction, the error passes through, the session serves the next send', async () => {
+    const pooled = transport(sandbox.port, { poolSize: 1 });
+    const refusal = new Error('claim lost');
+    const refused = mail();
+    await expect(
+      pooled.send(refused, {
+        passFenceBy: performance.now() + 1_000,
+        passFence: () => Promise.reject(refusal),
+      }),
+    ).rejects.toBe(refusal);
+    expect(sandbox.transactionsFor(refused.orderId)).toEqual([]);
+    expect((await pooled.send(mail())).outcome).toBe('accepted');
   });
 
   it('reuses a pooled connection after success, and a fresh one after a failure', async () => {

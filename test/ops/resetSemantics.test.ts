@@ -85,8 +85,10 @@ async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure>
 
 describe('reset of a failed order after its cause was fixed', () => {
   it('sends exactly one new mail, attempts + 1, and the UI shows the way there', async () => {
-    // The sandbox answers 422 for an address it cannot deliver to: rejected, the workflow fails.
-    const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
+    // The provider refuses the recipient (422): rejected, the workflow fails. (An address that is not one
+    // plain address never gets that far: test/workflows/refusedBeforeSending.test.ts.)
+    const orderId = await createOrder(database.db, { customerEmail: 'undeliverable@example.com' });
+    sandbox.queueFault(orderId, { kind: 'status', status: 422 });
     const failure = await failureOf(start(orderId, workers['assume-sent'].taskQueue).then((h) => h.result()));
     expect(failure.type).toBe(FailureType.MailRejected);
     // What the UI shows of a failed run: the order, the reason and the HTTP status, and the filterable state.

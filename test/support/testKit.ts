@@ -77,7 +77,8 @@ export async function connectTestClient(): Promise<Client> {
 export function testSettings(overrides: Partial<OrderMailWorkflowSettings> = {}): OrderMailWorkflowSettings {
   return {
     unknownOutcomePolicy: 'assume-sent',
-    sendTimeoutMs: 6_000,
+    // 8 s: the transport's 3 s deadline after the fence, 1 s to report, 4 s before the fence.
+    sendTimeoutMs: 8_000,
     maxSendAttempts: 5,
     retryInitialIntervalMs: 200,
     retryMaxIntervalMs: 2_000,
@@ -148,6 +149,8 @@ export async function startTestWorker(
     taskQueue?: string;
     activities?: object;
     sendRateLimitPerSecond?: number;
+    /** Activities one worker runs at once (as WORKER_MAX_CONCURRENT_ACTIVITIES); 20 by default. */
+    maxConcurrentActivities?: number;
     reconcile?: ReconcileDependencies;
     /** Another Temporal server than the run's shared one (e.g. one with a Web UI). */
     temporal?: { address: string; namespace: string };
@@ -171,7 +174,7 @@ export async function startTestWorker(
     reconcileDependencies: options.reconcile,
     workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
     shutdownGraceTimeMs: 1_000,
-    maxConcurrentActivityTaskExecutions: 20,
+    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 20,
     sendRateLimitPerSecond: options.sendRateLimitPerSecond ?? null,
   });
   // Tests that simulate lost completions wrap the real activities; everything else runs them as deployed.

@@ -141,11 +141,11 @@ describe('orderConfirmationMail', () => {
     });
   }
 
-  it('an invalid recipient (the sandbox answers 422) is rejected, not retried', async () => {
+  it('an invalid recipient is refused before sending, not retried (test/workflows/refusedBeforeSending.test.ts)', async () => {
     const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
     const failure = await failureOfRun(orderId);
-    expect(failure.type).toBe(FailureType.MailRejected);
-    expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(1);
+    expect(failure.type).toBe(FailureType.MailRefused);
+    expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
   });
 
   it('429 with Retry-After: retried no earlier than the delay, one message, attempts counted', async () => {
@@ -219,7 +219,7 @@ describe('orderConfirmationMail', () => {
       expect(starts.filter((start) => start.status === 'already-started')).toHaveLength(19);
       await client.workflow.getHandle(orderId).result();
       // A start after completion is still "already started", and sends nothing.
-      expect(await startOrderConfirmationMail(clients[0], orderId)).toEqual({
+      expect(await startOrderConfirmationMail(clients[0], orderId)).toMatchObject({
         status: 'already-started',
         orderId,
       });

@@ -1,11 +1,20 @@
 // The SMTP transport: one message per send over a small pool of nodemailer SMTPConnections, classified by the
 // phase the transport tracks itself (docs/smtp-and-inbox.md). It never throws for what the network or the
 // relay did; a connection that saw any error is closed, never reused.
+// The dispatch fence is passed only once the send holds a connection (pooled, or connected and logged in
+// just now): waiting for a place in the pool and connecting happen before it, bounded by the fence deadline,
+// and end as "not sent" when they take too long. The overall deadline covers what follows the fence.
 
 import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { SendResult } from '../../shared/mailOutcome';
-import type { MailTransport, OutgoingMail } from '../types';
+import {
+  noConnectionInTime,
+  openGate,
+  type DispatchGate,
+  type MailTransport,
+  type OutgoingMail,
+} from '../types';
 import { classifySmtpAttempt, type SmtpAttempt } from './classifySmtpAttempt';
 import { buildSmtpMessage, envelopeAddress, orderEnvelopeId } from './smtpMessage';
 
@@ -20,11 +29,11 @@ export interface SmtpConfig {
   user: string | null;
   password: string | null;
   poolSize: number;
-  /** TCP, TLS and the greeting. A failure here is always "not sent". */
+  /** TCP, TLS, the greeting and AUTH, all before the fence. A failure here is always "not sent". */
   connectTimeoutMs: number;
   /** Silence on the socket; after the final '.' every firing is an unknown outcome, so keep it generous. */
   replyTimeoutMs: number;
-  /** Deadline for the whole send; must stay under the send activity's timeout. */
+  /** Deadline for everything after the dispatch fence: the envelope, the data and the final reply. */
   overallTimeoutMs: number;
 }
 
@@ -34,7 +43,11 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
   const waiting: (() => void)[] = [];
   let closed = false;
 
-  async function takeSlot(): Promise<SMTPConnection | null> {
+  /**
+   * A pooled connection, null for "open one of your own" (a free place in the pool), or 'timed-out' when
+   * neither came before `until` (a performance.now() time). Waiting is bounded: the fence comes after it.
+   */
+  async function takeSlot(until: number): Promise<SMTPConnection | null | 'timed-out'> {
     for (;;) {
       const reusable = idle.pop();
       if (reusable !== undefined) {
@@ -45,7 +58,21 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
         open += 1;
         return null;
       }
-      await new Promise<void>((resolve) => waiting.push(resolve));
+      const waitMs = until - performance.now();
+      if (waitMs <= 0) return 'timed-out';
+      const woken = await new Promise<boolean>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        const timer = setTimeout(() => {
+          const index = waiting.indexOf(wake);
+          if (index !== -1) waiting.splice(index, 1);
+          resolve(false);
+        }, waitMs);
+        waiting.push(wake);
+      });
+      if (!woken) return 'timed-out';
     }
   }
 
@@ -74,47 +101,67 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
     waiting.shift()?.();
   }
 
-  async function send(mail: OutgoingMail): Promise<SendResult> {
+  async function send(
+    mail: OutgoingMail,
+    gate: DispatchGate = openGate(config.overallTimeoutMs),
+  ): Promise<SendResult> {
     // Built before anything is dispatched: a composition bug surfaces as a thrown error, not as an outcome.
     const message = await buildSmtpMessage(mail);
-    const pooled = await takeSlot();
-    const attempt: SmtpAttempt = {
-      phase: pooled === null ? 'connect' : 'envelope',
-      error: null,
-      response: null,
-    };
-    let connection = pooled;
+    const waitStartedAt = performance.now();
+    const slot = await takeSlot(gate.passFenceBy);
+    if (slot === 'timed-out') {
+      return noConnectionInTime(
+        `SMTP connection (SMTP_POOL_SIZE=${config.poolSize})`,
+        performance.now() - waitStartedAt,
+      );
+    }
+
+    // 1. Hold a connection: a pooled one, or a new one connected (and authenticated) now, before the fence.
+    const attempt: SmtpAttempt = { phase: 'connect', error: null, response: null };
+    let connection = slot;
+    if (connection === null) {
+      try {
+        connection = await openConnection(config, attempt, gate.passFenceBy);
+      } catch (error) {
+        attempt.error = error;
+        giveBack(null, false);
+        return classifySmtpAttempt(attempt);
+      }
+    }
+
+    // 2. The fence. Whatever it throws, no byte of this message was sent: the session is still clean.
+    try {
+      await gate.passFence();
+    } catch (error) {
+      giveBack(connection, true);
+      throw error;
+    }
+
+    // 3. The transaction, under the overall deadline, which starts here and covers everything after the fence.
+    const held = connection;
+    attempt.phase = 'envelope';
     let deadline: NodeJS.Timeout | undefined;
     try {
-      const run = async (): Promise<string> => {
-        if (connection === null) {
-          connection = await connect(config);
-          attempt.phase = 'auth';
-          if (config.user !== null) await login(connection, config.user, config.password ?? '');
-        }
-        attempt.phase = 'envelope';
-        // SMTPConnection pipes this into the DATA stream only after 354, and writes the final '.' when it
-        // ends: its 'end' is the moment the relay may have the message.
-        const body = Readable.from([message]);
-        body.once('end', () => (attempt.phase = 'after-data'));
-        return sendOn(connection, mail, body);
-      };
+      // SMTPConnection pipes this into the DATA stream only after 354, and writes the final '.' when it ends:
+      // its 'end' is the moment the relay may have the message.
+      const body = Readable.from([message]);
+      body.once('end', () => (attempt.phase = 'after-data'));
+      const running = sendOn(held, mail, body);
+      // After the deadline the send's own failure has nobody waiting for it.
+      running.catch(() => undefined);
       const timedOut = new Promise<never>((_, reject) => {
         deadline = setTimeout(() => {
-          connection?.close();
+          held.close();
           reject(Object.assign(new Error('overall send deadline passed'), { code: 'ETIMEDOUT' }));
         }, config.overallTimeoutMs);
       });
-      const running = run();
-      // After the deadline the send's own failure has nobody waiting for it.
-      running.catch(() => undefined);
       attempt.response = await Promise.race([running, timedOut]);
     } catch (error) {
       attempt.error = error;
     } finally {
       clearTimeout(deadline);
     }
-    giveBack(connection, attempt.error === null);
+    giveBack(held, attempt.error === null);
     return classifySmtpAttempt(attempt);
   }
 
@@ -123,7 +170,45 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
     for (const connection of idle.splice(0)) connection.quit();
   }
 
-  return { send, close };
+  return { deadlineAfterFenceMs: config.overallTimeoutMs, send, close };
+}
+
+/**
+ * Connects, and logs in when configured, within MAIL_CONNECT_TIMEOUT_MS and before the fence deadline,
+ * tracking the phase in `attempt`. Any failure here is before the message: classified not sent (or a
+ * rejected login). A connection that did not make it in time is closed.
+ */
+async function openConnection(
+  config: SmtpConfig,
+  attempt: SmtpAttempt,
+  passFenceBy: number,
+): Promise<SMTPConnection> {
+  const limitMs = Math.max(0, Math.min(config.connectTimeoutMs, passFenceBy - performance.now()));
+  const work = (async () => {
+    const connection = await connect(config);
+    attempt.phase = 'auth';
+    try {
+      if (config.user !== null) await login(connection, config.user, config.password ?? '');
+    } catch (error) {
+      connection.close();
+      throw error;
+    }
+    return connection;
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  const tooLate = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      // A connection that still arrives is closed as soon as it does.
+      work.then((late) => late.close()).catch(() => undefined);
+      const error = new Error(`connecting took longer than the ${Math.round(limitMs)} ms it may take`);
+      reject(Object.assign(error, { code: 'ETIMEDOUT' }));
+    }, limitMs);
+  });
+  try {
+    return await Promise.race([work, tooLate]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function connect(config: SmtpConfig): Promise<SMTPConnection> {

@@ -1,0 +1,78 @@
+// The gauges the worker reads from order_mail_log at each scrape (src/metrics, deploy/prometheus/alerts.yml).
+// Read-only, and cheap on a large table: every scan is bounded by the (state, updated_at) index.
+//
+// "Stuck in sending" (G2: every claimed mail ends sent or failed) is defined so that a healthy backlog never
+// counts. A row in 'sending' is stuck when:
+//   - dispatched: it passed the dispatch fence longer ago than the send timeout plus a grace. Its send has
+//     ended by then one way or another (the transport's deadline fits inside the timeout), and the record
+//     follows within seconds; nothing recorded it.
+//   - not dispatched: it was claimed longer ago than the send timeout plus a grace, AND longer than twice the
+//     wait its queue explains. Sends wait in Temporal's task queue (under MAIL_SEND_RATE_LIMIT_PER_SECOND, or
+//     behind busy workers) before the fence, so age alone means nothing. The queue explains a wait of
+//     A × W / L: the A sends that were waiting when this row was claimed, at the rate sends have actually left
+//     the queue since (L of them in its W seconds). A row that waits while more than twice the sends ahead of
+//     it have gone by was left behind (its run closed, its send never scheduled), not queued. With nothing
+//     leaving at all, only a row with nothing ahead of it counts: a queue that does not move at all is a
+//     fleet that does not poll, which the no-poller alert reports.
+import type { Database } from './pool';
+
+/** After a send timed out or ended, the record runs within seconds; a minute covers its retries. */
+export const STUCK_GRACE_MS = 60_000;
+/** How much longer than its queue explains a claim may wait before it counts as left behind. */
+export const QUEUE_EXPLANATION_FACTOR = 2;
+
+export interface StuckSendingRows {
+  /** Passed the fence longer ago than the send timeout + grace: the outcome is unknown and unrecorded. */
+  dispatched: number;
+  /** Never passed the fence, and waited far longer than its queue explains: no request was made. */
+  undispatched: number;
+}
+
+export async function countStuckSending(
+  db: Database,
+  settings: { sendTimeoutMs: number },
+): Promise<StuckSendingRows> {
+  const thresholdSeconds = (settings.sendTimeoutMs + STUCK_GRACE_MS) / 1000;
+  const { rows } = await db.query<StuckSendingRows>(
+    `WITH candidates AS (
+       SELECT claimed_at FROM order_mail_log
+        WHERE state = 'sending' AND dispatched_at IS NULL
+          AND claimed_at < now() - make_interval(secs => $1)
+     ), since AS (
+       SELECT min(claimed_at) AS at FROM candidates
+     ), active AS (
+       -- Every row that may have been waiting at a candidate's claim, or left the queue after it. A row
+       -- leaves the queue when it passes the fence, or when it settles without passing it.
+       SELECT log.claimed_at,
+              COALESCE(log.dispatched_at, CASE WHEN log.state <> 'sending' THEN log.updated_at END) AS left_at
+         FROM order_mail_log AS log, since
+        WHERE since.at IS NOT NULL AND (log.state = 'sending' OR log.updated_at > since.at)
+     ), events AS (
+       -- A sweep over time: a claim joins the queue, leaving it leaves; a probe reads the queue at a
+       -- candidate's claim. At one instant leaves come first, then claims (those of the same instant count as
+       -- ahead: which went first is not known), then the probe, which does not count its own claim.
+       SELECT claimed_at AS at, 1 AS kind, 1 AS joined, 0 AS leaving FROM active
+       UNION ALL SELECT left_at, 0, -1, 1 FROM active WHERE left_at IS NOT NULL
+       UNION ALL SELECT claimed_at, 2, 0, 0 FROM candidates
+     ), swept AS (
+       SELECT at, kind,
+              sum(joined) OVER running AS ahead,
+              sum(leaving) OVER running AS left_before,
+              sum(leaving) OVER () AS left_total
+         FROM events
+       WINDOW running AS (ORDER BY at, kind ROWS UNBOUNDED PRECEDING)
+     ), probes AS (
+       SELECT extract(epoch FROM now() - at)::float8 AS waited, (ahead - 1)::float8 AS ahead,
+              (left_total - left_before)::float8 AS left_since
+         FROM swept WHERE kind = 2
+     )
+     SELECT
+       (SELECT count(*)::int FROM order_mail_log
+         WHERE state = 'sending' AND dispatched_at < now() - make_interval(secs => $1)) AS dispatched,
+       (SELECT count(*)::int FROM probes
+         WHERE CASE WHEN left_since = 0 THEN ahead = 0
+                    ELSE waited > $1 + $2 * ahead * waited / left_since END) AS undispatched`,
+    [thresholdSeconds, QUEUE_EXPLANATION_FACTOR],
+  );
+  return rows[0] ?? { dispatched: 0, undispatched: 0 };
+}

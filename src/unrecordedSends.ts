@@ -1,0 +1,68 @@
+// The sends this worker process ran whose outcome may not be recorded yet. The record runs in the workflow's
+// next workflow task (a local activity), so a worker that stopped polling workflow tasks together with
+// activity tasks would leave each send it let finish on shutdown in 'sending' until another worker came by.
+// A stopping worker therefore stops its activity worker first, keeps its workflow worker going, and waits
+// here (bounded by the grace time) until every send it ran has been recorded, by itself or anyone else.
+import type { OrderMailActivities } from './activities';
+import { countStillSending, type SendAttemptKey } from './db/unrecordedSends';
+import type { Database } from './db/pool';
+
+// Long after any record would have run: such an entry was recorded elsewhere, or its run went away.
+const FORGET_AFTER_MS = 60 * 60_000;
+const POLL_EVERY_MS = 200;
+
+export class UnrecordedSends {
+  private readonly sends = new Map<string, SendAttemptKey & { since: number }>();
+
+  /** The activities, with their sends and records counted; otherwise unchanged. */
+  track(activities: OrderMailActivities): OrderMailActivities {
+    return {
+      ...activities,
+      sendOrderMail: async (input) => {
+        this.add(input);
+        return activities.sendOrderMail(input);
+      },
+      recordOrderMailOutcome: async (input) => {
+        const recorded = await activities.recordOrderMailOutcome(input);
+        this.sends.delete(keyOf(input));
+        return recorded;
+      },
+    };
+  }
+
+  get size(): number {
+    return this.sends.size;
+  }
+
+  /**
+   * Resolves once none of the sends run here is still 'sending' under its own claim and attempt, or at
+   * `deadline` (Date.now() time). Returns how many were left unrecorded.
+   */
+  async waitUntilRecorded(db: Database, deadline: number): Promise<number> {
+    for (;;) {
+      const sends = [...this.sends.values()];
+      const left = await countStillSending(db, sends).catch(() => sends.length);
+      if (left === 0) {
+        this.sends.clear();
+        return 0;
+      }
+      if (Date.now() >= deadline) return left;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_EVERY_MS, deadline - Date.now())));
+    }
+  }
+
+  private add(send: SendAttemptKey): void {
+    const now = Date.now();
+    for (const [key, entry] of this.sends) if (now - entry.since > FORGET_AFTER_MS) this.sends.delete(key);
+    this.sends.set(keyOf(send), {
+      orderId: send.orderId,
+      claimToken: send.claimToken,
+      attempt: send.attempt,
+      since: now,
+    });
+  }
+}
+
+function keyOf(send: SendAttemptKey): string {
+  return `${send.orderId}/${send.claimToken}/${send.attempt}`;
+}

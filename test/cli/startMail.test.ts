@@ -1,0 +1,41 @@
+// `npm run start-mail` as a cron job runs it: ids on stdin. No ids is a mistake (an empty export, a broken
+// pipe), never a silent success: the command says so and exits non-zero, and starts nothing.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { expect, inject, it } from 'vitest';
+
+const PROJECT_ROOT = path.join(__dirname, '..', '..');
+
+function startMail(stdin: string | null): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/start-mail.ts'], {
+    cwd: PROJECT_ROOT,
+    // The run's real Temporal server: a command that went on to connect would succeed, not fail by accident.
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+      TEMPORAL_TASK_QUEUE: 'start-mail-cli-test',
+    },
+    stdio: [stdin === null ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  if (stdin !== null) child.stdin?.end(stdin);
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stderr, stdout })));
+}
+
+it('ids from /dev/null: a clear error and a non-zero exit, nothing started', async () => {
+  const { code, stderr, stdout } = await startMail(null);
+  expect(code).toBe(2);
+  expect(stderr).toMatch(/no order id/i);
+  expect(stdout).toBe('');
+});
+
+it('only empty lines on stdin: the same', async () => {
+  const { code, stderr, stdout } = await startMail('\n  \n\n');
+  expect(code).toBe(2);
+  expect(stderr).toMatch(/no order id/i);
+  expect(stdout).toBe('');
+});

@@ -1,0 +1,47 @@
+// The operator CLI's grammar alone (pure): what an operator's typo turns into.
+import { describe, expect, it } from 'vitest';
+import { parseOpsCommand, UsageError } from '../../src/ops/opsCommand';
+
+function usageErrorOf(argv: string[]): UsageError {
+  try {
+    parseOpsCommand(argv);
+  } catch (error) {
+    if (error instanceof UsageError) return error;
+    throw error;
+  }
+  throw new Error(`parsed without an error: ${argv.join(' ')}`);
+}
+
+describe('parseOpsCommand', () => {
+  it('a negative order id is an invalid order id, not an unknown option', () => {
+    for (const argv of [
+      ['status', '-1'],
+      ['status', '-12', '--json'],
+      ['retry', '-1', '--reason', 'customer asked'],
+      ['resolve', '-5', '--as', 'sent', '--reason', 'checked'],
+    ]) {
+      const error = usageErrorOf(argv);
+      expect({ argv, message: error.message }).toEqual({
+        argv,
+        message: expect.stringMatching(/invalid order id/i) as unknown,
+      });
+      expect(error.message).not.toMatch(/unknown option/i);
+    }
+  });
+
+  it('an option value that looks negative stays the option value', () => {
+    expect(usageErrorOf(['list', '--state', 'failed', '--limit', '-5']).message).toMatch(/--limit/);
+  });
+
+  it('a real unknown option is still named', () => {
+    expect(usageErrorOf(['status', '12', '--bogus']).message).toMatch(/Unknown option '--bogus'/);
+  });
+
+  it('parses a good status command', () => {
+    expect(parseOpsCommand(['status', '42', '--json'])).toEqual({
+      name: 'status',
+      orderId: '42',
+      json: true,
+    });
+  });
+});
