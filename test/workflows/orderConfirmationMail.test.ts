@@ -5,7 +5,7 @@ import { activityInfo } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../src/activities';
+import { createActivities, type ClaimOrderMailInput } from '../../src/activities';
 import {
   startOrderConfirmationMail,
   describeOrderConfirmationMail,
@@ -262,7 +262,7 @@ describe('lost completions and re-executions', () => {
     // The first attempt commits its claim, then "loses" its completion; Temporal retries the activity.
     const activities = {
       ...real,
-      claimOrderMail: async (input: { orderId: string }) => {
+      claimOrderMail: async (input: ClaimOrderMailInput) => {
         const result = await real.claimOrderMail(input);
         if (activityInfo().attempt === 1)
           throw ApplicationFailure.retryable('completion lost after commit', 'TestLostCompletion');

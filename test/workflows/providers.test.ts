@@ -136,8 +136,8 @@ describe('Resend: an unknown outcome within the idempotency window', () => {
     });
     const requests = sandbox.requests().filter((request) => request.orderId === orderId);
     expect(requests.map((request) => [request.idempotencyKey, request.status, request.replayed])).toEqual([
-      [orderConfirmationIdempotencyKey(orderId), 'dropped', false],
-      [orderConfirmationIdempotencyKey(orderId), 200, true],
+      [orderConfirmationIdempotencyKey(orderId, 0), 'dropped', false],
+      [orderConfirmationIdempotencyKey(orderId, 0), 200, true],
     ]);
     expect(await readMailLog(database.db, orderId)).toMatchObject({
       state: 'sent',
