@@ -5,6 +5,7 @@ import type {
   StuckClaim,
 } from '../activities/reconcileActivities';
 import { OrderMailStuckOrders } from '../shared/searchAttributes';
+import { decideUnknownOutcome } from '../shared/unknownOutcome';
 
 // Each batch is a bounded query plus up to a batch of idempotent starts: retried freely, since a start that
 // already happened reports 'already started'. Two minutes leave room for a slow Temporal or Postgres.
@@ -35,6 +36,11 @@ export interface ReconcileInput {
   batchesPerRun?: number;
 }
 
+export interface SettledStuckClaim extends StuckClaim {
+  /** released: it never dispatched, now failed/not_sent; settled: by the policy; changed: someone acted first. */
+  settlement: 'released' | 'settled' | 'changed';
+}
+
 export interface ReconcileReport {
   found: number;
   started: number;
@@ -42,7 +48,8 @@ export interface ReconcileReport {
   batches: number;
   /** Orders not started because a workflow of another type holds their id; each is logged by the activity. */
   conflicts?: number;
-  stuck: StuckClaim[];
+  /** Rows that were stuck in 'sending' under a closed run, and what the sweep did with each. */
+  stuck: SettledStuckClaim[];
   /** More 'sending' rows than one sweep examines; the oldest were examined. */
   moreSendingRows: boolean;
 }
@@ -50,8 +57,12 @@ export interface ReconcileReport {
 /**
  * The reconciliation sweep (DESIGN.md §7, G3), run by a Schedule every few minutes (`npm run setup`):
  * starts `orderConfirmationMail` for confirmed orders past the grace period that have no log row, in bounded
- * batches, and reports rows stuck in 'sending' whose run is closed, on the OrderMailStuckOrders search
- * attribute and in the log. Running it twice changes nothing: every start is idempotent by workflow id.
+ * batches, and settles rows stuck in 'sending' whose run is closed (terminated, cancelled without cleanup),
+ * with the claim's fences: never dispatched → released as failed/not_sent, so the next retry or reset sends
+ * it (the sweep does not start the mail itself: a terminate is an operator's decision about this run, which
+ * the sweep only makes true in the row); dispatched → settled by the policy, decided here by the same
+ * function as the workflow's own unknowns. Each lands in the audit trail and on the OrderMailStuckOrders
+ * search attribute. Running it twice changes nothing: every start is idempotent, every settlement fenced.
  */
 export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<ReconcileReport> {
   const counted = input.counted ?? { found: 0, started: 0, alreadyStarted: 0, batches: 0 };
@@ -77,7 +88,24 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
     return continueAsNew<typeof reconcileOrderMails>({ resumeAfter: after, counted, batchesPerRun });
   }
 
-  const { stuck, more } = await sweep.findStuckMailClaims();
+  const found = await sweep.findStuckMailClaims();
+  const { more } = found;
+  const stuck: SettledStuckClaim[] = [];
+  for (const claim of found.stuck) {
+    // No attempt follows a closed run's claim here, so an unknown outcome goes to the policy.
+    const decision = decideUnknownOutcome({
+      dispatched: claim.dispatched,
+      policy: found.unknownOutcomePolicy,
+      idempotency: null,
+      sinceKeyFirstDispatchMs: null,
+      delayBeforeRetryMs: 0,
+      sendTimeoutMs: 0,
+      anotherAttemptFollows: false,
+      providerError: null,
+    });
+    const settled = await sweep.settleClosedRunClaim({ claim, decision });
+    stuck.push({ ...claim, settlement: settled.kind });
+  }
   if (stuck.length > 0) {
     upsertSearchAttributes([
       {
@@ -85,9 +113,9 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
         value: stuck.slice(0, MAX_STUCK_ORDERS_SHOWN).map((claim) => claim.orderId),
       },
     ]);
-    log.warn('Order mails stuck in sending although the run holding the claim is closed', {
-      orders: stuck.map((claim) => claim.orderId),
-      hint: 'npm run ops -- retry <orderId> --reason "…" applies the orphaned-claim rules',
+    log.warn('Order mails were stuck in sending under a closed run; settled', {
+      orders: stuck.map((claim) => `${claim.orderId}: ${claim.settlement}`),
+      hint: 'a released mail is sent by: npm run ops -- retry <orderId> --reason "…"',
     });
   }
   log.info('Reconciliation finished', { ...counted, stuck: stuck.length });
