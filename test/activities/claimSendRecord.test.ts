@@ -261,6 +261,77 @@ describe('claim', () => {
     }
   });
 
+  it('orders claims by the workflow’s time, not the worker’s: a claim on a slow-clocked worker still reclaims', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const firstIssued = Date.now();
+    const first = claimed(await claim(run(orderId, 'run-a', firstIssued), acts, orderId));
+    await exec(run(orderId, 'run-a', firstIssued), acts.recordOrderMailOutcome, {
+      orderId,
+      claimToken: first.claimToken,
+      attempt: 1,
+      state: 'failed',
+      outcome: 'not_sent',
+      unknownPolicy: null,
+      providerMessageId: null,
+      httpStatus: 503,
+      error: 'HTTP 503',
+      expectDispatched: null,
+    });
+    // The run's next claim, after its backoff, lands on a worker whose clock is 30 s behind: the worker stamps
+    // the activity 30 s before the first claim, while the workflow issued it 2 s after.
+    const slowWorker = run(orderId, 'run-a', firstIssued + 2_000, firstIssued - 30_000);
+    expect(claimed(await claim(slowWorker, acts, orderId))).toMatchObject({
+      attempt: 2,
+      how: 'reclaimed-failed',
+    });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending', attempts: 2 });
+  });
+
+  it('a late claim from a closed run on a fast-clocked worker leaves the open run’s claim alone', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const closedIssued = Date.now();
+    // The open run (a reset) claims 5 s later on a worker with a good clock.
+    const openRun = run(orderId, 'run-b', closedIssued + 5_000);
+    const b = claimed(await claim(openRun, acts, orderId));
+    // The closed run's claim, issued before the reset, only executes now, on a worker 60 s ahead.
+    const fastWorker = run(orderId, 'run-a', closedIssued, closedIssued + 60_000);
+    expect(await claim(fastWorker, acts, orderId)).toMatchObject({
+      kind: 'held-elsewhere',
+      sameWorkflow: true,
+    });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'sending',
+      attempts: 1,
+      claimToken: b.claimToken,
+    });
+    expect((await exec(openRun, acts.sendOrderMail, sendInput(orderId, b))).outcome).toBe('accepted');
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('equal issue times order nothing: neither claim takes the row from the other', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const at = Date.now();
+    const a = claimed(await claim(run(orderId, 'run-a', at), acts, orderId));
+    expect(await claim(run(orderId, 'run-b', at), acts, orderId)).toMatchObject({
+      kind: 'held-elsewhere',
+      sameWorkflow: true,
+    });
+    // Its own claim is recognised whatever the times: a retry of run-a's claim.
+    expect(claimed(await claim(run(orderId, 'run-a', at), acts, orderId))).toMatchObject({
+      how: 'own-claim',
+      attempt: 1,
+      claimToken: a.claimToken,
+    });
+    // A claim issued later takes the undispatched claim over (run-a is closed by then).
+    expect(claimed(await claim(run(orderId, 'run-c', at + 1), acts, orderId))).toMatchObject({
+      how: 'took-over-undispatched',
+      attempt: 2,
+    });
+  });
+
   it('does not touch a claim held by another workflow id', async () => {
     const acts = activitiesWith();
     const orderId = await createOrder(database.db);
