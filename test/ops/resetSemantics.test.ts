@@ -131,6 +131,29 @@ describe('reset of a failed order after its cause was fixed', () => {
   });
 });
 
+describe('reset of a run that gave up', () => {
+  it('the new run gets its full attempts again, with its backoff from the beginning', async () => {
+    // testSettings: 5 attempts a run, backoff 200 ms doubling to 2 s. Seven refusals: run 1 uses 5 and gives up.
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 503 }, 7);
+    const failure = await failureOf(start(orderId, workers['assume-sent'].taskQueue).then((h) => h.result()));
+    expect(failure.type).toBe(FailureType.MailNotSentGaveUp);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'failed', attempts: 5 });
+
+    const handle = await reset(orderId);
+    const result = await handle.result();
+
+    // Attempts 6 and 7 of the order are refused too; the run's third attempt (8) is accepted.
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 8 });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    const timers = ((await handle.fetchHistory()).events ?? []).flatMap((event) => {
+      const timeout = event.timerStartedEventAttributes?.startToFireTimeout;
+      return timeout ? [Number(timeout.seconds ?? 0) * 1000 + Math.round((timeout.nanos ?? 0) / 1e6)] : [];
+    });
+    expect(timers).toEqual([200, 400]);
+  });
+});
+
 describe('reset of a sent order', () => {
   it('sends nothing; the run completes saying why, and the row is untouched', async () => {
     const orderId = await createOrder(database.db);
