@@ -19,7 +19,6 @@ import {
   OrderMailState,
 } from '../../src/shared/searchAttributes';
 import { orderConfirmationMail, type OrderMailResult } from '../../src/workflows/orderConfirmationMail';
-import { saveHistoryIfRequested } from '../support/replayHistories';
 import {
   createOrder,
   openWorkflowTestBed,
@@ -127,7 +126,6 @@ describe('reset of a failed order after its cause was fixed', () => {
       attempts: 2,
       httpStatus: 202,
     });
-    saveHistoryIfRequested(orderId, 'reset-after-rejected-then-accepted');
   });
 });
 
@@ -169,7 +167,6 @@ describe('reset of a sent order', () => {
     expect(await readMailLog(database.db, orderId)).toEqual(before);
     expect(await listAttempts(database.db, orderId)).toHaveLength(1);
     expect(await shownInUi(orderId)).toMatchObject({ status: 'COMPLETED', state: 'sent', attempts: 1 });
-    saveHistoryIfRequested(orderId, 'reset-of-sent');
   });
 });
 

@@ -12,6 +12,7 @@ import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient'
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
 import { EXPLANATION_MEMO, orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
+import { ActivityHolds } from '../support/heldActivities';
 import {
   connectTestClient,
   createOrder,
@@ -31,15 +32,7 @@ let mail: MailTransport;
 let client: Client;
 let worker: RunningTestWorker;
 
-interface Hold {
-  step: 'claim' | 'record';
-  entered: boolean;
-  release: () => void;
-  done: Promise<unknown> | null;
-}
-
-/** Activities of an order held at the named step until released. */
-const holds = new Map<string, Hold>();
+const holds = new ActivityHolds();
 
 beforeAll(async () => {
   database = await openTestDatabase('cancel');
@@ -61,32 +54,11 @@ beforeAll(async () => {
     workerIdentity: 'cancel-test',
     mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
   };
-  const real = createActivities(deps);
-  const held = <Input extends { orderId: string }, Output>(
-    step: 'claim' | 'record',
-    activity: (input: Input) => Promise<Output>,
-  ) => {
-    return (input: Input): Promise<Output> => {
-      const hold = holds.get(input.orderId);
-      if (hold === undefined || hold.step !== step || hold.entered) return activity(input);
-      hold.entered = true;
-      const gate = new Promise<void>((resolve) => (hold.release = resolve));
-      const done = gate.then(() => activity(input));
-      hold.done = done;
-      return done;
-    };
-  };
-  worker = await startTestWorker(deps, {
-    activities: {
-      ...real,
-      claimOrderMail: held('claim', real.claimOrderMail),
-      recordOrderMailOutcome: held('record', real.recordOrderMailOutcome),
-    },
-  });
+  worker = await startTestWorker(deps, { activities: holds.wrap(createActivities(deps)) });
 });
 
 afterAll(async () => {
-  for (const hold of holds.values()) hold.release();
+  holds.releaseAll();
   await worker.stop();
   await client.connection.close();
   await mail.close();
@@ -100,12 +72,6 @@ function start(orderId: string) {
     taskQueue: worker.taskQueue,
     args: [orderId],
   });
-}
-
-function holdAt(orderId: string, step: 'claim' | 'record'): Hold {
-  const hold: Hold = { step, entered: false, release: () => undefined, done: null };
-  holds.set(orderId, hold);
-  return hold;
 }
 
 /** How the run ended: its result (a CancelledFailure, for a cancelled run), status and memo. */
@@ -145,7 +111,7 @@ async function cancelSeen(handle: WorkflowHandle): Promise<void> {
 describe('cancel', () => {
   it('during the claim: the claim is released as not sent, nothing is sent, Cancelled', async () => {
     const orderId = await createOrder(database.db);
-    const hold = holdAt(orderId, 'claim');
+    const hold = holds.holdAt(orderId, 'claim');
     const handle = await start(orderId);
     await waitFor('the claim to be under way', async () => (hold.entered ? true : undefined));
     await handle.cancel();
@@ -215,7 +181,7 @@ describe('cancel', () => {
 
   it('during the record: the record completes, the row is settled, one message, Cancelled', async () => {
     const orderId = await createOrder(database.db);
-    const hold = holdAt(orderId, 'record');
+    const hold = holds.holdAt(orderId, 'record');
     const handle = await start(orderId);
     await waitFor('the record to be under way', async () => (hold.entered ? true : undefined));
     await handle.cancel();

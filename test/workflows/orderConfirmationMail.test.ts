@@ -26,7 +26,6 @@ import {
   type TestDatabase,
   type WorkflowTestBed,
 } from '../support/testKit';
-import { saveHistoryIfRequested } from '../support/replayHistories';
 
 let database: TestDatabase;
 let sandbox: MailSandbox;
@@ -81,7 +80,6 @@ describe('orderConfirmationMail', () => {
       httpStatus: 202,
     });
     expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('COMPLETED');
-    saveHistoryIfRequested(orderId, 'accepted');
   });
 
   for (const fault of [
@@ -99,7 +97,6 @@ describe('orderConfirmationMail', () => {
         outcome: 'unknown',
         unknownPolicy: 'assume-sent',
       });
-      if (fault.kind === 'accept-then-drop') saveHistoryIfRequested(orderId, 'unknown-assume-sent');
     });
 
     it(`${fault.kind} under assume-failed: failed/unknown, then claimed and sent again, as the policy says`, async () => {
@@ -113,9 +110,6 @@ describe('orderConfirmationMail', () => {
         { attempt: 1, state: 'failed', outcome: 'unknown', unknownPolicy: 'assume-failed' },
         { attempt: 2, state: 'sent', outcome: 'accepted' },
       ]);
-      if (fault.kind === 'accept-then-drop') {
-        saveHistoryIfRequested(orderId, 'unknown-assume-failed-then-accepted');
-      }
     });
   }
 
@@ -137,7 +131,6 @@ describe('orderConfirmationMail', () => {
         httpStatus: status,
       });
       expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('FAILED');
-      saveHistoryIfRequested(orderId, `rejected-${status}`);
     });
   }
 
@@ -157,7 +150,6 @@ describe('orderConfirmationMail', () => {
     const [first, second] = await listAttempts(database.db, orderId);
     expect(first).toMatchObject({ outcome: 'not_sent', httpStatus: 429 });
     expect(second!.claimedAt.getTime() - first!.finishedAt.getTime()).toBeGreaterThanOrEqual(2_000);
-    saveHistoryIfRequested(orderId, 'retry-after-429');
   });
 
   it('503: retried after the backoff, one message, attempts counted', async () => {
