@@ -52,7 +52,7 @@ export async function resolveOrderMail(
   if (act === null) {
     throw new OpsRefusal(
       'CHANGED_MEANWHILE',
-      `Order ${orderId}'s mail log row changed while resolving it (a send finished?); nothing was changed. ` +
+      `Order ${orderId}'s mail log row changed while resolving it (a send dispatched or finished?); nothing was changed. ` +
         `Look again: npm run ops -- status ${orderId}`,
     );
   }
