@@ -32,6 +32,8 @@ export const RECORDED_PATHS = [
   'cancel-during-record',
   'claim-reexecuted',
   'record-reexecuted',
+  // The reconciliation sweep (reconcileOrderMails), settling the claim of a terminated run.
+  'sweep-settles-terminated-run',
 ] as const;
 
 export type RecordedPath = (typeof RECORDED_PATHS)[number];

@@ -8,12 +8,17 @@ import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities, type ActivityDependencies } from '../../src/activities';
+import {
+  createReconcileActivities,
+  type ReconcileDependencies,
+} from '../../src/activities/reconcileActivities';
 import { readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
 import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
+import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
 import { ActivityHolds } from '../support/heldActivities';
 import {
@@ -56,6 +61,7 @@ async function worker(
   name: keyof typeof workers,
   settings: Partial<OrderMailWorkflowSettings>,
   mail: MailTransport,
+  reconcile?: ReconcileDependencies,
 ) {
   const deps: ActivityDependencies = {
     db: database.db,
@@ -65,7 +71,10 @@ async function worker(
     mailIdentity: MAIL_IDENTITY,
   };
   const running: RunningTestWorker = await startTestWorker(deps, {
-    activities: holds.wrap(createActivities(deps)),
+    activities: {
+      ...holds.wrap(createActivities(deps)),
+      ...(reconcile ? createReconcileActivities(reconcile, deps) : {}),
+    },
   });
   stops.push(() => running.stop());
   workers[name] = running;
@@ -113,7 +122,11 @@ beforeAll(async () => {
   const generic = testMailClient(sandbox.url);
   const resend = testProviderMailClient('resend', sandbox.url);
   transports.push(generic, resend);
-  await worker('sent', {}, generic);
+  await worker('sent', {}, generic, {
+    db: database.db,
+    temporal: client,
+    settings: { graceMs: 60_000, lookbackMs: 24 * 3_600_000, confirmedSince: null, batchSize: 10 },
+  });
   await worker('failed', { unknownOutcomePolicy: 'assume-failed' }, generic);
   await worker(
     'resend',
@@ -305,6 +318,30 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     const orderId = await createOrder(database.db);
     await start(orderId, 'reexecuted', { failWorkflowTaskAfterFirst: 'recordOrderMailOutcome' });
     return settled(orderId);
+  },
+  async 'sweep-settles-terminated-run'() {
+    // A run terminated while its send stalls before the fence; the sweep releases its claim.
+    const orderId = await createOrder(database.db);
+    const hold = holds.holdAt(orderId, 'send');
+    const handle = await start(orderId, 'sent');
+    await waitFor('the send to be under way', async () => (hold.entered ? true : undefined));
+    await handle.terminate('recorded path: terminated mid-attempt');
+    await database.db.query(
+      `UPDATE order_mail_log SET updated_at = now() - interval '1 hour' WHERE order_id = $1`,
+      [orderId],
+    );
+    const sweepId = `sweep-${orderId}`;
+    const report = await client.workflow.execute(reconcileOrderMails, {
+      workflowId: sweepId,
+      taskQueue: workers.sent.taskQueue,
+      args: [{}],
+    });
+    expect(report.stuck).toEqual([expect.objectContaining({ orderId, settlement: 'released' })]);
+    // The terminated run's send, still executing, now meets a settled row at its fence: no request.
+    hold.release();
+    await hold.done;
+    expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
+    return sweepId;
   },
 };
 
