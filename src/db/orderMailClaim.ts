@@ -141,7 +141,8 @@ export async function claimOrderMailRow(
     // From here on the row was last claimed by another claim (or our own earlier one, now settled); only a
     // strictly later claim may move it. A stale claim of a closed run must leave the open run's row alone.
     if (!(row.claimIssuedAt.getTime() < issuedAt.getTime())) {
-      return { kind: 'held-elsewhere', holder: row.claimToken, sameWorkflow: true };
+      const sameWorkflow = row.claimToken.startsWith(workflowScope);
+      return { kind: 'held-elsewhere', holder: row.claimToken, sameWorkflow };
     }
 
     if (row.state === 'failed') {
