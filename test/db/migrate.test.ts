@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { migrate, MIGRATIONS_DIRECTORY, UnknownMigrationsError } from '../../src/db/migrate';
 import { createDatabase } from '../../src/db/pool';
-import { createIsolatedDatabase, type IsolatedDatabase } from '../../src/devtools/testDatabases';
+import { createIsolatedDatabase, type IsolatedDatabase } from '../../dev/devtools/testDatabases';
 
 const BASELINE = [
   '0001_orders.sql',

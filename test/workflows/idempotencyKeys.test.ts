@@ -11,7 +11,7 @@ import type { MailTransport } from '../../src/mail/types';
 import type { OpsContext } from '../../src/ops/opsContext';
 import { resolveOrderMail } from '../../src/ops/resolveOrderMail';
 import { retryOrderMail } from '../../src/ops/retryOrderMail';
-import { startMailSandbox, type MailSandbox } from '../../src/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
