@@ -42,7 +42,7 @@ export interface StartBatchResult {
   started: number;
   alreadyStarted: number;
   /** Orders whose workflow id a workflow of another type holds: not started, and never counted as started. */
-  conflicts?: WorkflowIdConflict[];
+  conflicts: WorkflowIdConflict[];
   next: ConfirmedOrderCursor | null;
 }
 

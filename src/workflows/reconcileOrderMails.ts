@@ -29,8 +29,8 @@ export interface ReconcileInput {
     started: number;
     alreadyStarted: number;
     batches: number;
-    /** Orders not started because a workflow of another type holds their id (absent in older runs). */
-    conflicts?: number;
+    /** Orders not started because a workflow of another type holds their id. */
+    conflicts: number;
   };
   /** Batches before continuing as new; the schedule leaves it at the default. */
   batchesPerRun?: number;
@@ -47,7 +47,7 @@ export interface ReconcileReport {
   alreadyStarted: number;
   batches: number;
   /** Orders not started because a workflow of another type holds their id; each is logged by the activity. */
-  conflicts?: number;
+  conflicts: number;
   /** Rows that were stuck in 'sending' under a closed run, and what the sweep did with each. */
   stuck: SettledStuckClaim[];
   /** More 'sending' rows than one sweep examines; the oldest were examined. */
@@ -65,7 +65,7 @@ export interface ReconcileReport {
  * search attribute. Running it twice changes nothing: every start is idempotent, every settlement fenced.
  */
 export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<ReconcileReport> {
-  const counted = input.counted ?? { found: 0, started: 0, alreadyStarted: 0, batches: 0 };
+  const counted = input.counted ?? { found: 0, started: 0, alreadyStarted: 0, batches: 0, conflicts: 0 };
   let after: ConfirmedOrderCursor | null = input.resumeAfter ?? null;
   const batchesPerRun = input.batchesPerRun ?? DEFAULT_BATCHES_PER_RUN;
   for (let batch = 0; batch < batchesPerRun; batch++) {
@@ -74,8 +74,8 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
     counted.started += result.started;
     counted.alreadyStarted += result.alreadyStarted;
     counted.batches += 1;
-    if (result.conflicts !== undefined && result.conflicts.length > 0) {
-      counted.conflicts = (counted.conflicts ?? 0) + result.conflicts.length;
+    if (result.conflicts.length > 0) {
+      counted.conflicts += result.conflicts.length;
       log.warn('Order mails not started: their workflow ids are held by workflows of another type', {
         conflicts: result.conflicts,
       });

@@ -18,6 +18,7 @@ export const REPLAY_HISTORIES_DIRECTORY = path.join(__dirname, 'histories');
 export const RECORDED_PATHS = [
   'accepted',
   'rejected-422',
+  'refused-before-sending',
   'retry-after-429',
   'not-sent-gave-up',
   'unknown-assume-sent',

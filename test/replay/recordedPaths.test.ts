@@ -133,8 +133,9 @@ beforeAll(async () => {
     { idempotency: { windowMs: 24 * 3_600_000, safetyMarginMs: 3_600_000 }, maxSendAttempts: 10 },
     resend,
   );
-  // A send that stalls longer than this times out before its fence.
-  await worker('shortSend', { sendTimeoutMs: 1_500 }, generic);
+  // A send that stalls longer than its timeout times out before its fence (the test transport's 3 s
+  // deadline and the 1 s margin leave it 2 s before the fence).
+  await worker('shortSend', { sendTimeoutMs: 6_000 }, generic);
   await reexecutingWorker(generic);
 }, 120_000);
 
@@ -206,6 +207,13 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     return settled(orderId);
   },
   async 'rejected-422'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 422 });
+    await start(orderId, 'sent');
+    return settled(orderId);
+  },
+  async 'refused-before-sending'() {
+    // Not one plain address: the send refuses it before the fence, and nothing is retried.
     const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
     await start(orderId, 'sent');
     return settled(orderId);
@@ -258,12 +266,10 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     return settled(orderId);
   },
   async 'reset-after-rejected-then-accepted'() {
-    const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 422 });
     await start(orderId, 'sent');
     await settled(orderId);
-    await database.db.query(`UPDATE orders SET customer_email = 'fixed@example.com' WHERE id = $1`, [
-      orderId,
-    ]);
     await reset(orderId);
     return settled(orderId);
   },
