@@ -31,7 +31,9 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
     identity: setup.dependencies.workerIdentity,
     activities: {
       ...(setup.unrecordedSends ? setup.unrecordedSends.track(activities) : activities),
-      ...(setup.reconcileDependencies ? createReconcileActivities(setup.reconcileDependencies) : {}),
+      ...(setup.reconcileDependencies
+        ? createReconcileActivities(setup.reconcileDependencies, setup.dependencies)
+        : {}),
     },
     ...setup.workflows,
     // A rolling deploy must let a send in flight finish and be recorded, not turn it into an unknown.

@@ -1,10 +1,25 @@
-import { log } from '@temporalio/activity';
-import { claimOrderMailRow, type ClaimDecision, type ClaimHow } from '../db/claimOrderMailRow';
+import { activityInfo, log } from '@temporalio/activity';
+import {
+  claimOrderMailRow,
+  claimTokenOf,
+  workflowScopeOf,
+  type ClaimDecision,
+  type ClaimHow,
+} from '../db/orderMailClaim';
+import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import { orderNotFoundFailure } from '../shared/failures';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
-import { currentClaimIdentity } from './claimToken';
 import type { ActivityDependencies } from './dependencies';
+
+export interface ClaimOrderMailInput {
+  orderId: string;
+  /**
+   * The workflow's Date.now() when it scheduled this claim, in ms since the epoch: the server's time of that
+   * workflow task, recorded in history. It orders the runs of one workflow id (src/db/orderMailClaim.ts).
+   */
+  issuedAtMs: number;
+}
 
 export type ClaimResult =
   | {
@@ -13,41 +28,57 @@ export type ClaimResult =
       claimToken: string;
       /** How the claim was won; 'own-claim' is a retried claim that finds the one it already made. */
       how: ClaimHow;
+      /** The key this attempt's request carries; the same for every attempt until an operator re-sends. */
+      idempotencyKey: string;
       settings: OrderMailWorkflowSettings;
     }
   | (Extract<ClaimDecision, { kind: 'already-sent' }> & { settings: OrderMailWorkflowSettings })
-  | { kind: 'held-elsewhere'; holder: string; settings: OrderMailWorkflowSettings };
+  | {
+      kind: 'held-elsewhere';
+      holder: string;
+      /** Another run of this workflow id whose claim is not older (equal times): see orderMailClaim.ts. */
+      sameWorkflow: boolean;
+      settings: OrderMailWorkflowSettings;
+    };
 
 /**
- * The claim activity: the pass sequence lives in db/claimOrderMailRow (one source for the activity and the
- * property test); this adds the run's own token, the worker's settings, metrics and the logs.
+ * The claim activity: the claim itself lives in db/orderMailClaim (one source for the activity and the
+ * property test); this adds the run's own token, taken from the activity's context so no caller can hand it
+ * another run's, the worker's settings (returned, so they are recorded in history), metrics and logs.
  */
 export function createClaimOrderMail(deps: ActivityDependencies) {
-  return async function claimOrderMail(input: { orderId: string }): Promise<ClaimResult> {
+  return async function claimOrderMail(input: ClaimOrderMailInput): Promise<ClaimResult> {
     const { orderId } = input;
-    const { claimToken, workflowScope, claimScheduledAt } = currentClaimIdentity();
+    const info = activityInfo();
+    const execution = info.workflowExecution;
+    if (!execution) throw new Error('Order mail activities must run inside a workflow.');
     const { settings } = deps;
     const metrics = deps.metrics ?? noOrderMailMetrics;
+    const claimToken = claimTokenOf(info.namespace, execution.workflowId, execution.runId);
 
     const decision = await claimOrderMailRow(
       deps.db,
       {
         orderId,
         claimToken,
-        claimScheduledAt,
-        workflowScope,
+        workflowScope: workflowScopeOf(info.namespace, execution.workflowId),
+        issuedAt: new Date(input.issuedAtMs),
         policy: settings.unknownOutcomePolicy,
+        idempotency: settings.idempotency,
+        sendTimeoutMs: settings.sendTimeoutMs,
         recordedBy: deps.workerIdentity,
       },
       {
-        orphanSettled(orphan) {
-          log.warn('Settled a dispatched claim of a closed run by policy', {
+        settled(settled) {
+          log.warn('Settled an unknown outcome left by an earlier attempt before claiming', {
             orderId,
-            orphanToken: orphan.orphanToken,
-            policy: settings.unknownOutcomePolicy,
-            state: orphan.state,
+            attempt: settled.attempt,
+            holder: settled.holder,
+            decision: settled.decision.kind,
+            unknownPolicy: settled.decision.unknownPolicy,
           });
-          metrics.unknownOutcomeSettled(settings.unknownOutcomePolicy);
+          if (settled.decision.kind === 'policy')
+            metrics.unknownOutcomeSettled(settled.decision.unknownPolicy);
         },
         rowChanged: () => metrics.claimConflict('row-changed'),
       },
@@ -57,7 +88,14 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         throw orderNotFoundFailure(orderId);
       case 'claimed':
         log.info('Order mail claimed', { orderId, attempt: decision.attempt, how: decision.how });
-        return { ...decision, claimToken, settings };
+        return {
+          kind: 'claimed',
+          attempt: decision.attempt,
+          how: decision.how,
+          claimToken,
+          idempotencyKey: orderConfirmationIdempotencyKey(orderId, decision.resendCount),
+          settings,
+        };
       case 'already-sent':
         log.info('Order mail already sent; nothing to do', {
           orderId,
@@ -68,13 +106,13 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         return { ...decision, settings };
       case 'held-elsewhere':
         log.warn(
-          decision.staleClaim
-            ? 'Stale claim from a closed run; the open run holds the claim'
+          decision.sameWorkflow
+            ? 'Claim not later than the one holding the row (a stale claim of a closed run, or equal times)'
             : 'Order mail claim is held by another workflow',
           { orderId, holder: decision.holder },
         );
         metrics.claimConflict('held-elsewhere');
-        return { kind: 'held-elsewhere', holder: decision.holder, settings };
+        return { ...decision, settings };
     }
   };
 }

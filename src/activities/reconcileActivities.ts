@@ -1,12 +1,21 @@
 // The reconciliation sweep's activities (DESIGN.md §7): start the mail of confirmed orders that have no log
-// row, and find claims stuck in 'sending' whose run is closed. Registered on the same worker as the mail
-// activities, by this sibling factory.
+// row, find claims stuck in 'sending' whose run is closed, and settle each as the sweep decided. Registered
+// on the same worker as the mail activities, by this sibling factory.
 import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { OrderMailWorkflowIdTakenError, startOrderConfirmationMail } from '../client';
 import { findConfirmedOrdersWithoutMail, type ConfirmedOrderCursor } from '../db/confirmedOrders';
+import {
+  parseClaimToken,
+  seenRowOf,
+  settleClosedRunClaim,
+  type ClosedRunSettlement,
+  type SeenRow,
+} from '../db/orderMailClaim';
 import { listQuietSendingRows } from '../db/orderMailLog';
 import type { Database } from '../db/pool';
+import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
+import type { UnknownOutcomeDecision } from '../shared/unknownOutcome';
 
 export type { ConfirmedOrderCursor };
 
@@ -33,7 +42,7 @@ export interface StartBatchResult {
   started: number;
   alreadyStarted: number;
   /** Orders whose workflow id a workflow of another type holds: not started, and never counted as started. */
-  conflicts?: WorkflowIdConflict[];
+  conflicts: WorkflowIdConflict[];
   next: ConfirmedOrderCursor | null;
 }
 
@@ -53,6 +62,8 @@ export interface StuckClaim {
   dispatched: boolean;
   attempts: number;
   claimedAt: string;
+  /** The row as the sweep read it: the fence its settlement is made under. */
+  seen: SeenRow;
 }
 
 export interface StuckClaimsResult {
@@ -60,9 +71,17 @@ export interface StuckClaimsResult {
   stuck: StuckClaim[];
   /** More 'sending' rows than one sweep examines. */
   more: boolean;
+  /** This worker's policy, for the sweep workflow to decide with (recorded in history). */
+  unknownOutcomePolicy: UnknownOutcomePolicy;
 }
 
-export function createReconcileActivities(deps: ReconcileDependencies) {
+/** What the sweep needs of the mail worker it runs on: its policy, and who it is for the audit trail. */
+export interface ReconcileMailSettings {
+  settings: { unknownOutcomePolicy: UnknownOutcomePolicy };
+  workerIdentity: string;
+}
+
+export function createReconcileActivities(deps: ReconcileDependencies, mail: ReconcileMailSettings) {
   return {
     /** One bounded batch: finds confirmed orders without a log row and starts each one's workflow. */
     async startMailsForConfirmedOrders(input: {
@@ -114,7 +133,7 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
 
     /**
      * Rows in 'sending' whose claiming run is closed. Temporal runs at most one open run per workflow id, and a
-     * closed run never touches its row again, so such a row stays 'sending' until someone acts: an alert.
+     * closed run never touches its row again, so such a row would stay 'sending' until someone acted.
      */
     async findStuckMailClaims(): Promise<StuckClaimsResult> {
       const rows = await listQuietSendingRows(deps.db, {
@@ -134,24 +153,48 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
             dispatched: row.dispatchedAt !== null,
             attempts: row.attempts,
             claimedAt: row.claimedAt.toISOString(),
+            seen: seenRowOf(row),
           });
         }
         heartbeat();
       }
-      return { examined: rows.length, stuck, more: rows.length === deps.settings.batchSize };
+      return {
+        examined: rows.length,
+        stuck,
+        more: rows.length === deps.settings.batchSize,
+        unknownOutcomePolicy: mail.settings.unknownOutcomePolicy,
+      };
+    },
+
+    /**
+     * Settles one claim of a closed run as the sweep decided (src/db/orderMailClaim.ts, fenced like the claim):
+     * released if it never dispatched, settled by the policy if it did. 'changed' when someone claimed or
+     * settled the row since the sweep looked: then there is nothing left to do.
+     */
+    async settleClosedRunClaim(input: {
+      claim: StuckClaim;
+      decision: UnknownOutcomeDecision;
+    }): Promise<ClosedRunSettlement> {
+      const { claim, decision } = input;
+      const result = await settleClosedRunClaim(deps.db, claim.seen, {
+        decision,
+        why: `the run holding this claim (${claim.runId}) was ${claim.runStatus.toLowerCase()} and settled by the reconciliation sweep`,
+        recordedBy: `reconciliation sweep ${mail.workerIdentity}`,
+      });
+      log.info('Reconciliation settled a claim of a closed run', {
+        orderId: claim.orderId,
+        runId: claim.runId,
+        runStatus: claim.runStatus,
+        dispatched: claim.dispatched,
+        result: result.kind,
+        decision: decision.kind,
+      });
+      return result;
     },
   };
 }
 
 export type ReconcileActivities = ReturnType<typeof createReconcileActivities>;
-
-/** '<namespace>/<workflow id>/<run id>' (src/activities/claimToken.ts); the namespace holds no '/'. */
-function parseClaimToken(token: string): { workflowId: string; runId: string } | null {
-  const first = token.indexOf('/');
-  const last = token.lastIndexOf('/');
-  if (first < 0 || last <= first) return null;
-  return { workflowId: token.slice(first + 1, last), runId: token.slice(last + 1) };
-}
 
 async function runStatusOf(client: Client, workflowId: string, runId: string): Promise<string> {
   try {

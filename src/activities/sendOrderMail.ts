@@ -1,7 +1,7 @@
 import { activityInfo, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { timeBeforeFenceMs } from '../config/sendTimeBudget';
-import { markDispatched, readMailLog } from '../db/orderMailLog';
+import { readMailLog } from '../db/orderMailLog';
 import { loadOrderForMail, type OrderForMail } from '../db/orders';
 import { describeDatabaseError } from '../db/pool';
 import { renderConfirmationMail } from '../mail/confirmationMail';
@@ -17,6 +17,7 @@ import {
   type ClaimLostDetails,
 } from '../shared/failures';
 import type { ActivityDependencies } from './dependencies';
+import { markDispatched } from './dispatchFence';
 
 /** Kept for the fence statement itself out of the time before the fence deadline. */
 const FENCE_STATEMENT_RESERVE_MS = 500;
@@ -25,6 +26,8 @@ export interface SendOrderMailInput {
   orderId: string;
   claimToken: string;
   attempt: number;
+  /** From the claim: what a provider that dedupes by key gets (src/mail/idempotencyKey.ts). */
+  idempotencyKey: string;
 }
 
 export interface SendOrderMailAccepted {
@@ -66,15 +69,20 @@ export function createSendOrderMail(deps: ActivityDependencies) {
       loadOrderForMail(deps.db, orderId, limits.maxOrderItems + 1),
     );
     if (order === null) throw orderNotFoundFailure(orderId);
-    const mail = await beforeFence('render the mail', async () =>
-      renderMailWithinLimits(order, deps, limits),
-    );
+    const mail = await beforeFence('render the mail', async () => ({
+      ...renderMailWithinLimits(order, deps, limits),
+      idempotencyKey: input.idempotencyKey,
+    }));
 
     // The transport calls this once it holds a connection, and makes its request only if it returns.
     let dispatchedAt: number | null = null;
     const passFence = async (): Promise<void> => {
       const fence = await beforeFence('set the dispatch fence', async () => {
-        const answer = await markDispatched(deps.db, input);
+        const answer = await markDispatched(deps.db, {
+          orderId,
+          claimToken: input.claimToken,
+          attempt: input.attempt,
+        });
         // The fence held, but too late for the whole transport deadline to fit: no request after all.
         if (answer === 'dispatched' && performance.now() > passFenceBy) throw tooLate();
         return answer;

@@ -3,7 +3,10 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client } from 'pg';
 
-/** Plain numbered SQL files, applied in order and never edited once landed (fix forward with a new file). */
+/**
+ * Plain numbered SQL files, applied in order and never edited once landed (fix forward with a new file).
+ * 0001-0005 are the v1.0 baseline, one file per table.
+ */
 export const MIGRATIONS_DIRECTORY = path.join(__dirname, 'migrations');
 
 // Any fixed number works; it only has to be the same for every process that migrates this schema.
@@ -12,6 +15,24 @@ const MIGRATION_LOCK_KEY = 7_240_531_001;
 export interface MigrationReport {
   applied: string[];
   alreadyApplied: string[];
+}
+
+/**
+ * The database was migrated with files this build does not have. Before v1.0.0 the migrations were rewritten
+ * into one baseline per table; nothing had been deployed, so a database made by those earlier files is not
+ * upgraded but recreated. A database made by a newer build gets the same refusal (no downgrades).
+ */
+export class UnknownMigrationsError extends Error {
+  override readonly name = 'UnknownMigrationsError';
+  readonly code = 'ERR_UNKNOWN_MIGRATIONS';
+  constructor(readonly unknownNames: readonly string[]) {
+    super(
+      `This database was migrated with ${unknownNames.join(', ')}, which this build does not have: it was made ` +
+        'by a build from before v1.0.0 (whose migrations were folded into one baseline per table) or by a newer ' +
+        'build. Nothing was changed. A pre-1.0 database cannot be upgraded: recreate it (drop the database, or ' +
+        'its order_mail_* tables and order_mail_schema_migrations), then run npm run db:migrate.',
+    );
+  }
 }
 
 /**
@@ -37,6 +58,8 @@ export async function migrate(
       'SELECT name, checksum FROM order_mail_schema_migrations',
     );
     const appliedChecksums = new Map(known.rows.map((row) => [row.name, row.checksum]));
+    const foreign = [...appliedChecksums.keys()].filter((name) => !files.includes(name)).sort();
+    if (foreign.length > 0) throw new UnknownMigrationsError(foreign);
     const report: MigrationReport = { applied: [], alreadyApplied: [] };
 
     for (const name of files) {

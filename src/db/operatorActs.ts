@@ -1,9 +1,12 @@
 // Typed queries for operators' acts (npm run ops -- retry|resolve) and their audit table,
 // order_mail_operator_acts. Like every state change, resolve is ONE statement fenced on what the operator saw.
+// Resolving as failed is the deliberate "it did not arrive, send it again": it bumps the row's resend count,
+// so the next claim's request carries a new idempotency key (src/mail/idempotencyKey.ts) and really sends.
 import { randomUUID } from 'node:crypto';
 import type { LogOutcome } from '../shared/mailOutcome';
 import type { MailLogState } from './orderMailLog';
 import type { Database } from './pool';
+import { buildSql, runSql, sql } from './sql';
 
 export type OperatorActKind = 'retry' | 'resolve';
 
@@ -31,7 +34,7 @@ export interface OperatorActRow {
   details: Record<string, unknown>;
 }
 
-const ACT_COLUMNS = `id::text AS id, order_id::text AS "orderId", act, operator, acted_at AS "actedAt", reason,
+const ACT_COLUMNS = sql`id::text AS id, order_id::text AS "orderId", act, operator, acted_at AS "actedAt", reason,
   row_before AS "rowBefore", row_after AS "rowAfter", details`;
 
 export interface ResolveInput {
@@ -40,49 +43,46 @@ export interface ResolveInput {
   operator: string;
   reason: string;
   /** The row as the operator's tool read it; the statement changes nothing if it is no longer so. */
-  seen: { state: MailLogState; attempts: number; claimToken: string };
+  seen: { state: MailLogState; attempts: number; claimToken: string; dispatched: boolean };
 }
 
 /**
  * Settles the row by an operator's word: state `as`, outcome 'resolved', and a claim token of the operator's,
  * so a run still holding the old claim can neither dispatch nor record (its fence is (token, attempts)) and
- * stops (ClaimLost). An attempt that was in flight gets its audit row here, since its run never will. The
- * act is written in the same statement. Returns null, having changed nothing, when the row is not as seen.
+ * stops (ClaimLost). An attempt cut off in 'sending' gets its audit row here, since its run never records
+ * it. The act is written in the same statement. Returns null, having changed nothing, when the row is not as
+ * seen, including when its attempt passed the dispatch fence meanwhile (the caller refuses a dispatched send
+ * of an open run, and this keeps a send that dispatches between its look and this statement out of reach).
  */
 export async function resolveMailLog(db: Database, input: ResolveInput): Promise<OperatorActRow | null> {
-  const { rows } = await db.query<OperatorActRow>(
-    `WITH resolved AS (
-       UPDATE order_mail_log AS log
-          SET state = $2, outcome = 'resolved', unknown_policy = NULL,
-              claim_token = $8,
-              last_error = 'resolved as ' || $2 || ' by ' || $3 || ': ' || $4, updated_at = now()
-         FROM (SELECT * FROM order_mail_log WHERE order_id = $1 FOR UPDATE) AS previous
-        WHERE log.order_id = $1 AND previous.order_id = log.order_id
-          AND log.state = $5 AND log.attempts = $6 AND log.claim_token = $7
-       RETURNING to_jsonb(previous) AS before, to_jsonb(log) AS after
-     ), cut_off AS (
-       INSERT INTO order_mail_attempts (order_id, attempt, claim_token, claimed_at, dispatched_at, state, outcome,
-                                        error, recorded_by)
-       SELECT $1, (before->>'attempts')::int, before->>'claim_token', (before->>'claimed_at')::timestamptz,
-              (before->>'dispatched_at')::timestamptz, $2,
-              CASE WHEN before->>'dispatched_at' IS NULL THEN 'not_sent' ELSE 'unknown' END,
-              'ended by an operator while in flight (resolved as ' || $2 || '): ' || $4, 'operator:' || $3
-         FROM resolved WHERE before->>'state' = 'sending'
-     )
-     INSERT INTO order_mail_operator_acts (order_id, act, operator, reason, row_before, row_after)
-     SELECT $1, 'resolve', $3, $4, before, after FROM resolved
-     RETURNING ${ACT_COLUMNS}`,
-    [
-      input.orderId,
-      input.as,
-      input.operator,
-      input.reason,
-      input.seen.state,
-      input.seen.attempts,
-      input.seen.claimToken,
-      // Never a prefix of a run's token ('<namespace>/<workflow id>/<run id>'), so no run takes it for its own.
-      `operator:${randomUUID()}`,
-    ],
+  const { seen } = input;
+  const resend = input.as === 'failed' ? 1 : 0;
+  const cutOffOutcome = seen.dispatched ? 'unknown' : 'not_sent';
+  const cutOffNote = `ended by an operator while in flight (resolved as ${input.as}): ${input.reason}`;
+  const { rows } = await runSql<OperatorActRow>(
+    db,
+    sql`WITH resolved AS (
+          UPDATE order_mail_log AS log
+             SET state = ${input.as}, outcome = 'resolved', unknown_policy = NULL,
+                 -- Never a prefix of a run's token ('<namespace>/<workflow id>/<run id>'): no run takes it for its own.
+                 claim_token = ${`operator:${randomUUID()}`}, resend_count = log.resend_count + ${resend}::int,
+                 last_error = ${`resolved as ${input.as} by ${input.operator}: ${input.reason}`}, updated_at = now()
+            FROM (SELECT * FROM order_mail_log WHERE order_id = ${input.orderId} FOR UPDATE) AS previous
+           WHERE log.order_id = ${input.orderId} AND previous.order_id = log.order_id
+             AND log.state = ${seen.state} AND log.attempts = ${seen.attempts} AND log.claim_token = ${seen.claimToken}
+             AND (log.dispatched_at IS NOT NULL) = ${seen.dispatched}
+          RETURNING to_jsonb(previous) AS before, to_jsonb(log) AS after
+        ), cut_off AS (
+          INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
+                                           state, outcome, error, recorded_by)
+          SELECT ${input.orderId}, (before->>'attempts')::int, before->>'claim_token', (before->>'resend_count')::int,
+                 (before->>'claimed_at')::timestamptz, (before->>'dispatched_at')::timestamptz, ${input.as},
+                 ${cutOffOutcome}, ${cutOffNote}, ${`operator:${input.operator}`}
+            FROM resolved WHERE before->>'state' = 'sending'
+        )
+        INSERT INTO order_mail_operator_acts (order_id, act, operator, reason, row_before, row_after)
+        SELECT ${input.orderId}, 'resolve', ${input.operator}, ${input.reason}, before, after FROM resolved
+        RETURNING ${ACT_COLUMNS}`,
   );
   return rows[0] ?? null;
 }
@@ -101,7 +101,7 @@ export async function insertRetryAct(
   const { rows } = await db.query<OperatorActRow>(
     `INSERT INTO order_mail_operator_acts (order_id, act, operator, reason, row_before, details)
      VALUES ($1, 'retry', $2, $3, $4, $5)
-     RETURNING ${ACT_COLUMNS}`,
+     RETURNING ${buildSql(ACT_COLUMNS).text}`,
     [input.orderId, input.operator, input.reason, input.rowBefore, input.details],
   );
   return rows[0]!;
@@ -118,7 +118,7 @@ export async function snapshotMailLog(db: Database, orderId: string): Promise<Ma
 
 export async function listOperatorActs(db: Database, orderId: string): Promise<OperatorActRow[]> {
   const { rows } = await db.query<OperatorActRow>(
-    `SELECT ${ACT_COLUMNS} FROM order_mail_operator_acts WHERE order_id = $1 ORDER BY acted_at, id`,
+    `SELECT ${buildSql(ACT_COLUMNS).text} FROM order_mail_operator_acts WHERE order_id = $1 ORDER BY acted_at, id`,
     [orderId],
   );
   return rows;

@@ -12,6 +12,11 @@ export interface OutgoingMail {
   text: string;
   /** The HTML part, every interpolated value already escaped (src/mail/orderConfirmationTemplate.ts). */
   html: string;
+  /**
+   * The key a provider that dedupes by key gets (src/mail/idempotencyKey.ts), from the claim: the same for
+   * every automatic attempt, new for an operator's re-send. Required by such providers (Resend).
+   */
+  idempotencyKey?: string;
 }
 
 /**

@@ -33,6 +33,13 @@ export function formatStatus(status: OrderMailStatus): string {
       lines.push(
         `    #${attempt.attempt} ${attempt.finishedAt.toISOString()} ${attempt.state} ${attempt.outcome}${policy}${http}${error}`,
       );
+      if (attempt.late !== null) {
+        const id =
+          attempt.late.providerMessageId === null ? '' : `, message id ${attempt.late.providerMessageId}`;
+        lines.push(
+          `       then, at ${attempt.late.recordedAt.toISOString()}, the provider's own answer: ${attempt.late.outcome}${id}`,
+        );
+      }
     }
   }
   if (status.acts.length > 0) {
@@ -75,7 +82,8 @@ function describeRow(row: MailLogRow): string {
   const outcome = row.outcome === null ? '' : `, outcome ${row.outcome}`;
   const policy = row.unknownPolicy === null ? '' : ` (${row.unknownPolicy})`;
   const http = row.httpStatus === null ? '' : `, HTTP ${row.httpStatus}`;
-  return `${row.state}${outcome}${policy}${http}, ${row.attempts} attempt(s), updated ${row.updatedAt.toISOString()}`;
+  const resends = row.resendCount === 0 ? '' : `, re-sent ${row.resendCount} time(s) by an operator`;
+  return `${row.state}${outcome}${policy}${http}, ${row.attempts} attempt(s)${resends}, updated ${row.updatedAt.toISOString()}`;
 }
 
 function describeAct(act: OperatorActRow): string {

@@ -97,6 +97,6 @@ function nextStepFor(
     case 'sending':
       if (running)
         return 'A send is under way; it settles by itself (at the latest when the send times out).';
-      return `Stuck: the run holding the claim is closed. Retry applies the orphaned-claim rules (never sends twice): npm run ops -- retry ${orderId} --reason "…"`;
+      return `The run holding the claim is closed: the reconciliation sweep settles the row (released if it never dispatched, by the policy if it did). Retry applies the same rules at once (never sends twice): npm run ops -- retry ${orderId} --reason "…"`;
   }
 }

@@ -1,12 +1,15 @@
 // `npm run ops -- resolve <orderId> --as sent|failed --reason …`: the explicit operator act, and the only way
-// to move a sent row or settle an unknown one (DESIGN.md §4 rule 5). One fenced statement; a run still holding
-// the claim stops without recording (ClaimLost), and the next claim sees the operator's word.
+// to move a sent row or settle an unknown one (DESIGN.md §4 rule 5). Refused while a dispatched send of an open
+// run is in flight, like retry. One fenced statement; a run still holding an undispatched claim stops without
+// sending (ClaimLost), and the next claim sees the operator's word. As failed, it is a deliberate re-send: the
+// next request carries a new idempotency key.
 import { resolveMailLog, type OperatorActRow } from '../db/operatorActs';
 import { readMailLog } from '../db/orderMailLog';
 import { orderExists } from '../db/orders';
 import { parseOrderId } from '../shared/orderId';
 import { OpsRefusal, requireReason, type OpsContext } from './opsContext';
-import { unknownOrder } from './orderMailStatus';
+import { describeWorkflow, unknownOrder } from './orderMailStatus';
+import { refuseWhileSendInFlight } from './sendInFlight';
 
 export type ResolveAs = 'sent' | 'failed';
 
@@ -33,17 +36,23 @@ export async function resolveOrderMail(
         'there is nothing to resolve.',
     );
   }
+  refuseWhileSendInFlight(orderId, row, await describeWorkflow(ctx, orderId));
   const act = await resolveMailLog(ctx.db, {
     orderId,
     as: input.as,
     operator: ctx.operator,
     reason,
-    seen: { state: row.state, attempts: row.attempts, claimToken: row.claimToken },
+    seen: {
+      state: row.state,
+      attempts: row.attempts,
+      claimToken: row.claimToken,
+      dispatched: row.dispatchedAt !== null,
+    },
   });
   if (act === null) {
     throw new OpsRefusal(
       'CHANGED_MEANWHILE',
-      `Order ${orderId}'s mail log row changed while resolving it (a send finished?); nothing was changed. ` +
+      `Order ${orderId}'s mail log row changed while resolving it (a send dispatched or finished?); nothing was changed. ` +
         `Look again: npm run ops -- status ${orderId}`,
     );
   }

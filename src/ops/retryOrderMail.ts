@@ -10,6 +10,7 @@ import { parseOrderId } from '../shared/orderId';
 import { OpsRefusal, requireReason, type OpsContext } from './opsContext';
 import { describeWorkflow, unknownOrder } from './orderMailStatus';
 import { resetToFirstWorkflowTask } from './resetToFirstWorkflowTask';
+import { refuseWhileSendInFlight } from './sendInFlight';
 
 export type RetryResult =
   | { kind: 'reset'; orderId: string; previousRunId: string; newRunId: string; act: OperatorActRow }
@@ -52,16 +53,9 @@ export async function retryOrderMail(
     return { kind: 'started', orderId, newRunId, act };
   }
 
-  if (workflow.status === 'RUNNING' && row?.state === 'sending' && row.dispatchedAt !== null) {
-    // A reset here is safe (the claim settles the in-flight attempt by policy), but it would turn a send that
-    // is about to finish normally into an unknown outcome. It settles by itself within the send timeout.
-    throw new OpsRefusal(
-      'SEND_IN_FLIGHT',
-      `Order ${orderId}'s mail is being sent right now (dispatched ${row.dispatchedAt.toISOString()}, run ` +
-        `${workflow.runId}). It settles by itself, at the latest when the send activity times out; look again ` +
-        `with: npm run ops -- status ${orderId}`,
-    );
-  }
+  // A reset here would be safe (the claim settles the in-flight attempt by policy), but it would turn a send
+  // that is about to finish normally into an unknown outcome.
+  refuseWhileSendInFlight(orderId, row, workflow);
 
   const reset = await resetToFirstWorkflowTask(ctx.client, {
     workflowId: orderId,

@@ -8,7 +8,8 @@ import type { SearchAttributeKey } from '@temporalio/common/lib/search-attribute
 
 /**
  * What an operator needs to know about an order's mail, in one word:
- * - `sending`: claimed, the send is under way (or its run died mid-send: see the reconciliation sweep);
+ * - `sending`: claimed, the send is under way (or its run was terminated mid-send: the reconciliation sweep
+ *   settles the row, while a terminated run's attribute keeps saying `sending`);
  * - `sent`: the provider accepted it;
  * - `failed`: definitely not accepted (a rejection, or not sent); a Running workflow will retry by itself, a
  *   Failed one waits for an operator to fix the cause and reset;
@@ -25,8 +26,8 @@ export const OrderMailAttempts = defineSearchAttributeKey('OrderMailAttempts', S
 /** The Mail API's HTTP status of the last attempt, when it answered (e.g. 422 for a bad address). */
 export const OrderMailHttpStatus = defineSearchAttributeKey('OrderMailHttpStatus', SearchAttributeType.INT);
 /**
- * Set by the reconciliation sweep on its own run: orders whose row is stuck in `sending` although the run
- * holding the claim is closed. Should never happen; if it does, it is an alert.
+ * Set by the reconciliation sweep on its own run: orders whose row it found stuck in `sending` under a closed
+ * run (terminated, or cancelled without cleanup), and settled. An alert: someone ended a run mid-attempt.
  */
 export const OrderMailStuckOrders = defineSearchAttributeKey(
   'OrderMailStuckOrders',

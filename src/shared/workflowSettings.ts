@@ -8,18 +8,20 @@ export interface OrderMailWorkflowSettings {
   unknownOutcomePolicy: UnknownOutcomePolicy;
   /** The send activity's startToCloseTimeout; longer than the HTTP client's overall deadline. */
   sendTimeoutMs: number;
-  /** How many claims one run makes for definitely-not-sent failures before it gives up and fails. */
+  /**
+   * How many claims one run makes before it gives up and fails. Counted per run: a reset or an operator's
+   * retry starts a run with its full number of attempts and its backoff from the beginning.
+   */
   maxSendAttempts: number;
   /** Backoff between not-sent attempts: initial * 2^(attempt-1), capped, and never below Retry-After. */
   retryInitialIntervalMs: number;
   retryMaxIntervalMs: number;
   /**
    * Set when the provider dedupes by idempotency key (Resend) and retries under the key are enabled: an
-   * unknown outcome is then retried with the same key while the window since the order's first dispatch
-   * lasts, instead of being settled by the policy. Absent in histories recorded before it existed, which
-   * therefore replay down the policy path they took.
+   * unknown outcome is then retried with the same key while the key's window lasts, instead of being settled
+   * by the policy (src/shared/unknownOutcome.ts). Null otherwise.
    */
-  idempotency?: IdempotencyRetrySettings | null;
+  idempotency: IdempotencyRetrySettings | null;
 }
 
 export interface IdempotencyRetrySettings {
@@ -32,13 +34,16 @@ export interface IdempotencyRetrySettings {
   safetyMarginMs: number;
 }
 
-/** The durable wait before the next attempt: exponential backoff, but never sooner than the provider asked. */
+/**
+ * The durable wait after this run's `runAttempt`-th attempt: exponential backoff, but never sooner than the
+ * provider asked.
+ */
 export function delayBeforeNextAttempt(
   settings: Pick<OrderMailWorkflowSettings, 'retryInitialIntervalMs' | 'retryMaxIntervalMs'>,
-  attempt: number,
+  runAttempt: number,
   retryAfterMs: number | null,
 ): number {
-  const exponential = settings.retryInitialIntervalMs * 2 ** Math.max(0, attempt - 1);
+  const exponential = settings.retryInitialIntervalMs * 2 ** Math.max(0, runAttempt - 1);
   const backoff = Math.min(settings.retryMaxIntervalMs, exponential);
   return Math.max(backoff, retryAfterMs ?? 0);
 }

@@ -1,31 +1,35 @@
 import {
   ActivityFailure,
-  type ActivityOptions,
   ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  isCancellation,
   log,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   sleep,
+  upsertMemo,
 } from '@temporalio/workflow';
-import type { OrderMailActivities } from '../activities';
+import type { ClaimResult, OrderMailActivities } from '../activities';
 import { FailureType, type SendFailureDetails } from '../shared/failures';
 import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
-import { delayBeforeNextAttempt, type OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import {
-  idempotentRetryConceivable,
-  idempotentRetryNote,
-  recordDecisionFor,
-  verdictOfSendFailure,
-  withinIdempotencyWindow,
-  type SendVerdict,
-} from './sendVerdict';
+  decideUnknownOutcome,
+  describeUnknownDecision,
+  type UnknownOutcomeFacts,
+} from '../shared/unknownOutcome';
+import { delayBeforeNextAttempt, type OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import { verdictOfSendFailure, type SendVerdict } from './sendVerdict';
 import { showOrderMailState, stateShownFor } from './showOrderMailState';
 
-// Claim and record are idempotent (fenced by the claim token and attempt), so Temporal may retry them as
-// long as it takes Postgres to answer. 30 s covers the pool's statement (10 s) and client (15 s) deadlines.
-const BOOKKEEPING_OPTIONS = {
+// Claim, record and the read of an attempt's facts are idempotent (fenced by the claim token and attempt), so
+// Temporal retries them as long as Postgres takes to answer; 30 s covers the pool's statement (10 s) and
+// client (15 s) deadlines. They run as LOCAL activities: two fewer activity tasks and workflow tasks per
+// order on the server (docs/benchmarks.md). Safe because a local activity that runs again on a
+// workflow-task retry is just a retried claim or record, both fenced. Backoffs from 10 s on wait on a durable
+// timer instead of holding the workflow task open during a long Postgres outage.
+const bookkeeping = proxyLocalActivities<OrderMailActivities>({
   startToCloseTimeout: '30 seconds',
   retry: {
     initialInterval: '1 second',
@@ -34,210 +38,435 @@ const BOOKKEEPING_OPTIONS = {
     // Retrying cannot make a missing order appear.
     nonRetryableErrorTypes: [FailureType.OrderNotFound],
   },
-} satisfies ActivityOptions;
-const bookkeeping = proxyActivities<OrderMailActivities>(BOOKKEEPING_OPTIONS);
-// Runs started since this patch claim and record as LOCAL activities: two fewer activity tasks and workflow
-// tasks per order on the server (docs/benchmarks.md has the figures). Safe because a local activity
-// that re-runs on a workflow-task retry is just a retried claim or record, both idempotent and fenced by the
-// claim token (DESIGN.md §4 rules 1 and 4); the send stays a regular activity. Backoffs from 10 s on wait
-// on a durable timer instead of holding the workflow task open during a long Postgres outage.
-const localBookkeeping = proxyLocalActivities<OrderMailActivities>({
-  ...BOOKKEEPING_OPTIONS,
   localRetryThreshold: '10 seconds',
 });
-const LOCAL_BOOKKEEPING_PATCH = 'local-bookkeeping';
+
+// A claim that finds the row last claimed by another run of this workflow id at the very same time (equal
+// workflow-task times order nothing: src/db/orderMailClaim.ts) waits and claims again, with a later time.
+const SAME_TIME_CLAIM_WAIT_MS = 1_000;
+const SAME_TIME_CLAIM_TRIES = 3;
+
+/** The memo key under which a cancelled run says what it did (a cancelled run carries no result). */
+export const EXPLANATION_MEMO = 'orderMailExplanation';
 
 export interface OrderMailResult {
   orderId: string;
-  /** 'sent': this run settled the mail as sent. 'already-sent': an earlier run had. 'claim-lost': an
-   * operator moved the row while this run held it, so it stopped without recording. */
+  /** 'sent': this run settled the mail as sent. 'already-sent': an earlier run had. 'claim-lost': someone
+   * else (an operator's resolve) settled the row while this run held it, so it stopped without recording. */
   result: 'sent' | 'already-sent' | 'claim-lost';
   outcome: LogOutcome | null;
+  /** The log row's attempt number this run ended on (attempts of the order, all runs). */
   attempts: number;
+  /** The provider's id of the accepted mail, also when the claim was lost before it could be recorded. */
   providerMessageId: string | null;
   /** Why this run sent nothing, in words an operator reads in the Web UI's result panel. */
   explanation?: string;
 }
 
+type Claimed = Extract<ClaimResult, { kind: 'claimed' }>;
+type Recorded = Exclude<
+  Awaited<ReturnType<OrderMailActivities['recordOrderMailOutcome']>>,
+  { kind: 'dispatch-changed' }
+>;
+
+/** How one attempt (claim → send → record) ended, for the loop to act on. */
+type Step =
+  | { kind: 'finished'; result: OrderMailResult }
+  | { kind: 'held-at-same-time'; holder: string }
+  /** Cancelled between claim and send: the claim was released, nothing was sent. */
+  | { kind: 'released'; attempt: number }
+  | {
+      kind: 'not-accepted';
+      attempt: number;
+      settings: OrderMailWorkflowSettings;
+      verdict: Extract<SendVerdict, { kind: 'not-accepted' }>;
+      recordedOutcome: MailOutcome;
+    };
+
 /**
  * Sends order `orderId`'s confirmation mail exactly once. The workflow id is the order id.
  * claim (retried) → send (never retried) → branch here on the outcome → record (retried); a definitely
- * not-sent failure waits with a durable backoff and claims again, up to the configured number of attempts.
- * So does an unknown outcome from a provider that dedupes by idempotency key, while its window lasts: the
- * next attempt carries the same key, so it cannot make a second mail.
+ * not-sent failure waits with a durable backoff and claims again, up to the configured number of attempts of
+ * this run. So does an unknown outcome from a provider that dedupes by idempotency key, while its window
+ * lasts: the next attempt carries the same key, so it cannot make a second mail.
+ *
+ * A cancel never leaves the row 'sending': each attempt runs shielded from it (a cancel during the claim
+ * releases the claim, a dispatched send is waited for and recorded truthfully, a record completes), and the
+ * run then ends Cancelled with an explanation in its memo. During the backoff the row is already settled.
  */
 export async function orderConfirmationMail(orderIdInput: string): Promise<OrderMailResult> {
   const orderId = validOrderIdOrFail(orderIdInput);
-  // Runs recorded before the patch replay with regular bookkeeping activities.
-  const books = patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : bookkeeping;
+  // Cancellation requests reach this scope; the attempts run in non-cancellable scopes of their own.
+  const run = CancellationScope.current();
+  const cancelRequested = (): boolean => run.consideredCancelled;
+  let runAttempts = 0;
+  let sameTimeTries = 0;
 
   for (;;) {
-    const claim = await claimOrFail(books, orderId);
-    if (claim.kind === 'already-sent') {
-      log.info('Order mail was already sent; this run sends nothing', { orderId, outcome: claim.outcome });
-      showOrderMailState({
-        state: stateShownFor('sent', claim.outcome),
-        outcome: claim.outcome,
-        attempts: claim.attempts,
-      });
-      return {
+    const step = await CancellationScope.nonCancellable(() =>
+      oneAttempt(orderId, runAttempts, cancelRequested),
+    );
+    if (step.kind === 'released' || step.kind === 'not-accepted') runAttempts += 1;
+    if (cancelRequested()) throw cancelledAfter(orderId, step);
+
+    switch (step.kind) {
+      case 'finished':
+        return step.result;
+      case 'released':
+        throw new Error('unreachable: a claim is released only when the run is cancelled');
+      case 'held-at-same-time':
+        sameTimeTries += 1;
+        if (sameTimeTries >= SAME_TIME_CLAIM_TRIES) {
+          throw ApplicationFailure.create({
+            type: FailureType.ClaimHeldElsewhere,
+            message:
+              `Order ${orderId}: the mail's row was claimed by another run of this workflow (${step.holder}) at ` +
+              'a time this run cannot tell apart from its own; this run sends nothing. If that run is closed, ' +
+              'the reconciliation sweep settles its claim; then retry: npm run ops -- retry.',
+            nonRetryable: true,
+          });
+        }
+        await waitOrEndCancelled(orderId, SAME_TIME_CLAIM_WAIT_MS, 'before claiming again');
+        continue;
+      case 'not-accepted':
+        await afterNotAccepted(orderId, step, runAttempts);
+    }
+  }
+}
+
+/** One attempt of this run: claim, then (unless cancelled meanwhile) send and record. Non-cancellable. */
+async function oneAttempt(
+  orderId: string,
+  runAttempts: number,
+  cancelRequested: () => boolean,
+): Promise<Step> {
+  const claim = await claimOrFail(orderId);
+  if (claim.kind === 'already-sent') {
+    log.info('Order mail was already sent; this run sends nothing', { orderId, outcome: claim.outcome });
+    showOrderMailState({
+      state: stateShownFor('sent', claim.outcome),
+      outcome: claim.outcome,
+      attempts: claim.attempts,
+    });
+    return {
+      kind: 'finished',
+      result: {
         orderId,
         result: 'already-sent',
         outcome: claim.outcome,
         attempts: claim.attempts,
         providerMessageId: null,
         explanation:
-          `Order ${orderId}: the confirmation mail is already recorded as sent (outcome ${claim.outcome ?? 'unknown'}, ` +
-          `${claim.attempts} attempt(s)), so this run sent nothing. A sent mail is final for automation: to send ` +
-          'it again, an operator resolves it as failed first (npm run ops -- resolve), then resets.',
+          `Order ${orderId}: the confirmation mail is already recorded as sent (outcome ${claim.outcome}, ` +
+          `${claim.attempts} attempt(s)), so this run sent nothing. A sent mail is final for automation: to ` +
+          'send it again, an operator resolves it as failed first (npm run ops -- resolve), then retries.',
+      },
+    };
+  }
+  if (claim.kind === 'held-elsewhere') {
+    if (claim.sameWorkflow) return { kind: 'held-at-same-time', holder: claim.holder };
+    throw ApplicationFailure.create({
+      type: FailureType.ClaimHeldElsewhere,
+      message: `Order ${orderId}: the mail is being sent by another workflow (${claim.holder}); this run sends nothing.`,
+      nonRetryable: true,
+    });
+  }
+
+  const { attempt, claimToken, settings } = claim;
+  const base = { orderId, claimToken, attempt };
+  showOrderMailState({ state: 'sending', outcome: null, attempts: attempt, httpStatus: null });
+  if (cancelRequested()) {
+    // Cancelled while claiming: nothing was dispatched, so the claim is released as not sent.
+    await bookkeeping.recordOrderMailOutcome({
+      ...base,
+      state: 'failed',
+      outcome: 'not_sent',
+      unknownPolicy: null,
+      providerMessageId: null,
+      httpStatus: null,
+      error: 'no request was made: the workflow was cancelled before this attempt sent anything',
+      expectDispatched: false,
+    });
+    showOrderMailState({ state: 'failed', outcome: 'not_sent' });
+    return { kind: 'released', attempt };
+  }
+
+  const verdict = await send(orderId, claim);
+  if (verdict.kind === 'claim-lost') {
+    const { currentState, currentOutcome } = verdict.row;
+    if (currentState !== null && currentState !== 'sending') {
+      showOrderMailState({ state: stateShownFor(currentState, currentOutcome), outcome: currentOutcome });
+    }
+    return { kind: 'finished', result: claimLost(orderId, attempt, currentOutcome, null) };
+  }
+
+  if (verdict.kind === 'accepted') {
+    const recorded = await bookkeeping.recordOrderMailOutcome({
+      ...base,
+      state: 'sent',
+      outcome: 'accepted',
+      unknownPolicy: null,
+      providerMessageId: verdict.providerMessageId,
+      httpStatus: verdict.httpStatus,
+      error: null,
+      expectDispatched: null,
+    });
+    if (recorded.kind === 'recorded') {
+      showOrderMailState({
+        state: stateShownFor(recorded.state, recorded.outcome),
+        outcome: recorded.outcome,
+        httpStatus: verdict.httpStatus,
+      });
+      return {
+        kind: 'finished',
+        result: {
+          orderId,
+          result: 'sent',
+          outcome: recorded.outcome,
+          attempts: attempt,
+          providerMessageId: verdict.providerMessageId,
+        },
       };
     }
-    if (claim.kind === 'held-elsewhere') {
-      throw ApplicationFailure.create({
-        type: FailureType.ClaimHeldElsewhere,
-        message: `Order ${orderId}: the mail is being sent by another workflow (${claim.holder}); this run sends nothing.`,
-        nonRetryable: true,
-      });
+    // The row is someone else's now; the provider's id went into the attempt's audit row instead.
+    if (
+      recorded.kind === 'claim-lost' &&
+      recorded.currentState !== null &&
+      recorded.currentState !== 'sending'
+    ) {
+      showOrderMailState({ state: recorded.currentState });
     }
+    return { kind: 'finished', result: claimLost(orderId, attempt, 'accepted', verdict.providerMessageId) };
+  }
 
-    const { attempt, claimToken, settings } = claim;
-    showOrderMailState({ state: 'sending', outcome: null, attempts: attempt, httpStatus: null });
-    // The send is NEVER retried by Temporal: a retry after an unknown outcome could send a second mail. Its
-    // timeout comes from the worker's configuration, above the HTTP client's own overall deadline.
-    const sender = proxyActivities<OrderMailActivities>({
-      startToCloseTimeout: settings.sendTimeoutMs,
-      retry: { maximumAttempts: 1 },
-    });
+  const anotherAttemptFollows = !cancelRequested() && runAttempts + 1 < settings.maxSendAttempts;
+  const recorded = await recordNotAccepted(base, verdict.details, settings, {
+    anotherAttemptFollows,
+    delayMs: delayBeforeNextAttempt(settings, runAttempts + 1, verdict.details.retryAfterMs),
+  });
+  if (recorded.kind === 'claim-lost') {
+    if (recorded.currentState !== null && recorded.currentState !== 'sending') {
+      showOrderMailState({ state: recorded.currentState });
+    }
+    return { kind: 'finished', result: claimLost(orderId, attempt, null, null) };
+  }
+  showOrderMailState({
+    state: stateShownFor(recorded.state, recorded.outcome),
+    outcome: recorded.outcome,
+    httpStatus: verdict.details.httpStatus,
+  });
+  if (recorded.state === 'sent') {
+    return {
+      kind: 'finished',
+      result: {
+        orderId,
+        result: 'sent',
+        outcome: recorded.outcome,
+        attempts: attempt,
+        providerMessageId: null,
+      },
+    };
+  }
+  return { kind: 'not-accepted', attempt, settings, verdict, recordedOutcome: recorded.outcome };
+}
 
-    let verdict: SendVerdict;
-    try {
-      const accepted = await sender.sendOrderMail({ orderId, claimToken, attempt });
-      verdict = {
-        kind: 'accepted',
-        httpStatus: accepted.httpStatus,
-        providerMessageId: accepted.providerMessageId,
-      };
-    } catch (error) {
-      verdict = verdictOfSendFailure(error);
-    }
-    if (verdict.kind === 'claim-lost') {
-      const { currentState, currentOutcome } = verdict.row;
-      if (currentState !== null && currentState !== 'sending') {
-        showOrderMailState({ state: stateShownFor(currentState, currentOutcome), outcome: currentOutcome });
-      }
-      return claimLost(orderId, attempt, currentOutcome);
-    }
-
-    const base = { orderId, claimToken, attempt };
-    const recorded =
-      verdict.kind === 'accepted'
-        ? await books.recordOrderMailOutcome({
-            ...base,
-            state: 'sent',
-            outcome: 'accepted',
-            unknownPolicy: null,
-            providerMessageId: verdict.providerMessageId,
-            httpStatus: verdict.httpStatus,
-            error: null,
-          })
-        : await recordNotAccepted(books, base, verdict.details, settings);
-
-    if (recorded.kind === 'claim-lost') {
-      if (recorded.currentState !== null && recorded.currentState !== 'sending') {
-        showOrderMailState({ state: recorded.currentState });
-      }
-      return claimLost(orderId, attempt, null);
-    }
-    showOrderMailState({
-      state: stateShownFor(recorded.state, recorded.outcome),
-      outcome: recorded.outcome,
-      httpStatus: verdict.kind === 'accepted' ? verdict.httpStatus : verdict.details.httpStatus,
-    });
-    if (recorded.state === 'sent') {
-      const providerMessageId = verdict.kind === 'accepted' ? verdict.providerMessageId : null;
-      return { orderId, result: 'sent', outcome: recorded.outcome, attempts: attempt, providerMessageId };
-    }
-
-    // Recorded as failed. verdict is not-accepted here: an accepted send is always recorded as sent.
-    if (verdict.kind !== 'not-accepted')
-      throw new Error('unreachable: an accepted send was recorded as failed');
-    const { details } = verdict;
-    if (recorded.outcome === 'rejected' || !details.retryable) {
-      throw permanentFailure(orderId, recorded.outcome, verdict);
-    }
-    if (attempt >= settings.maxSendAttempts) {
-      throw ApplicationFailure.create({
-        type: FailureType.MailNotSentGaveUp,
-        message:
-          `Order ${orderId}: the confirmation mail was not sent after ${attempt} attempts ` +
-          `(last: ${describeDetails(details)}). Fix the cause, then reset this workflow to try again.`,
-        nonRetryable: true,
-        details: [details],
-      });
-    }
-    const delayMs = delayBeforeNextAttempt(settings, attempt, details.retryAfterMs);
-    log.info('Order mail not accepted; waiting before the next attempt', {
+/**
+ * The send, waited for to its real end: it is NEVER retried by Temporal (a retry after an unknown outcome
+ * could send a second mail) and, running in the attempt's non-cancellable scope, never abandoned by a
+ * cancel mid-request. Its timeout comes from the worker's configuration, above the transport's own deadline.
+ */
+async function send(orderId: string, claim: Claimed): Promise<SendVerdict> {
+  const sender = proxyActivities<OrderMailActivities>({
+    startToCloseTimeout: claim.settings.sendTimeoutMs,
+    retry: { maximumAttempts: 1 },
+  });
+  try {
+    const accepted = await sender.sendOrderMail({
       orderId,
-      attempt,
-      delayMs,
-      outcome: recorded.outcome,
+      claimToken: claim.claimToken,
+      attempt: claim.attempt,
+      idempotencyKey: claim.idempotencyKey,
     });
-    await sleep(delayMs);
+    return {
+      kind: 'accepted',
+      httpStatus: accepted.httpStatus,
+      providerMessageId: accepted.providerMessageId,
+    };
+  } catch (error) {
+    return verdictOfSendFailure(error);
   }
 }
 
 /**
- * Records a send that was not accepted. An unknown outcome is settled by the policy, except when the provider
- * dedupes by idempotency key and a retry would still fall inside its window: then it is recorded as failed,
- * retried under the same key, and the loop sends again (the provider answers from its store, no second mail).
+ * Records a send that was not accepted. Rejected and not-sent are recorded as they are; an unknown outcome is
+ * decided by decideUnknownOutcome from the row's facts (did the attempt pass the dispatch fence, how old is
+ * the idempotency key), and recorded as decided. Should a stalled send pass the fence in between, the record
+ * changes nothing and the decision is made again.
  */
 async function recordNotAccepted(
-  books: typeof bookkeeping,
   base: { orderId: string; claimToken: string; attempt: number },
   details: SendFailureDetails,
   settings: OrderMailWorkflowSettings,
-) {
-  let error = details.reason;
-  let retryUnderKey = false;
-  const { idempotency } = settings;
-  if (idempotentRetryConceivable(details, idempotency, base.attempt, settings.maxSendAttempts)) {
-    // The time comes from Postgres through an activity: the workflow itself reads no clock.
-    const { sinceFirstDispatchMs } = await books.readTimeSinceFirstDispatch({ orderId: base.orderId });
-    retryUnderKey = withinIdempotencyWindow({
-      idempotency,
-      sinceFirstDispatchMs,
-      delayMs: delayBeforeNextAttempt(settings, base.attempt, details.retryAfterMs),
-      sendTimeoutMs: settings.sendTimeoutMs,
+  next: { anotherAttemptFollows: boolean; delayMs: number },
+): Promise<Recorded> {
+  const common = { ...base, providerMessageId: null, httpStatus: details.httpStatus };
+  if (details.outcome !== 'unknown') {
+    const recorded = await bookkeeping.recordOrderMailOutcome({
+      ...common,
+      state: 'failed',
+      outcome: details.outcome,
+      unknownPolicy: null,
+      error: details.reason,
+      expectDispatched: null,
     });
-    if (retryUnderKey)
-      error = idempotentRetryNote(details.reason, sinceFirstDispatchMs!, idempotency.windowMs);
+    if (recorded.kind === 'dispatch-changed')
+      throw new Error('unreachable: nothing was expected of the fence');
+    return recorded;
   }
-  return books.recordOrderMailOutcome({
-    ...base,
-    ...recordDecisionFor(details, settings.unknownOutcomePolicy, retryUnderKey),
-    providerMessageId: null,
-    httpStatus: details.httpStatus,
-    error,
-  });
+  // The fence moves at most once (not dispatched → dispatched), so the second decision stands.
+  for (let decided = 0; ; decided++) {
+    const attemptFacts = await bookkeeping.readAttemptOutcomeFacts(base);
+    const facts: UnknownOutcomeFacts = {
+      dispatched: attemptFacts.dispatched,
+      policy: settings.unknownOutcomePolicy,
+      idempotency: settings.idempotency,
+      sinceKeyFirstDispatchMs: attemptFacts.sinceKeyFirstDispatchMs,
+      delayBeforeRetryMs: next.delayMs,
+      sendTimeoutMs: settings.sendTimeoutMs,
+      anotherAttemptFollows: next.anotherAttemptFollows,
+      providerError: details.errorCode,
+    };
+    const decision = decideUnknownOutcome(facts);
+    const described = describeUnknownDecision(decision, facts);
+    const recorded = await bookkeeping.recordOrderMailOutcome({
+      ...common,
+      state: decision.state,
+      outcome: decision.outcome,
+      unknownPolicy: decision.unknownPolicy,
+      error:
+        decision.kind === 'not-sent' ? `${described} (${details.reason})` : `${details.reason}; ${described}`,
+      expectDispatched: attemptFacts.dispatched,
+    });
+    if (recorded.kind !== 'dispatch-changed') return recorded;
+    if (decided >= 1) throw new Error('unreachable: the dispatch fence changed twice for one attempt');
+  }
 }
 
-function claimLost(orderId: string, attempt: number, outcome: LogOutcome | null): OrderMailResult {
+/** After an attempt was recorded as failed: fail for good, give up, or wait and claim again. */
+async function afterNotAccepted(
+  orderId: string,
+  step: Extract<Step, { kind: 'not-accepted' }>,
+  runAttempts: number,
+): Promise<void> {
+  const { verdict, settings } = step;
+  const { details } = verdict;
+  if (step.recordedOutcome === 'rejected' || !details.retryable) {
+    throw permanentFailure(orderId, step.recordedOutcome, verdict);
+  }
+  if (runAttempts >= settings.maxSendAttempts) {
+    throw ApplicationFailure.create({
+      type: FailureType.MailNotSentGaveUp,
+      message:
+        `Order ${orderId}: the confirmation mail was not sent after ${runAttempts} attempts of this run ` +
+        `(last: ${describeDetails(details)}). Fix the cause, then reset this workflow to try again.`,
+      nonRetryable: true,
+      details: [details],
+    });
+  }
+  const delayMs = delayBeforeNextAttempt(settings, runAttempts, details.retryAfterMs);
+  log.info('Order mail not accepted; waiting before the next attempt', {
+    orderId,
+    attempt: step.attempt,
+    delayMs,
+    outcome: step.recordedOutcome,
+  });
+  await waitOrEndCancelled(orderId, delayMs, `after attempt ${step.attempt} (${describeDetails(details)})`);
+}
+
+/** A durable wait; a cancel during it ends the run Cancelled (the row is already settled). */
+async function waitOrEndCancelled(orderId: string, delayMs: number, when: string): Promise<void> {
+  try {
+    await sleep(delayMs);
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    throw endCancelled(
+      `Order ${orderId}: cancelled while waiting to claim again ${when}. Nothing is in flight: the log row ` +
+        'is settled as failed, and a reset or npm run ops -- retry sends the mail.',
+    );
+  }
+}
+
+/** What a cancel that arrived during an attempt leaves behind, said on the way out. */
+function cancelledAfter(orderId: string, step: Step): CancelledFailure {
+  switch (step.kind) {
+    case 'released':
+      return endCancelled(
+        `Order ${orderId}: cancelled while claiming. No request was made; attempt ${step.attempt} is recorded as ` +
+          'failed/not_sent, and a reset or npm run ops -- retry sends the mail.',
+      );
+    case 'finished': {
+      const { result } = step;
+      const what =
+        result.result === 'sent'
+          ? `the mail had already been dispatched, was waited for and recorded as sent (outcome ${result.outcome}` +
+            `${result.providerMessageId === null ? '' : `, message id ${result.providerMessageId}`})`
+          : result.result === 'already-sent'
+            ? 'the mail was already recorded as sent, and this run sent nothing'
+            : 'the log row had been settled by someone else, and this run recorded nothing';
+      return endCancelled(`Order ${orderId}: cancelled during attempt ${result.attempts}; ${what}.`);
+    }
+    case 'held-at-same-time':
+      return endCancelled(
+        `Order ${orderId}: cancelled; the row is held by ${step.holder}, and this run sent nothing.`,
+      );
+    case 'not-accepted':
+      return endCancelled(
+        `Order ${orderId}: cancelled during attempt ${step.attempt}, which was waited for and recorded as ` +
+          `failed/${step.recordedOutcome} (${describeDetails(step.verdict.details)}). Nothing is in flight; a reset ` +
+          'or npm run ops -- retry sends the mail.',
+      );
+  }
+}
+
+/**
+ * Ends the run Cancelled. The TypeScript SDK (1.24) sends the cancellation with no details, so a cancelled run
+ * has no result or failure text of its own: the explanation goes into the run's memo, which the Web UI shows
+ * and `describe()` returns, and into the CancelledFailure for the workflow's own log.
+ */
+function endCancelled(explanation: string): CancelledFailure {
+  upsertMemo({ [EXPLANATION_MEMO]: explanation });
+  log.info('Order mail workflow cancelled', { explanation });
+  return new CancelledFailure(explanation);
+}
+
+function claimLost(
+  orderId: string,
+  attempt: number,
+  outcome: LogOutcome | null,
+  providerMessageId: string | null,
+): OrderMailResult {
+  const accepted =
+    providerMessageId === null
+      ? ''
+      : ` The provider had accepted this run's mail (message id ${providerMessageId}); that answer is kept in the ` +
+        "attempt's audit row.";
   return {
     orderId,
     result: 'claim-lost',
     outcome,
     attempts: attempt,
-    providerMessageId: null,
+    providerMessageId,
     explanation:
       `Order ${orderId}: the mail's log row was settled by someone else (an operator's resolve) while this run ` +
-      'held it, so this run stopped without recording anything. The log row and its operator acts say what happened.',
+      `held it, so this run did not change it.${accepted} The log row, its attempts and its operator acts say what happened.`,
   };
 }
 
 /** The claim, with a missing order turned into the workflow's own OrderNotFound failure. */
-async function claimOrFail(books: typeof bookkeeping, orderId: string) {
+async function claimOrFail(orderId: string): Promise<ClaimResult> {
   try {
-    return await books.claimOrderMail({ orderId });
+    // The workflow's clock: the server's time of this workflow task (src/db/orderMailClaim.ts).
+    return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now() });
   } catch (error) {
     if (
       error instanceof ActivityFailure &&

@@ -5,6 +5,7 @@ import type {
   StuckClaim,
 } from '../activities/reconcileActivities';
 import { OrderMailStuckOrders } from '../shared/searchAttributes';
+import { decideUnknownOutcome } from '../shared/unknownOutcome';
 
 // Each batch is a bounded query plus up to a batch of idempotent starts: retried freely, since a start that
 // already happened reports 'already started'. Two minutes leave room for a slow Temporal or Postgres.
@@ -28,11 +29,16 @@ export interface ReconcileInput {
     started: number;
     alreadyStarted: number;
     batches: number;
-    /** Orders not started because a workflow of another type holds their id (absent in older runs). */
-    conflicts?: number;
+    /** Orders not started because a workflow of another type holds their id. */
+    conflicts: number;
   };
   /** Batches before continuing as new; the schedule leaves it at the default. */
   batchesPerRun?: number;
+}
+
+export interface SettledStuckClaim extends StuckClaim {
+  /** released: it never dispatched, now failed/not_sent; settled: by the policy; changed: someone acted first. */
+  settlement: 'released' | 'settled' | 'changed';
 }
 
 export interface ReconcileReport {
@@ -41,8 +47,9 @@ export interface ReconcileReport {
   alreadyStarted: number;
   batches: number;
   /** Orders not started because a workflow of another type holds their id; each is logged by the activity. */
-  conflicts?: number;
-  stuck: StuckClaim[];
+  conflicts: number;
+  /** Rows that were stuck in 'sending' under a closed run, and what the sweep did with each. */
+  stuck: SettledStuckClaim[];
   /** More 'sending' rows than one sweep examines; the oldest were examined. */
   moreSendingRows: boolean;
 }
@@ -50,11 +57,15 @@ export interface ReconcileReport {
 /**
  * The reconciliation sweep (DESIGN.md §7, G3), run by a Schedule every few minutes (`npm run setup`):
  * starts `orderConfirmationMail` for confirmed orders past the grace period that have no log row, in bounded
- * batches, and reports rows stuck in 'sending' whose run is closed, on the OrderMailStuckOrders search
- * attribute and in the log. Running it twice changes nothing: every start is idempotent by workflow id.
+ * batches, and settles rows stuck in 'sending' whose run is closed (terminated, cancelled without cleanup),
+ * with the claim's fences: never dispatched → released as failed/not_sent, so the next retry or reset sends
+ * it (the sweep does not start the mail itself: a terminate is an operator's decision about this run, which
+ * the sweep only makes true in the row); dispatched → settled by the policy, decided here by the same
+ * function as the workflow's own unknowns. Each lands in the audit trail and on the OrderMailStuckOrders
+ * search attribute. Running it twice changes nothing: every start is idempotent, every settlement fenced.
  */
 export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<ReconcileReport> {
-  const counted = input.counted ?? { found: 0, started: 0, alreadyStarted: 0, batches: 0 };
+  const counted = input.counted ?? { found: 0, started: 0, alreadyStarted: 0, batches: 0, conflicts: 0 };
   let after: ConfirmedOrderCursor | null = input.resumeAfter ?? null;
   const batchesPerRun = input.batchesPerRun ?? DEFAULT_BATCHES_PER_RUN;
   for (let batch = 0; batch < batchesPerRun; batch++) {
@@ -63,8 +74,8 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
     counted.started += result.started;
     counted.alreadyStarted += result.alreadyStarted;
     counted.batches += 1;
-    if (result.conflicts !== undefined && result.conflicts.length > 0) {
-      counted.conflicts = (counted.conflicts ?? 0) + result.conflicts.length;
+    if (result.conflicts.length > 0) {
+      counted.conflicts += result.conflicts.length;
       log.warn('Order mails not started: their workflow ids are held by workflows of another type', {
         conflicts: result.conflicts,
       });
@@ -77,7 +88,24 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
     return continueAsNew<typeof reconcileOrderMails>({ resumeAfter: after, counted, batchesPerRun });
   }
 
-  const { stuck, more } = await sweep.findStuckMailClaims();
+  const found = await sweep.findStuckMailClaims();
+  const { more } = found;
+  const stuck: SettledStuckClaim[] = [];
+  for (const claim of found.stuck) {
+    // No attempt follows a closed run's claim here, so an unknown outcome goes to the policy.
+    const decision = decideUnknownOutcome({
+      dispatched: claim.dispatched,
+      policy: found.unknownOutcomePolicy,
+      idempotency: null,
+      sinceKeyFirstDispatchMs: null,
+      delayBeforeRetryMs: 0,
+      sendTimeoutMs: 0,
+      anotherAttemptFollows: false,
+      providerError: null,
+    });
+    const settled = await sweep.settleClosedRunClaim({ claim, decision });
+    stuck.push({ ...claim, settlement: settled.kind });
+  }
   if (stuck.length > 0) {
     upsertSearchAttributes([
       {
@@ -85,9 +113,9 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
         value: stuck.slice(0, MAX_STUCK_ORDERS_SHOWN).map((claim) => claim.orderId),
       },
     ]);
-    log.warn('Order mails stuck in sending although the run holding the claim is closed', {
-      orders: stuck.map((claim) => claim.orderId),
-      hint: 'npm run ops -- retry <orderId> --reason "…" applies the orphaned-claim rules',
+    log.warn('Order mails were stuck in sending under a closed run; settled', {
+      orders: stuck.map((claim) => `${claim.orderId}: ${claim.settlement}`),
+      hint: 'a released mail is sent by: npm run ops -- retry <orderId> --reason "…"',
     });
   }
   log.info('Reconciliation finished', { ...counted, stuck: stuck.length });

@@ -1,7 +1,7 @@
 // What the Web UI shows about an order's mail: the workflow upserts its search attributes at every
 // transition of the log row, so operators can filter on them (docs/operating.md).
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { patched, upsertSearchAttributes } from '@temporalio/workflow';
+import { upsertSearchAttributes } from '@temporalio/workflow';
 import type { LogOutcome } from '../shared/mailOutcome';
 import {
   OrderMailAttempts,
@@ -10,10 +10,6 @@ import {
   OrderMailState,
   type OrderMailStateValue,
 } from '../shared/searchAttributes';
-
-// Runs recorded before the workflow upserted anything have no such commands in their history; the patch
-// marker keeps them replayable (test/replay), while every new run takes the new path.
-const SEARCH_ATTRIBUTES_PATCH = 'order-mail-search-attributes';
 
 export interface OrderMailStateShown {
   state: OrderMailStateValue;
@@ -32,7 +28,6 @@ export function stateShownFor(
 }
 
 export function showOrderMailState(shown: OrderMailStateShown): void {
-  if (!patched(SEARCH_ATTRIBUTES_PATCH)) return;
   const updates: SearchAttributeUpdatePair[] = [{ key: OrderMailState, value: shown.state }];
   if (shown.outcome !== undefined) updates.push({ key: OrderMailOutcome, value: shown.outcome });
   if (shown.attempts !== undefined) updates.push({ key: OrderMailAttempts, value: shown.attempts });

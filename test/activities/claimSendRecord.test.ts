@@ -6,6 +6,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, type ClaimResult } from '../../src/activities';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
+import { decideUnknownOutcome } from '../../src/shared/unknownOutcome';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
@@ -44,21 +45,41 @@ function activitiesWith(policy: UnknownOutcomePolicy = 'assume-sent') {
   });
 }
 
-let nextScheduleTime = Date.now();
+let nextIssueTime = Date.now();
+const issuedAtOf = new WeakMap<MockActivityEnvironment, number>();
 
 /**
- * An activity environment as one workflow run of `workflowId` would give it. Each new run's activities are
- * scheduled later than the previous run's, as Temporal does for a reset run; `scheduledAt` overrides that.
+ * An activity environment as one workflow run of `workflowId` would give it. Each new run issues its claims
+ * later than the previous run's, as the workflow's (server's) clock does for a reset run; `issuedAt`
+ * overrides that. `workerClockMs` is what the worker stamps as the activity's schedule time: a worker whose
+ * clock is off stamps it off, and nothing in the claim may depend on it.
  */
-function run(workflowId: string, runId: string, scheduledAt?: number) {
-  nextScheduleTime += 1_000;
-  return new MockActivityEnvironment({
+function run(workflowId: string, runId: string, issuedAt?: number, workerClockMs?: number) {
+  nextIssueTime += 1_000;
+  const env = new MockActivityEnvironment({
     namespace: 'default',
     workflowExecution: { workflowId, runId },
-    scheduledTimestampMs: scheduledAt ?? nextScheduleTime,
+    scheduledTimestampMs: workerClockMs ?? issuedAt ?? nextIssueTime,
     // What the workflow gives the send (the mock's default of 1 s is shorter than the transport's deadline).
     startToCloseTimeoutMs: testSettings().sendTimeoutMs,
   });
+  issuedAtOf.set(env, issuedAt ?? nextIssueTime);
+  return env;
+}
+
+/** The claim activity as the run's workflow calls it: with the time it issued the claim. */
+function claim(env: MockActivityEnvironment, acts: ReturnType<typeof activitiesWith>, orderId: string) {
+  return exec(env, acts.claimOrderMail, { orderId, issuedAtMs: issuedAtOf.get(env)! });
+}
+
+/** The send activity's input for a claim. */
+function sendInput(orderId: string, claimResult: ClaimResult & { kind: 'claimed' }) {
+  return {
+    orderId,
+    claimToken: claimResult.claimToken,
+    attempt: claimResult.attempt,
+    idempotencyKey: claimResult.idempotencyKey,
+  };
 }
 
 /** MockActivityEnvironment.run, typed by the activity it runs. */
@@ -89,8 +110,8 @@ describe('claim', () => {
     const acts = activitiesWith();
     const orderId = await createOrder(database.db);
     const env = run(orderId, 'run-a');
-    const first = claimed(await exec(env, acts.claimOrderMail, { orderId }));
-    const retried = claimed(await exec(env, acts.claimOrderMail, { orderId }));
+    const first = claimed(await claim(env, acts, orderId));
+    const retried = claimed(await claim(env, acts, orderId));
     expect(first).toMatchObject({ attempt: 1, how: 'first-claim' });
     expect(retried).toMatchObject({ attempt: 1, how: 'own-claim', claimToken: first.claimToken });
     expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending', attempts: 1 });
@@ -99,7 +120,7 @@ describe('claim', () => {
   it('refuses an order that does not exist, writing nothing', async () => {
     const acts = activitiesWith();
     const missing = '9123456789012345';
-    const failure = await failureOf(exec(run(missing, 'run-a'), acts.claimOrderMail, { orderId: missing }));
+    const failure = await failureOf(claim(run(missing, 'run-a'), acts, missing));
     expect(failure.type).toBe(FailureType.OrderNotFound);
     expect(failure.nonRetryable).toBe(true);
     expect(await readMailLog(database.db, missing)).toBeNull();
@@ -109,15 +130,13 @@ describe('claim', () => {
     const acts = activitiesWith();
     const orderId = await createOrder(database.db);
     const closedRun = run(orderId, 'run-a');
-    const a = claimed(await exec(closedRun, acts.claimOrderMail, { orderId }));
+    const a = claimed(await claim(closedRun, acts, orderId));
 
-    const b = claimed(await exec(run(orderId, 'run-b'), acts.claimOrderMail, { orderId }));
+    const b = claimed(await claim(run(orderId, 'run-b'), acts, orderId));
     expect(b).toMatchObject({ attempt: 2, how: 'took-over-undispatched' });
 
     // The old run's send, should it still execute, is stopped by the fence before any request.
-    const failure = await failureOf(
-      exec(closedRun, acts.sendOrderMail, { orderId, claimToken: a.claimToken, attempt: a.attempt }),
-    );
+    const failure = await failureOf(exec(closedRun, acts.sendOrderMail, sendInput(orderId, a)));
     expect(failure.type).toBe(FailureType.ClaimLost);
     expect(sandbox.requests()).toHaveLength(0);
     expect(await listAttempts(database.db, orderId)).toMatchObject([
@@ -129,12 +148,12 @@ describe('claim', () => {
     const acts = activitiesWith('assume-sent');
     const orderId = await createOrder(database.db);
     const closedRun = run(orderId, 'run-a');
-    const a = claimed(await exec(closedRun, acts.claimOrderMail, { orderId }));
+    const a = claimed(await claim(closedRun, acts, orderId));
     sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
-    const inFlight = exec(closedRun, acts.sendOrderMail, { orderId, claimToken: a.claimToken, attempt: 1 });
+    const inFlight = exec(closedRun, acts.sendOrderMail, sendInput(orderId, a));
     await waitUntil(() => sandbox.requests().length === 1);
 
-    const b = await exec(run(orderId, 'run-b'), acts.claimOrderMail, { orderId });
+    const b = await claim(run(orderId, 'run-b'), acts, orderId);
     expect(b).toMatchObject({ kind: 'already-sent', outcome: 'unknown' });
     expect(await readMailLog(database.db, orderId)).toMatchObject({
       state: 'sent',
@@ -154,8 +173,24 @@ describe('claim', () => {
       providerMessageId: 'late',
       httpStatus: 202,
       error: null,
+      expectDispatched: null,
     });
-    expect(late).toMatchObject({ kind: 'recorded', alreadyRecorded: true, outcome: 'unknown' });
+    // The row stays as the new run's claim settled it; the provider's late answer is not dropped: the
+    // attempt's audit row keeps it.
+    expect(late).toMatchObject({
+      kind: 'recorded',
+      alreadyRecorded: true,
+      outcome: 'unknown',
+      lateAnswerKept: true,
+    });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'unknown' });
+    expect(await listAttempts(database.db, orderId)).toMatchObject([
+      {
+        attempt: 1,
+        outcome: 'unknown',
+        late: { outcome: 'accepted', providerMessageId: 'late', httpStatus: 202 },
+      },
+    ]);
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
@@ -163,11 +198,11 @@ describe('claim', () => {
     const acts = activitiesWith('assume-failed');
     const orderId = await createOrder(database.db);
     const closedRun = run(orderId, 'run-a');
-    const a = claimed(await exec(closedRun, acts.claimOrderMail, { orderId }));
+    const a = claimed(await claim(closedRun, acts, orderId));
     sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
-    await failureOf(exec(closedRun, acts.sendOrderMail, { orderId, claimToken: a.claimToken, attempt: 1 }));
+    await failureOf(exec(closedRun, acts.sendOrderMail, sendInput(orderId, a)));
 
-    const b = claimed(await exec(run(orderId, 'run-b'), acts.claimOrderMail, { orderId }));
+    const b = claimed(await claim(run(orderId, 'run-b'), acts, orderId));
     expect(b).toMatchObject({ attempt: 2, how: 'reclaimed-failed' });
     expect(await listAttempts(database.db, orderId)).toMatchObject([
       { attempt: 1, state: 'failed', outcome: 'unknown', unknownPolicy: 'assume-failed' },
@@ -180,17 +215,15 @@ describe('claim', () => {
     // The closed run's claim was scheduled before the reset; it only executes after the new run claimed.
     const closedRun = run(orderId, 'run-a', Date.now() - 60_000);
     const openRun = run(orderId, 'run-b');
-    const b = claimed(await exec(openRun, acts.claimOrderMail, { orderId }));
+    const b = claimed(await claim(openRun, acts, orderId));
 
-    expect(await exec(closedRun, acts.claimOrderMail, { orderId })).toMatchObject({ kind: 'held-elsewhere' });
+    expect(await claim(closedRun, acts, orderId)).toMatchObject({ kind: 'held-elsewhere' });
     expect(await readMailLog(database.db, orderId)).toMatchObject({
       state: 'sending',
       attempts: 1,
       claimToken: b.claimToken,
     });
-    expect(
-      (await exec(openRun, acts.sendOrderMail, { orderId, claimToken: b.claimToken, attempt: 1 })).outcome,
-    ).toBe('accepted');
+    expect((await exec(openRun, acts.sendOrderMail, sendInput(orderId, b))).outcome).toBe('accepted');
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
@@ -200,10 +233,10 @@ describe('claim', () => {
       const orderId = await createOrder(database.db);
       const closedRun = run(orderId, 'run-a', Date.now() - 60_000);
       const openRun = run(orderId, 'run-b');
-      const b = claimed(await exec(openRun, acts.claimOrderMail, { orderId }));
-      const sent = await exec(openRun, acts.sendOrderMail, { orderId, claimToken: b.claimToken, attempt: 1 });
+      const b = claimed(await claim(openRun, acts, orderId));
+      const sent = await exec(openRun, acts.sendOrderMail, sendInput(orderId, b));
 
-      expect(await exec(closedRun, acts.claimOrderMail, { orderId })).toMatchObject({
+      expect(await claim(closedRun, acts, orderId)).toMatchObject({
         kind: 'held-elsewhere',
       });
       const recorded = await exec(openRun, acts.recordOrderMailOutcome, {
@@ -216,6 +249,7 @@ describe('claim', () => {
         providerMessageId: sent.providerMessageId,
         httpStatus: sent.httpStatus,
         error: null,
+        expectDispatched: null,
       });
       expect(recorded).toMatchObject({
         kind: 'recorded',
@@ -227,11 +261,82 @@ describe('claim', () => {
     }
   });
 
+  it('orders claims by the workflow’s time, not the worker’s: a claim on a slow-clocked worker still reclaims', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const firstIssued = Date.now();
+    const first = claimed(await claim(run(orderId, 'run-a', firstIssued), acts, orderId));
+    await exec(run(orderId, 'run-a', firstIssued), acts.recordOrderMailOutcome, {
+      orderId,
+      claimToken: first.claimToken,
+      attempt: 1,
+      state: 'failed',
+      outcome: 'not_sent',
+      unknownPolicy: null,
+      providerMessageId: null,
+      httpStatus: 503,
+      error: 'HTTP 503',
+      expectDispatched: null,
+    });
+    // The run's next claim, after its backoff, lands on a worker whose clock is 30 s behind: the worker stamps
+    // the activity 30 s before the first claim, while the workflow issued it 2 s after.
+    const slowWorker = run(orderId, 'run-a', firstIssued + 2_000, firstIssued - 30_000);
+    expect(claimed(await claim(slowWorker, acts, orderId))).toMatchObject({
+      attempt: 2,
+      how: 'reclaimed-failed',
+    });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending', attempts: 2 });
+  });
+
+  it('a late claim from a closed run on a fast-clocked worker leaves the open run’s claim alone', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const closedIssued = Date.now();
+    // The open run (a reset) claims 5 s later on a worker with a good clock.
+    const openRun = run(orderId, 'run-b', closedIssued + 5_000);
+    const b = claimed(await claim(openRun, acts, orderId));
+    // The closed run's claim, issued before the reset, only executes now, on a worker 60 s ahead.
+    const fastWorker = run(orderId, 'run-a', closedIssued, closedIssued + 60_000);
+    expect(await claim(fastWorker, acts, orderId)).toMatchObject({
+      kind: 'held-elsewhere',
+      sameWorkflow: true,
+    });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'sending',
+      attempts: 1,
+      claimToken: b.claimToken,
+    });
+    expect((await exec(openRun, acts.sendOrderMail, sendInput(orderId, b))).outcome).toBe('accepted');
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('equal issue times order nothing: neither claim takes the row from the other', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const at = Date.now();
+    const a = claimed(await claim(run(orderId, 'run-a', at), acts, orderId));
+    expect(await claim(run(orderId, 'run-b', at), acts, orderId)).toMatchObject({
+      kind: 'held-elsewhere',
+      sameWorkflow: true,
+    });
+    // Its own claim is recognised whatever the times: a retry of run-a's claim.
+    expect(claimed(await claim(run(orderId, 'run-a', at), acts, orderId))).toMatchObject({
+      how: 'own-claim',
+      attempt: 1,
+      claimToken: a.claimToken,
+    });
+    // A claim issued later takes the undispatched claim over (run-a is closed by then).
+    expect(claimed(await claim(run(orderId, 'run-c', at + 1), acts, orderId))).toMatchObject({
+      how: 'took-over-undispatched',
+      attempt: 2,
+    });
+  });
+
   it('does not touch a claim held by another workflow id', async () => {
     const acts = activitiesWith();
     const orderId = await createOrder(database.db);
-    claimed(await exec(run(`other-${orderId}`, 'run-x'), acts.claimOrderMail, { orderId }));
-    const result = await exec(run(orderId, 'run-a'), acts.claimOrderMail, { orderId });
+    claimed(await claim(run(`other-${orderId}`, 'run-x'), acts, orderId));
+    const result = await claim(run(orderId, 'run-a'), acts, orderId);
     expect(result).toMatchObject({ kind: 'held-elsewhere' });
     expect(await readMailLog(database.db, orderId)).toMatchObject({ attempts: 1, state: 'sending' });
   });
@@ -242,11 +347,11 @@ describe('send', () => {
     const acts = activitiesWith();
     const orderId = await createOrder(database.db);
     const env = run(orderId, 'run-a');
-    const { claimToken } = claimed(await exec(env, acts.claimOrderMail, { orderId }));
+    const a = claimed(await claim(env, acts, orderId));
 
-    const first = await exec(env, acts.sendOrderMail, { orderId, claimToken, attempt: 1 });
+    const first = await exec(env, acts.sendOrderMail, sendInput(orderId, a));
     expect(first.outcome).toBe('accepted');
-    const second = await failureOf(exec(env, acts.sendOrderMail, { orderId, claimToken, attempt: 1 }));
+    const second = await failureOf(exec(env, acts.sendOrderMail, sendInput(orderId, a)));
     expect(second.type).toBe(FailureType.MailOutcomeUnknown);
     expect(second.details?.[0]).toMatchObject({ outcome: 'unknown', errorCode: 'ALREADY_DISPATCHED' });
     expect(sandbox.requests()).toHaveLength(1);
@@ -257,8 +362,7 @@ describe('send', () => {
     const acts = activitiesWith();
     const orderId = await createOrder(database.db, { customerName: '佐藤 花子' });
     const env = run(orderId, 'run-a');
-    const { claimToken } = claimed(await exec(env, acts.claimOrderMail, { orderId }));
-    await exec(env, acts.sendOrderMail, { orderId, claimToken, attempt: 1 });
+    await exec(env, acts.sendOrderMail, sendInput(orderId, claimed(await claim(env, acts, orderId))));
     const [message] = sandbox.messagesFor(orderId);
     expect(message?.subject).toBe('ご注文ありがとうございます');
     expect(message?.text).toContain('佐藤 花子 様');
@@ -274,8 +378,9 @@ describe('record', () => {
     const acts = activitiesWith();
     const orderId = await createOrder(database.db);
     const env = run(orderId, 'run-a');
-    const { claimToken } = claimed(await exec(env, acts.claimOrderMail, { orderId }));
-    const sent = await exec(env, acts.sendOrderMail, { orderId, claimToken, attempt: 1 });
+    const a = claimed(await claim(env, acts, orderId));
+    const { claimToken } = a;
+    const sent = await exec(env, acts.sendOrderMail, sendInput(orderId, a));
     const outcome = {
       orderId,
       claimToken,
@@ -286,6 +391,7 @@ describe('record', () => {
       providerMessageId: sent.providerMessageId,
       httpStatus: sent.httpStatus,
       error: null,
+      expectDispatched: null,
     };
     expect(await exec(env, acts.recordOrderMailOutcome, outcome)).toMatchObject({
       kind: 'recorded',
@@ -303,21 +409,34 @@ describe('record', () => {
     });
   });
 
-  it('records an unknown for an attempt that never passed the dispatch fence as not_sent', async () => {
+  it('an unknown for an attempt that never passed the dispatch fence is decided and recorded as not_sent', async () => {
     const acts = activitiesWith('assume-sent');
     const orderId = await createOrder(database.db);
     const env = run(orderId, 'run-a');
-    const { claimToken } = claimed(await exec(env, acts.claimOrderMail, { orderId }));
+    const { claimToken } = claimed(await claim(env, acts, orderId));
+    // What the workflow does after a start-to-close timeout: read the facts, decide, record.
+    const facts = await exec(env, acts.readAttemptOutcomeFacts, { orderId, claimToken, attempt: 1 });
+    expect(facts).toMatchObject({ held: true, dispatched: false, sinceKeyFirstDispatchMs: null });
+    const decision = decideUnknownOutcome({
+      ...facts,
+      policy: 'assume-sent',
+      idempotency: null,
+      delayBeforeRetryMs: 0,
+      sendTimeoutMs: 6_000,
+      anotherAttemptFollows: true,
+      providerError: null,
+    });
     const result = await exec(env, acts.recordOrderMailOutcome, {
       orderId,
       claimToken,
       attempt: 1,
-      state: 'sent',
-      outcome: 'unknown',
-      unknownPolicy: 'assume-sent',
+      state: decision.state,
+      outcome: decision.outcome,
+      unknownPolicy: decision.unknownPolicy,
       providerMessageId: null,
       httpStatus: null,
       error: 'the send activity timed out (START_TO_CLOSE)',
+      expectDispatched: facts.dispatched,
     });
     expect(result).toMatchObject({ kind: 'recorded', state: 'failed', outcome: 'not_sent' });
     expect(await readMailLog(database.db, orderId)).toMatchObject({
@@ -325,6 +444,36 @@ describe('record', () => {
       outcome: 'not_sent',
       unknownPolicy: null,
     });
+  });
+
+  it('a decision made before a stalled send passed its fence is not recorded: dispatch-changed, decide again', async () => {
+    const acts = activitiesWith('assume-sent');
+    const orderId = await createOrder(database.db);
+    const env = run(orderId, 'run-a');
+    const a = claimed(await claim(env, acts, orderId));
+    const facts = await exec(env, acts.readAttemptOutcomeFacts, {
+      orderId,
+      claimToken: a.claimToken,
+      attempt: 1,
+    });
+    expect(facts.dispatched).toBe(false);
+    // The timed-out send was only stalled: it passes the fence now and makes its request.
+    await exec(env, acts.sendOrderMail, sendInput(orderId, a));
+    const notSent = {
+      orderId,
+      claimToken: a.claimToken,
+      attempt: 1,
+      state: 'failed' as const,
+      outcome: 'not_sent' as const,
+      unknownPolicy: null,
+      providerMessageId: null,
+      httpStatus: null,
+      error: 'no request was made',
+      expectDispatched: false,
+    };
+    expect(await exec(env, acts.recordOrderMailOutcome, notSent)).toEqual({ kind: 'dispatch-changed' });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending' });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 });
 

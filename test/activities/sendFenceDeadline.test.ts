@@ -43,7 +43,7 @@ const activities = () =>
   });
 
 async function claimedOrder(env: MockActivityEnvironment, orderId: string) {
-  const claim: ClaimResult = await env.run(activities().claimOrderMail, { orderId });
+  const claim: ClaimResult = await env.run(activities().claimOrderMail, { orderId, issuedAtMs: Date.now() });
   if (claim.kind !== 'claimed') throw new Error(`expected a claim, got ${claim.kind}`);
   return claim;
 }
@@ -65,7 +65,12 @@ for (const [what, sendTimeoutMs] of [
     });
     const claim = await claimedOrder(env, orderId);
     const error = await env
-      .run(activities().sendOrderMail, { orderId, claimToken: claim.claimToken, attempt: claim.attempt })
+      .run(activities().sendOrderMail, {
+        orderId,
+        claimToken: claim.claimToken,
+        attempt: claim.attempt,
+        idempotencyKey: claim.idempotencyKey,
+      })
       .then(
         () => undefined,
         (caught: unknown) => caught,

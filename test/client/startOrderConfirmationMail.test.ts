@@ -97,11 +97,14 @@ describe('the reconciliation sweep', () => {
     started.push(ours, missed);
     const other = await holdIdWithAnotherType(taken);
 
-    const activities = createReconcileActivities({
-      db: database.db,
-      temporal: client,
-      settings: { graceMs: 60_000, lookbackMs: 86_400_000, confirmedSince: null, batchSize: 10 },
-    });
+    const activities = createReconcileActivities(
+      {
+        db: database.db,
+        temporal: client,
+        settings: { graceMs: 60_000, lookbackMs: 86_400_000, confirmedSince: null, batchSize: 10 },
+      },
+      { settings: { unknownOutcomePolicy: 'assume-sent' }, workerIdentity: 'sweep-test' },
+    );
     const env = new MockActivityEnvironment({ taskQueue: idleQueue });
     const result: StartBatchResult = await env.run(() =>
       activities.startMailsForConfirmedOrders({ after: null }),

@@ -34,10 +34,10 @@ async function lay(rows: RowAt[]): Promise<void> {
     [rows.length],
   );
   await database.db.query(
-    `INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claimed_at, dispatched_at, outcome,
-                                 provider_message_id, updated_at)
+    `INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at, claimed_at, dispatched_at,
+                                 outcome, provider_message_id, updated_at)
      SELECT o.id, CASE WHEN r.settled IS NULL THEN 'sending' ELSE 'sent' END, 1, 'default/' || o.id || '/run',
-            now() - make_interval(secs => r.claimed),
+            now() - make_interval(secs => r.claimed), now() - make_interval(secs => r.claimed),
             now() - make_interval(secs => r.dispatched),
             CASE WHEN r.settled IS NULL THEN NULL ELSE 'accepted' END, NULL,
             now() - make_interval(secs => COALESCE(r.settled, r.dispatched, r.claimed))

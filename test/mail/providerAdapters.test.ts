@@ -40,6 +40,7 @@ function mail(orderId: string, overrides: Partial<OutgoingMail> = {}): OutgoingM
     subject: 'ご注文ありがとうございます',
     text: `ご注文番号: ${orderId}\n`,
     html: `<p>ご注文番号: ${orderId}</p>`,
+    idempotencyKey: orderConfirmationIdempotencyKey(orderId, 0),
     ...overrides,
   };
 }
@@ -170,7 +171,7 @@ describe('request shape', () => {
     });
   });
 
-  it('Resend: POST /emails, bearer key, an Idempotency-Key from the order, the order id as a tag; id from the body', async () => {
+  it('Resend: POST /emails, bearer key, the claim’s Idempotency-Key, the order id as a tag; id from the body', async () => {
     const server = await captureServer(200, '{"id":"re-uuid-1"}');
     expect(await client('resend', server.url, 're_key_1').send(mail('504'))).toEqual({
       outcome: 'accepted',
@@ -182,7 +183,7 @@ describe('request shape', () => {
     expect(seen.headers).toMatchObject({
       authorization: 'Bearer re_key_1',
       'content-type': 'application/json',
-      'idempotency-key': 'order-confirmation/504',
+      'idempotency-key': 'order-confirmation/504/0',
     });
     expect(JSON.parse(seen.body)).toEqual({
       from: 'Shop <shop@example.com>',
@@ -315,7 +316,8 @@ const STATUS_ROWS: Record<Exclude<MailProviderName, 'generic'>, Array<[number, M
     [429, 'not_sent', 'rate_limit_exceeded'],
     [429, 'not_sent', 'daily_quota_exceeded'],
     [409, 'unknown', 'concurrent_idempotent_requests'],
-    [409, 'rejected', 'invalid_idempotent_request'],
+    // Proof that an earlier request with the key was processed: evidence of a send, not of "not accepted".
+    [409, 'unknown', 'invalid_idempotent_request'],
     [500, 'unknown'],
   ],
   mailgun: [
@@ -363,22 +365,46 @@ describe('Resend idempotency, end to end with the sandbox', () => {
     expect(second).toMatchObject({ outcome: 'accepted', providerMessageId: message?.id });
     expect(api.messagesFor('801')).toHaveLength(1);
     expect(api.requests().map((request) => [request.idempotencyKey, request.replayed])).toEqual([
-      [orderConfirmationIdempotencyKey('801'), false],
-      [orderConfirmationIdempotencyKey('801'), true],
+      [orderConfirmationIdempotencyKey('801', 0), false],
+      [orderConfirmationIdempotencyKey('801', 0), true],
     ]);
   });
 
-  it('the same key with a different body is 409 invalid_idempotent_request: rejected, nothing sent', async () => {
+  it('the same key with a different body is 409 invalid_idempotent_request: evidence of an earlier send, unknown', async () => {
     const api = await sandbox();
     const transport = client('resend', api.url);
     expect((await transport.send(mail('802'))).outcome).toBe('accepted');
     const changed = await transport.send(mail('802', { subject: 'changed' }));
+    // The key's earlier request was processed: whatever this one did, it is no proof of "not accepted".
     expect(changed).toMatchObject({
-      outcome: 'rejected',
+      outcome: 'unknown',
       httpStatus: 409,
       errorCode: 'invalid_idempotent_request',
     });
     expect(api.messagesFor('802')).toHaveLength(1);
+  });
+
+  it('a re-send (a new key) is a new request: a second message, not the first answer replayed', async () => {
+    const api = await sandbox();
+    const transport = client('resend', api.url);
+    const first = await transport.send(mail('804'));
+    const again = await transport.send(
+      mail('804', { idempotencyKey: orderConfirmationIdempotencyKey('804', 1) }),
+    );
+    expect(again.outcome).toBe('accepted');
+    expect(api.messagesFor('804')).toHaveLength(2);
+    expect(again).not.toMatchObject({
+      providerMessageId: (first as { providerMessageId: string }).providerMessageId,
+    });
+  });
+
+  it('a mail without an idempotency key is refused before any request: a send without one could duplicate', async () => {
+    const api = await sandbox();
+    const transport = client('resend', api.url);
+    await expect(transport.send(mail('805', { idempotencyKey: undefined }))).rejects.toThrow(
+      /no idempotency key/,
+    );
+    expect(api.requests()).toHaveLength(0);
   });
 
   it('the same key while the first request is still processed is 409 concurrent_idempotent_requests: unknown', async () => {

@@ -5,7 +5,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../src/activities';
 import { main } from '../../src/cli/ops';
-import { listOperatorActs } from '../../src/db/operatorActs';
+import { listOperatorActs, resolveMailLog } from '../../src/db/operatorActs';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
 import type { OrderMailStatus } from '../../src/ops/orderMailStatus';
@@ -310,7 +310,7 @@ describe('resolve', () => {
 });
 
 describe('resolve while a send is in flight', () => {
-  it('dispatched: retry is refused; resolve wins, the run stops without recording, nothing stuck, one message', async () => {
+  it('dispatched: retry and resolve are both refused; the send settles by itself, recorded truthfully', async () => {
     const orderId = await createOrder(database.db);
     const handle = await mailOf(orderId, { kind: 'accept-then-hang' });
     await waitFor('the send to be dispatched', async () =>
@@ -324,26 +324,67 @@ describe('resolve while a send is in flight', () => {
     );
     expect(sending.find((entry) => entry.row.orderId === orderId)?.workflowStatus).toBe('RUNNING');
 
+    const before = await readMailLog(database.db, orderId);
     const retry = await ops('retry', orderId, '--reason', 'impatient');
     expect(retry.code).toBe(1);
     expect(retry.err).toContain('SEND_IN_FLIGHT');
+    const resolve = await ops('resolve', orderId, '--as', 'failed', '--reason', 'customer says nothing came');
+    expect(resolve.code).toBe(1);
+    expect(resolve.err).toContain('SEND_IN_FLIGHT');
+    expect(await readMailLog(database.db, orderId)).toEqual(before);
+    expect(await listOperatorActs(database.db, orderId)).toEqual([]);
 
-    expect(
-      (await ops('resolve', orderId, '--as', 'sent', '--reason', 'provider confirms delivery')).code,
-    ).toBe(0);
+    sandbox.releaseHeld();
+    const result = await handle.result();
+    const [message] = sandbox.messagesFor(orderId);
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', providerMessageId: message!.id });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'sent',
+      outcome: 'accepted',
+      providerMessageId: message!.id,
+    });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('a record that finds its claim lost keeps the accepted mail’s message id: audit trail and result', async () => {
+    const orderId = await createOrder(database.db);
+    const handle = await mailOf(orderId, { kind: 'accept-then-hang' });
+    await waitFor('the send to be dispatched', async () =>
+      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
+    );
+    // The row moved under the dispatched send without the CLI's refusal: the resolve statement on its own,
+    // as it ran before the refusal existed (or as a DBA would).
+    const row = (await readMailLog(database.db, orderId))!;
+    const act = await resolveMailLog(database.db, {
+      orderId,
+      as: 'sent',
+      operator: 'dba',
+      reason: 'moved by hand',
+      seen: { state: row.state, attempts: row.attempts, claimToken: row.claimToken, dispatched: true },
+    });
+    expect(act).not.toBeNull();
     const resolved = await readMailLog(database.db, orderId);
     sandbox.releaseHeld();
     const result = await handle.result();
 
-    expect(result).toMatchObject({ result: 'claim-lost' });
+    const [message] = sandbox.messagesFor(orderId);
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(result).toMatchObject({ result: 'claim-lost', providerMessageId: message!.id });
+    expect(result.explanation).toContain(message!.id);
+    // The row stays as the resolve left it: the record does not write over someone else's row.
     expect(await readMailLog(database.db, orderId)).toEqual(resolved);
     expect(resolved).toMatchObject({ state: 'sent', outcome: 'resolved', attempts: 1 });
-    // The cut-off attempt is in the audit trail once: written by the resolve, not again by the run.
+    // The attempt's audit row is the resolve's, once, and it keeps the provider's late answer.
     expect(await listAttempts(database.db, orderId)).toMatchObject([
-      { attempt: 1, state: 'sent', outcome: 'unknown', recordedBy: 'operator:alice' },
+      {
+        attempt: 1,
+        state: 'sent',
+        outcome: 'unknown',
+        recordedBy: 'operator:dba',
+        late: { outcome: 'accepted', providerMessageId: message!.id, httpStatus: 202 },
+      },
     ]);
     expect((await handle.describe()).typedSearchAttributes.get(OrderMailState)).toBe('sent');
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
   it('not yet dispatched: resolve as failed, the send makes no request, then retry sends once', async () => {

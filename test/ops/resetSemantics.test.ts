@@ -19,7 +19,6 @@ import {
   OrderMailState,
 } from '../../src/shared/searchAttributes';
 import { orderConfirmationMail, type OrderMailResult } from '../../src/workflows/orderConfirmationMail';
-import { saveHistoryIfRequested } from '../support/replayHistories';
 import {
   createOrder,
   openWorkflowTestBed,
@@ -127,7 +126,29 @@ describe('reset of a failed order after its cause was fixed', () => {
       attempts: 2,
       httpStatus: 202,
     });
-    saveHistoryIfRequested(orderId, 'reset-after-rejected-then-accepted');
+  });
+});
+
+describe('reset of a run that gave up', () => {
+  it('the new run gets its full attempts again, with its backoff from the beginning', async () => {
+    // testSettings: 5 attempts a run, backoff 200 ms doubling to 2 s. Seven refusals: run 1 uses 5 and gives up.
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 503 }, 7);
+    const failure = await failureOf(start(orderId, workers['assume-sent'].taskQueue).then((h) => h.result()));
+    expect(failure.type).toBe(FailureType.MailNotSentGaveUp);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'failed', attempts: 5 });
+
+    const handle = await reset(orderId);
+    const result = await handle.result();
+
+    // Attempts 6 and 7 of the order are refused too; the run's third attempt (8) is accepted.
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 8 });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    const timers = ((await handle.fetchHistory()).events ?? []).flatMap((event) => {
+      const timeout = event.timerStartedEventAttributes?.startToFireTimeout;
+      return timeout ? [Number(timeout.seconds ?? 0) * 1000 + Math.round((timeout.nanos ?? 0) / 1e6)] : [];
+    });
+    expect(timers).toEqual([200, 400]);
   });
 });
 
@@ -146,7 +167,6 @@ describe('reset of a sent order', () => {
     expect(await readMailLog(database.db, orderId)).toEqual(before);
     expect(await listAttempts(database.db, orderId)).toHaveLength(1);
     expect(await shownInUi(orderId)).toMatchObject({ status: 'COMPLETED', state: 'sent', attempts: 1 });
-    saveHistoryIfRequested(orderId, 'reset-of-sent');
   });
 });
 

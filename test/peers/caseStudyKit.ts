@@ -12,8 +12,10 @@ import { PYTHON_PEERS_DIRECTORY, spawnPythonPeer, type PeerProcess } from '../..
 import type { RedisServer } from '../../dev/peers/redisServer';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
-/** The shop's orders, as this project models them (the service reads only these columns). */
-const ORDERS_DDL = path.join(PROJECT_ROOT, 'src', 'db', 'migrations', '0001_create_orders.sql');
+/** The shop's orders and their items, as this project models them (the service reads only these columns). */
+const ORDERS_DDL = ['0001_orders.sql', '0002_order_items.sql'].map((name) =>
+  path.join(PROJECT_ROOT, 'src', 'db', 'migrations', name),
+);
 /** The case study's order_mail_log, word for word. */
 export const CASE_STUDY_MAIL_LOG_DDL = path.join(PYTHON_PEERS_DIRECTORY, 'order_mail_log.sql');
 
@@ -31,7 +33,7 @@ export async function openCaseStudyDatabase(prefix: string): Promise<CaseStudyDa
     applicationName: `test ${prefix}`,
   });
   try {
-    await db.query(await readFile(ORDERS_DDL, 'utf8'));
+    for (const ddl of ORDERS_DDL) await db.query(await readFile(ddl, 'utf8'));
     await db.query(await readFile(CASE_STUDY_MAIL_LOG_DDL, 'utf8'));
     // Order ids far apart per file, as openTestDatabase does, in case a test also starts workflows for them.
     const offset = 1_000_000 + Math.floor(Math.random() * 8_000_000_000) * 1_000;

@@ -1,17 +1,20 @@
 // Property: whatever order concurrent workers apply their statements in, order_mail_log keeps the rules of
 // DESIGN.md §4. Racers are workflow runs of one order (the first run and the runs that resets start), each
-// driving the real statements: the claim pass sequence (db/claimOrderMailRow, as the claim activity runs
-// it; retried and duplicated), the dispatch fence (re-executed, as an activity reset would), the record
-// (retried). fast-check chooses the scenario and the interleaving, statement by statement, against real
+// driving the real statements: the claim pass sequence (db/orderMailClaim, as the claim activity runs
+// it; retried and duplicated), the dispatch fence (activities/dispatchFence; re-executed, as an activity
+// reset would), the record (db/orderMailRecord, after the workflow's decision of an unknown outcome;
+// retried). fast-check chooses the scenario and the interleaving, statement by statement, against real
 // Postgres; the invariants are checked after every statement.
 //
 // PROPERTY_RUNS sets the number of cases (default below; the issue's 10,000 with PROPERTY_RUNS=10000).
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { claimOrderMailRow, type ClaimDecision } from '../../src/db/claimOrderMailRow';
-import { markDispatched, recordOutcome, type RecordResult } from '../../src/db/orderMailLog';
+import { markDispatched } from '../../src/activities/dispatchFence';
+import { claimOrderMailRow, type ClaimDecision } from '../../src/db/orderMailClaim';
+import { readAttemptFacts, recordOutcome, type RecordResult } from '../../src/db/orderMailRecord';
 import type { Database } from '../../src/db/pool';
 import type { MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
+import { decideUnknownOutcome } from '../../src/shared/unknownOutcome';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 import { Turnstile } from './turnstile';
 
@@ -20,8 +23,8 @@ const SEED = process.env.PROPERTY_SEED === undefined ? undefined : Number(proces
 /**
  * Resets may come while the old run's claim activity is still executing, so that stale claim runs after the
  * new run's. DESIGN.md §4 rule 3 alone let it take the new run's claim over (a row left in 'sending'); the
- * claim's schedule time (migration 0003) closes that gap, and this models it by default. PROPERTY_STALE_CLAIMS=0
- * turns it off (then a reset waits for the old run's claim to finish).
+ * time the claim was issued (the workflow's clock, src/db/orderMailClaim.ts) closes that gap, and this models
+ * it by default. PROPERTY_STALE_CLAIMS=0 turns it off (then a reset waits for the old run's claim to finish).
  */
 const STALE_CLAIMS = process.env.PROPERTY_STALE_CLAIMS !== '0';
 
@@ -140,22 +143,23 @@ async function runScenario(scenario: Scenario): Promise<void> {
     });
   };
 
-  const claim = async (
-    run: (typeof runs)[number],
-    label: string,
-    claimScheduledAt: Date,
-  ): Promise<ClaimDecision> => {
+  const claim = async (run: (typeof runs)[number], label: string, issuedAt: Date): Promise<ClaimDecision> => {
     const decision = await claimOrderMailRow(
       turnstile.gated(db, label),
       {
         orderId,
         claimToken: run.token,
-        claimScheduledAt,
+        issuedAt,
         workflowScope: scope,
         policy: scenario.policy,
+        idempotency: null,
+        sendTimeoutMs: 0,
         recordedBy: 'property',
       },
-      { orphanSettled: (orphan) => count(`orphan settled as ${orphan.state}`), rowChanged: () => undefined },
+      {
+        settled: (settled) => count(`orphan settled as ${settled.decision.state}`),
+        rowChanged: () => undefined,
+      },
     );
     count(decision.kind === 'claimed' ? `claim: ${decision.how}` : `claim: ${decision.kind}`);
     return decision;
@@ -165,7 +169,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
   const claimActivity = async (run: (typeof runs)[number]): Promise<ClaimDecision> => {
     const mode = scenario.claimModes[draws.claim++ % scenario.claimModes.length]!;
     run.inClaim = true;
-    // Temporal's schedule time of this claim activity: every execution of it shares it, a later claim of the
+    // The workflow's time when it issued this claim: every execution of it shares it, a later claim of the
     // same run is later, and a later run's claims are later still (a reset closes the old run first).
     const scheduledAt = new Date(Date.UTC(2026, 0, 1) + runs.indexOf(run) * 1_000_000 + run.claims++);
     try {
@@ -238,26 +242,47 @@ async function runScenario(scenario: Scenario): Promise<void> {
     attempt: number,
     verdict: 'accepted' | 'rejected' | 'not_sent' | 'unknown',
   ): Promise<RecordResult> => {
-    const state: 'sent' | 'failed' =
-      verdict === 'accepted' || (verdict === 'unknown' && scenario.policy === 'assume-sent')
-        ? 'sent'
-        : 'failed';
-    const input = {
-      orderId,
-      claimToken: run.token,
-      attempt,
-      state,
-      outcome: verdict,
-      unknownPolicy: verdict === 'unknown' ? scenario.policy : null,
-      providerMessageId: verdict === 'accepted' ? `msg-${run.token}-${attempt}` : null,
-      httpStatus: verdict === 'accepted' ? 202 : null,
-      error: verdict === 'accepted' ? null : `property: ${verdict}`,
-      recordedBy: 'property',
+    const attemptOf = { orderId, claimToken: run.token, attempt };
+    // As the workflow does: an unknown is decided from the row's facts (src/shared/unknownOutcome.ts).
+    const decide = async () => {
+      if (verdict !== 'unknown') {
+        const state: 'sent' | 'failed' = verdict === 'accepted' ? 'sent' : 'failed';
+        return { state, outcome: verdict, unknownPolicy: null, expectDispatched: null };
+      }
+      const facts = await readAttemptFacts(turnstile.gated(db, `${run.token} read facts`), attemptOf);
+      const decision = decideUnknownOutcome({
+        dispatched: facts.dispatched,
+        policy: scenario.policy,
+        idempotency: null,
+        sinceKeyFirstDispatchMs: facts.sinceKeyFirstDispatchMs,
+        delayBeforeRetryMs: 0,
+        sendTimeoutMs: 0,
+        anotherAttemptFollows: true,
+        providerError: null,
+      });
+      return { ...decision, expectDispatched: facts.dispatched };
     };
-    const first = await recordOutcome(turnstile.gated(db, `${run.token} record`), input);
+    const record = async (label: string, decided: Awaited<ReturnType<typeof decide>>) =>
+      recordOutcome(turnstile.gated(db, label), {
+        ...attemptOf,
+        state: decided.state,
+        outcome: decided.outcome,
+        unknownPolicy: decided.unknownPolicy,
+        providerMessageId: verdict === 'accepted' ? `msg-${run.token}-${attempt}` : null,
+        httpStatus: verdict === 'accepted' ? 202 : null,
+        error: verdict === 'accepted' ? null : `property: ${verdict}`,
+        recordedBy: 'property',
+        expectDispatched: decided.expectDispatched,
+      });
+    let decided = await decide();
+    let first = await record(`${run.token} record`, decided);
+    if (first.kind === 'dispatch-changed') {
+      decided = await decide();
+      first = await record(`${run.token} record (decided again)`, decided);
+    }
     count(`record: ${first.kind}`);
     if (!scenario.recordRetried[draws.record++ % scenario.recordRetried.length]) return first;
-    const retried = await recordOutcome(turnstile.gated(db, `${run.token} record (retry)`), input);
+    const retried = await record(`${run.token} record (retry)`, decided);
     // Rule 4: a retried record finds its own settled row, unless a newer run (a reset) has claimed it since.
     if (first.kind === 'recorded' && !(retried.kind === 'claim-lost' && run.closed)) {
       expect(retried, 'a retried record').toMatchObject({
@@ -284,7 +309,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
       await turnstile.turn(`${run.token} workflow task`);
       if (run.closed) return;
       const recorded = await recordActivity(run, decision.attempt, verdict);
-      if (run.closed || recorded.kind === 'claim-lost' || recorded.state === 'sent') return;
+      if (run.closed || recorded.kind !== 'recorded' || recorded.state === 'sent') return;
       if (recorded.outcome === 'rejected' || decision.attempt >= scenario.maxAttempts) return;
     }
   };

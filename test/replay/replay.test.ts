@@ -1,29 +1,17 @@
-// Determinism guard: the current workflow code must replay the stored histories of earlier runs. A change
-// that would break workflows already running in production fails here with a DeterminismViolationError.
+// Determinism guard: the current workflow code must replay the stored histories, which are recorded from
+// today's code on every path (recordedPaths.test.ts checks they still are). A change that would break
+// workflows already running fails here with a DeterminismViolationError.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
-import { REPLAY_HISTORIES_DIRECTORY } from '../support/replayHistories';
-
-// The paths whose histories must be kept: a change that drops one of them should be a conscious one.
-const REQUIRED = [
-  'accepted',
-  'rejected-422',
-  'unknown-assume-sent',
-  'unknown-assume-failed-then-accepted',
-  'retry-after-429',
-  'unknown-idempotent-retry-then-accepted',
-  // Resets (test/ops/resetSemantics.test.ts), with the search-attribute upserts behind their patch marker.
-  'reset-after-rejected-then-accepted',
-  'reset-of-sent',
-];
+import { RECORDED_PATHS, REPLAY_HISTORIES_DIRECTORY } from './histories';
 
 describe('replay of stored histories', async () => {
   const files = (await readdir(REPLAY_HISTORIES_DIRECTORY)).filter((name) => name.endsWith('.json')).sort();
 
-  it('holds a history for every required path', () => {
-    expect(files.map((name) => name.replace(/\.json$/, ''))).toEqual(expect.arrayContaining(REQUIRED));
+  it('holds exactly one history per recorded path: none missing, none left from paths that are gone', () => {
+    expect(files.map((name) => name.replace(/\.json$/, ''))).toEqual([...RECORDED_PATHS].sort());
   });
 
   for (const file of files) {

@@ -141,8 +141,8 @@ describe('the core on the Temporal server with Postgres persistence and three wo
     const orderId = await createOrder(testStack.db);
     // A claim of a run that vanished two hours ago: what G2 says must never stay unnoticed.
     await testStack.db.query(
-      `INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claimed_at)
-       VALUES ($1, 'sending', 1, $2, now() - interval '2 hours')`,
+      `INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at, claimed_at)
+       VALUES ($1, 'sending', 1, $2, now() - interval '2 hours', now() - interval '2 hours')`,
       [orderId, `default/${orderId}/vanished-run`],
     );
     try {

@@ -82,6 +82,7 @@ export function testSettings(overrides: Partial<OrderMailWorkflowSettings> = {})
     maxSendAttempts: 5,
     retryInitialIntervalMs: 200,
     retryMaxIntervalMs: 2_000,
+    idempotency: null,
     ...overrides,
   };
 }

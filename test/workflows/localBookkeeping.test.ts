@@ -14,7 +14,6 @@ import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
-import { saveHistoryIfRequested } from '../support/replayHistories';
 import {
   connectTestClient,
   createOrder,
@@ -121,7 +120,6 @@ describe('claim and record as local activities, re-executed by a workflow-task r
       attempts: 1,
     });
     expect(await listAttempts(database.db, orderId)).toHaveLength(1);
-    saveHistoryIfRequested(orderId, 'local-claim-reexecuted');
   });
 
   it('a record that runs twice finds its own settled row: one mail, sent/accepted, one audit row', async () => {
@@ -138,6 +136,5 @@ describe('claim and record as local activities, re-executed by a workflow-task r
       attempts: 1,
     });
     expect(await listAttempts(database.db, orderId)).toHaveLength(1);
-    saveHistoryIfRequested(orderId, 'local-record-reexecuted');
   });
 });

@@ -5,7 +5,7 @@ import { activityInfo } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../src/activities';
+import { createActivities, type ClaimOrderMailInput } from '../../src/activities';
 import {
   startOrderConfirmationMail,
   describeOrderConfirmationMail,
@@ -26,7 +26,6 @@ import {
   type TestDatabase,
   type WorkflowTestBed,
 } from '../support/testKit';
-import { saveHistoryIfRequested } from '../support/replayHistories';
 
 let database: TestDatabase;
 let sandbox: MailSandbox;
@@ -81,7 +80,6 @@ describe('orderConfirmationMail', () => {
       httpStatus: 202,
     });
     expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('COMPLETED');
-    saveHistoryIfRequested(orderId, 'accepted');
   });
 
   for (const fault of [
@@ -99,7 +97,6 @@ describe('orderConfirmationMail', () => {
         outcome: 'unknown',
         unknownPolicy: 'assume-sent',
       });
-      if (fault.kind === 'accept-then-drop') saveHistoryIfRequested(orderId, 'unknown-assume-sent');
     });
 
     it(`${fault.kind} under assume-failed: failed/unknown, then claimed and sent again, as the policy says`, async () => {
@@ -113,9 +110,6 @@ describe('orderConfirmationMail', () => {
         { attempt: 1, state: 'failed', outcome: 'unknown', unknownPolicy: 'assume-failed' },
         { attempt: 2, state: 'sent', outcome: 'accepted' },
       ]);
-      if (fault.kind === 'accept-then-drop') {
-        saveHistoryIfRequested(orderId, 'unknown-assume-failed-then-accepted');
-      }
     });
   }
 
@@ -137,7 +131,6 @@ describe('orderConfirmationMail', () => {
         httpStatus: status,
       });
       expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('FAILED');
-      saveHistoryIfRequested(orderId, `rejected-${status}`);
     });
   }
 
@@ -157,7 +150,6 @@ describe('orderConfirmationMail', () => {
     const [first, second] = await listAttempts(database.db, orderId);
     expect(first).toMatchObject({ outcome: 'not_sent', httpStatus: 429 });
     expect(second!.claimedAt.getTime() - first!.finishedAt.getTime()).toBeGreaterThanOrEqual(2_000);
-    saveHistoryIfRequested(orderId, 'retry-after-429');
   });
 
   it('503: retried after the backoff, one message, attempts counted', async () => {
@@ -262,7 +254,7 @@ describe('lost completions and re-executions', () => {
     // The first attempt commits its claim, then "loses" its completion; Temporal retries the activity.
     const activities = {
       ...real,
-      claimOrderMail: async (input: { orderId: string }) => {
+      claimOrderMail: async (input: ClaimOrderMailInput) => {
         const result = await real.claimOrderMail(input);
         if (activityInfo().attempt === 1)
           throw ApplicationFailure.retryable('completion lost after commit', 'TestLostCompletion');

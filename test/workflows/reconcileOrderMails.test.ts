@@ -1,14 +1,16 @@
 // The reconciliation sweep (DESIGN.md §7, G3) through its real Schedule: confirmed orders whose start was missed
-// get exactly one mail, a second sweep changes nothing, and a claim stuck in 'sending' under a closed run is
-// reported on the sweep's search attribute.
+// get exactly one mail, a second sweep changes nothing, and a claim stuck in 'sending' under a run that was
+// really terminated is settled (released, or by the policy), in the audit trail and on the sweep's search
+// attribute.
 import { randomUUID } from 'node:crypto';
 import type { Client, ScheduleHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities';
 import type { ReconcileSettings } from '../../src/activities/reconcileActivities';
-import { readMailLog } from '../../src/db/orderMailLog';
+import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
 import { OrderMailStuckOrders } from '../../src/shared/searchAttributes';
 import { ensureReconcileSchedule } from '../../src/temporal/reconcileSchedule';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
@@ -179,7 +181,7 @@ describe('reconciliation', () => {
     }
   });
 
-  it('reports a row stuck in sending whose run is closed, on its search attribute', async () => {
+  it('a run terminated before its send passed the fence: the sweep releases the row, and a retry sends once', async () => {
     const orderId = await orderConfirmedAgo(GRACE_MS + 60_000);
     // A run that claimed and was then terminated before its send passed the fence: its row stays 'sending'.
     const deps = {
@@ -215,19 +217,89 @@ describe('reconciliation', () => {
     } finally {
       await stalled.stop();
     }
-    // Quiet for longer than the grace period (the sweep leaves fresh claims alone).
-    await database.db.query(
-      `UPDATE order_mail_log SET updated_at = now() - interval '1 hour' WHERE order_id = $1`,
-      [orderId],
-    );
+    await makeQuiet(orderId);
 
     const { report, workflowId } = await triggerSweep();
     expect(report.stuck).toEqual([
-      expect.objectContaining({ orderId, runStatus: 'TERMINATED', dispatched: false, attempts: 1 }),
+      expect.objectContaining({
+        orderId,
+        runStatus: 'TERMINATED',
+        dispatched: false,
+        attempts: 1,
+        settlement: 'released',
+      }),
     ]);
     const sweep = await client.workflow.getHandle(workflowId).describe();
     expect(sweep.typedSearchAttributes.get(OrderMailStuckOrders)).toEqual([orderId]);
-    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending' });
+    const row = await readMailLog(database.db, orderId);
+    expect(row).toMatchObject({ state: 'failed', outcome: 'not_sent', attempts: 1 });
+    expect(row!.lastError).toContain('terminated');
+    const attempts = await listAttempts(database.db, orderId);
+    expect(attempts).toMatchObject([
+      { attempt: 1, state: 'failed', outcome: 'not_sent', dispatchedAt: null },
+    ]);
+    expect(attempts[0]!.recordedBy).toMatch(/^reconciliation sweep /);
     expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+
+    // A second sweep finds nothing left; the operator's retry claims the released row at once and sends once
+    // (a reset keeps the run's task queue: a worker polls it again, this time without the stall).
+    expect((await triggerSweep()).report.stuck).toEqual([]);
+    const resumed = await startTestWorker(deps, { taskQueue: stalled.taskQueue });
+    try {
+      const { runId } = await client.workflow.getHandle(orderId).describe();
+      await resetToFirstWorkflowTask(client, {
+        workflowId: orderId,
+        runId,
+        reason: 'test: retry',
+        identity: 'test',
+      });
+      expect(await mailResult(orderId)).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
+    } finally {
+      await resumed.stop();
+    }
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('a run terminated while its dispatched send is held: the sweep settles it by the policy, one message', async () => {
+    const orderId = await orderConfirmedAgo(GRACE_MS + 60_000);
+    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+    await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: worker.taskQueue,
+      args: [orderId],
+    });
+    await waitFor('the held send to be dispatched', async () =>
+      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
+    );
+    await client.workflow.getHandle(orderId).terminate('test: terminated mid-send');
+    await makeQuiet(orderId);
+
+    const { report } = await triggerSweep();
+    sandbox.releaseHeld();
+    expect(report.stuck).toEqual([
+      expect.objectContaining({ orderId, runStatus: 'TERMINATED', dispatched: true, settlement: 'settled' }),
+    ]);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'sent',
+      outcome: 'unknown',
+      unknownPolicy: 'assume-sent',
+    });
+    const [attempt] = await listAttempts(database.db, orderId);
+    expect(attempt).toMatchObject({
+      attempt: 1,
+      state: 'sent',
+      outcome: 'unknown',
+      unknownPolicy: 'assume-sent',
+    });
+    expect(attempt!.error).toContain('terminated');
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 });
+
+/** Quiet for longer than the grace period (the sweep leaves fresh claims alone). */
+async function makeQuiet(orderId: string): Promise<void> {
+  await database.db.query(
+    `UPDATE order_mail_log SET updated_at = now() - interval '1 hour' WHERE order_id = $1`,
+    [orderId],
+  );
+}

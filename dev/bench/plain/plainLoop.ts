@@ -1,8 +1,11 @@
-// The plain loop: claim → POST → record, with no Temporal, over the SAME statements (src/db/orderMailLog.ts,
-// src/db/orders.ts) and the SAME mail client (src/mail) as the product's activities. It is what the seed's
+// The plain loop: claim → POST → record, with no Temporal, over the SAME statements (src/db/orderMailClaim.ts,
+// src/activities/dispatchFence.ts, src/db/orderMailRecord.ts, src/db/orders.ts) and the SAME mail client
+// (src/mail) as the product's activities. It is what the seed's
 // v2 shape costs on this machine: what exactly-once via Temporal is compared against.
 import { randomUUID } from 'node:crypto';
-import { insertFirstClaim, markDispatched, recordOutcome } from '../../../src/db/orderMailLog';
+import { markDispatched } from '../../../src/activities/dispatchFence';
+import { claimOrderMailRow } from '../../../src/db/orderMailClaim';
+import { recordOutcome } from '../../../src/db/orderMailRecord';
 import { loadOrderForMail } from '../../../src/db/orders';
 import type { Database } from '../../../src/db/pool';
 import { renderConfirmationMail, type MailIdentity } from '../../../src/mail/confirmationMail';
@@ -20,8 +23,18 @@ const runId = randomUUID();
 /** One order, start to recorded row. Returns the outcome the row got. */
 export async function processOrder(deps: PlainLoopDependencies, orderId: string): Promise<string> {
   const claimToken = `plain/${orderId}/${runId}`;
-  const attempt = await insertFirstClaim(deps.db, orderId, { claimToken, claimScheduledAt: new Date() });
-  if (attempt === null) return 'already-claimed';
+  const claim = await claimOrderMailRow(deps.db, {
+    orderId,
+    claimToken,
+    workflowScope: `plain/${orderId}/`,
+    issuedAt: new Date(),
+    policy: 'assume-sent',
+    idempotency: null,
+    sendTimeoutMs: 0,
+    recordedBy: deps.recordedBy,
+  });
+  if (claim.kind !== 'claimed' || claim.how !== 'first-claim') return 'already-claimed';
+  const { attempt } = claim;
   const order = await loadOrderForMail(deps.db, orderId);
   if (order === null) throw new Error(`order ${orderId} not found`);
   const mail = renderConfirmationMail(order, deps.mailIdentity);
@@ -40,6 +53,7 @@ export async function processOrder(deps: PlainLoopDependencies, orderId: string)
     httpStatus: result.httpStatus,
     error: accepted ? null : result.reason,
     recordedBy: deps.recordedBy,
+    expectDispatched: null,
   });
   return result.outcome;
 }

@@ -1,8 +1,8 @@
-// Resend: POST https://api.resend.com/emails with a bearer key and an Idempotency-Key header derived from the
-// order (resend.com/docs/dashboard/emails/idempotency-keys). Accepted is 200 {"id": …}; errors carry
+// Resend: POST https://api.resend.com/emails with a bearer key and the claim's Idempotency-Key header
+// (src/mail/idempotencyKey.ts; resend.com/docs/dashboard/emails/idempotency-keys). Accepted is 200 {"id": …}; errors carry
 // {"statusCode", "name", "message"} with the names listed at resend.com/docs/api-reference/errors.
 
-import { orderConfirmationIdempotencyKey } from '../idempotencyKey';
+import { KEY_ALREADY_USED_ERRORS } from '../../shared/unknownOutcome';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, documentedName, parseJsonObject, safeMessageId } from './adapterSupport';
@@ -39,8 +39,10 @@ export const RESEND_ERROR_NAMES: ReadonlySet<string> = new Set([
  * key or unverified domain, 404, 405, 422 missing field and the like: rejected. 429 (rate limit, quotas): not
  * sent. 500: unknown. 409 has two meanings, told apart by name:
  * - invalid_idempotent_request: "this idempotency key has already been used on a request that had a different
- *   payload. Retrying this request is useless" → rejected (an earlier request for this order with another body
- *   reached Resend; the attempt log shows it, and an operator decides).
+ *   payload. Retrying this request is useless" → unknown: it proves that an earlier request with this key
+ *   reached Resend and was processed, so it is evidence of an earlier send, not of "not accepted". The
+ *   unknown-outcome decision (src/shared/unknownOutcome.ts, KEY_ALREADY_USED_ERRORS) never retries it under
+ *   the same key: the policy settles it.
  * - concurrent_idempotent_requests: "another request with the same idempotency key is currently in progress
  *   … it is safe to retry this request later" → unknown: the first request may still be accepted, and within
  *   the key's window the workflow retries it under the same key.
@@ -51,7 +53,10 @@ export const RESEND_STATUS_TABLE = extendStatusTable(
   {},
   {
     label: 'Resend',
-    byProviderError: { invalid_idempotent_request: 'rejected', concurrent_idempotent_requests: 'unknown' },
+    byProviderError: {
+      ...Object.fromEntries([...KEY_ALREADY_USED_ERRORS].map((name) => [name, 'unknown' as const])),
+      concurrent_idempotent_requests: 'unknown',
+    },
   },
 );
 
@@ -69,9 +74,9 @@ export function createResendAdapter(options: { apiKey: string }): MailProviderAd
         authorization,
         'content-type': 'application/json',
         accept: 'application/json',
-        // Same order, same key, on every attempt: within 24 h Resend answers a repeat with the first
-        // response instead of sending again.
-        [IDEMPOTENCY_HEADER]: orderConfirmationIdempotencyKey(mail.orderId),
+        // The same key on every automatic attempt: within 24 h Resend answers a repeat with the first
+        // response instead of sending again. A send without one could duplicate, so it is a programming error.
+        [IDEMPOTENCY_HEADER]: requiredKey(mail),
       },
       body: JSON.stringify({
         from: mail.from,
@@ -87,4 +92,13 @@ export function createResendAdapter(options: { apiKey: string }): MailProviderAd
     readMessageId: (_headers, body) => safeMessageId(parseJsonObject(body)?.id),
     readProviderError: (_status, body) => documentedName(parseJsonObject(body)?.name, RESEND_ERROR_NAMES),
   };
+}
+
+function requiredKey(mail: OutgoingMail): string {
+  if (mail.idempotencyKey === undefined || mail.idempotencyKey === '') {
+    throw new Error(
+      `Resend mail for order ${mail.orderId} has no idempotency key; the send must pass the claim's.`,
+    );
+  }
+  return mail.idempotencyKey;
 }

@@ -1,0 +1,33 @@
+// THE DISPATCH FENCE (docs: the row's state machine, rule 2), next to the send that it guards
+// (sendOrderMail.ts). Before any byte of the request leaves, the attempt marks itself dispatched; only the
+// attempt that holds the claim and has not dispatched yet gets through. Whoever does not must make no request.
+import type { Database } from '../db/pool';
+import { runSql, sql } from '../db/sql';
+
+export type DispatchFenceResult = 'dispatched' | 'already-dispatched' | 'claim-lost';
+
+/**
+ * One statement, fenced by (claim token, attempt, 'sending', not yet dispatched). A 'sending' row whose
+ * dispatched_at stays NULL is therefore known never to have reached the provider, which is what lets a newer
+ * run take it over and the record call an attempt that ended before it "not sent".
+ */
+export async function markDispatched(
+  db: Database,
+  input: { orderId: string; claimToken: string; attempt: number },
+): Promise<DispatchFenceResult> {
+  const { rowCount } = await runSql(
+    db,
+    sql`UPDATE order_mail_log SET dispatched_at = now(), updated_at = now()
+         WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
+           AND state = 'sending' AND dispatched_at IS NULL`,
+  );
+  if (rowCount === 1) return 'dispatched';
+  // The fence said no. Only to report why: whatever this read sees, no request is made.
+  const { rows } = await runSql(
+    db,
+    sql`SELECT 1 FROM order_mail_log
+         WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
+           AND state = 'sending'`,
+  );
+  return rows.length === 1 ? 'already-dispatched' : 'claim-lost';
+}

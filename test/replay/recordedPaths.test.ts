@@ -1,0 +1,374 @@
+// Runs every path that has a stored history (histories.ts, RECORDED_PATHS) against the current workflow code
+// and real parts, and compares what the workflow issued and got with the stored history, so a fixture that no
+// longer matches today's code fails here instead of passing the replay test. With UPDATE_REPLAY_HISTORIES=1
+// (`npm run test:record-histories`) it stores the fresh histories instead.
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createActivities, type ActivityDependencies } from '../../src/activities';
+import {
+  createReconcileActivities,
+  type ReconcileDependencies,
+} from '../../src/activities/reconcileActivities';
+import { readMailLog } from '../../src/db/orderMailLog';
+import type { MailTransport } from '../../src/mail/types';
+import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
+import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
+import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
+import { orderMailWorkerOptions } from '../../src/workerOptions';
+import { ActivityHolds } from '../support/heldActivities';
+import {
+  connectTestClient,
+  createOrder,
+  openTestDatabase,
+  startTestWorker,
+  testMailClient,
+  testProviderMailClient,
+  testSettings,
+  waitFor,
+  type RunningTestWorker,
+  type TestDatabase,
+} from '../support/testKit';
+import {
+  fetchHistoryJson,
+  pathShape,
+  readStoredHistory,
+  RECORDED_PATHS,
+  storeHistory,
+  type RecordedPath,
+} from './histories';
+
+const EventType = temporal.api.enums.v1.EventType;
+const UPDATE = process.env.UPDATE_REPLAY_HISTORIES === '1';
+const MAIL_IDENTITY = { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' };
+
+let database: TestDatabase;
+let sandbox: MailSandbox;
+let client: Client;
+const transports: MailTransport[] = [];
+const stops: (() => Promise<void>)[] = [];
+const holds = new ActivityHolds();
+const workers = {} as Record<
+  'sent' | 'failed' | 'resend' | 'shortSend' | 'reexecuted',
+  { taskQueue: string }
+>;
+
+async function worker(
+  name: keyof typeof workers,
+  settings: Partial<OrderMailWorkflowSettings>,
+  mail: MailTransport,
+  reconcile?: ReconcileDependencies,
+) {
+  const deps: ActivityDependencies = {
+    db: database.db,
+    mail,
+    settings: testSettings(settings),
+    workerIdentity: `paths-${name}`,
+    mailIdentity: MAIL_IDENTITY,
+  };
+  const running: RunningTestWorker = await startTestWorker(deps, {
+    activities: {
+      ...holds.wrap(createActivities(deps)),
+      ...(reconcile ? createReconcileActivities(reconcile, deps) : {}),
+    },
+  });
+  stops.push(() => running.stop());
+  workers[name] = running;
+}
+
+/** A worker whose workflow bundle fails the workflow task right after a named local activity's first run. */
+async function reexecutingWorker(mail: MailTransport): Promise<void> {
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: path.join(__dirname, '../../src/workflows/index.ts'),
+    workflowInterceptorModules: [path.join(__dirname, '../support/failWorkflowTaskAfterFirstExecution.ts')],
+    logger: new DefaultLogger('WARN'),
+  });
+  const taskQueue = `paths-reexecuted-${process.pid}-${Date.now()}`;
+  const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  const created = await Worker.create(
+    orderMailWorkerOptions({
+      connection,
+      namespace: inject('temporalNamespace'),
+      taskQueue,
+      dependencies: {
+        db: database.db,
+        mail,
+        settings: testSettings(),
+        workerIdentity: 'paths-reexecuted',
+        mailIdentity: MAIL_IDENTITY,
+      },
+      workflows: { workflowBundle: { code } },
+      shutdownGraceTimeMs: 1_000,
+      maxConcurrentActivityTaskExecutions: 20,
+    }),
+  );
+  const running = created.run();
+  stops.push(async () => {
+    created.shutdown();
+    await running;
+    await connection.close();
+  });
+  workers.reexecuted = { taskQueue };
+}
+
+beforeAll(async () => {
+  database = await openTestDatabase('recorded_paths');
+  sandbox = await startMailSandbox();
+  client = await connectTestClient();
+  const generic = testMailClient(sandbox.url);
+  const resend = testProviderMailClient('resend', sandbox.url);
+  transports.push(generic, resend);
+  await worker('sent', {}, generic, {
+    db: database.db,
+    temporal: client,
+    settings: { graceMs: 60_000, lookbackMs: 24 * 3_600_000, confirmedSince: null, batchSize: 10 },
+  });
+  await worker('failed', { unknownOutcomePolicy: 'assume-failed' }, generic);
+  await worker(
+    'resend',
+    { idempotency: { windowMs: 24 * 3_600_000, safetyMarginMs: 3_600_000 }, maxSendAttempts: 10 },
+    resend,
+  );
+  // A send that stalls longer than its timeout times out before its fence (the test transport's 3 s
+  // deadline and the 1 s margin leave it 2 s before the fence).
+  await worker('shortSend', { sendTimeoutMs: 6_000 }, generic);
+  await reexecutingWorker(generic);
+}, 120_000);
+
+afterAll(async () => {
+  holds.releaseAll();
+  for (const stop of stops.reverse()) await stop();
+  await client?.connection.close();
+  for (const transport of transports) await transport.close();
+  await sandbox?.close();
+  await database?.close();
+});
+
+function start(orderId: string, on: keyof typeof workers, memo?: Record<string, unknown>) {
+  return client.workflow.start(orderConfirmationMail, {
+    workflowId: orderId,
+    taskQueue: workers[on].taskQueue,
+    args: [orderId],
+    ...(memo ? { memo } : {}),
+  });
+}
+
+/** Runs the order's workflow to its end, whatever the end. */
+async function settled(orderId: string): Promise<string> {
+  await client.workflow
+    .getHandle(orderId)
+    .result()
+    .catch(() => undefined);
+  return orderId;
+}
+
+async function reset(orderId: string): Promise<void> {
+  const { runId } = await client.workflow.getHandle(orderId).describe();
+  await resetToFirstWorkflowTask(client, {
+    workflowId: orderId,
+    runId,
+    reason: 'recorded path',
+    identity: 'paths',
+  });
+}
+
+type HistoryEventType = temporal.api.enums.v1.EventType;
+
+async function historyHas(
+  orderId: string,
+  eventType: HistoryEventType,
+  after?: HistoryEventType,
+): Promise<boolean> {
+  const events = (await client.workflow.getHandle(orderId).fetchHistory()).events ?? [];
+  const from = after === undefined ? 0 : events.findIndex((event) => event.eventType === after);
+  return from >= 0 && events.slice(from).some((event) => event.eventType === eventType);
+}
+
+async function cancelSeen(orderId: string): Promise<void> {
+  await waitFor('the cancel request to be handled by a workflow task', async () =>
+    (await historyHas(
+      orderId,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+      EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED,
+    ))
+      ? true
+      : undefined,
+  );
+}
+
+const PATHS: Record<RecordedPath, () => Promise<string>> = {
+  async accepted() {
+    const orderId = await createOrder(database.db);
+    await start(orderId, 'sent');
+    return settled(orderId);
+  },
+  async 'rejected-422'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 422 });
+    await start(orderId, 'sent');
+    return settled(orderId);
+  },
+  async 'refused-before-sending'() {
+    // Not one plain address: the send refuses it before the fence, and nothing is retried.
+    const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
+    await start(orderId, 'sent');
+    return settled(orderId);
+  },
+  async 'retry-after-429'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 429, retryAfterSeconds: 2 });
+    await start(orderId, 'sent');
+    return settled(orderId);
+  },
+  async 'not-sent-gave-up'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 503 }, 5);
+    await start(orderId, 'sent');
+    return settled(orderId);
+  },
+  async 'unknown-assume-sent'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    await start(orderId, 'sent');
+    return settled(orderId);
+  },
+  async 'unknown-assume-failed-then-accepted'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    await start(orderId, 'failed');
+    return settled(orderId);
+  },
+  async 'unknown-idempotent-retry-then-accepted'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    await start(orderId, 'resend');
+    return settled(orderId);
+  },
+  async 'unknown-never-dispatched'() {
+    // The send stalls before its fence past its timeout: unknown, but the row proves no request was made.
+    const orderId = await createOrder(database.db);
+    const hold = holds.holdAt(orderId, 'send');
+    await start(orderId, 'shortSend');
+    await settled(orderId);
+    hold.release();
+    await hold.done;
+    return orderId;
+  },
+  async 'reset-of-sent'() {
+    const orderId = await createOrder(database.db);
+    await start(orderId, 'sent');
+    await settled(orderId);
+    await reset(orderId);
+    return settled(orderId);
+  },
+  async 'reset-after-rejected-then-accepted'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 422 });
+    await start(orderId, 'sent');
+    await settled(orderId);
+    await reset(orderId);
+    return settled(orderId);
+  },
+  async 'cancel-during-claim'() {
+    const orderId = await createOrder(database.db);
+    const hold = holds.holdAt(orderId, 'claim');
+    const handle = await start(orderId, 'sent');
+    await waitFor('the claim to be under way', async () => (hold.entered ? true : undefined));
+    await handle.cancel();
+    await cancelSeen(orderId);
+    hold.release();
+    return settled(orderId);
+  },
+  async 'cancel-during-send'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+    const handle = await start(orderId, 'sent');
+    await waitFor('the held send to be dispatched', async () =>
+      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
+    );
+    await handle.cancel();
+    await cancelSeen(orderId);
+    sandbox.releaseHeld();
+    return settled(orderId);
+  },
+  async 'cancel-during-backoff'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'status', status: 503, retryAfterSeconds: 600 });
+    const handle = await start(orderId, 'sent');
+    await waitFor('the backoff timer to start', async () =>
+      (await historyHas(orderId, EventType.EVENT_TYPE_TIMER_STARTED)) ? true : undefined,
+    );
+    await handle.cancel();
+    return settled(orderId);
+  },
+  async 'cancel-during-record'() {
+    const orderId = await createOrder(database.db);
+    const hold = holds.holdAt(orderId, 'record');
+    const handle = await start(orderId, 'sent');
+    await waitFor('the record to be under way', async () => (hold.entered ? true : undefined));
+    await handle.cancel();
+    await cancelSeen(orderId);
+    hold.release();
+    return settled(orderId);
+  },
+  async 'claim-reexecuted'() {
+    const orderId = await createOrder(database.db);
+    await start(orderId, 'reexecuted', { failWorkflowTaskAfterFirst: 'claimOrderMail' });
+    return settled(orderId);
+  },
+  async 'record-reexecuted'() {
+    const orderId = await createOrder(database.db);
+    await start(orderId, 'reexecuted', { failWorkflowTaskAfterFirst: 'recordOrderMailOutcome' });
+    return settled(orderId);
+  },
+  async 'sweep-settles-terminated-run'() {
+    // A run terminated while its send stalls before the fence; the sweep releases its claim.
+    const orderId = await createOrder(database.db);
+    const hold = holds.holdAt(orderId, 'send');
+    const handle = await start(orderId, 'sent');
+    await waitFor('the send to be under way', async () => (hold.entered ? true : undefined));
+    await handle.terminate('recorded path: terminated mid-attempt');
+    await database.db.query(
+      `UPDATE order_mail_log SET updated_at = now() - interval '1 hour' WHERE order_id = $1`,
+      [orderId],
+    );
+    const sweepId = `sweep-${orderId}`;
+    const report = await client.workflow.execute(reconcileOrderMails, {
+      workflowId: sweepId,
+      taskQueue: workers.sent.taskQueue,
+      args: [{}],
+    });
+    expect(report.stuck).toEqual([expect.objectContaining({ orderId, settlement: 'released' })]);
+    // The terminated run's send, still executing, now meets a settled row at its fence: no request.
+    hold.release();
+    await hold.done;
+    expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
+    return sweepId;
+  },
+};
+
+describe('every stored history is what today’s workflow does on its path', () => {
+  it('covers exactly the recorded paths', () => {
+    expect(Object.keys(PATHS).sort()).toEqual([...RECORDED_PATHS].sort());
+  });
+
+  for (const name of RECORDED_PATHS) {
+    it(name, async () => {
+      const fresh = fetchHistoryJson(await PATHS[name]());
+      if (UPDATE) {
+        storeHistory(name, fresh);
+        return;
+      }
+      const stored = readStoredHistory(name);
+      expect(stored, `no stored history for ${name}: npm run test:record-histories`).not.toBeNull();
+      expect(
+        pathShape(fresh),
+        `the stored history of ${name} no longer matches what the workflow does: npm run test:record-histories`,
+      ).toEqual(pathShape(stored!));
+    });
+  }
+});
