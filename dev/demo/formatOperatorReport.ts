@@ -34,7 +34,9 @@ export function formatOperatorSection(section: OperatorSection): string[] {
     `  reconciliation sweeps     ${sweeps.scheduledRuns} by its Schedule` +
       (sweeps.scheduleEveryMs > 0 ? ` (every ${sweeps.scheduleEveryMs / 1000} s)` : ' (none)') +
       `, ${sweeps.finalRuns} at the end; 'sending' rows left ${sweeps.sendingRowsLeft}` +
-      (sweeps.lastReport === null ? '' : `; the last reported ${sweeps.lastReport.stuck} stuck`),
+      (sweeps.lastReport === null
+        ? ''
+        : `; the last found ${sweeps.lastReport.stuck} stuck under a closed run`),
   );
   for (const failure of section.failures) lines.push(`  failed: ${failure}`);
   return lines;

@@ -19,7 +19,7 @@ export interface SweepFacts {
   scheduledRuns: number;
   /** Sweeps started by hand at the end, and what the last one reported. */
   finalRuns: number;
-  /** 'sending' rows left after the last sweep; what the sweep reported as stuck (it may only report). */
+  /** 'sending' rows left after the last sweep, and the last sweep's count of rows it found stuck under a closed run. */
   sendingRowsLeft: number;
   lastReport: (Pick<ReconcileReport, 'found' | 'started' | 'alreadyStarted'> & { stuck: number }) | null;
 }
@@ -84,7 +84,7 @@ export async function startRunSweeps(options: {
         const after = await sendingRows();
         say(
           `sweep ${finalRuns}: ${rows.count} rows 'sending' before, ${after.count} after; ` +
-            `reported ${report.stuck.length} stuck, started ${report.started} missed orders`,
+            `found ${report.stuck.length} stuck under a closed run, started ${report.started} missed orders`,
         );
         if (after.count === 0 || after.count === rows.count) return;
       }
