@@ -164,7 +164,7 @@ describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s'
       ]);
       const run2Id = (await client.workflow.getHandle(orderId).describe()).runId;
       expect(run2Id).not.toBe(run1.firstExecutionRunId);
-      const run2 = client.workflow.getHandle(orderId, run2Id);
+      const run2 = client.workflow.getHandle<typeof orderConfirmationMail>(orderId, run2Id);
       await waitFor(
         'run 2 to send (or to close without sending)',
         async () =>
@@ -195,7 +195,7 @@ describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s'
       );
       // Its outcome and the row, side by side, so a failure says what run 2 met.
       const outcome = await run2.result().then(
-        (value) => ({ status: result, value }),
+        (value: unknown) => ({ status: result, value }),
         (error: unknown) => ({ status: result, failure: failureText(error) }),
       );
       const rowAtEnd = await readMailLog(database.db, orderId);
