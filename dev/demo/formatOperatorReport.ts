@@ -33,7 +33,8 @@ export function formatOperatorSection(section: OperatorSection): string[] {
   lines.push(
     `  reconciliation sweeps     ${sweeps.scheduledRuns} by its Schedule` +
       (sweeps.scheduleEveryMs > 0 ? ` (every ${sweeps.scheduleEveryMs / 1000} s)` : ' (none)') +
-      `, ${sweeps.finalRuns} at the end; 'sending' rows left ${sweeps.sendingRowsLeft}` +
+      `, ${sweeps.finalRuns} at the end; attempts they settled ${sweeps.settledBySweep}; ` +
+      `'sending' rows left ${sweeps.sendingRowsLeft}` +
       (sweeps.lastReport === null
         ? ''
         : `; the last found ${sweeps.lastReport.stuck} stuck under a closed run`),

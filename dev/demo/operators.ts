@@ -314,7 +314,8 @@ export function startOperators(options: {
         if (options.startsFinished() && (await running()).length === 0) {
           // Every order has been started and nothing runs: the flow is over, and so is the operator's day.
           flowOver = true;
-          options.say(`operators: the flow is over; ${records.length} acts so far`);
+          const made = records.filter((entry) => entry.detail !== 'NO_TARGET').length;
+          options.say(`operators: the flow is over; ${made} acts made so far`);
           continue;
         }
         await act(choose(random()));

@@ -19,6 +19,11 @@ export interface SweepFacts {
   scheduledRuns: number;
   /** Sweeps started by hand at the end, and what the last one reported. */
   finalRuns: number;
+  /**
+   * Attempts of the run's orders that a sweep settled (its audit rows say 'reconciliation sweep …'): rows a
+   * closed run left 'sending'. 0 where the sweep only reports such rows.
+   */
+  settledBySweep: number;
   /** 'sending' rows left after the last sweep, and the last sweep's count of rows it found stuck under a closed run. */
   sendingRowsLeft: number;
   lastReport: (Pick<ReconcileReport, 'found' | 'started' | 'alreadyStarted'> & { stuck: number }) | null;
@@ -95,10 +100,16 @@ export async function startRunSweeps(options: {
         const description = await client.schedule.getHandle(scheduleId).describe();
         scheduledRuns = description.info.numActionsTaken;
       }
+      const { rows } = await db.query<{ settled: number }>(
+        `SELECT count(*)::int AS settled FROM order_mail_attempts
+          WHERE order_id = ANY($1::bigint[]) AND recorded_by LIKE 'reconciliation sweep%'`,
+        [options.orderIds],
+      );
       return {
         scheduleEveryMs: options.everyMs,
         scheduledRuns,
         finalRuns,
+        settledBySweep: rows[0]?.settled ?? 0,
         sendingRowsLeft: (await sendingRows()).count,
         lastReport,
       };

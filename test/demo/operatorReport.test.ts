@@ -63,7 +63,14 @@ function facts(orders: Record<string, OrderStory>, acts: OperatorActRecord[]): R
     operators: {
       acts,
       runs,
-      sweeps: { scheduleEveryMs: 0, scheduledRuns: 0, finalRuns: 1, sendingRowsLeft: 0, lastReport: null },
+      sweeps: {
+        scheduleEveryMs: 0,
+        scheduledRuns: 0,
+        finalRuns: 1,
+        settledBySweep: 0,
+        sendingRowsLeft: 0,
+        lastReport: null,
+      },
     },
   };
 }
