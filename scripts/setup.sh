@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes this machine ready to run the project: the pinned Node (deploy/stack.env's NODE_VERSION, which the
 # worker image runs too; scripts/with-node.sh runs the npm scripts on it), the `temporal` CLI (its dev server
-# backs the tests and the demo) and, with --browser, Chromium and CJK fonts (Japanese text needs them). With
+# backs the tests and the demo) and, with --browser, Chromium and CJK fonts (Japanese text needs them) and
+# faketime (libfaketime: the test that runs worker processes with their clocks apart). With
 # --stack, also what the production stack needs natively (`npm run stack`, `npm run test:stack`): the Temporal
 # server, temporal-sql-tool and the standalone Web UI server built by `go install` at the versions in
 # deploy/stack.env. With --deploy-checks, promtool and docker-compose, which check the deploy files. With
@@ -21,6 +22,8 @@ set -euo pipefail
 # Later tags carry a `replace` directive in go.mod, which `go install pkg@version` refuses.
 TEMPORAL_CLI_MODULE=github.com/temporalio/cli/cmd/temporal@v1.5.1
 BROWSER_PACKAGES=(chromium fonts-noto-cjk)
+# Installed with the browser (--browser is what `npm test` asks for): test/chaos/workerClocksApart.test.ts.
+CLOCK_PACKAGES=(faketime)
 
 want_browser=false
 want_stack=false
@@ -33,7 +36,7 @@ for argument in "$@"; do
     --deploy-checks) want_deploy_checks=true ;;
     --python) want_python=true ;;
     -h | --help)
-      sed -n '2,18p' "$0"
+      sed -n '2,19p' "$0"
       exit 0
       ;;
     *)
@@ -105,11 +108,11 @@ is_debian_package_installed() {
 
 ensure_browser() {
   if ! command -v dpkg-query >/dev/null 2>&1; then
-    echo "browser: not a Debian system; install ${BROWSER_PACKAGES[*]} (or equivalents) yourself"
+    echo "browser: not a Debian system; install ${BROWSER_PACKAGES[*]} ${CLOCK_PACKAGES[*]} (or equivalents) yourself"
     return
   fi
   local package missing=()
-  for package in "${BROWSER_PACKAGES[@]}"; do
+  for package in "${BROWSER_PACKAGES[@]}" "${CLOCK_PACKAGES[@]}"; do
     if is_debian_package_installed "$package"; then
       echo "$package: installed"
     else

@@ -4,34 +4,74 @@ import type { Client } from '@temporalio/client';
 import type { Database } from '../../src/db/pool';
 import type { AttemptFact, LogRowFact } from './report';
 
+/** The order mail workflows only: the reconciliation sweep's runs share the task queue in some runs. */
+const ORDER_WORKFLOW = 'WorkflowType = "orderConfirmationMail"';
+
 export async function readLogFacts(
   db: Database,
   orderIds: string[],
 ): Promise<{ rows: LogRowFact[]; attempts: AttemptFact[] }> {
   const rows = await db.query<LogRowFact>(
-    `SELECT order_id::text AS "orderId", state, outcome, attempts, provider_message_id AS "providerMessageId"
+    `SELECT order_id::text AS "orderId", state, outcome, attempts, provider_message_id AS "providerMessageId",
+            dispatched_at IS NOT NULL AS dispatched
        FROM order_mail_log WHERE order_id = ANY($1::bigint[])`,
     [orderIds],
   );
   const attempts = await db.query<AttemptFact>(
     `SELECT order_id::text AS "orderId", attempt, state, outcome, unknown_policy AS "unknownPolicy",
-            dispatched_at IS NOT NULL AS dispatched
+            dispatched_at IS NOT NULL AS dispatched, provider_message_id AS "providerMessageId"
        FROM order_mail_attempts WHERE order_id = ANY($1::bigint[])`,
     [orderIds],
   );
   return { rows: rows.rows, attempts: attempts.rows };
 }
 
-/** Workflow id → status name (COMPLETED, FAILED, RUNNING, TERMINATED, …) of every workflow on the task queue. */
+/** One run of an order's workflow, as Temporal lists it. */
+export interface RunFact {
+  runId: string;
+  status: string;
+  startedAt: string;
+  /** Null while the run is open. */
+  closedAt: string | null;
+}
+
+export interface WorkflowFacts {
+  /** Workflow id → status name (COMPLETED, FAILED, RUNNING, TERMINATED, …) of its newest run. */
+  statuses: Record<string, string>;
+  /** Workflow id → all its runs, newest first (a reset leaves the run it replaced TERMINATED). */
+  runs: Record<string, RunFact[]>;
+}
+
+/** The order mail workflows on the task queue: each one's newest run, and all its runs. */
+export async function readWorkflowFacts(client: Client, taskQueue: string): Promise<WorkflowFacts> {
+  const seen: (RunFact & { workflowId: string })[] = [];
+  for await (const workflow of client.workflow.list({
+    query: `${ORDER_WORKFLOW} AND TaskQueue = "${taskQueue}"`,
+  })) {
+    seen.push({
+      workflowId: workflow.workflowId,
+      runId: workflow.runId,
+      status: workflow.status.name,
+      startedAt: workflow.startTime.toISOString(),
+      closedAt: workflow.closeTime?.toISOString() ?? null,
+    });
+  }
+  seen.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+  const statuses: Record<string, string> = {};
+  const runs: Record<string, RunFact[]> = {};
+  for (const { workflowId, ...run } of seen) {
+    statuses[workflowId] ??= run.status;
+    (runs[workflowId] ??= []).push(run);
+  }
+  return { statuses, runs };
+}
+
+/** Workflow id → status name of the newest run of every order mail workflow on the task queue. */
 export async function readWorkflowStatuses(
   client: Client,
   taskQueue: string,
 ): Promise<Record<string, string>> {
-  const statuses: Record<string, string> = {};
-  for await (const workflow of client.workflow.list({ query: `TaskQueue = "${taskQueue}"` })) {
-    statuses[workflow.workflowId] = workflow.status.name;
-  }
-  return statuses;
+  return (await readWorkflowFacts(client, taskQueue)).statuses;
 }
 
 export async function countRunningWorkflows(
@@ -39,8 +79,8 @@ export async function countRunningWorkflows(
   taskQueue: string,
 ): Promise<{ running: number; all: number }> {
   const [running, all] = await Promise.all([
-    client.workflow.count(`TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`),
-    client.workflow.count(`TaskQueue = "${taskQueue}"`),
+    client.workflow.count(`${ORDER_WORKFLOW} AND TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`),
+    client.workflow.count(`${ORDER_WORKFLOW} AND TaskQueue = "${taskQueue}"`),
   ]);
   return { running: running.count, all: all.count };
 }

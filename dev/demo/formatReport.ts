@@ -1,4 +1,5 @@
 // The report as a person reads it at the end of `npm run demo` / `npm run chaos`.
+import { formatOperatorSection } from './formatOperatorReport';
 import type { RunReport } from './report';
 
 export function formatReport(report: RunReport): string {
@@ -75,6 +76,7 @@ export function formatReport(report: RunReport): string {
       `Postgres restarted ${report.faults.postgresRestarts}; Temporal restarted ${report.faults.temporalRestarts}`,
   );
   row('Elapsed', `${report.elapsedSeconds} s (${report.ordersPerSecond} orders/s)`);
+  if (report.operators !== null) lines.push(...formatOperatorSection(report.operators));
 
   lines.push('', 'Invariants');
   for (const invariant of report.invariants) {
@@ -83,6 +85,13 @@ export function formatReport(report: RunReport): string {
       ? ''
       : ` — ${invariant.violationCount} orders, e.g. ${invariant.violations.join(', ')}`;
     lines.push(`  ${mark} ${invariant.name}: ${invariant.description}${detail}`);
+    if (invariant.actsBehind !== undefined) {
+      const acts = Object.entries(invariant.actsBehind)
+        .sort(([, a], [, b]) => b - a)
+        .map(([act, orders]) => `${act} ${orders}`)
+        .join(', ');
+      lines.push(`         operator acts done on those orders (orders per act): ${acts}`);
+    }
   }
   const passed = report.invariants.filter((invariant) => invariant.holds).length;
   lines.push('', report.ok ? 'All invariants hold.' : 'INVARIANTS FAILED.');

@@ -6,7 +6,7 @@ import { startMailSandbox, DEFAULT_SANDBOX_API_KEY } from '../sandbox/mailSandbo
 import type { Fault } from '../sandbox/faults';
 import type { RelayTarget } from '../sandbox/relayToInbox';
 import { startSmtpSandbox, type SmtpTransactionRecord } from '../sandbox/smtp/smtpSandbox';
-import { faultRates, type FaultMix, type MailTransportName } from './options';
+import { faultRates, HANG_MS, type FaultMix, type MailTransportName } from './options';
 import type { MessageFact, RequestFact } from './report';
 import { smtpFaultRates } from './smtpFaultRates';
 
@@ -106,7 +106,8 @@ function describeFault(fault: Fault): string {
     case 'status':
       return `${fault.status}${fault.record === true ? ' after processing' : ''}`;
     case 'accept-then-hang':
-      return 'hang';
+      // --slow holds the answer too, but answers before the client gives up.
+      return fault.ms !== undefined && fault.ms < HANG_MS ? 'slow' : 'hang';
     default:
       return fault.kind;
   }

@@ -9,6 +9,11 @@ export const MAIL_TRANSPORTS: readonly MailTransportName[] = ['http', 'smtp'];
 
 /** How long a hang holds the answer back: long past the runner's 2 s MAIL_HEADERS_TIMEOUT_MS, so the worker gives up first. */
 export const HANG_MS = 10_000;
+/**
+ * How long a slow answer takes: well inside the 2 s headers timeout, so the send is accepted as usual, but it
+ * stays in flight long enough for an operator's act (a resolve, a cancel, an activity pause) to meet it.
+ */
+export const SLOW_MS = 800;
 
 export interface FaultMix {
   acceptThenDrop: number;
@@ -20,6 +25,16 @@ export interface FaultMix {
   unavailable: number;
   /** The socket closes before the provider processed anything (looks like accept-then-drop to the client). */
   dropWithoutProcessing: number;
+  /** Accepted and answered after SLOW_MS: no fault for the customer, only a send that stays in flight a while. */
+  slow: number;
+}
+
+/** The operator-chaos run (--operators): an operator's real acts on random in-flight orders (dev/demo/operators.ts). */
+export interface OperatorSettings {
+  /** Mean pause between two acts; each next moment is drawn at random between half and one and a half of it. */
+  everyMs: number;
+  /** How long a paused send activity stays paused before the operator unpauses it (at most). */
+  unpauseWithinMs: number;
 }
 
 export interface RunOptions {
@@ -44,6 +59,13 @@ export interface RunOptions {
   /** Restart Postgres / the Temporal dev server once, when this share of the orders is done; null = never. */
   restartPostgresAt: number | null;
   restartTemporalAt: number | null;
+  /** Null: no operator acts (the plain demo and chaos runs). */
+  operators: OperatorSettings | null;
+  /**
+   * Every how often the reconciliation sweep's Schedule runs during the run (its real Schedule, on the run's
+   * task queue); 0 = no Schedule. Whatever this says, a run with operators ends with a sweep of its own.
+   */
+  sweepEveryMs: number;
   seed: number;
   timeoutMs: number;
   keep: boolean;
@@ -57,6 +79,15 @@ const NO_FAULTS: FaultMix = {
   tooManyRequests: 0,
   unavailable: 0,
   dropWithoutProcessing: 0,
+  slow: 0,
+};
+
+/** What --operators turns on, unless a flag says otherwise. */
+export const OPERATOR_DEFAULTS = {
+  operators: { everyMs: 250, unpauseWithinMs: 4_000 } satisfies OperatorSettings,
+  /** A quarter of the sends answered slowly, so in-flight sends exist for an operator to meet. */
+  slow: 0.25,
+  sweepEveryMs: 15_000,
 };
 
 export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
@@ -77,12 +108,15 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
       tooManyRequests: 0.02,
       unavailable: 0.02,
       dropWithoutProcessing: 0,
+      slow: 0,
     },
     refuseEveryMs: 0,
     refuseForMs: 1_500,
     killEveryMs: 0,
     restartPostgresAt: null,
     restartTemporalAt: null,
+    operators: null,
+    sweepEveryMs: 0,
     seed: 1,
     timeoutMs: 300_000,
     keep: false,
@@ -108,12 +142,15 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
       tooManyRequests: 0.04,
       unavailable: 0.03,
       dropWithoutProcessing: 0.02,
+      slow: 0,
     },
     refuseEveryMs: 15_000,
     refuseForMs: 1_500,
     killEveryMs: 5_000,
     restartPostgresAt: 0.35,
     restartTemporalAt: 0.65,
+    operators: null,
+    sweepEveryMs: 0,
     seed: 1,
     timeoutMs: 1_800_000,
     keep: false,
@@ -141,12 +178,23 @@ export const USAGE = `Usage: npm run demo -- [flags]     (the demo profile)
   --429 RATE                    429 with Retry-After: 1  [451 at RCPT, greylisting]
   --503 RATE                    503  [421 greeting]
   --drop RATE                   connection closed before anything was processed  [closed before DATA]
+  --slow RATE                   accepted and answered after ${SLOW_MS} ms, inside the client's deadline: no fault,
+                                a send in flight for a while  [250 after ${SLOW_MS} ms] (0; 25% with --operators)
   --no-faults                   all of the rates above 0
   --refuse-every S / --refuse-for S   refuse connections for a while, periodically (0 = off)
   --kill-every S                SIGKILL a random worker every S seconds and start another (0 = off)
   --restart-postgres AT         restart Postgres once AT (0..1) of the orders are done ('off' = never)
   --restart-temporal AT         restart the Temporal dev server (with its db file) likewise
-  --seed N                      seed of the sandbox's fault draws
+  --operators                   operator chaos: while orders flow, an operator acts on random in-flight orders
+                                through the real Temporal API and temporal CLI and through npm run ops: workflow
+                                cancel, terminate, reset to the first and to the last workflow task; pause,
+                                unpause, reset and update-options (more attempts) of the send activity; ops
+                                retry and ops resolve, and resolve-as-failed-then-retry re-sends. Every paused
+                                send is unpaused. Ends with a reconciliation sweep; the report counts every act
+  --operator-every S            mean pause between two operator acts (0.25)
+  --sweep-every S               run the reconciliation sweep's Schedule every S seconds during the run
+                                (0 = no Schedule; 15 with --operators)
+  --seed N                      seed of the sandbox's fault draws and of the operator's choices
   --timeout S                   give up waiting after S seconds (the report then shows what is missing)
   --keep                        leave everything running after the report, until Ctrl-C
   --json                        print the report as JSON on stdout (everything else goes to stderr)
@@ -168,6 +216,9 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   }
   const base = PROFILES[profileName];
   const options: RunOptions = { ...base, faults: { ...base.faults } };
+  // --operators changes defaults that a flag of their own may still set, before or after it.
+  const given = new Set<string>();
+  let operatorEveryMs: number | null = null;
 
   for (let index = 0; index < argv.length; index++) {
     const flag = argv[index]!;
@@ -239,8 +290,24 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
       case '--drop':
         options.faults.dropWithoutProcessing = rate(flag, value());
         break;
+      case '--slow':
+        options.faults.slow = rate(flag, value());
+        given.add(flag);
+        break;
       case '--no-faults':
         options.faults = { ...NO_FAULTS };
+        given.add('--slow');
+        break;
+      case '--operators':
+        options.operators = { ...OPERATOR_DEFAULTS.operators };
+        break;
+      case '--operator-every':
+        operatorEveryMs = seconds(flag, value());
+        if (operatorEveryMs <= 0) throw new UsageError(`${flag} must be more than 0 seconds`);
+        break;
+      case '--sweep-every':
+        options.sweepEveryMs = seconds(flag, value());
+        given.add(flag);
         break;
       case '--refuse-every':
         options.refuseEveryMs = seconds(flag, value());
@@ -273,6 +340,13 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         throw new UsageError(`unknown flag ${flag}`);
     }
   }
+  if (options.operators !== null) {
+    if (operatorEveryMs !== null) options.operators.everyMs = operatorEveryMs;
+    if (!given.has('--slow')) options.faults.slow = OPERATOR_DEFAULTS.slow;
+    if (!given.has('--sweep-every')) options.sweepEveryMs = OPERATOR_DEFAULTS.sweepEveryMs;
+  } else if (operatorEveryMs !== null) {
+    throw new UsageError('--operator-every needs --operators');
+  }
   const total = (Object.values(options.faults) as number[]).reduce(
     (sum, probability) => sum + probability,
     0,
@@ -295,6 +369,7 @@ export function faultRates(mix: FaultMix): FaultRate[] {
     { fault: { kind: 'status', status: 429, retryAfterSeconds: 1 }, probability: mix.tooManyRequests },
     { fault: { kind: 'status', status: 503 }, probability: mix.unavailable },
     { fault: { kind: 'drop-without-processing' }, probability: mix.dropWithoutProcessing },
+    { fault: { kind: 'accept-then-hang', ms: SLOW_MS }, probability: mix.slow },
   ];
   return rates.filter((entry) => entry.probability > 0);
 }

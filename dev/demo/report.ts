@@ -1,15 +1,27 @@
 // The run report and its invariants (issue 4, DESIGN.md §3), computed from facts only: what the sandbox
 // received, what order_mail_log and order_mail_attempts say, and the workflows' statuses in Temporal.
 // Pure, so the invariants themselves are unit-tested (test/demo/report.test.ts).
-import type { MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
+import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { InboxFacts } from './inbox';
+import {
+  actsBehind,
+  buildOperatorSection,
+  operatorInvariants,
+  resendsAskedFor,
+  stoppedBeforeClaim,
+  type OperatorFacts,
+  type OperatorSection,
+} from './operatorReport';
 
 export interface LogRowFact {
   orderId: string;
   state: 'sending' | 'sent' | 'failed';
-  outcome: MailOutcome | null;
+  /** 'resolved' when an operator settled the row by their word. */
+  outcome: LogOutcome | null;
   attempts: number;
   providerMessageId: string | null;
+  /** Whether the row's current attempt passed the dispatch fence (absent: not known, taken as no). */
+  dispatched?: boolean;
 }
 
 export interface AttemptFact {
@@ -19,6 +31,8 @@ export interface AttemptFact {
   outcome: MailOutcome;
   unknownPolicy: UnknownOutcomePolicy | null;
   dispatched: boolean;
+  /** The provider's message id of an accepted attempt (absent: not known, counted by number instead). */
+  providerMessageId?: string | null;
 }
 
 export interface MessageFact {
@@ -68,6 +82,8 @@ export interface RunFacts {
   starts: StartCounts;
   workers: number;
   elapsedMs: number;
+  /** What an operator did, in a run with operators (--operators); absent or null otherwise. */
+  operators?: OperatorFacts | null;
 }
 
 export interface InvariantResult {
@@ -77,6 +93,11 @@ export interface InvariantResult {
   /** Orders that break it (the first few). */
   violations: string[];
   violationCount: number;
+  /**
+   * In a run with operators, when it fails: the acts an operator had done on the orders that break it, by act
+   * (orders per act), to say what each failure followed.
+   */
+  actsBehind?: Record<string, number>;
 }
 
 export interface RunReport {
@@ -122,6 +143,8 @@ export interface RunReport {
   starts: StartCounts;
   elapsedSeconds: number;
   ordersPerSecond: number;
+  /** The operator's acts and their counts (dev/demo/operatorReport.ts); null in a run without operators. */
+  operators: OperatorSection | null;
   invariants: InvariantResult[];
   ok: boolean;
 }
@@ -134,7 +157,13 @@ interface OrderView {
   attempts: AttemptFact[];
   messageIds: string[];
   unknownAttempts: number;
+  /** Messages that none of the order's attempts accounts for (see unexplainedMessages). */
+  unexplained: number;
   workflowStatus: string | undefined;
+  /** Extra messages an operator deliberately asked for (resolve as failed, then retry). */
+  resendsAsked: number;
+  /** No row and no mail because an operator stopped every run before it claimed. */
+  stoppedByOperator: boolean;
 }
 
 export function buildReport(facts: RunFacts): RunReport {
@@ -172,8 +201,27 @@ export function buildReport(facts: RunFacts): RunReport {
   const injected: Record<string, number> = {};
   for (const request of facts.requests) if (request.fault !== null) increment(injected, request.fault);
 
-  const invariants = checkInvariants(facts.policy, orders);
+  const operatorFacts = facts.operators ?? null;
+  const behind = operatorFacts === null ? null : (broken: string[]) => actsBehind(operatorFacts.acts, broken);
+  const invariants = checkInvariants(facts.policy, orders, behind);
   if (facts.inbox !== null) invariants.push(inboxInvariant(facts.inbox, orders));
+  const operatorOrders = orders.map((order) => ({
+    orderId: order.orderId,
+    row: order.row,
+    messages: order.messageIds.length,
+  }));
+  if (facts.operators != null) {
+    for (const { name, description, broken } of operatorInvariants(facts.operators, operatorOrders)) {
+      invariants.push({
+        name,
+        description,
+        holds: broken.length === 0,
+        violations: broken.slice(0, EXAMPLES),
+        violationCount: broken.length,
+        ...(broken.length > 0 ? { actsBehind: actsBehind(facts.operators.acts, broken) } : {}),
+      });
+    }
+  }
   const elapsedSeconds = facts.elapsedMs / 1000;
   return {
     profile: facts.profile,
@@ -209,6 +257,7 @@ export function buildReport(facts: RunFacts): RunReport {
     starts: facts.starts,
     elapsedSeconds: round(elapsedSeconds, 1),
     ordersPerSecond: elapsedSeconds > 0 ? round(orders.length / elapsedSeconds, 1) : 0,
+    operators: facts.operators == null ? null : buildOperatorSection(facts.operators, operatorOrders),
     invariants,
     ok: invariants.every((invariant) => invariant.holds),
   };
@@ -218,31 +267,92 @@ function viewOrders(facts: RunFacts): OrderView[] {
   const rows = new Map(facts.rows.map((row) => [row.orderId, row]));
   const attempts = groupBy(facts.attempts, (attempt) => attempt.orderId);
   const messages = groupBy(facts.messages, (message) => message.orderId);
+  const resends =
+    facts.operators == null
+      ? new Map<string, number>()
+      : resendsAskedFor(facts.operators.acts, facts.operators.runs);
+  const stopped =
+    facts.operators == null
+      ? new Set<string>()
+      : stoppedBeforeClaim(
+          facts.operators,
+          facts.orderIds.map((orderId) => ({
+            orderId,
+            row: rows.get(orderId),
+            messages: messages.get(orderId)?.length ?? 0,
+          })),
+        );
   return facts.orderIds.map((orderId) => {
     const orderAttempts = attempts.get(orderId) ?? [];
+    const row = rows.get(orderId);
+    const messageIds = (messages.get(orderId) ?? []).map((message) => message.id);
+    // Only a dispatched attempt can explain a message: one that never passed the fence made no request.
+    const unknownAttempts = orderAttempts.filter(
+      (attempt) => attempt.outcome === 'unknown' && attempt.dispatched,
+    ).length;
     return {
       orderId,
-      row: rows.get(orderId),
+      row,
       attempts: orderAttempts,
-      messageIds: (messages.get(orderId) ?? []).map((message) => message.id),
-      // Only a dispatched attempt can explain a message: one that never passed the fence made no request.
-      unknownAttempts: orderAttempts.filter((attempt) => attempt.outcome === 'unknown' && attempt.dispatched)
-        .length,
+      messageIds,
+      unknownAttempts,
+      unexplained: unexplainedMessages(row, orderAttempts, messageIds, unknownAttempts),
       workflowStatus: facts.workflows[orderId],
+      resendsAsked: resends.get(orderId) ?? 0,
+      stoppedByOperator: stopped.has(orderId),
     };
   });
 }
 
-/** Sent is final; failed is final once the workflow that may still retry it has closed. */
+/**
+ * How many of an order's messages no attempt accounts for. An accepted attempt accounts for its own message
+ * (matched by the provider's message id when the log has it, else for one message), and a dispatched attempt
+ * whose outcome was unknown for at most one more. What is left is a message the log calls not sent, rejected
+ * or nothing at all: an untruthful record or a send nobody claimed.
+ */
+function unexplainedMessages(
+  row: LogRowFact | undefined,
+  attempts: AttemptFact[],
+  messageIds: string[],
+  unknownAttempts: number,
+): number {
+  const accepted = attempts.filter((attempt) => attempt.outcome === 'accepted');
+  const knownIds = new Set(
+    accepted.flatMap((attempt) => (attempt.providerMessageId ? [attempt.providerMessageId] : [])),
+  );
+  if (row?.state === 'sent' && row.outcome === 'accepted' && row.providerMessageId)
+    knownIds.add(row.providerMessageId);
+  // The row's own accepted attempt is matched by the row's id, whether or not its audit row names it.
+  const rowAttempt =
+    row?.state === 'sent' && row.outcome === 'accepted' && row.providerMessageId ? row.attempts : null;
+  const withoutKnownId = accepted.filter(
+    (attempt) => !attempt.providerMessageId && attempt.attempt !== rowAttempt,
+  ).length;
+  // A row still 'sending' after its fence has an attempt in flight, with no audit row yet: it may explain one.
+  const inFlight = row?.state === 'sending' && row.dispatched === true ? 1 : 0;
+  const others = messageIds.filter((id) => !knownIds.has(id)).length;
+  return Math.max(0, others - withoutKnownId - unknownAttempts - inFlight);
+}
+
+/**
+ * Sent is final; failed is final once the workflow that may still retry it has closed. An order without a row
+ * is terminal only when an operator stopped each of its runs before it claimed (and no mail went out).
+ */
 function isTerminal(order: OrderView): boolean {
-  if (order.row === undefined) return false;
+  if (order.row === undefined) return order.stoppedByOperator;
   if (order.row.state === 'sent') return true;
   return (
     order.row.state === 'failed' && order.workflowStatus !== undefined && order.workflowStatus !== 'RUNNING'
   );
 }
 
-function checkInvariants(policy: UnknownOutcomePolicy, orders: OrderView[]): InvariantResult[] {
+function checkInvariants(
+  policy: UnknownOutcomePolicy,
+  orders: OrderView[],
+  /** Set in a run with operators: what they did to the orders that break an invariant. */
+  behind: ((broken: string[]) => Record<string, number>) | null,
+): InvariantResult[] {
+  const withOperators = behind !== null;
   const invariant = (
     name: string,
     description: string,
@@ -255,6 +365,7 @@ function checkInvariants(policy: UnknownOutcomePolicy, orders: OrderView[]): Inv
       holds: broken.length === 0,
       violations: broken.slice(0, EXAMPLES),
       violationCount: broken.length,
+      ...(behind !== null && broken.length > 0 ? { actsBehind: behind(broken) } : {}),
     };
   };
   const results = [
@@ -270,35 +381,44 @@ function checkInvariants(policy: UnknownOutcomePolicy, orders: OrderView[]): Inv
     ),
     invariant(
       'accepted-row-has-its-message',
-      "every 'sent'/'accepted' row has exactly one message of its own (its provider message id); under " +
-        'assume-failed, any further message must come from an attempt whose outcome was unknown',
+      "every 'sent'/'accepted' row has its own message (its provider message id), and every further message " +
+        'comes from another attempt: an accepted one, or one whose outcome was unknown',
       (order) =>
         order.row?.state === 'sent' &&
         order.row.outcome === 'accepted' &&
-        (!order.messageIds.includes(order.row.providerMessageId ?? '') ||
-          order.messageIds.length - 1 > explainable(policy, order)),
+        (!order.messageIds.includes(order.row.providerMessageId ?? '') || order.unexplained > 0),
+    ),
+    invariant(
+      'accepted-attempt-has-its-message',
+      'every attempt the audit trail records as accepted has its message at the provider (by message id)',
+      (order) =>
+        order.attempts.some(
+          (attempt) =>
+            attempt.outcome === 'accepted' &&
+            typeof attempt.providerMessageId === 'string' &&
+            !order.messageIds.includes(attempt.providerMessageId),
+        ),
     ),
     invariant(
       'rejected-or-not-sent-row-has-no-message',
-      "every row whose outcome is 'rejected' or 'not_sent' has no message (under assume-failed: none beyond " +
-        'those of attempts whose outcome was unknown)',
+      "every row whose outcome is 'rejected' or 'not_sent' has no message of its own: none beyond those that " +
+        'other attempts (accepted, or with an unknown outcome) account for',
       (order) =>
-        (order.row?.outcome === 'rejected' || order.row?.outcome === 'not_sent') &&
-        order.messageIds.length > explainable(policy, order),
+        (order.row?.outcome === 'rejected' || order.row?.outcome === 'not_sent') && order.unexplained > 0,
     ),
     invariant(
       'no-message-without-an-attempt',
-      'every message is accounted for by an accepted attempt or one whose outcome was unknown',
-      (order) =>
-        order.messageIds.length >
-        order.attempts.filter((attempt) => attempt.outcome === 'accepted').length + order.unknownAttempts,
+      'every message is accounted for by an accepted attempt (its message id) or one whose outcome was unknown',
+      (order) => order.unexplained > 0,
     ),
     invariant(
       'audit-matches-log',
-      'every settled row has its attempt in order_mail_attempts, with the same state and outcome',
+      'every settled row has its attempt in order_mail_attempts, with the same state and outcome (a row an ' +
+        'operator resolved has its act in order_mail_operator_acts instead)',
       (order) =>
         order.row !== undefined &&
         order.row.state !== 'sending' &&
+        order.row.outcome !== 'resolved' &&
         !order.attempts.some(
           (attempt) =>
             attempt.attempt === order.row!.attempts &&
@@ -307,7 +427,16 @@ function checkInvariants(policy: UnknownOutcomePolicy, orders: OrderView[]): Inv
         ),
     ),
   ];
-  if (policy === 'assume-sent') {
+  if (policy === 'assume-sent' && withOperators) {
+    results.unshift(
+      invariant(
+        'no-unrequested-duplicates-under-assume-sent',
+        'under assume-sent no order has more than one message, except one more for each re-send an operator ' +
+          'asked for (resolve as failed, then retry)',
+        (order) => order.messageIds.length > 1 + order.resendsAsked,
+      ),
+    );
+  } else if (policy === 'assume-sent') {
     results.unshift(
       invariant(
         'no-duplicates-under-assume-sent',
@@ -319,8 +448,11 @@ function checkInvariants(policy: UnknownOutcomePolicy, orders: OrderView[]): Inv
     results.unshift(
       invariant(
         'duplicates-only-after-unknown',
-        'under assume-failed an order has a second message only if its log shows an unknown outcome for each extra one',
-        (order) => order.messageIds.length > 1 && order.messageIds.length - 1 > order.unknownAttempts,
+        'under assume-failed an order has a second message only if its log shows an unknown outcome for each ' +
+          'extra one (or an operator asked for a re-send)',
+        (order) =>
+          order.messageIds.length > 1 &&
+          order.messageIds.length - 1 > order.unknownAttempts + order.resendsAsked,
       ),
     );
   }
@@ -351,11 +483,6 @@ function summarizeInbox(inbox: InboxFacts, orders: OrderView[]): NonNullable<Run
   for (const order of orders) increment(messagesPerOrder, String(inbox.messagesPerOrder[order.orderId] ?? 0));
   const messages = Object.values(inbox.messagesPerOrder).reduce((sum, count) => sum + count, 0);
   return { url: inbox.webUrl, messages: messages + inbox.withoutOrderId, messagesPerOrder };
-}
-
-/** Messages that an unknown attempt may explain: none under assume-sent, where an unknown ends the order. */
-function explainable(policy: UnknownOutcomePolicy, order: OrderView): number {
-  return policy === 'assume-failed' ? order.unknownAttempts : 0;
 }
 
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {

@@ -9,14 +9,18 @@ import { insertOrder, type NewOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { releaseEmbeddedPostgresSignalHooks } from './signalHooks';
 import { startClientFleet, type ClientFleet } from './clientFleet';
-import { countRunningWorkflows, readLogFacts, readWorkflowStatuses } from './facts';
+import { countRunningWorkflows, readLogFacts, readWorkflowFacts } from './facts';
 import { formatReport } from './formatReport';
 import { readInboxFacts } from './inbox';
 import type { RunOptions } from './options';
+import { violationStories, type OperatorFacts } from './operatorReport';
+import { startOperators, type Operators } from './operators';
+import { createOperatorTools } from './operatorTools';
 import { createProgressLine, type ProgressLine } from './progress';
-import { buildReport, type ChaosCounts, type RunReport } from './report';
+import { buildReport, type ChaosCounts, type RunFacts, type RunReport } from './report';
 import { startStack, type Stack } from './stack';
 import { seededRandom } from './startOrdersProcess';
+import { RUN_SWEEP_GRACE_MS, startRunSweeps, type RunSweeps } from './sweep';
 import { startWorkerFleet, type WorkerFleet } from './workerFleet';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
@@ -51,6 +55,8 @@ export async function runDemo(options: RunOptions): Promise<number> {
   let workers: WorkerFleet | null = null;
   let clients: ClientFleet | null = null;
   let chaos: Chaos | null = null;
+  let sweeps: RunSweeps | null = null;
+  let operators: Operators | null = null;
   try {
     say(
       `${options.profile}: ${options.orders} orders, ${options.workers} workers, transport ${options.transport}, ` +
@@ -109,21 +115,66 @@ export async function runDemo(options: RunOptions): Promise<number> {
       rate: options.startRate,
     });
     chaos = startChaos(options, stack, workers, say);
-
-    await interruption.race(
-      waitForCompletion({
+    if (options.operators !== null || options.sweepEveryMs > 0) {
+      sweeps = await startRunSweeps({
+        client: temporalClient,
         db,
+        taskQueue,
+        runId,
+        orderIds,
+        everyMs: options.sweepEveryMs,
+      });
+      if (options.sweepEveryMs > 0) {
+        say(`reconciliation sweep: its Schedule runs every ${options.sweepEveryMs / 1000} s on ${taskQueue}`);
+      }
+    }
+    if (options.operators !== null) {
+      const startedClients = clients;
+      operators = startOperators({
+        settings: options.operators,
+        tools: createOperatorTools({
+          client: temporalClient,
+          address: stack.temporal.address,
+          namespace: stack.temporal.namespace,
+          taskQueue,
+          databaseUrl: stack.databaseUrl,
+          uiUrl: stack.temporal.uiUrl,
+          operator: 'operator-chaos',
+        }),
         client: temporalClient,
         taskQueue,
-        orderIds,
-        clients,
-        workers,
-        chaos,
-        progress,
-        options,
-        startedAt,
-      }),
-    );
+        random: seededRandom(options.seed * 7_919),
+        startsFinished: () => startedClients.finished(),
+        say,
+      });
+      say(`operators: one act every ~${options.operators.everyMs} ms on a random in-flight order`);
+    }
+
+    const completion = {
+      db,
+      client: temporalClient,
+      taskQueue,
+      orderIds,
+      clients,
+      workers,
+      chaos,
+      operators,
+      progress,
+      options,
+      startedAt,
+    };
+    await interruption.race(waitForCompletion(completion));
+    if (operators !== null) {
+      // The operator stops, unpauses what it paused and makes the retries it owes; then what that started runs
+      // out, and the sweep deals with what closed runs left behind; then whatever the sweep started runs out.
+      await interruption.race(operators.stop());
+      await interruption.race(waitForCompletion(completion));
+    }
+    if (sweeps !== null) {
+      progress.finish();
+      await interruption.race(sweeps.finish(startedAt + options.timeoutMs, say));
+      await interruption.race(waitForCompletion(completion));
+    }
     const elapsedMs = Date.now() - startedAt;
     progress.finish();
     await chaos.stop();
@@ -132,7 +183,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       ? await clients.done
       : await stopUnfinishedClients(clients, options.clients);
 
-    const report = await interruption.race(
+    const { report, facts } = await interruption.race(
       collectReport({
         options,
         db,
@@ -143,9 +194,25 @@ export async function runDemo(options: RunOptions): Promise<number> {
         chaos: chaos.counts(workers),
         starts,
         elapsedMs,
+        operators,
+        sweeps,
       }),
     );
     await writeFile(path.join(runDirectory, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+    if (operators !== null) {
+      // Every act with its moment, target and outcome: what the report's operator counts come from. And for
+      // each invariant that failed, the whole story of its first orders: acts, runs, row, attempts, messages.
+      await writeFile(
+        path.join(runDirectory, 'operator-acts.json'),
+        `${JSON.stringify(operators.log(), null, 2)}\n`,
+      );
+      if (!report.ok) {
+        await writeFile(
+          path.join(runDirectory, 'violations.json'),
+          `${JSON.stringify(violationStories(report, facts), null, 2)}\n`,
+        );
+      }
+    }
     if (options.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else out.write(`${formatReport(report)}\n`);
     out.write(`${whereToLook(options, stack, taskQueue, runDirectory)}\n`);
@@ -166,6 +233,8 @@ export async function runDemo(options: RunOptions): Promise<number> {
     }
     throw error;
   } finally {
+    await operators?.stop().catch(() => undefined);
+    await sweeps?.stop();
     await chaos?.stop();
     await clients?.stop();
     await workers?.stop();
@@ -222,6 +291,8 @@ function workerEnvironment(
     PG_STATEMENT_TIMEOUT_MS: '5000',
     WORKER_MAX_CONCURRENT_ACTIVITIES: String(options.workerConcurrency),
     WORKFLOW_BUNDLE_PATH: bundlePath,
+    // The sweep looks at rows quiet this long (and at orders confirmed this long ago without a row).
+    RECONCILE_GRACE_MS: String(RUN_SWEEP_GRACE_MS),
   };
 }
 
@@ -353,11 +424,12 @@ async function waitForCompletion(input: {
   clients: ClientFleet;
   workers: WorkerFleet;
   chaos: Chaos;
+  operators: Operators | null;
   progress: ProgressLine;
   options: RunOptions;
   startedAt: number;
 }): Promise<void> {
-  const { db, client, taskQueue, orderIds, clients, workers, chaos, progress, options } = input;
+  const { db, client, taskQueue, orderIds, clients, workers, chaos, operators, progress, options } = input;
   const deadline = input.startedAt + options.timeoutMs;
   let rowCounts: Record<string, number> = {};
   let closed = 0;
@@ -404,6 +476,7 @@ async function waitForCompletion(input: {
         `sent ${rowCounts.sent ?? 0} failed ${rowCounts.failed ?? 0} sending ${rowCounts.sending ?? 0}` +
         (clients.finished() ? ` | closed ${closed}` : ' | starting') +
         ` | workers ${workers.aliveCount()}/${options.workers} kills ${workers.counts().kills}` +
+        (operators === null ? '' : ` | ${operators.status()}`) +
         (trouble ? ` | ${trouble}` : ''),
     });
     if (Date.now() > deadline) {
@@ -424,17 +497,27 @@ async function collectReport(input: {
   chaos: ChaosCounts;
   starts: RunReport['starts'];
   elapsedMs: number;
-}): Promise<RunReport> {
+  operators: Operators | null;
+  sweeps: RunSweeps | null;
+}): Promise<{ report: RunReport; facts: RunFacts }> {
   const { mail, inbox } = input.stack;
   // What the sandbox accepted is taken before the inbox is read, so every mail counted here had its relay.
   const messages = mail.messages();
   const requests = mail.requests();
   const [log, workflows, inboxFacts] = await Promise.all([
     readLogFacts(input.db, input.orderIds),
-    readWorkflowStatuses(input.client, input.taskQueue),
+    readWorkflowFacts(input.client, input.taskQueue),
     inbox === null ? null : readInboxFacts(inbox, () => mail.relaysSettled()),
   ]);
-  return buildReport({
+  let operators: OperatorFacts | null = null;
+  if (input.operators !== null) {
+    operators = {
+      acts: input.operators.log(),
+      runs: workflows.runs,
+      sweeps: await input.sweeps!.facts(),
+    };
+  }
+  const facts: RunFacts = {
     profile: input.options.profile,
     transport: mail.transport,
     policy: input.options.policy,
@@ -442,13 +525,15 @@ async function collectReport(input: {
     ...log,
     messages,
     requests,
-    workflows,
+    workflows: workflows.statuses,
     inbox: inboxFacts,
     chaos: input.chaos,
     starts: input.starts,
     workers: input.options.workers,
     elapsedMs: input.elapsedMs,
-  });
+    operators,
+  };
+  return { report: buildReport(facts), facts };
 }
 
 function whereToLook(options: RunOptions, stack: Stack, taskQueue: string, runDirectory: string): string {

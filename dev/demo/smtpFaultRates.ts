@@ -1,7 +1,7 @@
 // The runner's fault flags, read for the SMTP transport (`--transport smtp`): each HTTP fault becomes the SMTP
 // fault with the same meaning for the customer, so one mix drives either sandbox. The table is in USAGE too.
 import type { SmtpFaultRate } from '../sandbox/smtp/smtpFaults';
-import { HANG_MS, type FaultMix } from './options';
+import { HANG_MS, SLOW_MS, type FaultMix } from './options';
 
 export function smtpFaultRates(mix: FaultMix): SmtpFaultRate[] {
   const rates: SmtpFaultRate[] = [
@@ -14,6 +14,8 @@ export function smtpFaultRates(mix: FaultMix): SmtpFaultRate[] {
     { fault: { kind: 'reply', at: 'rcpt', code: 451 }, probability: mix.tooManyRequests },
     { fault: { kind: 'reply', at: 'greeting', code: 421 }, probability: mix.unavailable },
     { fault: { kind: 'drop-before-data' }, probability: mix.dropWithoutProcessing },
+    // A slow relay: the 250 comes well inside the reply timeout, so nothing goes wrong but the wait.
+    { fault: { kind: 'hang-after-data', ms: SLOW_MS }, probability: mix.slow },
   ];
   return rates.filter((entry) => entry.probability > 0);
 }

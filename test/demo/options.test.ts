@@ -1,6 +1,6 @@
 // The runner's flags: each profile's defaults, the per-fault overrides, and the mistakes it refuses.
 import { describe, expect, it } from 'vitest';
-import { faultRates, parseRunOptions, PROFILES, UsageError } from '../../dev/demo/options';
+import { faultRates, parseRunOptions, PROFILES, SLOW_MS, UsageError } from '../../dev/demo/options';
 import { smtpFaultRates } from '../../dev/demo/smtpFaultRates';
 
 describe('parseRunOptions', () => {
@@ -87,5 +87,28 @@ describe('parseRunOptions', () => {
     expect(
       smtpFaultRates({ ...PROFILES.chaos.faults, hang: 0 }).map((rate) => rate.fault.kind),
     ).not.toContain('hang-after-data');
+  });
+
+  it('turns operator chaos on with --operators: slow answers and the sweep Schedule unless set, all in flags', () => {
+    expect(PROFILES.chaos).toMatchObject({ operators: null, sweepEveryMs: 0, faults: { slow: 0 } });
+    const on = parseRunOptions(['--profile', 'chaos', '--operators', '--operator-every', '0.5']);
+    expect(on).toMatchObject({
+      operators: { everyMs: 500 },
+      sweepEveryMs: 15_000,
+      faults: { ...PROFILES.chaos.faults, slow: 0.25 },
+    });
+    // A flag of its own wins, before or after --operators.
+    expect(
+      parseRunOptions(['--profile', 'chaos', '--slow', '0', '--operators', '--sweep-every', '0']),
+    ).toMatchObject({
+      sweepEveryMs: 0,
+      faults: { slow: 0 },
+    });
+    expect(faultRates({ ...PROFILES.chaos.faults, slow: 0.25 }).at(-1)).toEqual({
+      fault: { kind: 'accept-then-hang', ms: SLOW_MS },
+      probability: 0.25,
+    });
+    expect(() => parseRunOptions(['--operator-every', '1'])).toThrow(/needs --operators/);
+    expect(() => parseRunOptions(['--operators', '--operator-every', '0'])).toThrow(UsageError);
   });
 });

@@ -12,11 +12,15 @@ export interface WorkerProcess {
   exited: Promise<number | null>;
 }
 
-/** Runs `src/worker.ts` as a real process (what `npm start` runs compiled), with the given environment. */
-export function spawnWorkerProcess(env: Record<string, string>): WorkerProcess {
+/**
+ * Runs `src/worker.ts` as a real process (what `npm start` runs compiled), with the given environment.
+ * `wrapper` runs it under another program that execs it (e.g. `faketime -f +30s`), in the same process.
+ */
+export function spawnWorkerProcess(env: Record<string, string>, wrapper: string[] = []): WorkerProcess {
   // node --import tsx (not the tsx CLI): the CLI runs the script in a child of its own, which a SIGKILL of
   // the CLI would leave running.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+  const command = [...wrapper, process.execPath, '--import', 'tsx', 'src/worker.ts'];
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,249 @@
+// The operator section of a run report (`npm run chaos -- --operators`), kept apart from dev/demo/report.ts:
+// what the operator did (each act done, refused or failed), which orders it deliberately asked to re-send,
+// and the invariants that only operators' acts can break. Pure, like report.ts (test/demo/operatorReport.test.ts).
+import type { RunFact } from './facts';
+import { OPERATOR_ACTS, type OperatorActName } from './operatorTools';
+import type { OperatorActRecord } from './operators';
+import type { RunFacts, RunReport } from './report';
+import type { SweepFacts } from './sweep';
+
+export interface OperatorFacts {
+  acts: OperatorActRecord[];
+  /** Every run of every order's workflow: order id → its runs, newest first. */
+  runs: Record<string, RunFact[]>;
+  sweeps: SweepFacts;
+}
+
+export interface ActCounts {
+  done: number;
+  /** Refusal code → times: the product's own (SEND_IN_FLIGHT, ALREADY_SENT, …), Temporal's (RUN_CLOSED, …). */
+  refused: Record<string, number>;
+  failed: number;
+  /** Times the act found nothing to act on (no send in flight at that moment, say). Not counted as acts. */
+  noTarget: number;
+}
+
+export interface OperatorSection {
+  /** Acts made (done + refused + failed), and of those done. */
+  acts: number;
+  done: number;
+  perAct: Record<OperatorActName, ActCounts>;
+  /** Orders an operator deliberately asked to send again (resolve --as failed, then retry), and how often. */
+  resendsAsked: { orders: number; resends: number };
+  /** Orders whose every run an operator closed before any claim: no row, no mail, as the operator chose. */
+  stoppedBeforeClaim: number;
+  /** Rows an operator resolved as sent although no message arrived: the operator's word, not checked. */
+  resolvedSentWithoutMessage: number;
+  sweeps: SweepFacts;
+  /** Examples of failed acts (what failed), for the reader. */
+  failures: string[];
+}
+
+/** What report.ts knows about one order, as far as the operator checks need it. */
+export interface OrderFacts {
+  orderId: string;
+  row: { state: string; outcome: string | null } | undefined;
+  messages: number;
+}
+
+export interface OperatorInvariant {
+  name: string;
+  description: string;
+  broken: string[];
+}
+
+/**
+ * Extra messages an operator asked for, per order, from the operator's own log. A resolve --as failed that was
+ * done says "the customer has no mail": it allows one more message if a run could claim the row after it,
+ * because a retry or a reset of the order followed it, or because a run of the order was open at that moment
+ * (it claims the failed row again). A resolve made while a send was in flight is counted here too; that it was
+ * not refused is its own invariant.
+ */
+export function resendsAskedFor(
+  acts: OperatorActRecord[],
+  runs: Record<string, RunFact[]>,
+): Map<string, number> {
+  const allowed = new Map<string, number>();
+  const allow = (orderId: string): void => void allowed.set(orderId, (allowed.get(orderId) ?? 0) + 1);
+  const waitingForRerun = new Set<string>();
+  for (const act of [...acts].sort((a, b) => a.at.localeCompare(b.at))) {
+    if (act.result !== 'done') continue;
+    if (act.act === 'ops-resolve-failed') {
+      if (openRunAt(runs[act.orderId] ?? [], act.at)) allow(act.orderId);
+      else waitingForRerun.add(act.orderId);
+    } else if (isRerun(act.act) && waitingForRerun.delete(act.orderId)) {
+      allow(act.orderId);
+    }
+  }
+  return allowed;
+}
+
+/**
+ * The acts done on these orders, by act: how many of the orders had each (an order counts once per act). An
+ * order no operator touched counts under '(none)': its failure followed the faults alone.
+ */
+export function actsBehind(acts: OperatorActRecord[], orderIds: string[]): Record<string, number> {
+  const done = new Map<string, Set<OperatorActName>>();
+  for (const act of acts) {
+    if (act.result !== 'done') continue;
+    let kinds = done.get(act.orderId);
+    if (kinds === undefined) done.set(act.orderId, (kinds = new Set()));
+    kinds.add(act.act);
+  }
+  const counts: Record<string, number> = {};
+  for (const orderId of orderIds) {
+    const kinds = done.get(orderId);
+    for (const kind of kinds === undefined || kinds.size === 0 ? ['(none)'] : kinds) {
+      counts[kind] = (counts[kind] ?? 0) + 1;
+    }
+  }
+  return counts;
+}
+
+/** Whether one of these runs was open at `at` (ISO times compare as strings). */
+function openRunAt(runs: RunFact[], at: string): boolean {
+  return runs.some((run) => run.startedAt <= at && (run.closedAt === null || run.closedAt > at));
+}
+
+function isRerun(act: OperatorActName): boolean {
+  return act === 'ops-retry' || act === 'workflow-reset-first' || act === 'workflow-reset-last';
+}
+
+/** Orders with no row whose runs are all closed, each by an operator's cancel or terminate. */
+export function stoppedBeforeClaim(facts: OperatorFacts, orders: OrderFacts[]): Set<string> {
+  const stopped = new Set(
+    facts.acts
+      .filter(
+        (act) => act.result === 'done' && (act.act === 'workflow-cancel' || act.act === 'workflow-terminate'),
+      )
+      .map((act) => act.orderId),
+  );
+  return new Set(
+    orders
+      .filter(
+        (order) =>
+          order.row === undefined &&
+          order.messages === 0 &&
+          stopped.has(order.orderId) &&
+          (facts.runs[order.orderId] ?? []).length > 0 &&
+          (facts.runs[order.orderId] ?? []).every((run) => run.status !== 'RUNNING'),
+      )
+      .map((order) => order.orderId),
+  );
+}
+
+export function buildOperatorSection(facts: OperatorFacts, orders: OrderFacts[]): OperatorSection {
+  const perAct = Object.fromEntries(
+    OPERATOR_ACTS.map((act) => [act, { done: 0, refused: {}, failed: 0, noTarget: 0 } satisfies ActCounts]),
+  ) as Record<OperatorActName, ActCounts>;
+  const failures: string[] = [];
+  for (const act of facts.acts) {
+    const counts = perAct[act.act];
+    if (act.result === 'done') counts.done += 1;
+    else if (act.result === 'failed') {
+      counts.failed += 1;
+      if (failures.length < 10) failures.push(`${act.act} ${act.orderId}: ${act.detail ?? ''}`);
+    } else if (act.detail === 'NO_TARGET') counts.noTarget += 1;
+    else counts.refused[act.detail ?? 'REFUSED'] = (counts.refused[act.detail ?? 'REFUSED'] ?? 0) + 1;
+  }
+  const made = facts.acts.filter((act) => act.detail !== 'NO_TARGET');
+  const resends = resendsAskedFor(facts.acts, facts.runs);
+  const byId = new Map(orders.map((order) => [order.orderId, order]));
+  const resolvedSent = new Set(
+    facts.acts
+      .filter((act) => act.act === 'ops-resolve-sent' && act.result === 'done')
+      .map((act) => act.orderId),
+  );
+  return {
+    acts: made.length,
+    done: made.filter((act) => act.result === 'done').length,
+    perAct,
+    resendsAsked: { orders: resends.size, resends: [...resends.values()].reduce((sum, n) => sum + n, 0) },
+    stoppedBeforeClaim: stoppedBeforeClaim(facts, orders).size,
+    resolvedSentWithoutMessage: [...resolvedSent].filter((orderId) => {
+      const order = byId.get(orderId);
+      return order?.row?.state === 'sent' && order.row.outcome === 'resolved' && order.messages === 0;
+    }).length,
+    sweeps: facts.sweeps,
+    failures,
+  };
+}
+
+/** The invariants only an operator's acts can break; report.ts adds them to the run's. */
+export function operatorInvariants(facts: OperatorFacts, orders: OrderFacts[]): OperatorInvariant[] {
+  const everyRunClosed: string[] = orders
+    .filter((order) => (facts.runs[order.orderId] ?? []).some((run) => run.status === 'RUNNING'))
+    .map((order) => order.orderId);
+
+  // A pause is matched by a later unpause of the same activity that was done, or refused because the activity
+  // had gone (it finished while paused, or its run closed): nothing is left paused.
+  const stillPaused = new Set<string>();
+  for (const act of [...facts.acts].sort((a, b) => a.at.localeCompare(b.at))) {
+    const key = `${act.orderId}/${act.runId}/${act.activityId}`;
+    if (act.act === 'activity-pause' && act.result === 'done') stillPaused.add(key);
+    if (act.act === 'activity-unpause' && act.result !== 'failed') stillPaused.delete(key);
+  }
+
+  // A resolve must be refused while a dispatched send of an open run is in flight (its outcome is about to be
+  // known; settling it by hand drops what the provider answers). The act's audit row says what it found.
+  const resolvedInFlight = facts.acts
+    .filter(
+      (act) =>
+        (act.act === 'ops-resolve-sent' || act.act === 'ops-resolve-failed') &&
+        act.result === 'done' &&
+        act.rowBefore?.state === 'sending' &&
+        act.rowBefore.dispatchedAt !== null &&
+        runWasOpen(facts.runs[act.orderId] ?? [], act.rowBefore.claimToken, act.at),
+    )
+    .map((act) => act.orderId);
+
+  return [
+    {
+      name: 'every-run-closed',
+      description: 'every run of every order workflow is closed (completed, failed, cancelled or terminated)',
+      broken: everyRunClosed,
+    },
+    {
+      name: 'every-paused-send-unpaused',
+      description: 'every send activity an operator paused was unpaused again (or had finished meanwhile)',
+      broken: [...stillPaused].map((key) => key.split('/')[0]!),
+    },
+    {
+      name: 'no-resolve-while-a-send-is-in-flight',
+      description:
+        'no resolve was done while a dispatched send of an open run was in flight (it must be refused)',
+      broken: [...new Set(resolvedInFlight)],
+    },
+  ];
+}
+
+/**
+ * Whether the run named by a claim token ('<namespace>/<workflow id>/<run id>') was open at `at`. (A run made
+ * by a reset to a point after the claim carries the old run's token: such a send in flight is not seen here.)
+ */
+function runWasOpen(runs: RunFact[], claimToken: string, at: string): boolean {
+  const runId = claimToken.slice(claimToken.lastIndexOf('/') + 1);
+  return openRunAt(
+    runs.filter((run) => run.runId === runId),
+    at,
+  );
+}
+
+/** For each failed invariant, everything about its example orders: to read why, in the run's violations.json. */
+export function violationStories(report: RunReport, facts: RunFacts): Record<string, unknown[]> {
+  const stories: Record<string, unknown[]> = {};
+  for (const invariant of report.invariants.filter((result) => !result.holds)) {
+    stories[invariant.name] = invariant.violations.map((orderId) => ({
+      orderId,
+      row: facts.rows.find((row) => row.orderId === orderId) ?? null,
+      attempts: facts.attempts.filter((attempt) => attempt.orderId === orderId),
+      messages: facts.messages.filter((message) => message.orderId === orderId).map((message) => message.id),
+      requests: facts.requests
+        .filter((request) => request.orderId === orderId)
+        .map((request) => request.fault),
+      runs: facts.operators?.runs[orderId] ?? [],
+      acts: (facts.operators?.acts ?? []).filter((act) => act.orderId === orderId),
+    }));
+  }
+  return stories;
+}
