@@ -97,8 +97,8 @@ describe('migrate', () => {
     cleanups.push(() => rm(directory, { recursive: true, force: true }));
     for (const name of BASELINE)
       await copyFile(path.join(MIGRATIONS_DIRECTORY, name), path.join(directory, name));
-    await migrate(connectionString, directory);
+    await migrate(connectionString, { directory });
     await writeFile(path.join(directory, BASELINE[0]!), '-- edited\n', { flag: 'a' });
-    await expect(migrate(connectionString, directory)).rejects.toThrow(/was edited after it was applied/);
+    await expect(migrate(connectionString, { directory })).rejects.toThrow(/was edited after it was applied/);
   });
 });
