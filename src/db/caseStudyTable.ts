@@ -40,5 +40,8 @@ export async function describeCaseStudyTable(client: Pick<Client, 'query'>): Pro
       columns: [`state values ${unexpected.map((row) => JSON.stringify(row.state)).join(', ')}`],
     };
   }
-  return { kind: 'case-study', rows: { sent: count('sent'), failed: count('failed'), sending: count('sending') } };
+  return {
+    kind: 'case-study',
+    rows: { sent: count('sent'), failed: count('failed'), sending: count('sending') },
+  };
 }

@@ -103,7 +103,10 @@ export async function listMigrationFiles(directory = MIGRATIONS_DIRECTORY): Prom
  * every pending migration, and the copy of the case study's rows, in ONE transaction: the old workers' next
  * statement waits for it and then finds the adopted table, never a half-made one.
  */
-export async function migrate(connectionString: string, options: MigrateOptions = {}): Promise<MigrationReport> {
+export async function migrate(
+  connectionString: string,
+  options: MigrateOptions = {},
+): Promise<MigrationReport> {
   const files = await listMigrationFiles(options.directory);
   const directory = options.directory ?? MIGRATIONS_DIRECTORY;
   const client = new Client({
@@ -114,7 +117,7 @@ export async function migrate(connectionString: string, options: MigrateOptions 
     options: serviceConnectionOptions(connectionString),
   });
   const onNotice = options.onNotice;
-  if (onNotice !== undefined) client.on('notice', (notice) => onNotice(notice.message ?? String(notice)));
+  if (onNotice !== undefined) client.on('notice', (notice) => onNotice(notice.message ?? 'a notice without a message'));
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);

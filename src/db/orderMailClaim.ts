@@ -211,9 +211,7 @@ export async function claimOrderMailRow(
   );
 }
 
-function sentOutcome(
-  row: MailLogRow,
-): Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'> {
+function sentOutcome(row: MailLogRow): Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'> {
   return row.outcome as Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'>;
 }
 

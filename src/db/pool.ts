@@ -6,7 +6,10 @@ import { Pool, type PoolClient, type QueryResultRow } from 'pg';
  * study's old workers, a hand-typed fix): it never lets such a write move a row this service holds, so a
  * writer that knows nothing of claim tokens and fences cannot make this service send twice.
  */
-export const SERVICE_WRITER_SETTING = { name: 'order_mail.writer', value: 'order-confirmation-mail' } as const;
+export const SERVICE_WRITER_SETTING = {
+  name: 'order_mail.writer',
+  value: 'order-confirmation-mail',
+} as const;
 
 export interface DatabaseOptions {
   connectionString: string;

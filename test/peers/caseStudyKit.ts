@@ -166,7 +166,8 @@ export async function openOutsideWriter(connectionString: string): Promise<Outsi
       return reclaimed.rowCount === 1;
     },
     async record(orderId, state) {
-      const statement = state === 'sent' ? CASE_STUDY_STATEMENTS.recordSent : CASE_STUDY_STATEMENTS.recordFailed;
+      const statement =
+        state === 'sent' ? CASE_STUDY_STATEMENTS.recordSent : CASE_STUDY_STATEMENTS.recordFailed;
       return (await client.query(statement, [orderId])).rowCount ?? 0;
     },
     close: () => client.end(),
