@@ -8,7 +8,8 @@ import type { MailLogState } from './orderMailLog';
 import type { Database } from './pool';
 import { buildSql, runSql, sql } from './sql';
 
-export type OperatorActKind = 'retry' | 'resolve';
+/** 'reset': a reset made outside the ops CLI (the Web UI), recorded by the claim of the run it started. */
+export type OperatorActKind = 'retry' | 'resolve' | 'reset';
 
 /** The log row as an act saw it, kept in the audit table (no personal data: the row holds none). */
 export interface MailLogSnapshot {
@@ -26,7 +27,10 @@ export interface OperatorActRow {
   id: string;
   orderId: string;
   act: OperatorActKind;
+  /** The name the act was given (--operator, $OPERATOR, the OS user; for a reset, Temporal's identity). */
   operator: string;
+  /** The database role the act was written with (set by the database); null on acts from before 0009. */
+  dbSessionUser: string | null;
   actedAt: Date;
   reason: string;
   rowBefore: MailLogSnapshot | null;
@@ -34,7 +38,8 @@ export interface OperatorActRow {
   details: Record<string, unknown>;
 }
 
-const ACT_COLUMNS = sql`id::text AS id, order_id::text AS "orderId", act, operator, acted_at AS "actedAt", reason,
+const ACT_COLUMNS = sql`id::text AS id, order_id::text AS "orderId", act, operator, db_session_user AS "dbSessionUser",
+  acted_at AS "actedAt", reason,
   row_before AS "rowBefore", row_after AS "rowAfter", details`;
 
 export interface ResolveInput {
