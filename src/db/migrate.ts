@@ -117,7 +117,8 @@ export async function migrate(
     options: serviceConnectionOptions(connectionString),
   });
   const onNotice = options.onNotice;
-  if (onNotice !== undefined) client.on('notice', (notice) => onNotice(notice.message ?? 'a notice without a message'));
+  if (onNotice !== undefined)
+    client.on('notice', (notice) => onNotice(notice.message ?? 'a notice without a message'));
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
