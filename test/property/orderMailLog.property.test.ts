@@ -13,7 +13,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
-import { Client as PgClient } from 'pg';
+import { Client as PgClient, type QueryResultRow } from 'pg';
 import {
   claimOrderMailRow,
   isOutsideWriterToken,
@@ -176,8 +176,8 @@ beforeAll(async () => {
   });
   await oldWorkerConnection.connect();
   oldWorker = {
-    query: async (sql, params) => {
-      const result = await oldWorkerConnection.query(sql, params as unknown[]);
+    query: async <Row extends QueryResultRow>(sql: string, params?: readonly unknown[]) => {
+      const result = await oldWorkerConnection.query<Row>(sql, params as unknown[]);
       return { rows: result.rows, rowCount: result.rowCount ?? 0 };
     },
     transaction: () => Promise.reject(new Error('the old worker makes single statements only')),
