@@ -113,7 +113,7 @@ export async function migrate(
     connectionString,
     application_name: 'order-mail-migrate',
     connectionTimeoutMillis: 10_000,
-    // A migration that writes order_mail_log writes it as this service, not as an outside writer (0007).
+    // A migration that writes order_mail_log writes it as this service, not as an outside writer (0009).
     options: serviceConnectionOptions(connectionString),
   });
   const onNotice = options.onNotice;
@@ -215,7 +215,7 @@ async function existingMailLog(client: Client): Promise<CaseStudyTable | null> {
 
 /**
  * Renames the case study's table (and its indexes, whose names the baseline's would collide with) to
- * CASE_STUDY_TABLE_KEPT_AS, under an exclusive lock held until the adoption commits; migration 0007 copies its
+ * CASE_STUDY_TABLE_KEPT_AS, under an exclusive lock held until the adoption commits; migration 0009 copies its
  * rows. Returns the roles that could write it: its owner and every role granted INSERT or UPDATE on it.
  */
 async function setCaseStudyTableAside(client: Client): Promise<string[]> {

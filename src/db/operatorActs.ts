@@ -29,7 +29,7 @@ export interface OperatorActRow {
   act: OperatorActKind;
   /** The name the act was given (--operator, $OPERATOR, the OS user; for a reset, Temporal's identity). */
   operator: string;
-  /** The database role the act was written with (set by the database); null on acts from before 0009. */
+  /** The database role the act was written with (set by the database); null on acts from before 0011. */
   dbSessionUser: string | null;
   actedAt: Date;
   reason: string;

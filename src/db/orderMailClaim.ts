@@ -39,7 +39,7 @@ export function claimTokenOf(namespace: string, workflowId: string, runId: strin
 }
 
 /**
- * A claim token that an outside writer's claim got from order_mail_log's trigger (migration 0007): the case
+ * A claim token that an outside writer's claim got from order_mail_log's trigger (migration 0009): the case
  * study's old workers, or anyone writing with its statements. Such a claim has no fence, so it counts as
  * dispatched; this service never takes it over, and the reconciliation sweep settles it by the policy once
  * it has been quiet (docs/adoption.md). 'legacy:adopted' marks the rows adoption brought in.

@@ -2,7 +2,7 @@ import { Pool, type PoolClient, type QueryResultRow } from 'pg';
 
 /**
  * Every connection of this service says so, in the session setting `order_mail.writer`. order_mail_log's
- * trigger (migration 0007) treats a write from a session without it as one of an outside writer (the case
+ * trigger (migration 0009) treats a write from a session without it as one of an outside writer (the case
  * study's old workers, a hand-typed fix): it never lets such a write move a row this service holds, so a
  * writer that knows nothing of claim tokens and fences cannot make this service send twice.
  */

@@ -1,14 +1,14 @@
 // The database roles of least privilege (docs/production.md), made by `npm run db:roles` with an admin URL
 // (a superuser, or a role with CREATEROLE that owns the database), from the two URLs the service runs with:
 //   MIGRATION_DATABASE_URL  a login that owns the mail tables: `npm run db:migrate` runs as it;
-//   DATABASE_URL            the workers' login, a member of order_mail_worker (migration 0008): it reads the
+//   DATABASE_URL            the workers' login, a member of order_mail_worker (migration 0010): it reads the
 //                           orders and writes the mail tables, and may do nothing else.
 // Each URL's user and password become a login role (created, or its password set). The guard refuses a
 // password that is empty, short, a placeholder (the ones .env.example ships, `change-me`) or the user's name,
 // the admin's included, so a stack never runs on a default password.
 import { Client, escapeIdentifier, escapeLiteral } from 'pg';
 
-/** The group role migration 0008 grants the workers' privileges to. */
+/** The group role migration 0010 grants the workers' privileges to. */
 export const WORKER_GROUP_ROLE = 'order_mail_worker';
 
 export const MIN_PASSWORD_LENGTH = 16;

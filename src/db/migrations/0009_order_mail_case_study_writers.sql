@@ -71,7 +71,7 @@ BEGIN
   INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
                                    finished_at, state, outcome, error, recorded_by)
   SELECT order_id, attempts, claim_token, 0, claimed_at, dispatched_at, updated_at, state, outcome, last_error,
-         'adoption (migration 0007)'
+         'adoption (migration 0009)'
     FROM order_mail_log
    WHERE claim_token = 'legacy:adopted' AND state <> 'sending';
 END

@@ -1,8 +1,8 @@
 -- A provider's answer that reached its record after someone else had settled the attempt (an operator's
 -- resolve, a newer run's claim, the sweep), or an old system's record that came after its attempt was settled
--- (0007). Until now such an answer was written into the attempt's audit row (order_mail_attempts.late_*), the
+-- (0009). Until now such an answer was written into the attempt's audit row (order_mail_attempts.late_*), the
 -- one UPDATE the audit trail allowed. It gets an append-only table of its own, so every audit table refuses
--- UPDATE outright (0008): one row per attempt, the first late answer wins, never updated.
+-- UPDATE outright (0010): one row per attempt, the first late answer wins, never updated.
 CREATE TABLE order_mail_late_answers (
     order_id             BIGINT      NOT NULL,
     attempt              INT         NOT NULL,
@@ -27,4 +27,4 @@ SELECT order_id, attempt, late_outcome, late_provider_message_id, late_http_stat
   FROM order_mail_attempts
  WHERE late_outcome IS NOT NULL;
 
-COMMENT ON COLUMN order_mail_attempts.late_outcome IS 'Unused since migration 0006: see order_mail_late_answers.';
+COMMENT ON COLUMN order_mail_attempts.late_outcome IS 'Unused since migration 0008: see order_mail_late_answers.';
