@@ -22,7 +22,7 @@ import { migrate } from '../../src/db/migrate';
 import { insertOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { retryOrderMail } from '../../src/ops/retryOrderMail';
-import type { OrderMailResult } from '../../src/workflows/orderConfirmationMail';
+import type { orderConfirmationMail, OrderMailResult } from '../../src/workflows/orderConfirmationMail';
 import { startTemporalDevServer } from '../devtools/devServer';
 import { startEmbeddedPostgres } from '../devtools/embeddedPostgres';
 import { devServerSearchAttributes } from '../devtools/searchAttributes';
@@ -341,9 +341,12 @@ function newWorkerEnv(
   };
 }
 
-async function workflowResult(client: Client, orderId: string) {
+async function workflowResult(
+  client: Client,
+  orderId: string,
+): Promise<OrderMailResult | { failed: string }> {
   try {
-    return await client.workflow.getHandle(orderId).result();
+    return await client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
   } catch (error) {
     const type =
       error instanceof WorkflowFailedError
@@ -357,7 +360,7 @@ function countOldWorkerEvents(workers: PeerProcess[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const worker of workers) {
     for (const event of worker.events()) {
-      const name = String(event.event ?? 'unknown');
+      const name = typeof event.event === 'string' ? event.event : 'unknown';
       if (name === 'started' || name === 'stopped') continue;
       counts[name] = (counts[name] ?? 0) + 1;
     }
