@@ -33,6 +33,7 @@ import {
 } from './metrics/orderMailMetrics';
 import { startWorkerHttpServer, type WorkerLiveness } from './metrics/workerHttpServer';
 import { assertSearchAttributesRegistered } from './temporal/searchAttributes';
+import { resetHistoryReader } from './temporal/resetHistory';
 import { UnrecordedSends } from './unrecordedSends';
 import { defaultWorkerIdentity, orderMailWorkerPair } from './workerOptions';
 
@@ -228,6 +229,7 @@ async function runWorkerPair(
       settings: config.workflow,
       workerIdentity: setup.workerIdentity,
       metrics: setup.metrics,
+      readResetOfRun: resetHistoryReader(temporal),
     },
     reconcileDependencies: { db, temporal, settings: config.reconcile },
     workflows:

@@ -128,3 +128,53 @@ export async function listOperatorActs(db: Database, orderId: string): Promise<O
   );
   return rows;
 }
+
+/**
+ * Whether a run's claim found the row last claimed by ANOTHER run of its workflow id (or that run's attempts
+ * in the audit trail), with no act recorded yet for this run: then this run may have been started by a reset.
+ * Cheap, and asked only by claims other than an order's first.
+ */
+export async function followsAnotherRunUnrecorded(
+  db: Database,
+  input: { orderId: string; workflowScope: string; claimToken: string; runId: string },
+): Promise<boolean> {
+  const { rows } = await runSql<{ follows: boolean }>(
+    db,
+    sql`SELECT (EXISTS (SELECT 1 FROM order_mail_log
+                         WHERE order_id = ${input.orderId} AND claim_token <> ${input.claimToken}
+                           AND left(claim_token, length(${input.workflowScope})) = ${input.workflowScope})
+             OR EXISTS (SELECT 1 FROM order_mail_attempts
+                         WHERE order_id = ${input.orderId} AND claim_token <> ${input.claimToken}
+                           AND left(claim_token, length(${input.workflowScope})) = ${input.workflowScope}))
+           AND NOT EXISTS (SELECT 1 FROM order_mail_operator_acts
+                            WHERE order_id = ${input.orderId}
+                              AND (details ->> 'newRunId' = ${input.runId}
+                                   OR details -> 'reset' ->> 'newRunId' = ${input.runId})) AS follows`,
+  );
+  return rows[0]?.follows === true;
+}
+
+/**
+ * The act of a reset made outside the ops CLI (the Web UI, `temporal workflow reset`), from what Temporal's
+ * history recorded: its reason, and its identity. Once per run (a unique index); null when it was there.
+ */
+export async function insertResetAct(
+  db: Database,
+  input: {
+    orderId: string;
+    identity: string;
+    reason: string;
+    rowAfter: MailLogSnapshot | null;
+    details: Record<string, unknown> & { newRunId: string };
+  },
+): Promise<OperatorActRow | null> {
+  const { rows } = await runSql<OperatorActRow>(
+    db,
+    sql`INSERT INTO order_mail_operator_acts (order_id, act, operator, reason, row_after, details)
+        VALUES (${input.orderId}, 'reset', ${input.identity}, ${input.reason}, ${input.rowAfter}::jsonb,
+                ${input.details}::jsonb)
+        ON CONFLICT (order_id, (details ->> 'newRunId')) WHERE act = 'reset' DO NOTHING
+        RETURNING ${ACT_COLUMNS}`,
+  );
+  return rows[0] ?? null;
+}
