@@ -6,8 +6,8 @@
 //   1. the old workers alone take the shop's jobs from the queue;
 //   2. while they run, `migrate --adopt` adopts their order_mail_log (they go on, on the adopted table);
 //   3. our workers start and the new order service starts the mail of EVERY order: at once for the orders
-//      already queued (sent, held or still waiting for an old worker), and from then on each new order's job is
-//      queued and its workflow started at the same moment: both sides race on every order;
+//      already queued (sent, held or still waiting for an old worker), and from then on with each new order's
+//      job, every other order with our side leading by NEW_SIDE_LEAD_MS: both sides race on every order;
 //   4. the old workers drain their queue and stop; every workflow closes; the reconciliation sweep settles what
 //      an old worker left 'sending' (a 5xx, which the case study does not handle);
 //   5. an operator retries (`ops retry`) the orders left failed: a row failed on the old side after its last
@@ -37,6 +37,8 @@ import { getFreePort } from '../../src/shared/freePort';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
 const QUEUE = 'order_mail_jobs';
+/** How long before its job is queued the new side starts the orders it leads (every other one). */
+const NEW_SIDE_LEAD_MS = 1_500;
 
 export interface CutoverOptions {
   orders: number;
@@ -170,7 +172,7 @@ export async function runCutover(options: CutoverOptions, say: Say): Promise<Cut
     await forEachLimited(queued, 20, startMail);
     await feeder.done;
     say(
-      `${results.size} workflows started, ${orderIds.length - queued.length} of them as their job was queued`,
+      `${results.size} workflows started, ${orderIds.length - queued.length} of them beside their job, every other one leading it`,
     );
 
     // 4. The old workers drain their queue and stop; every workflow closes; the sweep settles old claims.
@@ -277,22 +279,38 @@ function startOldWorkers(count: number, databaseUrl: string, redis: RedisServer,
 
 /**
  * The shop's order service pushes one job per order, at `rate` per second, as orders commit. From alsoStart on,
- * it also starts each next order's workflow as it queues the job; alsoStart returns the orders queued before.
+ * it also starts each next order's workflow: for every other order first, its job queued NEW_SIDE_LEAD_MS
+ * later, so that our run holds the claim when the old worker comes (and a 429 or 503 leaves our row failed
+ * while the old worker's UPDATE … WHERE state='failed' arrives); for the others the job first, then the start.
+ * alsoStart returns the orders queued before it.
  */
 function feedQueue(redis: RedisServer, orderIds: string[], rate: number) {
   const hook: { start: ((orderId: string) => Promise<void>) | null } = { start: null };
   let queued = 0;
-  const starts: Promise<void>[] = [];
+  const pending: Promise<unknown>[] = [];
+  const push = (orderId: string) => redis.command('RPUSH', QUEUE, JSON.stringify({ order_id: orderId }));
   const done = (async () => {
     const began = Date.now();
     for (const [index, orderId] of orderIds.entries()) {
       const due = began + (index * 1000) / rate;
       if (due > Date.now()) await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
-      await redis.command('RPUSH', QUEUE, JSON.stringify({ order_id: orderId }));
-      queued = index + 1;
-      if (hook.start !== null) starts.push(hook.start(orderId));
+      const start = hook.start;
+      if (start === null) {
+        await push(orderId);
+        queued = index + 1;
+      } else if (index % 2 === 0) {
+        pending.push(
+          start(orderId).then(async () => {
+            await new Promise((resolve) => setTimeout(resolve, NEW_SIDE_LEAD_MS));
+            await push(orderId);
+          }),
+        );
+      } else {
+        await push(orderId);
+        pending.push(start(orderId));
+      }
     }
-    await Promise.all(starts);
+    await Promise.all(pending);
   })();
   return {
     done,
