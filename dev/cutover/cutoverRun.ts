@@ -380,7 +380,11 @@ function countOldWorkerEvents(workers: PeerProcess[]): Record<string, number> {
     for (const event of worker.events()) {
       const name = typeof event.event === 'string' ? event.event : 'unknown';
       if (name === 'started' || name === 'stopped') continue;
-      counts[name] = (counts[name] ?? 0) + 1;
+      // A failed job by the exception's class (MailApiServerError, a psycopg error, …): a database error here
+      // would be an old statement the adopted table refused.
+      const error = typeof event.error === 'string' ? /^(\w+)/.exec(event.error)?.[1] : undefined;
+      const key = name === 'job-failed' && error !== undefined ? `${name}: ${error}` : name;
+      counts[key] = (counts[key] ?? 0) + 1;
     }
   }
   return counts;
