@@ -1,5 +1,5 @@
 // Composition root of a worker process: config → runtime (metrics) → HTTP port → pg pool → mail transport →
-// (wait for Postgres: migrations) → (wait for Temporal: connections) → Worker pair. Run any number of these
+// (wait for Postgres: the schema is migrated) → (wait for Temporal: connections) → Worker pair. Run any number of these
 // against one task queue; they share nothing but Postgres and Temporal.
 //
 // Dependencies: a worker started before Postgres or Temporal (or one that loses Temporal while running for
@@ -19,8 +19,8 @@ import {
   type DependencyWaitReport,
 } from './dependencyRetry';
 import { countStuckSending } from './db/mailLogGauges';
-import { migrate } from './db/migrate';
 import { createDatabase, type Database } from './db/pool';
+import { assertSchemaReady } from './db/schemaReady';
 import { getFreePort } from './shared/freePort';
 import { createMailTransport } from './mail/createMailTransport';
 import type { MailTransport } from './mail/types';
@@ -33,6 +33,7 @@ import {
 } from './metrics/orderMailMetrics';
 import { startWorkerHttpServer, type WorkerLiveness } from './metrics/workerHttpServer';
 import { assertSearchAttributesRegistered } from './temporal/searchAttributes';
+import { resetHistoryReader } from './temporal/resetHistory';
 import { UnrecordedSends } from './unrecordedSends';
 import { defaultWorkerIdentity, orderMailWorkerPair } from './workerOptions';
 
@@ -107,15 +108,19 @@ export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promis
             });
       try {
         const waitOptions = { stop, onWaiting: status.waiting.bind(status) };
-        // Migrations are safe to run from every worker at once (advisory lock), and make a new deployment
-        // self-contained. They are the worker's first use of Postgres, so this is where it waits for it.
-        const migrated = await retryUntilAvailable(
+        // A worker runs no DDL: the migrations are their own step, with their own role (npm run db:migrate).
+        // It refuses to start on a schema that is not migrated to its build, or a role that may not do its
+        // work (SchemaNotReadyError, a configuration error). Its first use of Postgres: here it waits for it.
+        const ready = await retryUntilAvailable(
           'Postgres',
-          () => migrate(config.databaseUrl),
+          async () => {
+            await assertSchemaReady(db);
+            return true;
+          },
           isTransientPostgresError,
           waitOptions,
         );
-        if (migrated === null) return;
+        if (ready === null) return;
         // One round per connection to Temporal: a worker that fails for want of Temporal connects again.
         while (!stop.aborted) {
           const outcome = await runOnce({
@@ -224,6 +229,7 @@ async function runWorkerPair(
       settings: config.workflow,
       workerIdentity: setup.workerIdentity,
       metrics: setup.metrics,
+      readResetOfRun: resetHistoryReader(temporal),
     },
     reconcileDependencies: { db, temporal, settings: config.reconcile },
     workflows:

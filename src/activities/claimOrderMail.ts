@@ -11,6 +11,7 @@ import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import { orderNotFoundFailure } from '../shared/failures';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import type { ActivityDependencies } from './dependencies';
+import { recordResetOfRun } from './resetAct';
 
 export interface ClaimOrderMailInput {
   orderId: string;
@@ -55,13 +56,14 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
     const { settings } = deps;
     const metrics = deps.metrics ?? noOrderMailMetrics;
     const claimToken = claimTokenOf(info.namespace, execution.workflowId, execution.runId);
+    const workflowScope = workflowScopeOf(info.namespace, execution.workflowId);
 
     const decision = await claimOrderMailRow(
       deps.db,
       {
         orderId,
         claimToken,
-        workflowScope: workflowScopeOf(info.namespace, execution.workflowId),
+        workflowScope,
         issuedAt: new Date(input.issuedAtMs),
         policy: settings.unknownOutcomePolicy,
         idempotency: settings.idempotency,
@@ -83,6 +85,25 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         rowChanged: () => metrics.claimConflict('row-changed'),
       },
     );
+    // An order's first claim follows no earlier run; any other may be a reset's, whatever it decided.
+    if (
+      decision.kind !== 'order-not-found' &&
+      !(decision.kind === 'claimed' && decision.how === 'first-claim')
+    ) {
+      const reset = await recordResetOfRun(deps, {
+        orderId,
+        workflowId: execution.workflowId,
+        runId: execution.runId,
+        workflowScope,
+        claimToken,
+      });
+      if (reset !== null)
+        log.info('This run was started by a reset; recorded it as an operator act', {
+          orderId,
+          baseRunId: reset.baseRunId,
+          reason: reset.reason,
+        });
+    }
     switch (decision.kind) {
       case 'order-not-found':
         throw orderNotFoundFailure(orderId);

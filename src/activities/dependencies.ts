@@ -4,6 +4,7 @@ import type { MailSizeLimits } from '../mail/mailSizeLimits';
 import type { MailTransport } from '../mail/types';
 import type { OrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import type { ReadResetOfRun } from '../temporal/resetHistory';
 
 /** What the activities need, injected, so tests pass real pools or fakes through the same door. */
 export interface ActivityDependencies {
@@ -17,4 +18,9 @@ export interface ActivityDependencies {
   workerIdentity: string;
   /** The product's metrics (src/metrics); none when absent, as in most tests. */
   metrics?: OrderMailMetrics;
+  /**
+   * Reads from Temporal's history whether a reset started a run, so its claim records the reset as an operator
+   * act (src/activities/resetAct.ts). The worker always passes one; absent, no reset act is written.
+   */
+  readResetOfRun?: ReadResetOfRun;
 }

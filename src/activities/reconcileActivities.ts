@@ -6,6 +6,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { OrderMailWorkflowIdTakenError, startOrderConfirmationMail } from '../client';
 import { findConfirmedOrdersWithoutMail, type ConfirmedOrderCursor } from '../db/confirmedOrders';
 import {
+  isOutsideWriterToken,
   parseClaimToken,
   seenRowOf,
   settleClosedRunClaim,
@@ -18,6 +19,9 @@ import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { UnknownOutcomeDecision } from '../shared/unknownOutcome';
 
 export type { ConfirmedOrderCursor };
+
+/** StuckClaim.runStatus of a claim an outside writer (the case study's old workers) left 'sending'. */
+export const OUTSIDE_WRITER = 'OUTSIDE_WRITER';
 
 export interface ReconcileSettings {
   /** Orders confirmed more recently than this are left to the order service's own start. */
@@ -54,7 +58,11 @@ export interface WorkflowIdConflict {
 
 export interface StuckClaim {
   orderId: string;
-  /** The run named by the claim token, and what Temporal says of it (a closed status, or NOT_FOUND). */
+  /**
+   * The run named by the claim token, and what Temporal says of it (a closed status, or NOT_FOUND). For an
+   * outside writer's claim (the case study's old workers, docs/adoption.md): the order's id, the claim token,
+   * and OUTSIDE_WRITER.
+   */
   workflowId: string;
   runId: string;
   runStatus: string;
@@ -142,8 +150,25 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
       });
       const stuck: StuckClaim[] = [];
       for (const row of rows) {
+        if (isOutsideWriterToken(row.claimToken)) {
+          // The old system's attempt, quiet for the grace period: it has no fence, so it counts as dispatched
+          // and its outcome is unknown. It is settled by the policy like a closed run's dispatched claim.
+          // VERIFICATION HOOK (branch verify): such a request carries no send key of ours, but it does carry
+          // metadata.order_id; where the provider can be asked by that, this is where to ask before the policy.
+          stuck.push({
+            orderId: row.orderId,
+            workflowId: row.orderId,
+            runId: row.claimToken,
+            runStatus: OUTSIDE_WRITER,
+            dispatched: row.dispatchedAt !== null,
+            attempts: row.attempts,
+            claimedAt: row.claimedAt.toISOString(),
+            seen: seenRowOf(row),
+          });
+          continue;
+        }
         const run = parseClaimToken(row.claimToken);
-        if (run === null) continue; // Not a run's token; nothing here writes such a 'sending' row.
+        if (run === null) continue; // An operator's token is never left 'sending'.
         const runStatus = await runStatusOf(deps.temporal, run.workflowId, run.runId);
         if (runStatus !== 'RUNNING') {
           stuck.push({
@@ -176,9 +201,13 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
       decision: UnknownOutcomeDecision;
     }): Promise<ClosedRunSettlement> {
       const { claim, decision } = input;
+      const why =
+        claim.runStatus === OUTSIDE_WRITER
+          ? `the old system's claim (${claim.runId}) recorded no outcome for ${deps.settings.graceMs} ms and was settled by the reconciliation sweep`
+          : `the run holding this claim (${claim.runId}) was ${claim.runStatus.toLowerCase()} and settled by the reconciliation sweep`;
       const result = await settleClosedRunClaim(deps.db, claim.seen, {
         decision,
-        why: `the run holding this claim (${claim.runId}) was ${claim.runStatus.toLowerCase()} and settled by the reconciliation sweep`,
+        why,
         recordedBy: `reconciliation sweep ${mail.workerIdentity}`,
       });
       log.info('Reconciliation settled a claim of a closed run', {

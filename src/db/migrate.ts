@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Client } from 'pg';
+import { Client, escapeIdentifier } from 'pg';
+import { describeCaseStudyTable, type CaseStudyTable } from './caseStudyTable';
+import { serviceConnectionOptions } from './pool';
 
 /**
  * Plain numbered SQL files, applied in order and never edited once landed (fix forward with a new file).
@@ -9,12 +11,39 @@ import { Client } from 'pg';
  */
 export const MIGRATIONS_DIRECTORY = path.join(__dirname, 'migrations');
 
+/** Where an adopted case-study order_mail_log is kept, untouched, after its rows were copied (docs/adoption.md). */
+export const CASE_STUDY_TABLE_KEPT_AS = 'order_mail_log_case_study';
+
+// The baseline file that creates order_mail_log; adoption sets the case study's table aside just before it.
+const MAIL_LOG_BASELINE = '0003_order_mail_log.sql';
+
 // Any fixed number works; it only has to be the same for every process that migrates this schema.
 const MIGRATION_LOCK_KEY = 7_240_531_001;
 
 export interface MigrationReport {
   applied: string[];
   alreadyApplied: string[];
+  /** Set when this run adopted the case study's order_mail_log (migrate with `adopt`). */
+  adopted: AdoptionReport | null;
+}
+
+export interface AdoptionReport {
+  /** The case study's rows by state, as they were copied. */
+  rows: CaseStudyTable['rows'];
+  keptAs: string;
+  /** Roles that wrote the case study's table and may go on writing the adopted one (its owner, its grantees). */
+  writersGranted: string[];
+}
+
+export interface MigrateOptions {
+  directory?: string;
+  /**
+   * Adopt an order_mail_log in the case study's shape (docs/adoption.md): set it aside, create this service's
+   * table, and copy every row into it, in one transaction. Without it such a table is refused, unchanged.
+   */
+  adopt?: boolean;
+  /** What Postgres said along the way (RAISE NOTICE / WARNING from a migration). */
+  onNotice?: (message: string) => void;
 }
 
 /**
@@ -35,20 +64,61 @@ export class UnknownMigrationsError extends Error {
   }
 }
 
+/** order_mail_log exists in the case study's shape and was not adopted yet: adoption is a deliberate step. */
+export class AdoptionRequiredError extends Error {
+  override readonly name = 'AdoptionRequiredError';
+  readonly code = 'ERR_ADOPTION_REQUIRED';
+  constructor(readonly table: CaseStudyTable) {
+    const { sent, failed, sending } = table.rows;
+    super(
+      `order_mail_log already exists in the case study's shape (order_id, state, attempts, updated_at; ` +
+        `${sent} sent, ${failed} failed, ${sending} sending). Nothing was changed. This service adopts it ` +
+        'without losing a row, but that is a cut-over step with an order to it (docs/adoption.md): then run ' +
+        'npm run db:migrate -- --adopt',
+    );
+  }
+}
+
+/** order_mail_log exists in a shape this service does not know: neither created over nor adopted. */
+export class UnknownMailLogTableError extends Error {
+  override readonly name = 'UnknownMailLogTableError';
+  readonly code = 'ERR_UNKNOWN_MAIL_LOG_TABLE';
+  constructor(readonly columns: readonly string[]) {
+    super(
+      `order_mail_log already exists with columns (${columns.join(', ')}), which is neither this service's ` +
+        "table nor the case study's (order_id, state, attempts, updated_at). Nothing was changed. Rename it " +
+        'or bring it to the case study shape by hand (docs/adoption.md), then run npm run db:migrate.',
+    );
+  }
+}
+
+/** The migration files of `directory`, in the order they apply. */
+export async function listMigrationFiles(directory = MIGRATIONS_DIRECTORY): Promise<string[]> {
+  return (await readdir(directory)).filter((name) => /^\d{4}_[a-z0-9_]+\.sql$/.test(name)).sort();
+}
+
 /**
- * Applies pending migrations. Safe when several workers start at once: they queue on an advisory lock, and
- * each migration runs in its own transaction together with the row that records it.
+ * Applies pending migrations. Safe when several processes run it at once: they queue on an advisory lock,
+ * and each migration runs in its own transaction together with the row that records it. An adoption runs
+ * every pending migration, and the copy of the case study's rows, in ONE transaction: the old workers' next
+ * statement waits for it and then finds the adopted table, never a half-made one.
  */
 export async function migrate(
   connectionString: string,
-  directory = MIGRATIONS_DIRECTORY,
+  options: MigrateOptions = {},
 ): Promise<MigrationReport> {
-  const files = (await readdir(directory)).filter((name) => /^\d{4}_[a-z0-9_]+\.sql$/.test(name)).sort();
+  const files = await listMigrationFiles(options.directory);
+  const directory = options.directory ?? MIGRATIONS_DIRECTORY;
   const client = new Client({
     connectionString,
     application_name: 'order-mail-migrate',
     connectionTimeoutMillis: 10_000,
+    // A migration that writes order_mail_log writes it as this service, not as an outside writer (0009).
+    options: serviceConnectionOptions(connectionString),
   });
+  const onNotice = options.onNotice;
+  if (onNotice !== undefined)
+    client.on('notice', (notice) => onNotice(notice.message ?? 'a notice without a message'));
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
@@ -60,38 +130,114 @@ export async function migrate(
     const appliedChecksums = new Map(known.rows.map((row) => [row.name, row.checksum]));
     const foreign = [...appliedChecksums.keys()].filter((name) => !files.includes(name)).sort();
     if (foreign.length > 0) throw new UnknownMigrationsError(foreign);
-    const report: MigrationReport = { applied: [], alreadyApplied: [] };
+    const report: MigrationReport = { applied: [], alreadyApplied: [], adopted: null };
 
+    const pending: { name: string; sql: string; checksum: string }[] = [];
     for (const name of files) {
       const sql = await readFile(path.join(directory, name), 'utf8');
       const checksum = createHash('sha256').update(sql).digest('hex');
       const previous = appliedChecksums.get(name);
-      if (previous !== undefined) {
-        if (previous !== checksum) {
-          throw new Error(`Migration ${name} was edited after it was applied; add a new migration instead.`);
-        }
+      if (previous === undefined) {
+        pending.push({ name, sql, checksum });
+      } else if (previous !== checksum) {
+        throw new Error(`Migration ${name} was edited after it was applied; add a new migration instead.`);
+      } else {
         report.alreadyApplied.push(name);
-        continue;
       }
-      await client.query('BEGIN');
+    }
+
+    const caseStudy = pending.some((file) => file.name === MAIL_LOG_BASELINE)
+      ? await existingMailLog(client)
+      : null;
+    if (caseStudy !== null && options.adopt !== true) throw new AdoptionRequiredError(caseStudy);
+
+    const apply = async (file: (typeof pending)[number]): Promise<void> => {
       try {
-        await client.query(sql);
-        await client.query('INSERT INTO order_mail_schema_migrations (name, checksum) VALUES ($1, $2)', [
-          name,
-          checksum,
-        ]);
-        await client.query('COMMIT');
+        await client.query(file.sql);
       } catch (error) {
-        await client.query('ROLLBACK');
         throw new Error(
-          `Migration ${name} failed: ${error instanceof Error ? error.message : String(error)}`,
+          `Migration ${file.name} failed: ${error instanceof Error ? error.message : String(error)}`,
         );
       }
-      report.applied.push(name);
+      await client.query('INSERT INTO order_mail_schema_migrations (name, checksum) VALUES ($1, $2)', [
+        file.name,
+        file.checksum,
+      ]);
+      report.applied.push(file.name);
+    };
+
+    if (caseStudy === null) {
+      for (const file of pending) {
+        await client.query('BEGIN');
+        try {
+          await apply(file);
+          await client.query('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK');
+          throw error;
+        }
+      }
+      return report;
+    }
+
+    await client.query('BEGIN');
+    try {
+      const writers = await setCaseStudyTableAside(client);
+      for (const file of pending) await apply(file);
+      // The old workers keep their statements and their role until they are stopped (docs/adoption.md).
+      for (const role of writers) {
+        await client.query(`GRANT SELECT, INSERT, UPDATE ON order_mail_log TO ${escapeIdentifier(role)}`);
+      }
+      await client.query('COMMIT');
+      report.adopted = { rows: caseStudy.rows, keptAs: CASE_STUDY_TABLE_KEPT_AS, writersGranted: writers };
+    } catch (error) {
+      await client.query('ROLLBACK');
+      report.applied = [];
+      throw error;
     }
     return report;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
     await client.end();
   }
+}
+
+/**
+ * An order_mail_log that the baseline would try to create again: the case study's (null when there is none),
+ * or a refusal for any other shape.
+ */
+async function existingMailLog(client: Client): Promise<CaseStudyTable | null> {
+  const table = await describeCaseStudyTable(client);
+  if (table.kind === 'absent') return null;
+  if (table.kind === 'other') throw new UnknownMailLogTableError(table.columns);
+  return table;
+}
+
+/**
+ * Renames the case study's table (and its indexes, whose names the baseline's would collide with) to
+ * CASE_STUDY_TABLE_KEPT_AS, under an exclusive lock held until the adoption commits; migration 0009 copies its
+ * rows. Returns the roles that could write it: its owner and every role granted INSERT or UPDATE on it.
+ */
+async function setCaseStudyTableAside(client: Client): Promise<string[]> {
+  await client.query('LOCK TABLE order_mail_log IN ACCESS EXCLUSIVE MODE');
+  const { rows: writers } = await client.query<{ role: string }>(
+    `SELECT pg_get_userbyid(c.relowner) AS role FROM pg_class AS c WHERE c.oid = 'order_mail_log'::regclass
+     UNION
+     SELECT pg_get_userbyid(a.grantee) FROM pg_class AS c, aclexplode(c.relacl) AS a
+      WHERE c.oid = 'order_mail_log'::regclass AND a.privilege_type IN ('INSERT', 'UPDATE') AND a.grantee <> 0`,
+  );
+  const { rows: indexes } = await client.query<{ name: string }>(
+    `SELECT i.relname AS name FROM pg_index AS x JOIN pg_class AS i ON i.oid = x.indexrelid
+      WHERE x.indrelid = 'order_mail_log'::regclass`,
+  );
+  for (const { name } of indexes) {
+    const kept = (
+      name.startsWith('order_mail_log')
+        ? CASE_STUDY_TABLE_KEPT_AS + name.slice('order_mail_log'.length)
+        : `${name}_case_study`
+    ).slice(0, 63);
+    await client.query(`ALTER INDEX ${escapeIdentifier(name)} RENAME TO ${escapeIdentifier(kept)}`);
+  }
+  await client.query(`ALTER TABLE order_mail_log RENAME TO ${escapeIdentifier(CASE_STUDY_TABLE_KEPT_AS)}`);
+  return writers.map((row) => row.role).sort();
 }

@@ -8,7 +8,8 @@ import type { MailLogState } from './orderMailLog';
 import type { Database } from './pool';
 import { buildSql, runSql, sql } from './sql';
 
-export type OperatorActKind = 'retry' | 'resolve';
+/** 'reset': a reset made outside the ops CLI (the Web UI), recorded by the claim of the run it started. */
+export type OperatorActKind = 'retry' | 'resolve' | 'reset';
 
 /** The log row as an act saw it, kept in the audit table (no personal data: the row holds none). */
 export interface MailLogSnapshot {
@@ -26,7 +27,10 @@ export interface OperatorActRow {
   id: string;
   orderId: string;
   act: OperatorActKind;
+  /** The name the act was given (--operator, $OPERATOR, the OS user; for a reset, Temporal's identity). */
   operator: string;
+  /** The database role the act was written with (set by the database); null on acts from before 0011. */
+  dbSessionUser: string | null;
   actedAt: Date;
   reason: string;
   rowBefore: MailLogSnapshot | null;
@@ -34,7 +38,8 @@ export interface OperatorActRow {
   details: Record<string, unknown>;
 }
 
-const ACT_COLUMNS = sql`id::text AS id, order_id::text AS "orderId", act, operator, acted_at AS "actedAt", reason,
+const ACT_COLUMNS = sql`id::text AS id, order_id::text AS "orderId", act, operator, db_session_user AS "dbSessionUser",
+  acted_at AS "actedAt", reason,
   row_before AS "rowBefore", row_after AS "rowAfter", details`;
 
 export interface ResolveInput {
@@ -122,4 +127,54 @@ export async function listOperatorActs(db: Database, orderId: string): Promise<O
     [orderId],
   );
   return rows;
+}
+
+/**
+ * Whether a run's claim found the row last claimed by ANOTHER run of its workflow id (or that run's attempts
+ * in the audit trail), with no act recorded yet for this run: then this run may have been started by a reset.
+ * Cheap, and asked only by claims other than an order's first.
+ */
+export async function followsAnotherRunUnrecorded(
+  db: Database,
+  input: { orderId: string; workflowScope: string; claimToken: string; runId: string },
+): Promise<boolean> {
+  const { rows } = await runSql<{ follows: boolean }>(
+    db,
+    sql`SELECT (EXISTS (SELECT 1 FROM order_mail_log
+                         WHERE order_id = ${input.orderId} AND claim_token <> ${input.claimToken}
+                           AND left(claim_token, length(${input.workflowScope})) = ${input.workflowScope})
+             OR EXISTS (SELECT 1 FROM order_mail_attempts
+                         WHERE order_id = ${input.orderId} AND claim_token <> ${input.claimToken}
+                           AND left(claim_token, length(${input.workflowScope})) = ${input.workflowScope}))
+           AND NOT EXISTS (SELECT 1 FROM order_mail_operator_acts
+                            WHERE order_id = ${input.orderId}
+                              AND (details ->> 'newRunId' = ${input.runId}
+                                   OR details -> 'reset' ->> 'newRunId' = ${input.runId})) AS follows`,
+  );
+  return rows[0]?.follows === true;
+}
+
+/**
+ * The act of a reset made outside the ops CLI (the Web UI, `temporal workflow reset`), from what Temporal's
+ * history recorded: its reason, and its identity. Once per run (a unique index); null when it was there.
+ */
+export async function insertResetAct(
+  db: Database,
+  input: {
+    orderId: string;
+    identity: string;
+    reason: string;
+    rowAfter: MailLogSnapshot | null;
+    details: Record<string, unknown> & { newRunId: string };
+  },
+): Promise<OperatorActRow | null> {
+  const { rows } = await runSql<OperatorActRow>(
+    db,
+    sql`INSERT INTO order_mail_operator_acts (order_id, act, operator, reason, row_after, details)
+        VALUES (${input.orderId}, 'reset', ${input.identity}, ${input.reason}, ${input.rowAfter}::jsonb,
+                ${input.details}::jsonb)
+        ON CONFLICT (order_id, (details ->> 'newRunId')) WHERE act = 'reset' DO NOTHING
+        RETURNING ${ACT_COLUMNS}`,
+  );
+  return rows[0] ?? null;
 }

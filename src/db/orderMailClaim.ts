@@ -38,7 +38,17 @@ export function claimTokenOf(namespace: string, workflowId: string, runId: strin
   return `${workflowScopeOf(namespace, workflowId)}${runId}`;
 }
 
-/** The run a claim token names; null for a token that is not a run's (an operator's). */
+/**
+ * A claim token that an outside writer's claim got from order_mail_log's trigger (migration 0009): the case
+ * study's old workers, or anyone writing with its statements. Such a claim has no fence, so it counts as
+ * dispatched; this service never takes it over, and the reconciliation sweep settles it by the policy once
+ * it has been quiet (docs/adoption.md). 'legacy:adopted' marks the rows adoption brought in.
+ */
+export function isOutsideWriterToken(token: string): boolean {
+  return token.startsWith('legacy:');
+}
+
+/** The run a claim token names; null for a token that is not a run's (an operator's, an outside writer's). */
 export function parseClaimToken(token: string): { workflowId: string; runId: string } | null {
   const first = token.indexOf('/');
   const last = token.lastIndexOf('/');
@@ -65,10 +75,13 @@ export type ClaimHow = 'first-claim' | 'reclaimed-failed' | 'took-over-undispatc
 
 export type ClaimDecision =
   | { kind: 'claimed'; attempt: number; how: ClaimHow; resendCount: number }
-  /** 'resolved': an operator settled the row as sent (npm run ops -- resolve). */
+  /**
+   * 'resolved': an operator settled the row as sent (npm run ops -- resolve); 'legacy': the old system did
+   * (an adopted row, or one its workers sent beside ours).
+   */
   | {
       kind: 'already-sent';
-      outcome: Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved'>;
+      outcome: Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'>;
       attempts: number;
     }
   /**
@@ -198,8 +211,8 @@ export async function claimOrderMailRow(
   );
 }
 
-function sentOutcome(row: MailLogRow): Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved'> {
-  return row.outcome as Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved'>;
+function sentOutcome(row: MailLogRow): Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'> {
+  return row.outcome as Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'>;
 }
 
 /** The row as a caller read it: what every transition's fence compares with. */

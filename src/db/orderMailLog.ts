@@ -2,7 +2,7 @@
 // listings (the gauges' reads are in mailLogGauges.ts). Nothing here changes a row: the transitions live in
 // orderMailClaim.ts (the claim),
 // ../activities/dispatchFence.ts (the fence), orderMailRecord.ts (the record) and operatorActs.ts (resolve).
-import type { LogOutcome, MailOutcome, UnknownSettlement } from '../shared/mailOutcome';
+import type { AttemptOutcome, LogOutcome, UnknownSettlement } from '../shared/mailOutcome';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
 
@@ -50,17 +50,21 @@ export interface AttemptRow {
   dispatchedAt: Date | null;
   finishedAt: Date;
   state: 'sent' | 'failed';
-  outcome: MailOutcome;
+  outcome: AttemptOutcome;
   unknownPolicy: UnknownSettlement | null;
   providerMessageId: string | null;
   httpStatus: number | null;
   error: string | null;
   recordedBy: string;
-  /** An answer that reached its record after someone else had settled the attempt; null when none did. */
+  /**
+   * An answer that reached its record after someone else had settled the attempt (order_mail_late_answers);
+   * null when none did. 'legacy': a record by the old system's statements after the attempt was settled.
+   */
   late: {
-    outcome: 'accepted' | 'rejected' | 'not_sent';
+    outcome: 'accepted' | 'rejected' | 'not_sent' | 'legacy';
     providerMessageId: string | null;
     httpStatus: number | null;
+    note: string | null;
     recordedAt: Date;
     recordedBy: string;
   } | null;
@@ -69,15 +73,19 @@ export interface AttemptRow {
 export async function listAttempts(db: Database, orderId: string): Promise<AttemptRow[]> {
   const { rows } = await runSql<AttemptRow>(
     db,
-    sql`SELECT attempt, claim_token AS "claimToken", resend_count AS "resendCount", claimed_at AS "claimedAt",
-               dispatched_at AS "dispatchedAt", finished_at AS "finishedAt", state, outcome,
-               unknown_policy AS "unknownPolicy", provider_message_id AS "providerMessageId",
-               http_status AS "httpStatus", error, recorded_by AS "recordedBy",
-               CASE WHEN late_outcome IS NULL THEN NULL ELSE json_build_object(
-                 'outcome', late_outcome, 'providerMessageId', late_provider_message_id,
-                 'httpStatus', late_http_status, 'recordedAt', late_recorded_at, 'recordedBy', late_recorded_by)
+    sql`SELECT audit.attempt, audit.claim_token AS "claimToken", audit.resend_count AS "resendCount",
+               audit.claimed_at AS "claimedAt", audit.dispatched_at AS "dispatchedAt",
+               audit.finished_at AS "finishedAt", audit.state, audit.outcome,
+               audit.unknown_policy AS "unknownPolicy", audit.provider_message_id AS "providerMessageId",
+               audit.http_status AS "httpStatus", audit.error, audit.recorded_by AS "recordedBy",
+               CASE WHEN late.outcome IS NULL THEN NULL ELSE json_build_object(
+                 'outcome', late.outcome, 'providerMessageId', late.provider_message_id,
+                 'httpStatus', late.http_status, 'note', late.note, 'recordedAt', late.recorded_at,
+                 'recordedBy', late.recorded_by)
                END AS late
-          FROM order_mail_attempts WHERE order_id = ${orderId} ORDER BY attempt, id`,
+          FROM order_mail_attempts AS audit
+          LEFT JOIN order_mail_late_answers AS late USING (order_id, attempt)
+         WHERE audit.order_id = ${orderId} ORDER BY audit.attempt, audit.id`,
   );
   // json_build_object gives the time as text.
   return rows.map((row) =>

@@ -119,19 +119,21 @@ export async function recordOutcome(db: Database, input: OutcomeToRecord): Promi
 
 /**
  * An answer that arrived after someone else had settled the attempt (an operator's resolve, a newer run's
- * claim, the sweep). The row is not ours to change; the audit row of the attempt keeps the answer once
- * (the first late answer wins), so no provider message id is ever dropped. An unknown adds nothing.
+ * claim, the sweep). The row is not ours to change; the attempt's late answer (order_mail_late_answers, append
+ * only) keeps it once (the first late answer wins), so no provider message id is ever dropped. An unknown
+ * adds nothing.
  */
 async function keepLateAnswer(db: Database, input: OutcomeToRecord): Promise<boolean> {
   if (input.outcome === 'unknown') return false;
   const { rowCount } = await runSql(
     db,
-    sql`UPDATE order_mail_attempts
-           SET late_outcome = ${input.outcome}, late_provider_message_id = ${input.providerMessageId},
-               late_http_status = ${input.httpStatus}::int, late_recorded_at = now(),
-               late_recorded_by = ${input.recordedBy}
-         WHERE order_id = ${input.orderId} AND attempt = ${input.attempt}
-           AND claim_token = ${input.claimToken} AND late_outcome IS NULL`,
+    sql`INSERT INTO order_mail_late_answers (order_id, attempt, outcome, provider_message_id, http_status, recorded_by)
+        SELECT attempt.order_id, attempt.attempt, ${input.outcome}, ${input.providerMessageId},
+               ${input.httpStatus}::int, ${input.recordedBy}
+          FROM order_mail_attempts AS attempt
+         WHERE attempt.order_id = ${input.orderId} AND attempt.attempt = ${input.attempt}
+           AND attempt.claim_token = ${input.claimToken}
+        ON CONFLICT (order_id, attempt) DO NOTHING`,
   );
   if (rowCount === 1) return true;
   // Whoever moved the row wrote no audit row for this attempt: this answer is the attempt's own outcome.

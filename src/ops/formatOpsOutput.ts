@@ -37,7 +37,9 @@ export function formatStatus(status: OrderMailStatus): string {
         const id =
           attempt.late.providerMessageId === null ? '' : `, message id ${attempt.late.providerMessageId}`;
         lines.push(
-          `       then, at ${attempt.late.recordedAt.toISOString()}, the provider's own answer: ${attempt.late.outcome}${id}`,
+          attempt.late.outcome === 'legacy'
+            ? `       then, at ${attempt.late.recordedAt.toISOString()}, the old system's record: ${attempt.late.note ?? '-'}`
+            : `       then, at ${attempt.late.recordedAt.toISOString()}, the provider's own answer: ${attempt.late.outcome}${id}`,
         );
       }
     }
@@ -91,5 +93,8 @@ function describeAct(act: OperatorActRow): string {
     act.act === 'resolve' && act.rowBefore !== null && act.rowAfter !== null
       ? ` (${act.rowBefore.state}/${act.rowBefore.outcome ?? '-'} → ${act.rowAfter.state}/${act.rowAfter.outcome ?? '-'})`
       : '';
-  return `act #${act.id} ${act.actedAt.toISOString()} ${act.act} by ${act.operator}${change}: ${act.reason}`;
+  // Who the act said it was, and who the database says wrote it (they differ when the name was only claimed).
+  const dbUser = act.dbSessionUser === null ? '' : ` (database role ${act.dbSessionUser})`;
+  const where = act.act === 'reset' ? ' in Temporal (the Web UI, or temporal workflow reset)' : '';
+  return `act #${act.id} ${act.actedAt.toISOString()} ${act.act}${where} by ${act.operator}${dbUser}${change}: ${act.reason}`;
 }

@@ -7,6 +7,7 @@ import { insertRetryAct, snapshotMailLog, type OperatorActRow } from '../db/oper
 import { readMailLog } from '../db/orderMailLog';
 import { orderExists } from '../db/orders';
 import { parseOrderId } from '../shared/orderId';
+import { OPS_RETRY_RESET_REASON_PREFIX } from '../temporal/resetHistory';
 import { OpsRefusal, requireReason, type OpsContext } from './opsContext';
 import { describeWorkflow, unknownOrder } from './orderMailStatus';
 import { resetToFirstWorkflowTask } from './resetToFirstWorkflowTask';
@@ -60,7 +61,8 @@ export async function retryOrderMail(
   const reset = await resetToFirstWorkflowTask(ctx.client, {
     workflowId: orderId,
     runId: workflow.runId,
-    reason: who,
+    // The prefix tells the new run's claim that this reset is recorded by the act below (resetAct.ts).
+    reason: `${OPS_RETRY_RESET_REASON_PREFIX}${who}`,
     identity: `order-mail-ops ${ctx.operator}@${os.hostname()}`,
   });
   // Written after Temporal accepted the reset; should this insert fail, the reset's reason in the workflow's

@@ -4,8 +4,15 @@
 /** What the provider did with one request, as far as we can know. */
 export type MailOutcome = 'accepted' | 'rejected' | 'not_sent' | 'unknown';
 
-/** What the log row's outcome may say: a send's outcome, or 'resolved' when an operator settled the row. */
-export type LogOutcome = MailOutcome | 'resolved';
+/**
+ * What the log row's outcome may say: a send's outcome; 'resolved' when an operator settled the row; 'legacy'
+ * when the old system did, by the case study's own statements (an adopted row, or one its workers settled
+ * beside ours: 'sent' means the API accepted it or it timed out, 'failed' a 4xx; docs/adoption.md).
+ */
+export type LogOutcome = MailOutcome | 'resolved' | 'legacy';
+
+/** What one attempt's audit row says it ended with: a send's outcome, or 'legacy' for the old system's. */
+export type AttemptOutcome = MailOutcome | 'legacy';
 
 /** How an unknown outcome is settled. A business setting, configured on the workers, never a literal in code. */
 export type UnknownOutcomePolicy = 'assume-sent' | 'assume-failed';

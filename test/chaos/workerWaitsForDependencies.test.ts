@@ -55,6 +55,8 @@ async function stayNotReady(worker: WorkerProcess, url: string, ms: number): Pro
 it('a worker started 20 s before Postgres and Temporal serves once they are up, and again after losing Temporal; no order is lost', async () => {
   const postgres: EmbeddedPostgresServer = await startEmbeddedPostgres();
   cleanups.push(() => postgres.stop());
+  // The deployment's migration step ran (a worker runs no DDL, and refuses a schema not migrated to its build).
+  await migrate(postgres.connectionString);
   const sandbox: MailSandbox = await startMailSandbox();
   cleanups.push(() => sandbox.close());
   const temporalPort = await getFreePort('127.0.0.1');
@@ -87,8 +89,7 @@ it('a worker started 20 s before Postgres and Temporal serves once they are up, 
   const running = worker!;
   expect(waitingForPostgres).toMatch(/not ready: waiting for Postgres/);
 
-  // Postgres is up. The shop takes orders (its own schema migration step has run).
-  await migrate(postgres.connectionString);
+  // Postgres is up. The shop takes orders.
   const db: Database = createDatabase({
     connectionString: postgres.connectionString,
     applicationName: 'test',

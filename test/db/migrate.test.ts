@@ -1,7 +1,8 @@
-// The migration runner on a real Postgres: the v1.0 baseline applies once and a second run is a no-op; a
+// The migration runner on a real Postgres: the migrations apply once and a second run is a no-op; a
 // database migrated by the pre-1.0 files is refused with a message that says to recreate it, and nothing is
-// changed; a baseline file edited after it was applied is refused too.
-import { copyFile, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+// changed; a file edited after it was applied is refused too; the v1.0 baseline files are the ones released.
+import { createHash } from 'node:crypto';
+import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
@@ -9,12 +10,21 @@ import { migrate, MIGRATIONS_DIRECTORY, UnknownMigrationsError } from '../../src
 import { createDatabase } from '../../src/db/pool';
 import { createIsolatedDatabase, type IsolatedDatabase } from '../../dev/devtools/testDatabases';
 
-const BASELINE = [
-  '0001_orders.sql',
-  '0002_order_items.sql',
-  '0003_order_mail_log.sql',
-  '0004_order_mail_attempts.sql',
-  '0005_order_mail_operator_acts.sql',
+// The v1.0 baseline, one file per table, with the sha256 of each as released: immutable from then on.
+const BASELINE: Record<string, string> = {
+  '0001_orders.sql': '4b604bfc07eee35e90bc60329cbea24170a5a7a3bb0acdbd8259c7e3a6e74c79',
+  '0002_order_items.sql': 'd126970ad8b58f65f8c454610c97519d2aad482c08b0a20f0194578b08463e93',
+  '0003_order_mail_log.sql': '86a074a46f5570eab712a1e11fc067f79d9f9abf4048931434c9dd2cd6ab342c',
+  '0004_order_mail_attempts.sql': '65eadbd7fc79273fb3aa50e06534d91a3d23e431a48191744de95653505d554f',
+  '0005_order_mail_operator_acts.sql': 'ac8e39da5272bfd8a138356806a094d30326447220690521ba4f12dcb0c1b290',
+};
+// Added after v1.0.0 by adoption, each a new file. Other branches add theirs (0006-0007, 0012-0013): the
+// tests below take the directory as it is and check that these are in it, in order.
+const ADOPTION = [
+  '0008_order_mail_late_answers.sql',
+  '0009_order_mail_case_study_writers.sql',
+  '0010_order_mail_worker_role.sql',
+  '0011_order_mail_operator_identity.sql',
 ];
 // What a database made before v1.0.0 has in its migrations table.
 const PRE_1_0 = [
@@ -54,21 +64,31 @@ async function tables(connectionString: string): Promise<string[]> {
 }
 
 describe('migrate', () => {
-  it('applies the baseline, one file per table, and a second run is a no-op', async () => {
-    expect((await readdir(MIGRATIONS_DIRECTORY)).filter((name) => name.endsWith('.sql')).sort()).toEqual(
-      BASELINE,
-    );
+  it('keeps the v1.0 baseline files exactly as released: later changes are new files', async () => {
+    for (const [name, checksum] of Object.entries(BASELINE)) {
+      const text = await readFile(path.join(MIGRATIONS_DIRECTORY, name), 'utf8');
+      expect(createHash('sha256').update(text).digest('hex'), name).toBe(checksum);
+    }
+  });
+
+  it('applies every migration in order, and a second run is a no-op', async () => {
+    const ALL = (await readdir(MIGRATIONS_DIRECTORY)).filter((name) => name.endsWith('.sql')).sort();
+    expect(ALL.slice(0, 5)).toEqual(Object.keys(BASELINE));
+    expect(ALL.filter((name) => ADOPTION.includes(name))).toEqual(ADOPTION);
     const { connectionString } = await freshDatabase();
-    expect(await migrate(connectionString)).toEqual({ applied: BASELINE, alreadyApplied: [] });
-    expect(await migrate(connectionString)).toEqual({ applied: [], alreadyApplied: BASELINE });
-    expect(await tables(connectionString)).toEqual([
-      'order_items',
-      'order_mail_attempts',
-      'order_mail_log',
-      'order_mail_operator_acts',
-      'order_mail_schema_migrations',
-      'orders',
-    ]);
+    expect(await migrate(connectionString)).toEqual({ applied: ALL, alreadyApplied: [], adopted: null });
+    expect(await migrate(connectionString)).toEqual({ applied: [], alreadyApplied: ALL, adopted: null });
+    expect(await tables(connectionString)).toEqual(
+      expect.arrayContaining([
+        'order_items',
+        'order_mail_attempts',
+        'order_mail_late_answers',
+        'order_mail_log',
+        'order_mail_operator_acts',
+        'order_mail_schema_migrations',
+        'orders',
+      ]),
+    );
   });
 
   it('refuses a database made by the pre-1.0 migration files, says to recreate it, and changes nothing', async () => {
@@ -95,10 +115,10 @@ describe('migrate', () => {
     const { connectionString } = await freshDatabase();
     const directory = await mkdtemp(path.join(tmpdir(), 'migrations-'));
     cleanups.push(() => rm(directory, { recursive: true, force: true }));
-    for (const name of BASELINE)
-      await copyFile(path.join(MIGRATIONS_DIRECTORY, name), path.join(directory, name));
-    await migrate(connectionString, directory);
-    await writeFile(path.join(directory, BASELINE[0]!), '-- edited\n', { flag: 'a' });
-    await expect(migrate(connectionString, directory)).rejects.toThrow(/was edited after it was applied/);
+    const ALL = (await readdir(MIGRATIONS_DIRECTORY)).filter((name) => name.endsWith('.sql')).sort();
+    for (const name of ALL) await copyFile(path.join(MIGRATIONS_DIRECTORY, name), path.join(directory, name));
+    await migrate(connectionString, { directory });
+    await writeFile(path.join(directory, ALL[0]!), '-- edited\n', { flag: 'a' });
+    await expect(migrate(connectionString, { directory })).rejects.toThrow(/was edited after it was applied/);
   });
 });

@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { Client as PgClient } from 'pg';
 import { inject } from 'vitest';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { createIsolatedDatabase } from '../../dev/devtools/testDatabases';
@@ -127,4 +128,48 @@ export async function readCaseStudyRows(
     [orderIds],
   );
   return new Map(rows.map((row) => [row.orderId, { state: row.state, attempts: row.attempts }]));
+}
+
+/**
+ * The case study's four statements, word for word (dev/peers/python/case_study_worker.py runs the same text;
+ * test/db/caseStudyWriters.test.ts checks it does), with the case study's parameter style turned into pg's.
+ */
+export const CASE_STUDY_STATEMENTS = {
+  claim:
+    "INSERT INTO order_mail_log (order_id, state, attempts) VALUES ($1, 'sending', 1) ON CONFLICT (order_id) DO NOTHING",
+  reclaim:
+    "UPDATE order_mail_log SET state='sending', attempts=attempts+1, updated_at=NOW() WHERE order_id=$1 AND state='failed'",
+  recordFailed: "UPDATE order_mail_log SET state='failed' WHERE order_id=$1",
+  recordSent: "UPDATE order_mail_log SET state='sent' WHERE order_id=$1",
+} as const;
+
+/**
+ * A writer that knows only the case study's statements: a plain connection (not this service's pool, so
+ * without its writer setting), as the old Python workers or an operator's psql have.
+ */
+export interface OutsideWriter {
+  /** The case study's claim: the INSERT, then the UPDATE of a failed row; true when one changed a row. */
+  claim(orderId: string): Promise<boolean>;
+  /** The case study's record; returns the statement's row count (the case study ignores it). */
+  record(orderId: string, state: 'sent' | 'failed'): Promise<number>;
+  close(): Promise<void>;
+}
+
+export async function openOutsideWriter(connectionString: string): Promise<OutsideWriter> {
+  const client = new PgClient({ connectionString, application_name: 'case-study-statements' });
+  await client.connect();
+  return {
+    async claim(orderId) {
+      const inserted = await client.query(CASE_STUDY_STATEMENTS.claim, [orderId]);
+      if (inserted.rowCount === 1) return true;
+      const reclaimed = await client.query(CASE_STUDY_STATEMENTS.reclaim, [orderId]);
+      return reclaimed.rowCount === 1;
+    },
+    async record(orderId, state) {
+      const statement =
+        state === 'sent' ? CASE_STUDY_STATEMENTS.recordSent : CASE_STUDY_STATEMENTS.recordFailed;
+      return (await client.query(statement, [orderId])).rowCount ?? 0;
+    },
+    close: () => client.end(),
+  };
 }

@@ -3,18 +3,30 @@
 // driving the real statements: the claim pass sequence (db/orderMailClaim, as the claim activity runs
 // it; retried and duplicated), the dispatch fence (activities/dispatchFence; re-executed, as an activity
 // reset would), the record (db/orderMailRecord, after the workflow's decision of an unknown outcome;
-// retried). fast-check chooses the scenario and the interleaving, statement by statement, against real
-// Postgres; the invariants are checked after every statement.
+// retried). Beside them, in some cases, the case study's old worker (docs/adoption.md) runs jobs for the same
+// order with nothing but the case study's four statements, through a plain connection (an outside writer to
+// order_mail_log's trigger), and the reconciliation sweep settles an outside claim left 'sending' at any time
+// (a grace period too short included). fast-check chooses the scenario and the interleaving, statement by
+// statement, against real Postgres; the invariants are checked after every statement.
 //
 // PROPERTY_RUNS sets the number of cases (default below; the issue's 10,000 with PROPERTY_RUNS=10000).
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
-import { claimOrderMailRow, type ClaimDecision } from '../../src/db/orderMailClaim';
+import { Client as PgClient, type QueryResultRow } from 'pg';
+import {
+  claimOrderMailRow,
+  isOutsideWriterToken,
+  seenRowOf,
+  settleClosedRunClaim,
+  type ClaimDecision,
+} from '../../src/db/orderMailClaim';
+import { readMailLog } from '../../src/db/orderMailLog';
 import { readAttemptFacts, recordOutcome, type RecordResult } from '../../src/db/orderMailRecord';
 import type { Database } from '../../src/db/pool';
 import type { MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import { decideUnknownOutcome } from '../../src/shared/unknownOutcome';
+import { CASE_STUDY_STATEMENTS } from '../peers/caseStudyKit';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 import { Turnstile } from './turnstile';
 
@@ -31,6 +43,19 @@ const STALE_CLAIMS = process.env.PROPERTY_STALE_CLAIMS !== '0';
 /** What the Mail API did with one request, as only the test knows it. */
 type Fate = 'accepted' | 'rejected' | 'not_sent' | 'unknown-delivered' | 'unknown-lost' | 'died-before-fence';
 
+/**
+ * One job of the old worker, and what happened to it (dev/peers/python/mail_api.py): accepted → records sent;
+ * 4xx → records failed; a timeout → records sent; a 5xx or a crash → records nothing (the row stays 'sending').
+ */
+type OldJobFate =
+  | 'accepted'
+  | 'rejected'
+  | 'timeout-delivered'
+  | 'timeout-lost'
+  | '5xx-delivered'
+  | '5xx-lost'
+  | 'died-before-request';
+
 interface Scenario {
   policy: UnknownOutcomePolicy;
   maxAttempts: number;
@@ -41,6 +66,12 @@ interface Scenario {
   claimModes: ('once' | 'retried' | 'duplicated')[];
   sendReexecuted: boolean[];
   recordRetried: boolean[];
+  /** The old worker's jobs for this order, run one after the other (none: no old worker in this case). */
+  oldJobs: OldJobFate[];
+  /** Turns the old worker lets pass before its first job. */
+  oldDelay: number;
+  /** Sweeps that settle an outside claim left 'sending', each after so many turns. */
+  sweepDelays: number[];
   schedule: number[];
 }
 
@@ -65,7 +96,27 @@ const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
   }),
   sendReexecuted: fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
   recordRetried: fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
-  schedule: fc.array(fc.nat({ max: 7 }), { maxLength: 120 }),
+  oldJobs: fc.oneof(
+    { weight: 1, arbitrary: fc.constant<OldJobFate[]>([]) },
+    {
+      weight: 1,
+      arbitrary: fc.array(
+        fc.constantFrom<OldJobFate>(
+          'accepted',
+          'rejected',
+          'timeout-delivered',
+          'timeout-lost',
+          '5xx-delivered',
+          '5xx-lost',
+          'died-before-request',
+        ),
+        { minLength: 1, maxLength: 3 },
+      ),
+    },
+  ),
+  oldDelay: fc.nat({ max: 3 }),
+  sweepDelays: fc.array(fc.nat({ max: 20 }), { maxLength: 2 }),
+  schedule: fc.array(fc.nat({ max: 7 }), { maxLength: 160 }),
 });
 
 interface Request {
@@ -86,12 +137,30 @@ interface AuditSnapshot {
   attempt: number;
   claimToken: string;
   state: 'sent' | 'failed';
-  outcome: MailOutcome;
+  outcome: MailOutcome | 'legacy';
   dispatched: boolean;
+}
+
+/** What the mail API did with the old worker's request, in the property's own words. */
+function oldRequestFate(fate: Exclude<OldJobFate, 'died-before-request'>): Fate {
+  switch (fate) {
+    case 'accepted':
+    case 'rejected':
+      return fate;
+    case 'timeout-delivered':
+    case '5xx-delivered':
+      return 'unknown-delivered';
+    case 'timeout-lost':
+    case '5xx-lost':
+      return 'unknown-lost';
+  }
 }
 
 let database: TestDatabase;
 let db: Database;
+/** The old worker's connection: not this service's pool, so without its writer setting. */
+let oldWorkerConnection: PgClient;
+let oldWorker: Database;
 /** How often each transition happened over all cases, printed at the end: shows the races were reached. */
 const tally: Record<string, number> = {};
 const count = (what: string): void => {
@@ -101,9 +170,23 @@ const count = (what: string): void => {
 beforeAll(async () => {
   database = await openTestDatabase('property');
   db = database.db;
+  oldWorkerConnection = new PgClient({
+    connectionString: database.connectionString,
+    application_name: 'old worker',
+  });
+  await oldWorkerConnection.connect();
+  oldWorker = {
+    query: async <Row extends QueryResultRow>(sql: string, params?: readonly unknown[]) => {
+      const result = await oldWorkerConnection.query<Row>(sql, params as unknown[]);
+      return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+    },
+    transaction: () => Promise.reject(new Error('the old worker makes single statements only')),
+    close: () => Promise.resolve(),
+  };
 });
 afterAll(async () => {
   console.info(`transitions over all cases: ${JSON.stringify(tally)}`);
+  await oldWorkerConnection?.end();
   await database?.close();
 });
 
@@ -327,6 +410,66 @@ async function runScenario(scenario: Scenario): Promise<void> {
   });
   startRun();
 
+  // The case study's old worker: its jobs for this order, each the case study's send_order_mail.
+  if (scenario.oldJobs.length > 0) {
+    turnstile.spawn(async () => {
+      for (let wait = 0; wait < scenario.oldDelay; wait++) await turnstile.turn('old worker (waiting)');
+      const statement = (sql: string, label: string) =>
+        turnstile.gated(oldWorker, `old worker ${label}`).query(sql, [orderId]);
+      for (const fate of scenario.oldJobs) {
+        let claimed = (await statement(CASE_STUDY_STATEMENTS.claim, 'claim')).rowCount === 1;
+        if (!claimed) claimed = (await statement(CASE_STUDY_STATEMENTS.reclaim, 'reclaim')).rowCount === 1;
+        count(claimed ? 'old worker: claimed' : 'old worker: skipped');
+        if (!claimed) continue;
+        // Nobody else runs until this thread waits again: the row is the one its claim made.
+        const row = await readRow(orderId);
+        expect(row, 'an outside claim counts as dispatched at once').toMatchObject({
+          state: 'sending',
+          dispatched: true,
+        });
+        expect(isOutsideWriterToken(row!.claimToken)).toBe(true);
+        if (fate === 'died-before-request') continue;
+        requests.push({ claimToken: row!.claimToken, attempt: row!.attempts, fate: oldRequestFate(fate) });
+        await turnstile.turn('old worker (request)');
+        if (fate === '5xx-delivered' || fate === '5xx-lost') continue;
+        const state = fate === 'rejected' ? 'failed' : 'sent';
+        const recorded = await statement(
+          state === 'sent' ? CASE_STUDY_STATEMENTS.recordSent : CASE_STUDY_STATEMENTS.recordFailed,
+          `record ${state}`,
+        );
+        count(`old worker: record ${recorded.rowCount === 1 ? 'settled its claim' : 'changed nothing'}`);
+      }
+    });
+  }
+
+  // The reconciliation sweep, settling an outside claim left 'sending' by the policy, whenever it comes.
+  const sweepOutsideClaim = async (label: string, gate: boolean): Promise<void> => {
+    const row = await readMailLog(db, orderId);
+    if (row === null || row.state !== 'sending' || !isOutsideWriterToken(row.claimToken)) return;
+    const decision = decideUnknownOutcome({
+      dispatched: row.dispatchedAt !== null,
+      policy: scenario.policy,
+      idempotency: null,
+      sinceKeyFirstDispatchMs: null,
+      delayBeforeRetryMs: 0,
+      sendTimeoutMs: 0,
+      anotherAttemptFollows: false,
+      providerError: null,
+    });
+    const settled = await settleClosedRunClaim(gate ? turnstile.gated(db, label) : db, seenRowOf(row), {
+      decision,
+      why: 'property: the old claim was quiet',
+      recordedBy: 'property sweep',
+    });
+    count(`sweep: outside claim ${settled.kind}`);
+  };
+  for (const delay of scenario.sweepDelays) {
+    turnstile.spawn(async () => {
+      for (let wait = 0; wait <= delay; wait++) await turnstile.turn('sweep (waiting)');
+      await sweepOutsideClaim('sweep', true);
+    });
+  }
+
   const history: { row: RowSnapshot | null; audit: AuditSnapshot[] }[] = [];
   await turnstile.drive(scenario.schedule, async () => {
     const now = { row: await readRow(orderId), audit: await readAudit(orderId) };
@@ -334,7 +477,10 @@ async function runScenario(scenario: Scenario): Promise<void> {
     history.push(now);
   });
 
-  // Every racer has finished: the last run settled the row.
+  // Every racer has finished: the last run settled the row, or the old worker left it 'sending' for the sweep.
+  await sweepOutsideClaim('final sweep', false);
+  const now = { row: await readRow(orderId), audit: await readAudit(orderId) };
+  checkInvariants(scenario.policy, requests, history[history.length - 1] ?? null, now);
   const final = await readRow(orderId);
   expect(final, 'the order has a row').not.toBeNull();
   expect(final!.state, "no row is left in 'sending' once every run has finished").not.toBe('sending');
@@ -382,10 +528,15 @@ function checkInvariants(
   const requestOf = (claimToken: string, attempt: number): Request | undefined =>
     requests.find((request) => request.claimToken === claimToken && request.attempt === attempt);
   if (row?.state === 'sending') {
-    // A sending row that is not dispatched is known never to have reached the API.
-    expect(Boolean(requestOf(row.claimToken, row.attempts)), 'dispatched iff a request was made').toBe(
-      row.dispatched,
-    );
+    if (isOutsideWriterToken(row.claimToken)) {
+      // An outside writer has no fence: its claim is never taken for "known not dispatched".
+      expect(row.dispatched, 'an outside claim counts as dispatched').toBe(true);
+    } else {
+      // A sending row that is not dispatched is known never to have reached the API.
+      expect(Boolean(requestOf(row.claimToken, row.attempts)), 'dispatched iff a request was made').toBe(
+        row.dispatched,
+      );
+    }
   }
   for (const entry of audit) {
     expect(entry.attempt, 'audit attempts are claimed attempts').toBeLessThanOrEqual(row?.attempts ?? 0);
@@ -404,8 +555,23 @@ function checkInvariants(
         ).toBe(true);
         break;
       case 'unknown':
-        expect(entry.dispatched && request !== undefined, 'unknown only for a dispatched request').toBe(true);
+        expect(
+          entry.dispatched && (request !== undefined || isOutsideWriterToken(entry.claimToken)),
+          'unknown only for a dispatched request (an outside claim may have made one)',
+        ).toBe(true);
         break;
+      case 'legacy':
+        // The old worker's own record: sent after an accepted request or a timeout, failed after a 4xx.
+        expect(isOutsideWriterToken(entry.claimToken), 'legacy only for an outside claim').toBe(true);
+        expect(request?.fate, 'the old record says what its request did').toSatisfy((fate) =>
+          entry.state === 'failed'
+            ? fate === 'rejected'
+            : fate === 'accepted' || fate === 'unknown-delivered' || fate === 'unknown-lost',
+        );
+        break;
+    }
+    if (isOutsideWriterToken(entry.claimToken)) {
+      expect(entry.outcome, 'an outside claim is never settled as never dispatched').not.toBe('not_sent');
     }
   }
   if (row !== null && row.state !== 'sending') {

@@ -3,12 +3,14 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { escapeIdentifier } from 'pg';
 import { inject } from 'vitest';
 import type { ActivityDependencies } from '../../src/activities';
 import type { ReconcileDependencies } from '../../src/activities/reconcileActivities';
 import { migrate } from '../../src/db/migrate';
 import { insertOrder, type NewOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';
+import { setUpDatabaseRoles } from '../../src/db/roles';
 import { createIsolatedDatabase } from '../../dev/devtools/testDatabases';
 import { createMailTransport } from '../../src/mail/createMailTransport';
 import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient';
@@ -37,8 +39,7 @@ export async function openTestDatabase(prefix: string): Promise<TestDatabase> {
     connectionString: isolated.connectionString,
     applicationName: `test ${prefix}`,
   });
-  const offset = 1_000_000 + Math.floor(Math.random() * 8_000_000_000) * 1_000;
-  await db.query(`SELECT setval(pg_get_serial_sequence('orders', 'id'), $1)`, [offset]);
+  await spreadOrderIds(db);
   return {
     db,
     connectionString: isolated.connectionString,
@@ -255,4 +256,67 @@ export async function openWorkflowTestBed(prefix: string): Promise<WorkflowTestB
     await close().catch(() => undefined);
     throw error;
   }
+}
+
+export interface LeastPrivilegeDatabase {
+  /** The test run's admin, on this database: makes orders, reads everything. */
+  admin: Database;
+  adminUrl: string;
+  /** The migration role's login (owns the mail tables once migrated). */
+  migrationUrl: string;
+  /** The workers' login, a member of order_mail_worker. */
+  workerUrl: string;
+  workerUser: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh, NOT migrated database with the roles of least privilege made by `npm run db:roles`'s code:
+ * logins of their own (roles belong to the cluster, so each file gets new names), dropped on close.
+ */
+export async function openLeastPrivilegeDatabase(prefix: string): Promise<LeastPrivilegeDatabase> {
+  const isolated = await createIsolatedDatabase(inject('databaseUrl'), prefix);
+  const suffix = randomUUID().replace(/-/g, '').slice(0, 10);
+  const urlFor = (user: string): string => {
+    const url = new URL(isolated.connectionString);
+    url.username = user;
+    url.password = randomUUID().replace(/-/g, '');
+    return url.toString();
+  };
+  const migrationUrl = urlFor(`test_migrator_${suffix}`);
+  const workerUser = `test_worker_${suffix}`;
+  const workerUrl = urlFor(workerUser);
+  await setUpDatabaseRoles({ adminUrl: isolated.connectionString, migrationUrl, workerUrl });
+  const admin = createDatabase({
+    connectionString: isolated.connectionString,
+    applicationName: `test ${prefix}`,
+  });
+  return {
+    admin,
+    adminUrl: isolated.connectionString,
+    migrationUrl,
+    workerUrl,
+    workerUser,
+    async close() {
+      await admin.close();
+      await isolated.drop();
+      const roles = createDatabase({
+        connectionString: inject('databaseUrl'),
+        applicationName: 'test roles',
+      });
+      try {
+        for (const user of [workerUser, new URL(migrationUrl).username]) {
+          await roles.query(`DROP ROLE IF EXISTS ${escapeIdentifier(user)}`);
+        }
+      } finally {
+        await roles.close();
+      }
+    },
+  };
+}
+
+/** Order ids of a database start at a random offset, so workflow ids never collide with another file's. */
+export async function spreadOrderIds(db: Database): Promise<void> {
+  const offset = 1_000_000 + Math.floor(Math.random() * 8_000_000_000) * 1_000;
+  await db.query(`SELECT setval(pg_get_serial_sequence('orders', 'id'), $1)`, [offset]);
 }

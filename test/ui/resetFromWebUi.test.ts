@@ -11,10 +11,12 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { listOperatorActs } from '../../src/db/operatorActs';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { startTemporalDevServer, type TemporalDevServer } from '../../dev/devtools/devServer';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { resetHistoryReader } from '../../src/temporal/resetHistory';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
@@ -67,7 +69,8 @@ beforeAll(async () => {
   sandbox = await startMailSandbox();
   mail = testMailClient(sandbox.url);
   worker = await startTestWorker(
-    { db: database.db, mail, settings: testSettings() },
+    // As src/worker.ts gives it: the claim reads a reset from history through the client.
+    { db: database.db, mail, settings: testSettings(), readResetOfRun: resetHistoryReader(client) },
     { temporal: { address: server.address, namespace: NAMESPACE } },
   );
   profileDirectory = await mkdtemp(path.join(tmpdir(), 'chromium-profile-'));
@@ -147,6 +150,7 @@ it('an operator finds the failed order by its search attribute, fixes the addres
     outcome: 'rejected',
   });
   expect(sandbox.messagesFor(failedOrderId)).toHaveLength(0);
+  const firstRunId = (await client.workflow.getHandle(failedOrderId).describe()).runId;
 
   try {
     // 1. Find it: both orders are indexed, and the filter keeps only the failed one.
@@ -196,4 +200,18 @@ it('an operator finds the failed order by its search attribute, fixes the addres
   expect(reset?.workflowTaskFailedEventAttributes?.failure?.message).toContain(
     'address corrected by the operator',
   );
+
+  // 5. The reset left an operator act, written by the new run's claim from what the history recorded, so
+  //    `ops status` shows it beside the CLI's acts after the history is gone.
+  const acts = await listOperatorActs(database.db, failedOrderId);
+  expect(acts).toHaveLength(1);
+  expect(acts[0]).toMatchObject({
+    act: 'reset',
+    reason: expect.stringContaining('address corrected by the operator') as unknown,
+    operator: expect.stringMatching(/^Temporal/) as unknown,
+    details: {
+      baseRunId: firstRunId,
+      newRunId: (await client.workflow.getHandle(failedOrderId).describe()).runId,
+    },
+  });
 }, 180_000);

@@ -1,0 +1,27 @@
+// `npm run db:roles`: makes the database roles of least privilege (src/db/roles.ts, docs/production.md):
+//   ADMIN_DATABASE_URL=postgres://postgres:…@host/shop \
+//   MIGRATION_DATABASE_URL=postgres://order_mail_migrator:…@host/shop \
+//   DATABASE_URL=postgres://order_mail_app:…@host/shop npm run db:roles
+// Run it once per database (again to change a password); then npm run db:migrate, then the workers.
+import { setUpDatabaseRoles } from '../db/roles';
+
+async function main(): Promise<void> {
+  const names = ['ADMIN_DATABASE_URL', 'MIGRATION_DATABASE_URL', 'DATABASE_URL'] as const;
+  const missing = names.filter((name) => !process.env[name]?.trim());
+  if (missing.length > 0) throw new Error(`${missing.join(', ')} required (see src/cli/db-roles.ts).`);
+  const report = await setUpDatabaseRoles({
+    adminUrl: process.env.ADMIN_DATABASE_URL!.trim(),
+    migrationUrl: process.env.MIGRATION_DATABASE_URL!.trim(),
+    workerUrl: process.env.DATABASE_URL!.trim(),
+  });
+  console.log(
+    `Database ${report.database}: migrations run as ${report.migrator}, workers as ${report.worker} ` +
+      `(member of order_mail_worker)${report.created.length ? `; made ${report.created.join(', ')}` : ''}` +
+      `${report.ownershipMoved.length ? `; ${report.migrator} now owns ${report.ownershipMoved.join(', ')}` : ''}.`,
+  );
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : String(error));
+  process.exit(1);
+});

@@ -1,0 +1,179 @@
+// The database roles of least privilege (docs/production.md), made by `npm run db:roles` with an admin URL
+// (a superuser, or a role with CREATEROLE that owns the database), from the two URLs the service runs with:
+//   MIGRATION_DATABASE_URL  a login that owns the mail tables: `npm run db:migrate` runs as it;
+//   DATABASE_URL            the workers' login, a member of order_mail_worker (migration 0010): it reads the
+//                           orders and writes the mail tables, and may do nothing else.
+// Each URL's user and password become a login role (created, or its password set). The guard refuses a
+// password that is empty, short, a placeholder (the ones .env.example ships, `change-me`) or the user's name,
+// the admin's included, so a stack never runs on a default password.
+import { Client, escapeIdentifier, escapeLiteral } from 'pg';
+
+/** The group role migration 0010 grants the workers' privileges to. */
+export const WORKER_GROUP_ROLE = 'order_mail_worker';
+
+export const MIN_PASSWORD_LENGTH = 16;
+const PLACEHOLDER_PASSWORDS = [
+  'change-me',
+  'changeme',
+  'password',
+  'postgres',
+  'secret',
+  'temporal',
+  'example',
+];
+
+export class RoleSetupError extends Error {
+  override readonly name = 'RoleSetupError';
+  readonly code = 'ERR_ROLE_SETUP';
+}
+
+/** Why `password` must not be used for `user` (named `what` in the message), or null when it may. */
+export function weakPasswordProblem(what: string, user: string, password: string): string | null {
+  if (password === '') return `${what} has no password`;
+  const lower = password.toLowerCase();
+  if (PLACEHOLDER_PASSWORDS.some((placeholder) => lower.includes(placeholder))) {
+    return `${what}'s password is a placeholder ("${password}"): choose a real one`;
+  }
+  if (lower === user.toLowerCase()) return `${what}'s password is its user name`;
+  if (password.length < MIN_PASSWORD_LENGTH) {
+    return `${what}'s password is shorter than ${MIN_PASSWORD_LENGTH} characters`;
+  }
+  return null;
+}
+
+export interface RoleUrls {
+  /** A role that may create roles and grant on the app database: a superuser, or CREATEROLE and its owner. */
+  adminUrl: string;
+  migrationUrl: string;
+  workerUrl: string;
+}
+
+export interface RoleSetupReport {
+  database: string;
+  migrator: string;
+  worker: string;
+  /** Login roles that did not exist and were made. */
+  created: string[];
+  /** Mail tables made before the roles existed (by the admin), now owned by the migration role. */
+  ownershipMoved: string[];
+}
+
+interface Login {
+  user: string;
+  password: string;
+  database: string;
+}
+
+function loginOf(what: string, url: string): Login {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new RoleSetupError(`${what} is not a postgres:// URL`);
+  }
+  return {
+    user: decodeURIComponent(parsed.username),
+    password: decodeURIComponent(parsed.password),
+    database: decodeURIComponent(parsed.pathname.replace(/^\//, '')),
+  };
+}
+
+/** Makes (or updates) the two login roles and the worker group, and grants what they need. Idempotent. */
+export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupReport> {
+  const admin = loginOf('ADMIN_DATABASE_URL', urls.adminUrl);
+  const migrator = loginOf('MIGRATION_DATABASE_URL', urls.migrationUrl);
+  const worker = loginOf('DATABASE_URL', urls.workerUrl);
+  const problems = [
+    weakPasswordProblem('ADMIN_DATABASE_URL', admin.user, admin.password),
+    weakPasswordProblem('MIGRATION_DATABASE_URL', migrator.user, migrator.password),
+    weakPasswordProblem('DATABASE_URL', worker.user, worker.password),
+  ].filter((problem): problem is string => problem !== null);
+  if (new Set([admin.database, migrator.database, worker.database]).size !== 1) {
+    problems.push(
+      `the three URLs must name the same database (they name ${admin.database}, ${migrator.database} and ${worker.database})`,
+    );
+  }
+  const users = [admin.user, migrator.user, worker.user];
+  if (new Set(users).size !== 3) {
+    problems.push(
+      `the admin, the migration role and the worker role must be three roles (${users.join(', ')})`,
+    );
+  }
+  if (worker.user === WORKER_GROUP_ROLE) {
+    problems.push(`the worker's login must not be the group role ${WORKER_GROUP_ROLE} itself`);
+  }
+  if (problems.length > 0) {
+    throw new RoleSetupError(`Database roles not set up (nothing changed): ${problems.join('; ')}.`);
+  }
+
+  const client = new Client({
+    connectionString: urls.adminUrl,
+    application_name: 'order-mail-roles',
+    connectionTimeoutMillis: 10_000,
+  });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    const created: string[] = [];
+    const exists = async (role: string): Promise<boolean> =>
+      ((await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role])).rowCount ?? 0) > 0;
+    if (!(await exists(WORKER_GROUP_ROLE))) {
+      await client.query(`CREATE ROLE ${escapeIdentifier(WORKER_GROUP_ROLE)} NOLOGIN`);
+    }
+    for (const login of [migrator, worker]) {
+      const role = escapeIdentifier(login.user);
+      // Never a superuser or a role maker: the point of these two is what they may not do.
+      const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${escapeLiteral(login.password)}`;
+      if (await exists(login.user)) {
+        await client.query(`ALTER ROLE ${role} WITH ${attributes}`);
+      } else {
+        await client.query(`CREATE ROLE ${role} WITH ${attributes}`);
+        created.push(login.user);
+      }
+    }
+    const database = escapeIdentifier(migrator.database);
+    const migratorRole = escapeIdentifier(migrator.user);
+    await client.query(
+      `GRANT CONNECT ON DATABASE ${database} TO ${migratorRole}, ${escapeIdentifier(worker.user)}`,
+    );
+    await client.query(`GRANT USAGE, CREATE ON SCHEMA public TO ${migratorRole}`);
+    // Before PostgreSQL 15 every role may create in public; the workers' role must not.
+    await client.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
+    await client.query(`GRANT ${escapeIdentifier(WORKER_GROUP_ROLE)} TO ${escapeIdentifier(worker.user)}`);
+    // The orders are the shop's: whoever owns them lets the workers read them.
+    for (const table of ['orders', 'order_items']) {
+      const { rows } = await client.query<{ found: string | null }>('SELECT to_regclass($1)::text AS found', [
+        table,
+      ]);
+      if (rows[0]?.found !== null && rows[0]?.found !== undefined) {
+        await client.query(
+          `GRANT SELECT ON ${escapeIdentifier(table)} TO ${escapeIdentifier(WORKER_GROUP_ROLE)}`,
+        );
+      }
+    }
+    // Mail tables an earlier build made as this admin (workers migrated at start before): the migration role
+    // must own them to migrate them further.
+    const { rows: owned } = await client.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+          AND c.relname LIKE 'order\\_mail\\_%'
+        ORDER BY 1`,
+    );
+    for (const { name } of owned) {
+      await client.query(`ALTER TABLE ${escapeIdentifier(name)} OWNER TO ${migratorRole}`);
+    }
+    await client.query('COMMIT');
+    return {
+      database: migrator.database,
+      migrator: migrator.user,
+      worker: worker.user,
+      created,
+      ownershipMoved: owned.map((row) => row.name),
+    };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,75 @@
+// What a worker checks of its database before it serves (docs/production.md, least privilege): the schema is
+// migrated to this build's files (migrations are their own step, `npm run db:migrate`, with their own role:
+// a worker never runs DDL), its connections say they are this service's (src/db/pool.ts), and its role may do
+// what the worker does. Each failure is a configuration error with its own message: waiting fixes none.
+import { listMigrationFiles, MIGRATIONS_DIRECTORY } from './migrate';
+import { SERVICE_WRITER_SETTING, type Database } from './pool';
+
+export class SchemaNotReadyError extends Error {
+  override readonly name = 'SchemaNotReadyError';
+  readonly code = 'ERR_SCHEMA_NOT_READY';
+}
+
+const MIGRATE_HINT =
+  'Run the migrations first, as their own step and role: MIGRATION_DATABASE_URL=postgres://… npm run db:migrate ' +
+  '(docs/production.md).';
+
+// What a worker (its claim, send, record, the sweep) and the ops CLI need, and nothing more.
+const NEEDED_PRIVILEGES: readonly [table: string, privileges: readonly string[]][] = [
+  ['orders', ['SELECT']],
+  ['order_items', ['SELECT']],
+  ['order_mail_log', ['SELECT', 'INSERT', 'UPDATE']],
+  ['order_mail_attempts', ['SELECT', 'INSERT']],
+  ['order_mail_late_answers', ['SELECT', 'INSERT']],
+  ['order_mail_operator_acts', ['SELECT', 'INSERT']],
+  ['order_mail_schema_migrations', ['SELECT']],
+];
+
+/** Throws SchemaNotReadyError saying what is missing and what to run; Postgres errors as they come. */
+export async function assertSchemaReady(db: Database, directory = MIGRATIONS_DIRECTORY): Promise<void> {
+  const { rows: tables } = await db.query<{ migrations: string | null; user: string; writer: string | null }>(
+    `SELECT to_regclass('order_mail_schema_migrations')::text AS migrations, session_user AS "user",
+            current_setting($1, true) AS writer`,
+    [SERVICE_WRITER_SETTING.name],
+  );
+  const { migrations, user, writer } = tables[0]!;
+  if (migrations === null) {
+    throw new SchemaNotReadyError(`The database has no order mail schema yet. ${MIGRATE_HINT}`);
+  }
+  const files = await listMigrationFiles(directory);
+  const { rows: applied } = await db.query<{ name: string }>('SELECT name FROM order_mail_schema_migrations');
+  const appliedNames = new Set(applied.map((row) => row.name));
+  // A newer build's migrations are fine: each one adds, so this build's statements still work beside them.
+  const pending = files.filter((name) => !appliedNames.has(name));
+  if (pending.length > 0) {
+    throw new SchemaNotReadyError(
+      `The database is not migrated to this build: ${pending.join(', ')} not applied yet. ${MIGRATE_HINT}`,
+    );
+  }
+  if (writer !== SERVICE_WRITER_SETTING.value) {
+    throw new SchemaNotReadyError(
+      `This worker's database sessions do not carry ${SERVICE_WRITER_SETTING.name}=${SERVICE_WRITER_SETTING.value} ` +
+        "(a connection pooler that drops startup options?), so order_mail_log's trigger would take its writes " +
+        "for an outside writer's. Connect to Postgres directly, or pass the option through the pooler.",
+    );
+  }
+  // One privilege per check: has_table_privilege with a list is true when ANY of them is held.
+  const wanted = NEEDED_PRIVILEGES.flatMap(([table, privileges]) =>
+    privileges.map((privilege) => [table, privilege]),
+  );
+  const { rows: missing } = await db.query<{ table: string; privilege: string }>(
+    `SELECT wanted.table_name AS table, wanted.privilege
+       FROM unnest($1::text[], $2::text[]) AS wanted (table_name, privilege)
+      WHERE to_regclass(wanted.table_name) IS NULL
+         OR NOT has_table_privilege(wanted.table_name, wanted.privilege)`,
+    [wanted.map(([table]) => table), wanted.map(([, privilege]) => privilege)],
+  );
+  if (missing.length > 0) {
+    throw new SchemaNotReadyError(
+      `Database role ${user} lacks ${missing.map((need) => `${need.privilege} on ${need.table}`).join(', ')}. ` +
+        'Grant it the worker role: GRANT order_mail_worker TO ' +
+        `${user}; (docs/production.md). orders and order_items are granted by the migration where its role owns ` +
+        'them; otherwise by their owner.',
+    );
+  }
+}

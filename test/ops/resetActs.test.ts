@@ -1,0 +1,101 @@
+// A reset made outside the ops CLI (the Web UI's Reset; here the same API request) leaves an operator act with
+// its reason, written by the new run's claim from Temporal's history (src/activities/resetAct.ts); a reset made
+// by `ops retry` is recorded once, as the CLI's 'retry' act. A real worker process, so the reader is wired as
+// deployed (src/worker.ts); the Web UI's own path is test/ui/resetFromWebUi.test.ts.
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { listOperatorActs } from '../../src/db/operatorActs';
+import { readMailLog } from '../../src/db/orderMailLog';
+import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
+import { retryOrderMail } from '../../src/ops/retryOrderMail';
+import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
+import {
+  createOrder,
+  openWorkflowTestBed,
+  type TestDatabase,
+  type WorkflowTestBed,
+} from '../support/testKit';
+import { spawnWorkerProcess, type WorkerProcess } from '../support/workerProcess';
+
+let bed: WorkflowTestBed | undefined;
+let database: TestDatabase;
+let sandbox: MailSandbox;
+let client: Client;
+let worker: WorkerProcess | undefined;
+const taskQueue = `reset-acts-${randomUUID()}`;
+
+beforeAll(async () => {
+  bed = await openWorkflowTestBed('reset_acts');
+  ({ database, sandbox, client } = bed);
+  worker = spawnWorkerProcess({
+    DATABASE_URL: database.connectionString,
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    MAIL_API_BASE_URL: sandbox.url,
+    MAIL_API_KEY: 'sandbox-key',
+  });
+  await worker.started;
+}, 120_000);
+
+afterAll(async () => {
+  worker?.child.kill('SIGKILL');
+  await worker?.exited;
+  await bed?.close();
+});
+
+/** An order whose mail failed (the sandbox refuses its address), with the address then fixed. */
+async function failedThenFixed(): Promise<{ orderId: string; firstRunId: string }> {
+  const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
+  await client.workflow
+    .execute(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] })
+    .catch(() => undefined);
+  expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'failed', outcome: 'rejected' });
+  await database.db.query(`UPDATE orders SET customer_email = 'fixed@example.com' WHERE id = $1`, [orderId]);
+  return { orderId, firstRunId: (await client.workflow.getHandle(orderId).describe()).runId };
+}
+
+it('a reset made with the API, as the Web UI makes it, leaves one reset act with its reason', async () => {
+  const { orderId, firstRunId } = await failedThenFixed();
+  const { newRunId } = await resetToFirstWorkflowTask(client, {
+    workflowId: orderId,
+    runId: firstRunId,
+    reason: 'address fixed, send again',
+    identity: 'someone in the Web UI',
+  });
+  expect(await client.workflow.getHandle(orderId, newRunId).result()).toMatchObject({ result: 'sent' });
+  expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  const acts = await listOperatorActs(database.db, orderId);
+  expect(acts).toMatchObject([
+    {
+      act: 'reset',
+      reason: 'address fixed, send again',
+      details: { baseRunId: firstRunId, newRunId },
+      rowAfter: { state: 'sending' },
+    },
+  ]);
+  expect(acts[0]!.dbSessionUser).not.toBeNull();
+});
+
+it('a reset made by ops retry is recorded once, as the CLI retry act', async () => {
+  const { orderId } = await failedThenFixed();
+  const retried = await retryOrderMail(
+    {
+      db: database.db,
+      client,
+      namespace: inject('temporalNamespace'),
+      taskQueue,
+      uiBaseUrl: 'http://localhost:8233',
+      operator: 'alice',
+    },
+    { orderId, reason: 'address fixed' },
+  );
+  expect(retried.kind).toBe('reset');
+  expect(await client.workflow.getHandle(orderId).result()).toMatchObject({ result: 'sent' });
+  expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  expect(await listOperatorActs(database.db, orderId)).toMatchObject([
+    { act: 'retry', operator: 'alice', reason: 'address fixed' },
+  ]);
+});
