@@ -131,8 +131,11 @@ export async function listOperatorActs(db: Database, orderId: string): Promise<O
 
 /**
  * Whether a run's claim found the row last claimed by ANOTHER run of its workflow id (or that run's attempts
- * in the audit trail), with no act recorded yet for this run: then this run may have been started by a reset.
- * Cheap, and asked only by claims other than an order's first.
+ * in the audit trail), with no act recorded yet for this run and no attempt of its own recorded: then this is
+ * the run's first claim (or a retry of it) and the run may have been started by a reset. A later claim of the
+ * same run (after a backoff) was not started by anything new, and must not depend on reaching Temporal: a
+ * worker cut off from Temporal with a late claim on the wire would otherwise hang that claim on a history
+ * read (test/chaos/workerClocksApart.test.ts). Cheap, and asked only by claims other than an order's first.
  */
 export async function followsAnotherRunUnrecorded(
   db: Database,
@@ -146,6 +149,8 @@ export async function followsAnotherRunUnrecorded(
              OR EXISTS (SELECT 1 FROM order_mail_attempts
                          WHERE order_id = ${input.orderId} AND claim_token <> ${input.claimToken}
                            AND left(claim_token, length(${input.workflowScope})) = ${input.workflowScope}))
+           AND NOT EXISTS (SELECT 1 FROM order_mail_attempts
+                            WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken})
            AND NOT EXISTS (SELECT 1 FROM order_mail_operator_acts
                             WHERE order_id = ${input.orderId}
                               AND (details ->> 'newRunId' = ${input.runId}
