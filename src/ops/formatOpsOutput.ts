@@ -44,6 +44,14 @@ export function formatStatus(status: OrderMailStatus): string {
       }
     }
   }
+  if (status.providerEvents.length > 0) {
+    lines.push('  provider events:');
+    for (const event of status.providerEvents) {
+      const id = event.providerMessageId === null ? '' : ` ${event.providerMessageId}`;
+      const reason = event.reason === null ? '' : ` — ${event.reason}`;
+      lines.push(`    ${event.occurredAt.toISOString()} ${event.provider} ${event.eventType}${id}${reason}`);
+    }
+  }
   if (status.acts.length > 0) {
     lines.push('  operator acts:');
     for (const act of status.acts) lines.push(`    ${describeAct(act)}`);
