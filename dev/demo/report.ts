@@ -38,6 +38,8 @@ export interface AttemptFact {
 export interface MessageFact {
   orderId: string;
   id: string;
+  /** When the provider took it, ISO 8601. */
+  receivedAt: string;
 }
 
 /** How the sandbox ended one request to its mail API, and the fault it applied (null for none). */

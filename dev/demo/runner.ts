@@ -71,6 +71,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       faults: options.faults,
       seed: options.seed,
       inbox: options.inbox,
+      verification: options.verification,
       temporalDbFile: needsDbFile ? path.join(runDirectory, 'temporal.db') : null,
       onProgress: say,
     });

@@ -26,7 +26,9 @@ function facts(
     attempts: entries.flatMap(([orderId, story]) =>
       (story.attempts ?? []).map((attempt) => ({ orderId, ...attempt })),
     ),
-    messages: entries.flatMap(([orderId, story]) => (story.messages ?? []).map((id) => ({ orderId, id }))),
+    messages: entries.flatMap(([orderId, story]) =>
+      (story.messages ?? []).map((id) => ({ orderId, id, receivedAt: '2026-12-01T00:00:00.000Z' })),
+    ),
     requests: [],
     workflows: Object.fromEntries(
       entries.map(([orderId, story]) => [orderId, story.workflow ?? 'COMPLETED']),
