@@ -240,6 +240,14 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       retryInitialIntervalMs,
       retryMaxIntervalMs,
       idempotency,
+      verification:
+        verification === null
+          ? null
+          : {
+              settleDelayMs: verification.settleDelayMs,
+              lookupTimeoutMs: verification.lookupTimeoutMs,
+              deadlineMs: verification.deadlineMs,
+            },
     },
     reconcile: {
       graceMs: read.positiveInt('RECONCILE_GRACE_MS', CONFIG_DEFAULTS.RECONCILE_GRACE_MS),

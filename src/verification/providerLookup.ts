@@ -77,7 +77,7 @@ export function notFoundIsEvidence(input: {
     return {
       evidence: false,
       why:
-        `asked ${seconds(input.sinceDispatchMs)} s after the request, before the provider's settle delay ` +
+        `it was asked ${seconds(input.sinceDispatchMs)} s after the request, before the provider's settle delay ` +
         `(${seconds(input.settleDelayMs)} s): its log may not show the message yet`,
     };
   }

@@ -66,10 +66,14 @@ const EVENT_COLUMNS = `provider, provider_event_id AS "providerEventId", send_ke
   provider_message_id AS "providerMessageId", event_type AS "eventType", occurred_at AS "occurredAt",
   received_at AS "receivedAt", reason`;
 
+// Providers stamp events to the second (SendGrid), and posts arrive in any order, so events of the same time
+// are put in the order they must have happened: taken, then what became of it, then a complaint.
+const IN_ORDER = `occurred_at, CASE event_type WHEN 'accepted' THEN 0 WHEN 'complained' THEN 2 ELSE 1 END, id`;
+
 /** Every event of the order, oldest first: what `ops status` shows. */
 export async function listProviderEvents(db: Database, orderId: string): Promise<ProviderEventRow[]> {
   const { rows } = await db.query<ProviderEventRow>(
-    `SELECT ${EVENT_COLUMNS} FROM order_mail_provider_events WHERE order_id = $1 ORDER BY occurred_at, id`,
+    `SELECT ${EVENT_COLUMNS} FROM order_mail_provider_events WHERE order_id = $1 ORDER BY ${IN_ORDER}`,
     [orderId],
   );
   return rows;
@@ -86,7 +90,7 @@ export async function findSendEvidence(
   const { rows } = await db.query<ProviderEventRow>(
     `SELECT ${EVENT_COLUMNS} FROM order_mail_provider_events
       WHERE order_id = $1 AND send_key = $2 AND provider = $3
-      ORDER BY occurred_at, id LIMIT 1`,
+      ORDER BY ${IN_ORDER} LIMIT 1`,
     [query.orderId, query.sendKey, query.provider],
   );
   return rows[0] ?? null;

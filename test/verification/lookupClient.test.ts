@@ -154,7 +154,7 @@ describe('a "not found" is evidence only between the settle delay and the retent
       notFoundIsEvidence({ ...base, sinceDispatchMs: 29_999, sinceKeyFirstDispatchMs: 29_999 }),
     ).toMatchObject({
       evidence: false,
-      why: expect.stringMatching(/before the provider's settle delay/) as unknown,
+      why: expect.stringMatching(/^it was asked .* before the provider's settle delay/) as unknown,
     });
     expect(notFoundIsEvidence({ ...base, sinceDispatchMs: 30_000, sinceKeyFirstDispatchMs: 60_000 })).toEqual(
       {
