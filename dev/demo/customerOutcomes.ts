@@ -72,6 +72,8 @@ export interface CustomerOutcomes {
     settledBy: Partial<Record<Settlement, SettlementCount>>;
     /** Unknowns settled against the facts: a mail assumed or verified sent that never came, or the reverse. */
     wrong: number;
+    /** Orders of the first few of them. */
+    wrongExamples: string[];
   };
 }
 
@@ -108,6 +110,7 @@ export function summarizeCustomers(facts: CustomerFacts): CustomerOutcomes {
   );
   const settledBy: Partial<Record<Settlement, SettlementCount>> = {};
   let wrong = 0;
+  const wrongExamples: string[] = [];
   let attempts = 0;
   for (const attempt of facts.attempts) {
     if (!ordered.has(attempt.orderId)) continue;
@@ -130,6 +133,7 @@ export function summarizeCustomers(facts: CustomerFacts): CustomerOutcomes {
     else {
       count.wrong += 1;
       wrong += 1;
+      if (wrongExamples.length < EXAMPLES) wrongExamples.push(attempt.orderId);
     }
   }
 
@@ -138,7 +142,7 @@ export function summarizeCustomers(facts: CustomerFacts): CustomerOutcomes {
     customers,
     missing: { orders: missing.length, byRow, examples: missing.slice(0, EXAMPLES) },
     duplicated: { orders: duplicated.length, extraMails, examples: duplicated.slice(0, EXAMPLES) },
-    unknowns: { attempts, settledBy, wrong },
+    unknowns: { attempts, settledBy, wrong, wrongExamples },
   };
 }
 

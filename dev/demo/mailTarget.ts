@@ -7,7 +7,7 @@ import type { Fault } from '../sandbox/faults';
 import type { RelayTarget } from '../sandbox/relayToInbox';
 import { startSmtpSandbox, type SmtpTransactionRecord } from '../sandbox/smtp/smtpSandbox';
 import { faultRates, HANG_MS, type FaultMix, type MailTransportName } from './options';
-import type { MessageFact, RequestFact } from './report';
+import type { MessageFact, RequestFact, VerificationActivity } from './report';
 import { smtpFaultRates } from './smtpFaultRates';
 import { startVerificationParts } from './verificationTarget';
 import type { VerificationRunOptions } from './verificationOptions';
@@ -31,6 +31,8 @@ export interface DemoMailTarget {
   /** The provider the HTTP sandbox plays for the workers (null over SMTP), and whether they verify with it. */
   provider: string | null;
   verifies: boolean;
+  /** What the verification path did at the sandbox: lookups, webhook postings. */
+  verificationActivity(): VerificationActivity;
   close(): Promise<void>;
 }
 
@@ -79,6 +81,14 @@ export async function startMailTarget(options: {
       relaysSettled: () => sandbox.relaysSettled(),
       provider: null,
       verifies: false,
+      verificationActivity: () => ({
+        provider: null,
+        verifies: false,
+        lookups: 0,
+        lookupFaults: 0,
+        webhookPosts: 0,
+        webhookDuplicates: 0,
+      }),
       close: () => sandbox.close(),
     };
   }
@@ -120,6 +130,18 @@ export async function startMailTarget(options: {
     relaysSettled: () => sandbox.relaysSettled(),
     provider,
     verifies: verification.verifies,
+    verificationActivity: () => {
+      const lookups = sandbox.lookups();
+      const posts = sandbox.webhookDeliveries();
+      return {
+        provider,
+        verifies: verification.verifies,
+        lookups: lookups.length,
+        lookupFaults: lookups.filter((lookup) => lookup.fault !== null).length,
+        webhookPosts: posts.length,
+        webhookDuplicates: posts.filter((post) => post.duplicate && post.attempt === 1).length,
+      };
+    },
     close: async () => {
       await sandbox.close();
       await verification.close();

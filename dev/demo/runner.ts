@@ -522,6 +522,7 @@ async function collectReport(input: {
     profile: input.options.profile,
     transport: mail.transport,
     policy: input.options.policy,
+    verification: mail.verificationActivity(),
     orderIds: input.orderIds,
     ...log,
     messages,

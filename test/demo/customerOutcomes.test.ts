@@ -80,6 +80,7 @@ describe('summarizeCustomers', () => {
     expect(summarizeCustomers(facts).unknowns).toEqual({
       attempts: 6,
       wrong: 2,
+      wrongExamples: ['2', '4'],
       settledBy: {
         'verified accepted (lookup)': { attempts: 1, right: 1, wrong: 0, notJudged: 0 },
         'verified not sent': { attempts: 2, right: 1, wrong: 1, notJudged: 0 },
