@@ -143,7 +143,7 @@ describe('Mailgun Message-Id', () => {
     await sendThrough('mailgun', orderId);
     await sendThrough('mailgun', orderId);
     const ids = sandbox.messagesFor(orderId).map((message) => message.id);
-    expect(ids).toEqual([`<order-confirmation/${orderId}@${TEST_MAILGUN_DOMAIN}>`, ids[0]]);
+    expect(ids).toEqual([`<order-confirmation/${orderId}/0@${TEST_MAILGUN_DOMAIN}>`, ids[0]]);
   });
 });
 
