@@ -227,6 +227,31 @@ describe.each(LOOKUP_PROVIDERS)('%s: an unknown outcome is verified with the loo
     expect(lookups.every((lookup) => lookup.status === 503)).toBe(true);
   });
 
+  it('lookup hanging past its own timeout until the deadline → the policy, recorded as such', async () => {
+    // Each lookup is cut off by its own timeout (800 ms) and retried; none answers before the deadline (4 s).
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    sandbox.queueLookupFault(orderId, { kind: 'hang' }, 50);
+    const result = await runMail(orderId, `${provider}-assume-failed`);
+
+    // assume-failed: the policy sends again, so the customer has two mails; that is the policy's price, and the
+    // attempt says it was the policy because verification could not decide.
+    expect(sendRequests(sandbox, orderId)).toHaveLength(2);
+    expect(sandbox.messagesFor(orderId)).toHaveLength(2);
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
+    const [attempt] = await attemptsWithVerification(database.db, orderId);
+    expect(attempt).toMatchObject({
+      attempt: 1,
+      state: 'failed',
+      outcome: 'unknown',
+      unknownPolicy: 'assume-failed',
+      verification: 'inconclusive',
+    });
+    expect(attempt!.error).toMatch(/settled by policy assume-failed because verification could not decide/);
+    const lookups = sandbox.lookups().filter((lookup) => lookup.orderId === orderId);
+    expect(lookups.length).toBeGreaterThan(1);
+  });
+
   it('a settle delay shorter than the provider’s indexing lag: "not found" is wrong, and a second mail goes out', async () => {
     // What goes wrong when the delay is set below the provider's lag: the accepted mail is not indexed yet, the
     // lookup says "not found", the attempt is recorded verified not sent, and the retry sends a second mail.
