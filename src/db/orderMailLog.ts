@@ -2,7 +2,7 @@
 // listings (the gauges' reads are in mailLogGauges.ts). Nothing here changes a row: the transitions live in
 // orderMailClaim.ts (the claim),
 // ../activities/dispatchFence.ts (the fence), orderMailRecord.ts (the record) and operatorActs.ts (resolve).
-import type { AttemptOutcome, LogOutcome, MailOutcome, UnknownSettlement } from '../shared/mailOutcome';
+import type { AttemptOutcome, LogOutcome, UnknownSettlement } from '../shared/mailOutcome';
 import type { VerificationRecord } from '../shared/unknownOutcome';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
