@@ -35,6 +35,7 @@ import { startWorkerHttpServer, type WorkerLiveness } from './metrics/workerHttp
 import { assertSearchAttributesRegistered } from './temporal/searchAttributes';
 import { resetHistoryReader } from './temporal/resetHistory';
 import { UnrecordedSends } from './unrecordedSends';
+import { createVerifier, type Verifier } from './verification/verifier';
 import { defaultWorkerIdentity, orderMailWorkerPair } from './workerOptions';
 
 /** What the process is doing, for /healthz, /readyz and the log. */
@@ -78,6 +79,9 @@ export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promis
   });
   try {
     const mail = createMailTransport(config.mailApi, config.smtp);
+    // The provider's lookup has a pool of its own, so it never waits behind sends (src/verification/).
+    const verification =
+      config.verification === null ? null : createVerifier(config.verification, config.mailApi);
     try {
       const metrics: OrderMailMetrics =
         runtimeMetricsUrl === null
@@ -127,6 +131,7 @@ export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promis
             config,
             db,
             mail,
+            verifier: verification?.verifier ?? null,
             metrics,
             workerIdentity,
             mailProvider,
@@ -143,6 +148,7 @@ export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promis
         await http?.close();
       }
     } finally {
+      await verification?.close();
       await mail.close();
     }
   } finally {
@@ -154,6 +160,7 @@ interface RoundSetup {
   config: WorkerConfig;
   db: Database;
   mail: MailTransport;
+  verifier: Verifier | null;
   metrics: OrderMailMetrics;
   workerIdentity: string;
   mailProvider: string;
@@ -230,6 +237,7 @@ async function runWorkerPair(
       workerIdentity: setup.workerIdentity,
       metrics: setup.metrics,
       readResetOfRun: resetHistoryReader(temporal),
+      ...(setup.verifier === null ? {} : { verifier: setup.verifier }),
     },
     reconcileDependencies: { db, temporal, settings: config.reconcile },
     workflows:
@@ -263,6 +271,7 @@ async function runWorkerPair(
     unknownOutcomePolicy: config.workflow.unknownOutcomePolicy,
     mailProvider: setup.mailProvider,
     idempotencyWindowMs: config.workflow.idempotency?.windowMs ?? null,
+    verifySettleDelayMs: config.workflow.verification?.settleDelayMs ?? null,
     http: setup.httpUrl,
   });
 

@@ -4,6 +4,9 @@
 //   SANDBOX_API_KEY  default "sandbox-key"
 //   SANDBOX_FAULTS   optional JSON fault plan, e.g. {"rates":[{"fault":{"kind":"accept-then-drop"},"probability":0.1}]}
 //   SANDBOX_RELAY_TO optional host:port of an SMTP inbox (MailDev) that gets every accepted message
+//   SANDBOX_INDEXING_LAG_MS  how long a message takes to show in the providers' lookups (default 1000)
+//   SANDBOX_WEBHOOK_URL      optional base URL of a webhook receiver (npm run webhooks) for the SendGrid and
+//                            Mailgun emulations' signed events; the keys to verify them are printed at start
 
 import { parseFaultPlan, type FaultPlan } from '../sandbox/faults';
 import { DEFAULT_SANDBOX_API_KEY, startMailSandbox } from '../sandbox/mailSandbox';
@@ -15,6 +18,8 @@ interface SandboxCliConfig {
   apiKey: string;
   faultPlan: FaultPlan | undefined;
   relayTo: RelayTarget | undefined;
+  indexingLagMs: number | undefined;
+  webhookUrl: string | null;
 }
 
 class SandboxCliConfigError extends Error {
@@ -47,10 +52,25 @@ function readConfig(env: NodeJS.ProcessEnv): SandboxCliConfig {
     if (match === null) problems.push('SANDBOX_RELAY_TO must look like host:port, e.g. 127.0.0.1:1025');
     else relayTo = { host: match[1]!, port: Number(match[2]) };
   }
+  const lagText = env.SANDBOX_INDEXING_LAG_MS ?? '';
+  if (lagText !== '' && !/^[0-9]+$/.test(lagText))
+    problems.push('SANDBOX_INDEXING_LAG_MS must be an integer >= 0');
+  const webhookUrl = env.SANDBOX_WEBHOOK_URL || null;
+  if (webhookUrl !== null && !/^https?:\/\/\S+$/.test(webhookUrl)) {
+    problems.push('SANDBOX_WEBHOOK_URL must be an http(s) URL, e.g. http://127.0.0.1:8090');
+  }
   if (problems.length > 0) {
     throw new SandboxCliConfigError(`Invalid sandbox configuration: ${problems.join('; ')}.`);
   }
-  return { host: env.SANDBOX_HOST || '127.0.0.1', port, apiKey, faultPlan, relayTo };
+  return {
+    host: env.SANDBOX_HOST || '127.0.0.1',
+    port,
+    apiKey,
+    faultPlan,
+    relayTo,
+    indexingLagMs: lagText === '' ? undefined : Number(lagText),
+    webhookUrl,
+  };
 }
 
 async function main(): Promise<void> {
@@ -61,6 +81,8 @@ async function main(): Promise<void> {
     apiKey: config.apiKey,
     faultPlan: config.faultPlan,
     relayTo: config.relayTo,
+    lookups: config.indexingLagMs === undefined ? {} : { indexingLagMs: config.indexingLagMs },
+    webhooks: { url: config.webhookUrl },
   });
   const keyNote = config.apiKey === DEFAULT_SANDBOX_API_KEY ? ` (API key "${DEFAULT_SANDBOX_API_KEY}")` : '';
   console.log(
@@ -70,6 +92,12 @@ async function main(): Promise<void> {
     console.log(`Relaying accepted messages to ${config.relayTo.host}:${config.relayTo.port}`);
   }
   if (config.faultPlan !== undefined) console.log(`Fault plan: ${JSON.stringify(config.faultPlan)}`);
+  if (config.webhookUrl !== null) {
+    // Sandbox keys, made for this run: what the receiver needs to verify the emulations' signatures.
+    console.log(`Posting SendGrid and Mailgun events to ${config.webhookUrl}; for npm run webhooks:`);
+    console.log(`  SENDGRID_WEBHOOK_PUBLIC_KEY=${sandbox.webhookKeys.sendgridPublicKey}`);
+    console.log(`  MAILGUN_WEBHOOK_SIGNING_KEY=${sandbox.webhookKeys.mailgunSigningKey}`);
+  }
 
   const stop = (signal: NodeJS.Signals): void => {
     console.log(`Mail sandbox stopping (${signal}).`);

@@ -1,5 +1,6 @@
 // The report as a person reads it at the end of `npm run demo` / `npm run chaos`.
 import { formatOperatorSection } from './formatOperatorReport';
+import { formatCustomerOutcomes } from './customerOutcomes';
 import type { RunReport } from './report';
 
 export function formatReport(report: RunReport): string {
@@ -12,7 +13,17 @@ export function formatReport(report: RunReport): string {
     return entries.length === 0 ? 'none' : entries.map(([key, value]) => `${key} ${value}`).join(' · ');
   };
 
-  lines.push('', `Report: profile ${report.profile}, transport ${report.transport}, policy ${report.policy}`);
+  const provider = report.verification.provider;
+  lines.push(
+    '',
+    `Report: profile ${report.profile}, transport ${report.transport}` +
+      (provider === null
+        ? ''
+        : ` (${provider}, ${report.verification.verifies ? 'verifying' : 'not verifying'})`) +
+      `, policy ${report.policy}`,
+  );
+  // What the customers got leads: the provider's side, whatever the rows say (dev/demo/customerOutcomes.ts).
+  formatCustomerOutcomes(report.customers, row);
   row(
     'Orders',
     `${report.orders}, sent by ${report.workers} worker processes; ${report.starts.clientProcesses} client ` +
@@ -20,26 +31,12 @@ export function formatReport(report: RunReport): string {
       `${report.starts.started} started, ${report.starts.alreadyStarted} already started, ` +
       `${report.starts.retriedCalls} retried)`,
   );
+  const against = report.rowsAgainstFacts.acceptedWithoutMessage + report.rowsAgainstFacts.noTerminalRow;
   row(
-    'Messages per order',
-    Object.entries(report.messagesPerOrder)
-      .sort(([a], [b]) => Number(a) - Number(b))
-      .map(([messages, orders]) => `${messages} message${messages === '1' ? '' : 's'}: ${orders} orders`)
-      .join(' · '),
-  );
-  row(
-    'Duplicates',
-    report.duplicates.orders === 0
-      ? '0'
-      : `${report.duplicates.orders} orders (${report.duplicates.extraMessages} extra messages), e.g. ` +
-          report.duplicates.examples.join(', '),
-  );
-  const missing = report.missing.acceptedWithoutMessage + report.missing.noTerminalRow;
-  row(
-    'Missing',
-    `${missing} (sent/accepted without a message: ${report.missing.acceptedWithoutMessage}; ` +
-      `no terminal row: ${report.missing.noTerminalRow})` +
-      (missing > 0 ? `, e.g. ${report.missing.examples.join(', ')}` : ''),
+    'Rows against facts',
+    `${against} (sent/accepted without its message: ${report.rowsAgainstFacts.acceptedWithoutMessage}; ` +
+      `no terminal row: ${report.rowsAgainstFacts.noTerminalRow})` +
+      (against > 0 ? `, e.g. ${report.rowsAgainstFacts.examples.join(', ')}` : ''),
   );
   if (report.inbox !== null) {
     row(
@@ -49,17 +46,14 @@ export function formatReport(report: RunReport): string {
     );
   }
   row('Rows (state/outcome)', counts(report.rows));
-  const unknown = report.unknownOutcomes;
-  row(
-    'Unknown outcomes',
-    unknown.attempts === 0
-      ? 'none'
-      : `${unknown.attempts} attempts, resolved ${counts(unknown.resolvedAs)}; of the orders concerned the ` +
-          `provider got the mail for ${unknown.ordersDelivered}, not for ${unknown.ordersNotDelivered}` +
-          (unknown.assumedSentButNotDelivered > 0
-            ? ` (${unknown.assumedSentButNotDelivered} recorded as sent by assume-sent never arrived)`
-            : ''),
-  );
+  if (report.verification.verifies) {
+    const { lookups, lookupFaults, webhookPosts, webhookDuplicates } = report.verification;
+    row(
+      'Verification',
+      `${lookups} lookups (${lookupFaults} failed on purpose)` +
+        (webhookPosts > 0 ? `; ${webhookPosts} webhook posts (${webhookDuplicates} duplicates)` : ''),
+    );
+  }
   row('Workflows', counts(report.workflows));
   row(
     'Faults injected',

@@ -7,8 +7,10 @@ import type { Fault } from '../sandbox/faults';
 import type { RelayTarget } from '../sandbox/relayToInbox';
 import { startSmtpSandbox, type SmtpTransactionRecord } from '../sandbox/smtp/smtpSandbox';
 import { faultRates, HANG_MS, type FaultMix, type MailTransportName } from './options';
-import type { MessageFact, RequestFact } from './report';
+import type { MessageFact, RequestFact, VerificationActivity } from './report';
 import { smtpFaultRates } from './smtpFaultRates';
+import { startVerificationParts } from './verificationTarget';
+import type { VerificationRunOptions } from './verificationOptions';
 
 export interface DemoMailTarget {
   transport: MailTransportName;
@@ -26,6 +28,11 @@ export interface DemoMailTarget {
   whenListening(): Promise<void>;
   /** Resolves once every relay to the inbox started so far has finished. */
   relaysSettled(): Promise<void>;
+  /** The provider the HTTP sandbox plays for the workers (null over SMTP), and whether they verify with it. */
+  provider: string | null;
+  verifies: boolean;
+  /** What the verification path did at the sandbox: lookups, webhook postings. */
+  verificationActivity(): VerificationActivity;
   close(): Promise<void>;
 }
 
@@ -34,6 +41,9 @@ export async function startMailTarget(options: {
   faults: FaultMix;
   seed: number;
   relayTo: RelayTarget | null;
+  verification: VerificationRunOptions;
+  /** The run's database, where the webhook receiver (if the provider has webhooks) stores events. */
+  databaseUrl: string;
 }): Promise<DemoMailTarget> {
   const relay = options.relayTo === null ? {} : { relayTo: options.relayTo };
   if (options.transport === 'smtp') {
@@ -60,11 +70,25 @@ export async function startMailTarget(options: {
         sandbox
           .messages()
           .filter((message) => message.orderId !== null)
-          .map((message) => ({ orderId: message.orderId!, id: message.queueId })),
+          .map((message) => ({
+            orderId: message.orderId!,
+            id: message.queueId,
+            receivedAt: message.receivedAt,
+          })),
       requests: () => sandbox.transactions().map(smtpRequestFact),
       refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
       whenListening: () => sandbox.whenListening(),
       relaysSettled: () => sandbox.relaysSettled(),
+      provider: null,
+      verifies: false,
+      verificationActivity: () => ({
+        provider: null,
+        verifies: false,
+        lookups: 0,
+        lookupFaults: 0,
+        webhookPosts: 0,
+        webhookDuplicates: 0,
+      }),
       close: () => sandbox.close(),
     };
   }
@@ -72,16 +96,31 @@ export async function startMailTarget(options: {
     faultPlan: { rates: faultRates(options.faults), seed: options.seed },
     ...relay,
   });
+  const { provider } = options.verification;
+  const verification = await startVerificationParts(sandbox, options.verification, options.databaseUrl).catch(
+    async (error: unknown) => {
+      await sandbox.close();
+      throw error;
+    },
+  );
   return {
     transport: 'http',
     address: sandbox.url,
     messagesUrl: `${sandbox.url}/_sandbox/messages?orderId=1`,
-    workerEnv: { MAIL_API_BASE_URL: sandbox.url, MAIL_API_KEY: DEFAULT_SANDBOX_API_KEY },
-    messages: () => sandbox.messages().map((message) => ({ orderId: message.orderId, id: message.id })),
+    workerEnv: {
+      MAIL_API_BASE_URL: sandbox.url,
+      MAIL_API_KEY: DEFAULT_SANDBOX_API_KEY,
+      ...verification.workerEnv,
+    },
+    messages: () =>
+      sandbox
+        .messages()
+        .map((message) => ({ orderId: message.orderId, id: message.id, receivedAt: message.receivedAt })),
+    // The sends to the provider's endpoint; its lookups are counted apart (verification.lookups()).
     requests: () =>
       sandbox
         .requests()
-        .filter((request) => request.path === '/v1/messages')
+        .filter((request) => request.provider === provider)
         .map((request) => ({
           orderId: request.orderId,
           fault: request.fault && describeFault(request.fault),
@@ -89,7 +128,24 @@ export async function startMailTarget(options: {
     refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
     whenListening: () => sandbox.whenListening(),
     relaysSettled: () => sandbox.relaysSettled(),
-    close: () => sandbox.close(),
+    provider,
+    verifies: verification.verifies,
+    verificationActivity: () => {
+      const lookups = sandbox.lookups();
+      const posts = sandbox.webhookDeliveries();
+      return {
+        provider,
+        verifies: verification.verifies,
+        lookups: lookups.length,
+        lookupFaults: lookups.filter((lookup) => lookup.fault !== null).length,
+        webhookPosts: posts.length,
+        webhookDuplicates: posts.filter((post) => post.duplicate && post.attempt === 1).length,
+      };
+    },
+    close: async () => {
+      await sandbox.close();
+      await verification.close();
+    },
   };
 }
 

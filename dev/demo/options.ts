@@ -2,6 +2,12 @@
 // same harness; chaos turns every fault on at full strength.
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { FaultRate } from '../sandbox/faults';
+import {
+  applyVerificationFlag,
+  VERIFICATION_PROFILES,
+  VERIFICATION_USAGE,
+  type VerificationRunOptions,
+} from './verificationOptions';
 
 /** How the runner's workers send: to the HTTP Mail API sandbox, or over SMTP to the SMTP fault sandbox. */
 export type MailTransportName = 'http' | 'smtp';
@@ -50,6 +56,8 @@ export interface RunOptions {
   /** WORKER_MAX_CONCURRENT_ACTIVITIES of each worker. */
   workerConcurrency: number;
   policy: UnknownOutcomePolicy;
+  /** The provider, and how unknown outcomes are verified with it (dev/demo/verificationOptions.ts). */
+  verification: VerificationRunOptions;
   faults: FaultMix;
   /** Stop listening for refuseForMs every refuseEveryMs; 0 = never. */
   refuseEveryMs: number;
@@ -101,6 +109,7 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
     startRate: 0,
     workerConcurrency: 100,
     policy: 'assume-sent',
+    verification: VERIFICATION_PROFILES.demo,
     faults: {
       acceptThenDrop: 0.03,
       hang: 0.01,
@@ -135,6 +144,7 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
     // Each kill then interrupts at most this many activities, each of which waits out its timeout.
     workerConcurrency: 20,
     policy: 'assume-sent',
+    verification: VERIFICATION_PROFILES.chaos,
     faults: {
       acceptThenDrop: 0.12,
       hang: 0.04,
@@ -181,6 +191,7 @@ export const USAGE = `Usage: npm run demo -- [flags]     (the demo profile)
   --slow RATE                   accepted and answered after ${SLOW_MS} ms, inside the client's deadline: no fault,
                                 a send in flight for a while  [250 after ${SLOW_MS} ms] (0; 25% with --operators)
   --no-faults                   all of the rates above 0
+${VERIFICATION_USAGE}
   --refuse-every S / --refuse-for S   refuse connections for a while, periodically (0 = off)
   --kill-every S                SIGKILL a random worker every S seconds and start another (0 = off)
   --restart-postgres AT         restart Postgres once AT (0..1) of the orders are done ('off' = never)
@@ -215,7 +226,7 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
     throw new UsageError(`--profile must be demo or chaos (got ${String(profileName)})`);
   }
   const base = PROFILES[profileName];
-  const options: RunOptions = { ...base, faults: { ...base.faults } };
+  const options: RunOptions = { ...base, faults: { ...base.faults }, verification: { ...base.verification } };
   // --operators changes defaults that a flag of their own may still set, before or after it.
   const given = new Set<string>();
   let operatorEveryMs: number | null = null;
@@ -337,6 +348,8 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         options.json = true;
         break;
       default:
+        if (applyVerificationFlag(options.verification, flag, value, (message) => new UsageError(message)))
+          break;
         throw new UsageError(`unknown flag ${flag}`);
     }
   }
@@ -352,6 +365,9 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
     0,
   );
   if (total > 1) throw new UsageError(`the fault rates add up to ${total}, more than 1`);
+  if (options.transport === 'smtp' && options.verification.provider !== 'generic') {
+    throw new UsageError('--provider names an HTTP provider; it does not go with --transport smtp');
+  }
   if (options.refuseEveryMs > 0 && options.refuseForMs <= 0) {
     throw new UsageError('--refuse-for must be positive when --refuse-every is on');
   }

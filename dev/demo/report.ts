@@ -2,6 +2,7 @@
 // received, what order_mail_log and order_mail_attempts say, and the workflows' statuses in Temporal.
 // Pure, so the invariants themselves are unit-tested (test/demo/report.test.ts).
 import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
+import { summarizeCustomers, type CustomerOutcomes, type VerificationFact } from './customerOutcomes';
 import type { InboxFacts } from './inbox';
 import {
   actsBehind,
@@ -33,17 +34,34 @@ export interface AttemptFact {
   dispatched: boolean;
   /** The provider's message id of an accepted attempt (absent: not known, counted by number instead). */
   providerMessageId?: string | null;
+  /** How an unknown outcome was verified with the provider (lookup, webhook, inconclusive), or null. */
+  verification: VerificationFact;
+  /** When the attempt was settled, ISO 8601 (Postgres's clock, the same machine's as the sandbox's). */
+  finishedAt: string;
 }
 
 export interface MessageFact {
   orderId: string;
   id: string;
+  /** When the provider took it, ISO 8601. */
+  receivedAt: string;
 }
 
 /** How the sandbox ended one request to its mail API, and the fault it applied (null for none). */
 export interface RequestFact {
   orderId: string | null;
   fault: string | null;
+}
+
+export interface VerificationActivity {
+  provider: string | null;
+  verifies: boolean;
+  /** Lookups the sandbox answered, and how many of them it faulted on purpose. */
+  lookups: number;
+  lookupFaults: number;
+  /** Webhook postings the sandbox made (duplicates and retries included), of which duplicates. */
+  webhookPosts: number;
+  webhookDuplicates: number;
 }
 
 export interface ChaosCounts {
@@ -69,6 +87,8 @@ export interface RunFacts {
   /** How the workers sent: the HTTP Mail API or SMTP. */
   transport: string;
   policy: UnknownOutcomePolicy;
+  /** The provider the sandbox played, whether the workers verified unknown outcomes with it, and how. */
+  verification: VerificationActivity;
   orderIds: string[];
   rows: LogRowFact[];
   attempts: AttemptFact[];
@@ -104,12 +124,16 @@ export interface RunReport {
   profile: string;
   transport: string;
   policy: UnknownOutcomePolicy;
+  verification: RunFacts['verification'];
   orders: number;
   workers: number;
+  /** What the customers got, and how each unknown outcome was settled (dev/demo/customerOutcomes.ts). */
+  customers: CustomerOutcomes;
   /** Messages received per order → number of orders. */
   messagesPerOrder: Record<string, number>;
   duplicates: { orders: number; extraMessages: number; examples: string[] };
-  missing: {
+  /** Rows that do not match what happened: sent/accepted without its message, or never settled. */
+  rowsAgainstFacts: {
     acceptedWithoutMessage: number;
     noTerminalRow: number;
     examples: string[];
@@ -203,7 +227,9 @@ export function buildReport(facts: RunFacts): RunReport {
 
   const operatorFacts = facts.operators ?? null;
   const behind = operatorFacts === null ? null : (broken: string[]) => actsBehind(operatorFacts.acts, broken);
+  const customers = summarizeCustomers(facts);
   const invariants = checkInvariants(facts.policy, orders, behind);
+  if (facts.verification.verifies) invariants.push(...verificationInvariants(customers, orders));
   if (facts.inbox !== null) invariants.push(inboxInvariant(facts.inbox, orders));
   const operatorOrders = orders.map((order) => ({
     orderId: order.orderId,
@@ -227,15 +253,17 @@ export function buildReport(facts: RunFacts): RunReport {
     profile: facts.profile,
     transport: facts.transport,
     policy: facts.policy,
+    verification: facts.verification,
     orders: orders.length,
     workers: facts.workers,
+    customers,
     messagesPerOrder,
     duplicates: {
       orders: duplicated.length,
       extraMessages: duplicated.reduce((sum, order) => sum + order.messageIds.length - 1, 0),
       examples: duplicated.slice(0, EXAMPLES).map((order) => order.orderId),
     },
-    missing: {
+    rowsAgainstFacts: {
       acceptedWithoutMessage: acceptedWithoutMessage.length,
       noTerminalRow: notTerminal.length,
       examples: [...acceptedWithoutMessage, ...notTerminal].slice(0, EXAMPLES).map((order) => order.orderId),
@@ -457,6 +485,34 @@ function checkInvariants(
     );
   }
   return results;
+}
+
+/**
+ * With a provider that can be asked, unknown outcomes are settled by what it says, so every customer gets
+ * exactly one mail whatever the policy: none without (the policy's price is gone), and every settlement the
+ * sandbox can judge was right. A duplicate is caught by the invariants above, which explain extra mails only
+ * by unknowns the policy settled.
+ */
+function verificationInvariants(customers: CustomerOutcomes, orders: OrderView[]): InvariantResult[] {
+  const missing = new Set(customers.missing.examples);
+  return [
+    {
+      name: 'no-customer-without-a-mail',
+      description: 'with verification, every customer got a mail, whatever the row says',
+      holds: customers.missing.orders === 0,
+      violations: orders.filter((order) => missing.has(order.orderId)).map((order) => order.orderId),
+      violationCount: customers.missing.orders,
+    },
+    {
+      name: 'unknowns-settled-right',
+      description:
+        'every unknown outcome was settled as the provider had it: verified (or assumed) sent only when it had ' +
+        'the mail, not sent only when it had none',
+      holds: customers.unknowns.wrong === 0,
+      violations: customers.unknowns.wrongExamples,
+      violationCount: customers.unknowns.wrong,
+    },
+  ];
 }
 
 /** The inbox is for people; this checks that what they see there is what the provider accepted, no more. */

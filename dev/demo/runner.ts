@@ -71,6 +71,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       faults: options.faults,
       seed: options.seed,
       inbox: options.inbox,
+      verification: options.verification,
       temporalDbFile: needsDbFile ? path.join(runDirectory, 'temporal.db') : null,
       onProgress: say,
     });
@@ -521,6 +522,7 @@ async function collectReport(input: {
     profile: input.options.profile,
     transport: mail.transport,
     policy: input.options.policy,
+    verification: mail.verificationActivity(),
     orderIds: input.orderIds,
     ...log,
     messages,

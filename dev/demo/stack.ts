@@ -14,6 +14,7 @@ import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
 import { startMailDev } from '../devtools/mailDev';
 import { startMailTarget, type DemoMailTarget } from './mailTarget';
 import type { FaultMix, MailTransportName } from './options';
+import type { VerificationRunOptions } from './verificationOptions';
 
 const STOP_DEADLINE_MS = 15_000;
 
@@ -35,6 +36,7 @@ export async function startStack(options: {
   faults: FaultMix;
   seed: number;
   inbox: boolean;
+  verification: VerificationRunOptions;
   /** Keep the dev server's state in this SQLite file, so a restart loses nothing. */
   temporalDbFile: string | null;
   onProgress: (line: string) => void;
@@ -69,9 +71,18 @@ export async function startStack(options: {
       faults: options.faults,
       seed: options.seed,
       relayTo: inbox === null ? null : { host: inbox.smtpHost, port: inbox.smtpPort },
+      verification: options.verification,
+      databaseUrl: postgres.databaseUrl,
     });
     stops.push(() => mail.close());
-    options.onProgress(`mail sandbox (${mail.transport}): ${mail.address}`);
+    options.onProgress(
+      `mail sandbox (${mail.transport}${mail.provider === null ? '' : `, as ${mail.provider}`}): ${mail.address}` +
+        (mail.provider === null
+          ? ''
+          : mail.verifies
+            ? '; workers verify unknown outcomes with it'
+            : '; no verification'),
+    );
 
     return {
       databaseUrl: postgres.databaseUrl,

@@ -4,7 +4,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidFaultError, parseFault, parseFaultPlan, type Fault, type FaultPlan } from './faults';
 import { parseJson, readBody, sendJson } from './httpIo';
+import { parseLookupFault, type LookupFault, type LookupRecord, type LookupSettings } from './lookups';
 import type { ReceivedMessage, RequestRecord } from './records';
+import type { WebhookDeliveryRecord, WebhookSettings } from './webhooks';
 
 /** The sandbox operations the control API exposes. */
 export interface SandboxControls {
@@ -16,6 +18,13 @@ export interface SandboxControls {
   refuseConnectionsFor(ms: number): Promise<void>;
   releaseHeld(): number;
   reset(): void;
+  lookups(): LookupRecord[];
+  configureLookups(settings: Partial<LookupSettings>): void;
+  queueLookupFault(orderId: string, fault: LookupFault, times?: number): void;
+  setLookupFaultPlan(rates: { fault: LookupFault; probability: number }[], seed?: number): void;
+  webhookDeliveries(): WebhookDeliveryRecord[];
+  configureWebhooks(settings: Partial<WebhookSettings>): void;
+  readonly webhookKeys: { sendgridPublicKey: string; mailgunSigningKey: string };
 }
 
 export const CONTROL_PREFIX = '/_sandbox/';
@@ -64,6 +73,17 @@ export async function handleControlRequest(
       case 'POST /_sandbox/reset':
         controls.reset();
         return sendJson(res, 200, { ok: true });
+      case 'GET /_sandbox/lookups':
+        return sendJson(res, 200, { lookups: controls.lookups() });
+      case 'POST /_sandbox/lookups':
+        applyLookupRequest(body, controls);
+        return sendJson(res, 200, { ok: true });
+      case 'GET /_sandbox/webhooks':
+        return sendJson(res, 200, { deliveries: controls.webhookDeliveries(), keys: controls.webhookKeys });
+      case 'POST /_sandbox/webhooks':
+        // Checked by configureWebhooks, which refuses a bad value before changing anything.
+        controls.configureWebhooks(pick(body, ['url', 'delayMs', 'duplicateProbability', 'lossProbability']));
+        return sendJson(res, 200, { ok: true });
       default:
         return sendJson(res, 404, { error: 'no such control endpoint' });
     }
@@ -71,6 +91,40 @@ export async function handleControlRequest(
     if (error instanceof InvalidFaultError) return sendJson(res, 400, { error: error.message });
     throw error;
   }
+}
+
+/** {indexingLagMs?, retentionMs?, queue?: [{orderId, fault, times?}], plan?: {rates, seed?}}; validated first. */
+function applyLookupRequest(body: Record<string, unknown>, controls: SandboxControls): void {
+  const queue = body.queue === undefined ? [] : body.queue;
+  if (!Array.isArray(queue)) throw new InvalidFaultError('queue must be an array.');
+  const entries = queue.map((item: unknown) => {
+    const { orderId, fault, times } = (item ?? {}) as { orderId?: unknown; fault?: unknown; times?: unknown };
+    if (typeof orderId !== 'string' || orderId.length === 0) {
+      throw new InvalidFaultError('Each queue entry needs an orderId.');
+    }
+    if (times !== undefined && (!Number.isInteger(times) || (times as number) < 1)) {
+      throw new InvalidFaultError('times must be an integer >= 1.');
+    }
+    return { orderId, fault: parseLookupFault(fault), times: (times as number | undefined) ?? 1 };
+  });
+  const plan = body.plan as { rates?: unknown; seed?: unknown } | undefined;
+  if (plan !== undefined && (typeof plan !== 'object' || plan === null || !Array.isArray(plan.rates))) {
+    throw new InvalidFaultError('plan must be an object with a rates array.');
+  }
+  controls.configureLookups(pick(body, ['indexingLagMs', 'retentionMs']));
+  for (const entry of entries) controls.queueLookupFault(entry.orderId, entry.fault, entry.times);
+  if (plan !== undefined) {
+    controls.setLookupFaultPlan(
+      plan.rates as { fault: LookupFault; probability: number }[],
+      typeof plan.seed === 'number' ? plan.seed : undefined,
+    );
+  }
+}
+
+function pick(body: Record<string, unknown>, names: readonly string[]): Record<string, unknown> {
+  const picked: Record<string, unknown> = {};
+  for (const name of names) if (body[name] !== undefined) picked[name] = body[name];
+  return picked;
 }
 
 /** Validates the whole request before applying any of it, so a bad entry changes nothing. */

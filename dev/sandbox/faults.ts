@@ -165,7 +165,7 @@ export class FaultChooser {
 }
 
 /** mulberry32: tiny, fast and good enough to spread faults; not for anything secret. */
-function seededRandom(seed: number): () => number {
+export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

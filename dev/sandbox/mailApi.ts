@@ -98,10 +98,11 @@ export async function handleMailApiRequest(
   // first good request for its order, not by a 401 or a 422.
   const fault = context.faults.next(message.orderId);
   const accept = (finishedAt: number | null = now.getTime()): { id: string; answer: ProviderAnswer } => {
+    const { messageIdHeader: _header, sendKey, ...content } = message;
     const { id } = context.records.addMessage(
-      { ...message, provider: emulation.name, idempotencyKey: key, fault },
+      { ...content, sendKey: sendKey ?? null, provider: emulation.name, idempotencyKey: key, fault },
       now,
-      (sequence) => emulation.messageId(sequence, path),
+      (sequence) => emulation.messageId(sequence, path, message),
     );
     const answer = emulation.accepted(id, message);
     if (key !== null) {

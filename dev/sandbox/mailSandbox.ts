@@ -13,8 +13,10 @@ import {
 } from './faults';
 import { readBody, sendJson } from './httpIo';
 import { IdempotencyStore, RESEND_IDEMPOTENCY_WINDOW_MS } from './idempotencyStore';
+import { SandboxLookups, type LookupFault, type LookupRecord, type LookupSettings } from './lookups';
 import { handleMailApiRequest, type MailApiContext } from './mailApi';
-import { emulationForPath } from './providers';
+import { emulationForPath, lookupEmulationForPath } from './providers';
+import { SandboxWebhooks, type WebhookDeliveryRecord, type WebhookSettings } from './webhooks';
 import { SandboxRecords, type ReceivedMessage, type RequestRecord } from './records';
 import { RefusalWindow, listen } from './refusalWindow';
 import { relayComposedMessage, type RelayTarget } from './relayToInbox';
@@ -36,6 +38,12 @@ export interface MailSandboxOptions {
    * this SMTP server, e.g. MailDev from dev/devtools/mailDev.ts. Rejected or unprocessed requests never are.
    */
   relayTo?: RelayTarget;
+  /** How long an accepted message takes to show in lookups, and how long it stays there (dev/sandbox/lookups.ts). */
+  lookups?: Partial<LookupSettings>;
+  /** Where and how the SendGrid and Mailgun emulations post their signed events (dev/sandbox/webhooks.ts). */
+  webhooks?: Partial<WebhookSettings>;
+  /** Mailgun's webhook signing key; default DEFAULT_MAILGUN_SIGNING_KEY. */
+  mailgunSigningKey?: string;
 }
 
 export interface MailSandbox extends SandboxControls {
@@ -52,6 +60,12 @@ export interface MailSandbox extends SandboxControls {
   reset(): void;
   /** Resolves once every relay to the inbox started so far has finished. */
   relaysSettled(): Promise<void>;
+  /** SendGrid's webhook verification key (base64 DER) and Mailgun's signing key, for the receiver's config. */
+  readonly webhookKeys: { sendgridPublicKey: string; mailgunSigningKey: string };
+  /** Signs a SendGrid webhook body as the emulation does, for tests that post by hand. */
+  signSendGridWebhook(payload: string, timestampSeconds: number): string;
+  /** Resolves once every webhook posting planned so far was made. */
+  webhooksSettled(): Promise<void>;
   /** Drops every connection, held ones included, and stops listening. Idempotent. */
   close(): Promise<void>;
 }
@@ -67,12 +81,15 @@ const DEFAULT_SEED = 1;
 export async function startMailSandbox(options: MailSandboxOptions = {}): Promise<MailSandbox> {
   const faults = new FaultChooser(options.seed ?? DEFAULT_SEED);
   if (options.faultPlan !== undefined) faults.setPlan(parseFaultPlan(options.faultPlan));
+  const seed = options.seed ?? DEFAULT_SEED;
   const sandbox = new MailSandboxServer(
     options.host ?? '127.0.0.1',
     options.apiKey ?? DEFAULT_SANDBOX_API_KEY,
     faults,
     new IdempotencyStore(options.idempotencyWindowMs ?? RESEND_IDEMPOTENCY_WINDOW_MS),
     options.now ?? (() => new Date()),
+    new SandboxLookups(options.lookups ?? {}, seed),
+    new SandboxWebhooks(options.webhooks ?? {}, seed, options.mailgunSigningKey),
   );
   if (options.relayTo !== undefined) sandbox.relayAcceptedTo(options.relayTo);
   await sandbox.start(options.port ?? 0);
@@ -101,8 +118,11 @@ class MailSandboxServer implements MailSandbox {
     private readonly faults: FaultChooser,
     private readonly idempotency: IdempotencyStore,
     private readonly now: () => Date,
+    private readonly lookupEmulation: SandboxLookups,
+    private readonly webhooks: SandboxWebhooks,
   ) {
     this.server = createServer((req, res) => this.route(req, res));
+    this.records.onAccepted((message) => this.webhooks.onAccepted(message));
     this.refusal = new RefusalWindow(this.server, {
       host,
       port: () => this.boundPort,
@@ -152,6 +172,45 @@ class MailSandboxServer implements MailSandbox {
     return this.records.requests();
   }
 
+  lookups(): LookupRecord[] {
+    return this.lookupEmulation.records();
+  }
+
+  configureLookups(settings: Partial<LookupSettings>): void {
+    this.lookupEmulation.configure(settings);
+  }
+
+  queueLookupFault(orderId: string, fault: LookupFault, times = 1): void {
+    this.lookupEmulation.queueFault(orderId, fault, times);
+  }
+
+  setLookupFaultPlan(rates: { fault: LookupFault; probability: number }[], seed?: number): void {
+    this.lookupEmulation.setPlan(rates, seed);
+  }
+
+  webhookDeliveries(): WebhookDeliveryRecord[] {
+    return this.webhooks.deliveries();
+  }
+
+  configureWebhooks(settings: Partial<WebhookSettings>): void {
+    this.webhooks.configure(settings);
+  }
+
+  get webhookKeys(): { sendgridPublicKey: string; mailgunSigningKey: string } {
+    return {
+      sendgridPublicKey: this.webhooks.sendgridPublicKey,
+      mailgunSigningKey: this.webhooks.mailgunSigningKey,
+    };
+  }
+
+  signSendGridWebhook(payload: string, timestampSeconds: number): string {
+    return this.webhooks.signSendGrid(payload, timestampSeconds);
+  }
+
+  webhooksSettled(): Promise<void> {
+    return this.webhooks.settled();
+  }
+
   queueFault(orderId: string, fault: Fault, times = 1): void {
     this.faults.queue(orderId, parseFault(fault), times);
   }
@@ -181,6 +240,8 @@ class MailSandboxServer implements MailSandbox {
     this.records.reset();
     this.faults.reset();
     this.idempotency.reset();
+    this.lookupEmulation.reset();
+    this.webhooks.reset();
   }
 
   relayAcceptedTo(target: RelayTarget): void {
@@ -210,6 +271,7 @@ class MailSandboxServer implements MailSandbox {
 
   private async shutDown(): Promise<void> {
     this.refusal.close();
+    await this.webhooks.close();
     // Answer first, so a held request ends as a response rather than as an unanswered socket where we can.
     this.releaseHeld();
     const stopped = this.server.listening
@@ -249,10 +311,18 @@ class MailSandboxServer implements MailSandbox {
     }
     let handling: Promise<void>;
     const emulation = emulationForPath(url.pathname);
+    const lookup = req.method === 'GET' ? lookupEmulationForPath(url.pathname) : null;
     if (url.pathname.startsWith(CONTROL_PREFIX)) {
       handling = handleControlRequest(req, res, url, this);
     } else if (emulation !== null && req.method === 'POST') {
       handling = handleMailApiRequest(req, res, url.pathname, emulation, this.mailApiContext);
+    } else if (lookup !== null) {
+      handling = this.lookupEmulation.handle(req, res, url, lookup, {
+        apiKey: this.mailApiContext.apiKey,
+        records: this.records,
+        hold: (held, answer, ms) => this.hold(held, answer, ms),
+        now: this.now,
+      });
     } else {
       handling = this.answerUnrouted(req, res, url.pathname);
     }

@@ -10,6 +10,10 @@ export interface ValidMessage {
   subject: string;
   text: string;
   html: string | null;
+  /** The send key the request carried (metadata, user variable, custom argument), which lookups match. */
+  sendKey?: string | null;
+  /** A Message-Id the request set itself (Mailgun's h:Message-Id), without angle brackets. */
+  messageIdHeader?: string | null;
 }
 
 export type MessageValidation =
@@ -54,6 +58,7 @@ export function validateMessage(body: unknown): MessageValidation {
   }
   const to = fields.to as string;
   if (!isPlausibleAddress(to)) return { ok: false, status: 422, error: 'invalid recipient' };
+  const sendKey = (fields.metadata as { send_key?: unknown }).send_key;
   return {
     ok: true,
     message: {
@@ -64,6 +69,7 @@ export function validateMessage(body: unknown): MessageValidation {
       subject: fields.subject as string,
       text: fields.text as string,
       html,
+      sendKey: typeof sendKey === 'string' && sendKey.length > 0 ? sendKey : null,
     },
   };
 }

@@ -19,6 +19,8 @@ export interface ReceivedMessage {
   html: string | null;
   /** The Idempotency-Key it came with (Resend), or null. */
   idempotencyKey: string | null;
+  /** The send key it carried (metadata, user variable, custom argument), which lookups match; or null. */
+  sendKey: string | null;
   /** ISO 8601, so the record reads the same through the control API. */
   receivedAt: string;
   /** The fault applied to the request that carried it, if any. */

@@ -5,6 +5,7 @@ import type { MailTransport } from '../mail/types';
 import type { OrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import type { ReadResetOfRun } from '../temporal/resetHistory';
+import type { Verifier } from '../verification/verifier';
 
 /** What the activities need, injected, so tests pass real pools or fakes through the same door. */
 export interface ActivityDependencies {
@@ -23,4 +24,6 @@ export interface ActivityDependencies {
    * act (src/activities/resetAct.ts). The worker always passes one; absent, no reset act is written.
    */
   readResetOfRun?: ReadResetOfRun;
+  /** How the verify activity asks the provider (src/verification/verifier.ts); absent when nothing is verified. */
+  verifier?: Verifier;
 }

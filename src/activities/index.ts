@@ -3,12 +3,14 @@ import type { ActivityDependencies } from './dependencies';
 import { createReadAttemptFacts } from './readAttemptFacts';
 import { createRecordOrderMailOutcome } from './recordOrderMailOutcome';
 import { createSendOrderMail } from './sendOrderMail';
+import { createVerifyOrderMail } from './verifyOrderMail';
 
 export type { ActivityDependencies } from './dependencies';
 export type { ClaimOrderMailInput, ClaimResult } from './claimOrderMail';
 export type { SendOrderMailAccepted, SendOrderMailInput } from './sendOrderMail';
 export type { RecordOrderMailOutcomeInput } from './recordOrderMailOutcome';
 export type { AttemptFacts } from './readAttemptFacts';
+export type { VerifyOrderMailInput } from './verifyOrderMail';
 
 /** The order-mail activities over their dependencies. Workflows see only the type of this object. */
 export function createActivities(deps: ActivityDependencies) {
@@ -17,6 +19,7 @@ export function createActivities(deps: ActivityDependencies) {
     sendOrderMail: createSendOrderMail(deps),
     readAttemptOutcomeFacts: createReadAttemptFacts(deps),
     recordOrderMailOutcome: createRecordOrderMailOutcome(deps),
+    verifyOrderMail: createVerifyOrderMail(deps),
   };
 }
 

@@ -5,6 +5,20 @@ import type { ActivityDependencies } from './dependencies';
 
 export type RecordOrderMailOutcomeInput = Omit<OutcomeToRecord, 'recordedBy'>;
 
+/** An unknown outcome settled: verified accepted or not sent, or by a policy (after verification, or none). */
+function countUnknownSettled(deps: ActivityDependencies, input: RecordOrderMailOutcomeInput): void {
+  const metrics = deps.metrics ?? noOrderMailMetrics;
+  const verification = input.verification ?? null;
+  if (verification === 'lookup' || verification === 'webhook') {
+    metrics.unknownOutcomeSettled(
+      input.outcome === 'accepted' ? 'verified-accepted' : 'verified-not-sent',
+      verification,
+    );
+  } else if (input.outcome === 'unknown' && input.unknownPolicy !== null) {
+    metrics.unknownOutcomeSettled(input.unknownPolicy, verification ?? 'none');
+  }
+}
+
 /**
  * Settles the attempt in the log as the workflow decided (db/orderMailRecord). Fenced by (claim token,
  * attempt) and idempotent, so Temporal retries it until Postgres answers.
@@ -16,9 +30,7 @@ export function createRecordOrderMailOutcome(deps: ActivityDependencies) {
     switch (result.kind) {
       case 'recorded':
         // Counted once per attempt: a retried record that finds its own row already settled adds nothing.
-        if (result.outcome === 'unknown' && !result.alreadyRecorded && input.unknownPolicy !== null) {
-          (deps.metrics ?? noOrderMailMetrics).unknownOutcomeSettled(input.unknownPolicy);
-        }
+        if (!result.alreadyRecorded) countUnknownSettled(deps, input);
         log.info('Order mail outcome recorded', {
           ...fields,
           state: result.state,

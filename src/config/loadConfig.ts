@@ -16,6 +16,7 @@ import {
 } from '../mail/providers/mailProvider';
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { IdempotencyRetrySettings, OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import { readVerificationConfig, type VerificationConfig } from '../verification/verificationConfig';
 import {
   MIN_TIME_BEFORE_FENCE_MS,
   minimumSendTimeoutMs,
@@ -45,6 +46,8 @@ export interface WorkerConfig {
   mail: { from: string; replyTo: string | null; subject: string };
   /** How large one mail may get; an order over a limit is refused before sending (src/mail/mailSizeLimits.ts). */
   mailLimits: MailSizeLimits;
+  /** How unknown outcomes are verified with the provider (MAIL_VERIFY_*); null when they are not. */
+  verification: VerificationConfig | null;
   workflow: OrderMailWorkflowSettings;
   /** The reconciliation sweep's activities (src/activities/reconcileActivities.ts). */
   reconcile: ReconcileSettings;
@@ -135,6 +138,8 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
   const mailgunDomain =
     provider === 'mailgun' ? read.required('MAILGUN_DOMAIN') : read.optional('MAILGUN_DOMAIN');
   const idempotency = readIdempotencySettings(read, provider, problems);
+  // MAIL_VERIFY_* (src/verification/verificationConfig.ts, listed in .env.example).
+  const verification = readVerificationConfig(env, chosenProvider, problems);
   const overallTimeoutMs = read.positiveInt(
     'MAIL_OVERALL_TIMEOUT_MS',
     CONFIG_DEFAULTS.MAIL_OVERALL_TIMEOUT_MS,
@@ -227,6 +232,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       maxOrderItems: read.positiveInt('MAIL_MAX_ORDER_ITEMS', CONFIG_DEFAULTS.MAIL_MAX_ORDER_ITEMS),
       maxRenderedBytes: read.positiveInt('MAIL_MAX_RENDERED_BYTES', CONFIG_DEFAULTS.MAIL_MAX_RENDERED_BYTES),
     },
+    verification,
     workflow: {
       unknownOutcomePolicy: policy,
       sendTimeoutMs,
@@ -234,6 +240,14 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       retryInitialIntervalMs,
       retryMaxIntervalMs,
       idempotency,
+      verification:
+        verification === null
+          ? null
+          : {
+              settleDelayMs: verification.settleDelayMs,
+              lookupTimeoutMs: verification.lookupTimeoutMs,
+              deadlineMs: verification.deadlineMs,
+            },
     },
     reconcile: {
       graceMs: read.positiveInt('RECONCILE_GRACE_MS', CONFIG_DEFAULTS.RECONCILE_GRACE_MS),

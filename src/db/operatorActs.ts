@@ -68,7 +68,7 @@ export async function resolveMailLog(db: Database, input: ResolveInput): Promise
     db,
     sql`WITH resolved AS (
           UPDATE order_mail_log AS log
-             SET state = ${input.as}, outcome = 'resolved', unknown_policy = NULL,
+             SET state = ${input.as}, outcome = 'resolved', unknown_policy = NULL, verification = NULL,
                  -- Never a prefix of a run's token ('<namespace>/<workflow id>/<run id>'): no run takes it for its own.
                  claim_token = ${`operator:${randomUUID()}`}, resend_count = log.resend_count + ${resend}::int,
                  last_error = ${`resolved as ${input.as} by ${input.operator}: ${input.reason}`}, updated_at = now()

@@ -268,7 +268,7 @@ async function reclaimFailed(db: Database, row: MailLogRow, request: ClaimReques
     sql`UPDATE order_mail_log AS log
            SET state = 'sending', attempts = log.attempts + 1, claim_token = ${request.claimToken},
                claim_issued_at = ${request.issuedAt}, claimed_at = now(), dispatched_at = NULL, outcome = NULL,
-               unknown_policy = NULL, provider_message_id = NULL, http_status = NULL, last_error = NULL,
+               unknown_policy = NULL, verification = NULL, provider_message_id = NULL, http_status = NULL, last_error = NULL,
                updated_at = now()
          WHERE ${asRead(row)} AND ${issuedBefore(request.issuedAt)}
         RETURNING log.attempts`,

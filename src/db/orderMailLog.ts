@@ -3,6 +3,7 @@
 // orderMailClaim.ts (the claim),
 // ../activities/dispatchFence.ts (the fence), orderMailRecord.ts (the record) and operatorActs.ts (resolve).
 import type { AttemptOutcome, LogOutcome, UnknownSettlement } from '../shared/mailOutcome';
+import type { VerificationRecord } from '../shared/unknownOutcome';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
 
@@ -21,6 +22,8 @@ export interface MailLogRow {
   dispatchedAt: Date | null;
   outcome: LogOutcome | null;
   unknownPolicy: UnknownSettlement | null;
+  /** How an unknown outcome was verified with the provider (migration 0007); null when it was not. */
+  verification: VerificationRecord | null;
   providerMessageId: string | null;
   httpStatus: number | null;
   lastError: string | null;
@@ -30,7 +33,7 @@ export interface MailLogRow {
 
 const ROW_COLUMNS = sql`order_id::text AS "orderId", state, attempts, claim_token AS "claimToken",
   claim_issued_at AS "claimIssuedAt", claimed_at AS "claimedAt", resend_count AS "resendCount",
-  dispatched_at AS "dispatchedAt", outcome, unknown_policy AS "unknownPolicy",
+  dispatched_at AS "dispatchedAt", outcome, unknown_policy AS "unknownPolicy", verification,
   provider_message_id AS "providerMessageId", http_status AS "httpStatus", last_error AS "lastError",
   created_at AS "createdAt", updated_at AS "updatedAt"`;
 
@@ -52,6 +55,7 @@ export interface AttemptRow {
   state: 'sent' | 'failed';
   outcome: AttemptOutcome;
   unknownPolicy: UnknownSettlement | null;
+  verification: VerificationRecord | null;
   providerMessageId: string | null;
   httpStatus: number | null;
   error: string | null;
@@ -76,7 +80,7 @@ export async function listAttempts(db: Database, orderId: string): Promise<Attem
     sql`SELECT audit.attempt, audit.claim_token AS "claimToken", audit.resend_count AS "resendCount",
                audit.claimed_at AS "claimedAt", audit.dispatched_at AS "dispatchedAt",
                audit.finished_at AS "finishedAt", audit.state, audit.outcome,
-               audit.unknown_policy AS "unknownPolicy", audit.provider_message_id AS "providerMessageId",
+               audit.unknown_policy AS "unknownPolicy", audit.verification, audit.provider_message_id AS "providerMessageId",
                audit.http_status AS "httpStatus", audit.error, audit.recorded_by AS "recordedBy",
                CASE WHEN late.outcome IS NULL THEN NULL ELSE json_build_object(
                  'outcome', late.outcome, 'providerMessageId', late.provider_message_id,
@@ -107,6 +111,24 @@ export async function timeSinceKeyFirstDispatch(db: Database, orderId: string): 
                    WHERE attempt.order_id = log.order_id AND attempt.resend_count = log.resend_count))
                ) * 1000)::float8 AS "sinceMs"
           FROM order_mail_log AS log WHERE log.order_id = ${orderId}`,
+  );
+  return rows[0]?.sinceMs ?? null;
+}
+
+/**
+ * Milliseconds since this attempt's request left, on Postgres's clock: the row is still the attempt's, in
+ * 'sending' and past its dispatch fence. Null otherwise (settled meanwhile, someone else's, never dispatched).
+ */
+export async function timeSinceAttemptDispatch(
+  db: Database,
+  attempt: { orderId: string; claimToken: string; attempt: number },
+): Promise<number | null> {
+  const { rows } = await runSql<{ sinceMs: number }>(
+    db,
+    sql`SELECT round(extract(epoch FROM now() - log.dispatched_at) * 1000)::float8 AS "sinceMs"
+          FROM order_mail_log AS log
+         WHERE log.order_id = ${attempt.orderId} AND log.claim_token = ${attempt.claimToken}
+           AND log.attempts = ${attempt.attempt} AND log.state = 'sending' AND log.dispatched_at IS NOT NULL`,
   );
   return rows[0]?.sinceMs ?? null;
 }

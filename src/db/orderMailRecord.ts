@@ -2,6 +2,7 @@
 // (claim token, attempt), idempotent on retry, and never dropping an answer it was given. What an unknown
 // outcome becomes is decided before this, by src/shared/unknownOutcome.ts; the statement carries it out.
 import type { MailOutcome, UnknownSettlement } from '../shared/mailOutcome';
+import type { VerificationRecord } from '../shared/unknownOutcome';
 import { readMailLog, timeSinceKeyFirstDispatch, type MailLogState } from './orderMailLog';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
@@ -40,6 +41,11 @@ export interface OutcomeToRecord {
   state: 'sent' | 'failed';
   outcome: MailOutcome;
   unknownPolicy: UnknownSettlement | null;
+  /**
+   * How an unknown outcome was verified with the provider: decided by a lookup or a webhook, or tried in vain;
+   * absent (null) when it was not.
+   */
+  verification?: VerificationRecord | null;
   providerMessageId: string | null;
   httpStatus: number | null;
   error: string | null;
@@ -81,6 +87,7 @@ export async function recordOutcome(db: Database, input: OutcomeToRecord): Promi
     sql`WITH settled AS (
           UPDATE order_mail_log AS log
              SET state = ${input.state}, outcome = ${input.outcome}, unknown_policy = ${input.unknownPolicy},
+                 verification = ${input.verification ?? null},
                  provider_message_id = ${input.providerMessageId}, http_status = ${input.httpStatus}::int,
                  last_error = ${input.error}, updated_at = now()
            WHERE log.order_id = ${input.orderId} AND log.claim_token = ${input.claimToken}
@@ -88,10 +95,10 @@ export async function recordOutcome(db: Database, input: OutcomeToRecord): Promi
           RETURNING log.*
         ), audit AS (
           INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
-                                           state, outcome, unknown_policy, provider_message_id, http_status, error,
-                                           recorded_by)
+                                           state, outcome, unknown_policy, verification, provider_message_id,
+                                           http_status, error, recorded_by)
           SELECT order_id, attempts, claim_token, resend_count, claimed_at, dispatched_at, state, outcome,
-                 unknown_policy, provider_message_id, http_status, last_error, ${input.recordedBy}
+                 unknown_policy, verification, provider_message_id, http_status, last_error, ${input.recordedBy}
             FROM settled
         )
         SELECT state, outcome FROM settled`,

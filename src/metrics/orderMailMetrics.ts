@@ -11,7 +11,11 @@ export const ORDER_MAIL_METRICS = {
   sends: 'order_mail_sends_total',
   /** Histogram {outcome, provider}: how long one request to the mail API took, in seconds. */
   sendDuration: 'order_mail_send_duration_seconds',
-  /** Counter {policy}: unknown outcomes settled by the configured policy. */
+  /**
+   * Counter {settled_by, verification}: unknown outcomes, by how they were settled (verified-accepted,
+   * verified-not-sent, assume-sent, assume-failed, idempotent-retry) and how verification went (lookup,
+   * webhook, inconclusive, none).
+   */
   unknownOutcomes: 'order_mail_unknown_outcomes_total',
   /** Counter {conflict}: a claim or a dispatch fence that found the row not this attempt's to send. */
   claimConflicts: 'order_mail_claim_conflicts_total',
@@ -36,9 +40,15 @@ export const SEND_DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 6
 export type ClaimConflict =
   'held-elsewhere' | 'already-sent' | 'row-changed' | 'claim-lost' | 'already-dispatched';
 
+/** How an unknown outcome was settled: verified with the provider, or by a policy (or a retry under the key). */
+export type UnknownSettledBy = UnknownSettlement | 'verified-accepted' | 'verified-not-sent';
+
 export interface OrderMailMetrics {
   sendFinished(outcome: MailOutcome, durationSeconds: number): void;
-  unknownOutcomeSettled(settlement: UnknownSettlement): void;
+  unknownOutcomeSettled(
+    settledBy: UnknownSettledBy,
+    verification?: 'lookup' | 'webhook' | 'inconclusive' | 'none',
+  ): void;
   claimConflict(conflict: ClaimConflict): void;
   setStuckSendingRows(rows: StuckSendingRows): void;
 }
@@ -58,7 +68,7 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
   const unknownOutcomes = meter.createCounter(
     ORDER_MAIL_METRICS.unknownOutcomes,
     undefined,
-    'Unknown send outcomes settled by the configured policy',
+    'Unknown send outcomes, by how they were settled',
   );
   const claimConflicts = meter.createCounter(
     ORDER_MAIL_METRICS.claimConflicts,
@@ -76,8 +86,8 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
       sends.add(1, { outcome, provider: labels.provider });
       sendDuration.record(durationSeconds, { outcome, provider: labels.provider });
     },
-    unknownOutcomeSettled(policy) {
-      unknownOutcomes.add(1, { policy });
+    unknownOutcomeSettled(settledBy, verification = 'none') {
+      unknownOutcomes.add(1, { settled_by: settledBy, verification });
     },
     claimConflict(conflict) {
       claimConflicts.add(1, { conflict });

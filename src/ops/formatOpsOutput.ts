@@ -29,9 +29,10 @@ export function formatStatus(status: OrderMailStatus): string {
     for (const attempt of status.attempts) {
       const http = attempt.httpStatus === null ? '' : ` HTTP ${attempt.httpStatus}`;
       const policy = attempt.unknownPolicy === null ? '' : ` (${attempt.unknownPolicy})`;
+      const verified = describeVerification(attempt.verification);
       const error = attempt.error === null ? '' : ` — ${attempt.error}`;
       lines.push(
-        `    #${attempt.attempt} ${attempt.finishedAt.toISOString()} ${attempt.state} ${attempt.outcome}${policy}${http}${error}`,
+        `    #${attempt.attempt} ${attempt.finishedAt.toISOString()} ${attempt.state} ${attempt.outcome}${policy}${verified}${http}${error}`,
       );
       if (attempt.late !== null) {
         const id =
@@ -42,6 +43,14 @@ export function formatStatus(status: OrderMailStatus): string {
             : `       then, at ${attempt.late.recordedAt.toISOString()}, the provider's own answer: ${attempt.late.outcome}${id}`,
         );
       }
+    }
+  }
+  if (status.providerEvents.length > 0) {
+    lines.push('  provider events:');
+    for (const event of status.providerEvents) {
+      const id = event.providerMessageId === null ? '' : ` ${event.providerMessageId}`;
+      const reason = event.reason === null ? '' : ` — ${event.reason}`;
+      lines.push(`    ${event.occurredAt.toISOString()} ${event.provider} ${event.eventType}${id}${reason}`);
     }
   }
   if (status.acts.length > 0) {
@@ -80,12 +89,21 @@ export function formatResolve(act: OperatorActRow): string {
   return `Order ${act.orderId}: ${describeAct(act)}.`;
 }
 
+/** How an unknown outcome was settled with the provider's help, as the attempt and row lines say it. */
+function describeVerification(verification: MailLogRow['verification']): string {
+  if (verification === null) return '';
+  return verification === 'inconclusive'
+    ? ' [verification inconclusive]'
+    : ` [verified by the provider's ${verification}]`;
+}
+
 function describeRow(row: MailLogRow): string {
   const outcome = row.outcome === null ? '' : `, outcome ${row.outcome}`;
   const policy = row.unknownPolicy === null ? '' : ` (${row.unknownPolicy})`;
+  const verified = describeVerification(row.verification);
   const http = row.httpStatus === null ? '' : `, HTTP ${row.httpStatus}`;
   const resends = row.resendCount === 0 ? '' : `, re-sent ${row.resendCount} time(s) by an operator`;
-  return `${row.state}${outcome}${policy}${http}, ${row.attempts} attempt(s)${resends}, updated ${row.updatedAt.toISOString()}`;
+  return `${row.state}${outcome}${policy}${verified}${http}, ${row.attempts} attempt(s)${resends}, updated ${row.updatedAt.toISOString()}`;
 }
 
 function describeAct(act: OperatorActRow): string {

@@ -6,6 +6,7 @@ import { listAttempts, readMailLog, type AttemptRow, type MailLogRow } from '../
 import { orderExists } from '../db/orders';
 import { parseOrderId } from '../shared/orderId';
 import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/searchAttributes';
+import { listProviderEvents, type ProviderEventRow } from '../webhooks/providerEvents';
 import { OpsRefusal, type OpsContext } from './opsContext';
 import { workflowUiUrl } from './workflowLinks';
 
@@ -23,6 +24,8 @@ export interface OrderMailStatus {
   row: MailLogRow | null;
   attempts: AttemptRow[];
   acts: OperatorActRow[];
+  /** What the provider reported by webhook (accepted, delivered, bounced, dropped, complained), oldest first. */
+  providerEvents: ProviderEventRow[];
   /** null: never started, or closed longer ago than the namespace's retention. */
   workflow: OrderMailWorkflowSummary | null;
   uiUrl: string;
@@ -33,10 +36,11 @@ export interface OrderMailStatus {
 export async function readOrderMailStatus(ctx: OpsContext, orderIdInput: string): Promise<OrderMailStatus> {
   const orderId = parseOrderId(orderIdInput);
   if (!(await orderExists(ctx.db, orderId))) throw unknownOrder(orderId);
-  const [row, attempts, acts, workflow] = await Promise.all([
+  const [row, attempts, acts, providerEvents, workflow] = await Promise.all([
     readMailLog(ctx.db, orderId),
     listAttempts(ctx.db, orderId),
     listOperatorActs(ctx.db, orderId),
+    listProviderEvents(ctx.db, orderId),
     describeWorkflow(ctx, orderId),
   ]);
   return {
@@ -44,9 +48,10 @@ export async function readOrderMailStatus(ctx: OpsContext, orderIdInput: string)
     row,
     attempts,
     acts,
+    providerEvents,
     workflow,
     uiUrl: workflowUiUrl(ctx.uiBaseUrl, ctx.namespace, orderId, workflow?.runId ?? null),
-    nextStep: nextStepFor(orderId, row, workflow),
+    nextStep: undeliveredStep(orderId, row, providerEvents) ?? nextStepFor(orderId, row, workflow),
   };
 }
 
@@ -72,6 +77,23 @@ export async function describeWorkflow(
 
 export function unknownOrder(orderId: string): OpsRefusal {
   return new OpsRefusal('UNKNOWN_ORDER', `Order ${orderId} does not exist in orders; nothing to do.`);
+}
+
+/**
+ * A sent mail the provider could not deliver: the row is right (the provider took it), but the customer has no
+ * mail, and the provider's event says why. Only the latest event of the send counts: a bounce can be followed
+ * by nothing else, but an earlier send's bounce says nothing about a later re-send.
+ */
+function undeliveredStep(orderId: string, row: MailLogRow | null, events: ProviderEventRow[]): string | null {
+  if (row?.state !== 'sent') return null;
+  const latest = events.at(-1);
+  if (latest === undefined || (latest.eventType !== 'bounced' && latest.eventType !== 'dropped')) return null;
+  const why = latest.reason === null ? '' : ` (${latest.reason})`;
+  return (
+    `The provider took the mail but ${latest.eventType === 'bounced' ? 'the recipient bounced it' : 'dropped it'}` +
+    `${why}: the customer has no mail. Fix the address or the suppression, then send again: ` +
+    `npm run ops -- resolve ${orderId} --as failed --reason "…", then npm run ops -- retry ${orderId} --reason "…"`
+  );
 }
 
 function nextStepFor(

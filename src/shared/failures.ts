@@ -26,6 +26,11 @@ export const FailureType = {
   ClaimHeldElsewhere: 'ClaimHeldElsewhere',
   /** Workflow-level: definitely-not-sent failures went on past the configured number of attempts. */
   MailNotSentGaveUp: 'MailNotSentGaveUp',
+  /**
+   * The provider's lookup failed (5xx, timeout, a dropped connection): retried by Temporal until the verify
+   * activity's deadline, after which the policy decides. Thrown by the verify activity.
+   */
+  VerificationLookupFailed: 'VerificationLookupFailed',
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];

@@ -1,6 +1,11 @@
 // THE place that decides what a possibly-accepted request becomes (docs: the outcome table, "unknown").
 // Pure: the workflow calls it for its own attempt, the claim for an attempt a closed run left dispatched,
 // the reconciliation sweep for the same when no run will follow. The SQL only carries out what it returns.
+//
+// Where the provider can be asked afterwards (src/verification/), the workflow's own attempt is first
+// verified: the decision is then "verify" (wait the settle delay, ask), and asked again with the answer, which
+// settles it as verified accepted, verified not sent, or (inconclusive) by the policy after all. The claim and
+// the sweep cannot wait to ask, so for them the policy stays as it was.
 import type { UnknownOutcomePolicy, UnknownSettlement } from './mailOutcome';
 import type { IdempotencyRetrySettings } from './workflowSettings';
 
@@ -28,24 +33,85 @@ export interface UnknownOutcomeFacts {
   anotherAttemptFollows: boolean;
   /** The provider's error name for this answer, if it gave one. */
   providerError: string | null;
+  /**
+   * Present when the provider can be asked afterwards and the caller can wait to ask (the workflow, with
+   * MAIL_VERIFY on): `answer` is null until it asked, then what the provider's lookup or webhooks said.
+   */
+  verification?: { answer: VerificationAnswer | null };
 }
 
+/** What asking the provider found out about the send (src/activities/verifyOrderMail.ts). */
+export type VerificationAnswer =
+  /** A request of this send reached the provider: its lookup shows the message, or a webhook event came. */
+  | { kind: 'found'; via: 'lookup' | 'webhook'; providerMessageId: string | null }
+  /** The lookup has no message with the send's key, asked after the settle delay and inside the retention. */
+  | { kind: 'not-found'; via: 'lookup'; sinceDispatchMs: number }
+  /** Nothing to go by: the lookup kept failing past its deadline, outside retention, no access, no event. */
+  | { kind: 'inconclusive'; reason: string };
+
+/** How the log records that verification decided (or tried to): by a lookup, a webhook, or in vain. */
+export type VerificationRecord = 'lookup' | 'webhook' | 'inconclusive';
+
+/** What the attempt is settled as: every field the record writes. */
 export type UnknownOutcomeDecision =
   /** The row proves no request was made: definitely not sent. */
-  | { kind: 'not-sent'; state: 'failed'; outcome: 'not_sent'; unknownPolicy: null }
+  | { kind: 'not-sent'; state: 'failed'; outcome: 'not_sent'; unknownPolicy: null; verification?: undefined }
   /** Retry under the same key: the provider answers a repeat from its store, so no second mail. */
-  | { kind: 'retry-under-key'; state: 'failed'; outcome: 'unknown'; unknownPolicy: 'idempotent-retry' }
-  /** The configured policy settles it, and the row names the policy. */
+  | {
+      kind: 'retry-under-key';
+      state: 'failed';
+      outcome: 'unknown';
+      unknownPolicy: 'idempotent-retry';
+      verification?: undefined;
+    }
+  /** The provider shows the send: sent, accepted, with the provider's id where it gave one. */
+  | {
+      kind: 'verified-accepted';
+      state: 'sent';
+      outcome: 'accepted';
+      unknownPolicy: null;
+      verification: 'lookup' | 'webhook';
+      providerMessageId: string | null;
+    }
+  /** The provider's log, trusted by now, has no such send: not sent, retried through the claim and fences. */
+  | {
+      kind: 'verified-not-sent';
+      state: 'failed';
+      outcome: 'not_sent';
+      unknownPolicy: null;
+      verification: 'lookup';
+    }
+  /**
+   * The configured policy settles it, and the row names the policy; `verification` is there when the provider
+   * was asked and could not decide.
+   */
   | {
       kind: 'policy';
       state: 'sent' | 'failed';
       outcome: 'unknown';
       unknownPolicy: UnknownOutcomePolicy;
+      verification?: 'inconclusive';
     };
 
-export function decideUnknownOutcome(facts: UnknownOutcomeFacts): UnknownOutcomeDecision {
+/** Wait the provider's settle delay on a durable timer, ask it, then decide again with its answer. */
+export type UnknownOutcomeStep = UnknownOutcomeDecision | { kind: 'verify' };
+
+/**
+ * Without `verification` (the claim, the sweep) the answer is always a settlement; with it, the first answer
+ * may be "verify" instead.
+ */
+export function decideUnknownOutcome(
+  facts: UnknownOutcomeFacts & { verification?: undefined },
+): UnknownOutcomeDecision;
+export function decideUnknownOutcome(facts: UnknownOutcomeFacts): UnknownOutcomeStep;
+export function decideUnknownOutcome(facts: UnknownOutcomeFacts): UnknownOutcomeStep {
   if (!facts.dispatched)
-    return { kind: 'not-sent', state: 'failed', outcome: 'not_sent', unknownPolicy: null };
+    return {
+      kind: 'not-sent',
+      state: 'failed',
+      outcome: 'not_sent',
+      unknownPolicy: null,
+    };
   if (
     facts.anotherAttemptFollows &&
     facts.idempotency !== null &&
@@ -59,11 +125,33 @@ export function decideUnknownOutcome(facts: UnknownOutcomeFacts): UnknownOutcome
       unknownPolicy: 'idempotent-retry',
     };
   }
+  const answer = facts.verification?.answer;
+  if (answer === null) return { kind: 'verify' };
+  if (answer?.kind === 'found') {
+    return {
+      kind: 'verified-accepted',
+      state: 'sent',
+      outcome: 'accepted',
+      unknownPolicy: null,
+      verification: answer.via,
+      providerMessageId: answer.providerMessageId,
+    };
+  }
+  if (answer?.kind === 'not-found') {
+    return {
+      kind: 'verified-not-sent',
+      state: 'failed',
+      outcome: 'not_sent',
+      unknownPolicy: null,
+      verification: 'lookup',
+    };
+  }
   return {
     kind: 'policy',
     state: facts.policy === 'assume-sent' ? 'sent' : 'failed',
     outcome: 'unknown',
     unknownPolicy: facts.policy,
+    ...(answer === undefined ? {} : { verification: 'inconclusive' as const }),
   };
 }
 
@@ -87,8 +175,9 @@ export function withinIdempotencyWindow(
 /** What the log says about a decision, after the send's own reason, for the operator reading it. */
 export function describeUnknownDecision(
   decision: UnknownOutcomeDecision,
-  facts: Pick<UnknownOutcomeFacts, 'sinceKeyFirstDispatchMs' | 'idempotency'>,
+  facts: Pick<UnknownOutcomeFacts, 'sinceKeyFirstDispatchMs' | 'idempotency' | 'verification'>,
 ): string {
+  const answer = facts.verification?.answer ?? null;
   switch (decision.kind) {
     case 'not-sent':
       return 'no request was made: the attempt ended before the dispatch fence';
@@ -98,8 +187,21 @@ export function describeUnknownDecision(
         `(${seconds(facts.sinceKeyFirstDispatchMs)} s after the key's first request, window ` +
         `${seconds(facts.idempotency?.windowMs ?? null)} s)`
       );
+    case 'verified-accepted':
+      return (
+        `verified accepted: the provider's ${decision.verification === 'lookup' ? 'lookup shows' : 'webhook reported'} ` +
+        `this send${decision.providerMessageId === null ? '' : ` (message id ${decision.providerMessageId})`}`
+      );
+    case 'verified-not-sent':
+      return (
+        "verified not sent: the provider's lookup has no message with this send's key " +
+        `${answer?.kind === 'not-found' ? seconds(answer.sinceDispatchMs) : '?'} s after the request`
+      );
     case 'policy':
-      return `outcome unknown, settled by policy ${decision.unknownPolicy satisfies UnknownSettlement}`;
+      return (
+        `outcome unknown, settled by policy ${decision.unknownPolicy satisfies UnknownSettlement}` +
+        (answer?.kind === 'inconclusive' ? ` because verification could not decide: ${answer.reason}` : '')
+      );
   }
 }
 

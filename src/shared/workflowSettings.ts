@@ -22,6 +22,20 @@ export interface OrderMailWorkflowSettings {
    * by the policy (src/shared/unknownOutcome.ts). Null otherwise.
    */
   idempotency: IdempotencyRetrySettings | null;
+  /**
+   * Set when unknown outcomes are verified with the provider (MAIL_VERIFY, src/verification/): the workflow
+   * then waits the settle delay on a durable timer and asks before the policy may decide. Null otherwise.
+   */
+  verification: VerificationSettings | null;
+}
+
+export interface VerificationSettings {
+  /** How long after the send its provider's lookup (or webhook) can be trusted to have seen it. */
+  settleDelayMs: number;
+  /** One lookup's deadline; the verify activity's start-to-close timeout is a little longer. */
+  lookupTimeoutMs: number;
+  /** How long a failing lookup is retried before verification gives up and the policy decides. */
+  deadlineMs: number;
 }
 
 export interface IdempotencyRetrySettings {

@@ -3,11 +3,13 @@ import {
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
+  condition,
   isCancellation,
   log,
   proxyActivities,
   proxyLocalActivities,
   sleep,
+  TimeoutFailure,
   upsertMemo,
 } from '@temporalio/workflow';
 import type { ClaimResult, OrderMailActivities } from '../activities';
@@ -17,9 +19,15 @@ import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
 import {
   decideUnknownOutcome,
   describeUnknownDecision,
+  type UnknownOutcomeDecision,
   type UnknownOutcomeFacts,
+  type VerificationAnswer,
 } from '../shared/unknownOutcome';
-import { delayBeforeNextAttempt, type OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import {
+  delayBeforeNextAttempt,
+  type OrderMailWorkflowSettings,
+  type VerificationSettings,
+} from '../shared/workflowSettings';
 import { verdictOfSendFailure, type SendVerdict } from './sendVerdict';
 import { showOrderMailState, stateShownFor } from './showOrderMailState';
 
@@ -45,6 +53,16 @@ const bookkeeping = proxyLocalActivities<OrderMailActivities>({
 // workflow-task times order nothing: src/db/orderMailClaim.ts) waits and claims again, with a later time.
 const SAME_TIME_CLAIM_WAIT_MS = 1_000;
 const SAME_TIME_CLAIM_TRIES = 3;
+
+// The verify activity asks the provider; asking again is harmless, so Temporal retries a failing lookup (with
+// backoff) until the verification deadline (MAIL_VERIFY_DEADLINE_MS), after which the policy decides. Each try
+// gets the lookup's own deadline plus this, to read Postgres before and after.
+const VERIFY_ATTEMPT_MARGIN_MS = 5_000;
+const VERIFY_RETRY = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '10 seconds',
+} as const;
 
 /** The memo key under which a cancelled run says what it did (a cancelled run carries no result). */
 export const EXPLANATION_MEMO = 'orderMailExplanation';
@@ -240,9 +258,11 @@ async function oneAttempt(
   }
 
   const anotherAttemptFollows = !cancelRequested() && runAttempts + 1 < settings.maxSendAttempts;
-  const recorded = await recordNotAccepted(base, verdict.details, settings, {
+  const { recorded, providerMessageId } = await recordNotAccepted(base, verdict.details, settings, {
     anotherAttemptFollows,
     delayMs: delayBeforeNextAttempt(settings, runAttempts + 1, verdict.details.retryAfterMs),
+    sendKey: claim.idempotencyKey,
+    cancelRequested,
   });
   if (recorded.kind === 'claim-lost') {
     if (recorded.currentState !== null && recorded.currentState !== 'sending') {
@@ -263,7 +283,8 @@ async function oneAttempt(
         result: 'sent',
         outcome: recorded.outcome,
         attempts: attempt,
-        providerMessageId: null,
+        // The provider's id where verification found the mail; none when the policy assumed it sent.
+        providerMessageId,
       },
     };
   }
@@ -300,29 +321,38 @@ async function send(orderId: string, claim: Claimed): Promise<SendVerdict> {
 /**
  * Records a send that was not accepted. Rejected and not-sent are recorded as they are; an unknown outcome is
  * decided by decideUnknownOutcome from the row's facts (did the attempt pass the dispatch fence, how old is
- * the idempotency key), and recorded as decided. Should a stalled send pass the fence in between, the record
- * changes nothing and the decision is made again.
+ * the idempotency key), and recorded as decided. Where the provider can be asked (settings.verification), the
+ * decision first says "verify": wait the settle delay, ask, and decide again with the answer. Should a stalled
+ * send pass the fence in between, the record changes nothing and the decision is made again.
  */
 async function recordNotAccepted(
   base: { orderId: string; claimToken: string; attempt: number },
   details: SendFailureDetails,
   settings: OrderMailWorkflowSettings,
-  next: { anotherAttemptFollows: boolean; delayMs: number },
-): Promise<Recorded> {
-  const common = { ...base, providerMessageId: null, httpStatus: details.httpStatus };
+  next: {
+    anotherAttemptFollows: boolean;
+    delayMs: number;
+    sendKey: string;
+    cancelRequested: () => boolean;
+  },
+): Promise<{ recorded: Recorded; providerMessageId: string | null }> {
+  const common = { ...base, httpStatus: details.httpStatus };
   if (details.outcome !== 'unknown') {
     const recorded = await bookkeeping.recordOrderMailOutcome({
       ...common,
       state: 'failed',
       outcome: details.outcome,
       unknownPolicy: null,
+      providerMessageId: null,
       error: details.reason,
       expectDispatched: null,
     });
     if (recorded.kind === 'dispatch-changed')
       throw new Error('unreachable: nothing was expected of the fence');
-    return recorded;
+    return { recorded, providerMessageId: null };
   }
+  // What the provider said, once asked: asked at most once per attempt.
+  let answer: VerificationAnswer | null = null;
   // The fence moves at most once (not dispatched → dispatched), so the second decision stands.
   for (let decided = 0; ; decided++) {
     const attemptFacts = await bookkeeping.readAttemptOutcomeFacts(base);
@@ -335,20 +365,73 @@ async function recordNotAccepted(
       sendTimeoutMs: settings.sendTimeoutMs,
       anotherAttemptFollows: next.anotherAttemptFollows,
       providerError: details.errorCode,
+      ...(settings.verification === null ? {} : { verification: { answer } }),
     };
-    const decision = decideUnknownOutcome(facts);
+    let step = decideUnknownOutcome(facts);
+    if (step.kind === 'verify') {
+      answer = await verifyWithProvider(base, next.sendKey, settings.verification!, next.cancelRequested);
+      facts.verification = { answer };
+      step = decideUnknownOutcome(facts);
+      if (step.kind === 'verify') throw new Error('unreachable: verification answered, yet asked again');
+    }
+    const decision: UnknownOutcomeDecision = step;
     const described = describeUnknownDecision(decision, facts);
+    const providerMessageId = decision.kind === 'verified-accepted' ? decision.providerMessageId : null;
     const recorded = await bookkeeping.recordOrderMailOutcome({
       ...common,
       state: decision.state,
       outcome: decision.outcome,
       unknownPolicy: decision.unknownPolicy,
+      verification: decision.verification ?? null,
+      providerMessageId,
       error:
         decision.kind === 'not-sent' ? `${described} (${details.reason})` : `${details.reason}; ${described}`,
       expectDispatched: attemptFacts.dispatched,
     });
-    if (recorded.kind !== 'dispatch-changed') return recorded;
+    if (recorded.kind !== 'dispatch-changed') return { recorded, providerMessageId };
     if (decided >= 1) throw new Error('unreachable: the dispatch fence changed twice for one attempt');
+  }
+}
+
+/**
+ * Waits the provider's settle delay on a durable timer (until then its log may not show the send, so "not
+ * found" would mean nothing), then asks it with the verify activity, retried until the verification
+ * deadline. A cancel during the wait, or a lookup that keeps failing past its deadline, leaves it
+ * inconclusive, and the policy decides.
+ */
+async function verifyWithProvider(
+  base: { orderId: string; claimToken: string; attempt: number },
+  sendKey: string,
+  verification: VerificationSettings,
+  cancelRequested: () => boolean,
+): Promise<VerificationAnswer> {
+  log.info('Order mail outcome unknown; waiting the settle delay before asking the provider', {
+    orderId: base.orderId,
+    attempt: base.attempt,
+    settleDelayMs: verification.settleDelayMs,
+  });
+  if (await condition(cancelRequested, verification.settleDelayMs)) {
+    return { kind: 'inconclusive', reason: 'the run was cancelled before the settle delay had passed' };
+  }
+  const verifier = proxyActivities<OrderMailActivities>({
+    startToCloseTimeout: verification.lookupTimeoutMs + VERIFY_ATTEMPT_MARGIN_MS,
+    scheduleToCloseTimeout: verification.deadlineMs,
+    retry: VERIFY_RETRY,
+  });
+  try {
+    return await verifier.verifyOrderMail({ ...base, sendKey });
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    // Past the schedule-to-close deadline Temporal stops retrying and hands over the last try's failure
+    // (retry state TIMEOUT), or a timeout failure when the last try itself timed out.
+    const deadlinePassed = error.retryState === 'TIMEOUT' || error.cause instanceof TimeoutFailure;
+    const last = error.cause?.message ? ` (last: ${error.cause.message})` : '';
+    return {
+      kind: 'inconclusive',
+      reason: deadlinePassed
+        ? `the lookup did not succeed within its deadline of ${Math.round(verification.deadlineMs / 1000)} s${last}`
+        : `verification failed${last}`,
+    };
   }
 }
 

@@ -33,8 +33,10 @@ describe('loadConfig', () => {
       maxSendAttempts: 8,
       retryInitialIntervalMs: 10_000,
       retryMaxIntervalMs: 600_000,
-      // The generic API has no idempotency key, so an unknown outcome always goes to the policy.
+      // The generic API has no idempotency key, so an unknown outcome is not retried under one...
       idempotency: null,
+      // ...but it has a lookup: the workflow waits the gateway contract's settle delay and asks first.
+      verification: { settleDelayMs: 30_000, lookupTimeoutMs: 10_000, deadlineMs: 300_000 },
     });
     expect(config.worker.shutdownGraceTimeMs).toBe(70_000);
     expect(config.worker.metricsBindAddress).toBeNull();

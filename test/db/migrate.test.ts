@@ -26,6 +26,8 @@ const ADOPTION = [
   '0010_order_mail_worker_role.sql',
   '0011_order_mail_operator_identity.sql',
 ];
+// Added after v1.0.0 by verification: its provider events and columns.
+const VERIFICATION = ['0006_order_mail_provider_events.sql', '0007_order_mail_verification.sql'];
 // What a database made before v1.0.0 has in its migrations table.
 const PRE_1_0 = [
   '0001_create_orders.sql',
@@ -75,6 +77,7 @@ describe('migrate', () => {
     const ALL = (await readdir(MIGRATIONS_DIRECTORY)).filter((name) => name.endsWith('.sql')).sort();
     expect(ALL.slice(0, 5)).toEqual(Object.keys(BASELINE));
     expect(ALL.filter((name) => ADOPTION.includes(name))).toEqual(ADOPTION);
+    expect(ALL.filter((name) => VERIFICATION.includes(name))).toEqual(VERIFICATION);
     const { connectionString } = await freshDatabase();
     expect(await migrate(connectionString)).toEqual({ applied: ALL, alreadyApplied: [], adopted: null });
     expect(await migrate(connectionString)).toEqual({ applied: [], alreadyApplied: ALL, adopted: null });
@@ -85,6 +88,8 @@ describe('migrate', () => {
         'order_mail_late_answers',
         'order_mail_log',
         'order_mail_operator_acts',
+        'order_mail_provider_events',
+        'order_mail_webhook_deliveries',
         'order_mail_schema_migrations',
         'orders',
       ]),

@@ -40,12 +40,22 @@ function facts(orders: Record<string, OrderStory>, acts: OperatorActRecord[]): R
     profile: 'chaos',
     transport: 'http',
     policy: 'assume-sent',
+    verification: {
+      provider: 'generic',
+      verifies: false,
+      lookups: 0,
+      lookupFaults: 0,
+      webhookPosts: 0,
+      webhookDuplicates: 0,
+    },
     orderIds: entries.map(([orderId]) => orderId),
     rows: entries.flatMap(([orderId, story]) => (story.row ? [{ orderId, ...story.row }] : [])),
     attempts: entries.flatMap(([orderId, story]) =>
       (story.attempts ?? []).map((attempt) => ({ orderId, ...attempt })),
     ),
-    messages: entries.flatMap(([orderId, story]) => (story.messages ?? []).map((id) => ({ orderId, id }))),
+    messages: entries.flatMap(([orderId, story]) =>
+      (story.messages ?? []).map((id) => ({ orderId, id, receivedAt: T(1) })),
+    ),
     requests: [],
     workflows: Object.fromEntries(entries.map(([orderId]) => [orderId, runs[orderId]![0]!.status])),
     inbox: null,
@@ -82,6 +92,8 @@ const acceptedAttempt = (attempt: number, id: string): Omit<AttemptFact, 'orderI
   unknownPolicy: null,
   dispatched: true,
   providerMessageId: id,
+  verification: null,
+  finishedAt: T(1),
 });
 
 /** Sent, resolved as failed by an operator, then sent again: two messages, both accepted. */
@@ -154,7 +166,15 @@ describe('buildReport with operators', () => {
             row: { state: 'failed', outcome: 'not_sent', attempts: 2, providerMessageId: null },
             attempts: [
               acceptedAttempt(1, 'm1'),
-              { attempt: 2, state: 'failed', outcome: 'not_sent', unknownPolicy: null, dispatched: true },
+              {
+                attempt: 2,
+                state: 'failed',
+                outcome: 'not_sent',
+                unknownPolicy: null,
+                dispatched: true,
+                verification: null,
+                finishedAt: T(2),
+              },
             ],
             messages: ['m1'],
           },
@@ -163,7 +183,15 @@ describe('buildReport with operators', () => {
             row: { state: 'failed', outcome: 'not_sent', attempts: 2, providerMessageId: null },
             attempts: [
               acceptedAttempt(1, 'm1'),
-              { attempt: 2, state: 'failed', outcome: 'not_sent', unknownPolicy: null, dispatched: true },
+              {
+                attempt: 2,
+                state: 'failed',
+                outcome: 'not_sent',
+                unknownPolicy: null,
+                dispatched: true,
+                verification: null,
+                finishedAt: T(2),
+              },
             ],
             messages: ['m1', 'm9'],
           },

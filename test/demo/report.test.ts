@@ -6,7 +6,9 @@ import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 
 interface OrderStory {
   row?: Omit<LogRowFact, 'orderId'>;
-  attempts?: Omit<AttemptFact, 'orderId'>[];
+  /** Unverified attempts, settled at the start of the run unless they say otherwise. */
+  attempts?: (Omit<AttemptFact, 'orderId' | 'verification' | 'finishedAt'> &
+    Partial<Pick<AttemptFact, 'verification' | 'finishedAt'>>)[];
   messages?: string[];
   workflow?: string;
 }
@@ -21,12 +23,27 @@ function facts(
     profile: 'test',
     transport: 'http',
     policy,
+    verification: {
+      provider: 'generic',
+      verifies: false,
+      lookups: 0,
+      lookupFaults: 0,
+      webhookPosts: 0,
+      webhookDuplicates: 0,
+    },
     orderIds: entries.map(([orderId]) => orderId),
     rows: entries.flatMap(([orderId, story]) => (story.row ? [{ orderId, ...story.row }] : [])),
     attempts: entries.flatMap(([orderId, story]) =>
-      (story.attempts ?? []).map((attempt) => ({ orderId, ...attempt })),
+      (story.attempts ?? []).map((attempt) => ({
+        orderId,
+        verification: null,
+        finishedAt: '2026-12-01T00:00:00.000Z',
+        ...attempt,
+      })),
     ),
-    messages: entries.flatMap(([orderId, story]) => (story.messages ?? []).map((id) => ({ orderId, id }))),
+    messages: entries.flatMap(([orderId, story]) =>
+      (story.messages ?? []).map((id) => ({ orderId, id, receivedAt: '2026-12-01T00:00:00.000Z' })),
+    ),
     requests: [],
     workflows: Object.fromEntries(
       entries.map(([orderId, story]) => [orderId, story.workflow ?? 'COMPLETED']),
@@ -145,12 +162,12 @@ describe('buildReport', () => {
       'no-row-left-sending': ['1'],
       'every-order-terminal': ['1', '2', '3'],
     });
-    expect(report.missing.noTerminalRow).toBe(3);
+    expect(report.rowsAgainstFacts.noTerminalRow).toBe(3);
   });
 
   it('fails when a sent/accepted row has no message of its own (a lost mail)', () => {
     const report = buildReport(facts('assume-sent', { '1': { ...accepted('m1'), messages: [] } }));
-    expect(report.missing.acceptedWithoutMessage).toBe(1);
+    expect(report.rowsAgainstFacts.acceptedWithoutMessage).toBe(1);
     expect(failing(report)).toHaveProperty('accepted-row-has-its-message', ['1']);
   });
 

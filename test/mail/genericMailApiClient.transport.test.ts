@@ -124,7 +124,7 @@ describe('after a 2xx', () => {
     }
   });
 
-  it('sends the documented request: path, bearer key, JSON body with the order id as metadata', async () => {
+  it('sends the documented request: path, bearer key, JSON body with the order id and send key as metadata', async () => {
     let seen: {
       method?: string;
       url?: string;
@@ -159,7 +159,8 @@ describe('after a 2xx', () => {
         subject: 'Thanks',
         text: 'Confirmed.',
         html: '<p>Confirmed.</p>',
-        metadata: { order_id: '42' },
+        // The send key the gateway's lookup finds the send by (docs/providers.md, the gateway lookup).
+        metadata: { order_id: '42', send_key: 'order-confirmation/42/0' },
       },
     });
   });

@@ -110,7 +110,7 @@ describe('request shape', () => {
       subject: 'ご注文ありがとうございます',
       text: 'ご注文番号: 501\n',
       html: '<p>ご注文番号: 501</p>',
-      metadata: { order_id: '501' },
+      metadata: { order_id: '501', send_key: 'order-confirmation/501/0' },
     });
   });
 
@@ -137,7 +137,7 @@ describe('request shape', () => {
         { type: 'text/plain', value: 'ご注文番号: 502\n' },
         { type: 'text/html', value: '<p>ご注文番号: 502</p>' },
       ],
-      custom_args: { order_id: '502' },
+      custom_args: { order_id: '502', send_key: 'order-confirmation/502/0' },
     });
   });
 
@@ -167,7 +167,7 @@ describe('request shape', () => {
       TextBody: 'ご注文番号: 503\n',
       HtmlBody: '<p>ご注文番号: 503</p>',
       MessageStream: 'outbound',
-      Metadata: { order_id: '503' },
+      Metadata: { order_id: '503', send_key: 'order-confirmation/503/0' },
     });
   });
 
@@ -196,7 +196,7 @@ describe('request shape', () => {
     });
   });
 
-  it('Mailgun: POST /v3/{domain}/messages, Basic api:key, form-encoded with h:Reply-To and v:order_id', async () => {
+  it('Mailgun: POST /v3/{domain}/messages, Basic api:key, form-encoded with h:Reply-To, our own Message-Id and the order and send as user variables', async () => {
     const server = await captureServer(
       200,
       '{"id":"<20250101.1@mg.example.com>","message":"Queued. Thank you."}',
@@ -219,7 +219,10 @@ describe('request shape', () => {
       text: 'ご注文番号: 505\n',
       html: '<p>ご注文番号: 505</p>',
       'h:Reply-To': 'support@example.com',
+      // Derived from the send key: the same on every attempt, so the Events API can be asked about it.
+      'h:Message-Id': `<order-confirmation/505/0@${TEST_MAILGUN_DOMAIN}>`,
       'v:order_id': '505',
+      'v:send_key': 'order-confirmation/505/0',
     });
   });
 

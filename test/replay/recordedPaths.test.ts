@@ -21,6 +21,7 @@ import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail
 import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
 import { ActivityHolds } from '../support/heldActivities';
+import { testVerifier } from '../support/verificationKit';
 import {
   connectTestClient,
   createOrder,
@@ -53,15 +54,18 @@ const transports: MailTransport[] = [];
 const stops: (() => Promise<void>)[] = [];
 const holds = new ActivityHolds();
 const workers = {} as Record<
-  'sent' | 'failed' | 'resend' | 'shortSend' | 'reexecuted',
+  'sent' | 'failed' | 'resend' | 'shortSend' | 'reexecuted' | 'verifying',
   { taskQueue: string }
 >;
+// The sandbox indexes within 1 s by default; the verifying worker waits 1.5 s before it asks.
+const VERIFY = { settleDelayMs: 1_500, lookupTimeoutMs: 800, deadlineMs: 3_000 };
 
 async function worker(
   name: keyof typeof workers,
   settings: Partial<OrderMailWorkflowSettings>,
   mail: MailTransport,
   reconcile?: ReconcileDependencies,
+  extra: Partial<ActivityDependencies> = {},
 ) {
   const deps: ActivityDependencies = {
     db: database.db,
@@ -69,6 +73,7 @@ async function worker(
     settings: testSettings(settings),
     workerIdentity: `paths-${name}`,
     mailIdentity: MAIL_IDENTITY,
+    ...extra,
   };
   const running: RunningTestWorker = await startTestWorker(deps, {
     activities: {
@@ -136,6 +141,9 @@ beforeAll(async () => {
   // A send that stalls longer than its timeout times out before its fence (the test transport's 3 s
   // deadline and the 1 s margin leave it 2 s before the fence).
   await worker('shortSend', { sendTimeoutMs: 6_000 }, generic);
+  const verifier = testVerifier('generic', sandbox.url, { settings: VERIFY });
+  stops.push(() => verifier.close());
+  await worker('verifying', { verification: VERIFY }, generic, undefined, { verifier: verifier.verifier });
   await reexecutingWorker(generic);
 }, 120_000);
 
@@ -257,6 +265,25 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     hold.release();
     await hold.done;
     return orderId;
+  },
+  async 'unknown-verified-accepted'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    await start(orderId, 'verifying');
+    return settled(orderId);
+  },
+  async 'unknown-verified-not-sent-then-accepted'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
+    await start(orderId, 'verifying');
+    return settled(orderId);
+  },
+  async 'unknown-verification-inconclusive-assume-sent'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    sandbox.queueLookupFault(orderId, { kind: 'status', status: 503 }, 50);
+    await start(orderId, 'verifying');
+    return settled(orderId);
   },
   async 'reset-of-sent'() {
     const orderId = await createOrder(database.db);

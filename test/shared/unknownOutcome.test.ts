@@ -2,8 +2,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   decideUnknownOutcome,
+  describeUnknownDecision,
   withinIdempotencyWindow,
+  type UnknownOutcomeDecision,
   type UnknownOutcomeFacts,
+  type VerificationAnswer,
 } from '../../src/shared/unknownOutcome';
 
 const HOUR = 60 * 60 * 1000;
@@ -104,5 +107,83 @@ describe('withinIdempotencyWindow', () => {
 
   it('a key never sent: no window to rely on', () => {
     expect(at(null)).toBe(false);
+  });
+});
+
+describe('decideUnknownOutcome with verification (the provider can be asked)', () => {
+  const verifying = (answer: VerificationAnswer | null, overrides: Partial<UnknownOutcomeFacts> = {}) =>
+    facts({ verification: { answer }, ...overrides });
+
+  it('first: wait the settle delay and ask, under either policy', () => {
+    for (const policy of ['assume-sent', 'assume-failed'] as const) {
+      expect(decideUnknownOutcome(verifying(null, { policy }))).toEqual({ kind: 'verify' });
+    }
+  });
+
+  it('found: sent, accepted, with the provider’s id and how it was verified', () => {
+    for (const via of ['lookup', 'webhook'] as const) {
+      expect(
+        decideUnknownOutcome(
+          verifying({ kind: 'found', via, providerMessageId: 'pm-1' }, { policy: 'assume-failed' }),
+        ),
+      ).toEqual({
+        kind: 'verified-accepted',
+        state: 'sent',
+        outcome: 'accepted',
+        unknownPolicy: null,
+        verification: via,
+        providerMessageId: 'pm-1',
+      });
+    }
+  });
+
+  it('not found after the settle delay: not sent, for the normal not-sent path to retry', () => {
+    expect(
+      decideUnknownOutcome(
+        verifying({ kind: 'not-found', via: 'lookup', sinceDispatchMs: 31_000 }, { policy: 'assume-sent' }),
+      ),
+    ).toEqual({
+      kind: 'verified-not-sent',
+      state: 'failed',
+      outcome: 'not_sent',
+      unknownPolicy: null,
+      verification: 'lookup',
+    });
+  });
+
+  it('inconclusive: the policy as without verification, and the row says it was tried', () => {
+    const answer = {
+      kind: 'inconclusive',
+      reason: 'the lookup did not succeed within its deadline of 5 s',
+    } as const;
+    expect(decideUnknownOutcome(verifying(answer, { policy: 'assume-sent' }))).toEqual({
+      kind: 'policy',
+      state: 'sent',
+      outcome: 'unknown',
+      unknownPolicy: 'assume-sent',
+      verification: 'inconclusive',
+    });
+    const decision = decideUnknownOutcome(verifying(answer, { policy: 'assume-failed' }));
+    expect(decision).toMatchObject({ kind: 'policy', state: 'failed', verification: 'inconclusive' });
+    expect(describeUnknownDecision(decision as UnknownOutcomeDecision, verifying(answer))).toBe(
+      'outcome unknown, settled by policy assume-failed because verification could not decide: the lookup did ' +
+        'not succeed within its deadline of 5 s',
+    );
+  });
+
+  it('never asks about an attempt that made no request, and a retry under the key goes first', () => {
+    expect(decideUnknownOutcome(verifying(null, { dispatched: false }))).toMatchObject({ kind: 'not-sent' });
+    expect(decideUnknownOutcome(verifying(null, { idempotency: RESEND }))).toMatchObject({
+      kind: 'retry-under-key',
+    });
+  });
+
+  it('without verification (the claim, the sweep, MAIL_VERIFY off) nothing changes: the policy', () => {
+    expect(decideUnknownOutcome(facts())).toEqual({
+      kind: 'policy',
+      state: 'sent',
+      outcome: 'unknown',
+      unknownPolicy: 'assume-sent',
+    });
   });
 });

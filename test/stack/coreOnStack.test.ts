@@ -72,27 +72,38 @@ describe('the core on the Temporal server with Postgres persistence and three wo
     expect(await sendCount('accepted')).toBe(acceptedBefore + 1);
   });
 
-  it('accept-then-drop: the unknown outcome is settled by assume-sent, one message, counted by policy', async () => {
+  it('accept-then-drop: the unknown outcome waits the settle delay and is verified accepted by the lookup, one message, counted as verified', async () => {
+    // The stack's workers run with the defaults: the generic API has a lookup (the sandbox plays it), so
+    // verification is on, with the gateway contract's 30 s settle delay.
     const unknownBefore = await sendCount('unknown');
     const settledBefore = await sumMetric(workerUrls(testStack.stack), ORDER_MAIL_METRICS.unknownOutcomes, {
-      policy: 'assume-sent',
+      settled_by: 'verified-accepted',
+      verification: 'lookup',
     });
     const orderId = await createOrder(testStack.db);
     sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
     await startOrderConfirmationMail(testStack.client, orderId);
 
     const result: unknown = await testStack.client.workflow.getHandle(orderId).result();
-    expect(result).toMatchObject({ result: 'sent', outcome: 'unknown', attempts: 1 });
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    const messages = sandbox.messagesFor(orderId);
+    expect(messages).toHaveLength(1);
+    expect(result).toMatchObject({
+      result: 'sent',
+      outcome: 'accepted',
+      attempts: 1,
+      providerMessageId: messages[0]!.id,
+    });
     expect(await readMailLog(testStack.db, orderId)).toMatchObject({
       state: 'sent',
-      outcome: 'unknown',
-      unknownPolicy: 'assume-sent',
+      outcome: 'accepted',
+      unknownPolicy: null,
+      verification: 'lookup',
     });
     expect(await sendCount('unknown')).toBe(unknownBefore + 1);
     expect(
       await sumMetric(workerUrls(testStack.stack), ORDER_MAIL_METRICS.unknownOutcomes, {
-        policy: 'assume-sent',
+        settled_by: 'verified-accepted',
+        verification: 'lookup',
       }),
     ).toBe(settledBefore + 1);
   });

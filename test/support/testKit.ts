@@ -84,6 +84,7 @@ export function testSettings(overrides: Partial<OrderMailWorkflowSettings> = {})
     retryInitialIntervalMs: 200,
     retryMaxIntervalMs: 2_000,
     idempotency: null,
+    verification: null,
     ...overrides,
   };
 }

@@ -9,6 +9,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { MailProviderName } from '../../../src/mail/providers/mailProvider';
 import type { ValidMessage } from '../messageValidation';
+import type { ReceivedMessage } from '../records';
 
 export interface ProviderAnswer {
   status: number;
@@ -28,11 +29,23 @@ export interface ProviderEmulation {
   /** Null when the request carries the sandbox's key, else the provider's answer to a bad or missing one. */
   authenticate(headers: IncomingHttpHeaders, apiKey: string): ProviderAnswer | null;
   parse(text: string, headers: IncomingHttpHeaders, pathname: string): ParsedRequest;
-  /** The id the provider would give message number `sequence` (1, 2, …). */
-  messageId(sequence: number, pathname: string): string;
+  /** The id the provider would give message number `sequence` (1, 2, …), `message` being what it accepted. */
+  messageId(sequence: number, pathname: string, message?: ValidMessage): string;
   accepted(messageId: string, message: ValidMessage): ProviderAnswer;
   /** The provider's error body for `status`; `providerError` picks a documented error name or code. */
   error(status: number, providerError: string | undefined): ProviderAnswer;
+  /** The provider's lookup of sent messages, for the providers that have one (dev/sandbox/lookups.ts). */
+  readonly lookup?: LookupEmulation;
+}
+
+/**
+ * A provider's search of the messages it accepted, answered from what the sandbox has indexed so far (the
+ * lookups module hands in only messages past the indexing lag and inside the retention).
+ */
+export interface LookupEmulation {
+  servesPath(pathname: string): boolean;
+  /** Answers the search `url` over `indexed`, this provider's indexed messages; a bad query gets its error. */
+  search(url: URL, indexed: ReceivedMessage[]): { matches: number; answer: ProviderAnswer };
 }
 
 /** The part of a header value a provider reads; repeated headers count as missing. */

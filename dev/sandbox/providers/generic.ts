@@ -36,4 +36,28 @@ export const genericEmulation: ProviderEmulation = {
   messageId: (sequence) => `sbx_${sequence}`,
   accepted: (id) => ({ status: 202, body: { id } }),
   error: (status) => ({ status, body: { error: 'injected fault' } }),
+  // The gateway lookup of src/mail/providers/generic.ts: every message accepted for the order.
+  lookup: {
+    servesPath: (pathname) => pathname === '/v1/messages',
+    search(url, indexed) {
+      const orderId = url.searchParams.get('order_id');
+      if (orderId === null || orderId === '') {
+        return { matches: 0, answer: { status: 400, body: { error: 'order_id is required' } } };
+      }
+      const found = indexed.filter((message) => message.orderId === orderId);
+      return {
+        matches: found.length,
+        answer: {
+          status: 200,
+          body: {
+            messages: found.map((message) => ({
+              id: message.id,
+              send_key: message.sendKey,
+              accepted_at: message.receivedAt,
+            })),
+          },
+        },
+      };
+    },
+  },
 };

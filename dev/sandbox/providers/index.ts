@@ -21,3 +21,8 @@ export const PROVIDER_EMULATIONS: readonly ProviderEmulation[] = [
 export function emulationForPath(pathname: string): ProviderEmulation | null {
   return PROVIDER_EMULATIONS.find((emulation) => emulation.servesPath(pathname)) ?? null;
 }
+
+/** The provider whose lookup (a GET) is at `pathname`, or null. */
+export function lookupEmulationForPath(pathname: string): ProviderEmulation | null {
+  return PROVIDER_EMULATIONS.find((emulation) => emulation.lookup?.servesPath(pathname) === true) ?? null;
+}

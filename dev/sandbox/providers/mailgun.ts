@@ -5,6 +5,7 @@ import { isPlausibleAddress } from '../messageValidation';
 import { nonEmptyString, singleHeader, type ProviderEmulation } from './emulation';
 
 const MESSAGES_PATH = /^\/v3\/([^/]+)\/messages$/;
+const EVENTS_PATH = /^\/v3\/([^/]+)\/events$/;
 
 const failure = (status: number, message: string) => ({ status, body: { message } });
 
@@ -53,11 +54,52 @@ export const mailgunEmulation: ProviderEmulation = {
         subject: subject!,
         text: text ?? '',
         html,
+        sendKey: nonEmptyString(form.get('v:send_key')),
+        messageIdHeader: nonEmptyString(form.get('h:Message-Id'))?.replace(/^<|>$/g, '') ?? null,
       },
       idempotencyKey: null,
     };
   },
-  messageId: (sequence, pathname) => `<sbx.${sequence}@${MESSAGES_PATH.exec(pathname)?.[1] ?? 'sandbox'}>`,
+  // Mailgun keeps a Message-Id the sender set, and its id is that header in angle brackets.
+  messageId: (sequence, pathname, message) =>
+    message?.messageIdHeader
+      ? `<${message.messageIdHeader}>`
+      : `<sbx.${sequence}@${MESSAGES_PATH.exec(pathname)?.[1] ?? 'sandbox'}>`,
   accepted: (id) => ({ status: 200, body: { id, message: 'Queued. Thank you.' } }),
   error: (status) => failure(status, 'injected fault'),
+  // GET /v3/{domain}/events?message-id=…&event=accepted: the `accepted` event of each message accepted so far.
+  lookup: {
+    servesPath: (pathname) => EVENTS_PATH.test(pathname),
+    search(url, indexed) {
+      const wanted = url.searchParams.get('message-id');
+      const event = url.searchParams.get('event');
+      if (wanted !== null && wanted.startsWith('<')) {
+        // What the maintainers say happens with brackets: the filter matches nothing.
+        return { matches: 0, answer: { status: 200, body: { items: [], paging: {} } } };
+      }
+      const found =
+        event !== null && event !== 'accepted'
+          ? []
+          : indexed.filter((message) => wanted === null || message.id === `<${wanted}>`);
+      return {
+        matches: found.length,
+        answer: {
+          status: 200,
+          body: {
+            items: found.map((message) => ({
+              id: `sbx-accepted-${message.id.replace(/[<>]/g, '')}`,
+              event: 'accepted',
+              timestamp: Date.parse(message.receivedAt) / 1000,
+              message: { headers: { 'message-id': message.id.replace(/^<|>$/g, '') } },
+              'user-variables': {
+                order_id: message.orderId,
+                ...(message.sendKey === null ? {} : { send_key: message.sendKey }),
+              },
+            })),
+            paging: {},
+          },
+        },
+      };
+    },
+  },
 };

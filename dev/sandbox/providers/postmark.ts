@@ -51,6 +51,7 @@ export const postmarkEmulation: ProviderEmulation = {
         subject: subject!,
         text: text ?? '',
         html,
+        sendKey: nonEmptyString(metadata?.send_key),
       },
       idempotencyKey: null,
     };
@@ -66,6 +67,56 @@ export const postmarkEmulation: ProviderEmulation = {
       Message: 'OK',
     },
   }),
+  // GET /messages/outbound: count and offset are required, one metadata_<key> filter at a time.
+  lookup: {
+    servesPath: (pathname) => pathname === '/messages/outbound',
+    search(url, indexed) {
+      const count = Number(url.searchParams.get('count'));
+      const offset = Number(url.searchParams.get('offset'));
+      if (!Number.isInteger(count) || count < 1 || count > 500 || !Number.isInteger(offset) || offset < 0) {
+        return { matches: 0, answer: failure(422, 300, "Invalid 'count' or 'offset'.") };
+      }
+      const metadataFilters = [...url.searchParams.keys()].filter((name) => name.startsWith('metadata_'));
+      if (metadataFilters.length > 1) {
+        return {
+          matches: 0,
+          answer: failure(422, 300, 'Only one metadata field may be searched at a time.'),
+        };
+      }
+      const stream = url.searchParams.get('messagestream');
+      const found = indexed.filter((message) => {
+        if (metadataFilters[0] === 'metadata_send_key') {
+          return message.sendKey === url.searchParams.get('metadata_send_key');
+        }
+        if (metadataFilters[0] === 'metadata_order_id') {
+          return message.orderId === url.searchParams.get('metadata_order_id');
+        }
+        // Any other metadata field: none of our messages has it.
+        return metadataFilters.length === 0 && (stream === null || stream === 'outbound');
+      });
+      const page = found.slice(offset, offset + count);
+      return {
+        matches: found.length,
+        answer: {
+          status: 200,
+          body: {
+            TotalCount: found.length,
+            Messages: page.map((message) => ({
+              MessageID: message.id,
+              MessageStream: stream ?? 'outbound',
+              Recipients: [message.to],
+              ReceivedAt: message.receivedAt,
+              Status: 'Sent',
+              Metadata: {
+                order_id: message.orderId,
+                ...(message.sendKey === null ? {} : { send_key: message.sendKey }),
+              },
+            })),
+          },
+        },
+      };
+    },
+  },
   error(status, providerError) {
     const code =
       providerError !== undefined && /^[0-9]+$/.test(providerError)

@@ -68,6 +68,7 @@ export const sendGridEmulation: ProviderEmulation = {
         subject: subject!,
         text: text ?? '',
         html,
+        sendKey: nonEmptyString(customArgs?.send_key),
       },
       idempotencyKey: null,
     };

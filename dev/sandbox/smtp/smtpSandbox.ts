@@ -49,6 +49,8 @@ export interface AcceptedSmtpMessage {
   raw: string;
   /** What happened after the message was kept: answered 250, dropped, or held. */
   ending: 'answered' | 'dropped' | 'held';
+  /** When it was kept, ISO 8601. */
+  receivedAt: string;
 }
 
 /** One transaction's fate, accepted or not, for assertions on retries. */
@@ -177,6 +179,7 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
           subject: headerValue(raw, 'Subject'),
           raw,
           ending: 'answered',
+          receivedAt: new Date().toISOString(),
         };
         accepted.push(message);
         if (options.relayTo !== undefined) relay(options.relayTo, message);

@@ -1,10 +1,44 @@
 // The generic JSON mail API, which the sandbox speaks: POST {base}/v1/messages with a bearer token,
 // 202 {"id": …} on acceptance. The shape an adopter's in-house mail gateway can implement.
+//
+// To get verified outcomes instead of the unknown-outcome policy, the gateway also implements the lookup:
+//   GET {base}/v1/messages?order_id=<id>   (same bearer token)
+//   200 {"messages": [{"id": "<its message id>", "send_key": "<metadata.send_key of the request>",
+//                      "accepted_at": "<ISO 8601>"}, …]}   every message it accepted for the order, in any order
+// and promises two things, which the settle delay and the retention below stand for: a message it accepted is
+// in that list within GENERIC_LOOKUP_VISIBLE_WITHIN_MS (even when the sender never heard the 202), and it stays
+// there for GENERIC_LOOKUP_RETENTION_MS. A gateway without the lookup answers 404 (or 405, 501): the workflow
+// then settles unknown outcomes by the policy, as before, and its log says why.
 
+import type {
+  LookupAnswer,
+  ProviderLookupAdapter,
+  VerificationFacts,
+} from '../../verification/providerLookup';
+import { sendKeyOf } from '../../verification/sendKey';
 import { GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, parseJsonObject, safeMessageId } from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
+
+const SECOND_MS = 1000;
+const DAY_MS = 24 * 60 * 60 * SECOND_MS;
+
+/** The gateway contract's promise: an accepted message is visible to the lookup within this. */
+export const GENERIC_LOOKUP_VISIBLE_WITHIN_MS = 10 * SECOND_MS;
+/** The gateway contract's promise: the lookup remembers a message at least this long. */
+export const GENERIC_LOOKUP_RETENTION_MS = 7 * DAY_MS;
+
+export const GENERIC_VERIFICATION: VerificationFacts = Object.freeze({
+  lookup: true,
+  webhook: null,
+  // Three times the contract's promise, so a gateway that is a little slower than it says is not misread.
+  settleDelayMs: 3 * GENERIC_LOOKUP_VISIBLE_WITHIN_MS,
+  settleDelaySource:
+    "this project's own gateway contract (visible within 10 s, src/mail/providers/generic.ts), three times over",
+  retentionMs: GENERIC_LOOKUP_RETENTION_MS,
+  retentionSource: "this project's own gateway contract (at least 7 days)",
+});
 
 export function createGenericAdapter(options: {
   apiKey: string;
@@ -25,11 +59,52 @@ export function createGenericAdapter(options: {
         subject: mail.subject,
         text: mail.text,
         html: mail.html,
-        metadata: { order_id: mail.orderId },
+        // send_key is what the lookup matches; the same on every attempt of this send.
+        metadata: { order_id: mail.orderId, send_key: sendKeyOf(mail) },
       }),
     }),
     readMessageId: (_headers, body) => safeMessageId(parseJsonObject(body)?.id),
     // Its error bodies are free text ({"error": "…"}): nothing documented to read.
     readProviderError: () => null,
+    lookup: genericLookup(authorization),
+  };
+}
+
+function genericLookup(authorization: string): ProviderLookupAdapter {
+  return {
+    buildRequest: (query) => ({
+      path: `/v1/messages?order_id=${encodeURIComponent(query.orderId)}`,
+      headers: { authorization, accept: 'application/json' },
+    }),
+    readAnswer(status, body, query): LookupAnswer {
+      if (status === 401 || status === 403) {
+        return {
+          kind: 'inconclusive',
+          reason: `the gateway refused the lookup (HTTP ${status}): check the key's access`,
+        };
+      }
+      if (status === 404 || status === 405 || status === 501) {
+        return {
+          kind: 'inconclusive',
+          reason: `the gateway has no lookup (HTTP ${status}): it does not implement GET /v1/messages?order_id=`,
+        };
+      }
+      if (status < 200 || status >= 300)
+        return { kind: 'inconclusive', reason: `the lookup answered HTTP ${status}` };
+      const messages = parseJsonObject(body)?.messages;
+      if (!Array.isArray(messages)) {
+        return { kind: 'inconclusive', reason: 'the lookup answer has no "messages" list' };
+      }
+      // Only this send's key counts: a message of an earlier send (before an operator's re-send) is not this one.
+      const match = (messages as unknown[]).find(
+        (entry) =>
+          typeof entry === 'object' &&
+          entry !== null &&
+          (entry as { send_key?: unknown }).send_key === query.sendKey,
+      ) as { id?: unknown } | undefined;
+      return match === undefined
+        ? { kind: 'not-found' }
+        : { kind: 'found', providerMessageId: safeMessageId(match.id) };
+    },
   };
 }

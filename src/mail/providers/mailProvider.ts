@@ -2,8 +2,13 @@
 // the provider puts its message id, which error names it documents, and its outcome table. The HTTP call
 // itself (phase capture, deadlines, classification) is shared by all of them: src/mail/httpMailTransport.ts.
 
+import type { ProviderLookupAdapter, VerificationFacts } from '../../verification/providerLookup';
 import type { SendOutcomeTable } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
+import { GENERIC_VERIFICATION } from './generic';
+import { MAILGUN_VERIFICATION } from './mailgun';
+import { POSTMARK_VERIFICATION } from './postmark';
+import { SENDGRID_VERIFICATION } from './sendgrid';
 
 export const MAIL_PROVIDER_NAMES = ['generic', 'sendgrid', 'postmark', 'resend', 'mailgun'] as const;
 export type MailProviderName = (typeof MAIL_PROVIDER_NAMES)[number];
@@ -32,6 +37,11 @@ export interface MailProviderAdapter {
    * the recipient, so it never leaves the adapter.
    */
   readProviderError(status: number, body: string | null): string | null;
+  /**
+   * How to ask the provider afterwards whether it took a send, by the send key the request carried
+   * (src/verification/providerLookup.ts); absent when the provider has no such lookup.
+   */
+  readonly lookup?: ProviderLookupAdapter;
 }
 
 /** How long a provider dedupes requests that carry the same idempotency key, per its documentation. */
@@ -46,6 +56,11 @@ export interface MailProviderFacts {
   /** Used when MAIL_API_BASE_URL is not set; null means the adopter must set it (the generic API). */
   defaultBaseUrl: string | null;
   idempotency: ProviderIdempotency | null;
+  /**
+   * How an unknown outcome can be verified with this provider afterwards (a lookup, signed webhooks), with the
+   * documented settle delay and retention; null when it cannot (Resend needs not: its key makes retries safe).
+   */
+  verification: VerificationFacts | null;
 }
 
 export const MAILGUN_BASE_URLS = { us: 'https://api.mailgun.net', eu: 'https://api.eu.mailgun.net' } as const;
@@ -54,16 +69,26 @@ export type MailgunRegion = keyof typeof MAILGUN_BASE_URLS;
 const HOUR_MS = 60 * 60 * 1000;
 
 export const MAIL_PROVIDER_FACTS: Readonly<Record<MailProviderName, MailProviderFacts>> = Object.freeze({
-  generic: { defaultBaseUrl: null, idempotency: null },
+  generic: { defaultBaseUrl: null, idempotency: null, verification: GENERIC_VERIFICATION },
   // No documented idempotency key (research note §7; custom_args only help match webhook events later).
-  sendgrid: { defaultBaseUrl: 'https://api.sendgrid.com', idempotency: null },
+  sendgrid: {
+    defaultBaseUrl: 'https://api.sendgrid.com',
+    idempotency: null,
+    verification: SENDGRID_VERIFICATION,
+  },
   // Postmark's support article "What is an Idempotency Key?" says it is not supported.
-  postmark: { defaultBaseUrl: 'https://api.postmarkapp.com', idempotency: null },
+  postmark: {
+    defaultBaseUrl: 'https://api.postmarkapp.com',
+    idempotency: null,
+    verification: POSTMARK_VERIFICATION,
+  },
   // resend.com/docs/dashboard/emails/idempotency-keys: `Idempotency-Key`, up to 256 characters, kept 24 h.
+  // Its key settles an unknown outcome by retrying, so nothing needs to be looked up.
   resend: {
     defaultBaseUrl: 'https://api.resend.com',
     idempotency: { header: 'idempotency-key', documentedWindowMs: 24 * HOUR_MS },
+    verification: null,
   },
   // The US base; MAILGUN_REGION=eu selects MAILGUN_BASE_URLS.eu. No idempotency key.
-  mailgun: { defaultBaseUrl: MAILGUN_BASE_URLS.us, idempotency: null },
+  mailgun: { defaultBaseUrl: MAILGUN_BASE_URLS.us, idempotency: null, verification: MAILGUN_VERIFICATION },
 });

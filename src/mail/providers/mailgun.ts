@@ -2,11 +2,42 @@
 // https://api.mailgun.net for US domains and https://api.eu.mailgun.net for EU ones
 // (documentation.mailgun.com/docs/mailgun/api-reference/api-overview). Accepted is 200
 // {"id": "<…@domain>", "message": "Queued. Thank you."}; error bodies carry a free-text "message" only.
+//
+// Verification: every send sets its own Message-Id, derived from the send key, so it is the same on every
+// attempt of one send and known before the request leaves ("Mailgun will automatically include a unique
+// Message-ID or you can set your own", Mailgun FAQ; it must look like id@domain). The Events API is then
+// asked for an `accepted` event of that message: GET /v3/{domain}/events?message-id=<id>&event=accepted, the id
+// without angle brackets (documentation.mailgun.com …/api-reference/send/mailgun/events; the brackets rule is
+// from the mailgun.js maintainers, mailgun/mailgun.js#296). Mailgun marks that API deprecated in favour of its
+// Logs API, whose filterable attributes it does not list yet; the Events API is what answers by message id.
+// Events also arrive by signed webhook (src/webhooks/mailgunWebhook.ts), carrying the user variables set here.
 
+import type {
+  LookupAnswer,
+  ProviderLookupAdapter,
+  VerificationFacts,
+} from '../../verification/providerLookup';
+import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, MailClientConfigError, parseJsonObject, safeMessageId } from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
+  lookup: true,
+  webhook: 'mailgun',
+  // Events may become retrievable out of order; Mailgun's own advice is to trust a page only once its events
+  // are older than a threshold, "e.g. half an hour".
+  settleDelayMs: 30 * 60 * 1000,
+  settleDelaySource:
+    'documentation.mailgun.com/docs/mailgun/user-manual/events/event-polling: "half an hour"',
+  // "at least 30 days for paid accounts, and at least 2 days for free accounts"; elsewhere "at least 3 days".
+  retentionMs: 2 * DAY_MS,
+  retentionSource:
+    'documentation.mailgun.com …/tracking-messages: at least 2 days (free) or 30 days (paid); the minimum is assumed',
+});
 
 /**
  * Mailgun's documented statuses (…/quickstart-guide/responses): 400 bad request, 401 invalid or missing key,
@@ -46,8 +77,13 @@ export function createMailgunAdapter(options: { apiKey: string; domain: string }
       form.set('text', mail.text);
       form.set('html', mail.html);
       if (mail.replyTo !== null) form.set('h:Reply-To', mail.replyTo);
-      // A user variable: Mailgun attaches it to every event of the message, so webhooks name the order.
+      // Our own Message-Id: the same on every attempt of this send, so the Events API can be asked about it.
+      const sendKey = sendKeyOf(mail);
+      form.set('h:Message-Id', `<${mailgunMessageId(sendKey, options.domain)}>`);
+      // User variables: Mailgun attaches them to every event of the message, so webhooks name the order and
+      // the send.
       form.set('v:order_id', mail.orderId);
+      form.set('v:send_key', sendKey);
       return {
         path,
         headers: {
@@ -60,5 +96,58 @@ export function createMailgunAdapter(options: { apiKey: string; domain: string }
     },
     readMessageId: (_headers, body) => safeMessageId(parseJsonObject(body)?.id),
     readProviderError: () => null,
+    lookup: mailgunLookup(authorization, options.domain),
+  };
+}
+
+/**
+ * The Message-Id (without angle brackets) of a send: its key made into the local part of an address at the
+ * sending domain. The key's own characters are all allowed there (RFC 5322 atext); anything else becomes '-'.
+ */
+export function mailgunMessageId(sendKey: string, domain: string): string {
+  return `${sendKey.replace(/[^A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]/g, '-')}@${domain}`;
+}
+
+function mailgunLookup(authorization: string, domain: string): ProviderLookupAdapter {
+  return {
+    buildRequest: (query) => {
+      const search = new URLSearchParams({
+        'message-id': mailgunMessageId(query.sendKey, domain),
+        event: 'accepted',
+        limit: '10',
+      });
+      return {
+        path: `/v3/${domain}/events?${search.toString()}`,
+        headers: { authorization, accept: 'application/json' },
+      };
+    },
+    readAnswer(status, body): LookupAnswer {
+      if (status === 401 || status === 403) {
+        return {
+          kind: 'inconclusive',
+          reason: `Mailgun refused the events lookup (HTTP ${status}): the key or the plan lacks access to events`,
+        };
+      }
+      if (status === 404) {
+        return {
+          kind: 'inconclusive',
+          reason: 'Mailgun does not know the sending domain for events (HTTP 404)',
+        };
+      }
+      if (status < 200 || status >= 300)
+        return { kind: 'inconclusive', reason: `Mailgun's events answered HTTP ${status}` };
+      const items = parseJsonObject(body)?.items;
+      if (!Array.isArray(items))
+        return { kind: 'inconclusive', reason: 'Mailgun\'s events answer has no "items" list' };
+      const accepted = (items as unknown[]).find(
+        (item) =>
+          typeof item === 'object' && item !== null && (item as { event?: unknown }).event === 'accepted',
+      ) as { message?: { headers?: Record<string, unknown> } } | undefined;
+      if (accepted === undefined) return { kind: 'not-found' };
+      // Mailgun's message id is the Message-Id header, which it reports with or without brackets.
+      const header = accepted.message?.headers?.['message-id'];
+      const id = typeof header === 'string' ? (header.startsWith('<') ? header : `<${header}>`) : null;
+      return { kind: 'found', providerMessageId: safeMessageId(id) };
+    },
   };
 }

@@ -1,11 +1,41 @@
 // Postmark, single email: POST https://api.postmarkapp.com/email with the X-Postmark-Server-Token header
 // (postmarkapp.com/developer/user-guide/send-email-with-api). Accepted is 200
 // {"To","SubmittedAt","MessageID","ErrorCode":0,"Message":"OK"}; errors carry {"ErrorCode": n, "Message"}.
+//
+// Verification: every send carries Metadata {order_id, send_key}, and the Messages API searches outbound
+// messages by one metadata field: GET /messages/outbound?count=…&offset=0&metadata_send_key=<key>
+// (postmarkapp.com/developer/api/messages-api; postmarkapp.com/support/article/1125-custom-metadata-faq).
 
+import type {
+  LookupAnswer,
+  ProviderLookupAdapter,
+  VerificationFacts,
+} from '../../verification/providerLookup';
+import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, parseJsonObject, safeMessageId } from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export const POSTMARK_VERIFICATION: VerificationFacts = Object.freeze({
+  lookup: true,
+  webhook: null,
+  settleDelayMs: 5 * 60 * 1000,
+  // Postmark documents no figure for how soon an accepted message shows in the Messages API.
+  settleDelaySource:
+    'not documented by Postmark (postmarkapp.com/developer/api/messages-api gives no indexing delay); 5 min is ' +
+    "this project's cautious choice: set MAIL_VERIFY_SETTLE_DELAY_MS from what your account shows",
+  // "Messages expire after your retention period, which is 45 days by default (but retention can be customized
+  // from 7 to 365 days)": the shortest a server may be set to is what a lookup can count on.
+  retentionMs: 7 * DAY_MS,
+  retentionSource:
+    'postmarkapp.com/developer/api/messages-api: 45 days by default, configurable down to 7; the minimum is assumed',
+});
+
+/** Enough to see one message of this send; more would only be further attempts of it. */
+const LOOKUP_PAGE_SIZE = 10;
 
 /**
  * Postmark's documented statuses (postmarkapp.com/developer/api/overview): 401 missing or wrong token,
@@ -48,7 +78,8 @@ export function createPostmarkAdapter(options: {
         TextBody: mail.text,
         HtmlBody: mail.html,
         MessageStream: messageStream,
-        Metadata: { order_id: mail.orderId },
+        // send_key is what the Messages API is searched by afterwards; the same on every attempt of this send.
+        Metadata: { order_id: mail.orderId, send_key: sendKeyOf(mail) },
       }),
     }),
     readMessageId: (_headers, body) => safeMessageId(parseJsonObject(body)?.MessageID),
@@ -58,6 +89,50 @@ export function createPostmarkAdapter(options: {
       return typeof code === 'number' && Number.isInteger(code) && code >= 0 && code < 100_000
         ? `ErrorCode ${code}`
         : null;
+    },
+    lookup: postmarkLookup(token, messageStream),
+  };
+}
+
+function postmarkLookup(token: string, messageStream: string): ProviderLookupAdapter {
+  return {
+    buildRequest: (query) => {
+      const search = new URLSearchParams({
+        count: String(LOOKUP_PAGE_SIZE),
+        offset: '0',
+        messagestream: messageStream,
+        metadata_send_key: query.sendKey,
+      });
+      return {
+        path: `/messages/outbound?${search.toString()}`,
+        headers: { 'x-postmark-server-token': token, accept: 'application/json' },
+      };
+    },
+    readAnswer(status, body, query): LookupAnswer {
+      if (status === 401 || status === 403) {
+        return {
+          kind: 'inconclusive',
+          reason: `Postmark refused the Messages API search (HTTP ${status}): the server token needs access to it`,
+        };
+      }
+      if (status < 200 || status >= 300) {
+        const code = parseJsonObject(body)?.ErrorCode;
+        const named = typeof code === 'number' && Number.isInteger(code) ? `, ErrorCode ${code}` : '';
+        return { kind: 'inconclusive', reason: `Postmark's message search answered HTTP ${status}${named}` };
+      }
+      const messages = parseJsonObject(body)?.Messages;
+      if (!Array.isArray(messages)) {
+        return { kind: 'inconclusive', reason: 'Postmark\'s message search answer has no "Messages" list' };
+      }
+      // The search already filtered by send_key; checking again costs nothing and guards a changed API.
+      const match = (messages as unknown[]).find((entry) => {
+        if (typeof entry !== 'object' || entry === null) return false;
+        const metadata = (entry as { Metadata?: { send_key?: unknown } | null }).Metadata;
+        return metadata?.send_key === undefined || metadata.send_key === query.sendKey;
+      }) as { MessageID?: unknown } | undefined;
+      return match === undefined
+        ? { kind: 'not-found' }
+        : { kind: 'found', providerMessageId: safeMessageId(match.MessageID) };
     },
   };
 }

@@ -2,7 +2,15 @@
 // Accepted is 202 with an empty body; the message id comes in the X-Message-Id response header
 // (twilio.com/docs/sendgrid/glossary/x-message-id). Error bodies are `{"errors":[{"message","field"}]}`
 // of free text with no documented names, so nothing is read from them.
+//
+// Verification: by signed Event Webhook only (src/webhooks/sendgridWebhook.ts). Its `processed` event carries
+// our custom_args, so it names the order and the send. SendGrid's Email Logs API filters by subject and
+// recipient but not by custom_args, and our subject is the same for every order, so it has no lookup here.
+// A missing event proves nothing (the webhook retries for up to 24 h), so SendGrid can verify "accepted" and
+// never "not sent": without an event an unknown outcome is settled by the policy.
 
+import type { VerificationFacts } from '../../verification/providerLookup';
+import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, headerValue, parseMailbox, safeMessageId, type Mailbox } from './adapterSupport';
@@ -21,6 +29,18 @@ export const SENDGRID_STATUS_TABLE = extendStatusTable(
   { 503: 'unknown' },
   { label: 'SendGrid' },
 );
+
+export const SENDGRID_VERIFICATION: VerificationFacts = Object.freeze({
+  lookup: false,
+  webhook: 'sendgrid',
+  settleDelayMs: 5 * 60 * 1000,
+  // twilio.com/docs/sendgrid/for-developers/tracking-events/twilio-sendgrid-event-webhook-overview promises
+  // events "in nearly real time", with no figure.
+  settleDelaySource:
+    'SendGrid documents its Event Webhook as "nearly real time", with no figure; 5 min is this project\'s choice',
+  retentionMs: null,
+  retentionSource: 'webhook events are kept in our own table (order_mail_provider_events)',
+});
 
 export function createSendGridAdapter(options: { apiKey: string }): MailProviderAdapter {
   checkApiKey(options.apiKey);
@@ -41,8 +61,8 @@ export function createSendGridAdapter(options: { apiKey: string }): MailProvider
           { type: 'text/plain', value: mail.text },
           { type: 'text/html', value: mail.html },
         ],
-        // Comes back in Event Webhook posts, so a delivery event can be traced to its order.
-        custom_args: { order_id: mail.orderId },
+        // Comes back in Event Webhook posts, so an event can be traced to its order and to this send.
+        custom_args: { order_id: mail.orderId, send_key: sendKeyOf(mail) },
       }),
     }),
     readMessageId: (headers) => safeMessageId(headerValue(headers, 'x-message-id')),

@@ -1,0 +1,112 @@
+// The runner's verification flags: which provider the workers send to (the sandbox emulates each), whether
+// they verify unknown outcomes with it, how long they wait before asking, and the faults of the verification
+// path itself (lookups that fail, webhooks lost or delivered twice). Kept apart from options.ts, which holds
+// the runner's other flags.
+import {
+  MAIL_PROVIDER_FACTS,
+  MAIL_PROVIDER_NAMES,
+  type MailProviderName,
+} from '../../src/mail/providers/mailProvider';
+import { DEFAULT_INDEXING_LAG_MS } from '../sandbox/lookups';
+
+export interface VerificationRunOptions {
+  /** The provider the workers are configured for; the HTTP sandbox emulates it. */
+  provider: MailProviderName;
+  /** MAIL_VERIFY: ask the provider before the policy settles an unknown outcome (where it can be asked). */
+  verify: boolean;
+  /**
+   * MAIL_VERIFY_SETTLE_DELAY_MS of the workers. The providers' documented delays (30 s to 30 min) are for real
+   * providers; the sandbox indexes within its lag (1 s), so the runner waits a few times that.
+   */
+  settleDelayMs: number;
+  /** Share of lookups that fail: half answer 503, half hang past the lookup's deadline. */
+  lookupFaults: number;
+  /** Share of webhook events the sandbox never posts, and of those it posts twice. */
+  webhookLoss: number;
+  webhookDuplicates: number;
+}
+
+export const DEFAULT_RUN_SETTLE_DELAY_MS = 3 * DEFAULT_INDEXING_LAG_MS;
+
+export const VERIFICATION_PROFILES: Record<'demo' | 'chaos', VerificationRunOptions> = {
+  demo: {
+    provider: 'generic',
+    verify: true,
+    settleDelayMs: DEFAULT_RUN_SETTLE_DELAY_MS,
+    lookupFaults: 0,
+    webhookLoss: 0,
+    webhookDuplicates: 0,
+  },
+  chaos: {
+    provider: 'generic',
+    verify: true,
+    settleDelayMs: DEFAULT_RUN_SETTLE_DELAY_MS,
+    lookupFaults: 0.04,
+    webhookLoss: 0.02,
+    webhookDuplicates: 0.1,
+  },
+};
+
+export const VERIFICATION_USAGE = `  --provider NAME               the provider the workers send to, emulated by the sandbox: ${MAIL_PROVIDER_NAMES.join(', ')} (generic)
+  --verify / --no-verify        verify unknown outcomes with the provider before the policy decides (on)
+  --settle-delay S              how long after an unknown outcome the workers wait before asking (3)
+  --lookup-faults RATE          share of lookups that fail, half 503, half hung (demo 0, chaos 0.04)
+  --webhook-loss RATE / --webhook-duplicates RATE   webhook events never posted / posted twice (chaos 0.02 / 0.1)`;
+
+/** Applies one verification flag; returns false when `flag` is not one of them. Throws `usage` errors. */
+export function applyVerificationFlag(
+  options: VerificationRunOptions,
+  flag: string,
+  value: () => string,
+  usage: (message: string) => Error,
+): boolean {
+  const rate = (text: string): number => {
+    const parsed = Number(text.endsWith('%') ? Number(text.slice(0, -1)) / 100 : text);
+    if (!(parsed >= 0 && parsed <= 1)) throw usage(`${flag} must be a rate from 0 to 1 (or 0% to 100%)`);
+    return parsed;
+  };
+  switch (flag) {
+    case '--provider': {
+      const name = value();
+      if (!(MAIL_PROVIDER_NAMES as readonly string[]).includes(name)) {
+        throw usage(`--provider must be one of ${MAIL_PROVIDER_NAMES.join(', ')} (got ${name})`);
+      }
+      options.provider = name as MailProviderName;
+      return true;
+    }
+    case '--verify':
+      options.verify = true;
+      return true;
+    case '--no-verify':
+      options.verify = false;
+      return true;
+    case '--settle-delay': {
+      const seconds = Number(value());
+      if (!(seconds > 0) || !Number.isFinite(seconds))
+        throw usage('--settle-delay must be a number of seconds > 0');
+      options.settleDelayMs = Math.round(seconds * 1000);
+      return true;
+    }
+    case '--lookup-faults':
+      options.lookupFaults = rate(value());
+      return true;
+    case '--webhook-loss':
+      options.webhookLoss = rate(value());
+      return true;
+    case '--webhook-duplicates':
+      options.webhookDuplicates = rate(value());
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** Whether the workers will verify: asked for, and the provider lets them. */
+export function verifies(options: VerificationRunOptions): boolean {
+  return options.verify && MAIL_PROVIDER_FACTS[options.provider].verification !== null;
+}
+
+/** The webhook-only or webhook-and-lookup providers need the receiver running. */
+export function needsWebhookReceiver(options: VerificationRunOptions): boolean {
+  return verifies(options) && MAIL_PROVIDER_FACTS[options.provider].verification?.webhook != null;
+}

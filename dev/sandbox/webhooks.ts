@@ -1,0 +1,312 @@
+// The sandbox's provider webhooks, played for real: for every message the SendGrid or Mailgun emulation
+// accepted, its events (accepted, then delivered, or bounced for a recipient whose address starts with
+// "bounce") are POSTed to the receiver (src/webhooks/webhookServer.ts), signed the way each provider signs
+// them, after a configurable delay; some are lost, some delivered twice (re-signed, as a provider's retry is),
+// and a failed delivery is retried a few times with backoff. The draws come from a seeded generator.
+import { generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { Pool } from 'undici';
+import { mailgunSignature } from '../../src/webhooks/mailgunWebhook';
+import { seededRandom, InvalidFaultError } from './faults';
+import type { ReceivedMessage } from './records';
+
+export interface WebhookSettings {
+  /** Base URL of the receiver, e.g. http://127.0.0.1:8090; null sends nothing. */
+  url: string | null;
+  /** How long after the acceptance the first event is posted; later events follow at the same pace. */
+  delayMs: number;
+  /** Share of events posted a second time, re-signed (a provider's redelivery). */
+  duplicateProbability: number;
+  /** Share of events never posted (a provider gave up). */
+  lossProbability: number;
+}
+
+export const DEFAULT_WEBHOOK_DELAY_MS = 200;
+export const DEFAULT_MAILGUN_SIGNING_KEY = 'sandbox-webhook-signing-key';
+const DELIVERY_TIMEOUT_MS = 5_000;
+const RETRY_DELAYS_MS = [250, 1_000, 3_000];
+
+export interface WebhookDeliveryRecord {
+  sequence: number;
+  provider: 'sendgrid' | 'mailgun';
+  orderId: string;
+  eventId: string;
+  eventType: string;
+  /** False for the first posting of an event, true for its duplicate. */
+  duplicate: boolean;
+  /** 1 for the first try of a posting, more for its retries. */
+  attempt: number;
+  status: number | 'failed';
+  postedAt: string;
+}
+
+interface PlannedEvent {
+  provider: 'sendgrid' | 'mailgun';
+  orderId: string;
+  eventId: string;
+  eventType: string;
+  body: (now: Date) => { body: string; headers: Record<string, string> };
+}
+
+export class SandboxWebhooks {
+  /** SendGrid's verification key for the receiver's SENDGRID_WEBHOOK_PUBLIC_KEY: base64 DER, as SendGrid shows it. */
+  readonly sendgridPublicKey: string;
+  private readonly sendgridPrivateKey: KeyObject;
+  private settings: WebhookSettings;
+  private random: () => number;
+  private pool: Pool | null = null;
+  private poolUrl: string | null = null;
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private list: WebhookDeliveryRecord[] = [];
+  private eventNumber = 0;
+  private closed = false;
+
+  constructor(
+    initial: Partial<WebhookSettings>,
+    private readonly seed: number,
+    readonly mailgunSigningKey: string = DEFAULT_MAILGUN_SIGNING_KEY,
+  ) {
+    const pair = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    this.sendgridPrivateKey = pair.privateKey;
+    this.sendgridPublicKey = pair.publicKey.export({ format: 'der', type: 'spki' }).toString('base64');
+    this.settings = {
+      url: initial.url ?? null,
+      delayMs: initial.delayMs ?? DEFAULT_WEBHOOK_DELAY_MS,
+      duplicateProbability: initial.duplicateProbability ?? 0,
+      lossProbability: initial.lossProbability ?? 0,
+    };
+    checkSettings(this.settings);
+    this.random = seededRandom(seed);
+  }
+
+  current(): WebhookSettings {
+    return { ...this.settings };
+  }
+
+  configure(changes: Partial<WebhookSettings>): void {
+    const next = { ...this.settings };
+    for (const [name, value] of Object.entries(changes)) {
+      if (value !== undefined) (next as Record<string, unknown>)[name] = value;
+    }
+    checkSettings(next);
+    this.settings = next;
+  }
+
+  /** Every posting so far, retries and duplicates included. */
+  deliveries(): WebhookDeliveryRecord[] {
+    return this.list.map((record) => ({ ...record }));
+  }
+
+  /** The SendGrid signature of `payload` at `timestamp` (seconds), for tests that post by hand. */
+  signSendGrid(payload: string, timestamp: number): string {
+    return sign('sha256', Buffer.from(`${timestamp}${payload}`, 'utf8'), this.sendgridPrivateKey).toString(
+      'base64',
+    );
+  }
+
+  /** Called for every message the sandbox accepted. */
+  onAccepted(message: ReceivedMessage): void {
+    if (this.closed || this.settings.url === null) return;
+    if (message.provider !== 'sendgrid' && message.provider !== 'mailgun') return;
+    const bounces = /^bounce/i.test(message.to);
+    const events =
+      message.provider === 'sendgrid'
+        ? [
+            this.sendGridEvent(message, 'processed'),
+            this.sendGridEvent(message, bounces ? 'bounce' : 'delivered'),
+          ]
+        : [
+            this.mailgunEvent(message, 'accepted'),
+            this.mailgunEvent(message, bounces ? 'failed' : 'delivered'),
+          ];
+    events.forEach((event, index) => {
+      // One draw each, whatever happens, so the sequence depends on the seed and the order of messages only.
+      const lost = this.random() < this.settings.lossProbability;
+      const duplicated = this.random() < this.settings.duplicateProbability;
+      if (lost) return;
+      const at = this.settings.delayMs * (index + 1);
+      this.later(at, () => this.post(event, false, 1));
+      if (duplicated) this.later(at + Math.max(this.settings.delayMs, 50), () => this.post(event, true, 1));
+    });
+  }
+
+  /** Resolves once every posting planned so far has been made (retries included). */
+  async settled(): Promise<void> {
+    while (this.timers.size > 0 || this.inFlight.size > 0) {
+      await Promise.allSettled([...this.inFlight]);
+      if (this.timers.size > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  reset(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    this.list = [];
+    this.random = seededRandom(this.seed);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    await Promise.allSettled([...this.inFlight]);
+    await this.pool?.close().catch(() => undefined);
+  }
+
+  private later(ms: number, work: () => Promise<void>): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      if (this.closed) return;
+      const running = work().finally(() => this.inFlight.delete(running));
+      this.inFlight.add(running);
+    }, ms);
+    this.timers.add(timer);
+  }
+
+  private async post(event: PlannedEvent, duplicate: boolean, attempt: number): Promise<void> {
+    const url = this.settings.url;
+    if (url === null || this.closed) return;
+    const { body, headers } = event.body(new Date());
+    let status: number | 'failed';
+    try {
+      const response = await this.poolFor(url).request({
+        method: 'POST',
+        path: `${new URL(url).pathname.replace(/\/+$/, '')}/webhooks/${event.provider}`,
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+        signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+      });
+      status = response.statusCode;
+      await response.body.dump();
+    } catch {
+      status = 'failed';
+    }
+    this.list.push({
+      sequence: this.list.length + 1,
+      provider: event.provider,
+      orderId: event.orderId,
+      eventId: event.eventId,
+      eventType: event.eventType,
+      duplicate,
+      attempt,
+      status,
+      postedAt: new Date().toISOString(),
+    });
+    // Like the providers: a refusal (4xx other than 429) is final, anything else is tried again later.
+    const retry = status === 'failed' || status === 429 || status >= 500;
+    const delay = RETRY_DELAYS_MS[attempt - 1];
+    if (retry && delay !== undefined) this.later(delay, () => this.post(event, duplicate, attempt + 1));
+  }
+
+  private poolFor(url: string): Pool {
+    const origin = new URL(url).origin;
+    if (this.pool === null || this.poolUrl !== origin) {
+      void this.pool?.close().catch(() => undefined);
+      this.pool = new Pool(origin, {
+        connections: 4,
+        headersTimeout: DELIVERY_TIMEOUT_MS,
+        bodyTimeout: DELIVERY_TIMEOUT_MS,
+      });
+      this.poolUrl = origin;
+    }
+    return this.pool;
+  }
+
+  private sendGridEvent(message: ReceivedMessage, event: 'processed' | 'delivered' | 'bounce'): PlannedEvent {
+    this.eventNumber += 1;
+    const eventId = `sbx-sg-${this.eventNumber}`;
+    const occurred = Math.floor(Date.now() / 1000);
+    const payload = [
+      {
+        email: message.to,
+        timestamp: occurred,
+        event,
+        sg_event_id: eventId,
+        // SendGrid's sg_message_id is the send's X-Message-Id followed by a suffix.
+        sg_message_id: `${message.id}.sbx-filter-0`,
+        order_id: message.orderId,
+        ...(message.sendKey === null ? {} : { send_key: message.sendKey }),
+        ...(event === 'bounce'
+          ? { type: 'bounce', status: '5.1.1', reason: `550 5.1.1 <${message.to}>: mailbox does not exist` }
+          : {}),
+      },
+    ];
+    const body = JSON.stringify(payload);
+    return {
+      provider: 'sendgrid',
+      orderId: message.orderId,
+      eventId,
+      eventType: event,
+      body: (now) => {
+        const timestamp = Math.floor(now.getTime() / 1000);
+        return {
+          body,
+          headers: {
+            'x-twilio-email-event-webhook-signature': this.signSendGrid(body, timestamp),
+            'x-twilio-email-event-webhook-timestamp': String(timestamp),
+          },
+        };
+      },
+    };
+  }
+
+  private mailgunEvent(message: ReceivedMessage, event: 'accepted' | 'delivered' | 'failed'): PlannedEvent {
+    this.eventNumber += 1;
+    const eventId = `sbx-mg-${this.eventNumber}`;
+    const eventData = {
+      event,
+      id: eventId,
+      timestamp: Date.now() / 1000,
+      recipient: message.to,
+      message: { headers: { 'message-id': message.id.replace(/^<|>$/g, '') } },
+      'user-variables': {
+        order_id: message.orderId,
+        ...(message.sendKey === null ? {} : { send_key: message.sendKey }),
+      },
+      ...(event === 'failed'
+        ? {
+            severity: 'permanent',
+            reason: 'bounce',
+            'delivery-status': { code: 550, message: `550 5.1.1 <${message.to}>: mailbox does not exist` },
+          }
+        : {}),
+    };
+    return {
+      provider: 'mailgun',
+      orderId: message.orderId,
+      eventId,
+      eventType: event,
+      // Each posting is signed anew: a fresh token and timestamp, as Mailgun does for every request.
+      body: (now) => {
+        const timestamp = String(Math.floor(now.getTime() / 1000));
+        const token = randomBytes(25).toString('hex');
+        const signature = {
+          timestamp,
+          token,
+          signature: mailgunSignature(this.mailgunSigningKey, timestamp, token),
+        };
+        return { body: JSON.stringify({ signature, 'event-data': eventData }), headers: {} };
+      },
+    };
+  }
+}
+
+function checkSettings(settings: WebhookSettings): void {
+  if (settings.url !== null) {
+    try {
+      const parsed = new URL(settings.url);
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('protocol');
+    } catch {
+      throw new InvalidFaultError('webhooks: url must be an http(s) URL or null.');
+    }
+  }
+  if (!Number.isInteger(settings.delayMs) || settings.delayMs < 0) {
+    throw new InvalidFaultError('webhooks: delayMs must be an integer >= 0.');
+  }
+  for (const name of ['duplicateProbability', 'lossProbability'] as const) {
+    const value = settings[name];
+    if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
+      throw new InvalidFaultError(`webhooks: ${name} must be a number from 0 to 1.`);
+    }
+  }
+}

@@ -1,0 +1,125 @@
+// The one HTTP path of every provider lookup: a GET through an injected undici dispatcher, bounded by its own
+// deadline, its body always read to the end (or dropped), answered as found / not found / inconclusive by the
+// adapter, or as a failure worth retrying. It never throws for what the network or the provider did.
+//
+// A lookup is safe to repeat (it changes nothing at the provider), so unlike a send it may be retried freely;
+// the verify activity's retry policy and its schedule-to-close deadline bound how long that goes on.
+
+import { Pool, type Dispatcher } from 'undici';
+import type { LookupAnswer, LookupQuery, ProviderLookupAdapter } from './providerLookup';
+
+export type LookupResult =
+  | LookupAnswer
+  /** Nothing decided, worth asking again: a transport error, a timeout, 408, 429, any 5xx. */
+  | { kind: 'failed'; reason: string; retryAfterMs: number | null };
+
+export interface LookupClient {
+  lookUp(query: LookupQuery): Promise<LookupResult>;
+}
+
+export interface LookupClientOptions {
+  adapter: ProviderLookupAdapter;
+  /** The provider's base URL, as for sends: origin plus an optional path prefix. */
+  baseUrl: string;
+  /** For the base URL's origin; the caller owns it and closes it (createLookupPool). */
+  dispatcher: Dispatcher;
+  /** Deadline for the whole lookup, body included. */
+  timeoutMs: number;
+}
+
+/** A search result page is small; a much longer body is not an answer we can use. */
+const MAX_LOOKUP_BODY_BYTES = 512 * 1024;
+
+export function createLookupClient(options: LookupClientOptions): LookupClient {
+  const { origin, pathPrefix } = splitBaseUrl(options.baseUrl);
+  const { adapter } = options;
+  return {
+    async lookUp(query) {
+      const request = adapter.buildRequest(query);
+      let status: number;
+      let headers: Dispatcher.ResponseData['headers'];
+      let body: string | null;
+      try {
+        const response = await options.dispatcher.request({
+          origin,
+          method: 'GET',
+          path: `${pathPrefix}${request.path}`,
+          headers: request.headers,
+          signal: AbortSignal.timeout(options.timeoutMs),
+        });
+        status = response.statusCode;
+        headers = response.headers;
+        body = await readBounded(response.body, MAX_LOOKUP_BODY_BYTES);
+      } catch (error) {
+        return { kind: 'failed', reason: `lookup failed: ${describeError(error)}`, retryAfterMs: null };
+      }
+      if (status === 408 || status === 429 || status >= 500) {
+        return {
+          kind: 'failed',
+          reason: `lookup answered HTTP ${status}`,
+          retryAfterMs: retryAfterMs(headers['retry-after']),
+        };
+      }
+      if (status >= 200 && status < 300 && body === null) {
+        return {
+          kind: 'failed',
+          reason: `lookup answer was larger than ${MAX_LOOKUP_BODY_BYTES} bytes`,
+          retryAfterMs: null,
+        };
+      }
+      return adapter.readAnswer(status, body, query);
+    },
+  };
+}
+
+/**
+ * The pool lookups go through: one per provider origin, apart from the sends' pool, so a lookup never takes
+ * the connection a send is waiting for, and a send's deadlines never apply to a lookup. Close it on shutdown.
+ */
+export function createLookupPool(
+  baseUrl: string,
+  options: { connections: number; connectTimeoutMs: number; timeoutMs: number },
+): Pool {
+  return new Pool(splitBaseUrl(baseUrl).origin, {
+    connections: options.connections,
+    connect: { timeout: options.connectTimeoutMs },
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+  });
+}
+
+function splitBaseUrl(baseUrl: string): { origin: string; pathPrefix: string } {
+  const url = new URL(baseUrl);
+  return { origin: url.origin, pathPrefix: url.pathname.replace(/\/+$/, '') };
+}
+
+/** The whole body, or null (and the socket released) when it is longer than `limit`. */
+async function readBounded(body: Dispatcher.ResponseData['body'], limit: number): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      return null;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function retryAfterMs(value: string | string[] | undefined): number | null {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || !/^[0-9]{1,6}$/.test(text.trim())) return null;
+  return Number(text.trim()) * 1000;
+}
+
+/** The error's name and code, never its message text: an undici message can quote the URL it tried. */
+function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    if (error.name === 'TimeoutError' || error.name === 'AbortError') return 'no answer within its deadline';
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' ? `${error.name} (${code})` : error.name;
+  }
+  return 'unexpected error';
+}

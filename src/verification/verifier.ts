@@ -1,0 +1,51 @@
+// What the verify activity asks with: the provider's lookup (over a pool of its own) and whether its webhook
+// events count, with the settle delay and retention they are trusted within. Built once per worker by the
+// composition root (src/worker.ts) from the configuration; closed on shutdown.
+import type { MailApiConfig } from '../mail/createMailTransport';
+import { createProviderAdapter } from '../mail/createMailTransport';
+import type { WebhookProvider } from '../webhooks/providerEvent';
+import { createLookupClient, createLookupPool, type LookupClient } from './lookupClient';
+import type { VerificationConfig } from './verificationConfig';
+
+export interface Verifier {
+  /** Null for a provider that is verified by webhook only (SendGrid). */
+  lookup: LookupClient | null;
+  /** Whose webhook events in order_mail_provider_events count as evidence; null for none. */
+  webhookProvider: WebhookProvider | null;
+  settleDelayMs: number;
+  retentionMs: number | null;
+}
+
+export function createVerifier(
+  config: VerificationConfig,
+  mailApi: MailApiConfig,
+): { verifier: Verifier; close(): Promise<void> } {
+  const lookupAdapter = config.facts.lookup ? createProviderAdapter(mailApi).lookup : undefined;
+  const pool =
+    lookupAdapter === undefined
+      ? null
+      : createLookupPool(mailApi.baseUrl, {
+          connections: config.connections,
+          connectTimeoutMs: mailApi.connectTimeoutMs,
+          timeoutMs: config.lookupTimeoutMs,
+        });
+  return {
+    verifier: {
+      lookup:
+        lookupAdapter === undefined || pool === null
+          ? null
+          : createLookupClient({
+              adapter: lookupAdapter,
+              baseUrl: mailApi.baseUrl,
+              dispatcher: pool,
+              timeoutMs: config.lookupTimeoutMs,
+            }),
+      webhookProvider: config.facts.webhook,
+      settleDelayMs: config.settleDelayMs,
+      retentionMs: config.retentionMs,
+    },
+    close: async () => {
+      await pool?.close();
+    },
+  };
+}

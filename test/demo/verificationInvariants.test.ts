@@ -1,0 +1,158 @@
+// With verification, the run report holds the run to what it promises: every customer gets a mail, and every
+// unknown outcome is settled as the provider had it. These cases check the invariants catch a customer without
+// a mail and a wrong "verified not sent", and pass a verified run.
+import { describe, expect, it } from 'vitest';
+import { buildReport, type AttemptFact, type RunFacts } from '../../dev/demo/report';
+
+const T0 = '2026-12-01T00:00:00.000Z';
+const T1 = '2026-12-01T00:00:05.000Z';
+
+function run(
+  orders: Record<
+    string,
+    { attempts: Omit<AttemptFact, 'orderId'>[]; messages: string[]; row: RunFacts['rows'][number] }
+  >,
+): RunFacts {
+  const entries = Object.entries(orders);
+  return {
+    profile: 'test',
+    transport: 'http',
+    policy: 'assume-sent',
+    verification: {
+      provider: 'generic',
+      verifies: true,
+      lookups: 1,
+      lookupFaults: 0,
+      webhookPosts: 0,
+      webhookDuplicates: 0,
+    },
+    orderIds: entries.map(([orderId]) => orderId),
+    rows: entries.map(([, story]) => story.row),
+    attempts: entries.flatMap(([orderId, story]) =>
+      story.attempts.map((attempt) => ({ orderId, ...attempt })),
+    ),
+    messages: entries.flatMap(([orderId, story]) =>
+      story.messages.map((receivedAt, index) => ({ orderId, id: `${orderId}-m${index}`, receivedAt })),
+    ),
+    requests: [],
+    workflows: Object.fromEntries(entries.map(([orderId]) => [orderId, 'COMPLETED'])),
+    inbox: null,
+    chaos: {
+      workerKills: 0,
+      workerRestarts: 0,
+      workerExits: 0,
+      postgresRestarts: 0,
+      temporalRestarts: 0,
+      refusedWindows: 0,
+    },
+    starts: { clientProcesses: 1, startCalls: 1, started: 1, alreadyStarted: 0, retriedCalls: 0 },
+    workers: 1,
+    elapsedMs: 1_000,
+  };
+}
+
+const failing = (facts: RunFacts): string[] =>
+  buildReport(facts)
+    .invariants.filter((invariant) => !invariant.holds)
+    .map((invariant) => invariant.name);
+
+describe('verification invariants', () => {
+  it('a verified run passes: accepted by lookup, and not sent then sent again', () => {
+    const facts = run({
+      '1': {
+        row: { orderId: '1', state: 'sent', outcome: 'accepted', attempts: 1, providerMessageId: '1-m0' },
+        attempts: [
+          {
+            attempt: 1,
+            state: 'sent',
+            outcome: 'accepted',
+            unknownPolicy: null,
+            dispatched: true,
+            verification: 'lookup',
+            finishedAt: T1,
+          },
+        ],
+        messages: [T0],
+      },
+      '2': {
+        row: { orderId: '2', state: 'sent', outcome: 'accepted', attempts: 2, providerMessageId: '2-m0' },
+        attempts: [
+          {
+            attempt: 1,
+            state: 'failed',
+            outcome: 'not_sent',
+            unknownPolicy: null,
+            dispatched: true,
+            verification: 'lookup',
+            finishedAt: T0,
+          },
+          {
+            attempt: 2,
+            state: 'sent',
+            outcome: 'accepted',
+            unknownPolicy: null,
+            dispatched: true,
+            verification: null,
+            finishedAt: T1,
+          },
+        ],
+        messages: [T1],
+      },
+    });
+    expect(failing(facts)).toEqual([]);
+    expect(buildReport(facts).customers).toMatchObject({ customers: { one: 2, none: 0, twoOrMore: 0 } });
+  });
+
+  it('a customer without a mail fails the run, though the row says sent', () => {
+    const facts = run({
+      '3': {
+        row: { orderId: '3', state: 'sent', outcome: 'unknown', attempts: 1, providerMessageId: null },
+        attempts: [
+          {
+            attempt: 1,
+            state: 'sent',
+            outcome: 'unknown',
+            unknownPolicy: 'assume-sent',
+            dispatched: true,
+            verification: 'inconclusive',
+            finishedAt: T1,
+          },
+        ],
+        messages: [],
+      },
+    });
+    expect(failing(facts)).toEqual(['no-customer-without-a-mail', 'unknowns-settled-right']);
+  });
+
+  it('a "verified not sent" for a mail the provider had (a lookup before its index caught up) fails twice over', () => {
+    const facts = run({
+      '4': {
+        row: { orderId: '4', state: 'sent', outcome: 'accepted', attempts: 2, providerMessageId: '4-m1' },
+        attempts: [
+          {
+            attempt: 1,
+            state: 'failed',
+            outcome: 'not_sent',
+            unknownPolicy: null,
+            dispatched: true,
+            verification: 'lookup',
+            finishedAt: T0,
+          },
+          {
+            attempt: 2,
+            state: 'sent',
+            outcome: 'accepted',
+            unknownPolicy: null,
+            dispatched: true,
+            verification: null,
+            finishedAt: T1,
+          },
+        ],
+        messages: ['2026-11-30T23:59:59.000Z', T1],
+      },
+    });
+    expect(failing(facts)).toEqual(
+      expect.arrayContaining(['no-duplicates-under-assume-sent', 'unknowns-settled-right']),
+    );
+  });
+});

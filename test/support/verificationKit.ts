@@ -1,0 +1,80 @@
+// Test-sized verification: a verifier over the sandbox's emulation of a provider, the workflow settings that
+// go with it, and the attempts and row as the log records their verification.
+import { MAIL_PROVIDER_FACTS, type MailProviderName } from '../../src/mail/providers/mailProvider';
+import type { Database } from '../../src/db/pool';
+import type { VerificationSettings } from '../../src/shared/workflowSettings';
+import { createVerifier, type Verifier } from '../../src/verification/verifier';
+import { TEST_MAILGUN_DOMAIN } from './testKit';
+
+export interface TestVerification {
+  /** What the workflow waits and how long it keeps asking. */
+  settings: VerificationSettings;
+  /** The settle delay the activity holds a "not found" to (normally the same as the workflow's timer). */
+  evidenceAfterMs?: number;
+  retentionMs?: number | null;
+}
+
+/** A verifier for `provider` at `baseUrl` (the sandbox); close() closes its lookup pool. */
+export function testVerifier(
+  provider: MailProviderName,
+  baseUrl: string,
+  verification: TestVerification,
+): { verifier: Verifier; close(): Promise<void> } {
+  const facts = MAIL_PROVIDER_FACTS[provider].verification;
+  if (facts === null) throw new Error(`${provider} cannot verify`);
+  return createVerifier(
+    {
+      facts,
+      settleDelayMs: verification.evidenceAfterMs ?? verification.settings.settleDelayMs,
+      retentionMs: verification.retentionMs === undefined ? facts.retentionMs : verification.retentionMs,
+      lookupTimeoutMs: verification.settings.lookupTimeoutMs,
+      deadlineMs: verification.settings.deadlineMs,
+      connections: 2,
+    },
+    {
+      provider,
+      baseUrl,
+      apiKey: 'sandbox-key',
+      mailgunDomain: TEST_MAILGUN_DOMAIN,
+      postmarkMessageStream: 'outbound',
+      connectTimeoutMs: 1_000,
+      headersTimeoutMs: 1_000,
+      overallTimeoutMs: 3_000,
+      connections: 2,
+    },
+  );
+}
+
+export interface VerifiedAttempt {
+  attempt: number;
+  state: string;
+  outcome: string;
+  unknownPolicy: string | null;
+  verification: string | null;
+  providerMessageId: string | null;
+  error: string | null;
+}
+
+export async function attemptsWithVerification(db: Database, orderId: string): Promise<VerifiedAttempt[]> {
+  const { rows } = await db.query<VerifiedAttempt>(
+    `SELECT attempt, state, outcome, unknown_policy AS "unknownPolicy", verification,
+            provider_message_id AS "providerMessageId", error
+       FROM order_mail_attempts WHERE order_id = $1 ORDER BY attempt`,
+    [orderId],
+  );
+  return rows;
+}
+
+export async function rowWithVerification(db: Database, orderId: string) {
+  const { rows } = await db.query<{
+    state: string;
+    outcome: string | null;
+    verification: string | null;
+    providerMessageId: string | null;
+  }>(
+    `SELECT state, outcome, verification, provider_message_id AS "providerMessageId"
+       FROM order_mail_log WHERE order_id = $1`,
+    [orderId],
+  );
+  return rows[0] ?? null;
+}

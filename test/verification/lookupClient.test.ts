@@ -1,0 +1,180 @@
+// Each provider's lookup over real HTTP against the sandbox's emulation of it: a message sent through the
+// provider's adapter is found by its send key once the sandbox's indexing lag has passed, not before, not
+// under another send's key, not after the retention; a failing lookup (5xx, a hang past the deadline, a dropped
+// connection) is a failure worth retrying, never "not found"; a refused key is inconclusive.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProviderAdapter } from '../../src/mail/createMailTransport';
+import type { MailProviderName } from '../../src/mail/providers/mailProvider';
+import type { OutgoingMail } from '../../src/mail/types';
+import { createLookupClient, createLookupPool, type LookupClient } from '../../src/verification/lookupClient';
+import { notFoundIsEvidence } from '../../src/verification/providerLookup';
+import { sendKeyOf } from '../../src/verification/sendKey';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { TEST_MAILGUN_DOMAIN, testProviderMailClient, waitFor } from '../support/testKit';
+
+const VERIFYING: MailProviderName[] = ['generic', 'postmark', 'mailgun'];
+const LAG_MS = 400;
+
+let sandbox: MailSandbox;
+const closers: Array<() => Promise<void>> = [];
+let nextOrder = 9_100_000;
+
+beforeAll(async () => {
+  sandbox = await startMailSandbox({ lookups: { indexingLagMs: LAG_MS } });
+  closers.push(() => sandbox.close());
+});
+
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+});
+
+function lookupClient(provider: MailProviderName, apiKey = 'sandbox-key', timeoutMs = 1_000): LookupClient {
+  const adapter = createProviderAdapter({
+    provider,
+    baseUrl: sandbox.url,
+    apiKey,
+    mailgunDomain: TEST_MAILGUN_DOMAIN,
+    postmarkMessageStream: 'outbound',
+    connectTimeoutMs: 1_000,
+    headersTimeoutMs: 1_000,
+    overallTimeoutMs: 3_000,
+    connections: 2,
+  });
+  const pool = createLookupPool(sandbox.url, { connections: 2, connectTimeoutMs: 1_000, timeoutMs });
+  closers.push(() => pool.close());
+  return createLookupClient({ adapter: adapter.lookup!, baseUrl: sandbox.url, dispatcher: pool, timeoutMs });
+}
+
+function mail(orderId: string): OutgoingMail {
+  return {
+    orderId,
+    to: 'customer@example.com',
+    from: 'Shop <shop@example.com>',
+    replyTo: null,
+    subject: 'ご注文ありがとうございます',
+    text: `ご注文番号: ${orderId}\n`,
+    html: `<p>ご注文番号: ${orderId}</p>`,
+  };
+}
+
+async function sendThrough(provider: MailProviderName, orderId: string): Promise<void> {
+  const transport = testProviderMailClient(provider, sandbox.url);
+  try {
+    expect(await transport.send(mail(orderId))).toMatchObject({ outcome: 'accepted' });
+  } finally {
+    await transport.close();
+  }
+}
+
+const query = (orderId: string) => ({ orderId, sendKey: sendKeyOf({ orderId }) });
+
+describe.each(VERIFYING)('%s lookup', (provider) => {
+  it('finds a sent message by its send key once the indexing lag has passed, and not before', async () => {
+    const orderId = String(nextOrder++);
+    const client = lookupClient(provider);
+    await sendThrough(provider, orderId);
+    // Right after the send the provider's log has not caught up: the answer is "not found", which is exactly
+    // why the workflow waits for the settle delay before it believes one.
+    expect(await client.lookUp(query(orderId))).toEqual({ kind: 'not-found' });
+    const [message] = sandbox.messagesFor(orderId);
+    const found = await waitFor('the message to be indexed', async () => {
+      const answer = await client.lookUp(query(orderId));
+      return answer.kind === 'found' ? answer : undefined;
+    });
+    expect(found).toEqual({ kind: 'found', providerMessageId: message!.id });
+  });
+
+  it("does not find it under another send's key (an operator's re-send), nor for an order never sent", async () => {
+    const orderId = String(nextOrder++);
+    const client = lookupClient(provider);
+    await sendThrough(provider, orderId);
+    await waitFor('the message to be indexed', async () =>
+      (await client.lookUp(query(orderId))).kind === 'found' ? true : undefined,
+    );
+    expect(await client.lookUp({ orderId, sendKey: `order-confirmation/${orderId}/1` })).toEqual({
+      kind: 'not-found',
+    });
+    expect(await client.lookUp(query(String(nextOrder++)))).toEqual({ kind: 'not-found' });
+  });
+
+  it('forgets a message once the retention has passed', async () => {
+    const orderId = String(nextOrder++);
+    const client = lookupClient(provider);
+    await sendThrough(provider, orderId);
+    await waitFor('the message to be indexed', async () =>
+      (await client.lookUp(query(orderId))).kind === 'found' ? true : undefined,
+    );
+    sandbox.configureLookups({ retentionMs: LAG_MS });
+    try {
+      expect(await client.lookUp(query(orderId))).toEqual({ kind: 'not-found' });
+    } finally {
+      sandbox.configureLookups({ retentionMs: 7 * 24 * 60 * 60 * 1000 });
+    }
+  });
+
+  it('a 5xx, a hang past the deadline and a dropped connection are failures to retry, never "not found"', async () => {
+    const orderId = String(nextOrder++);
+    const client = lookupClient(provider, 'sandbox-key', 500);
+    sandbox.queueLookupFault(orderId, { kind: 'status', status: 503 });
+    sandbox.queueLookupFault(orderId, { kind: 'hang' });
+    sandbox.queueLookupFault(orderId, { kind: 'drop' });
+    sandbox.queueLookupFault(orderId, { kind: 'status', status: 429 });
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await client.lookUp(query(orderId)));
+    expect(answers.map((answer) => answer.kind)).toEqual(['failed', 'failed', 'failed', 'failed']);
+    expect(answers[0]).toMatchObject({ reason: 'lookup answered HTTP 503' });
+    expect(answers[1]).toMatchObject({ reason: 'lookup failed: no answer within its deadline' });
+    const seen = sandbox.lookups().filter((lookup) => lookup.orderId === orderId);
+    expect(seen.map((lookup) => lookup.status)).toEqual([503, 'hung', 'dropped', 429]);
+    sandbox.releaseHeld();
+  });
+
+  it('a key the provider refuses is inconclusive, with a reason that says what to fix', async () => {
+    const client = lookupClient(provider, 'not-the-key');
+    const answer = await client.lookUp(query(String(nextOrder++)));
+    expect(answer.kind).toBe('inconclusive');
+    expect(answer).toMatchObject({ reason: expect.stringMatching(/refused/) as unknown });
+  });
+});
+
+describe('Mailgun Message-Id', () => {
+  it('is the same on every attempt of one send, so a lookup finds whichever attempt got through', async () => {
+    const orderId = String(nextOrder++);
+    await sendThrough('mailgun', orderId);
+    await sendThrough('mailgun', orderId);
+    const ids = sandbox.messagesFor(orderId).map((message) => message.id);
+    expect(ids).toEqual([`<order-confirmation/${orderId}/0@${TEST_MAILGUN_DOMAIN}>`, ids[0]]);
+  });
+});
+
+describe('a "not found" is evidence only between the settle delay and the retention', () => {
+  it('before the settle delay it proves nothing; after it, it does; past the retention, nothing again', () => {
+    const base = { settleDelayMs: 30_000, retentionMs: 86_400_000 };
+    expect(
+      notFoundIsEvidence({ ...base, sinceDispatchMs: 29_999, sinceKeyFirstDispatchMs: 29_999 }),
+    ).toMatchObject({
+      evidence: false,
+      why: expect.stringMatching(/^it was asked .* before the provider's settle delay/) as unknown,
+    });
+    expect(notFoundIsEvidence({ ...base, sinceDispatchMs: 30_000, sinceKeyFirstDispatchMs: 60_000 })).toEqual(
+      {
+        evidence: true,
+      },
+    );
+    expect(
+      notFoundIsEvidence({ ...base, sinceDispatchMs: 30_000, sinceKeyFirstDispatchMs: 86_400_001 }),
+    ).toMatchObject({
+      evidence: false,
+      why: expect.stringMatching(/beyond the provider's retention/) as unknown,
+    });
+    // Webhook-only providers keep no retention of theirs that could run out.
+    expect(
+      notFoundIsEvidence({
+        settleDelayMs: 1,
+        retentionMs: null,
+        sinceDispatchMs: 5,
+        sinceKeyFirstDispatchMs: 1e12,
+      }),
+    ).toEqual({ evidence: true });
+  });
+});
