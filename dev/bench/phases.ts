@@ -5,10 +5,13 @@ import { insertBenchOrders } from './orders';
 import type { Database } from '../../src/db/pool';
 import { nowMs } from './plain/plainLoop';
 import { ResourceMeter, type MeteredProcesses, type PhaseResources } from './resourceMeter';
+import type { ServerName } from './options';
 import type { Variant } from './variants';
 
 export interface PhaseResult {
   variant: string;
+  /** The Temporal server the variant ran against; null for the plain loop (no Temporal). */
+  server: ServerName | null;
   mode: 'closed' | 'open';
   workers: number;
   /** Closed loop: which interleaved round (1…); open loop: 1. */
@@ -25,6 +28,8 @@ export interface PhaseResult {
   cpuSecondsPer1000: {
     workers: number;
     temporalServer: number | null;
+    /** The Temporal server's own Postgres (the stack's); null for the dev server. */
+    temporalStore: number | null;
     postgres: number | null;
     sandbox: number | null;
     harness: number;
@@ -33,6 +38,7 @@ export interface PhaseResult {
   cores: {
     workers: number;
     temporalServer: number | null;
+    temporalStore: number | null;
     postgres: number | null;
     sandbox: number | null;
     machine: number | null;
@@ -43,7 +49,8 @@ export interface PhaseResult {
 
 export interface PhaseContext {
   db: Database;
-  servers: Omit<MeteredProcesses, 'workers'>;
+  /** Our Postgres and the sandbox; the Temporal server's processes come with the variant. */
+  shared: Pick<MeteredProcesses, 'postgres' | 'sandbox'>;
   /** Unique ids for variants whose orders need no row in Postgres. */
   syntheticIds(count: number): string[];
   log(message: string): void;
@@ -52,6 +59,15 @@ export interface PhaseContext {
 // Generous guesses of the most each kind could do here; a phase that runs out of orders ends early.
 const MAX_TEMPORAL_RATE = 250;
 const MAX_PLAIN_RATE = 1_500;
+
+function meterFor(context: PhaseContext, variant: Variant): ResourceMeter {
+  return new ResourceMeter({
+    workers: variant.workerPids(),
+    ...context.shared,
+    temporalServer: variant.server?.pids.temporalServer ?? null,
+    temporalStore: variant.server?.pids.temporalStore ?? null,
+  });
+}
 
 async function ordersFor(context: PhaseContext, variant: Variant, count: number): Promise<string[]> {
   return variant.needsDatabaseOrders ? insertBenchOrders(context.db, count) : context.syntheticIds(count);
@@ -73,7 +89,7 @@ export async function runClosedPhase(
     variant,
     Math.ceil(perSecond * (warmupSeconds + durationSeconds)),
   );
-  const meter = new ResourceMeter({ workers: variant.workerPids(), ...context.servers });
+  const meter = meterFor(context, variant);
   let windowStart = 0;
   let windowEnd = 0;
   let resources: PhaseResources | null = null;
@@ -108,6 +124,7 @@ export async function runClosedPhase(
   );
   return summarize({
     variant: variant.name,
+    server: variant.server?.name ?? null,
     mode: 'closed',
     workers,
     round,
@@ -131,7 +148,7 @@ export async function runOpenPhase(
 ): Promise<PhaseResult> {
   const count = Math.max(2, Math.round(ratePerSecond * seconds));
   const orderIds = await ordersFor(context, variant, count);
-  const meter = new ResourceMeter({ workers: variant.workerPids(), ...context.servers });
+  const meter = meterFor(context, variant);
   const t0 = nowMs() + 200;
   meter.begin();
   const drainTimeoutMs = Math.max(120_000, seconds * 4_000);
@@ -153,6 +170,7 @@ export async function runOpenPhase(
   const problems = await variant.verify(orderIds, recordedAt);
   return summarize({
     variant: variant.name,
+    server: variant.server?.name ?? null,
     mode: 'open',
     workers,
     round: 1,
@@ -169,6 +187,7 @@ export async function runOpenPhase(
 
 function summarize(input: {
   variant: string;
+  server: ServerName | null;
   mode: 'closed' | 'open';
   workers: number;
   round: number;
@@ -188,6 +207,7 @@ function summarize(input: {
     seconds === null ? null : seconds / resources.wallSeconds;
   return {
     variant: input.variant,
+    server: input.server,
     mode: input.mode,
     workers: input.workers,
     round: input.round,
@@ -201,6 +221,7 @@ function summarize(input: {
     cpuSecondsPer1000: {
       workers: per1000(resources.workerCpuSeconds) ?? 0,
       temporalServer: per1000(resources.temporalServerCpuSeconds),
+      temporalStore: per1000(resources.temporalStoreCpuSeconds),
       postgres: per1000(resources.postgresCpuSeconds),
       sandbox: per1000(resources.sandboxCpuSeconds),
       harness: per1000(resources.harnessCpuSeconds) ?? 0,
@@ -208,6 +229,7 @@ function summarize(input: {
     cores: {
       workers: cores(resources.workerCpuSeconds) ?? 0,
       temporalServer: cores(resources.temporalServerCpuSeconds),
+      temporalStore: cores(resources.temporalStoreCpuSeconds),
       postgres: cores(resources.postgresCpuSeconds),
       sandbox: cores(resources.sandboxCpuSeconds),
       machine: resources.machineBusyCores,
