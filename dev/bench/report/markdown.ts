@@ -4,7 +4,7 @@ import type { PhaseResult } from '../phases';
 import type { BenchReport } from './benchReport';
 import { usdPerMillionOrders } from '../cost/pricing';
 import { serverCpuPer1000, totalCpuPer1000 } from './headlines';
-import { actionTargets, labelerFor, scaleSummary } from './table';
+import { actionTargets, labelerFor, labelKnee, scaleSummary } from './table';
 
 export function renderMarkdown(report: BenchReport): string {
   const { machine } = report;
@@ -139,7 +139,7 @@ export function renderMarkdown(report: BenchReport): string {
       '',
       ...report.knees.map(
         (knee) =>
-          `- Knee, ${knee.variant}${knee.server === null ? '' : `@${knee.server}`}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
+          `- Knee, ${labelKnee(report, knee)}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
           (knee.firstUnsustainedPerSecond === null
             ? ' (not saturated in this sweep)'
             : `, not at ${fixed(knee.firstUnsustainedPerSecond, 1)}/s`),

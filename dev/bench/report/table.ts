@@ -8,7 +8,7 @@ import {
   usdPerMillionOrders,
 } from '../cost/pricing';
 import type { CostRow } from '../cost/costRows';
-import { totalCpuPer1000 } from './headlines';
+import { totalCpuPer1000, type Knee } from './headlines';
 
 /**
  * How a phase's variant is named in tables and charts: with its server when the run used more than one
@@ -18,6 +18,14 @@ export function labelerFor(phases: PhaseResult[]): (phase: PhaseResult) => strin
   const servers = new Set(phases.flatMap((phase) => (phase.server === null ? [] : [phase.server])));
   const many = servers.size > 1 || (servers.size === 1 && !servers.has('dev'));
   return (phase) => (many && phase.server !== null ? `${phase.variant}@${phase.server}` : phase.variant);
+}
+
+/** A knee named as its phases are (labelerFor). */
+export function labelKnee(report: BenchReport, knee: Knee): string {
+  const phase = report.phases.find(
+    (candidate) => candidate.variant === knee.variant && candidate.server === knee.server,
+  );
+  return phase === undefined ? knee.variant : labelerFor(report.phases)(phase);
 }
 
 /** One line per server and path: events and Actions of the product beside the floor's, and the price. */
@@ -166,7 +174,7 @@ export function renderTables(report: BenchReport): string {
     );
     for (const knee of report.knees) {
       lines.push(
-        `Knee ${knee.variant}${knee.server === null ? '' : `@${knee.server}`}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
+        `Knee ${labelKnee(report, knee)}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
           (knee.firstUnsustainedPerSecond === null
             ? ' (never saturated in this sweep)'
             : `, not at ${fixed(knee.firstUnsustainedPerSecond, 1)}/s`),
