@@ -20,6 +20,7 @@ import { createIsolatedDatabase } from '../devtools/testDatabases';
 import { startStack } from '../stack/stack';
 import { loadStackSettings } from '../stack/stackSettings';
 import { spawnTsProcess, type LoggedProcess } from './childProcess';
+import { CommitCounter } from './commitCounter';
 import type { ServerName } from './options';
 import { findProcess } from './procStats';
 
@@ -36,6 +37,8 @@ export interface BenchServer {
     temporalStore: number | null;
   };
   describe: string;
+  /** Counts the commits of the server's own persistence (the stack's Postgres); null for the dev server. */
+  storeCommits: CommitCounter | null;
 }
 
 export interface BenchEnvironment {
@@ -49,6 +52,8 @@ export interface BenchEnvironment {
   /** Our Postgres and the sandbox; null for a Postgres this run did not start (DATABASE_URL). */
   pids: { postgres: number | null; sandbox: number };
   describe: { postgres: string };
+  /** Counts the commits of the bench database: our statements, one transaction each. */
+  commits: CommitCounter;
   close(): Promise<void>;
 }
 
@@ -117,6 +122,7 @@ export async function startBenchEnvironment(options: {
       logDirectory,
       pids: { postgres: postgresPid, sandbox: sandbox.pid },
       describe: { postgres: postgresDescription },
+      commits: new CommitCounter(adminUrl, [new URL(isolated.connectionString).pathname.slice(1)]),
       close,
     };
   } catch (error) {
@@ -142,6 +148,7 @@ async function startDevServer(dbFile: string | null, closers: (() => Promise<voi
       namespace,
       pids: { temporalServer: null, temporalStore: null },
       describe: `TEMPORAL_ADDRESS (${given})`,
+      storeCommits: null,
     };
   }
   const server = await startTemporalDevServer({
@@ -159,6 +166,7 @@ async function startDevServer(dbFile: string | null, closers: (() => Promise<voi
       temporalServer: findProcess(['start-dev', '--port', server.address.split(':')[1] ?? '']),
       temporalStore: null,
     },
+    storeCommits: null,
     describe:
       dbFile === null
         ? 'temporal server start-dev (CLI 1.5.1, server 1.29.1), in-memory SQLite'
@@ -193,6 +201,10 @@ async function startStackServer(
     address: stack.temporalAddress,
     namespace: stack.namespace,
     pids: { temporalServer: serverProcess?.pid ?? null, temporalStore: storePid },
+    storeCommits: new CommitCounter(store.connectionString, [
+      settings.temporalDatabase,
+      settings.temporalVisibilityDatabase,
+    ]),
     describe:
       `temporal server ${settings.temporalServerVersion} (dev/stack: ${settings.historyShards} history shards), ` +
       'on embedded PostgreSQL 17 of its own with fsync=on, same machine',

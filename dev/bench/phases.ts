@@ -4,6 +4,7 @@ import { summarizeLatencies, type LatencySummary } from './latency';
 import { insertBenchOrders } from './orders';
 import type { Database } from '../../src/db/pool';
 import { nowMs } from './plain/plainLoop';
+import type { CommitCounter } from './commitCounter';
 import { ResourceMeter, type MeteredProcesses, type PhaseResources } from './resourceMeter';
 import type { ServerName } from './options';
 import type { Variant } from './variants';
@@ -44,6 +45,11 @@ export interface PhaseResult {
     machine: number | null;
   };
   workerPeakRssMiB: number;
+  /**
+   * Database transactions committed per order during the window: ours (each statement is one) and, on the
+   * stack, the Temporal server's persistence (history and visibility). null where not measured.
+   */
+  commitsPerOrder: { postgres: number | null; temporalStore: number | null };
   problems: string[];
 }
 
@@ -51,6 +57,7 @@ export interface PhaseContext {
   db: Database;
   /** Our Postgres and the sandbox; the Temporal server's processes come with the variant. */
   shared: Pick<MeteredProcesses, 'postgres' | 'sandbox'>;
+  commits: CommitCounter;
   /** Unique ids for variants whose orders need no row in Postgres. */
   syntheticIds(count: number): string[];
   log(message: string): void;
@@ -59,6 +66,30 @@ export interface PhaseContext {
 // Generous guesses of the most each kind could do here; a phase that runs out of orders ends early.
 const MAX_TEMPORAL_RATE = 250;
 const MAX_PLAIN_RATE = 1_500;
+
+/** Commit counters read at the start and at the end of a window. */
+class CommitWindow {
+  private readonly starts: Promise<(number | null)[]>;
+  constructor(private readonly counters: (CommitCounter | null)[]) {
+    this.starts = Promise.all(counters.map((counter) => counter?.read() ?? Promise.resolve(null)));
+  }
+
+  /** Commits per order in the window, per counter; call when the window ends. */
+  async perOrder(orders: number): Promise<(number | null)[]> {
+    const ends = await Promise.all(this.counters.map((counter) => counter?.read() ?? Promise.resolve(null)));
+    const starts = await this.starts;
+    return ends.map((end, index) => {
+      const start = starts[index];
+      return end === null || start === null || start === undefined || orders === 0
+        ? null
+        : (end - start) / orders;
+    });
+  }
+}
+
+function commitWindow(context: PhaseContext, variant: Variant): CommitWindow {
+  return new CommitWindow([context.commits, variant.server?.storeCommits ?? null]);
+}
 
 function meterFor(context: PhaseContext, variant: Variant): ResourceMeter {
   return new ResourceMeter({
@@ -93,13 +124,18 @@ export async function runClosedPhase(
   let windowStart = 0;
   let windowEnd = 0;
   let resources: PhaseResources | null = null;
+  let commits: CommitWindow | null = null;
+  let commitsEnd: Promise<(number | null)[]> | null = null;
   const begin = setTimeout(() => {
     windowStart = nowMs();
     meter.begin();
+    commits = commitWindow(context, variant);
   }, warmupSeconds * 1000);
   const end = setTimeout(() => {
     windowEnd = nowMs();
     resources = meter.end();
+    // Read now; divided by the orders recorded in the window once they are known.
+    commitsEnd = commits?.perOrder(1) ?? null;
   }, totalMs);
   const run = await variant.closedLoop(orderIds, concurrency, totalMs);
   clearTimeout(begin);
@@ -109,6 +145,7 @@ export async function runClosedPhase(
     // Ran out of orders before the time was up: the window ends when the starters stopped.
     windowEnd = run.stoppedAtMs;
     resources = meter.end();
+    commitsEnd = commits === null ? null : (commits as CommitWindow).perOrder(1);
   }
   const measured = run.starts.filter(([, startedAt]) => startedAt >= windowStart && startedAt <= windowEnd);
   const latencies = measured.flatMap(([orderId, startedAt]) => {
@@ -118,6 +155,7 @@ export async function runClosedPhase(
   const recordedInWindow = [...run.recordedAtMs.values()].filter(
     (at) => at >= windowStart && at <= windowEnd,
   ).length;
+  const windowCommits = (await commitsEnd) ?? [null, null];
   const problems = await variant.verify(
     run.starts.map(([orderId]) => orderId),
     run.recordedAtMs,
@@ -135,6 +173,7 @@ export async function runClosedPhase(
     latencies,
     keptUp: null,
     resources,
+    commits: windowCommits,
     problems,
   });
 }
@@ -151,9 +190,11 @@ export async function runOpenPhase(
   const meter = meterFor(context, variant);
   const t0 = nowMs() + 200;
   meter.begin();
+  const commits = commitWindow(context, variant);
   const drainTimeoutMs = Math.max(120_000, seconds * 4_000);
   const recordedAt = await variant.openLoop(orderIds, t0, ratePerSecond, drainTimeoutMs);
   const resources = meter.end();
+  const windowCommits = await commits.perOrder(1);
   const intervalMs = 1000 / ratePerSecond;
   const latencies = orderIds.flatMap((orderId, index) => {
     const at = recordedAt.get(orderId);
@@ -181,6 +222,7 @@ export async function runOpenPhase(
     latencies,
     keptUp,
     resources,
+    commits: windowCommits,
     problems,
   });
 }
@@ -198,11 +240,15 @@ function summarize(input: {
   latencies: number[];
   keptUp: boolean | null;
   resources: PhaseResources;
+  /** Commits in the window: ours, the server's store. */
+  commits: (number | null)[];
   problems: string[];
 }): PhaseResult {
   const { resources } = input;
   const per1000 = (seconds: number | null): number | null =>
     seconds === null || input.ordersDone === 0 ? null : (seconds / input.ordersDone) * 1000;
+  const perOrder = (count: number | null): number | null =>
+    count === null || input.ordersDone === 0 ? null : count / input.ordersDone;
   const cores = (seconds: number | null): number | null =>
     seconds === null ? null : seconds / resources.wallSeconds;
   return {
@@ -235,6 +281,10 @@ function summarize(input: {
       machine: resources.machineBusyCores,
     },
     workerPeakRssMiB: Math.max(0, ...resources.perWorker.map((worker) => worker.peakRssMiB)),
+    commitsPerOrder: {
+      postgres: perOrder(input.commits[0] ?? null),
+      temporalStore: perOrder(input.commits[1] ?? null),
+    },
     problems: input.problems,
   };
 }

@@ -120,6 +120,7 @@ async function main(): Promise<number> {
   const context: PhaseContext = {
     db: environment.db,
     shared: { postgres: environment.pids.postgres, sandbox: environment.pids.sandbox },
+    commits: environment.commits,
     syntheticIds: (count) => Array.from({ length: count }, () => String(++syntheticCounter)),
     log,
   };

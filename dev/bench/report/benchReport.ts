@@ -44,6 +44,7 @@ export function upgradeReport(earlier: unknown): BenchReport {
     phase.server ??= phase.variant === 'plain' ? null : 'dev';
     phase.cpuSecondsPer1000.temporalStore ??= null;
     phase.cores.temporalStore ??= null;
+    phase.commitsPerOrder ??= { postgres: null, temporalStore: null };
   }
   return report;
 }

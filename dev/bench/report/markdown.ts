@@ -63,9 +63,11 @@ export function renderMarkdown(report: BenchReport): string {
         'Postgres CPU s/1k',
         'all CPU s/1k',
         'worker peak RSS MiB',
+        'Postgres transactions per order',
+        "server's Postgres transactions per order",
         "cores worker / server / server's Postgres / Postgres / machine",
       ]),
-      row(Array.from({ length: 14 }, (_, index) => (index === 0 ? '---' : '---:'))),
+      row(Array.from({ length: 16 }, (_, index) => (index === 0 ? '---' : '---:'))),
       ...closed.map((phase) =>
         row([
           label(phase),
@@ -81,6 +83,8 @@ export function renderMarkdown(report: BenchReport): string {
           fixed(phase.cpuSecondsPer1000.postgres, 1),
           fixed(totalCpuPer1000(phase), 1),
           fixed(phase.workerPeakRssMiB, 0),
+          fixed(phase.commitsPerOrder.postgres, 1),
+          fixed(phase.commitsPerOrder.temporalStore, 1),
           [
             phase.cores.workers,
             phase.cores.temporalServer,

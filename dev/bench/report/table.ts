@@ -114,6 +114,8 @@ export function renderTables(report: BenchReport): string {
           'pg CPU s/1k',
           'all CPU s/1k',
           'wkr RSS MiB',
+          'pg tx/order',
+          'srv pg tx/order',
           'cores wkr/srv/srvpg/pg/sbx/all',
         ],
         closed.map((phase) => [
@@ -131,6 +133,8 @@ export function renderTables(report: BenchReport): string {
           fixed(phase.cpuSecondsPer1000.postgres, 1),
           fixed(totalCpuPer1000(phase), 1),
           fixed(phase.workerPeakRssMiB, 0),
+          fixed(phase.commitsPerOrder.postgres, 1),
+          fixed(phase.commitsPerOrder.temporalStore, 1),
           coresOf(phase),
         ]),
       ),
