@@ -10,10 +10,10 @@ import { createOrder, openWorkflowTestBed, type WorkflowTestBed } from '../suppo
 
 // Billable Actions per order, by path (docs/benchmarks.md, "What one order costs").
 const PINNED_ACTIONS: Record<OrderPath, number> = {
-  accepted: 6,
-  rejected: 6,
-  'not-sent-then-accepted': 12,
-  unknown: 6,
+  accepted: 5,
+  rejected: 5,
+  'not-sent-then-accepted': 11,
+  unknown: 5,
 };
 
 let bed: WorkflowTestBed | undefined;
