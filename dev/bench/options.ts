@@ -48,7 +48,7 @@ export interface BenchOptions {
 const USAGE = `npm run bench -- [options]
   --short                  CI smoke profile (< 60 s): every variant completes, the product sends every order
   --concurrency N          closed-loop starters (default 50; short: 10)
-  --warmup S, --duration S closed-loop warm-up and measured seconds per phase (default 5 and 15)
+  --warmup S, --duration S closed-loop warm-up and measured seconds per phase (default 5 and 15; short: 1 and 3)
   --rounds N               closed loop with 1 worker: run the variants N times, interleaved (default 3; short: 1)
   --workers 1,2,4          worker processes per Temporal variant (and plain-loop processes)
   --variants LIST          any of ${VARIANT_NAMES.join(',')} (default: all)
@@ -57,7 +57,7 @@ const USAGE = `npm run bench -- [options]
   --scale-all-servers      run the 2- and 4-worker phases on every server, not only the first
   --open-fractions LIST    open-loop rates as fractions of the floor's saturation (default 0.25,0.5,0.75,1,1.25,1.5,2)
   --open-rates LIST        open-loop rates per second instead of fractions
-  --open-seconds S         seconds of offered load per open-loop rate (default 15)
+  --open-seconds S         seconds of offered load per open-loop rate (default 15; short: 3)
   --no-open-loop           skip the open-loop sweep
   --json PATH              write every figure as JSON
   --svg PATH               write the latency-vs-offered-load chart as SVG
@@ -118,8 +118,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
   return {
     profile: short ? 'short' : 'full',
     concurrency: numbers(values.concurrency, [short ? 10 : 50])[0]!,
-    warmupSeconds: numbers(values.warmup, [short ? 2 : 5])[0]!,
-    durationSeconds: numbers(values.duration, [short ? 4 : 15])[0]!,
+    warmupSeconds: numbers(values.warmup, [short ? 1 : 5])[0]!,
+    durationSeconds: numbers(values.duration, [short ? 3 : 15])[0]!,
     rounds: Math.round(numbers(values.rounds, [short ? 1 : 3])[0]!),
     workerCounts: numbers(values.workers, short ? [1] : [1, 2, 4]).map(Math.round),
     variants: short ? variants.filter((name) => name !== 'empty' && name !== 'floor-local') : variants,
@@ -131,7 +131,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       : numbers(values['open-fractions'], short ? [0.25] : [0.25, 0.5, 0.75, 1, 1.25, 1.5, 2]),
     openLoopRates:
       noOpenLoop || values['open-rates'] === undefined ? null : numbers(values['open-rates'], []),
-    openLoopSeconds: numbers(values['open-seconds'], [short ? 4 : 15])[0]!,
+    openLoopSeconds: numbers(values['open-seconds'], [short ? 3 : 15])[0]!,
     jsonPath: values.json ?? null,
     svgPath: values.svg ?? null,
     markdownPath: values.markdown ?? null,
