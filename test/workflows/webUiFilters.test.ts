@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOrderConfirmationMail } from '../../src/client';
 import { claimOrderMailRow, workflowScopeOf } from '../../src/db/orderMailClaim';
 import { resolveMailLog } from '../../src/db/operatorActs';
+import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient';
+import type { MailTransport } from '../../src/mail/types';
 import { OrderMailState } from '../../src/shared/searchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
@@ -21,6 +23,8 @@ import {
 let bed: WorkflowTestBed | undefined;
 let client: Client;
 let slowRetry: RunningTestWorker;
+let holding: RunningTestWorker;
+let holdingMail: MailTransport;
 const queues: string[] = [];
 /** Order id of each scenario. */
 const orders: Record<string, string> = {};
@@ -45,8 +49,23 @@ beforeAll(async () => {
     mail: bed.mail,
     settings: testSettings({ retryInitialIntervalMs: 600_000, retryMaxIntervalMs: 600_000 }),
   });
+  // A worker whose mail client waits minutes for an answer, so a held send stays in flight (its run Running,
+  // its row 'sending') for as long as the test needs, however slowly a loaded machine gets there.
+  holdingMail = createGenericMailApiClient({
+    baseUrl: sandbox.url,
+    apiKey: 'sandbox-key',
+    connectTimeoutMs: 1_000,
+    headersTimeoutMs: 300_000,
+    overallTimeoutMs: 300_000,
+    connections: 4,
+  });
+  holding = await startTestWorker({
+    db,
+    mail: holdingMail,
+    settings: testSettings({ sendTimeoutMs: 600_000 }),
+  });
   const queue = workers['assume-sent'].taskQueue;
-  queues.push(queue, slowRetry.taskQueue);
+  queues.push(queue, slowRetry.taskQueue, holding.taskQueue);
   const start = async (name: string, fault?: Parameters<typeof sandbox.queueFault>[1], taskQueue = queue) => {
     const orderId = await createOrder(db);
     orders[name] = orderId;
@@ -60,13 +79,17 @@ beforeAll(async () => {
   await start('notSentThenAccepted', { kind: 'status', status: 503 });
   await start('unknown', { kind: 'accept-then-drop' });
   await start('failedWaiting', { kind: 'status', status: 503 }, slowRetry.taskQueue);
-  await start('sendingHeld', { kind: 'accept-then-hang' });
-  await start('terminatedMidSend', { kind: 'accept-then-hang' });
+  await start('sendingHeld', { kind: 'accept-then-hang' }, holding.taskQueue);
+  await start('terminatedMidSend', { kind: 'accept-then-hang' }, holding.taskQueue);
   // Started without the attributes (another client, `temporal workflow start`): its claim upserts them.
   const bare = await createOrder(db);
   orders.sendingHeldStartedBare = bare;
   sandbox.queueFault(bare, { kind: 'accept-then-hang' });
-  await client.workflow.start(orderConfirmationMail, { workflowId: bare, taskQueue: queue, args: [bare] });
+  await client.workflow.start(orderConfirmationMail, {
+    workflowId: bare,
+    taskQueue: holding.taskQueue,
+    args: [bare],
+  });
   // An order whose row an operator resolved as sent before this run: its claim finds it already sent.
   const resolved = await createOrder(db);
   orders.resolvedBefore = resolved;
@@ -137,6 +160,8 @@ afterAll(async () => {
   }
   bed?.sandbox.releaseHeld();
   await slowRetry?.stop();
+  await holding?.stop();
+  await holdingMail?.close();
   await bed?.close();
 });
 
