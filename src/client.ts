@@ -9,6 +9,7 @@ import {
 import { loadTemporalConnectionConfig } from './config/temporalConnection';
 import { parseOrderId } from './shared/orderId';
 import { orderConfirmationMail } from './workflows/orderConfirmationMail';
+import { ORDER_MAIL_ATTRIBUTES_AT_START } from './workflows/showOrderMailState';
 
 export { InvalidOrderIdError, parseOrderId } from './shared/orderId';
 
@@ -93,6 +94,8 @@ export async function startOrderConfirmationMail(
         // and a running one is not replaced. Beyond the namespace's retention, the Postgres log still dedupes.
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
         workflowIdConflictPolicy: 'FAIL',
+        // The Web UI's filters from the first moment, as part of the start (no Action of their own).
+        typedSearchAttributes: [...ORDER_MAIL_ATTRIBUTES_AT_START],
       });
       return { status: 'started', orderId, runId: handle.firstExecutionRunId };
     } catch (error) {

@@ -1,9 +1,13 @@
-// Brings up what the benchmark runs against: Postgres (embedded, unless DATABASE_URL), a Temporal dev server
-// (unless TEMPORAL_ADDRESS), and the mail sandbox as its own process in pass-through mode (no faults). Every
-// variant uses the same ones, in the same run.
+// Brings up what the benchmark runs against: our Postgres (embedded, unless DATABASE_URL), the mail sandbox as
+// its own process in pass-through mode (no faults), and one or more Temporal servers:
+//   dev    `temporal server start-dev` (in memory, unless --dev-server-db), or TEMPORAL_ADDRESS when set;
+//   stack  the production topology of `npm run stack` (dev/stack): the Temporal server binary on a Postgres of
+//          its own (4 history shards, deploy/stack.env), that Postgres with fsync on, as production runs it.
+// Every variant on every server uses the same Postgres and sandbox, in the same run.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { appendFileSync } from 'node:fs';
 import { Connection } from '@temporalio/client';
 import { migrate } from '../../src/db/migrate';
 import { createDatabase, type Database } from '../../src/db/pool';
@@ -13,28 +17,49 @@ import { getFreePort } from '../../src/shared/freePort';
 import { devServerSearchAttributes } from '../devtools/searchAttributes';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
 import { createIsolatedDatabase } from '../devtools/testDatabases';
+import { startStack } from '../stack/stack';
+import { loadStackSettings } from '../stack/stackSettings';
 import { spawnTsProcess, type LoggedProcess } from './childProcess';
+import { CommitCounter } from './commitCounter';
+import type { ServerName } from './options';
 import { findProcess } from './procStats';
 
 export const SANDBOX_API_KEY = 'bench-key';
+
+export interface BenchServer {
+  name: ServerName;
+  address: string;
+  namespace: string;
+  /** Process ids to measure; null for parts this run did not start (TEMPORAL_ADDRESS). */
+  pids: {
+    temporalServer: number | null;
+    /** The server's own persistence when it is a process apart (the stack's Postgres); null for the dev server. */
+    temporalStore: number | null;
+  };
+  describe: string;
+  /** Counts the commits of the server's own persistence (the stack's Postgres); null for the dev server. */
+  storeCommits: CommitCounter | null;
+}
 
 export interface BenchEnvironment {
   databaseUrl: string;
   /** The harness's own pool on the bench database (order inserts, verification; never in a measured path). */
   db: Database;
-  temporalAddress: string;
-  namespace: string;
+  servers: BenchServer[];
   sandboxUrl: string;
-  /** Where worker and sandbox logs go. */
+  /** Where worker, sandbox and server logs go. */
   logDirectory: string;
-  /** Process ids to measure; null for servers this run did not start (given by DATABASE_URL etc.). */
-  pids: { temporalServer: number | null; postgres: number | null; sandbox: number };
-  describe: { postgres: string; temporal: string };
+  /** Our Postgres and the sandbox; null for a Postgres this run did not start (DATABASE_URL). */
+  pids: { postgres: number | null; sandbox: number };
+  describe: { postgres: string };
+  /** Counts the commits of the bench database: our statements, one transaction each. */
+  commits: CommitCounter;
   close(): Promise<void>;
 }
 
 export async function startBenchEnvironment(options: {
   devServerDbFile: string | null;
+  servers: ServerName[];
 }): Promise<BenchEnvironment> {
   const closers: (() => Promise<void>)[] = [];
   const close = async (): Promise<void> => {
@@ -44,7 +69,7 @@ export async function startBenchEnvironment(options: {
     const logDirectory = mkdtempSync(path.join(tmpdir(), 'order-mail-bench-'));
     const env = process.env;
 
-    // Postgres.
+    // Our Postgres.
     let adminUrl = env.DATABASE_URL ?? '';
     let postgresPid: number | null = null;
     let postgresDescription = `DATABASE_URL (${new URL(adminUrl || 'postgres://x/').host})`;
@@ -68,32 +93,13 @@ export async function startBenchEnvironment(options: {
     const offset = 1_000_000 + Math.floor(Math.random() * 8_000_000_000) * 1_000;
     await db.query(`SELECT setval(pg_get_serial_sequence('orders', 'id'), $1)`, [offset]);
 
-    // Temporal.
-    let temporalAddress = env.TEMPORAL_ADDRESS ?? '';
-    const namespace = env.TEMPORAL_NAMESPACE ?? 'default';
-    let temporalPid: number | null = null;
-    let temporalDescription = `TEMPORAL_ADDRESS (${temporalAddress})`;
-    if (temporalAddress === '') {
-      const server = await startTemporalDevServer({
-        uiPort: null,
-        namespace,
-        searchAttributes: devServerSearchAttributes(),
-        ...(options.devServerDbFile === null ? {} : { dbFilename: options.devServerDbFile }),
-      });
-      closers.push(() => server.stop());
-      temporalAddress = server.address;
-      temporalPid = findProcess(['start-dev', '--port', temporalAddress.split(':')[1] ?? '']);
-      temporalDescription =
-        options.devServerDbFile === null
-          ? 'temporal server start-dev (CLI 1.5.1, server 1.29.1), in-memory SQLite'
-          : `temporal server start-dev (CLI 1.5.1, server 1.29.1), SQLite file ${options.devServerDbFile}`;
-    } else {
-      const connection = await Connection.connect({ address: temporalAddress });
-      try {
-        await ensureSearchAttributes(connection, namespace);
-      } finally {
-        await connection.close();
-      }
+    const servers: BenchServer[] = [];
+    for (const name of options.servers) {
+      const server =
+        name === 'dev'
+          ? await startDevServer(options.devServerDbFile, closers)
+          : await startStackServer(logDirectory, closers);
+      servers.push(server);
     }
 
     // The mail sandbox, in its own process so its CPU is neither the harness's nor the workers'.
@@ -111,16 +117,96 @@ export async function startBenchEnvironment(options: {
     return {
       databaseUrl: isolated.connectionString,
       db,
-      temporalAddress,
-      namespace,
+      servers,
       sandboxUrl: `http://127.0.0.1:${sandboxPort}`,
       logDirectory,
-      pids: { temporalServer: temporalPid, postgres: postgresPid, sandbox: sandbox.pid },
-      describe: { postgres: postgresDescription, temporal: temporalDescription },
+      pids: { postgres: postgresPid, sandbox: sandbox.pid },
+      describe: { postgres: postgresDescription },
+      commits: new CommitCounter(adminUrl, [new URL(isolated.connectionString).pathname.slice(1)]),
       close,
     };
   } catch (error) {
     await close();
     throw error;
   }
+}
+
+async function startDevServer(dbFile: string | null, closers: (() => Promise<void>)[]): Promise<BenchServer> {
+  const env = process.env;
+  const namespace = env.TEMPORAL_NAMESPACE ?? 'default';
+  const given = env.TEMPORAL_ADDRESS ?? '';
+  if (given !== '') {
+    const connection = await Connection.connect({ address: given });
+    try {
+      await ensureSearchAttributes(connection, namespace);
+    } finally {
+      await connection.close();
+    }
+    return {
+      name: 'dev',
+      address: given,
+      namespace,
+      pids: { temporalServer: null, temporalStore: null },
+      describe: `TEMPORAL_ADDRESS (${given})`,
+      storeCommits: null,
+    };
+  }
+  const server = await startTemporalDevServer({
+    uiPort: null,
+    namespace,
+    searchAttributes: devServerSearchAttributes(),
+    ...(dbFile === null ? {} : { dbFilename: dbFile }),
+  });
+  closers.push(() => server.stop());
+  return {
+    name: 'dev',
+    address: server.address,
+    namespace,
+    pids: {
+      temporalServer: findProcess(['start-dev', '--port', server.address.split(':')[1] ?? '']),
+      temporalStore: null,
+    },
+    storeCommits: null,
+    describe:
+      dbFile === null
+        ? 'temporal server start-dev (CLI 1.5.1, server 1.29.1), in-memory SQLite'
+        : `temporal server start-dev (CLI 1.5.1, server 1.29.1), SQLite file ${dbFile}`,
+  };
+}
+
+async function startStackServer(
+  logDirectory: string,
+  closers: (() => Promise<void>)[],
+): Promise<BenchServer> {
+  const settings = loadStackSettings();
+  // Temporal's persistence on a Postgres of its own, so its CPU is measured apart from ours; fsync on, as a
+  // production database runs (every history write is a durable commit).
+  const store = await startEmbeddedPostgres({ fsync: true });
+  closers.push(() => store.stop());
+  const storePid = findProcess(['-p', new URL(store.connectionString).port, '-D']);
+  const directory = mkdtempSync(path.join(tmpdir(), 'order-mail-bench-stack-'));
+  const logFile = path.join(logDirectory, 'stack.log');
+  const stack = await startStack({
+    directory,
+    workers: 0,
+    uiPort: null,
+    postgresUrl: store.connectionString,
+    settings,
+    log: (line) => appendFileSync(logFile, `${line}\n`),
+  });
+  closers.push(() => stack.stop());
+  const serverProcess = stack.processes().find((process) => process.name === 'temporal server');
+  return {
+    name: 'stack',
+    address: stack.temporalAddress,
+    namespace: stack.namespace,
+    pids: { temporalServer: serverProcess?.pid ?? null, temporalStore: storePid },
+    storeCommits: new CommitCounter(store.connectionString, [
+      settings.temporalDatabase,
+      settings.temporalVisibilityDatabase,
+    ]),
+    describe:
+      `temporal server ${settings.temporalServerVersion} (dev/stack: ${settings.historyShards} history shards), ` +
+      'on embedded PostgreSQL 17 of its own with fsync=on, same machine',
+  };
 }

@@ -1,9 +1,13 @@
 // Command-line flags of `npm run bench`. Two profiles: the full one (a few minutes, the figures in
 // docs/benchmarks.md) and --short (under a minute, CI's smoke test: everything runs, nothing is judged).
 import { parseArgs } from 'node:util';
+import { ORDER_PATHS, type OrderPath } from './cost/orderPaths';
 
 export const VARIANT_NAMES = ['floor', 'floor-local', 'empty', 'product', 'plain'] as const;
 export type VariantName = (typeof VARIANT_NAMES)[number];
+export const SERVER_NAMES = ['dev', 'stack'] as const;
+/** dev: the dev server (or TEMPORAL_ADDRESS); stack: the Temporal server on Postgres of `npm run stack`. */
+export type ServerName = (typeof SERVER_NAMES)[number];
 
 export interface BenchOptions {
   profile: 'full' | 'short';
@@ -15,6 +19,15 @@ export interface BenchOptions {
   rounds: number;
   workerCounts: number[];
   variants: VariantName[];
+  /** The Temporal servers every Temporal variant runs against, in the same run (the plain loop needs none). */
+  servers: ServerName[];
+  /**
+   * The paths whose cost is recorded, one order each, before the phases. The short profile leaves out the
+   * not-sent path: its backoff (SEND_RETRY_INITIAL_MS, 10 s) alone would take a sixth of CI's minute.
+   */
+  costPaths: OrderPath[];
+  /** Worker counts above 1 run on every server (default: on the first only, to keep the run short). */
+  scaleAllServers: boolean;
   /** Open loop: offered rates as fractions of the floor's closed-loop throughput with one worker. */
   openLoopFractions: number[];
   /** Open loop with fixed rates (per second) instead, e.g. when the floor is not measured. */
@@ -35,13 +48,16 @@ export interface BenchOptions {
 const USAGE = `npm run bench -- [options]
   --short                  CI smoke profile (< 60 s): every variant completes, the product sends every order
   --concurrency N          closed-loop starters (default 50; short: 10)
-  --warmup S, --duration S closed-loop warm-up and measured seconds per phase (default 5 and 15)
+  --warmup S, --duration S closed-loop warm-up and measured seconds per phase (default 5 and 15; short: 1 and 3)
   --rounds N               closed loop with 1 worker: run the variants N times, interleaved (default 3; short: 1)
   --workers 1,2,4          worker processes per Temporal variant (and plain-loop processes)
   --variants LIST          any of ${VARIANT_NAMES.join(',')} (default: all)
+  --servers LIST           Temporal servers, any of ${SERVER_NAMES.join(',')} (default: dev,stack; short: dev)
+                           dev: start-dev or TEMPORAL_ADDRESS; stack: the server on Postgres of npm run stack
+  --scale-all-servers      run the 2- and 4-worker phases on every server, not only the first
   --open-fractions LIST    open-loop rates as fractions of the floor's saturation (default 0.25,0.5,0.75,1,1.25,1.5,2)
   --open-rates LIST        open-loop rates per second instead of fractions
-  --open-seconds S         seconds of offered load per open-loop rate (default 15)
+  --open-seconds S         seconds of offered load per open-loop rate (default 15; short: 3)
   --no-open-loop           skip the open-loop sweep
   --json PATH              write every figure as JSON
   --svg PATH               write the latency-vs-offered-load chart as SVG
@@ -64,6 +80,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       rounds: { type: 'string' },
       workers: { type: 'string' },
       variants: { type: 'string' },
+      servers: { type: 'string' },
+      'scale-all-servers': { type: 'boolean', default: false },
       'open-fractions': { type: 'string' },
       'open-rates': { type: 'string' },
       'open-seconds': { type: 'string' },
@@ -91,21 +109,29 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
   for (const name of variants) {
     if (!VARIANT_NAMES.includes(name)) throw new Error(`unknown variant "${name}"\n${USAGE}`);
   }
+  const servers = (values.servers?.split(',') ?? (short ? ['dev'] : [...SERVER_NAMES])) as ServerName[];
+  for (const name of servers) {
+    if (!SERVER_NAMES.includes(name)) throw new Error(`unknown server "${name}"\n${USAGE}`);
+  }
+  if (new Set(servers).size !== servers.length) throw new Error(`a server is named twice: ${values.servers}`);
   const noOpenLoop = values['no-open-loop'];
   return {
     profile: short ? 'short' : 'full',
     concurrency: numbers(values.concurrency, [short ? 10 : 50])[0]!,
-    warmupSeconds: numbers(values.warmup, [short ? 2 : 5])[0]!,
-    durationSeconds: numbers(values.duration, [short ? 4 : 15])[0]!,
+    warmupSeconds: numbers(values.warmup, [short ? 1 : 5])[0]!,
+    durationSeconds: numbers(values.duration, [short ? 3 : 15])[0]!,
     rounds: Math.round(numbers(values.rounds, [short ? 1 : 3])[0]!),
     workerCounts: numbers(values.workers, short ? [1] : [1, 2, 4]).map(Math.round),
     variants: short ? variants.filter((name) => name !== 'empty' && name !== 'floor-local') : variants,
+    servers,
+    costPaths: short ? ORDER_PATHS.filter((path) => path !== 'not-sent-then-accepted') : [...ORDER_PATHS],
+    scaleAllServers: values['scale-all-servers'],
     openLoopFractions: noOpenLoop
       ? []
       : numbers(values['open-fractions'], short ? [0.25] : [0.25, 0.5, 0.75, 1, 1.25, 1.5, 2]),
     openLoopRates:
       noOpenLoop || values['open-rates'] === undefined ? null : numbers(values['open-rates'], []),
-    openLoopSeconds: numbers(values['open-seconds'], [short ? 4 : 15])[0]!,
+    openLoopSeconds: numbers(values['open-seconds'], [short ? 3 : 15])[0]!,
     jsonPath: values.json ?? null,
     svgPath: values.svg ?? null,
     markdownPath: values.markdown ?? null,

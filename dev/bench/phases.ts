@@ -4,11 +4,15 @@ import { summarizeLatencies, type LatencySummary } from './latency';
 import { insertBenchOrders } from './orders';
 import type { Database } from '../../src/db/pool';
 import { nowMs } from './plain/plainLoop';
+import type { CommitCounter } from './commitCounter';
 import { ResourceMeter, type MeteredProcesses, type PhaseResources } from './resourceMeter';
+import type { ServerName } from './options';
 import type { Variant } from './variants';
 
 export interface PhaseResult {
   variant: string;
+  /** The Temporal server the variant ran against; null for the plain loop (no Temporal). */
+  server: ServerName | null;
   mode: 'closed' | 'open';
   workers: number;
   /** Closed loop: which interleaved round (1…); open loop: 1. */
@@ -25,6 +29,8 @@ export interface PhaseResult {
   cpuSecondsPer1000: {
     workers: number;
     temporalServer: number | null;
+    /** The Temporal server's own Postgres (the stack's); null for the dev server. */
+    temporalStore: number | null;
     postgres: number | null;
     sandbox: number | null;
     harness: number;
@@ -33,17 +39,25 @@ export interface PhaseResult {
   cores: {
     workers: number;
     temporalServer: number | null;
+    temporalStore: number | null;
     postgres: number | null;
     sandbox: number | null;
     machine: number | null;
   };
   workerPeakRssMiB: number;
+  /**
+   * Database transactions committed per order during the window: ours (each statement is one) and, on the
+   * stack, the Temporal server's persistence (history and visibility). null where not measured.
+   */
+  commitsPerOrder: { postgres: number | null; temporalStore: number | null };
   problems: string[];
 }
 
 export interface PhaseContext {
   db: Database;
-  servers: Omit<MeteredProcesses, 'workers'>;
+  /** Our Postgres and the sandbox; the Temporal server's processes come with the variant. */
+  shared: Pick<MeteredProcesses, 'postgres' | 'sandbox'>;
+  commits: CommitCounter;
   /** Unique ids for variants whose orders need no row in Postgres. */
   syntheticIds(count: number): string[];
   log(message: string): void;
@@ -52,6 +66,39 @@ export interface PhaseContext {
 // Generous guesses of the most each kind could do here; a phase that runs out of orders ends early.
 const MAX_TEMPORAL_RATE = 250;
 const MAX_PLAIN_RATE = 1_500;
+
+/** Commit counters read at the start and at the end of a window. */
+class CommitWindow {
+  private readonly starts: Promise<(number | null)[]>;
+  constructor(private readonly counters: (CommitCounter | null)[]) {
+    this.starts = Promise.all(counters.map((counter) => counter?.read() ?? Promise.resolve(null)));
+  }
+
+  /** Commits per order in the window, per counter; call when the window ends. */
+  async perOrder(orders: number): Promise<(number | null)[]> {
+    const ends = await Promise.all(this.counters.map((counter) => counter?.read() ?? Promise.resolve(null)));
+    const starts = await this.starts;
+    return ends.map((end, index) => {
+      const start = starts[index];
+      return end === null || start === null || start === undefined || orders === 0
+        ? null
+        : (end - start) / orders;
+    });
+  }
+}
+
+function commitWindow(context: PhaseContext, variant: Variant): CommitWindow {
+  return new CommitWindow([context.commits, variant.server?.storeCommits ?? null]);
+}
+
+function meterFor(context: PhaseContext, variant: Variant): ResourceMeter {
+  return new ResourceMeter({
+    workers: variant.workerPids(),
+    ...context.shared,
+    temporalServer: variant.server?.pids.temporalServer ?? null,
+    temporalStore: variant.server?.pids.temporalStore ?? null,
+  });
+}
 
 async function ordersFor(context: PhaseContext, variant: Variant, count: number): Promise<string[]> {
   return variant.needsDatabaseOrders ? insertBenchOrders(context.db, count) : context.syntheticIds(count);
@@ -73,17 +120,22 @@ export async function runClosedPhase(
     variant,
     Math.ceil(perSecond * (warmupSeconds + durationSeconds)),
   );
-  const meter = new ResourceMeter({ workers: variant.workerPids(), ...context.servers });
+  const meter = meterFor(context, variant);
   let windowStart = 0;
   let windowEnd = 0;
   let resources: PhaseResources | null = null;
+  let commits: CommitWindow | null = null;
+  let commitsEnd: Promise<(number | null)[]> | null = null;
   const begin = setTimeout(() => {
     windowStart = nowMs();
     meter.begin();
+    commits = commitWindow(context, variant);
   }, warmupSeconds * 1000);
   const end = setTimeout(() => {
     windowEnd = nowMs();
     resources = meter.end();
+    // Read now; divided by the orders recorded in the window once they are known.
+    commitsEnd = commits?.perOrder(1) ?? null;
   }, totalMs);
   const run = await variant.closedLoop(orderIds, concurrency, totalMs);
   clearTimeout(begin);
@@ -93,6 +145,7 @@ export async function runClosedPhase(
     // Ran out of orders before the time was up: the window ends when the starters stopped.
     windowEnd = run.stoppedAtMs;
     resources = meter.end();
+    commitsEnd = commits === null ? null : (commits as CommitWindow).perOrder(1);
   }
   const measured = run.starts.filter(([, startedAt]) => startedAt >= windowStart && startedAt <= windowEnd);
   const latencies = measured.flatMap(([orderId, startedAt]) => {
@@ -102,12 +155,14 @@ export async function runClosedPhase(
   const recordedInWindow = [...run.recordedAtMs.values()].filter(
     (at) => at >= windowStart && at <= windowEnd,
   ).length;
+  const windowCommits = (await commitsEnd) ?? [null, null];
   const problems = await variant.verify(
     run.starts.map(([orderId]) => orderId),
     run.recordedAtMs,
   );
   return summarize({
     variant: variant.name,
+    server: variant.server?.name ?? null,
     mode: 'closed',
     workers,
     round,
@@ -118,6 +173,7 @@ export async function runClosedPhase(
     latencies,
     keptUp: null,
     resources,
+    commits: windowCommits,
     problems,
   });
 }
@@ -131,12 +187,14 @@ export async function runOpenPhase(
 ): Promise<PhaseResult> {
   const count = Math.max(2, Math.round(ratePerSecond * seconds));
   const orderIds = await ordersFor(context, variant, count);
-  const meter = new ResourceMeter({ workers: variant.workerPids(), ...context.servers });
+  const meter = meterFor(context, variant);
   const t0 = nowMs() + 200;
   meter.begin();
+  const commits = commitWindow(context, variant);
   const drainTimeoutMs = Math.max(120_000, seconds * 4_000);
   const recordedAt = await variant.openLoop(orderIds, t0, ratePerSecond, drainTimeoutMs);
   const resources = meter.end();
+  const windowCommits = await commits.perOrder(1);
   const intervalMs = 1000 / ratePerSecond;
   const latencies = orderIds.flatMap((orderId, index) => {
     const at = recordedAt.get(orderId);
@@ -153,6 +211,7 @@ export async function runOpenPhase(
   const problems = await variant.verify(orderIds, recordedAt);
   return summarize({
     variant: variant.name,
+    server: variant.server?.name ?? null,
     mode: 'open',
     workers,
     round: 1,
@@ -163,12 +222,14 @@ export async function runOpenPhase(
     latencies,
     keptUp,
     resources,
+    commits: windowCommits,
     problems,
   });
 }
 
 function summarize(input: {
   variant: string;
+  server: ServerName | null;
   mode: 'closed' | 'open';
   workers: number;
   round: number;
@@ -179,15 +240,20 @@ function summarize(input: {
   latencies: number[];
   keptUp: boolean | null;
   resources: PhaseResources;
+  /** Commits in the window: ours, the server's store. */
+  commits: (number | null)[];
   problems: string[];
 }): PhaseResult {
   const { resources } = input;
   const per1000 = (seconds: number | null): number | null =>
     seconds === null || input.ordersDone === 0 ? null : (seconds / input.ordersDone) * 1000;
+  const perOrder = (count: number | null): number | null =>
+    count === null || input.ordersDone === 0 ? null : count / input.ordersDone;
   const cores = (seconds: number | null): number | null =>
     seconds === null ? null : seconds / resources.wallSeconds;
   return {
     variant: input.variant,
+    server: input.server,
     mode: input.mode,
     workers: input.workers,
     round: input.round,
@@ -201,6 +267,7 @@ function summarize(input: {
     cpuSecondsPer1000: {
       workers: per1000(resources.workerCpuSeconds) ?? 0,
       temporalServer: per1000(resources.temporalServerCpuSeconds),
+      temporalStore: per1000(resources.temporalStoreCpuSeconds),
       postgres: per1000(resources.postgresCpuSeconds),
       sandbox: per1000(resources.sandboxCpuSeconds),
       harness: per1000(resources.harnessCpuSeconds) ?? 0,
@@ -208,11 +275,16 @@ function summarize(input: {
     cores: {
       workers: cores(resources.workerCpuSeconds) ?? 0,
       temporalServer: cores(resources.temporalServerCpuSeconds),
+      temporalStore: cores(resources.temporalStoreCpuSeconds),
       postgres: cores(resources.postgresCpuSeconds),
       sandbox: cores(resources.sandboxCpuSeconds),
       machine: resources.machineBusyCores,
     },
     workerPeakRssMiB: Math.max(0, ...resources.perWorker.map((worker) => worker.peakRssMiB)),
+    commitsPerOrder: {
+      postgres: perOrder(input.commits[0] ?? null),
+      temporalStore: perOrder(input.commits[1] ?? null),
+    },
     problems: input.problems,
   };
 }

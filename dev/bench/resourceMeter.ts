@@ -1,5 +1,6 @@
 // Measures, over one phase of the benchmark, how much CPU each part used (worker processes, the Temporal
-// server, Postgres, the mail sandbox, this harness, and the whole machine) and each worker's peak RSS.
+// server and, on the stack, its own Postgres, our Postgres, the mail sandbox, this harness, and the whole
+// machine) and each worker's peak RSS.
 import os from 'node:os';
 import { machineCpuTicks } from './machine';
 import { cpuSecondsOf, memoryOf, resetPeakRss, treeCpuSeconds } from './procStats';
@@ -8,7 +9,9 @@ export interface MeteredProcesses {
   /** The worker processes of the variant being measured. */
   workers: number[];
   temporalServer: number | null;
-  /** The postmaster; its children (one per connection) are counted with it. */
+  /** The Temporal server's own Postgres (the stack's), postmaster and backends; null for the dev server. */
+  temporalStore: number | null;
+  /** Our postmaster; its children (one per connection) are counted with it. */
   postgres: number | null;
   sandbox: number | null;
 }
@@ -20,6 +23,7 @@ export interface PhaseResources {
   /** Per worker process: CPU seconds and peak RSS (MiB) during the phase. */
   perWorker: { pid: number; cpuSeconds: number; peakRssMiB: number }[];
   temporalServerCpuSeconds: number | null;
+  temporalStoreCpuSeconds: number | null;
   postgresCpuSeconds: number | null;
   sandboxCpuSeconds: number | null;
   harnessCpuSeconds: number;
@@ -41,13 +45,14 @@ export class ResourceMeter {
   constructor(private readonly processes: MeteredProcesses) {}
 
   begin(): void {
-    const { workers, temporalServer, postgres, sandbox } = this.processes;
+    const { workers, temporalServer, temporalStore, postgres, sandbox } = this.processes;
     for (const pid of workers) {
       this.startCpu.set(`worker:${pid}`, cpuSecondsOf(pid) ?? 0);
       if (resetPeakRss(pid)) this.kernelPeakReset.add(pid);
       this.peakRss.set(pid, memoryOf(pid)?.rssMiB ?? 0);
     }
     if (temporalServer !== null) this.startCpu.set('server', cpuSecondsOf(temporalServer) ?? 0);
+    if (temporalStore !== null) this.startCpu.set('store', treeCpuSeconds(temporalStore));
     if (postgres !== null) this.startCpu.set('postgres', treeCpuSeconds(postgres));
     if (sandbox !== null) this.startCpu.set('sandbox', cpuSecondsOf(sandbox) ?? 0);
     this.harnessStart = process.cpuUsage();
@@ -63,7 +68,7 @@ export class ResourceMeter {
     if (this.sampler !== null) clearInterval(this.sampler);
     this.sampleRss();
     const wallSeconds = (performance.now() - this.startedAt) / 1000;
-    const { workers, temporalServer, postgres, sandbox } = this.processes;
+    const { workers, temporalServer, temporalStore, postgres, sandbox } = this.processes;
     const perWorker = workers.map((pid) => {
       const memory = memoryOf(pid);
       const sampled = this.peakRss.get(pid) ?? 0;
@@ -91,6 +96,7 @@ export class ResourceMeter {
         'server',
         temporalServer === null ? null : cpuSecondsOf(temporalServer),
       ),
+      temporalStoreCpuSeconds: delta('store', temporalStore === null ? null : treeCpuSeconds(temporalStore)),
       postgresCpuSeconds: delta('postgres', postgres === null ? null : treeCpuSeconds(postgres)),
       sandboxCpuSeconds: delta('sandbox', sandbox === null ? null : cpuSecondsOf(sandbox)),
       harnessCpuSeconds: (harness.user + harness.system) / 1e6,

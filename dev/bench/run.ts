@@ -7,14 +7,17 @@ import { Client, Connection } from '@temporalio/client';
 import { createSandboxControlClient } from '../sandbox/sandboxControlClient';
 import { startBenchEnvironment, SANDBOX_API_KEY } from './environment';
 import { loadAverage, machineFacts } from './machine';
-import { parseBenchOptions, type BenchOptions, type VariantName } from './options';
+import { parseBenchOptions, type BenchOptions, type ServerName, type VariantName } from './options';
 import { runClosedPhase, runOpenPhase, type PhaseContext, type PhaseResult } from './phases';
 import { renderLatencyChart } from './report/chart';
 import { headlineRatios, kneesOf, medianThroughput } from './report/headlines';
-import type { BenchReport } from './report/benchReport';
+import { upgradeReport, type BenchReport } from './report/benchReport';
 import { renderMarkdown } from './report/markdown';
 import { renderTables } from './report/table';
 import { floorVariant, plainVariant, productVariant, type Variant } from './variants';
+import { measureCostRows, type CostRow } from './cost/costRows';
+import { ACTION_LIST_PRICE } from './cost/pricing';
+import { insertBenchOrders } from './orders';
 import { PlainProcessPool, TemporalWorkerPool } from './workerPools';
 
 // The open-loop sweep compares these; the empty workflow is a reference point for the closed loop only.
@@ -32,7 +35,7 @@ async function main(): Promise<number> {
   const options = parseBenchOptions(process.argv.slice(2));
   if (options.fromJson !== null) {
     // Knees and ratios are computed again, so a report reads the same as a fresh run of this version.
-    const earlier = JSON.parse(readFileSync(options.fromJson, 'utf8')) as BenchReport;
+    const earlier = upgradeReport(JSON.parse(readFileSync(options.fromJson, 'utf8')));
     earlier.knees = kneesOf(earlier.phases);
     earlier.ratios = headlineRatios(earlier.phases, earlier.floorSaturationPerSecond);
     await writeReport(earlier, { ...options, jsonPath: options.jsonPath });
@@ -48,117 +51,203 @@ async function main(): Promise<number> {
     `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.nodeVersion}, load average ${machine.loadAverageAtStart.join(' ')}`,
   );
 
-  const environment = await startBenchEnvironment({ devServerDbFile: options.devServerDbFile });
-  log(`servers up; logs in ${environment.logDirectory}`);
-  const connection = await Connection.connect({ address: environment.temporalAddress });
-  const client = new Client({ connection, namespace: environment.namespace });
+  const environment = await startBenchEnvironment({
+    devServerDbFile: options.devServerDbFile,
+    servers: options.servers,
+  });
+  log(
+    `servers up (${environment.servers.map((server) => server.name).join(', ')}); logs in ${environment.logDirectory}`,
+  );
   const sandbox = createSandboxControlClient(environment.sandboxUrl, { timeoutMs: 120_000 });
   const runTag = randomBytes(4).toString('hex');
-  const temporalEnv = {
-    TEMPORAL_ADDRESS: environment.temporalAddress,
-    TEMPORAL_NAMESPACE: environment.namespace,
-  };
   const mailEnv = {
     DATABASE_URL: environment.databaseUrl,
     MAIL_API_BASE_URL: environment.sandboxUrl,
     MAIL_API_KEY: SANDBOX_API_KEY,
   };
-  const floorQueue = `bench-floor-${runTag}`;
-  const productQueue = `bench-product-${runTag}`;
-  const floorPool = new TemporalWorkerPool(
-    'floor',
-    'dev/bench/floor/worker.ts',
-    { ...temporalEnv, TEMPORAL_TASK_QUEUE: floorQueue, ...options.floorEnv },
-    environment.logDirectory,
-  );
-  const productPool = new TemporalWorkerPool(
-    'product',
-    'src/worker.ts',
-    { ...temporalEnv, ...mailEnv, TEMPORAL_TASK_QUEUE: productQueue, ...options.productEnv },
-    environment.logDirectory,
-  );
+
+  // One client and one pool of each kind of Temporal worker per server; the plain loop needs no server.
+  const perServer = [];
+  for (const server of environment.servers) {
+    const connection = await Connection.connect({ address: server.address });
+    const client = new Client({ connection, namespace: server.namespace });
+    const temporalEnv = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
+    const floorQueue = `bench-floor-${server.name}-${runTag}`;
+    const productQueue = `bench-product-${server.name}-${runTag}`;
+    const floorPool = new TemporalWorkerPool(
+      `floor-${server.name}`,
+      'dev/bench/floor/worker.ts',
+      { ...temporalEnv, TEMPORAL_TASK_QUEUE: floorQueue, ...options.floorEnv },
+      environment.logDirectory,
+    );
+    const productPool = new TemporalWorkerPool(
+      `product-${server.name}`,
+      'src/worker.ts',
+      { ...temporalEnv, ...mailEnv, TEMPORAL_TASK_QUEUE: productQueue, ...options.productEnv },
+      environment.logDirectory,
+    );
+    const variants: Variant[] = options.variants
+      .filter((name) => name !== 'plain')
+      .map((name) =>
+        name === 'product'
+          ? productVariant(server, client, productPool, productQueue, environment.db, sandbox)
+          : floorVariant(
+              name,
+              server,
+              client,
+              floorPool,
+              floorQueue,
+              `bench-${runTag}-${server.name}-${name}-`,
+            ),
+      );
+    perServer.push({
+      server,
+      connection,
+      client,
+      floorQueue,
+      productQueue,
+      floorPool,
+      productPool,
+      variants,
+    });
+  }
   const plainPool = new PlainProcessPool({ ...mailEnv, ...options.plainEnv }, environment.logDirectory);
+  const plain = options.variants.includes('plain')
+    ? plainVariant(plainPool, environment.db, sandbox, options.concurrency)
+    : null;
 
   let syntheticCounter = 0;
   const context: PhaseContext = {
     db: environment.db,
-    servers: {
-      temporalServer: environment.pids.temporalServer,
-      postgres: environment.pids.postgres,
-      sandbox: environment.pids.sandbox,
-    },
+    shared: { postgres: environment.pids.postgres, sandbox: environment.pids.sandbox },
+    commits: environment.commits,
     syntheticIds: (count) => Array.from({ length: count }, () => String(++syntheticCounter)),
     log,
   };
-  const variants: Variant[] = options.variants.map((name) => {
-    if (name === 'product') return productVariant(client, productPool, productQueue, environment.db, sandbox);
-    if (name === 'plain') return plainVariant(plainPool, environment.db, sandbox, options.concurrency);
-    return floorVariant(name, client, floorPool, floorQueue, `bench-${runTag}-${name}-`);
-  });
 
   const phases: PhaseResult[] = [];
-  let floorSaturation: number | null = null;
+  const costs: CostRow[] = [];
+  const floorSaturation: Partial<Record<ServerName, number | null>> = {};
   const describePhase = (phase: PhaseResult): string =>
-    `${phase.variant} ${phase.mode}${phase.offeredPerSecond === null ? '' : ` @${phase.offeredPerSecond.toFixed(1)}/s`} ` +
+    `${phase.variant}${phase.server === null ? '' : `@${phase.server}`} ${phase.mode}` +
+    `${phase.offeredPerSecond === null ? '' : ` @${phase.offeredPerSecond.toFixed(1)}/s`} ` +
     `x${phase.workers}: ${phase.throughputPerSecond.toFixed(1)}/s, p50 ${phase.latency.p50Ms.toFixed(0)} ms, ` +
     `p99 ${phase.latency.p99Ms.toFixed(0)} ms, worker ${phase.cores.workers.toFixed(2)} cores, ` +
     `server ${phase.cores.temporalServer?.toFixed(2) ?? '-'} cores, machine ${phase.cores.machine?.toFixed(2) ?? '-'} cores` +
     (phase.problems.length > 0 ? `  PROBLEMS: ${phase.problems.join('; ')}` : '');
+  const runClosed = async (variant: Variant, workers: number, round: number, rounds: number) => {
+    log(
+      `closed loop: ${variant.description}${variant.server === null ? '' : ` on ${variant.server.name}`}, ` +
+        `${workers} worker(s), concurrency ${options.concurrency}` +
+        (rounds > 1 ? `, round ${round}/${rounds}` : ''),
+    );
+    const phase = await runClosedPhase(
+      context,
+      variant,
+      workers,
+      options.concurrency,
+      options.warmupSeconds,
+      options.durationSeconds,
+      round,
+    );
+    phases.push(phase);
+    log(describePhase(phase));
+  };
 
   try {
     for (const [index, workers] of options.workerCounts.entries()) {
+      // Worker counts above 1 show where the CPU goes; on the first server only unless asked (time).
+      const servers = index === 0 || options.scaleAllServers ? perServer : perServer.slice(0, 1);
       log(`starting workers: ${workers} per variant`);
       // The floor variants share one pool; scaleTo is a no-op for a pool that is already that big.
-      await Promise.all(variants.map((variant) => variant.scaleTo(workers)));
+      await Promise.all([
+        ...servers.flatMap((entry) => entry.variants.map((variant) => variant.scaleTo(workers))),
+        ...(plain === null ? [] : [plain.scaleTo(workers)]),
+      ]);
+      if (index === 0) {
+        // What one order costs, per path, from its recorded history: before anything is measured.
+        for (const entry of servers) {
+          const hasProduct = options.variants.includes('product');
+          const hasFloor = options.variants.some((name) => name === 'floor' || name === 'floor-local');
+          log(`cost per order on ${entry.server.name}: one order per path, histories counted`);
+          const rows = await measureCostRows({
+            server: entry.server.name,
+            paths: options.costPaths,
+            product: hasProduct
+              ? {
+                  client: entry.client,
+                  taskQueue: entry.productQueue,
+                  db: environment.db,
+                  createOrder: async () => (await insertBenchOrders(environment.db, 1))[0]!,
+                  queueFault: (orderId, fault) => sandbox.queueFault(orderId, fault),
+                }
+              : null,
+            floor: hasFloor
+              ? {
+                  client: entry.client,
+                  taskQueue: entry.floorQueue,
+                  workflowIdPrefix: `bench-${runTag}-${entry.server.name}-`,
+                }
+              : null,
+          });
+          costs.push(...rows);
+          for (const row of rows) {
+            log(
+              `  ${row.variant} ${row.path}: ${row.events} events, ${row.actions} Actions ${JSON.stringify(row.actionsByRule)}`,
+            );
+          }
+        }
+        await sandbox.reset();
+      }
       // Interleaved rounds with one worker: each ratio is taken between phases minutes apart at most, and the
       // median over rounds damps what other processes on the machine did meanwhile.
       const rounds = index === 0 ? options.rounds : 1;
       for (let round = 1; round <= rounds; round++) {
-        for (const variant of variants) {
-          if (variant.name === 'empty' && index > 0) continue;
-          log(
-            `closed loop: ${variant.description}, ${workers} worker(s), concurrency ${options.concurrency}` +
-              (rounds > 1 ? `, round ${round}/${rounds}` : ''),
-          );
-          const phase = await runClosedPhase(
-            context,
-            variant,
-            workers,
-            options.concurrency,
-            options.warmupSeconds,
-            options.durationSeconds,
-            round,
-          );
-          phases.push(phase);
-          log(describePhase(phase));
+        for (const entry of servers) {
+          for (const variant of entry.variants) {
+            if (variant.name === 'empty' && index > 0) continue;
+            await runClosed(variant, workers, round, rounds);
+          }
         }
+        if (plain !== null) await runClosed(plain, workers, round, rounds);
       }
       if (index > 0) continue;
 
-      floorSaturation = medianThroughput(phases, 'floor', workers);
-      const rates =
-        options.openLoopRates ??
-        (floorSaturation === null
-          ? []
-          : options.openLoopFractions.map((fraction) => fraction * floorSaturation!));
-      for (const rate of rates) {
-        for (const variant of variants.filter((candidate) => OPEN_LOOP_VARIANTS.includes(candidate.name))) {
-          log(`open loop: ${variant.name} at ${rate.toFixed(1)}/s for ${options.openLoopSeconds} s`);
-          const phase = await runOpenPhase(context, variant, workers, rate, options.openLoopSeconds);
-          phases.push(phase);
-          log(describePhase(phase));
+      for (const entry of servers) {
+        const saturation = medianThroughput(phases, 'floor', workers, entry.server.name);
+        floorSaturation[entry.server.name] = saturation;
+        const rates =
+          options.openLoopRates ??
+          (saturation === null ? [] : options.openLoopFractions.map((fraction) => fraction * saturation));
+        const open = [
+          ...entry.variants.filter((candidate) => OPEN_LOOP_VARIANTS.includes(candidate.name)),
+          // The plain loop runs at the first server's rates: it has no server of its own.
+          ...(plain !== null && entry === perServer[0] ? [plain] : []),
+        ];
+        for (const rate of rates) {
+          for (const variant of open) {
+            log(
+              `open loop: ${variant.name}${variant.server === null ? '' : `@${variant.server.name}`} at ${rate.toFixed(1)}/s for ${options.openLoopSeconds} s`,
+            );
+            const phase = await runOpenPhase(context, variant, workers, rate, options.openLoopSeconds);
+            phases.push(phase);
+            log(describePhase(phase));
+          }
         }
       }
     }
   } finally {
-    await Promise.allSettled([floorPool.close(), productPool.close(), plainPool.close()]);
+    await Promise.allSettled([
+      ...perServer.flatMap((entry) => [entry.floorPool.close(), entry.productPool.close()]),
+      plainPool.close(),
+    ]);
     await sandbox.close().catch(() => undefined);
-    await connection.close().catch(() => undefined);
+    for (const entry of perServer) await entry.connection.close().catch(() => undefined);
     await environment.close();
   }
 
   machine.loadAverageAtEnd = loadAverage();
-  const problems = phases.flatMap((phase) => phase.problems);
+  const problems = [...costs.flatMap((row) => row.problems), ...phases.flatMap((phase) => phase.problems)];
   for (const variant of options.variants) {
     if (!phases.some((phase) => phase.variant === variant && phase.orders > 0)) {
       problems.push(`${variant}: no order completed in any phase`);
@@ -168,13 +257,15 @@ async function main(): Promise<number> {
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
     machine,
     environment: {
-      temporal: environment.describe.temporal,
+      temporal: environment.servers.map((server) => `${server.name}: ${server.describe}`).join('; '),
       postgres: environment.describe.postgres,
       mailApi: 'mail sandbox (dev/sandbox) in its own process, pass-through (no faults), loopback HTTP',
       productWorker: 'node --import tsx src/worker.ts, one OS process per worker',
     },
     options,
     floorSaturationPerSecond: floorSaturation,
+    costs,
+    actionPrice: ACTION_LIST_PRICE,
     phases,
     knees: kneesOf(phases),
     ratios: headlineRatios(phases, floorSaturation),

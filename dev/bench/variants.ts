@@ -3,6 +3,7 @@
 import type { Client } from '@temporalio/client';
 import { startOrderConfirmationMail } from '../../src/client';
 import type { Database } from '../../src/db/pool';
+import type { BenchServer } from './environment';
 import type { SandboxControlClient } from '../sandbox/sandboxControlClient';
 import {
   countRunning,
@@ -25,6 +26,8 @@ export interface ClosedLoopOutcome {
 
 export interface Variant {
   name: VariantName;
+  /** The Temporal server it runs against; null for the plain loop. */
+  server: BenchServer | null;
   description: string;
   /** Whether its orders must exist in Postgres (the floor's no-op activities never look). */
   needsDatabaseOrders: boolean;
@@ -44,6 +47,7 @@ export interface Variant {
 
 export function floorVariant(
   name: 'floor' | 'floor-local' | 'empty',
+  server: BenchServer,
   client: Client,
   pool: TemporalWorkerPool,
   taskQueue: string,
@@ -68,6 +72,7 @@ export function floorVariant(
     new Map([...results].filter(([, value]) => typeof value === 'number') as [string, number][]);
   return {
     name,
+    server,
     description: {
       floor: 'floor: claim, send, record as regular no-op activities',
       'floor-local': 'floor: claim and record as local no-op activities, send regular',
@@ -103,6 +108,7 @@ export function floorVariant(
 }
 
 export function productVariant(
+  server: BenchServer,
   client: Client,
   pool: TemporalWorkerPool,
   taskQueue: string,
@@ -118,6 +124,7 @@ export function productVariant(
   };
   return {
     name: 'product',
+    server,
     description: 'product: orderConfirmationMail, src/worker.ts processes, Postgres, POST to the sandbox',
     needsDatabaseOrders: true,
     workerPids: () => pool.pids(),
@@ -151,6 +158,7 @@ export function plainVariant(
 ): Variant {
   return {
     name: 'plain',
+    server: null,
     description: 'plain loop: claim → POST → record, no Temporal, same SQL and mail client',
     needsDatabaseOrders: true,
     workerPids: () => pool.pids(),

@@ -11,6 +11,11 @@ export interface EmbeddedPostgresOptions {
   dataDir?: string;
   /** Keep the data directory after stop(), so a later start on the same dataDir sees the same data. */
   persistent?: boolean;
+  /**
+   * Flush commits to disk as a production server does. Default false: tests and most benchmarks do not
+   * survive an OS crash anyway. The bench turns it on for the Temporal server's persistence (dev/bench).
+   */
+  fsync?: boolean;
 }
 
 export interface EmbeddedPostgresServer {
@@ -67,7 +72,7 @@ export async function startEmbeddedPostgres(
       // Tests do not survive an OS crash anyway; skipping fsync makes CREATE DATABASE and commits much
       // cheaper. A killed *postgres* process still loses nothing, so crash tests stay honest.
       '-c',
-      'fsync=off',
+      `fsync=${options.fsync === true ? 'on' : 'off'}`,
     ],
     onLog: log,
     onError: log,

@@ -14,6 +14,7 @@ import {
   type SeenRow,
 } from '../db/orderMailClaim';
 import { listQuietSendingRows } from '../db/orderMailLog';
+import { advanceReconcileProgress, sweepNotBefore } from '../db/reconcileProgress';
 import type { Database } from '../db/pool';
 import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { UnknownOutcomeDecision } from '../shared/unknownOutcome';
@@ -96,10 +97,13 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
       after: ConfirmedOrderCursor | null;
     }): Promise<StartBatchResult> {
       const { settings } = deps;
-      const lookbackStart = Date.now() - settings.lookbackMs;
-      const notBefore = new Date(
-        Math.max(lookbackStart, settings.confirmedSince?.getTime() ?? lookbackStart),
-      );
+      const progress = { namespace: activityInfo().namespace, graceMs: settings.graceMs };
+      // Since the last complete sweep only (src/db/reconcileProgress.ts), within the look-back window.
+      const notBefore = await sweepNotBefore(deps.db, {
+        ...progress,
+        lookbackMs: settings.lookbackMs,
+        confirmedSince: settings.confirmedSince,
+      });
       const batch = await findConfirmedOrdersWithoutMail(deps.db, {
         graceMs: settings.graceMs,
         notBefore,
@@ -130,6 +134,9 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
         }
         heartbeat();
       }
+      // The last batch of this sweep: every order up to the grace was looked at, and each one found missing
+      // was started (or is a conflict, logged and counted above, which no later sweep could start either).
+      if (batch.next === null) await advanceReconcileProgress(deps.db, progress);
       return {
         found: batch.orderIds.length,
         started,

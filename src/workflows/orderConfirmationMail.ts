@@ -29,7 +29,7 @@ import {
   type VerificationSettings,
 } from '../shared/workflowSettings';
 import { verdictOfSendFailure, type SendVerdict } from './sendVerdict';
-import { showOrderMailState, stateShownFor } from './showOrderMailState';
+import { showNoClaim, showOrderMailState, stateShownFor } from './showOrderMailState';
 
 // Claim, record and the read of an attempt's facts are idempotent (fenced by the claim token and attempt), so
 // Temporal retries them as long as Postgres takes to answer; 30 s covers the pool's statement (10 s) and
@@ -135,6 +135,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
       case 'held-at-same-time':
         sameTimeTries += 1;
         if (sameTimeTries >= SAME_TIME_CLAIM_TRIES) {
+          showNoClaim();
           throw ApplicationFailure.create({
             type: FailureType.ClaimHeldElsewhere,
             message:
@@ -183,6 +184,7 @@ async function oneAttempt(
   }
   if (claim.kind === 'held-elsewhere') {
     if (claim.sameWorkflow) return { kind: 'held-at-same-time', holder: claim.holder };
+    showNoClaim();
     throw ApplicationFailure.create({
       type: FailureType.ClaimHeldElsewhere,
       message: `Order ${orderId}: the mail is being sent by another workflow (${claim.holder}); this run sends nothing.`,
@@ -499,6 +501,7 @@ function cancelledAfter(orderId: string, step: Step): CancelledFailure {
       return endCancelled(`Order ${orderId}: cancelled during attempt ${result.attempts}; ${what}.`);
     }
     case 'held-at-same-time':
+      showNoClaim();
       return endCancelled(
         `Order ${orderId}: cancelled; the row is held by ${step.holder}, and this run sent nothing.`,
       );
@@ -551,16 +554,16 @@ async function claimOrFail(orderId: string): Promise<ClaimResult> {
     // The workflow's clock: the server's time of this workflow task (src/db/orderMailClaim.ts).
     return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now() });
   } catch (error) {
-    if (
-      error instanceof ActivityFailure &&
-      error.cause instanceof ApplicationFailure &&
-      error.cause.type === FailureType.OrderNotFound
-    ) {
+    // A local activity's failure reaches the workflow as the activity's own ApplicationFailure (seen with
+    // SDK 1.24); a regular activity's would be wrapped in an ActivityFailure. Both mean the same here.
+    const failure = error instanceof ActivityFailure ? error.cause : error;
+    if (failure instanceof ApplicationFailure && failure.type === FailureType.OrderNotFound) {
+      showNoClaim();
       throw ApplicationFailure.create({
         type: FailureType.OrderNotFound,
-        message: error.cause.message,
+        message: failure.message,
         nonRetryable: true,
-        cause: error,
+        cause: error instanceof Error ? error : undefined,
       });
     }
     throw error;

@@ -1,4 +1,5 @@
-// The migration runner on a real Postgres: the migrations apply once and a second run is a no-op; a
+// The migration runner on a real Postgres: the migrations apply once and a second run is a no-op; 0012
+// indexes our orders table but leaves an adopter's alone; a
 // database migrated by the pre-1.0 files is refused with a message that says to recreate it, and nothing is
 // changed; a file edited after it was applied is refused too; the v1.0 baseline files are the ones released.
 import { createHash } from 'node:crypto';
@@ -28,6 +29,8 @@ const ADOPTION = [
 ];
 // Added after v1.0.0 by verification: its provider events and columns.
 const VERIFICATION = ['0006_order_mail_provider_events.sql', '0007_order_mail_verification.sql'];
+// After the baseline, fixed forward (other branches own 0006-0011; this test does not assume they are absent).
+const LATER = ['0012_orders_confirmed_index.sql', '0013_order_mail_reconcile_progress.sql'];
 // What a database made before v1.0.0 has in its migrations table.
 const PRE_1_0 = [
   '0001_create_orders.sql',
@@ -78,6 +81,7 @@ describe('migrate', () => {
     expect(ALL.slice(0, 5)).toEqual(Object.keys(BASELINE));
     expect(ALL.filter((name) => ADOPTION.includes(name))).toEqual(ADOPTION);
     expect(ALL.filter((name) => VERIFICATION.includes(name))).toEqual(VERIFICATION);
+    expect(ALL.filter((name) => LATER.includes(name))).toEqual(LATER);
     const { connectionString } = await freshDatabase();
     expect(await migrate(connectionString)).toEqual({ applied: ALL, alreadyApplied: [], adopted: null });
     expect(await migrate(connectionString)).toEqual({ applied: [], alreadyApplied: ALL, adopted: null });
@@ -90,6 +94,7 @@ describe('migrate', () => {
         'order_mail_operator_acts',
         'order_mail_provider_events',
         'order_mail_webhook_deliveries',
+        'order_mail_reconcile_progress',
         'order_mail_schema_migrations',
         'orders',
       ]),
@@ -125,5 +130,45 @@ describe('migrate', () => {
     await migrate(connectionString, { directory });
     await writeFile(path.join(directory, ALL[0]!), '-- edited\n', { flag: 'a' });
     await expect(migrate(connectionString, { directory })).rejects.toThrow(/was edited after it was applied/);
+  });
+
+  describe("0012: the sweep's index on orders", () => {
+    const ordersIndexes = async (connectionString: string) =>
+      (
+        await query<{ name: string }>(
+          connectionString,
+          `SELECT indexname AS name FROM pg_indexes WHERE tablename = 'orders' ORDER BY 1`,
+        )
+      ).map((row) => row.name);
+
+    it('is created on the orders table migration 0001 makes', async () => {
+      const { connectionString } = await freshDatabase();
+      await migrate(connectionString);
+      expect(await ordersIndexes(connectionString)).toEqual(['orders_confirmed_at_id_idx', 'orders_pkey']);
+    });
+
+    it("leaves an adopter's orders alone: one that has an index on confirmed_at, one without the columns", async () => {
+      const indexed = await freshDatabase();
+      await query(
+        indexed.connectionString,
+        `CREATE TABLE orders (id BIGINT PRIMARY KEY, customer_name TEXT NOT NULL, customer_email TEXT NOT NULL,
+                              status TEXT NOT NULL, ordered_at TIMESTAMPTZ NOT NULL, confirmed_at TIMESTAMPTZ);
+         CREATE INDEX shop_orders_by_confirmation ON orders (confirmed_at)`,
+      );
+      await migrate(indexed.connectionString);
+      expect(await ordersIndexes(indexed.connectionString)).toEqual([
+        'orders_pkey',
+        'shop_orders_by_confirmation',
+      ]);
+
+      const other = await freshDatabase();
+      await query(
+        other.connectionString,
+        `CREATE TABLE orders (id BIGINT PRIMARY KEY, customer_name TEXT NOT NULL, customer_email TEXT NOT NULL,
+                              ordered_at TIMESTAMPTZ NOT NULL, paid_at TIMESTAMPTZ)`,
+      );
+      expect((await migrate(other.connectionString)).applied).toEqual(expect.arrayContaining(LATER));
+      expect(await ordersIndexes(other.connectionString)).toEqual(['orders_pkey']);
+    });
   });
 });

@@ -19,6 +19,7 @@ import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbo
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
+import { ORDER_MAIL_ATTRIBUTES_AT_START } from '../../src/workflows/showOrderMailState';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
 import { ActivityHolds } from '../support/heldActivities';
 import { testVerifier } from '../support/verificationKit';
@@ -161,6 +162,8 @@ function start(orderId: string, on: keyof typeof workers, memo?: Record<string, 
     workflowId: orderId,
     taskQueue: workers[on].taskQueue,
     args: [orderId],
+    // As src/client.ts starts every order: the first state comes with the start.
+    typedSearchAttributes: [...ORDER_MAIL_ATTRIBUTES_AT_START],
     ...(memo ? { memo } : {}),
   });
 }

@@ -1,13 +1,14 @@
 // The reconciliation sweep (DESIGN.md §7, G3) through its real Schedule: confirmed orders whose start was missed
-// get exactly one mail, a second sweep changes nothing, and a claim stuck in 'sending' under a run that was
-// really terminated is settled (released, or by the policy), in the audit trail and on the sweep's search
-// attribute.
+// get exactly one mail, a second sweep changes nothing (and reads only since the first one's mark), and a
+// claim stuck in 'sending' under a run that was really terminated is settled (released, or by the policy), in
+// the audit trail and on the sweep's search attribute.
 import { randomUUID } from 'node:crypto';
 import type { Client, ScheduleHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities';
 import type { ReconcileSettings } from '../../src/activities/reconcileActivities';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
+import { advanceReconcileProgress, RECONCILE_OVERLAP_MS } from '../../src/db/reconcileProgress';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
@@ -135,6 +136,43 @@ describe('reconciliation', () => {
     expect(second.report).toMatchObject({ found: 0, started: 0, alreadyStarted: 0, stuck: [] });
     expect(sandbox.messages()).toHaveLength(messagesAfterFirst);
     for (const orderId of missed) expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('after a complete sweep the next reads only since its mark (less the overlap); without the mark, all the window', async () => {
+    await triggerSweep();
+    const marks = async () =>
+      (
+        await database.db.query<{ checkedThrough: Date }>(
+          `SELECT checked_through AS "checkedThrough" FROM order_mail_reconcile_progress`,
+        )
+      ).rows.map((row) => row.checkedThrough.getTime());
+    const [mark] = await marks();
+    // A complete sweep marks every order up to its grace as looked at.
+    expect(mark).toBeGreaterThan(Date.now() - GRACE_MS - 120_000);
+    expect(mark).toBeLessThanOrEqual(Date.now() - GRACE_MS + 5_000);
+    // The mark only moves forward: a sweep with a longer grace does not take it back.
+    await advanceReconcileProgress(database.db, {
+      namespace: client.options.namespace,
+      graceMs: 2 * GRACE_MS,
+    });
+    expect(await marks()).toEqual([mark]);
+
+    // Inside the look-back window but before the mark less the overlap: an order the first sweep would have
+    // found, had it been there then, and whose row no sweep since could have missed.
+    const beforeMark = await orderConfirmedAgo(GRACE_MS + RECONCILE_OVERLAP_MS + 3_600_000);
+    const sinceMark = await orderConfirmedAgo(GRACE_MS + 60_000);
+    const next = await triggerSweep();
+    expect(next.report).toMatchObject({ found: 1, started: 1 });
+    expect(await mailResult(sinceMark)).toMatchObject({ result: 'sent', attempts: 1 });
+    expect(await readMailLog(database.db, beforeMark)).toBeNull();
+
+    // With no mark (a new database, or the row deleted), a sweep reads its whole window again.
+    await database.db.query(`DELETE FROM order_mail_reconcile_progress`);
+    const whole = await triggerSweep();
+    expect(whole.report).toMatchObject({ found: 1, started: 1 });
+    expect(await mailResult(beforeMark)).toMatchObject({ result: 'sent', attempts: 1 });
+    expect(sandbox.messagesFor(beforeMark)).toHaveLength(1);
+    expect(sandbox.messagesFor(sinceMark)).toHaveLength(1);
   });
 
   it('a start that raced with the sweep is "already started", and the order still gets one mail', async () => {

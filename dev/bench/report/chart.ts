@@ -1,19 +1,21 @@
 // Latency against offered load, one line per variant (p99 solid, p50 dashed), rendered to SVG on the
 // server with vega-lite (spec) and vega (renderer), so no browser is needed.
 import type { PhaseResult } from '../phases';
+import { labelerFor } from './table';
 
 export async function renderLatencyChart(phases: PhaseResult[], title: string): Promise<string> {
+  const label = labelerFor(phases);
   const values = phases
     .filter((phase) => phase.mode === 'open' && phase.latency.count > 0)
     .flatMap((phase) => [
       {
-        variant: phase.variant,
+        variant: label(phase),
         offered: phase.offeredPerSecond,
         percentile: 'p99',
         latencyMs: Math.max(1, phase.latency.p99Ms),
       },
       {
-        variant: phase.variant,
+        variant: label(phase),
         offered: phase.offeredPerSecond,
         percentile: 'p50',
         latencyMs: Math.max(1, phase.latency.p50Ms),

@@ -2,8 +2,9 @@
 // from a run, never typed by hand.
 import type { PhaseResult } from '../phases';
 import type { BenchReport } from './benchReport';
-import { totalCpuPer1000 } from './headlines';
-import { scaleSummary } from './table';
+import { usdPerMillionOrders } from '../cost/pricing';
+import { serverCpuPer1000, totalCpuPer1000 } from './headlines';
+import { actionTargets, labelerFor, labelKnee, scaleSummary } from './table';
 
 export function renderMarkdown(report: BenchReport): string {
   const { machine } = report;
@@ -16,6 +17,33 @@ export function renderMarkdown(report: BenchReport): string {
     `- Mail API: ${report.environment.mailApi}; product worker: ${report.environment.productWorker}`,
     '',
   );
+  const label = labelerFor(report.phases);
+  if (report.costs.length > 0) {
+    out.push(
+      `**What one order costs**: one recorded run per path; history events and Temporal Cloud Actions counted by ` +
+        `the rules of docs.temporal.io/cloud/actions; USD at the list rate of $${report.actionPrice.usdPerMillionActions} ` +
+        `per million Actions (${report.actionPrice.source}, read ${report.actionPrice.readOn}).`,
+      '',
+      row(['server', 'workflow', 'path', 'events', 'Actions', 'USD per 1M orders', 'Actions by rule']),
+      row(['---', '---', '---', '---:', '---:', '---:', '---']),
+      ...report.costs.map((cost) =>
+        row([
+          cost.server,
+          cost.variant,
+          cost.path,
+          String(cost.events),
+          String(cost.actions),
+          usdPerMillionOrders(cost.actions).toFixed(0),
+          Object.entries(cost.actionsByRule)
+            .map(([rule, count]) => `${rule} ${count}`)
+            .join(', '),
+        ]),
+      ),
+      '',
+      ...actionTargets(report.costs).map((line) => `- ${line.trim()}`),
+      '',
+    );
+  }
   const closed = report.phases.filter((phase) => phase.mode === 'closed');
   if (closed.length > 0) {
     out.push(
@@ -31,15 +59,18 @@ export function renderMarkdown(report: BenchReport): string {
         'max ms',
         'worker CPU s/1k',
         'server CPU s/1k',
+        "server's Postgres CPU s/1k",
         'Postgres CPU s/1k',
         'all CPU s/1k',
         'worker peak RSS MiB',
-        'cores worker / server / Postgres / machine',
+        'Postgres transactions per order',
+        "server's Postgres transactions per order",
+        "cores worker / server / server's Postgres / Postgres / machine",
       ]),
-      row(Array.from({ length: 13 }, (_, index) => (index === 0 ? '---' : '---:'))),
+      row(Array.from({ length: 16 }, (_, index) => (index === 0 ? '---' : '---:'))),
       ...closed.map((phase) =>
         row([
-          phase.variant,
+          label(phase),
           String(phase.workers),
           String(phase.round),
           fixed(phase.throughputPerSecond, 1),
@@ -48,10 +79,19 @@ export function renderMarkdown(report: BenchReport): string {
           fixed(phase.latency.maxMs, 0),
           fixed(phase.cpuSecondsPer1000.workers, 1),
           fixed(phase.cpuSecondsPer1000.temporalServer, 1),
+          fixed(phase.cpuSecondsPer1000.temporalStore, 1),
           fixed(phase.cpuSecondsPer1000.postgres, 1),
           fixed(totalCpuPer1000(phase), 1),
           fixed(phase.workerPeakRssMiB, 0),
-          [phase.cores.workers, phase.cores.temporalServer, phase.cores.postgres, phase.cores.machine]
+          fixed(phase.commitsPerOrder.postgres, 1),
+          fixed(phase.commitsPerOrder.temporalStore, 1),
+          [
+            phase.cores.workers,
+            phase.cores.temporalServer,
+            phase.cores.temporalStore,
+            phase.cores.postgres,
+            phase.cores.machine,
+          ]
             .map((value) => fixed(value, 2))
             .join(' / '),
         ]),
@@ -59,7 +99,7 @@ export function renderMarkdown(report: BenchReport): string {
       '',
     );
   }
-  const scale = scaleSummary(closed);
+  const scale = scaleSummary(closed, label);
   if (scale.length > 0) {
     out.push(
       '**Scale**: cores each part kept busy (median round), and the biggest consumer:',
@@ -82,14 +122,14 @@ export function renderMarkdown(report: BenchReport): string {
         'max ms',
         'sustained',
         'worker CPU s/1k',
-        'server CPU s/1k',
+        'server CPU s/1k (with its Postgres)',
       ]),
       row(['---', '---:', '---:', '---:', '---:', '---:', '---', '---:', '---:']),
       ...[...open]
-        .sort((a, b) => a.variant.localeCompare(b.variant) || a.offeredPerSecond! - b.offeredPerSecond!)
+        .sort((a, b) => label(a).localeCompare(label(b)) || a.offeredPerSecond! - b.offeredPerSecond!)
         .map((phase: PhaseResult) =>
           row([
-            phase.variant,
+            label(phase),
             fixed(phase.offeredPerSecond, 1),
             fixed(phase.throughputPerSecond, 1),
             fixed(phase.latency.p50Ms, 0),
@@ -97,13 +137,13 @@ export function renderMarkdown(report: BenchReport): string {
             fixed(phase.latency.maxMs, 0),
             phase.keptUp ? 'yes' : '**no**',
             fixed(phase.cpuSecondsPer1000.workers, 1),
-            fixed(phase.cpuSecondsPer1000.temporalServer, 1),
+            fixed(serverCpuPer1000(phase), 1),
           ]),
         ),
       '',
       ...report.knees.map(
         (knee) =>
-          `- Knee, ${knee.variant}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
+          `- Knee, ${labelKnee(report, knee)}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
           (knee.firstUnsustainedPerSecond === null
             ? ' (not saturated in this sweep)'
             : `, not at ${fixed(knee.firstUnsustainedPerSecond, 1)}/s`),

@@ -2,7 +2,84 @@
 import os from 'node:os';
 import type { BenchEnvironmentFacts, BenchReport } from './benchReport';
 import type { PhaseResult } from '../phases';
-import { totalCpuPer1000 } from './headlines';
+import {
+  ACCEPTED_ACTIONS_STRETCH_TARGET,
+  ACCEPTED_ACTIONS_TARGET,
+  usdPerMillionOrders,
+} from '../cost/pricing';
+import type { CostRow } from '../cost/costRows';
+import { totalCpuPer1000, type Knee } from './headlines';
+
+/**
+ * How a phase's variant is named in tables and charts: with its server when the run used more than one
+ * (`product@stack`), else as before (`product`).
+ */
+export function labelerFor(phases: PhaseResult[]): (phase: PhaseResult) => string {
+  const servers = new Set(phases.flatMap((phase) => (phase.server === null ? [] : [phase.server])));
+  const many = servers.size > 1 || (servers.size === 1 && !servers.has('dev'));
+  return (phase) => (many && phase.server !== null ? `${phase.variant}@${phase.server}` : phase.variant);
+}
+
+/** A knee named as its phases are (labelerFor). */
+export function labelKnee(report: BenchReport, knee: Knee): string {
+  const phase = report.phases.find(
+    (candidate) => candidate.variant === knee.variant && candidate.server === knee.server,
+  );
+  return phase === undefined ? knee.variant : labelerFor(report.phases)(phase);
+}
+
+/** One line per server and path: events and Actions of the product beside the floor's, and the price. */
+export function costLines(report: BenchReport): string[] {
+  const { costs } = report;
+  if (costs.length === 0) return [];
+  const lines = [
+    `What one order costs (one recorded run per path; Temporal Cloud Actions by docs.temporal.io/cloud/actions; ` +
+      `price at $${report.actionPrice.usdPerMillionActions} per million Actions, ${report.actionPrice.source}, read ${report.actionPrice.readOn})`,
+    table(
+      [
+        'server',
+        'workflow',
+        'path',
+        'events',
+        'Actions',
+        'USD per 1M orders',
+        'Actions by rule',
+        'not billed',
+      ],
+      costs.map((row) => [
+        row.server,
+        row.variant,
+        row.path,
+        String(row.events),
+        String(row.actions),
+        usdPerMillionOrders(row.actions).toFixed(0),
+        describeRules(row.actionsByRule),
+        describeRules(row.notBilled),
+      ]),
+    ),
+  ];
+  for (const verdict of actionTargets(costs)) lines.push(verdict);
+  return lines;
+}
+
+/** The accepted path's Actions held against the issue's targets, per server. */
+export function actionTargets(costs: CostRow[]): string[] {
+  return costs
+    .filter((row) => row.variant === 'product' && row.path === 'accepted')
+    .map((row) => {
+      const met = row.actions <= ACCEPTED_ACTIONS_TARGET;
+      const stretch = row.actions <= ACCEPTED_ACTIONS_STRETCH_TARGET;
+      return (
+        `  Actions per accepted order (${row.server}): ${row.actions}; target ≤ ${ACCEPTED_ACTIONS_TARGET} ` +
+        `${met ? 'met' : 'MISSED'}, ≤ ${ACCEPTED_ACTIONS_STRETCH_TARGET} keeping the Web UI filters ${stretch ? 'met' : 'missed'}`
+      );
+    });
+}
+
+function describeRules(rules: Partial<Record<string, number>>): string {
+  const entries = Object.entries(rules);
+  return entries.length === 0 ? '-' : entries.map(([rule, count]) => `${rule} ${count}`).join(', ');
+}
 
 export function renderTables(report: BenchReport): string {
   const lines: string[] = [];
@@ -14,6 +91,9 @@ export function renderTables(report: BenchReport): string {
     ...describeEnvironment(report.environment),
     '',
   );
+  const label = labelerFor(report.phases);
+  const costs = costLines(report);
+  if (costs.length > 0) lines.push(...costs, '');
   const closed = report.phases.filter((phase) => phase.mode === 'closed');
   if (closed.length > 0) {
     lines.push(`Closed loop, ${closed[0]!.concurrency} concurrent starters (latency: start → recorded row)`);
@@ -30,13 +110,16 @@ export function renderTables(report: BenchReport): string {
           'max ms',
           'wkr CPU s/1k',
           'srv CPU s/1k',
+          'srv pg CPU s/1k',
           'pg CPU s/1k',
           'all CPU s/1k',
           'wkr RSS MiB',
-          'cores wkr/srv/pg/sbx/all',
+          'pg tx/order',
+          'srv pg tx/order',
+          'cores wkr/srv/srvpg/pg/sbx/all',
         ],
         closed.map((phase) => [
-          phase.variant,
+          label(phase),
           String(phase.workers),
           String(phase.round),
           String(phase.orders),
@@ -46,16 +129,19 @@ export function renderTables(report: BenchReport): string {
           fixed(phase.latency.maxMs, 0),
           fixed(phase.cpuSecondsPer1000.workers, 1),
           fixed(phase.cpuSecondsPer1000.temporalServer, 1),
+          fixed(phase.cpuSecondsPer1000.temporalStore, 1),
           fixed(phase.cpuSecondsPer1000.postgres, 1),
           fixed(totalCpuPer1000(phase), 1),
           fixed(phase.workerPeakRssMiB, 0),
+          fixed(phase.commitsPerOrder.postgres, 1),
+          fixed(phase.commitsPerOrder.temporalStore, 1),
           coresOf(phase),
         ]),
       ),
       '',
     );
   }
-  const scale = scaleSummary(closed);
+  const scale = scaleSummary(closed, label);
   if (scale.length > 0) lines.push('Scale (closed loop, median over rounds): who uses the CPU', ...scale, '');
   const open = report.phases.filter((phase) => phase.mode === 'open');
   if (open.length > 0) {
@@ -72,10 +158,11 @@ export function renderTables(report: BenchReport): string {
           'kept up',
           'wkr CPU s/1k',
           'srv CPU s/1k',
-          'cores wkr/srv/pg/sbx/all',
+          'srv pg CPU s/1k',
+          'cores wkr/srv/srvpg/pg/sbx/all',
         ],
         open.map((phase) => [
-          phase.variant,
+          label(phase),
           fixed(phase.offeredPerSecond, 1),
           fixed(phase.throughputPerSecond, 1),
           fixed(phase.latency.p50Ms, 0),
@@ -84,13 +171,14 @@ export function renderTables(report: BenchReport): string {
           phase.keptUp ? 'yes' : 'NO',
           fixed(phase.cpuSecondsPer1000.workers, 1),
           fixed(phase.cpuSecondsPer1000.temporalServer, 1),
+          fixed(phase.cpuSecondsPer1000.temporalStore, 1),
           coresOf(phase),
         ]),
       ),
     );
     for (const knee of report.knees) {
       lines.push(
-        `Knee ${knee.variant}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
+        `Knee ${labelKnee(report, knee)}: sustained up to ${fixed(knee.sustainedPerSecond, 1)}/s` +
           (knee.firstUnsustainedPerSecond === null
             ? ' (never saturated in this sweep)'
             : `, not at ${fixed(knee.firstUnsustainedPerSecond, 1)}/s`),
@@ -128,6 +216,7 @@ function coresOf(phase: PhaseResult): string {
   return [
     phase.cores.workers,
     phase.cores.temporalServer,
+    phase.cores.temporalStore,
     phase.cores.postgres,
     phase.cores.sandbox,
     phase.cores.machine,
@@ -157,29 +246,32 @@ function table(header: string[], rows: string[][]): string {
  * Per variant and worker count: throughput and the cores each part kept busy, and the biggest consumer. On a
  * machine whose cores are all busy, that consumer is the bottleneck for this variant.
  */
-export function scaleSummary(closed: PhaseResult[]): string[] {
+export function scaleSummary(
+  closed: PhaseResult[],
+  label: (phase: PhaseResult) => string = (phase) => phase.variant,
+): string[] {
   const lines: string[] = [];
-  const variants = [...new Set(closed.map((phase) => phase.variant))];
+  const variants = [...new Set(closed.map(label))];
   for (const variant of variants) {
     const counts = [
-      ...new Set(closed.filter((phase) => phase.variant === variant).map((phase) => phase.workers)),
+      ...new Set(closed.filter((phase) => label(phase) === variant).map((phase) => phase.workers)),
     ];
-    if (counts.length < 2) continue;
     for (const workers of counts) {
-      const runs = closed.filter((phase) => phase.variant === variant && phase.workers === workers);
+      const runs = closed.filter((phase) => label(phase) === variant && phase.workers === workers);
       const middle = [...runs].sort((a, b) => a.throughputPerSecond - b.throughputPerSecond)[
         Math.floor(runs.length / 2)
       ]!;
       const parts: [string, number][] = [
         ['workers', middle.cores.workers],
         ['Temporal server', middle.cores.temporalServer ?? 0],
+        ["Temporal's Postgres", middle.cores.temporalStore ?? 0],
         ['Postgres', middle.cores.postgres ?? 0],
         ['sandbox', middle.cores.sandbox ?? 0],
         ['harness (client)', middle.resources.harnessCpuSeconds / middle.resources.wallSeconds],
       ];
       const [biggest, biggestCores] = parts.reduce((a, b) => (b[1] > a[1] ? b : a));
       lines.push(
-        `  ${variant.padEnd(11)} x${workers}: ${middle.throughputPerSecond.toFixed(1).padStart(7)}/s; cores ` +
+        `  ${variant.padEnd(17)} x${workers}: ${middle.throughputPerSecond.toFixed(1).padStart(7)}/s; cores ` +
           parts.map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ') +
           `; machine ${fixed(middle.cores.machine, 2)} of ${os.cpus().length}; biggest: ${biggest} (${biggestCores.toFixed(2)})`,
       );

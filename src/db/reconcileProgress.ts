@@ -1,0 +1,63 @@
+// The reconciliation sweep's high-water mark (migration 0013): how far back the next sweep must look. Orders
+// are confirmed in time order, and a confirmed order that has a log row keeps it (rows are never deleted:
+// src/ops/pruneOrderMailHistory.ts), so what a complete sweep found in order stays in order. The next sweep
+// needs only the orders confirmed since, less an overlap for an order whose row commits late. A sweep that
+// does not get through (an outage, a crash) leaves the mark where it was, and the next one looks further back.
+import type { Database } from './pool';
+import { runSql, sql } from './sql';
+
+/**
+ * How far before the mark the next sweep starts: an order confirmed up to this long before its transaction
+ * committed is still found. At least the sweep's grace, which is the time the order service has to start it.
+ */
+export const RECONCILE_OVERLAP_MS = 60 * 60 * 1000;
+
+/**
+ * The earliest confirmed_at a sweep's batch reads: the latest of the look-back window's start, the go-live
+ * time (RECONCILE_CONFIRMED_SINCE) and the last complete sweep's mark less the overlap.
+ */
+export async function sweepNotBefore(
+  db: Database,
+  input: { namespace: string; graceMs: number; lookbackMs: number; confirmedSince: Date | null },
+): Promise<Date> {
+  const lookbackStart = Date.now() - input.lookbackMs;
+  const resumeFrom = await reconcileResumesFrom(db, input);
+  return new Date(
+    Math.max(
+      lookbackStart,
+      input.confirmedSince?.getTime() ?? lookbackStart,
+      resumeFrom?.getTime() ?? lookbackStart,
+    ),
+  );
+}
+
+/** The first confirmed_at the next sweep must look at, or null to look at its whole window. */
+export async function reconcileResumesFrom(
+  db: Database,
+  input: { namespace: string; graceMs: number },
+): Promise<Date | null> {
+  const { rows } = await runSql<{ from: Date }>(
+    db,
+    sql`SELECT checked_through - make_interval(secs => ${Math.max(RECONCILE_OVERLAP_MS, input.graceMs) / 1000}::double precision) AS "from"
+          FROM order_mail_reconcile_progress WHERE namespace = ${input.namespace}`,
+  );
+  return rows[0]?.from ?? null;
+}
+
+/**
+ * Called when a sweep has gone through to its end: every confirmed order older than the grace has been looked
+ * at. The mark only moves forward.
+ */
+export async function advanceReconcileProgress(
+  db: Database,
+  input: { namespace: string; graceMs: number },
+): Promise<void> {
+  const checkedThrough = sql`now() - make_interval(secs => ${input.graceMs / 1000}::double precision)`;
+  await runSql(
+    db,
+    sql`INSERT INTO order_mail_reconcile_progress AS progress (namespace, checked_through)
+        VALUES (${input.namespace}, ${checkedThrough})
+        ON CONFLICT (namespace) DO UPDATE
+          SET checked_through = GREATEST(progress.checked_through, EXCLUDED.checked_through), updated_at = now()`,
+  );
+}

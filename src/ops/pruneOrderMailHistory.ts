@@ -1,0 +1,153 @@
+// Retention (docs/operating.md "Retention"): `npm run prune -- --older-than 90d` deletes the audit trail of
+// mails that are settled as sent and were last touched before the cutoff: their attempts and, where the
+// provider-events table exists, the provider's webhook events. It never deletes a log row.
+//
+// Why only those:
+// - The log row is what makes a mail exactly-once after Temporal has forgotten the run: any later start of the
+//   order (a redelivered event, `npm run start-mail`, the reconciliation sweep, which starts every confirmed
+//   order that has NO row) claims it, and a missing row means a second mail. One small row per order stays
+//   for as long as the order does.
+// - A row in 'failed' or 'sending' can still be claimed, and the claim reads that order's attempts (what was
+//   left unknown under the current idempotency key, and when its first request left): its history is kept
+//   whatever its age. A 'sent' row is final for automation (a claim ends already-sent); an operator's
+//   `resolve --as failed` reopens it under a NEW key, for which the old attempts do not count.
+// Each batch locks the log rows it prunes (FOR SHARE): a row that changes meanwhile is looked at again as it
+// is now, and one that is being changed is left for the next run.
+import type { Database } from '../db/pool';
+
+export const DAY_MS = 24 * 60 * 60 * 1000;
+/** Shorter retention is refused: it would prune what an operator still looks at (the sweep's look-back is 7 d). */
+export const MIN_RETENTION_MS = 7 * DAY_MS;
+export const DEFAULT_PRUNE_BATCH_SIZE = 1_000;
+
+export interface PruneRequest {
+  /** Audit rows older than this, of mails last touched before then, go. */
+  olderThanMs: number;
+  /** Log rows per statement: each batch is one short transaction. */
+  batchSize: number;
+  /** Count what would go, delete nothing. */
+  dryRun: boolean;
+  /** The time the cutoff is measured from; default Postgres's now(). */
+  now?: Date;
+  /** Called after each batch, for progress. */
+  progress?: (done: PruneResult) => void;
+}
+
+export interface PruneResult {
+  cutoff: Date;
+  dryRun: boolean;
+  /** Settled-as-sent log rows older than the cutoff that were looked at. */
+  logRowsExamined: number;
+  attemptsDeleted: number;
+  /** null when the provider-events table does not exist in this database. */
+  providerEventsDeleted: number | null;
+  batches: number;
+}
+
+export class PruneRefusedError extends Error {
+  override readonly name = 'PruneRefusedError';
+  readonly code = 'ERR_PRUNE_REFUSED';
+}
+
+const PROVIDER_EVENTS_TABLE = 'order_mail_provider_events';
+
+interface BatchRow {
+  examined: number;
+  attempts: number;
+  events: number;
+  lastUpdatedAt: string | null;
+  lastOrderId: string | null;
+}
+
+export async function pruneOrderMailHistory(db: Database, request: PruneRequest): Promise<PruneResult> {
+  if (!(request.olderThanMs >= MIN_RETENTION_MS)) {
+    throw new PruneRefusedError(
+      `--older-than must be at least ${MIN_RETENTION_MS / DAY_MS} days; nothing was deleted.`,
+    );
+  }
+  if (!Number.isInteger(request.batchSize) || request.batchSize < 1) {
+    throw new PruneRefusedError('--batch-size must be a positive whole number; nothing was deleted.');
+  }
+  const { rows: clock } = await db.query<{ cutoff: Date; events: boolean }>(
+    `SELECT COALESCE($1::timestamptz, now()) - make_interval(secs => $2::double precision / 1000) AS cutoff,
+            to_regclass($3) IS NOT NULL AS events`,
+    [request.now ?? null, request.olderThanMs, PROVIDER_EVENTS_TABLE],
+  );
+  const { cutoff, events } = clock[0]!;
+  const result: PruneResult = {
+    cutoff,
+    dryRun: request.dryRun,
+    logRowsExamined: 0,
+    attemptsDeleted: 0,
+    providerEventsDeleted: events ? 0 : null,
+    batches: 0,
+  };
+  // Keyset over (updated_at, order_id) of the old settled-as-sent rows, by the (state, updated_at) index:
+  // each row is looked at once per run, however many batches it takes.
+  let cursor: { updatedAt: string; orderId: string } | null = null;
+  for (;;) {
+    const batch: BatchRow = await runBatch(db, batchStatement(request.dryRun, events), [
+      cutoff,
+      cursor?.updatedAt ?? null,
+      cursor?.orderId ?? '0',
+      request.batchSize,
+    ]);
+    if (batch.examined === 0 || batch.lastUpdatedAt === null || batch.lastOrderId === null) break;
+    result.batches += 1;
+    result.logRowsExamined += batch.examined;
+    result.attemptsDeleted += batch.attempts;
+    if (result.providerEventsDeleted !== null) result.providerEventsDeleted += batch.events;
+    request.progress?.(result);
+    cursor = { updatedAt: batch.lastUpdatedAt, orderId: batch.lastOrderId };
+    // A short batch was the last one (SKIP LOCKED skips a row being changed, and LIMIT still fills up).
+    if (batch.examined < request.batchSize) break;
+  }
+  return result;
+}
+
+async function runBatch(db: Database, statement: string, params: unknown[]): Promise<BatchRow> {
+  const { rows } = await db.query<BatchRow>(statement, params);
+  return rows[0]!;
+}
+
+/**
+ * One batch: the next old settled-as-sent log rows after the cursor, locked, and their audit rows older than
+ * the cutoff. $1 cutoff, $2/$3 cursor (updated_at as text, order id), $4 batch size.
+ */
+function batchStatement(dryRun: boolean, withEvents: boolean): string {
+  const batch = `batch AS (
+      SELECT log.order_id, log.updated_at
+        FROM order_mail_log AS log
+       WHERE log.state = 'sent' AND log.updated_at < $1
+         AND ($2::text IS NULL OR (log.updated_at, log.order_id) > ($2::timestamptz, $3::bigint))
+       ORDER BY log.updated_at, log.order_id
+       LIMIT $4
+       ${dryRun ? '' : 'FOR SHARE OF log SKIP LOCKED'}
+    )`;
+  const attempts = dryRun
+    ? `attempts AS (SELECT 1 FROM order_mail_attempts AS a JOIN batch USING (order_id) WHERE a.finished_at < $1)`
+    : `attempts AS (DELETE FROM order_mail_attempts AS a USING batch
+                     WHERE a.order_id = batch.order_id AND a.finished_at < $1 RETURNING 1)`;
+  const events = !withEvents
+    ? ''
+    : dryRun
+      ? `, events AS (SELECT 1 FROM ${PROVIDER_EVENTS_TABLE} AS e JOIN batch USING (order_id) WHERE e.received_at < $1)`
+      : `, events AS (DELETE FROM ${PROVIDER_EVENTS_TABLE} AS e USING batch
+                       WHERE e.order_id = batch.order_id AND e.received_at < $1 RETURNING 1)`;
+  return `WITH ${batch}, ${attempts}${events}, last AS (
+      SELECT updated_at::text AS at, order_id::text AS id FROM batch ORDER BY updated_at DESC, order_id DESC LIMIT 1
+    )
+    SELECT (SELECT count(*)::int FROM batch) AS examined,
+           (SELECT count(*)::int FROM attempts) AS attempts,
+           ${withEvents ? '(SELECT count(*)::int FROM events)' : '0'} AS events,
+           (SELECT at FROM last) AS "lastUpdatedAt",
+           (SELECT id FROM last) AS "lastOrderId"`;
+}
+
+/** '90d', '72h' → milliseconds; null for anything else. */
+export function parseRetention(text: string): number | null {
+  const match = /^(\d+)\s*(d|h)$/.exec(text.trim());
+  if (match === null) return null;
+  const amount = Number(match[1]);
+  return amount * (match[2] === 'd' ? DAY_MS : 60 * 60 * 1000);
+}
