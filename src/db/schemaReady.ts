@@ -22,6 +22,9 @@ const NEEDED_PRIVILEGES: readonly [table: string, privileges: readonly string[]]
   ['order_mail_attempts', ['SELECT', 'INSERT']],
   ['order_mail_late_answers', ['SELECT', 'INSERT']],
   ['order_mail_operator_acts', ['SELECT', 'INSERT']],
+  ['order_mail_provider_events', ['SELECT', 'INSERT']],
+  ['order_mail_webhook_deliveries', ['SELECT', 'INSERT', 'DELETE']],
+  ['order_mail_reconcile_progress', ['SELECT', 'INSERT', 'UPDATE']],
   ['order_mail_schema_migrations', ['SELECT']],
 ];
 

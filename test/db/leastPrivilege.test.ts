@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { assertSchemaReady, SchemaNotReadyError } from '../../src/db/schemaReady';
+import { advanceReconcileProgress, reconcileResumesFrom } from '../../src/db/reconcileProgress';
+import { findSendEvidence, storeDelivery } from '../../src/webhooks/providerEvents';
 import { RoleSetupError, setUpDatabaseRoles, weakPasswordProblem } from '../../src/db/roles';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -121,6 +123,56 @@ describe('the workers role', () => {
     expect(await outcome(worker, 'ALTER TABLE order_mail_attempts DISABLE TRIGGER USER')).toBe(
       PERMISSION_DENIED,
     );
+  });
+
+  it('runs what the sweep, the verification and the webhook receiver do, with the worker role', async () => {
+    // The tables later migrations made (provider events, webhook deliveries, the sweep's mark) are the
+    // workers' too: a least-privilege worker that could not read them would send every unknown outcome to
+    // the policy, and a sweep that could not move its mark would fail at its end.
+    const orderId = await createOrder(database.admin);
+    const stored = await storeDelivery(
+      worker,
+      'sendgrid',
+      {
+        token: `least-privilege-${orderId}`,
+        signedAt: new Date(),
+        events: [
+          {
+            provider: 'sendgrid',
+            providerEventId: `evt-${orderId}`,
+            orderId,
+            sendKey: `order-confirmation/${orderId}/0`,
+            providerMessageId: 'sg-1',
+            eventType: 'accepted',
+            occurredAt: new Date(),
+            reason: null,
+          },
+        ],
+      },
+      new Date(Date.now() - 60_000),
+    );
+    expect(stored).toEqual({ kind: 'stored', newEvents: 1, knownEvents: 0 });
+    const evidence = await findSendEvidence(worker, {
+      orderId,
+      sendKey: `order-confirmation/${orderId}/0`,
+      provider: 'sendgrid',
+    });
+    expect(evidence?.providerMessageId).toBe('sg-1');
+    // A provider event is what the provider said: never changed, by the workers or anyone.
+    expect(
+      await outcome(worker, `UPDATE order_mail_provider_events SET reason = 'x' WHERE order_id = $1`, [
+        orderId,
+      ]),
+    ).toBe(PERMISSION_DENIED);
+    expect(
+      await outcome(worker, `DELETE FROM order_mail_provider_events WHERE order_id = $1`, [orderId]),
+    ).toBe(PERMISSION_DENIED);
+    // The sweep's mark, moved twice (the second time an UPDATE), and read back.
+    const namespace = `least-privilege-${orderId}`;
+    await advanceReconcileProgress(worker, { namespace, graceMs: 0 });
+    await advanceReconcileProgress(worker, { namespace, graceMs: 0 });
+    expect(await reconcileResumesFrom(worker, { namespace, graceMs: 0 })).toBeInstanceOf(Date);
+    await assertSchemaReady(worker);
   });
 
   it('a mistaken grant opens nothing: the trigger refuses UPDATE to anyone and DELETE to all but the owner', async () => {

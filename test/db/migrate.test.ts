@@ -30,7 +30,11 @@ const ADOPTION = [
 // Added after v1.0.0 by verification: its provider events and columns.
 const VERIFICATION = ['0006_order_mail_provider_events.sql', '0007_order_mail_verification.sql'];
 // After the baseline, fixed forward (other branches own 0006-0011; this test does not assume they are absent).
-const LATER = ['0012_orders_confirmed_index.sql', '0013_order_mail_reconcile_progress.sql'];
+const LATER = [
+  '0012_orders_confirmed_index.sql',
+  '0013_order_mail_reconcile_progress.sql',
+  '0014_order_mail_worker_role_later_tables.sql',
+];
 // What a database made before v1.0.0 has in its migrations table.
 const PRE_1_0 = [
   '0001_create_orders.sql',
