@@ -1,4 +1,4 @@
-// The run report and its invariants (issue 4, DESIGN.md §3), computed from facts only: what the sandbox
+// The run report and its invariants (issue 4, docs/design.md §3), computed from facts only: what the sandbox
 // received, what order_mail_log and order_mail_attempts say, and the workflows' statuses in Temporal.
 // Pure, so the invariants themselves are unit-tested (test/demo/report.test.ts).
 import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';

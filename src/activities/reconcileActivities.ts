@@ -1,4 +1,4 @@
-// The reconciliation sweep's activities (DESIGN.md §7): start the mail of confirmed orders that have no log
+// The reconciliation sweep's activities (docs/design.md §7): start the mail of confirmed orders that have no log
 // row, find claims stuck in 'sending' whose run is closed, and settle each as the sweep decided. Registered
 // on the same worker as the mail activities, by this sibling factory.
 import { activityInfo, heartbeat, log } from '@temporalio/activity';

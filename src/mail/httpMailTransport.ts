@@ -102,7 +102,7 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
         path: `${pathPrefix}${request.path}`,
         headers: request.headers,
         body: request.body,
-        // No external cancellation signal on purpose: a dispatched call is never aborted (DESIGN.md §6),
+        // No external cancellation signal on purpose: a dispatched call is never aborted (docs/design.md §6),
         // only bounded by this deadline, so its outcome is recorded truthfully.
         signal: AbortSignal.timeout(options.overallTimeoutMs),
         // `idempotent` stays false (the default for POST): undici must never re-dispatch this request.

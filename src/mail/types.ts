@@ -20,7 +20,7 @@ export interface OutgoingMail {
 }
 
 /**
- * Where a transport and the send activity meet at the dispatch fence (DESIGN.md §4 rule 2). The transport
+ * Where a transport and the send activity meet at the dispatch fence (docs/design.md §4 rule 2). The transport
  * first gets hold of a connection (a pooled SMTP session, connected and authenticated; one of the HTTP
  * pool's connection slots), then calls `passFence()`, and makes its request only once that resolved. If
  * `passFence()` throws, the transport makes no request, gives the connection back and rethrows it.

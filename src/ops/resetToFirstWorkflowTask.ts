@@ -1,6 +1,6 @@
 // The Web UI's Reset, "to the first workflow task", through the API (there is no handle.reset() in the TS
 // client). The new run replays nothing past that point, so it claims, sends and records afresh; the claim's
-// rules (DESIGN.md §4) make that safe: a sent order sends nothing, an orphaned claim is taken over or settled.
+// rules (docs/design.md §4) make that safe: a sent order sends nothing, an orphaned claim is taken over or settled.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';

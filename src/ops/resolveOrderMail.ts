@@ -1,5 +1,5 @@
 // `npm run ops -- resolve <orderId> --as sent|failed --reason …`: the explicit operator act, and the only way
-// to move a sent row or settle an unknown one (DESIGN.md §4 rule 5). Refused while a dispatched send of an open
+// to move a sent row or settle an unknown one (docs/design.md §4 rule 5). Refused while a dispatched send of an open
 // run is in flight, like retry. One fenced statement; a run still holding an undispatched claim stops without
 // sending (ClaimLost), and the next claim sees the operator's word. As failed, it is a deliberate re-send: the
 // next request carries a new idempotency key.

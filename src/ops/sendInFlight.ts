@@ -1,4 +1,4 @@
-// The one refusal `retry` and `resolve` share (DESIGN.md §4 rule 5): an operator does not act on a row whose
+// The one refusal `retry` and `resolve` share (docs/design.md §4 rule 5): an operator does not act on a row whose
 // dispatched send of an open run is in flight. It settles by itself, at the latest when the send activity
 // times out, and acting now would turn a send that is about to finish normally into an unknown outcome (or,
 // for resolve, drop the provider's answer on the floor).

@@ -1,4 +1,4 @@
-// The vocabulary of one send's outcome (DESIGN.md §5). Pure: shared by the mail client, the activities,
+// The vocabulary of one send's outcome (docs/design.md §5). Pure: shared by the mail client, the activities,
 // the workflow and the tests.
 
 /** What the provider did with one request, as far as we can know. */

@@ -1,4 +1,4 @@
-// The custom search attributes the workflows upsert, for the Web UI's filters (DESIGN.md §6). This is the one
+// The custom search attributes the workflows upsert, for the Web UI's filters (docs/design.md §6). This is the one
 // list: `npm run setup` registers it, the worker refuses to start without it, and the test harness registers
 // it on its dev server. A workflow that upserts an attribute the namespace does not know hangs (its workflow
 // task fails and is retried forever), so nothing may be upserted that is not listed here.

@@ -1,4 +1,4 @@
-// The Temporal Schedule that runs the reconciliation sweep every few minutes (DESIGN.md §7), created or
+// The Temporal Schedule that runs the reconciliation sweep every few minutes (docs/design.md §7), created or
 // brought up to date by `npm run setup`, so setup can run any number of times.
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { reconcileOrderMails } from '../workflows/reconcileOrderMails';

@@ -55,7 +55,7 @@ export interface ReconcileReport {
 }
 
 /**
- * The reconciliation sweep (DESIGN.md §7, G3), run by a Schedule every few minutes (`npm run setup`):
+ * The reconciliation sweep (docs/design.md §7, G3), run by a Schedule every few minutes (`npm run setup`):
  * starts `orderConfirmationMail` for confirmed orders past the grace period that have no log row, in bounded
  * batches, and settles rows stuck in 'sending' whose run is closed (terminated, cancelled without cleanup),
  * with the claim's fences: never dispatched → released as failed/not_sent, so the next retry or reset sends

@@ -1,4 +1,4 @@
-// The claim / dispatch fence / record rules of DESIGN.md §4, exercised activity by activity against real
+// The claim / dispatch fence / record rules of docs/design.md §4, exercised activity by activity against real
 // Postgres and the real sandbox over loopback. Each run id stands for one workflow run; two run ids with the
 // same workflow id are a run and its reset.
 import { ApplicationFailure } from '@temporalio/common';

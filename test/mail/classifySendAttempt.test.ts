@@ -39,7 +39,7 @@ function abortDomException(): DOMException {
   return new DOMException('This operation was aborted', 'AbortError');
 }
 
-describe('final status classes (research note §8, DESIGN.md §5)', () => {
+describe('final status classes (research note §8, docs/design.md §5)', () => {
   const rows: Array<[number, MailOutcome]> = [
     [200, 'accepted'],
     [201, 'accepted'],

@@ -1,4 +1,4 @@
-// Reset, the operator's "send again" (DESIGN.md §4, §6), through the real Temporal API: the same request the Web
+// Reset, the operator's "send again" (docs/design.md §4, §6), through the real Temporal API: the same request the Web
 // UI's Reset makes, to the first workflow task. Each test asserts the messages the sandbox received and the log
 // row, so a reset that sends a duplicate, leaves a row in 'sending' or loses an outcome fails here.
 import { randomUUID } from 'node:crypto';

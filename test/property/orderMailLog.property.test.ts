@@ -1,5 +1,5 @@
 // Property: whatever order concurrent workers apply their statements in, order_mail_log keeps the rules of
-// DESIGN.md §4. Racers are workflow runs of one order (the first run and the runs that resets start), each
+// docs/design.md §4. Racers are workflow runs of one order (the first run and the runs that resets start), each
 // driving the real statements: the claim pass sequence (db/orderMailClaim, as the claim activity runs
 // it; retried and duplicated), the dispatch fence (activities/dispatchFence; re-executed, as an activity
 // reset would), the record (db/orderMailRecord, after the workflow's decision of an unknown outcome;
@@ -34,7 +34,7 @@ const RUNS = Number(process.env.PROPERTY_RUNS ?? '500');
 const SEED = process.env.PROPERTY_SEED === undefined ? undefined : Number(process.env.PROPERTY_SEED);
 /**
  * Resets may come while the old run's claim activity is still executing, so that stale claim runs after the
- * new run's. DESIGN.md §4 rule 3 alone let it take the new run's claim over (a row left in 'sending'); the
+ * new run's. docs/design.md §4 rule 3 alone let it take the new run's claim over (a row left in 'sending'); the
  * time the claim was issued (the workflow's clock, src/db/orderMailClaim.ts) closes that gap, and this models
  * it by default. PROPERTY_STALE_CLAIMS=0 turns it off (then a reset waits for the old run's claim to finish).
  */

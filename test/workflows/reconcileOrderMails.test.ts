@@ -1,4 +1,4 @@
-// The reconciliation sweep (DESIGN.md §7, G3) through its real Schedule: confirmed orders whose start was missed
+// The reconciliation sweep (docs/design.md §7, G3) through its real Schedule: confirmed orders whose start was missed
 // get exactly one mail, a second sweep changes nothing (and reads only since the first one's mark), and a
 // claim stuck in 'sending' under a run that was really terminated is settled (released, or by the policy), in
 // the audit trail and on the sweep's search attribute.

@@ -1,4 +1,4 @@
-// The workflow's reading of a send failure (DESIGN.md §5), and its backoff. What an unknown outcome becomes:
+// The workflow's reading of a send failure (docs/design.md §5), and its backoff. What an unknown outcome becomes:
 // test/shared/unknownOutcome.test.ts.
 import {
   ActivityFailure,

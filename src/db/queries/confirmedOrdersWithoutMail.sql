@@ -1,5 +1,5 @@
 -- Confirmed orders that have no mail log row yet: the reconciliation sweep (src/workflows/reconcileOrderMails.ts)
--- starts their confirmation mail (DESIGN.md §7, G3). This file is the one place that says what "confirmed"
+-- starts their confirmation mail (docs/design.md §7, G3). This file is the one place that says what "confirmed"
 -- means. An adopter whose orders table looks different edits this query, and nothing else, keeping its
 -- parameters and its output columns.
 --
