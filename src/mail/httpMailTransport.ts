@@ -11,9 +11,10 @@
 // there is still "not sent" by its phase (no request head was written); only the row's dispatched_at then
 // says more than happened.
 
-import { Pool, type Dispatcher } from 'undici';
+import { Pool } from 'undici';
 import type { SendResult } from '../shared/mailOutcome';
 import { classifySendAttempt } from './classifySendAttempt';
+import { readBoundedBody } from './readBoundedBody';
 import { createSendPhaseState, phaseInterceptor } from './phaseInterceptor';
 import { MailClientConfigError } from './providers/adapterSupport';
 import type { MailProviderAdapter } from './providers/mailProvider';
@@ -108,7 +109,7 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
         // `idempotent` stays false (the default for POST): undici must never re-dispatch this request.
       });
       const accepted = response.statusCode >= 200 && response.statusCode < 300;
-      const body = await readSmallBody(
+      const body = await readBoundedBody(
         response.body,
         accepted ? MAX_ACCEPTED_BODY_BYTES : MAX_ERROR_BODY_BYTES,
       );
@@ -166,21 +167,6 @@ class ConnectionSlots {
     this.free += 1;
     this.waiting.shift()?.();
   }
-}
-
-/** Reads up to `limit` bytes; a longer body is dropped (the socket released) and read as null. */
-async function readSmallBody(body: Dispatcher.ResponseData['body'], limit: number): Promise<string | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      return null;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function parseBaseUrl(baseUrl: string): { origin: string; pathPrefix: string } {

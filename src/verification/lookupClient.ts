@@ -6,6 +6,7 @@
 // the verify activity's retry policy and its schedule-to-close deadline bound how long that goes on.
 
 import { Pool, type Dispatcher } from 'undici';
+import { readBoundedBody } from '../mail/readBoundedBody';
 import type { LookupAnswer, LookupQuery, ProviderLookupAdapter } from './providerLookup';
 
 export type LookupResult =
@@ -49,7 +50,7 @@ export function createLookupClient(options: LookupClientOptions): LookupClient {
         });
         status = response.statusCode;
         headers = response.headers;
-        body = await readBounded(response.body, MAX_LOOKUP_BODY_BYTES);
+        body = await readBoundedBody(response.body, MAX_LOOKUP_BODY_BYTES);
       } catch (error) {
         return { kind: 'failed', reason: `lookup failed: ${describeError(error)}`, retryAfterMs: null };
       }
@@ -91,21 +92,6 @@ export function createLookupPool(
 function splitBaseUrl(baseUrl: string): { origin: string; pathPrefix: string } {
   const url = new URL(baseUrl);
   return { origin: url.origin, pathPrefix: url.pathname.replace(/\/+$/, '') };
-}
-
-/** The whole body, or null (and the socket released) when it is longer than `limit`. */
-async function readBounded(body: Dispatcher.ResponseData['body'], limit: number): Promise<string | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      return null;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function retryAfterMs(value: string | string[] | undefined): number | null {
