@@ -110,6 +110,22 @@ function isRerun(act: OperatorActName): boolean {
 }
 
 /** Orders with no row whose runs are all closed, each by an operator's cancel or terminate. */
+/**
+ * Orders an operator ended without a mail on purpose: a done cancel or terminate (the run stopped, whatever it
+ * was doing), or a done resolve (the operator's word that the mail is sent, or failed and left so). A customer
+ * of such an order may have no mail, and that is the operator's doing, not the product's; the report still
+ * counts every customer without a mail.
+ */
+export function endedWithoutMailByOperator(acts: OperatorActRecord[]): Set<string> {
+  const ends = new Set<OperatorActRecord['act']>([
+    'workflow-cancel',
+    'workflow-terminate',
+    'ops-resolve-sent',
+    'ops-resolve-failed',
+  ]);
+  return new Set(acts.filter((act) => act.result === 'done' && ends.has(act.act)).map((act) => act.orderId));
+}
+
 export function stoppedBeforeClaim(facts: OperatorFacts, orders: OrderFacts[]): Set<string> {
   const stopped = new Set(
     facts.acts

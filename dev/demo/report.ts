@@ -8,6 +8,7 @@ import {
   actsBehind,
   buildOperatorSection,
   operatorInvariants,
+  endedWithoutMailByOperator,
   resendsAskedFor,
   stoppedBeforeClaim,
   type OperatorFacts,
@@ -188,6 +189,8 @@ interface OrderView {
   resendsAsked: number;
   /** No row and no mail because an operator stopped every run before it claimed. */
   stoppedByOperator: boolean;
+  /** An operator cancelled, terminated or resolved this order: a missing mail may be the operator's doing. */
+  endedByOperator: boolean;
 }
 
 export function buildReport(facts: RunFacts): RunReport {
@@ -310,6 +313,8 @@ function viewOrders(facts: RunFacts): OrderView[] {
             messages: messages.get(orderId)?.length ?? 0,
           })),
         );
+  const ended =
+    facts.operators == null ? new Set<string>() : endedWithoutMailByOperator(facts.operators.acts);
   return facts.orderIds.map((orderId) => {
     const orderAttempts = attempts.get(orderId) ?? [];
     const row = rows.get(orderId);
@@ -328,6 +333,7 @@ function viewOrders(facts: RunFacts): OrderView[] {
       workflowStatus: facts.workflows[orderId],
       resendsAsked: resends.get(orderId) ?? 0,
       stoppedByOperator: stopped.has(orderId),
+      endedByOperator: ended.has(orderId),
     };
   });
 }
@@ -494,14 +500,17 @@ function checkInvariants(
  * by unknowns the policy settled.
  */
 function verificationInvariants(customers: CustomerOutcomes, orders: OrderView[]): InvariantResult[] {
-  const missing = new Set(customers.missing.examples);
+  // Every customer without a mail counts in the report's summary; here only the operator's acts excuse one.
+  const missing = orders.filter((order) => order.messageIds.length === 0 && !order.endedByOperator);
   return [
     {
       name: 'no-customer-without-a-mail',
-      description: 'with verification, every customer got a mail, whatever the row says',
-      holds: customers.missing.orders === 0,
-      violations: orders.filter((order) => missing.has(order.orderId)).map((order) => order.orderId),
-      violationCount: customers.missing.orders,
+      description:
+        'with verification, every customer got a mail, whatever the row says (unless an operator cancelled, ' +
+        'terminated or resolved the order)',
+      holds: missing.length === 0,
+      violations: missing.slice(0, EXAMPLES).map((order) => order.orderId),
+      violationCount: missing.length,
     },
     {
       name: 'unknowns-settled-right',

@@ -155,4 +155,49 @@ describe('verification invariants', () => {
       expect.arrayContaining(['no-duplicates-under-assume-sent', 'unknowns-settled-right']),
     );
   });
+
+  it('a customer without a mail is the operator’s doing only after an act that ends an order without one', () => {
+    // Order 5 was resolved as sent by an operator before any request: no mail, and the operator said so.
+    // Order 6 had no act: the same row without a mail is still a missing customer.
+    const neverSent = (orderId: string) => ({
+      row: {
+        orderId,
+        state: 'sent' as const,
+        outcome: 'resolved' as const,
+        attempts: 1,
+        providerMessageId: null,
+      },
+      attempts: [],
+      messages: [],
+    });
+    const facts = {
+      ...run({ '5': neverSent('5'), '6': neverSent('6') }),
+      operators: {
+        acts: [
+          {
+            act: 'ops-resolve-sent' as const,
+            orderId: '5',
+            runId: null,
+            at: T0,
+            result: 'done' as const,
+            detail: null,
+            rowBefore: { state: 'failed', dispatchedAt: null, claimToken: 'default/5/run' },
+          },
+        ],
+        runs: {},
+        sweeps: {
+          scheduleEveryMs: 0,
+          scheduledRuns: 0,
+          finalRuns: 0,
+          settledBySweep: 0,
+          sendingRowsLeft: 0,
+          lastReport: null,
+        },
+      },
+    } as RunFacts;
+    const report = buildReport(facts);
+    const missing = report.invariants.find((invariant) => invariant.name === 'no-customer-without-a-mail');
+    expect(missing?.holds).toBe(false);
+    expect(missing?.violations).toEqual(['6']);
+  });
 });
