@@ -7,6 +7,7 @@ import { Client, escapeIdentifier } from 'pg';
 import { migrate } from '../../src/db/migrate';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../devtools/embeddedPostgres';
 import { startMailSandbox, type MailSandbox } from '../sandbox/mailSandbox';
+import { setUpStackDatabaseRoles } from './stackRoles';
 import { loadStackSettings, type StackSettings } from './stackSettings';
 import { ensureStackTools } from './stackTools';
 import { startTemporalServer, type RunningTemporalServer } from './temporalServer';
@@ -56,7 +57,7 @@ export interface RunningStack {
   namespace: string;
   temporalMetricsUrl: string;
   uiUrl: string | null;
-  /** The app's database (orders, order_mail_log). */
+  /** The app's database (orders, order_mail_log), as its admin: for tests and tools; workers use `connections`. */
   databaseUrl: string;
   /** Temporal's Postgres server, as an admin URL. */
   postgresUrl: string;
@@ -124,8 +125,13 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     });
 
     const databaseUrl = options.appDatabaseUrl ?? (await ensureDatabase(postgresUrl, settings.appDatabase));
-    // The compose file's one-shot `migrate` job; the workers would also migrate, under the same lock.
-    const migrated = await migrate(databaseUrl);
+    // The compose file's one-shot `db-roles` and `migrate` jobs: the migrations as their own login, the
+    // workers as a login of the worker role (they run no DDL). A database the caller brings keeps its roles.
+    const roles =
+      options.appDatabaseUrl === undefined
+        ? await setUpStackDatabaseRoles(databaseUrl)
+        : { migrationUrl: databaseUrl, workerUrl: databaseUrl };
+    const migrated = await migrate(roles.migrationUrl);
     log(`App database ready (${migrated.applied.length} migration(s) applied)`);
 
     const tls = options.tls;
@@ -176,7 +182,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     }
 
     const connections: StackWorkerConnections = {
-      databaseUrl,
+      databaseUrl: roles.workerUrl,
       temporalAddress: temporal.address,
       namespace: settings.namespace,
       mailApiBaseUrl: mailApi.baseUrl,

@@ -82,10 +82,18 @@ describe('docker-compose.yml and the native stack agree', () => {
   });
 
   it("on the app's database and the worker's HTTP port", () => {
-    for (const name of ['migrate', 'worker']) {
-      // The URL is interpolated by Compose (credentials from .env); its database part is fixed here.
-      expect(environment(name).DATABASE_URL).toMatch(new RegExp(`@postgresql:5432/${settings.appDatabase}$`));
+    // The URLs are interpolated by Compose (credentials from .env); their database part is fixed here. Each
+    // job connects as its own role: db-roles as the admin that makes the two logins, migrate as the
+    // migration login, the workers as the workers' login (least privilege).
+    const app = new RegExp(`@postgresql:5432/${settings.appDatabase}$`);
+    const rolesJob = environment('db-roles');
+    for (const name of ['ADMIN_DATABASE_URL', 'MIGRATION_DATABASE_URL', 'DATABASE_URL']) {
+      expect(rolesJob[name], name).toMatch(app);
     }
+    expect(environment('migrate').MIGRATION_DATABASE_URL).toBe(rolesJob.MIGRATION_DATABASE_URL);
+    expect(environment('migrate').DATABASE_URL).toBeUndefined();
+    expect(environment('worker').DATABASE_URL).toBe(rolesJob.DATABASE_URL);
+    expect(rolesJob.DATABASE_URL).not.toContain('POSTGRES_');
     expect(environment('worker').WORKER_HTTP_BIND_ADDRESS).toBe(`0.0.0.0:${settings.workerHttpPort}`);
     expect(dockerfile).toContain(`WORKER_HTTP_BIND_ADDRESS=0.0.0.0:${settings.workerHttpPort}`);
     expect(dockerfile).toContain(`EXPOSE ${settings.workerHttpPort}\n`);

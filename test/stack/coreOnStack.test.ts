@@ -10,6 +10,7 @@ import { startOrderConfirmationMail } from '../../src/client';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { ORDER_MAIL_METRICS } from '../../src/metrics/orderMailMetrics';
 import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { STACK_WORKER_USER } from '../../dev/stack/stackRoles';
 import { stackToolsDirectory } from '../../dev/stack/stackTools';
 import { createOrder } from '../support/testKit';
 import { startTestStack, sumMetric, workerUrls, type TestStack } from './stackKit';
@@ -55,6 +56,15 @@ describe('the core on the Temporal server with Postgres persistence and three wo
       poller_type: 'activity_task',
     });
     expect(pollers).toBeGreaterThan(0);
+    // Least privilege, as in production: the workers' sessions are the workers' login, not the admin that
+    // made the stack, and that login is neither a superuser nor the owner of a table.
+    const { rows } = await testStack.db.query<{ user: string; superuser: boolean; owns: boolean }>(
+      `SELECT DISTINCT a.usename AS user, r.rolsuper AS superuser,
+              EXISTS (SELECT 1 FROM pg_tables t WHERE t.tableowner = a.usename) AS owns
+         FROM pg_stat_activity a JOIN pg_roles r ON r.rolname = a.usename
+        WHERE a.datname = current_database() AND a.application_name LIKE 'order-mail-worker %'`,
+    );
+    expect(rows).toEqual([{ user: STACK_WORKER_USER, superuser: false, owns: false }]);
   });
 
   it('accepted: one message, the row sent with the provider id, and the accepted counter moves', async () => {

@@ -36,6 +36,7 @@ describe('docker-compose.yml', () => {
       'temporal',
       'temporal-namespace',
       'temporal-ui',
+      'db-roles',
       'migrate',
       'mail-sandbox',
       'worker',
