@@ -180,6 +180,8 @@ async function main(): Promise<number> {
                   db: environment.db,
                   createOrder: async () => (await insertBenchOrders(environment.db, 1))[0]!,
                   queueFault: (orderId, fault) => sandbox.queueFault(orderId, fault),
+                  // The product's workers run the defaults: the generic API is asked about unknown outcomes.
+                  verifies: true,
                 }
               : null,
             floor: hasFloor
