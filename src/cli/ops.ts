@@ -12,21 +12,12 @@ import { OpsRefusal, type OpsContext } from '../ops/opsContext';
 import { readOrderMailStatus } from '../ops/orderMailStatus';
 import { resolveOrderMail } from '../ops/resolveOrderMail';
 import { retryOrderMail } from '../ops/retryOrderMail';
-
-export interface OpsIo {
-  out(text: string): void;
-  err(text: string): void;
-}
-
-const processIo: OpsIo = {
-  out: (text) => process.stdout.write(`${text}\n`),
-  err: (text) => process.stderr.write(`${text}\n`),
-};
+import { processIo, type CliIo } from './cliIo';
 
 export async function main(
   argv: readonly string[],
   env: Record<string, string | undefined> = process.env,
-  io: OpsIo = processIo,
+  io: CliIo = processIo,
 ): Promise<number> {
   let command: OpsCommand;
   try {

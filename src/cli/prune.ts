@@ -11,6 +11,7 @@ import {
   PruneRefusedError,
   type PruneResult,
 } from '../ops/pruneOrderMailHistory';
+import { processIo, type CliIo } from './cliIo';
 
 export const PRUNE_USAGE = `npm run prune -- --older-than <N>d|<N>h [--dry-run] [--batch-size N]
   Deletes the attempts (and provider webhook events) of order mails settled as sent and untouched for longer
@@ -19,20 +20,10 @@ export const PRUNE_USAGE = `npm run prune -- --older-than <N>d|<N>h [--dry-run] 
   --batch-size N  log rows per statement (default ${DEFAULT_PRUNE_BATCH_SIZE}); each batch commits on its own
 Environment: DATABASE_URL.`;
 
-export interface PruneIo {
-  out(text: string): void;
-  err(text: string): void;
-}
-
-const processIo: PruneIo = {
-  out: (text) => process.stdout.write(`${text}\n`),
-  err: (text) => process.stderr.write(`${text}\n`),
-};
-
 export async function main(
   argv: readonly string[],
   env: Record<string, string | undefined> = process.env,
-  io: PruneIo = processIo,
+  io: CliIo = processIo,
 ): Promise<number> {
   let values;
   try {
