@@ -1,5 +1,6 @@
 // The gauges the worker reads from order_mail_log at each scrape (src/metrics, deploy/prometheus/alerts.yml).
-// Read-only, and cheap on a large table: every scan is bounded by the (state, updated_at) index.
+// Read-only, and cheap on a large table: every scan is a range of the (state, updated_at) index, bounded by
+// a state and, for settled rows, by time.
 //
 // "Stuck in sending" (G2: every claimed mail ends sent or failed) is defined so that a healthy backlog never
 // counts. A row in 'sending' is stuck when:
@@ -43,10 +44,16 @@ export async function countStuckSending(
      ), active AS (
        -- Every row that may have been waiting at a candidate's claim, or left the queue after it. A row
        -- leaves the queue when it passes the fence, or when it settles without passing it.
-       SELECT log.claimed_at,
-              COALESCE(log.dispatched_at, CASE WHEN log.state <> 'sending' THEN log.updated_at END) AS left_at
+       -- Two scans, each a range of the (state, updated_at) index: one OR of the two conditions cannot use
+       -- that index for the second (updated_at is not its leading column), and read the whole table on
+       -- every scrape for as long as a claim stayed stuck. The settled states are the CHECK's others.
+       SELECT log.claimed_at, log.dispatched_at AS left_at
          FROM order_mail_log AS log, since
-        WHERE since.at IS NOT NULL AND (log.state = 'sending' OR log.updated_at > since.at)
+        WHERE since.at IS NOT NULL AND log.state = 'sending'
+       UNION ALL
+       SELECT log.claimed_at, COALESCE(log.dispatched_at, log.updated_at)
+         FROM order_mail_log AS log, since
+        WHERE log.state IN ('sent', 'failed') AND log.updated_at > since.at
      ), events AS (
        -- A sweep over time: a claim joins the queue, leaving it leaves; a probe reads the queue at a
        -- candidate's claim. At one instant leaves come first, then claims (those of the same instant count as

@@ -2,7 +2,9 @@
 // backlog under a send rate limit must read 0, a claim left behind while others go by must count, and so
 // must a dispatched send that nothing recorded.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { QueryResultRow } from 'pg';
 import { countStuckSending } from '../../src/db/mailLogGauges';
+import type { Database } from '../../src/db/pool';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 
 const SEND_TIMEOUT_MS = 60_000;
@@ -129,5 +131,39 @@ describe('countStuckSending', () => {
       dispatched: 0,
       undispatched: 1,
     });
+  });
+
+  it('with a claim stuck, its plan reads order_mail_log only through indexes, never the whole table', async () => {
+    // Every worker runs this at every scrape for as long as a claim stays stuck; on a log of millions of
+    // settled rows a scan of the whole table, or of the whole index, is seconds each time. Sequential scans
+    // are priced out, so the plan shows one only where the query leaves no index to use.
+    await lay([{ claimedAgo: 600 }, ...burst(2_000, 90_000, 1)]);
+    const statements: { text: string; params: readonly unknown[] }[] = [];
+    const recorder: Database = {
+      query<Row extends QueryResultRow = QueryResultRow>(text: string, params: readonly unknown[] = []) {
+        statements.push({ text, params });
+        return database.db.query<Row>(text, params);
+      },
+      transaction: (work) => database.db.transaction(work),
+      close: async () => undefined,
+    };
+    expect(await countStuckSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
+      dispatched: 0,
+      undispatched: 1,
+    });
+    expect(statements).toHaveLength(1);
+    const plan = await database.db.transaction(async (client) => {
+      await client.query('SET LOCAL enable_seqscan = off');
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN ${statements[0]!.text}`,
+        statements[0]!.params as unknown[],
+      );
+      return rows.map((row) => row['QUERY PLAN']).join('\n');
+    });
+    expect(plan).toContain('order_mail_log_state_idx');
+    expect(plan).not.toMatch(/Seq Scan on order_mail_log/);
+    // An index condition on updated_at alone is the whole (state, updated_at) index read on every scrape.
+    const conditions = plan.split('\n').filter((line) => line.includes('Index Cond:'));
+    expect(conditions.filter((line) => line.includes('updated_at') && !line.includes('state'))).toEqual([]);
   });
 });

@@ -16,7 +16,15 @@ import { advanceReconcileProgress, sweepNotBefore } from '../../../src/db/reconc
 import { DAY_MS, pruneOrderMailHistory } from '../../../src/ops/pruneOrderMailHistory';
 import type { LatencySummary } from '../latency';
 
-export const STEPS = ['claim', 'fence', 'record', 'sweep batch', 'stuck-claim scan', 'stuck gauge'] as const;
+export const STEPS = [
+  'claim',
+  'fence',
+  'record',
+  'sweep batch',
+  'stuck-claim scan',
+  'stuck gauge',
+  'stuck gauge, a claim stuck',
+] as const;
 export type Step = (typeof STEPS)[number];
 
 export interface StepFigures {
@@ -184,10 +192,42 @@ export async function measureRound(
     );
     await time('stuck gauge', () => countStuckSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS }), last);
   }
+  // The gauge's other branch, which runs only while a claim is left behind: it reads every row settled
+  // since that claim (here ten minutes ago) to see how far the queue moved.
+  const stuckOrderId = await layStuckClaim(admin, 600);
+  try {
+    for (let repeat = 0; repeat < options.repeats; repeat++) {
+      const stuck = await time(
+        'stuck gauge, a claim stuck',
+        () => countStuckSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS }),
+        repeat === options.repeats - 1,
+      );
+      if (stuck.undispatched < 1) throw new Error(`order ${stuckOrderId}: the gauge did not count the stuck claim`);
+    }
+  } finally {
+    await admin.query('DELETE FROM order_mail_log WHERE order_id = $1', [stuckOrderId]);
+  }
 
   const plans: Partial<Record<Step, string[]>> = {};
   for (const [step, statements] of recorded) plans[step] = await explainAll(admin, statements);
   return { timings, plans };
+}
+
+/** A new order whose claim was made `secondsAgo` and never reached the fence: left behind. */
+async function layStuckClaim(admin: Database, secondsAgo: number): Promise<string> {
+  const { rows } = await admin.query<{ id: string }>(
+    `INSERT INTO orders (customer_name, customer_email, status, confirmed_at)
+     VALUES ('山田 太郎', 'stuck@example.com', 'confirmed', now() - make_interval(secs => $1)) RETURNING id::text`,
+    [secondsAgo],
+  );
+  const orderId = rows[0]!.id;
+  await admin.query(
+    `INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at, claimed_at, updated_at)
+     VALUES ($1::bigint, 'sending', 1, 'bench/' || $1::text || '/stuck', now() - make_interval(secs => $2),
+             now() - make_interval(secs => $2), now() - make_interval(secs => $2))`,
+    [orderId, secondsAgo],
+  );
+  return orderId;
 }
 
 /** Table sizes, the look-back window's orders, and a dry run of the prune. */
