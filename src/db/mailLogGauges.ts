@@ -1,6 +1,6 @@
 // The gauges the worker reads from order_mail_log at each scrape (src/metrics, deploy/prometheus/alerts.yml).
 // Read-only, and cheap on a large table: every scan is a range of the (state, updated_at) index, bounded by
-// a state and, for settled rows, by time.
+// a state and, for settled rows, by a time passed in as a value.
 //
 // "Stuck in sending" (G2: every claimed mail ends sent or failed) is defined so that a healthy backlog never
 // counts. A row in 'sending' is stuck when:
@@ -34,26 +34,35 @@ export async function countStuckSending(
   settings: { sendTimeoutMs: number },
 ): Promise<StuckSendingRows> {
   const thresholdSeconds = (settings.sendTimeoutMs + STUCK_GRACE_MS) / 1000;
-  const { rows } = await db.query<StuckSendingRows>(
+  // First the cheap part, from the rows in 'sending' only: what every scrape of a healthy fleet runs.
+  const { rows: heads } = await db.query<{ dispatched: number; since: string | null }>(
+    `SELECT count(*) FILTER (WHERE dispatched_at < now() - make_interval(secs => $1))::int AS dispatched,
+            (min(claimed_at) FILTER (WHERE dispatched_at IS NULL
+                                       AND claimed_at < now() - make_interval(secs => $1)))::text AS since
+       FROM order_mail_log WHERE state = 'sending'`,
+    [thresholdSeconds],
+  );
+  const dispatched = heads[0]?.dispatched ?? 0;
+  const since = heads[0]?.since ?? null;
+  if (since === null) return { dispatched, undispatched: 0 };
+  // A claim waited past the timeout: how far did the queue move since the oldest such claim? The rows settled
+  // since then are read by a range of the (state, updated_at) index, and its lower end is passed as a value,
+  // not computed inside the statement: planned against an unknown bound, Postgres guesses a third of the
+  // table and reads all of it (3.3 s at 10 million rows, docs/benchmarks.md), on every scrape while the
+  // claim stays stuck. The bound is exact (text, to the microsecond).
+  const { rows } = await db.query<{ undispatched: number }>(
     `WITH candidates AS (
        SELECT claimed_at FROM order_mail_log
         WHERE state = 'sending' AND dispatched_at IS NULL
           AND claimed_at < now() - make_interval(secs => $1)
-     ), since AS (
-       SELECT min(claimed_at) AS at FROM candidates
      ), active AS (
        -- Every row that may have been waiting at a candidate's claim, or left the queue after it. A row
-       -- leaves the queue when it passes the fence, or when it settles without passing it.
-       -- Two scans, each a range of the (state, updated_at) index: one OR of the two conditions cannot use
-       -- that index for the second (updated_at is not its leading column), and read the whole table on
-       -- every scrape for as long as a claim stayed stuck. The settled states are the CHECK's others.
-       SELECT log.claimed_at, log.dispatched_at AS left_at
-         FROM order_mail_log AS log, since
-        WHERE since.at IS NOT NULL AND log.state = 'sending'
+       -- leaves the queue when it passes the fence, or when it settles without passing it. The settled
+       -- states are the CHECK's others, named so that the index serves them.
+       SELECT claimed_at, dispatched_at AS left_at FROM order_mail_log WHERE state = 'sending'
        UNION ALL
-       SELECT log.claimed_at, COALESCE(log.dispatched_at, log.updated_at)
-         FROM order_mail_log AS log, since
-        WHERE log.state IN ('sent', 'failed') AND log.updated_at > since.at
+       SELECT claimed_at, COALESCE(dispatched_at, updated_at) FROM order_mail_log
+        WHERE state IN ('sent', 'failed') AND updated_at > $3::timestamptz
      ), events AS (
        -- A sweep over time: a claim joins the queue, leaving it leaves; a probe reads the queue at a
        -- candidate's claim. At one instant leaves come first, then claims (those of the same instant count as
@@ -73,13 +82,10 @@ export async function countStuckSending(
               (left_total - left_before)::float8 AS left_since
          FROM swept WHERE kind = 2
      )
-     SELECT
-       (SELECT count(*)::int FROM order_mail_log
-         WHERE state = 'sending' AND dispatched_at < now() - make_interval(secs => $1)) AS dispatched,
-       (SELECT count(*)::int FROM probes
-         WHERE CASE WHEN left_since = 0 THEN ahead = 0
-                    ELSE waited > $1 + $2 * ahead * waited / left_since END) AS undispatched`,
-    [thresholdSeconds, QUEUE_EXPLANATION_FACTOR],
+     SELECT count(*)::int AS undispatched FROM probes
+      WHERE CASE WHEN left_since = 0 THEN ahead = 0
+                 ELSE waited > $1 + $2 * ahead * waited / left_since END`,
+    [thresholdSeconds, QUEUE_EXPLANATION_FACTOR, since],
   );
-  return rows[0] ?? { dispatched: 0, undispatched: 0 };
+  return { dispatched, undispatched: rows[0]?.undispatched ?? 0 };
 }

@@ -202,7 +202,8 @@ export async function measureRound(
         () => countStuckSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS }),
         repeat === options.repeats - 1,
       );
-      if (stuck.undispatched < 1) throw new Error(`order ${stuckOrderId}: the gauge did not count the stuck claim`);
+      if (stuck.undispatched < 1)
+        throw new Error(`order ${stuckOrderId}: the gauge did not count the stuck claim`);
     }
   } finally {
     await admin.query('DELETE FROM order_mail_log WHERE order_id = $1', [stuckOrderId]);
