@@ -37,6 +37,7 @@ import { resetHistoryReader } from './temporal/resetHistory';
 import { UnrecordedSends } from './unrecordedSends';
 import { createVerifier, type Verifier } from './verification/verifier';
 import { defaultWorkerIdentity, orderMailWorkerPair } from './workerOptions';
+import { jsonLogger, workerLogLine } from './workerLog';
 
 /** What the process is doing, for /healthz, /readyz and the log. */
 class WorkerStatus {
@@ -336,12 +337,13 @@ async function runWorkerPair(
 async function installRuntime(config: WorkerConfig): Promise<string | null> {
   const { metricsBindAddress, httpBindAddress } = config.worker;
   if (metricsBindAddress === null && httpBindAddress === null) {
-    Runtime.install({ shutdownSignals: [] });
+    Runtime.install({ shutdownSignals: [], logger: jsonLogger() });
     return null;
   }
   const bindAddress = metricsBindAddress ?? `127.0.0.1:${await getFreePort('127.0.0.1')}`;
   Runtime.install({
     shutdownSignals: [],
+    logger: jsonLogger(),
     telemetryOptions: {
       metrics: {
         prometheus: {
@@ -359,7 +361,7 @@ async function installRuntime(config: WorkerConfig): Promise<string | null> {
 }
 
 function log(level: 'info' | 'error', message: string, fields: Record<string, unknown> = {}): void {
-  console.log(JSON.stringify({ level, component: 'worker', message, ...fields }));
+  console.log(workerLogLine(level, message, fields));
 }
 
 function logError(message: string, error: unknown): void {

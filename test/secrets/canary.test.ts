@@ -178,6 +178,22 @@ it('the canary key and customer appear in no worker log, workflow history or log
     expectNoCanary(name, output);
   }
   expect(resendWorker.output()).toContain(accepted);
+  // One JSON object per line (src/workerLog.ts), the SDK's lines as the worker's own: an order's story is
+  // found by one search on its id.
+  const lines = resendWorker
+    .output()
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+  const parsed = lines.map((line) => {
+    try {
+      return JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      throw new Error(`a worker line that is not one JSON object: ${line}`);
+    }
+  });
+  expect(parsed).toContainEqual(
+    expect.objectContaining({ message: 'Order mail send finished', orderId: accepted, outcome: 'accepted' }),
+  );
 
   // 2. Every workflow history, exported as JSON, payloads decoded.
   for (const orderId of [accepted, dropped, refused, wrongKey]) {

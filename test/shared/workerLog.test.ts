@@ -1,0 +1,77 @@
+// The worker's log lines (src/workerLog.ts): pure formatting, so plain unit tests. That the worker process
+// really prints them so is asserted on its output in test/secrets/canary.test.ts.
+import { ApplicationFailure } from '@temporalio/common';
+import { describe, expect, it } from 'vitest';
+import { jsonLogger, jsonLogLine, workerLogLine } from '../../src/workerLog';
+
+/** A parsed line; the fields asserted on are read through it. */
+type Line = Record<string, unknown> & { error?: Record<string, unknown> };
+const parse = (line: string): Line => JSON.parse(line) as Line;
+
+const AT = BigInt(Date.UTC(2026, 11, 1, 3, 0, 0, 123)) * 1_000_000n + 456_789n;
+
+describe('jsonLogLine', () => {
+  it('one line of JSON: time to the millisecond, the level in lower case, the message, then the fields', () => {
+    const line = jsonLogLine({
+      level: 'INFO',
+      message: 'Order mail send finished',
+      timestampNanos: AT,
+      meta: { orderId: '42', attempt: 1, outcome: 'accepted', sdkComponent: 'activity' },
+    });
+    expect(line).not.toContain('\n');
+    expect(parse(line)).toEqual({
+      time: '2026-12-01T03:00:00.123Z',
+      level: 'info',
+      message: 'Order mail send finished',
+      orderId: '42',
+      attempt: 1,
+      outcome: 'accepted',
+      sdkComponent: 'activity',
+    });
+  });
+
+  it('an error keeps its name, message, failure type and stack; a bigint becomes a string', () => {
+    const failure = ApplicationFailure.create({ type: 'MailRefused', message: 'refused with 422' });
+    const parsed = parse(
+      jsonLogLine({ level: 'WARN', message: 'x', timestampNanos: AT, meta: { error: failure, eventId: 7n } }),
+    );
+    expect(parsed.error).toMatchObject({
+      name: 'ApplicationFailure',
+      message: 'refused with 422',
+      type: 'MailRefused',
+    });
+    expect(parsed.error?.stack).toContain('refused with 422');
+    expect(parsed.eventId).toBe('7');
+  });
+
+  it('a field JSON cannot hold still leaves a line with the message', () => {
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    const parsed = parse(
+      jsonLogLine({ level: 'ERROR', message: 'kept', timestampNanos: AT, meta: { cycle } }),
+    );
+    expect(parsed).toMatchObject({ level: 'error', message: 'kept' });
+    expect(parsed.unprintableFields).toMatch(/circular/i);
+  });
+
+  it('the installed logger writes INFO and above, one line each', () => {
+    const lines: string[] = [];
+    const logger = jsonLogger((line) => lines.push(line));
+    logger.debug('not shown', { orderId: '1' });
+    logger.info('Order mail claimed', { orderId: '1' });
+    logger.error('Order mail outcome recorded late', { orderId: '2' });
+    expect(lines.map(parse)).toMatchObject([
+      { level: 'info', message: 'Order mail claimed', orderId: '1' },
+      { level: 'error', message: 'Order mail outcome recorded late', orderId: '2' },
+    ]);
+  });
+
+  it("the worker's own lines have the same shape, with component worker", () => {
+    expect(parse(workerLogLine('info', 'Worker started', { taskQueue: 'q' }))).toMatchObject({
+      level: 'info',
+      message: 'Worker started',
+      component: 'worker',
+      taskQueue: 'q',
+    });
+  });
+});
