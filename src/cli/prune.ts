@@ -87,7 +87,8 @@ function describe(result: PruneResult): string {
       : `${result.providerEventsDeleted} provider event(s)`;
   return (
     `Mails settled as sent before ${result.cutoff.toISOString()}: ${result.logRowsExamined} looked at in ` +
-    `${result.batches} batch(es); ${verb} ${result.attemptsDeleted} attempt row(s), ${events}. No log row was deleted.`
+    `${result.batches} batch(es); ${verb} ${result.attemptsDeleted} attempt row(s), ` +
+    `${result.lateAnswersDeleted} late answer(s), ${events}. No log row was deleted.`
   );
 }
 

@@ -1,6 +1,7 @@
 // Retention (docs/operating.md "Retention"): `npm run prune -- --older-than 90d` deletes the audit trail of
-// mails that are settled as sent and were last touched before the cutoff: their attempts and, where the
-// provider-events table exists, the provider's webhook events. It never deletes a log row.
+// mails that are settled as sent and were last touched before the cutoff: their attempts, the late answers
+// to those attempts (order_mail_late_answers references its attempt, so the two go together or not at all)
+// and, where the provider-events table exists, the provider's webhook events. It never deletes a log row.
 //
 // Why only those:
 // - The log row is what makes a mail exactly-once after Temporal has forgotten the run: any later start of the
@@ -39,6 +40,8 @@ export interface PruneResult {
   /** Settled-as-sent log rows older than the cutoff that were looked at. */
   logRowsExamined: number;
   attemptsDeleted: number;
+  /** Answers that came after their attempt was settled: they go with their attempt. */
+  lateAnswersDeleted: number;
   /** null when the provider-events table does not exist in this database. */
   providerEventsDeleted: number | null;
   batches: number;
@@ -54,6 +57,7 @@ const PROVIDER_EVENTS_TABLE = 'order_mail_provider_events';
 interface BatchRow {
   examined: number;
   attempts: number;
+  lateAnswers: number;
   events: number;
   lastUpdatedAt: string | null;
   lastOrderId: string | null;
@@ -79,6 +83,7 @@ export async function pruneOrderMailHistory(db: Database, request: PruneRequest)
     dryRun: request.dryRun,
     logRowsExamined: 0,
     attemptsDeleted: 0,
+    lateAnswersDeleted: 0,
     providerEventsDeleted: events ? 0 : null,
     batches: 0,
   };
@@ -96,6 +101,7 @@ export async function pruneOrderMailHistory(db: Database, request: PruneRequest)
     result.batches += 1;
     result.logRowsExamined += batch.examined;
     result.attemptsDeleted += batch.attempts;
+    result.lateAnswersDeleted += batch.lateAnswers;
     if (result.providerEventsDeleted !== null) result.providerEventsDeleted += batch.events;
     request.progress?.(result);
     cursor = { updatedAt: batch.lastUpdatedAt, orderId: batch.lastOrderId };
@@ -128,17 +134,27 @@ function batchStatement(dryRun: boolean, withEvents: boolean): string {
     ? `attempts AS (SELECT 1 FROM order_mail_attempts AS a JOIN batch USING (order_id) WHERE a.finished_at < $1)`
     : `attempts AS (DELETE FROM order_mail_attempts AS a USING batch
                      WHERE a.order_id = batch.order_id AND a.finished_at < $1 RETURNING 1)`;
+  // The late answers of exactly the attempts deleted: in the same statement, so the foreign key (checked at
+  // its end) sees both gone; the join reads the attempts as they were before it.
+  const lateAnswers = dryRun
+    ? `late AS (SELECT 1 FROM order_mail_late_answers AS l JOIN batch USING (order_id)
+                  JOIN order_mail_attempts AS a ON a.order_id = l.order_id AND a.attempt = l.attempt
+                 WHERE a.finished_at < $1)`
+    : `late AS (DELETE FROM order_mail_late_answers AS l USING batch, order_mail_attempts AS a
+                 WHERE l.order_id = batch.order_id AND a.order_id = l.order_id AND a.attempt = l.attempt
+                   AND a.finished_at < $1 RETURNING 1)`;
   const events = !withEvents
     ? ''
     : dryRun
       ? `, events AS (SELECT 1 FROM ${PROVIDER_EVENTS_TABLE} AS e JOIN batch USING (order_id) WHERE e.received_at < $1)`
       : `, events AS (DELETE FROM ${PROVIDER_EVENTS_TABLE} AS e USING batch
                        WHERE e.order_id = batch.order_id AND e.received_at < $1 RETURNING 1)`;
-  return `WITH ${batch}, ${attempts}${events}, last AS (
+  return `WITH ${batch}, ${attempts}, ${lateAnswers}${events}, last AS (
       SELECT updated_at::text AS at, order_id::text AS id FROM batch ORDER BY updated_at DESC, order_id DESC LIMIT 1
     )
     SELECT (SELECT count(*)::int FROM batch) AS examined,
            (SELECT count(*)::int FROM attempts) AS attempts,
+           (SELECT count(*)::int FROM late) AS "lateAnswers",
            ${withEvents ? '(SELECT count(*)::int FROM events)' : '0'} AS events,
            (SELECT at FROM last) AS "lastUpdatedAt",
            (SELECT id FROM last) AS "lastOrderId"`;

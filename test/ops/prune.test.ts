@@ -152,6 +152,52 @@ describe('pruneOrderMailHistory', () => {
     expect(await snapshot()).toEqual(remaining);
   });
 
+  it("an attempt with a late answer goes with its late answer; another mail's late answer stays", async () => {
+    // The operator resolved the unknown as sent, and the provider's answer came after (order_mail_late_answers,
+    // which references its attempt): the attempt cannot go alone, and a prune that tried failed on this
+    // batch at every run, so nothing after it was ever pruned.
+    const late = async (name: string, attempt: number, ageDays: number) =>
+      database.db.query(
+        `INSERT INTO order_mail_late_answers (order_id, attempt, outcome, provider_message_id, http_status,
+                                              recorded_at, recorded_by)
+         VALUES ($1::bigint, $2, 'accepted', 'msg-late', 202, now() - make_interval(days => $3), 'test')`,
+        [mails[name]!.orderId, attempt, ageDays],
+      );
+    await late('oldResolvedSent', 2, 94);
+    await late('oldUnknownSettledFailed', 2, 129); // a failed mail keeps its whole trail
+    await late('recentAccepted', 2, 29);
+    const lateAnswers = async () =>
+      (
+        await database.db.query<{ orderId: string }>(
+          `SELECT order_id::text AS "orderId" FROM order_mail_late_answers ORDER BY order_id`,
+        )
+      ).rows.map((row) => row.orderId);
+
+    const dry = await pruneOrderMailHistory(database.db, {
+      olderThanMs: 90 * DAY_MS,
+      batchSize: 1,
+      dryRun: true,
+    });
+    expect(dry).toMatchObject({ attemptsDeleted: 6, lateAnswersDeleted: 1 });
+    expect(await lateAnswers()).toHaveLength(3);
+
+    const result = await pruneOrderMailHistory(database.db, {
+      olderThanMs: 90 * DAY_MS,
+      batchSize: 1,
+      dryRun: false,
+    });
+    expect(result).toMatchObject({
+      logRowsExamined: 3,
+      attemptsDeleted: 6,
+      lateAnswersDeleted: 1,
+      batches: 3,
+    });
+    expect(await lateAnswers()).toEqual(
+      [mails.oldUnknownSettledFailed!.orderId, mails.recentAccepted!.orderId].sort(),
+    );
+    expect((await snapshot()).attempts.get(mails.oldResolvedSent!.orderId)).toBeUndefined();
+  });
+
   it('refuses a retention shorter than 7 days, with nothing deleted', async () => {
     const before = await snapshot();
     await expect(
