@@ -334,10 +334,14 @@ async function runWorkerPair(
  * once, and this process stops them in order (runWorker). Must run before any connection exists: the
  * runtime is a process-wide singleton.
  */
+// The Temporal core's own warnings and errors (a failed poll, a lost connection) go through the same JSON
+// logger: left to the core, they would be plain text on stderr, between the JSON lines.
+const CORE_LOGS = { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } as const;
+
 async function installRuntime(config: WorkerConfig): Promise<string | null> {
   const { metricsBindAddress, httpBindAddress } = config.worker;
   if (metricsBindAddress === null && httpBindAddress === null) {
-    Runtime.install({ shutdownSignals: [], logger: jsonLogger() });
+    Runtime.install({ shutdownSignals: [], logger: jsonLogger(), telemetryOptions: { logging: CORE_LOGS } });
     return null;
   }
   const bindAddress = metricsBindAddress ?? `127.0.0.1:${await getFreePort('127.0.0.1')}`;
@@ -345,6 +349,7 @@ async function installRuntime(config: WorkerConfig): Promise<string | null> {
     shutdownSignals: [],
     logger: jsonLogger(),
     telemetryOptions: {
+      logging: CORE_LOGS,
       metrics: {
         prometheus: {
           bindAddress,

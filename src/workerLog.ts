@@ -1,25 +1,28 @@
-// The worker's log lines: one JSON object per line, for the SDK's logger (activities, workflows, the Temporal
-// runtime) as for the worker's own lines. The SDK's default prints each entry's fields with util.inspect over
-// a dozen lines, which a log pipeline splits into a dozen records, so "what happened to order 42" could not
-// be found by one search; it was also the costliest part of logging an order (docs/benchmarks.md).
+// The worker's log lines: one JSON object per line, for the SDK's logger (activities, workflows, and the
+// Temporal core's own warnings, which the worker forwards to it) as for the worker's own lines. The SDK's
+// default prints each entry's fields with util.inspect over a dozen lines, which a log pipeline splits into a
+// dozen records, so "what happened to order 42" was no single search.
+import { types } from 'node:util';
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
 
-/** One entry as one line of JSON: time, level, message, then its fields (an order's id among them). */
+/**
+ * One entry as one line of JSON: time, level, message, then its fields (an order's id among them). Never
+ * throws: it runs inside an activity's or a workflow's `log` call, where a throw would fail that task.
+ */
 export function jsonLogLine(entry: LogEntry): string {
-  const line = {
+  const head = {
     time: new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString(),
     level: entry.level.toLowerCase(),
     message: entry.message,
-    ...entry.meta,
   };
   try {
-    return JSON.stringify(line, plainValue);
+    // A field of the entry named like one of the head's does not replace it.
+    return JSON.stringify(Object.assign({}, head, entry.meta, head), plainValue);
   } catch (error) {
-    // A field JSON cannot hold (a cycle): the line still says what happened, and that a field was lost.
+    // A field JSON cannot hold (a cycle, a getter that throws): the line still says what happened, and that
+    // a field was lost.
     return JSON.stringify({
-      time: line.time,
-      level: line.level,
-      message: line.message,
+      ...head,
       unprintableFields: error instanceof Error ? error.message : String(error),
     });
   }
@@ -28,7 +31,8 @@ export function jsonLogLine(entry: LogEntry): string {
 /** Errors keep their name, message, failure type and stack; bigints become decimal strings. */
 function plainValue(_key: string, value: unknown): unknown {
   if (typeof value === 'bigint') return value.toString();
-  if (value instanceof Error) {
+  // isNativeError also knows an Error made in another realm (a workflow's sandbox), where instanceof fails.
+  if (types.isNativeError(value) || value instanceof Error) {
     const type = (value as { type?: unknown }).type;
     return {
       name: value.name,

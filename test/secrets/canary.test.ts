@@ -178,10 +178,10 @@ it('the canary key and customer appear in no worker log, workflow history or log
     expectNoCanary(name, output);
   }
   expect(resendWorker.output()).toContain(accepted);
-  // One JSON object per line (src/workerLog.ts), the SDK's lines as the worker's own: an order's story is
-  // found by one search on its id.
+  // One JSON object per line on stdout (src/workerLog.ts), the SDK's lines as the worker's own: an order's
+  // story is found by one search on its id.
   const lines = resendWorker
-    .output()
+    .stdout()
     .split('\n')
     .filter((line) => line.trim() !== '');
   const parsed = lines.map((line) => {

@@ -1,5 +1,6 @@
 // The worker's log lines (src/workerLog.ts): pure formatting, so plain unit tests. That the worker process
 // really prints them so is asserted on its output in test/secrets/canary.test.ts.
+import { runInNewContext } from 'node:vm';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { jsonLogger, jsonLogLine, workerLogLine } from '../../src/workerLog';
@@ -52,6 +53,36 @@ describe('jsonLogLine', () => {
     );
     expect(parsed).toMatchObject({ level: 'error', message: 'kept' });
     expect(parsed.unprintableFields).toMatch(/circular/i);
+  });
+
+  it("an entry's fields cannot replace its time, level or message", () => {
+    const parsed = parse(
+      jsonLogLine({
+        level: 'INFO',
+        message: 'real',
+        timestampNanos: AT,
+        meta: { message: 'fake', level: 'debug' },
+      }),
+    );
+    expect(parsed).toMatchObject({ level: 'info', message: 'real', time: '2026-12-01T03:00:00.123Z' });
+  });
+
+  it('a field whose getter throws, and an error from another realm (a workflow sandbox), still give one line', () => {
+    const meta = {
+      get broken(): string {
+        throw new Error('getter failed');
+      },
+    };
+    expect(parse(jsonLogLine({ level: 'INFO', message: 'kept', timestampNanos: AT, meta }))).toMatchObject({
+      message: 'kept',
+      unprintableFields: 'getter failed',
+    });
+    const foreign = runInNewContext('new TypeError("from the sandbox")') as unknown;
+    expect(foreign instanceof Error).toBe(false);
+    const parsed = parse(
+      jsonLogLine({ level: 'ERROR', message: 'x', timestampNanos: AT, meta: { error: foreign } }),
+    );
+    expect(parsed.error).toMatchObject({ name: 'TypeError', message: 'from the sandbox' });
   });
 
   it('the installed logger writes INFO and above, one line each', () => {

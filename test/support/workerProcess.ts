@@ -7,6 +7,8 @@ export interface WorkerProcess {
   child: ChildProcess;
   /** Everything the process printed, for failure messages. */
   output(): string;
+  /** What it printed on stdout only (its log lines; stderr is kept apart, where a chunk may cut a line). */
+  stdout(): string;
   /** Resolves when the worker has said it started polling. */
   started: Promise<void>;
   exited: Promise<number | null>;
@@ -26,6 +28,10 @@ export function spawnWorkerProcess(env: Record<string, string>, wrapper: string[
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  let stdout = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
   const started = new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
@@ -36,5 +42,5 @@ export function spawnWorkerProcess(env: Record<string, string>, wrapper: string[
     child.once('exit', (code) => reject(new Error(`worker exited (${code}) before starting:\n${output}`)));
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, started, exited };
+  return { child, output: () => output, stdout: () => stdout, started, exited };
 }
