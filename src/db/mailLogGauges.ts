@@ -49,7 +49,9 @@ export async function countStuckSending(
   // since then are read by a range of the (state, updated_at) index, and its lower end is passed as a value,
   // not computed inside the statement: planned against an unknown bound, Postgres guesses a third of the
   // table and reads all of it (3.3 s at 10 million rows, docs/benchmarks.md), on every scrape while the
-  // claim stays stuck. The bound is exact (text, to the microsecond).
+  // claim stays stuck. The bound is exact (text, to the microsecond). The two statements read two
+  // snapshots; between them the bound can only turn out earlier than needed (the oldest stuck claim settled),
+  // and rows settled before every candidate's claim join and leave the queue ahead of each probe: no change.
   const { rows } = await db.query<{ undispatched: number }>(
     `WITH candidates AS (
        SELECT claimed_at FROM order_mail_log

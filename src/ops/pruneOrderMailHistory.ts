@@ -135,7 +135,10 @@ function batchStatement(dryRun: boolean, withEvents: boolean): string {
     : `attempts AS (DELETE FROM order_mail_attempts AS a USING batch
                      WHERE a.order_id = batch.order_id AND a.finished_at < $1 RETURNING 1)`;
   // The late answers of exactly the attempts deleted: in the same statement, so the foreign key (checked at
-  // its end) sees both gone; the join reads the attempts as they were before it.
+  // its end) sees both gone; the join reads the attempts as they were before it. A late answer is written by
+  // the record that follows its send, minutes after the attempt, and the prune touches only attempts settled
+  // at least 7 days before (MIN_RETENTION_MS); should one still race a batch, the foreign key fails that
+  // statement (nothing of the batch is deleted, exit 1) and the next run prunes it.
   const lateAnswers = dryRun
     ? `late AS (SELECT 1 FROM order_mail_late_answers AS l JOIN batch USING (order_id)
                   JOIN order_mail_attempts AS a ON a.order_id = l.order_id AND a.attempt = l.attempt

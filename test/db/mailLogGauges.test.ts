@@ -138,8 +138,12 @@ describe('countStuckSending', () => {
     // settled rows a scan of the whole table, or of the whole index, is seconds each time. Planned as
     // Postgres plans them, with the statistics of a table that grew over weeks (its rows laid out in no
     // particular order of updated_at, as updates leave them) and the statements' own values.
-    await database.db.query(
-      `WITH settled AS (
+    // One statement of 200,000 rows: its own transaction, so the pool's statement timeout (meant for the
+    // product's statements) does not cut it on a slow machine.
+    await database.db.transaction(async (client) => {
+      await client.query(`SET LOCAL statement_timeout = '120s'`);
+      await client.query(
+        `WITH settled AS (
          INSERT INTO orders (customer_name, customer_email, status, confirmed_at)
          SELECT 'x', 'x@example.com', 'confirmed', now() - make_interval(secs => g * 10)
            FROM generate_series(1, 200000) AS g ORDER BY random()
@@ -150,7 +154,8 @@ describe('countStuckSending', () => {
        SELECT id, 'sent', 1, 'default/' || id || '/run', confirmed_at, confirmed_at, confirmed_at, 'accepted',
               confirmed_at + interval '1 second'
          FROM settled`,
-    );
+      );
+    });
     await lay([{ claimedAgo: 600 }, ...burst(300, 590, 1)]);
     await database.db.query('ANALYZE order_mail_log');
     const statements: { text: string; params: readonly unknown[] }[] = [];

@@ -194,22 +194,29 @@ export async function measureRound(
   }
   // The gauge's other branch, which runs only while a claim is left behind: it reads every row settled
   // since that claim (here ten minutes ago) to see how far the queue moved.
+  const plans: Partial<Record<Step, string[]>> = {};
+  const stuckStep = 'stuck gauge, a claim stuck';
   const stuckOrderId = await layStuckClaim(admin, 600);
   try {
     for (let repeat = 0; repeat < options.repeats; repeat++) {
       const stuck = await time(
-        'stuck gauge, a claim stuck',
+        stuckStep,
         () => countStuckSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS }),
         repeat === options.repeats - 1,
       );
       if (stuck.undispatched < 1)
         throw new Error(`order ${stuckOrderId}: the gauge did not count the stuck claim`);
     }
+    // Explained while the claim is still there: without it the plan would be the cheap branch's.
+    const statements = recorded.get(stuckStep);
+    if (statements !== undefined) plans[stuckStep] = await explainAll(admin, statements);
+    recorded.delete(stuckStep);
   } finally {
+    // The order goes too: left confirmed without a row, it would be found by every later sweep batch.
     await admin.query('DELETE FROM order_mail_log WHERE order_id = $1', [stuckOrderId]);
+    await admin.query('DELETE FROM orders WHERE id = $1', [stuckOrderId]);
   }
 
-  const plans: Partial<Record<Step, string[]>> = {};
   for (const [step, statements] of recorded) plans[step] = await explainAll(admin, statements);
   return { timings, plans };
 }
