@@ -327,6 +327,10 @@ async function runWorkerPair(
   throw first instanceof Error ? first : new Error('the worker failed', { cause: first });
 }
 
+// The Temporal core's own warnings and errors (a failed poll, a lost connection) go through the same JSON
+// logger: left to the core, they would be plain text on stderr, between the JSON lines.
+const CORE_LOGS = { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } as const;
+
 /**
  * Installs the Temporal runtime, with a Prometheus exporter when metrics are wanted, and returns its URL.
  * With only the worker's HTTP port configured, the exporter listens on a free loopback port, reached only
@@ -334,10 +338,6 @@ async function runWorkerPair(
  * once, and this process stops them in order (runWorker). Must run before any connection exists: the
  * runtime is a process-wide singleton.
  */
-// The Temporal core's own warnings and errors (a failed poll, a lost connection) go through the same JSON
-// logger: left to the core, they would be plain text on stderr, between the JSON lines.
-const CORE_LOGS = { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } as const;
-
 async function installRuntime(config: WorkerConfig): Promise<string | null> {
   const { metricsBindAddress, httpBindAddress } = config.worker;
   if (metricsBindAddress === null && httpBindAddress === null) {
