@@ -220,8 +220,8 @@ describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s'
     } finally {
       pgProxy.release();
       sandbox.releaseHeld();
-      ahead.child.kill('SIGKILL');
-      behind?.child.kill('SIGKILL');
+      ahead.kill('SIGKILL');
+      behind?.kill('SIGKILL');
       await Promise.all([ahead.exited, behind?.exited]);
       await pgProxy.close();
       await temporalProxy.close();

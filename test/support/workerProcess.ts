@@ -9,6 +9,8 @@ export interface WorkerProcess {
   output(): string;
   /** What it printed on stdout only (its log lines; stderr is kept apart, where a chunk may cut a line). */
   stdout(): string;
+  /** Signals the worker, and the wrapper around it if there is one (`child.kill` would reach the wrapper only). */
+  kill(signal: NodeJS.Signals): void;
   /** Resolves when the worker has said it started polling. */
   started: Promise<void>;
   exited: Promise<number | null>;
@@ -16,7 +18,9 @@ export interface WorkerProcess {
 
 /**
  * Runs `src/worker.ts` as a real process (what `npm start` runs compiled), with the given environment.
- * `wrapper` runs it under another program that execs it (e.g. `faketime -f +30s`), in the same process.
+ * `wrapper` runs it under another program (e.g. `faketime -f +30s`). faketime forks the worker as its child
+ * rather than exec'ing it, so a signal to the wrapper alone left the worker running, orphaned, after the
+ * test; with a wrapper the process runs in a group of its own, and `kill` signals the whole group.
  */
 export function spawnWorkerProcess(env: Record<string, string>, wrapper: string[] = []): WorkerProcess {
   // node --import tsx (not the tsx CLI): the CLI runs the script in a child of its own, which a SIGKILL of
@@ -26,6 +30,7 @@ export function spawnWorkerProcess(env: Record<string, string>, wrapper: string[
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: wrapper.length > 0,
   });
   let output = '';
   let stdout = '';
@@ -42,5 +47,18 @@ export function spawnWorkerProcess(env: Record<string, string>, wrapper: string[
     child.once('exit', (code) => reject(new Error(`worker exited (${code}) before starting:\n${output}`)));
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, stdout: () => stdout, started, exited };
+  const kill = (signal: NodeJS.Signals): void => {
+    if (child.pid === undefined) return;
+    if (wrapper.length === 0) {
+      child.kill(signal);
+      return;
+    }
+    // The group outlives the wrapper if the worker does: signal it even when the wrapper has exited.
+    try {
+      process.kill(-child.pid, signal);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+    }
+  };
+  return { child, output: () => output, stdout: () => stdout, kill, started, exited };
 }
