@@ -6,6 +6,7 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   sleep,
@@ -54,6 +55,16 @@ const bookkeeping = proxyLocalActivities<OrderMailActivities>({
 const SAME_TIME_CLAIM_WAIT_MS = 1_000;
 const SAME_TIME_CLAIM_TRIES = 3;
 
+// An attempt of this run that sent nothing can find the row held by another claim: after a Reset, the new run
+// replays to the reset point and may redo a step of an attempt the closed run had moved past (it claimed its
+// next attempt, then the reset terminated it). v1.0.0 ended such a run 'claim-lost', Completed, and the
+// closed run's claim was later released by the sweep with nobody left to send. Since this patch the run
+// claims again: the claim takes the closed run's attempt over (or refuses another workflow's), so the mail
+// is still owed by an open run. Only after a request-less or definitely-not-sent attempt, and only while the
+// row is held ('sending'): a row settled by someone else (an operator's resolve) still ends the run.
+const CLAIM_AGAIN_AFTER_LOST_PATCH = 'claim-again-after-claim-lost';
+const LOST_CLAIM_TRIES = 3;
+
 // The verify activity asks the provider; asking again is harmless, so Temporal retries a failing lookup (with
 // backoff) until the verification deadline (MAIL_VERIFY_DEADLINE_MS), after which the policy decides. Each try
 // gets the lookup's own deadline plus this, to read Postgres before and after.
@@ -93,6 +104,8 @@ type Step =
   | { kind: 'held-at-same-time'; holder: string }
   /** Cancelled between claim and send: the claim was released, nothing was sent. */
   | { kind: 'released'; attempt: number }
+  /** This attempt sent nothing, and another claim holds the row: claim again (v1.0.0: `result` ended it). */
+  | { kind: 'lost-while-held'; result: OrderMailResult }
   | {
       kind: 'not-accepted';
       attempt: number;
@@ -119,6 +132,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
   const cancelRequested = (): boolean => run.consideredCancelled;
   let runAttempts = 0;
   let sameTimeTries = 0;
+  let lostClaimTries = 0;
 
   for (;;) {
     const step = await CancellationScope.nonCancellable(() =>
@@ -146,6 +160,17 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
           });
         }
         await waitOrEndCancelled(orderId, SAME_TIME_CLAIM_WAIT_MS, 'before claiming again');
+        continue;
+      case 'lost-while-held':
+        if (!patched(CLAIM_AGAIN_AFTER_LOST_PATCH) || lostClaimTries >= LOST_CLAIM_TRIES) return step.result;
+        lostClaimTries += 1;
+        log.info(
+          'Order mail claim held by another claim after an attempt that sent nothing; claiming again',
+          {
+            orderId,
+            attempts: step.result.attempts,
+          },
+        );
         continue;
       case 'not-accepted':
         await afterNotAccepted(orderId, step, runAttempts);
@@ -217,7 +242,10 @@ async function oneAttempt(
     if (currentState !== null && currentState !== 'sending') {
       showOrderMailState({ state: stateShownFor(currentState, currentOutcome), outcome: currentOutcome });
     }
-    return { kind: 'finished', result: claimLost(orderId, attempt, currentOutcome, null) };
+    const result = claimLost(orderId, attempt, currentOutcome, null);
+    // The fence refused: this attempt made no request.
+    if (currentState === 'sending') return { kind: 'lost-while-held', result };
+    return { kind: 'finished', result };
   }
 
   if (verdict.kind === 'accepted') {
@@ -270,7 +298,11 @@ async function oneAttempt(
     if (recorded.currentState !== null && recorded.currentState !== 'sending') {
       showOrderMailState({ state: recorded.currentState });
     }
-    return { kind: 'finished', result: claimLost(orderId, attempt, null, null) };
+    const result = claimLost(orderId, attempt, null, null);
+    if (recorded.currentState === 'sending' && verdict.details.outcome === 'not_sent') {
+      return { kind: 'lost-while-held', result };
+    }
+    return { kind: 'finished', result };
   }
   showOrderMailState({
     state: stateShownFor(recorded.state, recorded.outcome),
@@ -500,6 +532,12 @@ function cancelledAfter(orderId: string, step: Step): CancelledFailure {
             : 'the log row had been settled by someone else, and this run recorded nothing';
       return endCancelled(`Order ${orderId}: cancelled during attempt ${result.attempts}; ${what}.`);
     }
+    case 'lost-while-held':
+      return endCancelled(
+        `Order ${orderId}: cancelled after attempt ${step.result.attempts}, which sent nothing, found the row held ` +
+          "by another claim (a closed run's, after a reset). The sweep settles that claim; then a reset or " +
+          'npm run ops -- retry sends the mail.',
+      );
     case 'held-at-same-time':
       showNoClaim();
       return endCancelled(
