@@ -74,6 +74,8 @@ export interface CustomerOutcomes {
     wrong: number;
     /** Orders of the first few of them. */
     wrongExamples: string[];
+    /** Every one of them, with how it was settled (an invariant may excuse some, by the design's known gaps). */
+    wrongAttempts: { orderId: string; settlement: Settlement; verified: boolean }[];
   };
 }
 
@@ -111,6 +113,7 @@ export function summarizeCustomers(facts: CustomerFacts): CustomerOutcomes {
   const settledBy: Partial<Record<Settlement, SettlementCount>> = {};
   let wrong = 0;
   const wrongExamples: string[] = [];
+  const wrongAttempts: CustomerOutcomes['unknowns']['wrongAttempts'] = [];
   let attempts = 0;
   for (const attempt of facts.attempts) {
     if (!ordered.has(attempt.orderId)) continue;
@@ -134,6 +137,7 @@ export function summarizeCustomers(facts: CustomerFacts): CustomerOutcomes {
       count.wrong += 1;
       wrong += 1;
       if (wrongExamples.length < EXAMPLES) wrongExamples.push(attempt.orderId);
+      wrongAttempts.push({ orderId: attempt.orderId, settlement, verified: attempt.verification !== null });
     }
   }
 
@@ -142,7 +146,7 @@ export function summarizeCustomers(facts: CustomerFacts): CustomerOutcomes {
     customers,
     missing: { orders: missing.length, byRow, examples: missing.slice(0, EXAMPLES) },
     duplicated: { orders: duplicated.length, extraMails, examples: duplicated.slice(0, EXAMPLES) },
-    unknowns: { attempts, settledBy, wrong, wrongExamples },
+    unknowns: { attempts, settledBy, wrong, wrongExamples, wrongAttempts },
   };
 }
 

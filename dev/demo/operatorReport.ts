@@ -126,6 +126,22 @@ export function endedWithoutMailByOperator(acts: OperatorActRecord[]): Set<strin
   return new Set(acts.filter((act) => act.result === 'done' && ends.has(act.act)).map((act) => act.orderId));
 }
 
+/**
+ * Orders one of whose runs an operator closed (terminate, or a reset, which terminates the run it resets):
+ * a dispatched attempt of that run is settled by the next claim or the sweep by the policy, without asking the
+ * provider (docs/design.md §9, "only the workflow's own attempt is verified").
+ */
+export function runClosedByOperator(acts: OperatorActRecord[]): Set<string> {
+  const closes = new Set<OperatorActRecord['act']>([
+    'workflow-terminate',
+    'workflow-reset-first',
+    'workflow-reset-last',
+  ]);
+  return new Set(
+    acts.filter((act) => act.result === 'done' && closes.has(act.act)).map((act) => act.orderId),
+  );
+}
+
 export function stoppedBeforeClaim(facts: OperatorFacts, orders: OrderFacts[]): Set<string> {
   const stopped = new Set(
     facts.acts

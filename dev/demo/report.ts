@@ -10,6 +10,7 @@ import {
   operatorInvariants,
   endedWithoutMailByOperator,
   resendsAskedFor,
+  runClosedByOperator,
   stoppedBeforeClaim,
   type OperatorFacts,
   type OperatorSection,
@@ -232,7 +233,11 @@ export function buildReport(facts: RunFacts): RunReport {
   const behind = operatorFacts === null ? null : (broken: string[]) => actsBehind(operatorFacts.acts, broken);
   const customers = summarizeCustomers(facts);
   const invariants = checkInvariants(facts.policy, orders, behind);
-  if (facts.verification.verifies) invariants.push(...verificationInvariants(customers, orders));
+  const closedByOperator =
+    facts.operators == null ? new Set<string>() : runClosedByOperator(facts.operators.acts);
+  if (facts.verification.verifies) {
+    invariants.push(...verificationInvariants(customers, orders, closedByOperator));
+  }
   if (facts.inbox !== null) invariants.push(inboxInvariant(facts.inbox, orders));
   const operatorOrders = orders.map((order) => ({
     orderId: order.orderId,
@@ -499,15 +504,31 @@ function checkInvariants(
  * sandbox can judge was right. A duplicate is caught by the invariants above, which explain extra mails only
  * by unknowns the policy settled.
  */
-function verificationInvariants(customers: CustomerOutcomes, orders: OrderView[]): InvariantResult[] {
-  // Every customer without a mail counts in the report's summary; here only the operator's acts excuse one.
-  const missing = orders.filter((order) => order.messageIds.length === 0 && !order.endedByOperator);
+function verificationInvariants(
+  customers: CustomerOutcomes,
+  orders: OrderView[],
+  closedByOperator: Set<string>,
+): InvariantResult[] {
+  // The design's known gap (docs/design.md §9): an attempt of a run an operator closed mid-send is settled by
+  // the policy, unasked. Only that excuses a settlement here, and only on such an order; every customer
+  // without a mail still counts in the report's summary.
+  const policyPriced = (orderId: string): boolean =>
+    closedByOperator.has(orderId) &&
+    orders
+      .find((order) => order.orderId === orderId)
+      ?.attempts.some((attempt) => attempt.outcome === 'unknown' && attempt.verification === null) === true;
+  const missing = orders.filter(
+    (order) => order.messageIds.length === 0 && !order.endedByOperator && !policyPriced(order.orderId),
+  );
+  const wrong = customers.unknowns.wrongAttempts.filter(
+    (attempt) => attempt.verified || !policyPriced(attempt.orderId),
+  );
   return [
     {
       name: 'no-customer-without-a-mail',
       description:
         'with verification, every customer got a mail, whatever the row says (unless an operator cancelled, ' +
-        'terminated or resolved the order)',
+        'terminated or resolved the order, or closed a run mid-send so that the policy settled its attempt)',
       holds: missing.length === 0,
       violations: missing.slice(0, EXAMPLES).map((order) => order.orderId),
       violationCount: missing.length,
@@ -516,10 +537,10 @@ function verificationInvariants(customers: CustomerOutcomes, orders: OrderView[]
       name: 'unknowns-settled-right',
       description:
         'every unknown outcome was settled as the provider had it: verified (or assumed) sent only when it had ' +
-        'the mail, not sent only when it had none',
-      holds: customers.unknowns.wrong === 0,
-      violations: customers.unknowns.wrongExamples,
-      violationCount: customers.unknowns.wrong,
+        'the mail, not sent only when it had none (the policy, unasked, only for a run an operator closed mid-send)',
+      holds: wrong.length === 0,
+      violations: [...new Set(wrong.map((attempt) => attempt.orderId))].slice(0, EXAMPLES),
+      violationCount: wrong.length,
     },
   ];
 }

@@ -81,6 +81,10 @@ describe('summarizeCustomers', () => {
       attempts: 6,
       wrong: 2,
       wrongExamples: ['2', '4'],
+      wrongAttempts: [
+        { orderId: '2', settlement: 'verified not sent', verified: true },
+        { orderId: '4', settlement: 'policy assume-sent, verification inconclusive', verified: true },
+      ],
       settledBy: {
         'verified accepted (lookup)': { attempts: 1, right: 1, wrong: 0, notJudged: 0 },
         'verified not sent': { attempts: 2, right: 1, wrong: 1, notJudged: 0 },

@@ -200,4 +200,60 @@ describe('verification invariants', () => {
     expect(missing?.holds).toBe(false);
     expect(missing?.violations).toEqual(['6']);
   });
+
+  it('a run an operator reset mid-send, its attempt settled by the policy unasked: excused, and only on that order', () => {
+    // docs/design.md §9: the next claim settles a closed run's dispatched attempt by the policy, without
+    // asking the provider. Order 7 was reset (its run closed mid-send); order 8 has the same story and no act.
+    const policyUnasked = (orderId: string) => ({
+      row: {
+        orderId,
+        state: 'sent' as const,
+        outcome: 'unknown' as const,
+        attempts: 1,
+        providerMessageId: null,
+      },
+      attempts: [
+        {
+          attempt: 1,
+          state: 'sent' as const,
+          outcome: 'unknown' as const,
+          unknownPolicy: 'assume-sent' as const,
+          dispatched: true,
+          verification: null,
+          finishedAt: T1,
+        },
+      ],
+      messages: [],
+    });
+    const facts = {
+      ...run({ '7': policyUnasked('7'), '8': policyUnasked('8') }),
+      operators: {
+        acts: [
+          {
+            act: 'workflow-reset-first' as const,
+            orderId: '7',
+            runId: 'run-1',
+            at: T0,
+            result: 'done' as const,
+            detail: null,
+          },
+        ],
+        runs: {},
+        sweeps: {
+          scheduleEveryMs: 0,
+          scheduledRuns: 0,
+          finalRuns: 0,
+          settledBySweep: 0,
+          sendingRowsLeft: 0,
+          lastReport: null,
+        },
+      },
+    } as RunFacts;
+    const report = buildReport(facts);
+    const named = (name: string) => report.invariants.find((invariant) => invariant.name === name);
+    expect(named('no-customer-without-a-mail')).toMatchObject({ holds: false, violations: ['8'] });
+    expect(named('unknowns-settled-right')).toMatchObject({ holds: false, violations: ['8'] });
+    // The report still counts both customers without a mail.
+    expect(report.customers.customers.none).toBe(2);
+  });
 });
