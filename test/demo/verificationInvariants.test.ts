@@ -51,6 +51,22 @@ function run(
   };
 }
 
+/** The operator section of a run's facts: these acts, no runs listed, no sweeps. */
+function operatorsWith(acts: NonNullable<RunFacts['operators']>['acts']): NonNullable<RunFacts['operators']> {
+  return {
+    acts,
+    runs: {},
+    sweeps: {
+      scheduleEveryMs: 0,
+      scheduledRuns: 0,
+      finalRuns: 0,
+      settledBySweep: 0,
+      sendingRowsLeft: 0,
+      lastReport: null,
+    },
+  };
+}
+
 const failing = (facts: RunFacts): string[] =>
   buildReport(facts)
     .invariants.filter((invariant) => !invariant.holds)
@@ -172,28 +188,17 @@ describe('verification invariants', () => {
     });
     const facts = {
       ...run({ '5': neverSent('5'), '6': neverSent('6') }),
-      operators: {
-        acts: [
-          {
-            act: 'ops-resolve-sent' as const,
-            orderId: '5',
-            runId: null,
-            at: T0,
-            result: 'done' as const,
-            detail: null,
-            rowBefore: { state: 'failed', dispatchedAt: null, claimToken: 'default/5/run' },
-          },
-        ],
-        runs: {},
-        sweeps: {
-          scheduleEveryMs: 0,
-          scheduledRuns: 0,
-          finalRuns: 0,
-          settledBySweep: 0,
-          sendingRowsLeft: 0,
-          lastReport: null,
+      operators: operatorsWith([
+        {
+          act: 'ops-resolve-sent' as const,
+          orderId: '5',
+          runId: null,
+          at: T0,
+          result: 'done' as const,
+          detail: null,
+          rowBefore: { state: 'failed', dispatchedAt: null, claimToken: 'default/5/run' },
         },
-      },
+      ]),
     } as RunFacts;
     const report = buildReport(facts);
     const missing = report.invariants.find((invariant) => invariant.name === 'no-customer-without-a-mail');
@@ -227,27 +232,16 @@ describe('verification invariants', () => {
     });
     const facts = {
       ...run({ '7': policyUnasked('7'), '8': policyUnasked('8') }),
-      operators: {
-        acts: [
-          {
-            act: 'workflow-reset-first' as const,
-            orderId: '7',
-            runId: 'run-1',
-            at: T0,
-            result: 'done' as const,
-            detail: null,
-          },
-        ],
-        runs: {},
-        sweeps: {
-          scheduleEveryMs: 0,
-          scheduledRuns: 0,
-          finalRuns: 0,
-          settledBySweep: 0,
-          sendingRowsLeft: 0,
-          lastReport: null,
+      operators: operatorsWith([
+        {
+          act: 'workflow-reset-first' as const,
+          orderId: '7',
+          runId: 'run-1',
+          at: T0,
+          result: 'done' as const,
+          detail: null,
         },
-      },
+      ]),
     } as RunFacts;
     const report = buildReport(facts);
     const named = (name: string) => report.invariants.find((invariant) => invariant.name === name);

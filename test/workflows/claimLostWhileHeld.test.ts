@@ -57,6 +57,22 @@ afterAll(async () => {
   await database.close();
 });
 
+/** A new order whose first request gets a 429, its run started and held as it records that attempt. */
+async function startRefusedThenHeldAtRecord() {
+  const orderId = await createOrder(database.db);
+  sandbox.queueFault(orderId, { kind: 'status', status: 429 });
+  const hold = holds.holdAt(orderId, 'record');
+  const handle = await client.workflow.start(orderConfirmationMail, {
+    workflowId: orderId,
+    taskQueue: worker.taskQueue,
+    args: [orderId],
+  });
+  await waitFor('the record of the refused attempt to be under way', async () =>
+    hold.entered ? true : undefined,
+  );
+  return { orderId, hold, handle };
+}
+
 /**
  * The row as a closed run leaves it when it had recorded attempt 1 and claimed attempt 2 before a reset
  * terminated it: attempt 1 failed/not_sent (its audit row written), attempt 2 'sending' under that run's
@@ -91,17 +107,7 @@ async function layClosedRunsNextClaim(orderId: string): Promise<string> {
 }
 
 it('an attempt that sent nothing finds the row held by a closed run: the run claims again and sends once', async () => {
-  const orderId = await createOrder(database.db);
-  sandbox.queueFault(orderId, { kind: 'status', status: 429 });
-  const hold = holds.holdAt(orderId, 'record');
-  const handle = await client.workflow.start(orderConfirmationMail, {
-    workflowId: orderId,
-    taskQueue: worker.taskQueue,
-    args: [orderId],
-  });
-  await waitFor('the record of the refused attempt to be under way', async () =>
-    hold.entered ? true : undefined,
-  );
+  const { orderId, hold, handle } = await startRefusedThenHeldAtRecord();
   const closedRunToken = await layClosedRunsNextClaim(orderId);
   hold.release();
 
@@ -123,17 +129,7 @@ it('an attempt that sent nothing finds the row held by a closed run: the run cla
 });
 
 it('a row settled by someone else meanwhile (an operator) still ends the run, with no request', async () => {
-  const orderId = await createOrder(database.db);
-  sandbox.queueFault(orderId, { kind: 'status', status: 429 });
-  const hold = holds.holdAt(orderId, 'record');
-  const handle = await client.workflow.start(orderConfirmationMail, {
-    workflowId: orderId,
-    taskQueue: worker.taskQueue,
-    args: [orderId],
-  });
-  await waitFor('the record of the refused attempt to be under way', async () =>
-    hold.entered ? true : undefined,
-  );
+  const { orderId, hold, handle } = await startRefusedThenHeldAtRecord();
   await layClosedRunsNextClaim(orderId);
   // Then settled, as an operator's resolve would: nothing holds the row any more.
   await database.db.query(
