@@ -288,18 +288,23 @@ async function oneAttempt(
   }
 
   const anotherAttemptFollows = !cancelRequested() && runAttempts + 1 < settings.maxSendAttempts;
-  const { recorded, providerMessageId } = await recordNotAccepted(base, verdict.details, settings, {
-    anotherAttemptFollows,
-    delayMs: delayBeforeNextAttempt(settings, runAttempts + 1, verdict.details.retryAfterMs),
-    sendKey: claim.idempotencyKey,
-    cancelRequested,
-  });
+  const { recorded, providerMessageId, sentNothing } = await recordNotAccepted(
+    base,
+    verdict.details,
+    settings,
+    {
+      anotherAttemptFollows,
+      delayMs: delayBeforeNextAttempt(settings, runAttempts + 1, verdict.details.retryAfterMs),
+      sendKey: claim.idempotencyKey,
+      cancelRequested,
+    },
+  );
   if (recorded.kind === 'claim-lost') {
     if (recorded.currentState !== null && recorded.currentState !== 'sending') {
       showOrderMailState({ state: recorded.currentState });
     }
     const result = claimLost(orderId, attempt, null, null);
-    if (recorded.currentState === 'sending' && verdict.details.outcome === 'not_sent') {
+    if (recorded.currentState === 'sending' && sentNothing) {
       return { kind: 'lost-while-held', result };
     }
     return { kind: 'finished', result };
@@ -369,7 +374,7 @@ async function recordNotAccepted(
     sendKey: string;
     cancelRequested: () => boolean;
   },
-): Promise<{ recorded: Recorded; providerMessageId: string | null }> {
+): Promise<{ recorded: Recorded; providerMessageId: string | null; sentNothing: boolean }> {
   const common = { ...base, httpStatus: details.httpStatus };
   if (details.outcome !== 'unknown') {
     const recorded = await bookkeeping.recordOrderMailOutcome({
@@ -383,7 +388,7 @@ async function recordNotAccepted(
     });
     if (recorded.kind === 'dispatch-changed')
       throw new Error('unreachable: nothing was expected of the fence');
-    return { recorded, providerMessageId: null };
+    return { recorded, providerMessageId: null, sentNothing: details.outcome === 'not_sent' };
   }
   // What the provider said, once asked: asked at most once per attempt.
   let answer: VerificationAnswer | null = null;
@@ -422,7 +427,9 @@ async function recordNotAccepted(
         decision.kind === 'not-sent' ? `${described} (${details.reason})` : `${details.reason}; ${described}`,
       expectDispatched: attemptFacts.dispatched,
     });
-    if (recorded.kind !== 'dispatch-changed') return { recorded, providerMessageId };
+    // Not sent: the request never left (the fence was not passed), or the provider said it has no such mail.
+    const sentNothing = decision.outcome === 'not_sent';
+    if (recorded.kind !== 'dispatch-changed') return { recorded, providerMessageId, sentNothing };
     if (decided >= 1) throw new Error('unreachable: the dispatch fence changed twice for one attempt');
   }
 }
