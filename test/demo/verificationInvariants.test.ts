@@ -250,4 +250,45 @@ describe('verification invariants', () => {
     // The report still counts both customers without a mail.
     expect(report.customers.customers.none).toBe(2);
   });
+
+  it('a cancel during the settle delay leaves the policy to decide: its settlement is excused on that order only', () => {
+    const inconclusive = (orderId: string) => ({
+      row: {
+        orderId,
+        state: 'sent' as const,
+        outcome: 'unknown' as const,
+        attempts: 1,
+        providerMessageId: null,
+      },
+      attempts: [
+        {
+          attempt: 1,
+          state: 'sent' as const,
+          outcome: 'unknown' as const,
+          unknownPolicy: 'assume-sent' as const,
+          dispatched: true,
+          verification: 'inconclusive' as const,
+          finishedAt: T1,
+        },
+      ],
+      messages: [],
+    });
+    const facts = {
+      ...run({ '9': inconclusive('9'), '10': inconclusive('10') }),
+      operators: operatorsWith([
+        {
+          act: 'workflow-cancel' as const,
+          orderId: '9',
+          runId: 'run-1',
+          at: T0,
+          result: 'done' as const,
+          detail: null,
+        },
+      ]),
+    } as RunFacts;
+    const settled = buildReport(facts).invariants.find(
+      (invariant) => invariant.name === 'unknowns-settled-right',
+    );
+    expect(settled).toMatchObject({ holds: false, violations: ['10'] });
+  });
 });
