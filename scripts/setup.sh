@@ -2,7 +2,7 @@
 # Makes this machine ready to run the project: the pinned Node (deploy/stack.env's NODE_VERSION, which the
 # worker image runs too; scripts/with-node.sh runs the npm scripts on it), the `temporal` CLI (its dev server
 # backs the tests and the demo) and, with --browser, Chromium and CJK fonts (Japanese text needs them) and
-# faketime (libfaketime: the test that runs worker processes with their clocks apart). With
+# libfaketime (preloaded by the test that runs worker processes with their clocks apart). With
 # --stack, also what the production stack needs natively (`npm run stack`, `npm run test:stack`): the Temporal
 # server, temporal-sql-tool and the standalone Web UI server built by `go install` at the versions in
 # deploy/stack.env. With --deploy-checks, promtool and docker-compose, which check the deploy files. With
@@ -23,7 +23,7 @@ set -euo pipefail
 TEMPORAL_CLI_MODULE=github.com/temporalio/cli/cmd/temporal@v1.5.1
 BROWSER_PACKAGES=(chromium fonts-noto-cjk)
 # Installed with the browser (--browser is what `npm test` asks for): test/chaos/workerClocksApart.test.ts.
-CLOCK_PACKAGES=(faketime)
+CLOCK_PACKAGES=(libfaketime)
 
 want_browser=false
 want_stack=false

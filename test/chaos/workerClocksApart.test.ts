@@ -12,6 +12,8 @@
 // The fence must hold whatever the clocks say: exactly one message, the row sent/accepted by run 2 with the
 // provider's id, nothing left 'sending', and run 2 completed (no ClaimHeldElsewhere, no ClaimNotSettled loop).
 import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { findTemporalCli } from '../../dev/devtools/findTemporalCli';
@@ -32,8 +34,6 @@ import { startHoldableProxy } from './holdableProxy';
 
 const AHEAD = '+30s';
 const BEHIND = '-30s';
-// Timers and timeouts run on the monotonic clock, which stays true; only the wall clock is moved.
-const FAKETIME_ENV = { FAKETIME_DONT_FAKE_MONOTONIC: '1' };
 
 let database: TestDatabase;
 let sandbox: MailSandbox;
@@ -51,19 +51,14 @@ afterAll(async () => {
 });
 
 it('libfaketime moves the wall clock of a Node process by the offset asked (and leaves the rest alone)', () => {
-  const faketime = faketimeOrFail();
   const skew = (offset: string): number => {
     const before = Date.now();
     const theirs = Number(
-      execFileSync(
-        faketime,
-        ['-f', offset, process.execPath, '-e', 'process.stdout.write(String(Date.now()))'],
-        {
-          env: { ...process.env, ...FAKETIME_ENV },
-          encoding: 'utf8',
-          timeout: 20_000,
-        },
-      ),
+      execFileSync(process.execPath, ['-e', 'process.stdout.write(String(Date.now()))'], {
+        env: { ...process.env, ...clockShiftedBy(offset) },
+        encoding: 'utf8',
+        timeout: 20_000,
+      }),
     );
     return theirs - (before + Date.now()) / 2;
   };
@@ -71,9 +66,35 @@ it('libfaketime moves the wall clock of a Node process by the offset asked (and 
   expect(Math.abs(skew(BEHIND) + 30_000)).toBeLessThan(5_000);
 });
 
+it('a killed predecessor’s semaphore under the same pid does not stop a shifted process from starting', () => {
+  // What CI met: a SIGKILLed process leaves /dev/shm/sem.faketime_sem_<pid> behind, and pids are reused.
+  // Leave such files under the next pids this machine will hand out, then start shifted processes.
+  const next = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'utf8')) + 1;
+  const stale = Array.from({ length: 300 }, (_, i) => next + i).flatMap((pid) => [
+    `/dev/shm/sem.faketime_sem_${pid}`,
+    `/dev/shm/faketime_shm_${pid}`,
+  ]);
+  const planted = stale.filter((file) => !existsSync(file));
+  for (const file of planted) writeFileSync(file, Buffer.alloc(32));
+  try {
+    for (let i = 0; i < 3; i++) {
+      const before = Date.now();
+      const theirs = Number(
+        execFileSync(process.execPath, ['-e', 'process.stdout.write(String(Date.now()))'], {
+          env: { ...process.env, ...clockShiftedBy(AHEAD) },
+          encoding: 'utf8',
+          timeout: 20_000,
+        }),
+      );
+      expect(Math.abs(theirs - before - 30_000)).toBeLessThan(5_000);
+    }
+  } finally {
+    for (const file of planted) rmSync(file, { force: true });
+  }
+});
+
 describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s', (policy) => {
   it('a late claim of a reset run, on a worker a minute ahead, cannot take the open run’s claim', async () => {
-    const faketime = faketimeOrFail();
     const taskQueue = `clocks-${policy}-${Date.now()}`;
     const orderId = await createOrder(database.db);
     // Run 1's send is refused for now; the next request (run 2's) is kept, its answer held until released.
@@ -104,16 +125,13 @@ describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s'
       SEND_RETRY_INITIAL_MS: '12000',
       SEND_RETRY_MAX_MS: '12000',
     };
-    const ahead = spawnWorkerProcess(
-      {
-        ...env,
-        ...FAKETIME_ENV,
-        DATABASE_URL: viaProxy.toString(),
-        TEMPORAL_ADDRESS: temporalProxy.address,
-        TEMPORAL_METRICS_BIND_ADDRESS: `127.0.0.1:${metricsPort}`,
-      },
-      [faketime, '-f', AHEAD],
-    );
+    const ahead = spawnWorkerProcess({
+      ...env,
+      ...clockShiftedBy(AHEAD),
+      DATABASE_URL: viaProxy.toString(),
+      TEMPORAL_ADDRESS: temporalProxy.address,
+      TEMPORAL_METRICS_BIND_ADDRESS: `127.0.0.1:${metricsPort}`,
+    });
     let behind: WorkerProcess | null = null;
     try {
       await ahead.started;
@@ -129,15 +147,12 @@ describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s'
       );
       pgProxy.hold();
       // The worker behind starts now: run 1's tasks stay with the worker ahead (its sticky queue).
-      behind = spawnWorkerProcess(
-        {
-          ...env,
-          ...FAKETIME_ENV,
-          DATABASE_URL: database.connectionString,
-          TEMPORAL_ADDRESS: inject('temporalAddress'),
-        },
-        [faketime, '-f', BEHIND],
-      );
+      behind = spawnWorkerProcess({
+        ...env,
+        ...clockShiftedBy(BEHIND),
+        DATABASE_URL: database.connectionString,
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+      });
       await behind.started;
 
       // 2. Run 1's second claim leaves the worker ahead and waits on the wire; that worker loses Temporal.
@@ -223,6 +238,12 @@ describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s'
       ahead.kill('SIGKILL');
       behind?.kill('SIGKILL');
       await Promise.all([ahead.exited, behind?.exited]);
+      // libfaketime removes its per-process files on a clean exit only; these were SIGKILLed.
+      for (const pid of [ahead.child.pid, behind?.child.pid]) {
+        if (pid === undefined) continue;
+        rmSync(`/dev/shm/sem.faketime_sem_${pid}`, { force: true });
+        rmSync(`/dev/shm/faketime_shm_${pid}`, { force: true });
+      }
       await pgProxy.close();
       await temporalProxy.close();
     }
@@ -237,14 +258,36 @@ function failureText(error: unknown): string {
   return parts.join(' <- ');
 }
 
-function faketimeOrFail(): string {
-  try {
-    return execFileSync('sh', ['-c', 'command -v faketime'], { encoding: 'utf8' }).trim();
-  } catch {
+/**
+ * The environment that runs a process with its wall clock moved by `offset`: libfaketime preloaded, not the
+ * `faketime` wrapper. The wrapper names a POSIX semaphore and a shared-memory segment after its own pid and
+ * removes them only when it exits cleanly; the SIGKILLs of these tests left them in /dev/shm, and once pids
+ * wrapped a new wrapper met its predecessor's semaphore and refused to start ("sem_open: File exists": CI
+ * failed so). Preloaded, the library reads FAKETIME and keeps nothing outside the process.
+ */
+function clockShiftedBy(offset: string): Record<string, string> {
+  return {
+    LD_PRELOAD: libfaketimeOrFail(),
+    FAKETIME: offset,
+    // Timers and timeouts run on the monotonic clock, which stays true; only the wall clock is moved.
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  };
+}
+
+function libfaketimeOrFail(): string {
+  const candidates = [
+    ...readdirSync('/usr/lib', { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => path.join('/usr/lib', entry.name, 'faketime', 'libfaketime.so.1')),
+    '/usr/lib/faketime/libfaketime.so.1',
+  ];
+  const found = candidates.find((candidate) => existsSync(candidate));
+  if (found === undefined) {
     throw new Error(
-      'faketime is missing: bash scripts/setup.sh --browser installs it (Debian package faketime)',
+      'libfaketime is missing: bash scripts/setup.sh --browser installs it (Debian package libfaketime)',
     );
   }
+  return found;
 }
 
 /** Claim local activities the worker has finished, whatever their outcome (the SDK's own metric). */

@@ -9,7 +9,7 @@ export interface WorkerProcess {
   output(): string;
   /** What it printed on stdout only (its log lines; stderr is kept apart, where a chunk may cut a line). */
   stdout(): string;
-  /** Signals the worker, and the wrapper around it if there is one (`child.kill` would reach the wrapper only). */
+  /** Signals the worker (a no-op once it has exited). */
   kill(signal: NodeJS.Signals): void;
   /** Resolves when the worker has said it started polling. */
   started: Promise<void>;
@@ -17,20 +17,17 @@ export interface WorkerProcess {
 }
 
 /**
- * Runs `src/worker.ts` as a real process (what `npm start` runs compiled), with the given environment.
- * `wrapper` runs it under another program (e.g. `faketime -f +30s`). faketime forks the worker as its child
- * rather than exec'ing it, so a signal to the wrapper alone left the worker running, orphaned, after the
- * test; with a wrapper the process runs in a group of its own, and `kill` signals the whole group.
+ * Runs `src/worker.ts` as a real process (what `npm start` runs compiled), with the given environment, as
+ * this process's direct child: no wrapper program in between, whose death could leave the worker orphaned
+ * after the test (a shifted clock comes in through the environment: LD_PRELOAD of libfaketime).
  */
-export function spawnWorkerProcess(env: Record<string, string>, wrapper: string[] = []): WorkerProcess {
+export function spawnWorkerProcess(env: Record<string, string>): WorkerProcess {
   // node --import tsx (not the tsx CLI): the CLI runs the script in a child of its own, which a SIGKILL of
   // the CLI would leave running.
-  const command = [...wrapper, process.execPath, '--import', 'tsx', 'src/worker.ts'];
-  const child = spawn(command[0]!, command.slice(1), {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-    detached: wrapper.length > 0,
   });
   let output = '';
   let stdout = '';
@@ -48,17 +45,7 @@ export function spawnWorkerProcess(env: Record<string, string>, wrapper: string[
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const kill = (signal: NodeJS.Signals): void => {
-    if (child.pid === undefined) return;
-    if (wrapper.length === 0) {
-      child.kill(signal);
-      return;
-    }
-    // The group outlives the wrapper if the worker does: signal it even when the wrapper has exited.
-    try {
-      process.kill(-child.pid, signal);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
-    }
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
   };
   return { child, output: () => output, stdout: () => stdout, kill, started, exited };
 }
