@@ -8,6 +8,8 @@ export default defineConfig({
     exclude: [...configDefaults.exclude, 'test/stack/**'],
     // Temporal's native core (workers, NativeConnection) does not work inside worker threads.
     pool: 'forks',
+    // The Temporal runtime as the worker installs it: one JSON line per SDK entry, warnings and up.
+    setupFiles: ['test/support/testRuntime.ts'],
     // CI has 2 cores, and the dev server and Postgres share them with the test files.
     maxWorkers: 2,
     globalSetup: ['test/support/globalSetup.ts'],

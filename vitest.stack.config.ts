@@ -7,6 +7,8 @@ export default defineConfig({
   test: {
     include: ['test/stack/**/*.test.ts'],
     pool: 'forks',
+    // The Temporal runtime as the worker installs it: one JSON line per SDK entry, warnings and up.
+    setupFiles: ['test/support/testRuntime.ts'],
     // One stack at a time: a server, its Postgres and three workers already fill a 2-core machine, and one
     // file restarts its Postgres on purpose.
     fileParallelism: false,
