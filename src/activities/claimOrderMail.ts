@@ -20,6 +20,12 @@ export interface ClaimOrderMailInput {
    * workflow task, recorded in history. It orders the runs of one workflow id (src/db/orderMailClaim.ts).
    */
   issuedAtMs: number;
+  /**
+   * This workflow can verify a closed run's dispatched attempt before it is settled (it handles the
+   * 'verify-orphan' result). Absent in the input of runs recorded before it could; the claim then settles
+   * such an attempt by the policy, as it did.
+   */
+  verifyOrphans?: boolean;
 }
 
 export type ClaimResult =
@@ -34,6 +40,16 @@ export type ClaimResult =
       settings: OrderMailWorkflowSettings;
     }
   | (Extract<ClaimDecision, { kind: 'already-sent' }> & { settings: OrderMailWorkflowSettings })
+  | {
+      /** A closed run's dispatched attempt, to be verified with the provider before it is settled. */
+      kind: 'verify-orphan';
+      attempt: number;
+      holder: string;
+      /** The key that attempt's request carried, which the provider is asked by. */
+      sendKey: string;
+      sinceDispatchMs: number;
+      settings: OrderMailWorkflowSettings;
+    }
   | {
       kind: 'held-elsewhere';
       holder: string;
@@ -69,6 +85,9 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         idempotency: settings.idempotency,
         sendTimeoutMs: settings.sendTimeoutMs,
         recordedBy: deps.workerIdentity,
+        // Only where this worker can ask the provider, and the workflow will.
+        verifyDispatchedOrphans:
+          input.verifyOrphans === true && settings.verification !== null && deps.verifier !== undefined,
       },
       {
         settled(settled) {
@@ -125,6 +144,24 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         });
         metrics.claimConflict('already-sent');
         return { ...decision, settings };
+      case 'verify-orphan':
+        log.warn(
+          'A closed run dispatched this order’s mail and never recorded it; asking the provider before settling',
+          {
+            orderId,
+            attempt: decision.attempt,
+            holder: decision.holder,
+            sinceDispatchMs: decision.sinceDispatchMs,
+          },
+        );
+        return {
+          kind: 'verify-orphan',
+          attempt: decision.attempt,
+          holder: decision.holder,
+          sendKey: orderConfirmationIdempotencyKey(orderId, decision.resendCount),
+          sinceDispatchMs: decision.sinceDispatchMs,
+          settings,
+        };
       case 'held-elsewhere':
         log.warn(
           decision.sameWorkflow

@@ -3,6 +3,7 @@ import type { ActivityDependencies } from './dependencies';
 import { createReadAttemptFacts } from './readAttemptFacts';
 import { createRecordOrderMailOutcome } from './recordOrderMailOutcome';
 import { createSendOrderMail } from './sendOrderMail';
+import { createSettleVerifiedOrphan } from './settleVerifiedOrphan';
 import { createVerifyOrderMail } from './verifyOrderMail';
 
 export type { ActivityDependencies } from './dependencies';
@@ -11,6 +12,7 @@ export type { SendOrderMailAccepted, SendOrderMailInput } from './sendOrderMail'
 export type { RecordOrderMailOutcomeInput } from './recordOrderMailOutcome';
 export type { AttemptFacts } from './readAttemptFacts';
 export type { VerifyOrderMailInput } from './verifyOrderMail';
+export type { SettleVerifiedOrphanInput, SettleVerifiedOrphanResult } from './settleVerifiedOrphan';
 
 /** The order-mail activities over their dependencies. Workflows see only the type of this object. */
 export function createActivities(deps: ActivityDependencies) {
@@ -20,6 +22,7 @@ export function createActivities(deps: ActivityDependencies) {
     readAttemptOutcomeFacts: createReadAttemptFacts(deps),
     recordOrderMailOutcome: createRecordOrderMailOutcome(deps),
     verifyOrderMail: createVerifyOrderMail(deps),
+    settleVerifiedOrphanAttempt: createSettleVerifiedOrphan(deps),
   };
 }
 

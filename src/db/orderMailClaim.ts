@@ -23,9 +23,15 @@ import {
   decideUnknownOutcome,
   describeUnknownDecision,
   type UnknownOutcomeDecision,
+  type VerificationAnswer,
 } from '../shared/unknownOutcome';
 import type { IdempotencyRetrySettings } from '../shared/workflowSettings';
-import { readMailLog, timeSinceKeyFirstDispatch, type MailLogRow } from './orderMailLog';
+import {
+  readMailLog,
+  timeSinceAttemptDispatch,
+  timeSinceKeyFirstDispatch,
+  type MailLogRow,
+} from './orderMailLog';
 import type { Database } from './pool';
 import { runSql, sql, type SqlFragment } from './sql';
 
@@ -69,6 +75,11 @@ export interface ClaimRequest {
   sendTimeoutMs: number;
   /** Written into the audit rows this claim may add (takeovers, settlements). */
   recordedBy: string;
+  /**
+   * The claimer can ask the provider (the workflow, with MAIL_VERIFY on): a closed run's dispatched attempt
+   * that verification could decide is then handed back as 'verify-orphan' instead of settled by the policy.
+   */
+  verifyDispatchedOrphans?: boolean;
 }
 
 export type ClaimHow = 'first-claim' | 'reclaimed-failed' | 'took-over-undispatched' | 'own-claim';
@@ -89,6 +100,12 @@ export type ClaimDecision =
    * this claim comes from a run that has been closed, or (equal times) cannot be ordered. Nothing changed.
    */
   | { kind: 'held-elsewhere'; holder: string; sameWorkflow: boolean }
+  /**
+   * A closed run of this workflow id dispatched `attempt` and never recorded it, and the provider can be asked
+   * whether it arrived: nothing changed. The claimer asks (after the settle delay since that dispatch), settles
+   * the attempt with the answer (settleVerifiedOrphan), then claims again.
+   */
+  | { kind: 'verify-orphan'; attempt: number; holder: string; resendCount: number; sinceDispatchMs: number }
   | { kind: 'order-not-found' };
 
 /** An attempt whose unknown outcome this claim settled (a closed run's dispatched claim, or a deferred one). */
@@ -199,6 +216,24 @@ export async function claimOrderMailRow(
       anotherAttemptFollows: true,
       providerError: null,
     };
+    if (request.verifyDispatchedOrphans === true) {
+      // The policy is the price of not knowing; where the provider can say, ask it first. (A retry under the
+      // idempotency key needs no asking: the provider dedupes it, and decideUnknownOutcome prefers it.)
+      const step = decideUnknownOutcome({ ...facts, verification: { answer: null } });
+      if (step.kind === 'verify') {
+        const sinceDispatchMs = await timeSinceAttemptDispatch(db, {
+          orderId,
+          claimToken: row.claimToken,
+          attempt: row.attempts,
+        });
+        if (sinceDispatchMs !== null) {
+          const { attempts: attempt, claimToken: holder, resendCount } = row;
+          return { kind: 'verify-orphan', attempt, holder, resendCount, sinceDispatchMs };
+        }
+        observer.rowChanged();
+        continue;
+      }
+    }
     const decision = decideUnknownOutcome(facts);
     const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
     const fence = issuedBefore(issuedAt);
@@ -307,7 +342,8 @@ async function takeOverUndispatched(
 
 /**
  * A closed run's claim that HAD dispatched: its outcome is unknown, so `decision` (from
- * decideUnknownOutcome) settles it, and the row and the audit trail say so. `fence` adds the caller's own
+ * decideUnknownOutcome, with the provider's answer where it was asked) settles it, and the row and the audit
+ * trail say so. `fence` adds the caller's own
  * precondition: for a claim, that it is later; for the sweep, that the row was not touched since it looked.
  */
 async function settleDispatchedOrphan(
@@ -316,23 +352,83 @@ async function settleDispatchedOrphan(
   input: { decision: UnknownOutcomeDecision; note: string; recordedBy: string; fence: SqlFragment },
 ): Promise<boolean> {
   const { decision } = input;
+  const providerMessageId = decision.kind === 'verified-accepted' ? decision.providerMessageId : null;
   const { rowCount } = await runSql(
     db,
     sql`WITH settled AS (
           UPDATE order_mail_log AS log
              SET state = ${decision.state}, outcome = ${decision.outcome}, unknown_policy = ${decision.unknownPolicy},
+                 verification = ${decision.verification ?? null}, provider_message_id = ${providerMessageId},
                  last_error = ${input.note}, updated_at = now()
            WHERE ${asRead(row)} AND log.dispatched_at IS NOT NULL AND ${input.fence}
           RETURNING log.*
         ), audit AS (
-          ${AUDIT_OF_SETTLED}
+          INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
+                                           state, outcome, unknown_policy, verification, provider_message_id,
+                                           error, recorded_by)
           SELECT order_id, attempts, claim_token, resend_count, claimed_at, dispatched_at, state, outcome,
-                 unknown_policy, last_error, ${input.recordedBy}
+                 unknown_policy, verification, provider_message_id, last_error, ${input.recordedBy}
             FROM settled
         )
         SELECT 1 FROM settled`,
   );
   return rowCount === 1;
+}
+
+export interface VerifiedOrphan {
+  orderId: string;
+  /** The closed run's claim token and the attempt it dispatched, as the claim's 'verify-orphan' named them. */
+  holder: string;
+  attempt: number;
+  /** The settling workflow's time (the claim's contract): only a claim later than the holder's settles it. */
+  issuedAt: Date;
+  answer: VerificationAnswer;
+  policy: UnknownOutcomePolicy;
+  recordedBy: string;
+}
+
+/**
+ * Settles the dispatched attempt of a closed run with what the provider said of it (the claim handed it back
+ * as 'verify-orphan'): found → sent/accepted, with the provider's id; not found (trusted) → failed/not_sent,
+ * so the next claim sends it; inconclusive → the policy, recorded as tried. Fenced like every transition of
+ * the claim: still that run's claim, at that attempt, dispatched, and claimed earlier than `issuedAt`.
+ * 'changed' when the row moved on meanwhile (an operator, the sweep): then the next claim reads it as it is.
+ */
+export async function settleVerifiedOrphan(
+  db: Database,
+  input: VerifiedOrphan,
+): Promise<{ kind: 'settled'; decision: UnknownOutcomeDecision } | { kind: 'changed' }> {
+  const row = await readMailLog(db, input.orderId);
+  if (
+    row === null ||
+    row.state !== 'sending' ||
+    row.claimToken !== input.holder ||
+    row.attempts !== input.attempt ||
+    row.dispatchedAt === null
+  ) {
+    return { kind: 'changed' };
+  }
+  const facts = {
+    dispatched: true,
+    policy: input.policy,
+    idempotency: null,
+    sinceKeyFirstDispatchMs: null,
+    delayBeforeRetryMs: 0,
+    sendTimeoutMs: 0,
+    anotherAttemptFollows: true,
+    providerError: null,
+    verification: { answer: input.answer },
+  };
+  const decision = decideUnknownOutcome(facts);
+  if (decision.kind === 'verify') throw new Error('unreachable: verification answered, yet asked again');
+  const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
+  const settled = await settleDispatchedOrphan(db, row, {
+    decision,
+    note,
+    recordedBy: input.recordedBy,
+    fence: issuedBefore(input.issuedAt),
+  });
+  return settled ? { kind: 'settled', decision } : { kind: 'changed' };
 }
 
 interface DeferredUnknown {

@@ -342,6 +342,122 @@ describe('claim', () => {
   });
 });
 
+describe('claim of a closed run’s dispatched attempt, where the provider can be asked', () => {
+  const VERIFY = { settleDelayMs: 1_000, lookupTimeoutMs: 500, deadlineMs: 2_000 };
+  // The claim only needs to know that this worker can ask; the asking is the verify activity's.
+  const verifier = { lookup: null, webhookProvider: null, settleDelayMs: 1_000, retentionMs: null };
+
+  function verifyingActivities(policy: UnknownOutcomePolicy) {
+    return createActivities({
+      db: database.db,
+      mail,
+      mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
+      settings: testSettings({ unknownOutcomePolicy: policy, verification: VERIFY }),
+      verifier,
+      workerIdentity: 'activity-test',
+    });
+  }
+
+  async function dispatchedByClosedRun(acts: ReturnType<typeof activitiesWith>) {
+    const orderId = await createOrder(database.db);
+    const closedRun = run(orderId, 'run-a');
+    const a = claimed(await claim(closedRun, acts, orderId));
+    sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
+    await failureOf(exec(closedRun, acts.sendOrderMail, sendInput(orderId, a)));
+    return { orderId, a };
+  }
+
+  it('hands the attempt back to verify, changing nothing; the answer settles it, and the claim then sends', async () => {
+    const acts = verifyingActivities('assume-sent');
+    const { orderId, a } = await dispatchedByClosedRun(acts);
+    const before = await readMailLog(database.db, orderId);
+
+    const runB = run(orderId, 'run-b');
+    const b = await exec(runB, acts.claimOrderMail, {
+      orderId,
+      issuedAtMs: issuedAtOf.get(runB)!,
+      verifyOrphans: true,
+    });
+    expect(b).toMatchObject({
+      kind: 'verify-orphan',
+      attempt: 1,
+      holder: a.claimToken,
+      sendKey: a.idempotencyKey,
+    });
+    expect(await readMailLog(database.db, orderId)).toEqual(before);
+
+    const settled = await exec(runB, acts.settleVerifiedOrphanAttempt, {
+      orderId,
+      holder: a.claimToken,
+      attempt: 1,
+      answer: { kind: 'not-found', via: 'lookup', sinceDispatchMs: 5_000 },
+      issuedAtMs: issuedAtOf.get(runB)! + 1,
+    });
+    expect(settled).toEqual({ kind: 'settled', decision: 'verified-not-sent' });
+    expect(await listAttempts(database.db, orderId)).toMatchObject([
+      { attempt: 1, state: 'failed', outcome: 'not_sent', unknownPolicy: null },
+    ]);
+    const again = claimed(await claim(runB, acts, orderId));
+    expect(again).toMatchObject({ attempt: 2, how: 'reclaimed-failed' });
+  });
+
+  it('a found send is settled sent/accepted with the provider’s id; the claim then finds it sent', async () => {
+    const acts = verifyingActivities('assume-failed');
+    const { orderId, a } = await dispatchedByClosedRun(acts);
+    const runB = run(orderId, 'run-b');
+    const settled = await exec(runB, acts.settleVerifiedOrphanAttempt, {
+      orderId,
+      holder: a.claimToken,
+      attempt: 1,
+      answer: { kind: 'found', via: 'lookup', providerMessageId: 'msg-found' },
+      issuedAtMs: issuedAtOf.get(runB)!,
+    });
+    expect(settled).toEqual({ kind: 'settled', decision: 'verified-accepted' });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'sent',
+      outcome: 'accepted',
+      providerMessageId: 'msg-found',
+    });
+    expect(await claim(runB, acts, orderId)).toMatchObject({ kind: 'already-sent', outcome: 'accepted' });
+  });
+
+  it('the settlement is fenced: an older claim, another attempt or a settled row change nothing', async () => {
+    const acts = verifyingActivities('assume-sent');
+    const { orderId, a } = await dispatchedByClosedRun(acts);
+    const before = await readMailLog(database.db, orderId);
+    const answer = { kind: 'not-found', via: 'lookup', sinceDispatchMs: 5_000 } as const;
+    const runB = run(orderId, 'run-b');
+    // Issued no later than the holder's own claim: a stale settlement of a closed run orders nothing.
+    expect(
+      await exec(runB, acts.settleVerifiedOrphanAttempt, {
+        orderId,
+        holder: a.claimToken,
+        attempt: 1,
+        answer,
+        issuedAtMs: before!.claimIssuedAt.getTime(),
+      }),
+    ).toEqual({ kind: 'changed' });
+    expect(
+      await exec(runB, acts.settleVerifiedOrphanAttempt, {
+        orderId,
+        holder: a.claimToken,
+        attempt: 2,
+        answer,
+        issuedAtMs: issuedAtOf.get(runB)!,
+      }),
+    ).toEqual({ kind: 'changed' });
+    expect(await readMailLog(database.db, orderId)).toEqual(before);
+    expect(await listAttempts(database.db, orderId)).toEqual([]);
+  });
+
+  it('a run recorded before it could verify (no verifyOrphans in its claim) still settles by the policy', async () => {
+    const acts = verifyingActivities('assume-sent');
+    const { orderId } = await dispatchedByClosedRun(acts);
+    const b = await claim(run(orderId, 'run-b'), acts, orderId);
+    expect(b).toMatchObject({ kind: 'already-sent', outcome: 'unknown' });
+  });
+});
+
 describe('send', () => {
   it('run twice for the same attempt: the second execution makes no HTTP request', async () => {
     const acts = activitiesWith();

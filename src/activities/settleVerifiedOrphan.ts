@@ -1,0 +1,64 @@
+import { activityInfo, log } from '@temporalio/activity';
+import { settleVerifiedOrphan } from '../db/orderMailClaim';
+import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
+import type { UnknownOutcomeDecision, VerificationAnswer } from '../shared/unknownOutcome';
+import type { ActivityDependencies } from './dependencies';
+
+export interface SettleVerifiedOrphanInput {
+  orderId: string;
+  /** The closed run's claim token and attempt, as the claim's 'verify-orphan' result named them. */
+  holder: string;
+  attempt: number;
+  answer: VerificationAnswer;
+  /** The workflow's Date.now() when it scheduled this (the claim's contract: src/db/orderMailClaim.ts). */
+  issuedAtMs: number;
+}
+
+export type SettleVerifiedOrphanResult =
+  { kind: 'settled'; decision: UnknownOutcomeDecision['kind'] } | { kind: 'changed' };
+
+/**
+ * Settles a closed run's dispatched attempt with what the provider said of it, fenced like the claim; the
+ * workflow then claims again. Idempotent: a retry finds the row settled and answers 'changed'.
+ */
+export function createSettleVerifiedOrphan(deps: ActivityDependencies) {
+  return async function settleVerifiedOrphanAttempt(
+    input: SettleVerifiedOrphanInput,
+  ): Promise<SettleVerifiedOrphanResult> {
+    const { orderId } = input;
+    const metrics = deps.metrics ?? noOrderMailMetrics;
+    if (activityInfo().workflowExecution === undefined) {
+      throw new Error('Order mail activities must run inside a workflow.');
+    }
+    const result = await settleVerifiedOrphan(deps.db, {
+      orderId,
+      holder: input.holder,
+      attempt: input.attempt,
+      issuedAt: new Date(input.issuedAtMs),
+      answer: input.answer,
+      policy: deps.settings.unknownOutcomePolicy,
+      recordedBy: deps.workerIdentity,
+    });
+    if (result.kind === 'changed') {
+      log.info('A closed run’s attempt was settled by someone else meanwhile; claiming again', {
+        orderId,
+        attempt: input.attempt,
+      });
+      return { kind: 'changed' };
+    }
+    log.warn('Settled the unknown outcome a closed run left, with what the provider said', {
+      orderId,
+      attempt: input.attempt,
+      holder: input.holder,
+      decision: result.decision.kind,
+      answer: input.answer.kind,
+    });
+    const { decision } = result;
+    if (decision.kind === 'verified-accepted' || decision.kind === 'verified-not-sent') {
+      metrics.unknownOutcomeSettled(decision.kind, decision.verification);
+    } else if (decision.kind === 'policy') {
+      metrics.unknownOutcomeSettled(decision.unknownPolicy, decision.verification ?? 'none');
+    }
+    return { kind: 'settled', decision: result.decision.kind };
+  };
+}
