@@ -65,6 +65,11 @@ const SAME_TIME_CLAIM_TRIES = 3;
 const CLAIM_AGAIN_AFTER_LOST_PATCH = 'claim-again-after-claim-lost';
 const LOST_CLAIM_TRIES = 3;
 
+// A claim that finds a closed run's dispatched attempt, with a provider that can be asked, hands it back
+// ('verify-orphan'); this run asks, settles it with the answer, and claims again. Each such settlement ends
+// one attempt for good, so more than a few in a row means the row keeps changing under us.
+const ORPHAN_VERIFY_TRIES = 3;
+
 // The verify activity asks the provider; asking again is harmless, so Temporal retries a failing lookup (with
 // backoff) until the verification deadline (MAIL_VERIFY_DEADLINE_MS), after which the policy decides. Each try
 // gets the lookup's own deadline plus this, to read Postgres before and after.
@@ -93,6 +98,7 @@ export interface OrderMailResult {
 }
 
 type Claimed = Extract<ClaimResult, { kind: 'claimed' }>;
+type OrphanToVerify = Extract<ClaimResult, { kind: 'verify-orphan' }>;
 type Recorded = Exclude<
   Awaited<ReturnType<OrderMailActivities['recordOrderMailOutcome']>>,
   { kind: 'dispatch-changed' }
@@ -106,6 +112,8 @@ type Step =
   | { kind: 'released'; attempt: number }
   /** This attempt sent nothing, and another claim holds the row: claim again (v1.0.0: `result` ended it). */
   | { kind: 'lost-while-held'; result: OrderMailResult }
+  /** A closed run's dispatched attempt was verified and settled (null: someone else settled it): claim again. */
+  | { kind: 'orphan-settled'; attempt: number; settledAs: string | null }
   | {
       kind: 'not-accepted';
       attempt: number;
@@ -133,6 +141,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
   let runAttempts = 0;
   let sameTimeTries = 0;
   let lostClaimTries = 0;
+  let orphanTries = 0;
 
   for (;;) {
     const step = await CancellationScope.nonCancellable(() =>
@@ -171,6 +180,18 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
             attempts: step.result.attempts,
           },
         );
+        continue;
+      case 'orphan-settled':
+        orphanTries += 1;
+        if (orphanTries > ORPHAN_VERIFY_TRIES) {
+          throw ApplicationFailure.create({
+            type: FailureType.ClaimHeldElsewhere,
+            message:
+              `Order ${orderId}: ${orphanTries} attempts of closed runs were settled in a row and the row was ` +
+              'still not free to claim; this run sends nothing. See npm run ops -- status, then retry.',
+            nonRetryable: true,
+          });
+        }
         continue;
       case 'not-accepted':
         await afterNotAccepted(orderId, step, runAttempts);
@@ -216,6 +237,8 @@ async function oneAttempt(
       nonRetryable: true,
     });
   }
+
+  if (claim.kind === 'verify-orphan') return verifyOrphan(orderId, claim, cancelRequested);
 
   const { attempt, claimToken, settings } = claim;
   const base = { orderId, claimToken, attempt };
@@ -445,13 +468,15 @@ async function verifyWithProvider(
   sendKey: string,
   verification: VerificationSettings,
   cancelRequested: () => boolean,
+  waitMs: number = verification.settleDelayMs,
 ): Promise<VerificationAnswer> {
   log.info('Order mail outcome unknown; waiting the settle delay before asking the provider', {
     orderId: base.orderId,
     attempt: base.attempt,
     settleDelayMs: verification.settleDelayMs,
+    waitMs,
   });
-  if (await condition(cancelRequested, verification.settleDelayMs)) {
+  if (cancelRequested() || (waitMs > 0 && (await condition(cancelRequested, waitMs)))) {
     return { kind: 'inconclusive', reason: 'the run was cancelled before the settle delay had passed' };
   }
   const verifier = proxyActivities<OrderMailActivities>({
@@ -474,6 +499,40 @@ async function verifyWithProvider(
         : `verification failed${last}`,
     };
   }
+}
+
+/**
+ * A closed run (reset or terminated) dispatched an attempt and never recorded it. Rather than settle it by
+ * the policy (which may leave the customer without a mail, or send a second one), ask the provider, as for
+ * this run's own unknown sends: wait what is left of the settle delay since that dispatch, look the send up
+ * by its key, and settle the attempt with the answer. The claim then sends, or finds the mail sent.
+ */
+async function verifyOrphan(
+  orderId: string,
+  orphan: OrphanToVerify,
+  cancelRequested: () => boolean,
+): Promise<Step> {
+  const verification = orphan.settings.verification;
+  if (verification === null) throw new Error('unreachable: the claim hands back an orphan only to verify it');
+  const answer = await verifyWithProvider(
+    { orderId, claimToken: orphan.holder, attempt: orphan.attempt },
+    orphan.sendKey,
+    verification,
+    cancelRequested,
+    Math.max(0, verification.settleDelayMs - orphan.sinceDispatchMs),
+  );
+  const settled = await bookkeeping.settleVerifiedOrphanAttempt({
+    orderId,
+    holder: orphan.holder,
+    attempt: orphan.attempt,
+    answer,
+    issuedAtMs: Date.now(),
+  });
+  return {
+    kind: 'orphan-settled',
+    attempt: orphan.attempt,
+    settledAs: settled.kind === 'settled' ? settled.decision : null,
+  };
 }
 
 /** After an attempt was recorded as failed: fail for good, give up, or wait and claim again. */
@@ -545,6 +604,12 @@ function cancelledAfter(orderId: string, step: Step): CancelledFailure {
           "by another claim (a closed run's, after a reset). The sweep settles that claim; then a reset or " +
           'npm run ops -- retry sends the mail.',
       );
+    case 'orphan-settled':
+      return endCancelled(
+        `Order ${orderId}: cancelled while settling attempt ${step.attempt}, which a closed run had sent and ` +
+          `never recorded (${step.settledAs ?? 'settled by someone else meanwhile'}). This run sent nothing; ` +
+          'npm run ops -- status shows the row, and a reset or npm run ops -- retry sends the mail if it is owed.',
+      );
     case 'held-at-same-time':
       showNoClaim();
       return endCancelled(
@@ -597,7 +662,7 @@ function claimLost(
 async function claimOrFail(orderId: string): Promise<ClaimResult> {
   try {
     // The workflow's clock: the server's time of this workflow task (src/db/orderMailClaim.ts).
-    return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now() });
+    return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now(), verifyOrphans: true });
   } catch (error) {
     // A local activity's failure reaches the workflow as the activity's own ApplicationFailure (seen with
     // SDK 1.24); a regular activity's would be wrapped in an ActivityFailure. Both mean the same here.

@@ -30,6 +30,8 @@ export const RECORDED_PATHS = [
   'unknown-verification-inconclusive-assume-sent',
   'reset-of-sent',
   'reset-after-rejected-then-accepted',
+  // A reset while the send was dispatched and unrecorded: the new run asks the provider, then claims (v1.1.0).
+  'reset-mid-send-verified-accepted',
   'cancel-during-claim',
   'cancel-during-send',
   'cancel-during-backoff',

@@ -303,6 +303,21 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     await reset(orderId);
     return settled(orderId);
   },
+  async 'reset-mid-send-verified-accepted'() {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+    await start(orderId, 'verifying');
+    await waitFor('the held send to be dispatched', async () =>
+      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
+    );
+    // Reset once the settle delay since the dispatch has passed (as an operator's reset, minutes later, would):
+    // the new run asks at once, with no timer whose length would differ from one recording to the next.
+    await new Promise((resolve) => setTimeout(resolve, VERIFY.settleDelayMs + 500));
+    await reset(orderId);
+    await settled(orderId);
+    sandbox.releaseHeld();
+    return orderId;
+  },
   async 'cancel-during-claim'() {
     const orderId = await createOrder(database.db);
     const hold = holds.holdAt(orderId, 'claim');
