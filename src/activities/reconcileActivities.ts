@@ -177,7 +177,9 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
         const run = parseClaimToken(row.claimToken);
         if (run === null) continue; // An operator's token is never left 'sending'.
         const runStatus = await runStatusOf(deps.temporal, run.workflowId, run.runId);
-        if (runStatus !== 'RUNNING') {
+        // A later run of this order is open (a reset's): its next claim takes this claim over, and asks the
+        // provider first where it can. Settled here, by the policy, the attempt would lose that answer.
+        if (runStatus !== 'RUNNING' && (await runStatusOf(deps.temporal, run.workflowId)) !== 'RUNNING') {
           stuck.push({
             orderId: row.orderId,
             ...run,
@@ -232,7 +234,8 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
 
 export type ReconcileActivities = ReturnType<typeof createReconcileActivities>;
 
-async function runStatusOf(client: Client, workflowId: string, runId: string): Promise<string> {
+/** The status of `runId`, or of the workflow id's latest run when none is given; 'NOT_FOUND' when none. */
+async function runStatusOf(client: Client, workflowId: string, runId?: string): Promise<string> {
   try {
     return (await client.workflow.getHandle(workflowId, runId).describe()).status.name;
   } catch (error) {

@@ -334,6 +334,44 @@ describe('reconciliation', () => {
   });
 });
 
+describe('reconciliation beside an open run of the same order', () => {
+  it('leaves a closed run’s claim to the later run that will take it over; settles it once none is open', async () => {
+    const orderId = await orderConfirmedAgo(GRACE_MS + 60_000);
+    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+    await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: worker.taskQueue,
+      args: [orderId],
+    });
+    await waitFor('the held send to be dispatched', async () =>
+      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
+    );
+    await client.workflow.getHandle(orderId).terminate('test: terminated mid-send');
+    // A later run of the order, open but not yet at its claim (no worker polls its queue): as after a reset,
+    // its claim will take the closed run's attempt over, asking the provider first where it can.
+    await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: `nobody-polls-${randomUUID()}`,
+      args: [orderId],
+    });
+    await makeQuiet(orderId);
+    const before = await readMailLog(database.db, orderId);
+
+    const first = await triggerSweep();
+    expect(first.report.stuck.map((claim) => claim.orderId)).not.toContain(orderId);
+    expect(await readMailLog(database.db, orderId)).toEqual(before);
+
+    await client.workflow.getHandle(orderId).terminate('test: the later run is gone too');
+    const second = await triggerSweep();
+    sandbox.releaseHeld();
+    expect(second.report.stuck).toEqual([
+      expect.objectContaining({ orderId, runStatus: 'TERMINATED', dispatched: true, settlement: 'settled' }),
+    ]);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'unknown' });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+});
+
 /** Quiet for longer than the grace period (the sweep leaves fresh claims alone). */
 async function makeQuiet(orderId: string): Promise<void> {
   await database.db.query(
