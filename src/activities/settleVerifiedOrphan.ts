@@ -1,6 +1,7 @@
 import { activityInfo, log } from '@temporalio/activity';
-import { settleVerifiedOrphan } from '../db/orderMailClaim';
+import { claimTokenOf, settleVerifiedOrphan, workflowScopeOf } from '../db/orderMailClaim';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
+import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { UnknownOutcomeDecision, VerificationAnswer } from '../shared/unknownOutcome';
 import type { ActivityDependencies } from './dependencies';
 
@@ -10,6 +11,8 @@ export interface SettleVerifiedOrphanInput {
   holder: string;
   attempt: number;
   answer: VerificationAnswer;
+  /** The policy the claim returned (recorded in history), for an answer that decides nothing. */
+  policy: UnknownOutcomePolicy;
   /** The workflow's Date.now() when it scheduled this (the claim's contract: src/db/orderMailClaim.ts). */
   issuedAtMs: number;
 }
@@ -27,16 +30,19 @@ export function createSettleVerifiedOrphan(deps: ActivityDependencies) {
   ): Promise<SettleVerifiedOrphanResult> {
     const { orderId } = input;
     const metrics = deps.metrics ?? noOrderMailMetrics;
-    if (activityInfo().workflowExecution === undefined) {
-      throw new Error('Order mail activities must run inside a workflow.');
-    }
+    const info = activityInfo();
+    const execution = info.workflowExecution;
+    if (!execution) throw new Error('Order mail activities must run inside a workflow.');
     const result = await settleVerifiedOrphan(deps.db, {
       orderId,
       holder: input.holder,
       attempt: input.attempt,
+      // Taken from the activity's context, as the claim's: only another run of this workflow id is settled.
+      workflowScope: workflowScopeOf(info.namespace, execution.workflowId),
+      ownToken: claimTokenOf(info.namespace, execution.workflowId, execution.runId),
       issuedAt: new Date(input.issuedAtMs),
       answer: input.answer,
-      policy: deps.settings.unknownOutcomePolicy,
+      policy: input.policy,
       recordedBy: deps.workerIdentity,
     });
     if (result.kind === 'changed') {

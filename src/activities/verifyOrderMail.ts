@@ -13,6 +13,12 @@ export interface VerifyOrderMailInput {
   attempt: number;
   /** The key this attempt's request carried (the claim's idempotency key), which the provider is asked by. */
   sendKey: string;
+  /**
+   * How long after its dispatch the request may still have been under way (a closed run's send, which nobody
+   * waited for: its send timeout). The settle delay counts from the request's end, so "not found" is
+   * evidence only this much later. 0 (absent) for the run's own send, whose end it waited for.
+   */
+  requestMayLastMs?: number;
 }
 
 /**
@@ -83,7 +89,7 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         const evidence = notFoundIsEvidence({
           sinceDispatchMs,
           sinceKeyFirstDispatchMs: (await timeSinceKeyFirstDispatch(deps.db, orderId)) ?? sinceDispatchMs,
-          settleDelayMs: verifier.settleDelayMs,
+          settleDelayMs: verifier.settleDelayMs + (input.requestMayLastMs ?? 0),
           retentionMs: verifier.retentionMs,
         });
         if (!evidence.evidence) return inconclusive(orderId, `the lookup found nothing, but ${evidence.why}`);

@@ -380,6 +380,9 @@ export interface VerifiedOrphan {
   /** The closed run's claim token and the attempt it dispatched, as the claim's 'verify-orphan' named them. */
   holder: string;
   attempt: number;
+  /** The settling run's '<namespace>/<workflow id>/' and its own token: the holder must be another run of it. */
+  workflowScope: string;
+  ownToken: string;
   /** The settling workflow's time (the claim's contract): only a claim later than the holder's settles it. */
   issuedAt: Date;
   answer: VerificationAnswer;
@@ -403,6 +406,8 @@ export async function settleVerifiedOrphan(
     row === null ||
     row.state !== 'sending' ||
     row.claimToken !== input.holder ||
+    !row.claimToken.startsWith(input.workflowScope) ||
+    row.claimToken === input.ownToken ||
     row.attempts !== input.attempt ||
     row.dispatchedAt === null
   ) {
@@ -523,15 +528,26 @@ export type ClosedRunSettlement =
  * Temporal that the run is closed, and decided with decideUnknownOutcome, no attempt following; the fence is
  * the claim's: the row is still held by that run's token, at the same attempt, dispatched or not as the
  * caller read it. Never dispatched ('not-sent'): released as failed/not_sent, so the next claim (an
- * operator's retry or reset) takes it at once. Dispatched: settled as the decision says (by the policy).
+ * operator's retry or reset) takes it at once. Dispatched: settled as the decision says (with the provider's
+ * answer where the sweep asked it, else by the policy).
  */
 export async function settleClosedRunClaim(
   db: Database,
   seen: SeenRow,
-  input: { decision: UnknownOutcomeDecision; why: string; recordedBy: string },
+  input: {
+    decision: UnknownOutcomeDecision;
+    /** What the provider said of the dispatched request, when the sweep asked (the decision is made with it). */
+    answer?: VerificationAnswer;
+    why: string;
+    recordedBy: string;
+  },
 ): Promise<ClosedRunSettlement> {
   const { decision } = input;
-  const facts = { sinceKeyFirstDispatchMs: null, idempotency: null };
+  const facts = {
+    sinceKeyFirstDispatchMs: null,
+    idempotency: null,
+    ...(input.answer === undefined ? {} : { verification: { answer: input.answer } }),
+  };
   if (decision.kind !== 'not-sent') {
     const settled =
       seen.dispatched &&

@@ -114,6 +114,8 @@ type Step =
   | { kind: 'lost-while-held'; result: OrderMailResult }
   /** A closed run's dispatched attempt was verified and settled (null: someone else settled it): claim again. */
   | { kind: 'orphan-settled'; attempt: number; settledAs: string | null }
+  /** Cancelled while waiting to ask about a closed run's attempt: left as it was, for the sweep to ask. */
+  | { kind: 'orphan-left'; attempt: number }
   | {
       kind: 'not-accepted';
       attempt: number;
@@ -181,6 +183,8 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
           },
         );
         continue;
+      case 'orphan-left':
+        throw new Error('unreachable: an orphan is left only when the run is cancelled');
       case 'orphan-settled':
         orphanTries += 1;
         if (orphanTries > ORPHAN_VERIFY_TRIES) {
@@ -469,6 +473,7 @@ async function verifyWithProvider(
   verification: VerificationSettings,
   cancelRequested: () => boolean,
   waitMs: number = verification.settleDelayMs,
+  requestMayLastMs = 0,
 ): Promise<VerificationAnswer> {
   log.info('Order mail outcome unknown; waiting the settle delay before asking the provider', {
     orderId: base.orderId,
@@ -485,7 +490,11 @@ async function verifyWithProvider(
     retry: VERIFY_RETRY,
   });
   try {
-    return await verifier.verifyOrderMail({ ...base, sendKey });
+    return await verifier.verifyOrderMail({
+      ...base,
+      sendKey,
+      ...(requestMayLastMs > 0 ? { requestMayLastMs } : {}),
+    });
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
     // Past the schedule-to-close deadline Temporal stops retrying and hands over the last try's failure
@@ -514,18 +523,29 @@ async function verifyOrphan(
 ): Promise<Step> {
   const verification = orphan.settings.verification;
   if (verification === null) throw new Error('unreachable: the claim hands back an orphan only to verify it');
+  // Nobody waited for the closed run's send: its request may have been under way until its send timeout, and
+  // the provider's log is trusted only the settle delay after that.
+  const requestMayLastMs = orphan.settings.sendTimeoutMs;
+  const waitMs = Math.max(0, requestMayLastMs + verification.settleDelayMs - orphan.sinceDispatchMs);
   const answer = await verifyWithProvider(
     { orderId, claimToken: orphan.holder, attempt: orphan.attempt },
     orphan.sendKey,
     verification,
     cancelRequested,
-    Math.max(0, verification.settleDelayMs - orphan.sinceDispatchMs),
+    waitMs,
+    requestMayLastMs,
   );
+  if (cancelRequested() && answer.kind === 'inconclusive') {
+    // Cancelled before the provider was asked: settling now would record the policy as if asking had failed.
+    // The row stays the closed run's, and the reconciliation sweep asks about it (docs/design.md §7).
+    return { kind: 'orphan-left', attempt: orphan.attempt };
+  }
   const settled = await bookkeeping.settleVerifiedOrphanAttempt({
     orderId,
     holder: orphan.holder,
     attempt: orphan.attempt,
     answer,
+    policy: orphan.settings.unknownOutcomePolicy,
     issuedAtMs: Date.now(),
   });
   return {
@@ -609,6 +629,12 @@ function cancelledAfter(orderId: string, step: Step): CancelledFailure {
         `Order ${orderId}: cancelled while settling attempt ${step.attempt}, which a closed run had sent and ` +
           `never recorded (${step.settledAs ?? 'settled by someone else meanwhile'}). This run sent nothing; ` +
           'npm run ops -- status shows the row, and a reset or npm run ops -- retry sends the mail if it is owed.',
+      );
+    case 'orphan-left':
+      return endCancelled(
+        `Order ${orderId}: cancelled while waiting to ask the provider about attempt ${step.attempt}, which a ` +
+          'closed run had sent and never recorded. This run sent nothing and left that attempt as it was: the ' +
+          'reconciliation sweep asks the provider and settles it; npm run ops -- status shows the row.',
       );
     case 'held-at-same-time':
       showNoClaim();

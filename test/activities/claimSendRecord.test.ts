@@ -391,6 +391,7 @@ describe('claim of a closed run’s dispatched attempt, where the provider can b
       holder: a.claimToken,
       attempt: 1,
       answer: { kind: 'not-found', via: 'lookup', sinceDispatchMs: 5_000 },
+      policy: 'assume-sent',
       issuedAtMs: issuedAtOf.get(runB)! + 1,
     });
     expect(settled).toEqual({ kind: 'settled', decision: 'verified-not-sent' });
@@ -410,6 +411,7 @@ describe('claim of a closed run’s dispatched attempt, where the provider can b
       holder: a.claimToken,
       attempt: 1,
       answer: { kind: 'found', via: 'lookup', providerMessageId: 'msg-found' },
+      policy: 'assume-failed',
       issuedAtMs: issuedAtOf.get(runB)!,
     });
     expect(settled).toEqual({ kind: 'settled', decision: 'verified-accepted' });
@@ -418,36 +420,56 @@ describe('claim of a closed run’s dispatched attempt, where the provider can b
       outcome: 'accepted',
       providerMessageId: 'msg-found',
     });
+    expect(await listAttempts(database.db, orderId)).toMatchObject([
+      { attempt: 1, state: 'sent', outcome: 'accepted', providerMessageId: 'msg-found' },
+    ]);
     expect(await claim(runB, acts, orderId)).toMatchObject({ kind: 'already-sent', outcome: 'accepted' });
   });
 
-  it('the settlement is fenced: an older claim, another attempt or a settled row change nothing', async () => {
+  it('the settlement is fenced: a claim not later, another attempt, another workflow, its own token, a settled row', async () => {
     const acts = verifyingActivities('assume-sent');
     const { orderId, a } = await dispatchedByClosedRun(acts);
     const before = await readMailLog(database.db, orderId);
-    const answer = { kind: 'not-found', via: 'lookup', sinceDispatchMs: 5_000 } as const;
+    const settle = (
+      env: MockActivityEnvironment,
+      input: { holder?: string; attempt?: number; issuedAtMs?: number },
+    ) =>
+      exec(env, acts.settleVerifiedOrphanAttempt, {
+        orderId,
+        holder: input.holder ?? a.claimToken,
+        attempt: input.attempt ?? 1,
+        answer: { kind: 'not-found', via: 'lookup', sinceDispatchMs: 5_000 },
+        policy: 'assume-sent',
+        issuedAtMs: input.issuedAtMs ?? issuedAtOf.get(env)!,
+      });
     const runB = run(orderId, 'run-b');
-    // Issued no later than the holder's own claim: a stale settlement of a closed run orders nothing.
-    expect(
-      await exec(runB, acts.settleVerifiedOrphanAttempt, {
-        orderId,
-        holder: a.claimToken,
-        attempt: 1,
-        answer,
-        issuedAtMs: before!.claimIssuedAt.getTime(),
-      }),
-    ).toEqual({ kind: 'changed' });
-    expect(
-      await exec(runB, acts.settleVerifiedOrphanAttempt, {
-        orderId,
-        holder: a.claimToken,
-        attempt: 2,
-        answer,
-        issuedAtMs: issuedAtOf.get(runB)!,
-      }),
-    ).toEqual({ kind: 'changed' });
+    // Issued at the holder's own claim time: equal times order nothing.
+    expect(await settle(runB, { issuedAtMs: before!.claimIssuedAt.getTime() })).toEqual({ kind: 'changed' });
+    expect(await settle(runB, { attempt: 2 })).toEqual({ kind: 'changed' });
+    // Another workflow id's run may not settle this workflow's claim, nor may the holder settle its own.
+    expect(await settle(run('another-workflow', 'run-x'), {})).toEqual({ kind: 'changed' });
+    expect(await settle(run(orderId, 'run-a'), {})).toEqual({ kind: 'changed' });
     expect(await readMailLog(database.db, orderId)).toEqual(before);
     expect(await listAttempts(database.db, orderId)).toEqual([]);
+    // Settled once; a retried settlement finds the row moved on and changes nothing more.
+    expect(await settle(runB, {})).toEqual({ kind: 'settled', decision: 'verified-not-sent' });
+    const settled = await readMailLog(database.db, orderId);
+    expect(await settle(runB, {})).toEqual({ kind: 'changed' });
+    expect(await readMailLog(database.db, orderId)).toEqual(settled);
+    expect(await listAttempts(database.db, orderId)).toHaveLength(1);
+  });
+
+  it('a worker that cannot ask (no verification configured) settles by the policy, whatever the run asks', async () => {
+    const acts = activitiesWith('assume-sent');
+    const { orderId } = await dispatchedByClosedRun(acts);
+    const runB = run(orderId, 'run-b');
+    const b = await exec(runB, acts.claimOrderMail, {
+      orderId,
+      issuedAtMs: issuedAtOf.get(runB)!,
+      verifyOrphans: true,
+    });
+    expect(b).toMatchObject({ kind: 'already-sent', outcome: 'unknown' });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ unknownPolicy: 'assume-sent' });
   });
 
   it('a run recorded before it could verify (no verifyOrphans in its claim) still settles by the policy', async () => {

@@ -4,13 +4,15 @@
 // (assume-failed, the provider had it). Now the new run asks the provider first, after what is left of the
 // settle delay, and settles the attempt with the answer. Real Temporal dev server, real Postgres, the
 // sandbox's generic provider over loopback with its lookup; assertions on the messages the sandbox holds,
-// the row, its attempts and the runs.
+// the row, its attempts and the runs. Nobody waited for the closed run's send, so the new run asks only once
+// its send timeout (8 s here) and the settle delay have passed since that dispatch.
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { createActivities, type SendOrderMailInput } from '../../src/activities';
+import { createMailTransport } from '../../src/mail/createMailTransport';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
@@ -23,10 +25,12 @@ import {
   startTestWorker,
   testProviderMailClient,
   testSettings,
+  TEST_MAILGUN_DOMAIN,
   waitFor,
   type TestDatabase,
 } from '../support/testKit';
 import { attemptsWithVerification, rowWithVerification, testVerifier } from '../support/verificationKit';
+import { startHoldableProxy } from '../chaos/holdableProxy';
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
 
@@ -168,7 +172,7 @@ describe('reset while a dispatched send is unrecorded: the new run asks the prov
     expect(attempts[0]!.error).toMatch(/closed after dispatching; verified not sent/);
   });
 
-  it('a cancel while the new run waits to ask: settled by the policy as tried, and the run says so', async () => {
+  it('a cancel while the new run waits to ask: the attempt is left for the sweep to ask, and the run says so', async () => {
     const orderId = await createOrder(database.db);
     const taskQueue = await verifyingWorker('assume-sent', orderId, { ...VERIFY, settleDelayMs: 120_000 });
     sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
@@ -189,17 +193,78 @@ describe('reset while a dispatched send is unrecorded: the new run asks the prov
     expect((failure as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
     const described = await run2.describe();
     expect(described.status.name).toBe('CANCELLED');
-    expect(String(described.memo?.[EXPLANATION_MEMO])).toMatch(/a closed run had sent and never recorded/);
+    expect(String(described.memo?.[EXPLANATION_MEMO])).toMatch(
+      /left that attempt as it was: the reconciliation sweep asks the provider/,
+    );
+    // Not settled by the policy as if asking had failed: still the closed run's, for the sweep to ask about.
+    const row = await readMailLog(database.db, orderId);
+    expect(row).toMatchObject({ state: 'sending', attempts: 1 });
+    expect(row!.claimToken.endsWith(`/${described.runId}`)).toBe(false);
+    expect(await attemptsWithVerification(database.db, orderId)).toEqual([]);
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('a request still on the wire when the settle delay had passed is not taken for dropped: one mail', async () => {
+    // The closed run's request is held between the worker and the provider (a slow network) and lands 2.5 s
+    // after its dispatch: past the settle delay (1.2 s), inside its send timeout. Asked at the settle delay,
+    // the provider would not know it yet, and the new run would send a second mail.
+    const proxy = await startHoldableProxy({ host: '127.0.0.1', port: Number(new URL(sandbox.url).port) });
+    stops.push(() => proxy.close());
+    const mail = createMailTransport({
+      provider: 'generic',
+      baseUrl: `http://${proxy.address}`,
+      apiKey: 'sandbox-key',
+      mailgunDomain: TEST_MAILGUN_DOMAIN,
+      postmarkMessageStream: 'outbound',
+      connectTimeoutMs: 1_000,
+      headersTimeoutMs: 5_000,
+      overallTimeoutMs: 6_000,
+      connections: 4,
+    });
+    const verifier = testVerifier('generic', sandbox.url, { settings: VERIFY });
+    const worker = await startTestWorker({
+      db: database.db,
+      mail,
+      settings: testSettings({
+        unknownOutcomePolicy: 'assume-failed',
+        verification: VERIFY,
+        sendTimeoutMs: 12_000,
+      }),
+      verifier: verifier.verifier,
+    });
+    stops.push(
+      () => worker.stop(),
+      () => verifier.close(),
+      () => mail.close(),
+    );
+    const orderId = await createOrder(database.db);
+    proxy.hold();
+    const first = await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: worker.taskQueue,
+      args: [orderId],
+    });
+    await waitFor('the request to be dispatched and held on the wire', async () =>
+      (await readMailLog(database.db, orderId))?.dispatchedAt && proxy.heldBytes() > 0 ? true : undefined,
+    );
+    const dispatchedAt = (await readMailLog(database.db, orderId))!.dispatchedAt!.getTime();
+    const { newRunId } = await resetToFirstWorkflowTask(client, {
+      workflowId: orderId,
+      runId: first.firstExecutionRunId,
+      reason: 'test: reset while the request was on the wire',
+      identity: 'reset-verify-test',
+    });
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, dispatchedAt + 2_500 - Date.now())));
+    proxy.release();
+    const result = await client.workflow.getHandle<typeof orderConfirmationMail>(orderId, newRunId).result();
+
+    const messages = sandbox.messagesFor(orderId);
+    expect(messages).toHaveLength(1);
+    expect(result).toMatchObject({ result: 'already-sent', outcome: 'accepted' });
     expect(await rowWithVerification(database.db, orderId)).toMatchObject({
       state: 'sent',
-      outcome: 'unknown',
-      verification: 'inconclusive',
+      outcome: 'accepted',
+      verification: 'lookup',
     });
-    const attempts = await attemptsWithVerification(database.db, orderId);
-    expect(attempts).toMatchObject([
-      { attempt: 1, outcome: 'unknown', unknownPolicy: 'assume-sent', verification: 'inconclusive' },
-    ]);
-    expect(attempts[0]!.error).toMatch(/cancelled before the settle delay had passed/);
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 });
