@@ -13,11 +13,13 @@ import {
   type ClosedRunSettlement,
   type SeenRow,
 } from '../db/orderMailClaim';
-import { listQuietSendingRows } from '../db/orderMailLog';
+import { listQuietSendingRows, timeSinceAttemptDispatch } from '../db/orderMailLog';
+import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { advanceReconcileProgress, sweepNotBefore } from '../db/reconcileProgress';
 import type { Database } from '../db/pool';
 import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
-import type { UnknownOutcomeDecision } from '../shared/unknownOutcome';
+import type { UnknownOutcomeDecision, VerificationAnswer } from '../shared/unknownOutcome';
+import type { VerificationSettings } from '../shared/workflowSettings';
 
 export type { ConfirmedOrderCursor };
 
@@ -73,6 +75,8 @@ export interface StuckClaim {
   claimedAt: string;
   /** The row as the sweep read it: the fence its settlement is made under. */
   seen: SeenRow;
+  /** The key the dispatched request carried, which the provider is asked by; null for an outside writer's. */
+  sendKey: string | null;
 }
 
 export interface StuckClaimsResult {
@@ -82,11 +86,24 @@ export interface StuckClaimsResult {
   more: boolean;
   /** This worker's policy, for the sweep workflow to decide with (recorded in history). */
   unknownOutcomePolicy: UnknownOutcomePolicy;
+  /**
+   * How this worker asks the provider (MAIL_VERIFY), for the sweep to ask about a dispatched claim before the
+   * policy settles it; null (or absent, in results recorded before the sweep could ask) when it cannot.
+   */
+  verification?: VerificationSettings | null;
+  /** How long after its dispatch a closed run's request may have been under way (the send timeout). */
+  requestMayLastMs?: number;
+  /** Dispatched claims of closed runs left for a later sweep: too young for the provider's log to be trusted. */
+  youngerThanSettleDelay?: number;
 }
 
 /** What the sweep needs of the mail worker it runs on: its policy, and who it is for the audit trail. */
 export interface ReconcileMailSettings {
-  settings: { unknownOutcomePolicy: UnknownOutcomePolicy };
+  settings: {
+    unknownOutcomePolicy: UnknownOutcomePolicy;
+    verification?: VerificationSettings | null;
+    sendTimeoutMs?: number;
+  };
   workerIdentity: string;
 }
 
@@ -156,6 +173,10 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
         limit: deps.settings.batchSize,
       });
       const stuck: StuckClaim[] = [];
+      const verification = mail.settings.verification ?? null;
+      // Nobody waited for a closed run's send: its request may have been under way until its send timeout.
+      const requestMayLastMs = mail.settings.sendTimeoutMs ?? 0;
+      let youngerThanSettleDelay = 0;
       for (const row of rows) {
         if (isOutsideWriterToken(row.claimToken)) {
           // The old system's attempt, quiet for the grace period: it has no fence, so it counts as dispatched
@@ -171,15 +192,30 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
             attempts: row.attempts,
             claimedAt: row.claimedAt.toISOString(),
             seen: seenRowOf(row),
+            sendKey: null,
           });
           continue;
         }
         const run = parseClaimToken(row.claimToken);
         if (run === null) continue; // An operator's token is never left 'sending'.
         const runStatus = await runStatusOf(deps.temporal, run.workflowId, run.runId);
-        // A later run of this order is open (a reset's): its next claim takes this claim over, and asks the
-        // provider first where it can. Settled here, by the policy, the attempt would lose that answer.
-        if (runStatus !== 'RUNNING' && (await runStatusOf(deps.temporal, run.workflowId)) !== 'RUNNING') {
+        // (A later run of this order may be open, a reset's: its claim would take this one over. Settling it
+        // here is the same: the sweep asks the provider as that run would, and that run's claim then finds
+        // the row settled and reclaims it, or finds it sent.)
+        if (runStatus !== 'RUNNING') {
+          // Where the provider will be asked, ask once its log can be trusted: a younger request waits for a
+          // later sweep (every few minutes) rather than be settled by the policy now.
+          if (verification !== null && row.dispatchedAt !== null) {
+            const sinceDispatchMs = await timeSinceAttemptDispatch(deps.db, {
+              orderId: row.orderId,
+              claimToken: row.claimToken,
+              attempt: row.attempts,
+            });
+            if (sinceDispatchMs !== null && sinceDispatchMs < requestMayLastMs + verification.settleDelayMs) {
+              youngerThanSettleDelay += 1;
+              continue;
+            }
+          }
           stuck.push({
             orderId: row.orderId,
             ...run,
@@ -188,6 +224,7 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
             attempts: row.attempts,
             claimedAt: row.claimedAt.toISOString(),
             seen: seenRowOf(row),
+            sendKey: orderConfirmationIdempotencyKey(row.orderId, row.resendCount),
           });
         }
         heartbeat();
@@ -197,6 +234,9 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
         stuck,
         more: rows.length === deps.settings.batchSize,
         unknownOutcomePolicy: mail.settings.unknownOutcomePolicy,
+        verification,
+        requestMayLastMs,
+        youngerThanSettleDelay,
       };
     },
 
@@ -208,6 +248,8 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
     async settleClosedRunClaim(input: {
       claim: StuckClaim;
       decision: UnknownOutcomeDecision;
+      /** What the provider said of the dispatched request, when the sweep asked it. */
+      answer?: VerificationAnswer;
     }): Promise<ClosedRunSettlement> {
       const { claim, decision } = input;
       const why =
@@ -216,6 +258,7 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
           : `the run holding this claim (${claim.runId}) was ${claim.runStatus.toLowerCase()} and settled by the reconciliation sweep`;
       const result = await settleClosedRunClaim(deps.db, claim.seen, {
         decision,
+        answer: input.answer,
         why,
         recordedBy: `reconciliation sweep ${mail.workerIdentity}`,
       });
@@ -234,8 +277,7 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
 
 export type ReconcileActivities = ReturnType<typeof createReconcileActivities>;
 
-/** The status of `runId`, or of the workflow id's latest run when none is given; 'NOT_FOUND' when none. */
-async function runStatusOf(client: Client, workflowId: string, runId?: string): Promise<string> {
+async function runStatusOf(client: Client, workflowId: string, runId: string): Promise<string> {
   try {
     return (await client.workflow.getHandle(workflowId, runId).describe()).status.name;
   } catch (error) {

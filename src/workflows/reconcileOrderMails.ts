@@ -1,11 +1,19 @@
-import { continueAsNew, log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  continueAsNew,
+  log,
+  proxyActivities,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { OrderMailActivities } from '../activities';
 import type {
   ConfirmedOrderCursor,
   ReconcileActivities,
   StuckClaim,
 } from '../activities/reconcileActivities';
 import { OrderMailStuckOrders } from '../shared/searchAttributes';
-import { decideUnknownOutcome } from '../shared/unknownOutcome';
+import { decideUnknownOutcome, type VerificationAnswer } from '../shared/unknownOutcome';
+import type { VerificationSettings } from '../shared/workflowSettings';
 
 // Each batch is a bounded query plus up to a batch of idempotent starts: retried freely, since a start that
 // already happened reports 'already started'. Two minutes leave room for a slow Temporal or Postgres.
@@ -18,6 +26,9 @@ const sweep = proxyActivities<ReconcileActivities>({
 // History stays small whatever the backlog: after this many batches the run continues as new, carrying only
 // its cursor and counts. 20 batches are about 120 events; 100,000 waiting orders are 1,000 batches in 50 runs.
 const DEFAULT_BATCHES_PER_RUN = 20;
+// Each lookup try gets the lookup's own deadline plus this, to read Postgres before and after (as the mail
+// workflow's own verification).
+const VERIFY_ATTEMPT_MARGIN_MS = 5_000;
 // Order ids named on the run's search attribute; the full list is in the run's result.
 const MAX_STUCK_ORDERS_SHOWN = 100;
 
@@ -37,8 +48,13 @@ export interface ReconcileInput {
 }
 
 export interface SettledStuckClaim extends StuckClaim {
-  /** released: it never dispatched, now failed/not_sent; settled: by the policy; changed: someone acted first. */
+  /**
+   * released: it never dispatched, now failed/not_sent; settled: as `settledAs` says; changed: someone acted
+   * first.
+   */
   settlement: 'released' | 'settled' | 'changed';
+  /** How a dispatched claim was settled: verified accepted, verified not sent, or by the policy. */
+  settledAs?: 'verified-accepted' | 'verified-not-sent' | 'policy' | 'not-sent' | 'retry-under-key';
 }
 
 export interface ReconcileReport {
@@ -60,8 +76,9 @@ export interface ReconcileReport {
  * batches, and settles rows stuck in 'sending' whose run is closed (terminated, cancelled without cleanup),
  * with the claim's fences: never dispatched → released as failed/not_sent, so the next retry or reset sends
  * it (the sweep does not start the mail itself: a terminate is an operator's decision about this run, which
- * the sweep only makes true in the row); dispatched → settled by the policy, decided here by the same
- * function as the workflow's own unknowns. Each lands in the audit trail and on the OrderMailStuckOrders
+ * the sweep only makes true in the row); dispatched → where the provider can be asked, looked up first
+ * (found: sent/accepted; not found: failed/not_sent, for a retry to send), else and when that cannot decide
+ * settled by the policy, decided here by the same function as the workflow's own unknowns. Each lands in the audit trail and on the OrderMailStuckOrders
  * search attribute. Running it twice changes nothing: every start is idempotent, every settlement fenced.
  */
 export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<ReconcileReport> {
@@ -91,8 +108,15 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
   const found = await sweep.findStuckMailClaims();
   const { more } = found;
   const stuck: SettledStuckClaim[] = [];
+  const verification = found.verification ?? null;
   for (const claim of found.stuck) {
-    // No attempt follows a closed run's claim here, so an unknown outcome goes to the policy.
+    // Where the provider can be asked, a dispatched request is looked up first (the activity found it older
+    // than the settle delay); no attempt follows a closed run's claim here, so what it cannot decide goes to
+    // the policy.
+    const answer =
+      claim.dispatched && claim.sendKey !== null && verification !== null
+        ? await askProvider(claim, claim.sendKey, verification, found.requestMayLastMs ?? 0)
+        : undefined;
     const decision = decideUnknownOutcome({
       dispatched: claim.dispatched,
       policy: found.unknownOutcomePolicy,
@@ -102,9 +126,19 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
       sendTimeoutMs: 0,
       anotherAttemptFollows: false,
       providerError: null,
+      ...(answer === undefined ? {} : { verification: { answer } }),
     });
-    const settled = await sweep.settleClosedRunClaim({ claim, decision });
-    stuck.push({ ...claim, settlement: settled.kind });
+    if (decision.kind === 'verify') throw new Error('unreachable: verification answered, yet asked again');
+    const settled = await sweep.settleClosedRunClaim({
+      claim,
+      decision,
+      ...(answer === undefined ? {} : { answer }),
+    });
+    stuck.push({
+      ...claim,
+      settlement: settled.kind,
+      ...(settled.kind === 'settled' ? { settledAs: decision.kind } : {}),
+    });
   }
   if (stuck.length > 0) {
     upsertSearchAttributes([
@@ -118,6 +152,41 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
       hint: 'a released mail is sent by: npm run ops -- retry <orderId> --reason "…"',
     });
   }
+  if ((found.youngerThanSettleDelay ?? 0) > 0) {
+    log.info('Claims of closed runs left for a later sweep: too young for the provider to be asked', {
+      claims: found.youngerThanSettleDelay,
+    });
+  }
   log.info('Reconciliation finished', { ...counted, stuck: stuck.length });
   return { ...counted, stuck, moreSendingRows: more };
+}
+
+/**
+ * Asks the provider whether a closed run's dispatched request arrived (the order-mail worker's verify
+ * activity, retried until the verification deadline); past the deadline, inconclusive, and the policy decides.
+ */
+async function askProvider(
+  claim: StuckClaim,
+  sendKey: string,
+  verification: VerificationSettings,
+  requestMayLastMs: number,
+): Promise<VerificationAnswer> {
+  const verifier = proxyActivities<OrderMailActivities>({
+    startToCloseTimeout: verification.lookupTimeoutMs + VERIFY_ATTEMPT_MARGIN_MS,
+    scheduleToCloseTimeout: verification.deadlineMs,
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+  });
+  try {
+    return await verifier.verifyOrderMail({
+      orderId: claim.orderId,
+      claimToken: claim.seen.claimToken,
+      attempt: claim.attempts,
+      sendKey,
+      requestMayLastMs,
+    });
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    const last = error.cause?.message ? ` (last: ${error.cause.message})` : '';
+    return { kind: 'inconclusive', reason: `the lookup did not succeed within its deadline${last}` };
+  }
 }

@@ -40,6 +40,8 @@ export const RECORDED_PATHS = [
   'record-reexecuted',
   // The reconciliation sweep (reconcileOrderMails), settling the claim of a terminated run.
   'sweep-settles-terminated-run',
+  // The sweep asking the provider about a terminated run's dispatched request (v1.1.0).
+  'sweep-verifies-terminated-run',
 ] as const;
 
 export type RecordedPath = (typeof RECORDED_PATHS)[number];

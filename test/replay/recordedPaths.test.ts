@@ -144,7 +144,17 @@ beforeAll(async () => {
   await worker('shortSend', { sendTimeoutMs: 6_000 }, generic);
   const verifier = testVerifier('generic', sandbox.url, { settings: VERIFY });
   stops.push(() => verifier.close());
-  await worker('verifying', { verification: VERIFY }, generic, undefined, { verifier: verifier.verifier });
+  await worker(
+    'verifying',
+    { verification: VERIFY },
+    generic,
+    {
+      db: database.db,
+      temporal: client,
+      settings: { graceMs: 60_000, lookbackMs: 24 * 3_600_000, confirmedSince: null, batchSize: 10 },
+    },
+    { verifier: verifier.verifier },
+  );
   await reexecutingWorker(generic);
 }, 120_000);
 
@@ -310,9 +320,12 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     await waitFor('the held send to be dispatched', async () =>
       (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
     );
-    // Reset once the settle delay since the dispatch has passed (as an operator's reset, minutes later, would):
+    // Reset once the send timeout and the settle delay since the dispatch have passed (as an operator's reset,
+    // minutes later, would):
     // the new run asks at once, with no timer whose length would differ from one recording to the next.
-    await new Promise((resolve) => setTimeout(resolve, VERIFY.settleDelayMs + 500));
+    await new Promise((resolve) =>
+      setTimeout(resolve, testSettings().sendTimeoutMs + VERIFY.settleDelayMs + 500),
+    );
     await reset(orderId);
     await settled(orderId);
     sandbox.releaseHeld();
@@ -392,6 +405,35 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     hold.release();
     await hold.done;
     expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
+    return sweepId;
+  },
+  async 'sweep-verifies-terminated-run'() {
+    // A run terminated after its request reached the provider; the sweep looks it up before the policy.
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+    const handle = await start(orderId, 'verifying');
+    await waitFor('the held send to be dispatched', async () =>
+      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
+    );
+    await handle.terminate('recorded path: terminated mid-send');
+    await database.db.query(
+      `UPDATE order_mail_log SET updated_at = now() - interval '1 hour' WHERE order_id = $1`,
+      [orderId],
+    );
+    // The sweep asks only about a request older than the send timeout and the settle delay.
+    await new Promise((resolve) =>
+      setTimeout(resolve, testSettings().sendTimeoutMs + VERIFY.settleDelayMs + 500),
+    );
+    const sweepId = `sweep-${orderId}`;
+    const report = await client.workflow.execute(reconcileOrderMails, {
+      workflowId: sweepId,
+      taskQueue: workers.verifying.taskQueue,
+      args: [{}],
+    });
+    sandbox.releaseHeld();
+    expect(report.stuck).toEqual([
+      expect.objectContaining({ orderId, settlement: 'settled', settledAs: 'verified-accepted' }),
+    ]);
     return sweepId;
   },
 };

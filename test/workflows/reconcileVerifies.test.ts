@@ -1,0 +1,184 @@
+// The reconciliation sweep asks the provider (docs/design.md §7): a run terminated between its dispatch and
+// its record leaves the row 'sending', and no run follows it. Settled by the policy, assume-sent recorded a
+// mail the provider had dropped as sent (the customer has none, and nothing says so); now the sweep looks the
+// request up first, once it is older than the settle delay. Real Temporal dev server, real Postgres, the
+// sandbox's generic provider with its lookup over loopback; assertions on the rows, the attempts, the
+// sweep's report and the messages the sandbox holds.
+import { randomUUID } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { createActivities, type SendOrderMailInput } from '../../src/activities';
+import { createReconcileActivities, type ReconcileSettings } from '../../src/activities/reconcileActivities';
+import { readMailLog } from '../../src/db/orderMailLog';
+import type { VerificationSettings } from '../../src/shared/workflowSettings';
+import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
+import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
+import {
+  connectTestClient,
+  createOrder,
+  openTestDatabase,
+  startTestWorker,
+  testProviderMailClient,
+  testSettings,
+  waitFor,
+  type TestDatabase,
+} from '../support/testKit';
+import { attemptsWithVerification, rowWithVerification, testVerifier } from '../support/verificationKit';
+
+const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
+// The sweep asks about a closed run's request only once its send may be over and the provider's log trusted.
+const SEND_TIMEOUT_MS = testSettings().sendTimeoutMs;
+const SETTINGS: ReconcileSettings = {
+  graceMs: 60_000,
+  lookbackMs: 24 * 3_600_000,
+  confirmedSince: null,
+  batchSize: 20,
+};
+
+let database: TestDatabase;
+let sandbox: MailSandbox;
+let client: Client;
+const stops: (() => Promise<void>)[] = [];
+/** Orders whose first send is held after the real send returned: dispatched, never recorded. */
+const heldOrders = new Set<string>();
+
+beforeAll(async () => {
+  database = await openTestDatabase('reconcile_verify');
+  sandbox = await startMailSandbox({ lookups: { indexingLagMs: 300 } });
+  client = await connectTestClient();
+}, 120_000);
+
+afterAll(async () => {
+  for (const stop of stops.reverse()) await stop();
+  await client?.connection.close();
+  await sandbox?.close();
+  await database?.close();
+});
+
+async function verifyingSweepWorker(verification: VerificationSettings): Promise<string> {
+  const mail = testProviderMailClient('generic', sandbox.url);
+  const verifier = testVerifier('generic', sandbox.url, { settings: verification });
+  const deps = {
+    db: database.db,
+    mail,
+    settings: testSettings({ unknownOutcomePolicy: 'assume-sent', verification }),
+    verifier: verifier.verifier,
+    workerIdentity: 'sweep-verify',
+    mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
+  };
+  const real = createActivities(deps);
+  const held = new Set<string>();
+  const reconcile = { db: database.db, temporal: client, settings: SETTINGS };
+  const worker = await startTestWorker(deps, {
+    reconcile,
+    activities: {
+      ...real,
+      ...createReconcileActivities(reconcile, deps),
+      sendOrderMail: async (input: SendOrderMailInput) => {
+        if (!heldOrders.has(input.orderId) || held.has(input.orderId)) return real.sendOrderMail(input);
+        held.add(input.orderId);
+        await real.sendOrderMail(input).catch(() => undefined);
+        // Never answers until the worker shuts down: the run is terminated before it could record.
+        return Context.current().cancelled;
+      },
+    },
+  });
+  stops.push(
+    () => worker.stop(),
+    () => verifier.close(),
+    () => mail.close(),
+  );
+  return worker.taskQueue;
+}
+
+/** A run terminated after its send went out and before it recorded it; the row is quiet past the grace. */
+async function terminatedMidSend(taskQueue: string, orderId: string): Promise<void> {
+  heldOrders.add(orderId);
+  await client.workflow.start(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] });
+  await waitFor('the send to have gone out and been held', async () =>
+    sandbox.requests().some((request) => request.orderId === orderId) &&
+    (await readMailLog(database.db, orderId))?.dispatchedAt
+      ? true
+      : undefined,
+  );
+  await client.workflow.getHandle(orderId).terminate('test: terminated mid-send');
+  await database.db.query(
+    `UPDATE order_mail_log SET updated_at = now() - interval '1 hour' WHERE order_id = $1`,
+    [orderId],
+  );
+}
+
+function sweep(taskQueue: string) {
+  return client.workflow.execute(reconcileOrderMails, {
+    workflowId: `sweep-${randomUUID()}`,
+    taskQueue,
+    args: [{}],
+  });
+}
+
+describe('the sweep asks the provider about a terminated run’s dispatched request', () => {
+  let taskQueue: string;
+  beforeAll(async () => {
+    taskQueue = await verifyingSweepWorker(VERIFY);
+  });
+
+  it('dropped by the provider: recorded failed/not_sent, verified, for a retry to send (not sent/unknown)', async () => {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
+    await terminatedMidSend(taskQueue, orderId);
+    await new Promise((resolve) => setTimeout(resolve, SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 300));
+
+    const report = await sweep(taskQueue);
+    expect(report.stuck).toEqual([
+      expect.objectContaining({ orderId, settlement: 'settled', settledAs: 'verified-not-sent' }),
+    ]);
+    expect(await rowWithVerification(database.db, orderId)).toMatchObject({
+      state: 'failed',
+      outcome: 'not_sent',
+      verification: 'lookup',
+    });
+    const attempts = await attemptsWithVerification(database.db, orderId);
+    expect(attempts).toMatchObject([
+      { attempt: 1, state: 'failed', outcome: 'not_sent', unknownPolicy: null, verification: 'lookup' },
+    ]);
+    expect(attempts[0]!.error).toMatch(/terminated .*verified not sent/);
+    expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+  });
+
+  it('taken by the provider: recorded sent/accepted with its message id', async () => {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+    await terminatedMidSend(taskQueue, orderId);
+    await new Promise((resolve) => setTimeout(resolve, SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 300));
+
+    const report = await sweep(taskQueue);
+    sandbox.releaseHeld();
+    const messages = sandbox.messagesFor(orderId);
+    expect(messages).toHaveLength(1);
+    expect(report.stuck).toEqual([
+      expect.objectContaining({ orderId, settlement: 'settled', settledAs: 'verified-accepted' }),
+    ]);
+    expect(await rowWithVerification(database.db, orderId)).toEqual({
+      state: 'sent',
+      outcome: 'accepted',
+      verification: 'lookup',
+      providerMessageId: messages[0]!.id,
+    });
+  });
+});
+
+describe('a request younger than the settle delay', () => {
+  it('is left for a later sweep, not settled by the policy now', async () => {
+    const taskQueue = await verifyingSweepWorker({ ...VERIFY, settleDelayMs: 600_000 });
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
+    await terminatedMidSend(taskQueue, orderId);
+    const before = await readMailLog(database.db, orderId);
+
+    const report = await sweep(taskQueue);
+    expect(report.stuck.map((claim) => claim.orderId)).not.toContain(orderId);
+    expect(await readMailLog(database.db, orderId)).toEqual(before);
+  });
+});
