@@ -2,10 +2,11 @@
 // Pure: the workflow calls it for its own attempt, the claim for an attempt a closed run left dispatched,
 // the reconciliation sweep for the same when no run will follow. The SQL only carries out what it returns.
 //
-// Where the provider can be asked afterwards (src/verification/), the workflow's own attempt is first
-// verified: the decision is then "verify" (wait the settle delay, ask), and asked again with the answer, which
-// settles it as verified accepted, verified not sent, or (inconclusive) by the policy after all. The claim and
-// the sweep cannot wait to ask, so for them the policy stays as it was.
+// Where the provider can be asked afterwards (src/verification/), an unknown is first verified: the decision
+// is then "verify" (wait the settle delay, ask), and asked again with the answer, which settles it as verified
+// accepted, verified not sent, or (inconclusive) by the policy after all. The workflow asks so for its own
+// attempt and, handed back by the claim, for one a closed run left dispatched; the sweep asks before it
+// decides. Without `verification` in the facts the policy decides at once.
 import type { UnknownOutcomePolicy, UnknownSettlement } from './mailOutcome';
 import type { IdempotencyRetrySettings } from './workflowSettings';
 
