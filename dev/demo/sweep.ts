@@ -11,6 +11,9 @@ import { reconcileOrderMails, type ReconcileReport } from '../../src/workflows/r
 /** The grace the run's workers are given (RECONCILE_GRACE_MS): past the send timeout, so no live send is quiet. */
 export const RUN_SWEEP_GRACE_MS = 10_000;
 const FINAL_SWEEPS = 3;
+// A sweep that left a claim for later (its request too young to ask the provider about) is run again after
+// this, however often, until the run's deadline.
+const LEFT_FOR_LATER_WAIT_MS = 2_000;
 
 export interface SweepFacts {
   /** Every how often the Schedule ran the sweep during the run; 0 = it had none. */
@@ -64,7 +67,7 @@ export async function startRunSweeps(options: {
 
   return {
     async finish(deadline, say) {
-      for (let sweep = 0; sweep < FINAL_SWEEPS; sweep++) {
+      for (let sweep = 0, unchanged = 0; unchanged < FINAL_SWEEPS; sweep++) {
         let rows = await sendingRows();
         if (rows.count === 0 && sweep > 0) return;
         // The sweep only looks at rows quiet for its grace: wait for them to be, then sweep.
@@ -91,7 +94,12 @@ export async function startRunSweeps(options: {
           `sweep ${finalRuns}: ${rows.count} rows 'sending' before, ${after.count} after; ` +
             `found ${report.stuck.length} stuck under a closed run, started ${report.started} missed orders`,
         );
-        if (after.count === 0 || after.count === rows.count) return;
+        if (after.count === 0) return;
+        if (report.leftForLater > 0) {
+          await sleep(LEFT_FOR_LATER_WAIT_MS);
+          continue;
+        }
+        if (after.count === rows.count) unchanged += 1;
       }
     },
     async facts() {

@@ -68,6 +68,8 @@ export interface ReconcileReport {
   stuck: SettledStuckClaim[];
   /** More 'sending' rows than one sweep examines; the oldest were examined. */
   moreSendingRows: boolean;
+  /** Dispatched claims of closed runs left for a later sweep: too young for the provider to be asked yet. */
+  leftForLater: number;
 }
 
 /**
@@ -158,7 +160,7 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
     });
   }
   log.info('Reconciliation finished', { ...counted, stuck: stuck.length });
-  return { ...counted, stuck, moreSendingRows: more };
+  return { ...counted, stuck, moreSendingRows: more, leftForLater: found.youngerThanSettleDelay ?? 0 };
 }
 
 /**
