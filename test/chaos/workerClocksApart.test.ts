@@ -51,19 +51,8 @@ afterAll(async () => {
 });
 
 it('libfaketime moves the wall clock of a Node process by the offset asked (and leaves the rest alone)', () => {
-  const skew = (offset: string): number => {
-    const before = Date.now();
-    const theirs = Number(
-      execFileSync(process.execPath, ['-e', 'process.stdout.write(String(Date.now()))'], {
-        env: { ...process.env, ...clockShiftedBy(offset) },
-        encoding: 'utf8',
-        timeout: 20_000,
-      }),
-    );
-    return theirs - (before + Date.now()) / 2;
-  };
-  expect(Math.abs(skew(AHEAD) - 30_000)).toBeLessThan(5_000);
-  expect(Math.abs(skew(BEHIND) + 30_000)).toBeLessThan(5_000);
+  expect(Math.abs(skewOf(AHEAD) - 30_000)).toBeLessThan(5_000);
+  expect(Math.abs(skewOf(BEHIND) + 30_000)).toBeLessThan(5_000);
 });
 
 it('a killed predecessor’s semaphore under the same pid does not stop a shifted process from starting', () => {
@@ -77,17 +66,7 @@ it('a killed predecessor’s semaphore under the same pid does not stop a shifte
   const planted = stale.filter((file) => !existsSync(file));
   for (const file of planted) writeFileSync(file, Buffer.alloc(32));
   try {
-    for (let i = 0; i < 3; i++) {
-      const before = Date.now();
-      const theirs = Number(
-        execFileSync(process.execPath, ['-e', 'process.stdout.write(String(Date.now()))'], {
-          env: { ...process.env, ...clockShiftedBy(AHEAD) },
-          encoding: 'utf8',
-          timeout: 20_000,
-        }),
-      );
-      expect(Math.abs(theirs - before - 30_000)).toBeLessThan(5_000);
-    }
+    for (let i = 0; i < 3; i++) expect(Math.abs(skewOf(AHEAD) - 30_000)).toBeLessThan(5_000);
   } finally {
     for (const file of planted) rmSync(file, { force: true });
   }
@@ -256,6 +235,19 @@ function failureText(error: unknown): string {
     parts.push(`${cause.name}: ${cause.message}`);
   }
   return parts.join(' <- ');
+}
+
+/** How far ahead of ours a Node process started with its clock shifted by `offset` reads the time, in ms. */
+function skewOf(offset: string): number {
+  const before = Date.now();
+  const theirs = Number(
+    execFileSync(process.execPath, ['-e', 'process.stdout.write(String(Date.now()))'], {
+      env: { ...process.env, ...clockShiftedBy(offset) },
+      encoding: 'utf8',
+      timeout: 20_000,
+    }),
+  );
+  return theirs - (before + Date.now()) / 2;
 }
 
 /**

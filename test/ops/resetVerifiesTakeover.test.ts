@@ -6,12 +6,11 @@
 // sandbox's generic provider over loopback with its lookup; assertions on the messages the sandbox holds,
 // the row, its attempts and the runs. Nobody waited for the closed run's send, so the new run asks only once
 // its send timeout (8 s here) and the settle delay have passed since that dispatch.
-import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { createActivities, type SendOrderMailInput } from '../../src/activities';
+import { createActivities } from '../../src/activities';
 import { createMailTransport } from '../../src/mail/createMailTransport';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
@@ -29,7 +28,12 @@ import {
   waitFor,
   type TestDatabase,
 } from '../support/testKit';
-import { attemptsWithVerification, rowWithVerification, testVerifier } from '../support/verificationKit';
+import {
+  attemptsWithVerification,
+  holdingFirstSend,
+  rowWithVerification,
+  testVerifier,
+} from '../support/verificationKit';
 import { startHoldableProxy } from '../chaos/holdableProxy';
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
@@ -72,17 +76,9 @@ async function verifyingWorker(
     mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
   };
   const real = createActivities(deps);
-  let held = false;
   const activities = {
     ...real,
-    sendOrderMail: async (input: SendOrderMailInput) => {
-      if (input.orderId !== heldOrder || held) return real.sendOrderMail(input);
-      held = true;
-      await real.sendOrderMail(input).catch(() => undefined);
-      // Never answers (until the worker shuts down and cancels it): the run that made this request is closed
-      // by the reset before it could record it.
-      return Context.current().cancelled;
-    },
+    sendOrderMail: holdingFirstSend(real.sendOrderMail, (orderId) => orderId === heldOrder),
   };
   const worker = await startTestWorker(deps, { activities });
   stops.push(

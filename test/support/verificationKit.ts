@@ -1,5 +1,7 @@
 // Test-sized verification: a verifier over the sandbox's emulation of a provider, the workflow settings that
 // go with it, and the attempts and row as the log records their verification.
+import { Context } from '@temporalio/activity';
+import type { SendOrderMailInput } from '../../src/activities';
 import { MAIL_PROVIDER_FACTS, type MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { Database } from '../../src/db/pool';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
@@ -77,4 +79,22 @@ export async function rowWithVerification(db: Database, orderId: string) {
     [orderId],
   );
   return rows[0] ?? null;
+}
+
+/**
+ * The send activity `send`, except that the first send of each order `holds` names is held after the real
+ * send returned (or failed): its row is dispatched and never recorded, as under a worker that stalled
+ * mid-send, until the worker shuts down and cancels it. For closing that run (a reset, a terminate) mid-send.
+ */
+export function holdingFirstSend<Result>(
+  send: (input: SendOrderMailInput) => Promise<Result>,
+  holds: (orderId: string) => boolean,
+): (input: SendOrderMailInput) => Promise<Result> {
+  const held = new Set<string>();
+  return async (input) => {
+    if (!holds(input.orderId) || held.has(input.orderId)) return send(input);
+    held.add(input.orderId);
+    await send(input).catch(() => undefined);
+    return Context.current().cancelled;
+  };
 }
