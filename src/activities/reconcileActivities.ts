@@ -102,7 +102,7 @@ export interface ReconcileMailSettings {
   settings: {
     unknownOutcomePolicy: UnknownOutcomePolicy;
     verification?: VerificationSettings | null;
-    sendTimeoutMs?: number;
+    sendTimeoutMs: number;
   };
   workerIdentity: string;
 }
@@ -175,7 +175,7 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
       const stuck: StuckClaim[] = [];
       const verification = mail.settings.verification ?? null;
       // Nobody waited for a closed run's send: its request may have been under way until its send timeout.
-      const requestMayLastMs = mail.settings.sendTimeoutMs ?? 0;
+      const requestMayLastMs = mail.settings.sendTimeoutMs;
       let youngerThanSettleDelay = 0;
       for (const row of rows) {
         if (isOutsideWriterToken(row.claimToken)) {

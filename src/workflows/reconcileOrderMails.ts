@@ -29,6 +29,8 @@ const DEFAULT_BATCHES_PER_RUN = 20;
 // Each lookup try gets the lookup's own deadline plus this, to read Postgres before and after (as the mail
 // workflow's own verification).
 const VERIFY_ATTEMPT_MARGIN_MS = 5_000;
+// Closed runs' requests one sweep asks the provider about (together); more wait for the next sweep.
+const MAX_ASKS_PER_SWEEP = 10;
 // Order ids named on the run's search attribute; the full list is in the run's result.
 const MAX_STUCK_ORDERS_SHOWN = 100;
 
@@ -68,7 +70,10 @@ export interface ReconcileReport {
   stuck: SettledStuckClaim[];
   /** More 'sending' rows than one sweep examines; the oldest were examined. */
   moreSendingRows: boolean;
-  /** Dispatched claims of closed runs left for a later sweep: too young for the provider to be asked yet. */
+  /**
+   * Dispatched claims of closed runs left for a later sweep: too young for the provider to be asked yet, or
+   * beyond the asks of one sweep.
+   */
   leftForLater: number;
 }
 
@@ -111,14 +116,32 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
   const { more } = found;
   const stuck: SettledStuckClaim[] = [];
   const verification = found.verification ?? null;
+  const askable = (claim: StuckClaim): claim is StuckClaim & { sendKey: string } =>
+    claim.dispatched && claim.sendKey != null && verification !== null;
+  // Where the provider can be asked, a dispatched request is looked up first (the activity found it old enough
+  // for the provider's log to be trusted), a few at a time and together: each ask may take up to the
+  // verification deadline, and a sweep asking a hundred in a row through a lookup outage would hold off the
+  // next sweeps (and their starts of missed orders) for hours. The rest wait for a later sweep.
+  const asked = found.stuck.filter(askable).slice(0, MAX_ASKS_PER_SWEEP);
+  const answers = new Map<string, VerificationAnswer>(
+    await Promise.all(
+      asked.map(
+        async (claim) =>
+          [
+            claim.orderId,
+            await askProvider(claim, claim.sendKey, verification!, found.requestMayLastMs ?? 0),
+          ] as const,
+      ),
+    ),
+  );
+  let leftForLater = found.youngerThanSettleDelay ?? 0;
   for (const claim of found.stuck) {
-    // Where the provider can be asked, a dispatched request is looked up first (the activity found it older
-    // than the settle delay); no attempt follows a closed run's claim here, so what it cannot decide goes to
-    // the policy.
-    const answer =
-      claim.dispatched && claim.sendKey !== null && verification !== null
-        ? await askProvider(claim, claim.sendKey, verification, found.requestMayLastMs ?? 0)
-        : undefined;
+    const answer = answers.get(claim.orderId);
+    if (askable(claim) && answer === undefined) {
+      leftForLater += 1;
+      continue;
+    }
+    // No attempt follows a closed run's claim here, so what the provider cannot decide goes to the policy.
     const decision = decideUnknownOutcome({
       dispatched: claim.dispatched,
       policy: found.unknownOutcomePolicy,
@@ -150,17 +173,27 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
       },
     ]);
     log.warn('Order mails were stuck in sending under a closed run; settled', {
-      orders: stuck.map((claim) => `${claim.orderId}: ${claim.settlement}`),
+      orders: stuck.map((claim) => `${claim.orderId}: ${claim.settledAs ?? claim.settlement}`),
       hint: 'a released mail is sent by: npm run ops -- retry <orderId> --reason "…"',
     });
   }
-  if ((found.youngerThanSettleDelay ?? 0) > 0) {
-    log.info('Claims of closed runs left for a later sweep: too young for the provider to be asked', {
-      claims: found.youngerThanSettleDelay,
+  const noMail = stuck.filter((claim) => claim.settledAs === 'verified-not-sent');
+  if (noMail.length > 0) {
+    log.warn('The provider has no mail of these closed runs: their customers have none', {
+      orders: noMail.map((claim) => claim.orderId),
+      hint: 'send each with: npm run ops -- retry <orderId> --reason "…"',
     });
   }
+  if (leftForLater > 0) {
+    log.info(
+      'Claims of closed runs left for a later sweep: too young to ask the provider about, or over this sweep’s asks',
+      {
+        claims: leftForLater,
+      },
+    );
+  }
   log.info('Reconciliation finished', { ...counted, stuck: stuck.length });
-  return { ...counted, stuck, moreSendingRows: more, leftForLater: found.youngerThanSettleDelay ?? 0 };
+  return { ...counted, stuck, moreSendingRows: more, leftForLater };
 }
 
 /**

@@ -103,7 +103,10 @@ describe('the reconciliation sweep', () => {
         temporal: client,
         settings: { graceMs: 60_000, lookbackMs: 86_400_000, confirmedSince: null, batchSize: 10 },
       },
-      { settings: { unknownOutcomePolicy: 'assume-sent' }, workerIdentity: 'sweep-test' },
+      {
+        settings: { unknownOutcomePolicy: 'assume-sent', sendTimeoutMs: 8_000 },
+        workerIdentity: 'sweep-test',
+      },
     );
     const env = new MockActivityEnvironment({ taskQueue: idleQueue });
     const result: StartBatchResult = await env.run(() =>

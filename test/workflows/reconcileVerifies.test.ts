@@ -5,11 +5,10 @@
 // sandbox's generic provider with its lookup over loopback; assertions on the rows, the attempts, the
 // sweep's report and the messages the sandbox holds.
 import { randomUUID } from 'node:crypto';
-import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { createActivities, type SendOrderMailInput } from '../../src/activities';
+import { createActivities } from '../../src/activities';
 import { createReconcileActivities, type ReconcileSettings } from '../../src/activities/reconcileActivities';
 import { readMailLog } from '../../src/db/orderMailLog';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
@@ -25,7 +24,12 @@ import {
   waitFor,
   type TestDatabase,
 } from '../support/testKit';
-import { attemptsWithVerification, rowWithVerification, testVerifier } from '../support/verificationKit';
+import {
+  attemptsWithVerification,
+  holdingFirstSend,
+  rowWithVerification,
+  testVerifier,
+} from '../support/verificationKit';
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
 // The sweep asks about a closed run's request only once its send may be over and the provider's log trusted.
@@ -69,20 +73,14 @@ async function verifyingSweepWorker(verification: VerificationSettings): Promise
     mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
   };
   const real = createActivities(deps);
-  const held = new Set<string>();
   const reconcile = { db: database.db, temporal: client, settings: SETTINGS };
   const worker = await startTestWorker(deps, {
     reconcile,
     activities: {
       ...real,
       ...createReconcileActivities(reconcile, deps),
-      sendOrderMail: async (input: SendOrderMailInput) => {
-        if (!heldOrders.has(input.orderId) || held.has(input.orderId)) return real.sendOrderMail(input);
-        held.add(input.orderId);
-        await real.sendOrderMail(input).catch(() => undefined);
-        // Never answers until the worker shuts down: the run is terminated before it could record.
-        return Context.current().cancelled;
-      },
+      // The run is terminated before it could record its send.
+      sendOrderMail: holdingFirstSend(real.sendOrderMail, (orderId) => heldOrders.has(orderId)),
     },
   });
   stops.push(
@@ -166,6 +164,35 @@ describe('the sweep asks the provider about a terminated run’s dispatched requ
       verification: 'lookup',
       providerMessageId: messages[0]!.id,
     });
+  });
+});
+
+describe('many closed runs’ requests at once', () => {
+  it('one sweep asks about ten, together; the rest wait for the next sweep, which settles them', async () => {
+    const taskQueue = await verifyingSweepWorker(VERIFY);
+    const orderIds: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const orderId = await createOrder(database.db);
+      sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
+      await terminatedMidSend(taskQueue, orderId);
+      orderIds.push(orderId);
+    }
+    await new Promise((resolve) => setTimeout(resolve, SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 300));
+
+    const first = await sweep(taskQueue);
+    expect(first.stuck).toHaveLength(10);
+    expect(first.stuck.every((claim) => claim.settledAs === 'verified-not-sent')).toBe(true);
+    expect(first.leftForLater).toBe(2);
+    const second = await sweep(taskQueue);
+    expect(second.stuck.map((claim) => claim.settledAs)).toEqual(['verified-not-sent', 'verified-not-sent']);
+    expect(second.leftForLater).toBe(0);
+    for (const orderId of orderIds) {
+      expect(await rowWithVerification(database.db, orderId)).toMatchObject({
+        state: 'failed',
+        outcome: 'not_sent',
+        verification: 'lookup',
+      });
+    }
   });
 });
 
