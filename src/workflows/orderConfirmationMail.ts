@@ -131,7 +131,8 @@ type Step =
  * this run. So does an unknown outcome from a provider that dedupes by idempotency key, while its window
  * lasts: the next attempt carries the same key, so it cannot make a second mail.
  *
- * A cancel never leaves the row 'sending': each attempt runs shielded from it (a cancel during the claim
+ * A cancel never leaves this run's own attempt 'sending' (one it waits to ask about for a closed run stays as
+ * that run left it, for the sweep): each attempt runs shielded from it (a cancel during the claim
  * releases the claim, a dispatched send is waited for and recorded truthfully, a record completes), and the
  * run then ends Cancelled with an explanation in its memo. During the backoff the row is already settled.
  */
