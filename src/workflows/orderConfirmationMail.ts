@@ -473,16 +473,22 @@ async function verifyWithProvider(
   sendKey: string,
   verification: VerificationSettings,
   cancelRequested: () => boolean,
-  waitMs: number = verification.settleDelayMs,
-  requestMayLastMs = 0,
+  /** A closed run's attempt (verifyOrphan): how long to wait, and how long its request may have lasted. */
+  orphan?: { waitMs: number; requestMayLastMs: number },
 ): Promise<VerificationAnswer> {
   log.info('Order mail outcome unknown; waiting the settle delay before asking the provider', {
     orderId: base.orderId,
     attempt: base.attempt,
     settleDelayMs: verification.settleDelayMs,
-    waitMs,
+    ...(orphan === undefined ? {} : { waitMs: orphan.waitMs }),
   });
-  if (cancelRequested() || (waitMs > 0 && (await condition(cancelRequested, waitMs)))) {
+  // The run's own attempt waits exactly as recorded runs did (a timer of the settle delay, even when the
+  // cancel came first): a different command here would not replay. A closed run's attempt may need no wait.
+  const cancelled =
+    orphan === undefined
+      ? await condition(cancelRequested, verification.settleDelayMs)
+      : cancelRequested() || (orphan.waitMs > 0 && (await condition(cancelRequested, orphan.waitMs)));
+  if (cancelled) {
     return { kind: 'inconclusive', reason: 'the run was cancelled before the settle delay had passed' };
   }
   const verifier = proxyActivities<OrderMailActivities>({
@@ -494,7 +500,7 @@ async function verifyWithProvider(
     return await verifier.verifyOrderMail({
       ...base,
       sendKey,
-      ...(requestMayLastMs > 0 ? { requestMayLastMs } : {}),
+      ...(orphan === undefined ? {} : { requestMayLastMs: orphan.requestMayLastMs }),
     });
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
@@ -514,8 +520,8 @@ async function verifyWithProvider(
 /**
  * A closed run (reset or terminated) dispatched an attempt and never recorded it. Rather than settle it by
  * the policy (which may leave the customer without a mail, or send a second one), ask the provider, as for
- * this run's own unknown sends: wait what is left of the settle delay since that dispatch, look the send up
- * by its key, and settle the attempt with the answer. The claim then sends, or finds the mail sent.
+ * this run's own unknown sends: wait until its send timeout and the settle delay have passed since that
+ * dispatch (nobody saw its request end), look the send up by its key, and settle the attempt with the answer. The claim then sends, or finds the mail sent.
  */
 async function verifyOrphan(
   orderId: string,
@@ -533,8 +539,7 @@ async function verifyOrphan(
     orphan.sendKey,
     verification,
     cancelRequested,
-    waitMs,
-    requestMayLastMs,
+    { waitMs, requestMayLastMs },
   );
   if (cancelRequested() && answer.kind === 'inconclusive') {
     // Cancelled before the provider was asked: settling now would record the policy as if asking had failed.
