@@ -34,6 +34,7 @@ export const RECORDED_PATHS = [
   'reset-mid-send-verified-accepted',
   'cancel-during-claim',
   'cancel-during-send',
+  'cancel-during-send-then-settle-delay',
   'cancel-during-backoff',
   'cancel-during-record',
   'claim-reexecuted',

@@ -353,6 +353,19 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     sandbox.releaseHeld();
     return settled(orderId);
   },
+  async 'cancel-during-send-then-settle-delay'() {
+    // The cancel comes while the send is under way; the send then ends unknown, and the run, already asked to
+    // cancel, still starts its settle-delay timer as 1.0.x runs did (the condition sees the cancel at once).
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    const hold = holds.holdAt(orderId, 'send');
+    const handle = await start(orderId, 'verifying');
+    await waitFor('the send to be under way', async () => (hold.entered ? true : undefined));
+    await handle.cancel();
+    await cancelSeen(orderId);
+    hold.release();
+    return settled(orderId);
+  },
   async 'cancel-during-backoff'() {
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'status', status: 503, retryAfterSeconds: 600 });
