@@ -3,7 +3,8 @@
 // closed run's NEXT claim, never dispatched. v1.0.0 ended the new run 'claim-lost' (Completed), the sweep
 // later released the closed run's claim, and nobody was left to send: a customer without a mail (seen in
 // CI's operator chaos). The row as the reset leaves it is laid out here directly, with the real workflow,
-// Postgres and the sandbox; the run must claim again, take the closed run's attempt over and send once.
+// Postgres and the sandbox; the run must claim again, take the closed run's attempt over and send once. The
+// same when the attempt's send ended unknown before its fence (CI met that too: decided not sent).
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createActivities, type ActivityDependencies } from '../../src/activities';
@@ -12,6 +13,7 @@ import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { recordOutcome } from '../../src/db/orderMailRecord';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { sendFailure } from '../../src/shared/failures';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { ActivityHolds } from '../support/heldActivities';
 import {
@@ -32,6 +34,8 @@ let mail: MailTransport;
 let client: Client;
 let worker: RunningTestWorker;
 const holds = new ActivityHolds();
+/** Orders whose first send ends unknown without ever passing the dispatch fence (no request was made). */
+const unknownBeforeTheFence = new Set<string>();
 
 beforeAll(async () => {
   database = await openTestDatabase('lostheld');
@@ -45,7 +49,25 @@ beforeAll(async () => {
     workerIdentity: 'lost-while-held-test',
     mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
   };
-  worker = await startTestWorker(deps, { activities: holds.wrap(createActivities(deps)) });
+  const real = createActivities(deps);
+  worker = await startTestWorker(deps, {
+    activities: holds.wrap({
+      ...real,
+      // As when the send's activity was reset, or timed out, before its fence: the send says "unknown", and
+      // the row, never dispatched, proves no request was made.
+      sendOrderMail: (input) => {
+        if (!unknownBeforeTheFence.delete(input.orderId)) return real.sendOrderMail(input);
+        return Promise.reject(
+          sendFailure({
+            outcome: 'unknown',
+            httpStatus: null,
+            errorCode: null,
+            reason: 'test: the send ended before its dispatch fence, its outcome unknown to it',
+          }),
+        );
+      },
+    }),
+  });
 });
 
 afterAll(async () => {
@@ -57,10 +79,14 @@ afterAll(async () => {
   await database.close();
 });
 
-/** A new order whose first request gets a 429, its run started and held as it records that attempt. */
-async function startRefusedThenHeldAtRecord() {
+/**
+ * A new order whose first attempt sends nothing (a 429; or, with `unknownBeforeFence`, a send that ends
+ * unknown before its fence), its run started and held as it records that attempt.
+ */
+async function startRefusedThenHeldAtRecord(how: 'refused' | 'unknownBeforeFence' = 'refused') {
   const orderId = await createOrder(database.db);
-  sandbox.queueFault(orderId, { kind: 'status', status: 429 });
+  if (how === 'refused') sandbox.queueFault(orderId, { kind: 'status', status: 429 });
+  else unknownBeforeTheFence.add(orderId);
   const hold = holds.holdAt(orderId, 'record');
   const handle = await client.workflow.start(orderConfirmationMail, {
     workflowId: orderId,
@@ -126,6 +152,18 @@ it('an attempt that sent nothing finds the row held by a closed run: the run cla
     { attempt: 3, state: 'sent', outcome: 'accepted' },
   ]);
   expect(attempts[1]!.claimToken).toBe(closedRunToken);
+});
+
+it('so does an attempt whose send ended unknown before its fence (decided not sent): it claims again, one mail', async () => {
+  const { orderId, hold, handle } = await startRefusedThenHeldAtRecord('unknownBeforeFence');
+  await layClosedRunsNextClaim(orderId);
+  hold.release();
+
+  expect(await handle.result()).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 3 });
+  // The unknown send made no request; the one message is the new claim's.
+  expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(1);
+  expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', attempts: 3 });
 });
 
 it('a row settled by someone else meanwhile (an operator) still ends the run, with no request', async () => {
