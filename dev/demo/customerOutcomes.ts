@@ -4,6 +4,8 @@
 // a webhook, or by the policy) and, since the sandbox knows what it accepted, whether that settlement was right.
 // Pure, and kept apart from report.ts so the run report's other sections can change without touching it.
 
+import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
+
 export type VerificationFact = 'lookup' | 'webhook' | 'inconclusive' | null;
 
 export interface CustomerRowFact {
@@ -22,12 +24,16 @@ export interface CustomerAttemptFact {
   verification: VerificationFact;
   /** When the attempt was settled (order_mail_attempts.finished_at), ISO 8601. */
   finishedAt: string;
+  /** Operator re-sends before this attempt (order_mail_attempts.resend_count): which send it was part of. */
+  resendCount?: number;
 }
 
 export interface CustomerMessageFact {
   orderId: string;
   /** When the provider took it, ISO 8601, on the same machine's clock as Postgres. */
   receivedAt: string;
+  /** The send key the message carried (src/verification/sendKey.ts); null or absent where none is known (SMTP). */
+  sendKey?: string | null;
 }
 
 export interface CustomerFacts {
@@ -127,10 +133,17 @@ export function summarizeCustomers(facts: CustomerFacts): CustomerOutcomes {
       count.notJudged += 1;
       continue;
     }
-    // Whether the provider had the customer's mail when the attempt was settled.
+    // Whether the provider had this send's mail when the attempt was settled. A mail of an earlier send (before
+    // an operator's re-send, under another key) is not this one: the lookup rightly does not count it.
     const finishedAt = Date.parse(attempt.finishedAt);
+    const key =
+      attempt.resendCount === undefined
+        ? null
+        : orderConfirmationIdempotencyKey(attempt.orderId, attempt.resendCount);
     const hadIt = (receivedByOrder.get(attempt.orderId) ?? []).some(
-      (message) => Date.parse(message.receivedAt) <= finishedAt,
+      (message) =>
+        Date.parse(message.receivedAt) <= finishedAt &&
+        (key === null || message.sendKey == null || message.sendKey === key),
     );
     if (hadIt === settledAsSent) count.right += 1;
     else {

@@ -20,6 +20,7 @@ export async function readLogFacts(
   const attempts = await db.query<AttemptFact>(
     `SELECT order_id::text AS "orderId", attempt, state, outcome, unknown_policy AS "unknownPolicy",
             dispatched_at IS NOT NULL AS dispatched, provider_message_id AS "providerMessageId", verification,
+            resend_count AS "resendCount",
             to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedAt"
        FROM order_mail_attempts WHERE order_id = ANY($1::bigint[])`,
     [orderIds],

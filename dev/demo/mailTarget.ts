@@ -113,9 +113,12 @@ export async function startMailTarget(options: {
       ...verification.workerEnv,
     },
     messages: () =>
-      sandbox
-        .messages()
-        .map((message) => ({ orderId: message.orderId, id: message.id, receivedAt: message.receivedAt })),
+      sandbox.messages().map((message) => ({
+        orderId: message.orderId,
+        id: message.id,
+        receivedAt: message.receivedAt,
+        sendKey: message.sendKey ?? null,
+      })),
     // The sends to the provider's endpoint; its lookups are counted apart (verification.lookups()).
     requests: () =>
       sandbox

@@ -40,6 +40,8 @@ export interface AttemptFact {
   verification: VerificationFact;
   /** When the attempt was settled, ISO 8601 (Postgres's clock, the same machine's as the sandbox's). */
   finishedAt: string;
+  /** Operator re-sends before this attempt: which send (idempotency and send key) it was part of. */
+  resendCount?: number;
 }
 
 export interface MessageFact {
@@ -47,6 +49,8 @@ export interface MessageFact {
   id: string;
   /** When the provider took it, ISO 8601. */
   receivedAt: string;
+  /** The send key it carried (HTTP); null where none is known (SMTP). */
+  sendKey?: string | null;
 }
 
 /** How the sandbox ended one request to its mail API, and the fault it applied (null for none). */

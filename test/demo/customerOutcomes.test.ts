@@ -94,4 +94,40 @@ describe('summarizeCustomers', () => {
       },
     });
   });
+
+  it('judges an attempt by its own send: an earlier send’s mail (before a re-send) is not this one’s', () => {
+    // Order 7: sent and accepted, then an operator's re-send (resend 1) whose request the provider dropped,
+    // verified not sent (right: no mail of key /1), then sent again. Order 8: the same, but the provider had
+    // the re-send's mail when it was verified not sent: wrong. (CI's operator chaos met order 7's case.)
+    const facts: CustomerFacts = {
+      orderIds: ['7', '8'],
+      rows: [
+        { orderId: '7', state: 'sent', outcome: 'accepted' },
+        { orderId: '8', state: 'sent', outcome: 'accepted' },
+      ],
+      attempts: ['7', '8'].flatMap((orderId) => [
+        attempt(orderId, { finishedAt: at(2), resendCount: 0 }),
+        attempt(orderId, {
+          attempt: 2,
+          state: 'failed',
+          outcome: 'not_sent',
+          verification: 'lookup',
+          finishedAt: at(20),
+          resendCount: 1,
+        }),
+        attempt(orderId, { attempt: 3, finishedAt: at(30), resendCount: 1 }),
+      ]),
+      messages: [
+        { orderId: '7', receivedAt: at(1), sendKey: 'order-confirmation/7/0' },
+        { orderId: '7', receivedAt: at(25), sendKey: 'order-confirmation/7/1' },
+        { orderId: '8', receivedAt: at(1), sendKey: 'order-confirmation/8/0' },
+        { orderId: '8', receivedAt: at(15), sendKey: 'order-confirmation/8/1' },
+      ],
+    };
+    expect(summarizeCustomers(facts).unknowns).toMatchObject({
+      wrong: 1,
+      wrongAttempts: [{ orderId: '8', settlement: 'verified not sent', verified: true }],
+      settledBy: { 'verified not sent': { attempts: 2, right: 1, wrong: 1, notJudged: 0 } },
+    });
+  });
 });
