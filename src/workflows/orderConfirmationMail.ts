@@ -10,7 +10,6 @@ import {
   proxyActivities,
   proxyLocalActivities,
   sleep,
-  TimeoutFailure,
   upsertMemo,
 } from '@temporalio/workflow';
 import type { ClaimResult, OrderMailActivities } from '../activities';
@@ -29,6 +28,7 @@ import {
   type OrderMailWorkflowSettings,
   type VerificationSettings,
 } from '../shared/workflowSettings';
+import { askProvider } from './askProvider';
 import { verdictOfSendFailure, type SendVerdict } from './sendVerdict';
 import { showNoClaim, showOrderMailState, stateShownFor } from './showOrderMailState';
 
@@ -69,16 +69,6 @@ const LOST_CLAIM_TRIES = 3;
 // ('verify-orphan'); this run asks, settles it with the answer, and claims again. Each such settlement ends
 // one attempt for good, so more than a few in a row means the row keeps changing under us.
 const ORPHAN_VERIFY_TRIES = 3;
-
-// The verify activity asks the provider; asking again is harmless, so Temporal retries a failing lookup (with
-// backoff) until the verification deadline (MAIL_VERIFY_DEADLINE_MS), after which the policy decides. Each try
-// gets the lookup's own deadline plus this, to read Postgres before and after.
-const VERIFY_ATTEMPT_MARGIN_MS = 5_000;
-const VERIFY_RETRY = {
-  initialInterval: '1 second',
-  backoffCoefficient: 2,
-  maximumInterval: '10 seconds',
-} as const;
 
 /** The memo key under which a cancelled run says what it did (a cancelled run carries no result). */
 export const EXPLANATION_MEMO = 'orderMailExplanation';
@@ -491,30 +481,11 @@ async function verifyWithProvider(
   if (cancelled) {
     return { kind: 'inconclusive', reason: 'the run was cancelled before the settle delay had passed' };
   }
-  const verifier = proxyActivities<OrderMailActivities>({
-    startToCloseTimeout: verification.lookupTimeoutMs + VERIFY_ATTEMPT_MARGIN_MS,
-    scheduleToCloseTimeout: verification.deadlineMs,
-    retry: VERIFY_RETRY,
+  return askProvider(verification, {
+    ...base,
+    sendKey,
+    ...(orphan === undefined ? {} : { requestMayLastMs: orphan.requestMayLastMs }),
   });
-  try {
-    return await verifier.verifyOrderMail({
-      ...base,
-      sendKey,
-      ...(orphan === undefined ? {} : { requestMayLastMs: orphan.requestMayLastMs }),
-    });
-  } catch (error) {
-    if (!(error instanceof ActivityFailure)) throw error;
-    // Past the schedule-to-close deadline Temporal stops retrying and hands over the last try's failure
-    // (retry state TIMEOUT), or a timeout failure when the last try itself timed out.
-    const deadlinePassed = error.retryState === 'TIMEOUT' || error.cause instanceof TimeoutFailure;
-    const last = error.cause?.message ? ` (last: ${error.cause.message})` : '';
-    return {
-      kind: 'inconclusive',
-      reason: deadlinePassed
-        ? `the lookup did not succeed within its deadline of ${Math.round(verification.deadlineMs / 1000)} s${last}`
-        : `verification failed${last}`,
-    };
-  }
 }
 
 /**

@@ -1,11 +1,4 @@
-import {
-  ActivityFailure,
-  continueAsNew,
-  log,
-  proxyActivities,
-  upsertSearchAttributes,
-} from '@temporalio/workflow';
-import type { OrderMailActivities } from '../activities';
+import { continueAsNew, log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type {
   ConfirmedOrderCursor,
   ReconcileActivities,
@@ -13,7 +6,7 @@ import type {
 } from '../activities/reconcileActivities';
 import { OrderMailStuckOrders } from '../shared/searchAttributes';
 import { decideUnknownOutcome, type VerificationAnswer } from '../shared/unknownOutcome';
-import type { VerificationSettings } from '../shared/workflowSettings';
+import { askProvider } from './askProvider';
 
 // Each batch is a bounded query plus up to a batch of idempotent starts: retried freely, since a start that
 // already happened reports 'already started'. Two minutes leave room for a slow Temporal or Postgres.
@@ -26,9 +19,6 @@ const sweep = proxyActivities<ReconcileActivities>({
 // History stays small whatever the backlog: after this many batches the run continues as new, carrying only
 // its cursor and counts. 20 batches are about 120 events; 100,000 waiting orders are 1,000 batches in 50 runs.
 const DEFAULT_BATCHES_PER_RUN = 20;
-// Each lookup try gets the lookup's own deadline plus this, to read Postgres before and after (as the mail
-// workflow's own verification).
-const VERIFY_ATTEMPT_MARGIN_MS = 5_000;
 // Closed runs' requests one sweep asks the provider about (together); more wait for the next sweep.
 const MAX_ASKS_PER_SWEEP = 10;
 // Order ids named on the run's search attribute; the full list is in the run's result.
@@ -129,7 +119,13 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
         async (claim) =>
           [
             claim.orderId,
-            await askProvider(claim, claim.sendKey, verification!, found.requestMayLastMs ?? 0),
+            await askProvider(verification!, {
+              orderId: claim.orderId,
+              claimToken: claim.seen.claimToken,
+              attempt: claim.attempts,
+              sendKey: claim.sendKey,
+              requestMayLastMs: found.requestMayLastMs ?? 0,
+            }),
           ] as const,
       ),
     ),
@@ -194,34 +190,4 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
   }
   log.info('Reconciliation finished', { ...counted, stuck: stuck.length });
   return { ...counted, stuck, moreSendingRows: more, leftForLater };
-}
-
-/**
- * Asks the provider whether a closed run's dispatched request arrived (the order-mail worker's verify
- * activity, retried until the verification deadline); past the deadline, inconclusive, and the policy decides.
- */
-async function askProvider(
-  claim: StuckClaim,
-  sendKey: string,
-  verification: VerificationSettings,
-  requestMayLastMs: number,
-): Promise<VerificationAnswer> {
-  const verifier = proxyActivities<OrderMailActivities>({
-    startToCloseTimeout: verification.lookupTimeoutMs + VERIFY_ATTEMPT_MARGIN_MS,
-    scheduleToCloseTimeout: verification.deadlineMs,
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
-  });
-  try {
-    return await verifier.verifyOrderMail({
-      orderId: claim.orderId,
-      claimToken: claim.seen.claimToken,
-      attempt: claim.attempts,
-      sendKey,
-      requestMayLastMs,
-    });
-  } catch (error) {
-    if (!(error instanceof ActivityFailure)) throw error;
-    const last = error.cause?.message ? ` (last: ${error.cause.message})` : '';
-    return { kind: 'inconclusive', reason: `the lookup did not succeed within its deadline${last}` };
-  }
 }
