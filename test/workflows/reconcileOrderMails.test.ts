@@ -300,16 +300,7 @@ describe('reconciliation', () => {
 
   it('a run terminated while its dispatched send is held: the sweep settles it by the policy, one message', async () => {
     const orderId = await orderConfirmedAgo(GRACE_MS + 60_000);
-    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
-    await client.workflow.start(orderConfirmationMail, {
-      workflowId: orderId,
-      taskQueue: worker.taskQueue,
-      args: [orderId],
-    });
-    await waitFor('the held send to be dispatched', async () =>
-      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
-    );
-    await client.workflow.getHandle(orderId).terminate('test: terminated mid-send');
+    await terminatedWhileDispatched(orderId);
     await makeQuiet(orderId);
 
     const { report } = await triggerSweep();
@@ -337,16 +328,7 @@ describe('reconciliation', () => {
 describe('reconciliation beside an open run of the same order', () => {
   it('settles a closed run’s claim even while a later run is open that may never reach its claim', async () => {
     const orderId = await orderConfirmedAgo(GRACE_MS + 60_000);
-    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
-    await client.workflow.start(orderConfirmationMail, {
-      workflowId: orderId,
-      taskQueue: worker.taskQueue,
-      args: [orderId],
-    });
-    await waitFor('the held send to be dispatched', async () =>
-      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
-    );
-    await client.workflow.getHandle(orderId).terminate('test: terminated mid-send');
+    await terminatedWhileDispatched(orderId);
     // A later run of the order that no worker polls: it would hold the row forever if the sweep waited for it.
     const later = await client.workflow.start(orderConfirmationMail, {
       workflowId: orderId,
@@ -365,6 +347,20 @@ describe('reconciliation beside an open run of the same order', () => {
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 });
+
+/** Its run started, its send dispatched and held at the provider (which has the mail), then terminated. */
+async function terminatedWhileDispatched(orderId: string): Promise<void> {
+  sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+  await client.workflow.start(orderConfirmationMail, {
+    workflowId: orderId,
+    taskQueue: worker.taskQueue,
+    args: [orderId],
+  });
+  await waitFor('the held send to be dispatched', async () =>
+    (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
+  );
+  await client.workflow.getHandle(orderId).terminate('test: terminated mid-send');
+}
 
 /** Quiet for longer than the grace period (the sweep leaves fresh claims alone). */
 async function makeQuiet(orderId: string): Promise<void> {
