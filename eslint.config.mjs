@@ -36,6 +36,13 @@ const nodeBuiltins = [
   'zlib',
 ];
 
+// The SDK's internals (`@temporalio/common/lib/...`) change without notice between minor versions; only the
+// packages' entry points are its API.
+const sdkInternals = {
+  group: ['@temporalio/*/lib', '@temporalio/*/lib/**'],
+  message: "Import from the package's entry point: lib/ is the Temporal SDK's internals.",
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', 'coverage/**', 'test-artifacts/**', '.tmp/**'] },
   js.configs.recommended,
@@ -48,6 +55,7 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/require-await': 'off',
+      'no-restricted-imports': ['error', { patterns: [sdkInternals] }],
     },
   },
   {
@@ -65,6 +73,7 @@ export default tseslint.config(
             '@temporalio/worker',
           ],
           patterns: [
+            sdkInternals,
             {
               group: ['**/db', '**/db/**', '**/mail', '**/mail/**', '**/config', '**/config/**'],
               message: 'Workflows must stay deterministic: no I/O or configuration imports.',

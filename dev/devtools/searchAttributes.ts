@@ -1,6 +1,5 @@
 import type { SearchAttributeType } from '@temporalio/common';
-import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes';
-import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../../src/shared/searchAttributes';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES, type SearchAttributeKey } from '../../src/shared/searchAttributes';
 
 /** Type names as the CLI's `--search-attribute Name=Type` flag spells them. */
 export type SearchAttributeTypeName =
@@ -25,7 +24,7 @@ export const sdkSearchAttributeType = {
  * server that already runs, use `ensureSearchAttributes` (src/temporal/searchAttributes.ts).
  */
 export function devServerSearchAttributes(
-  keys: readonly SearchAttributeKey<SearchAttributeType>[] = ORDER_MAIL_SEARCH_ATTRIBUTES,
+  keys: readonly SearchAttributeKey[] = ORDER_MAIL_SEARCH_ATTRIBUTES,
 ): SearchAttributeDefinitions {
   const typeNames = Object.entries(sdkSearchAttributeType) as [
     SearchAttributeTypeName,

@@ -4,8 +4,7 @@
 // ~/.config/temporalio/temporal.toml) underneath them. So the dev server, the native stack, a self-hosted
 // cluster and Temporal Cloud differ by environment alone. Used by the worker, the client library, the CLIs,
 // the stack and the test harness.
-import type { Metadata } from '@temporalio/client';
-import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow';
+import type { Metadata, TLSConfig } from '@temporalio/client';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 
 export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';

@@ -3,8 +3,10 @@
 // it on its dev server. A workflow that upserts an attribute the namespace does not know hangs (its workflow
 // task fails and is retried forever), so nothing may be upserted that is not listed here.
 // Pure: imported by workflows.
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+
+/** A typed search attribute key, named through the SDK's public types (its own name lives under lib/). */
+export type SearchAttributeKey = SearchAttributePair['key'];
 
 /**
  * What an operator needs to know about an order's mail, in one word:
@@ -34,7 +36,7 @@ export const OrderMailStuckOrders = defineSearchAttributeKey(
   SearchAttributeType.KEYWORD_LIST,
 );
 
-export const ORDER_MAIL_SEARCH_ATTRIBUTES: readonly SearchAttributeKey<SearchAttributeType>[] = [
+export const ORDER_MAIL_SEARCH_ATTRIBUTES: readonly SearchAttributeKey[] = [
   OrderMailState,
   OrderMailOutcome,
   OrderMailAttempts,

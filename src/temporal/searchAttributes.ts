@@ -1,14 +1,11 @@
 // Registering and checking the custom search attributes on a namespace. Used by `npm run setup` (register),
 // the worker at start-up (check) and the test harness (register on a server it did not start).
 import { isGrpcServiceError, type Connection } from '@temporalio/client';
-import type { SearchAttributeType } from '@temporalio/common';
-import {
-  encodeSearchAttributeIndexedValueType,
-  type SearchAttributeKey,
-} from '@temporalio/common/lib/search-attributes';
-import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/searchAttributes';
+import { SearchAttributeType } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES, type SearchAttributeKey } from '../shared/searchAttributes';
 
-type Key = SearchAttributeKey<SearchAttributeType>;
+type Key = SearchAttributeKey;
 
 /** The operator service of a client `Connection` or a worker's `NativeConnection`: both have one. */
 export interface HasOperatorService {
@@ -99,10 +96,19 @@ export async function assertSearchAttributesRegistered(
   }
 }
 
-type IndexedValueType = NonNullable<ReturnType<typeof encodeSearchAttributeIndexedValueType>>;
+const IndexedValueType = temporal.api.enums.v1.IndexedValueType;
 
-function indexedValueType(key: Key): IndexedValueType {
-  const encoded = encodeSearchAttributeIndexedValueType(key.type);
-  if (encoded === undefined) throw new Error(`unknown search attribute type "${key.type}" for ${key.name}`);
-  return encoded;
+// The operator API's enum for each SDK type. The SDK has this table too, but only under its lib/ internals.
+const INDEXED_VALUE_TYPES: Record<SearchAttributeType, temporal.api.enums.v1.IndexedValueType> = {
+  [SearchAttributeType.TEXT]: IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
+  [SearchAttributeType.KEYWORD]: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  [SearchAttributeType.INT]: IndexedValueType.INDEXED_VALUE_TYPE_INT,
+  [SearchAttributeType.DOUBLE]: IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
+  [SearchAttributeType.BOOL]: IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+  [SearchAttributeType.DATETIME]: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  [SearchAttributeType.KEYWORD_LIST]: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+};
+
+function indexedValueType(key: Key): temporal.api.enums.v1.IndexedValueType {
+  return INDEXED_VALUE_TYPES[key.type];
 }

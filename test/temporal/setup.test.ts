@@ -3,7 +3,7 @@
 // reconciliation schedule, and running it again changes nothing; then the worker starts.
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
-import { msToTs } from '@temporalio/common/lib/time';
+import { google } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { main as setup } from '../../src/cli/setup';
 import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../../src/shared/searchAttributes';
@@ -25,7 +25,7 @@ beforeAll(async () => {
   connection = await Connection.connect({ address: inject('temporalAddress') });
   await connection.workflowService.registerNamespace({
     namespace,
-    workflowExecutionRetentionPeriod: msToTs('1 day'),
+    workflowExecutionRetentionPeriod: google.protobuf.Duration.fromObject({ seconds: 24 * 60 * 60 }),
   });
   // A new namespace is served once the frontend's namespace cache has it.
   await waitFor('the new namespace to be served', async () => {

@@ -2,7 +2,7 @@
 // (orderPaths.ts) and one order of each floor workflow, each history counted (historyCost.ts). Runs before the
 // measured phases, so nothing here overlaps a measurement.
 import type { Client } from '@temporalio/client';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { historyToJson } from '../../devtools/historyJson';
 import type { ServerName } from '../options';
 import { countHistoryCost, type HistoryCost } from './historyCost';
 import { runOrderPaths, type OrderPath, type OrderPathsTarget } from './orderPaths';
@@ -38,7 +38,7 @@ export async function measureCostRows(input: {
         args: [workflowId],
       });
       await handle.result();
-      const history = JSON.parse(historyToJSON(await handle.fetchHistory())) as unknown;
+      const history = historyToJson(await handle.fetchHistory());
       rows.push({
         server: input.server,
         variant,

@@ -3,7 +3,7 @@
 // bench (against each Temporal server it runs) and by test/cost/actionsPerOrder.test.ts (which pins the
 // accepted path's Actions). The mail sandbox decides the path: a fault queued for the order's first request.
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { historyToJson } from '../../devtools/historyJson';
 import { startOrderConfirmationMail } from '../../../src/client';
 import { readMailLog } from '../../../src/db/orderMailLog';
 import type { Database } from '../../../src/db/pool';
@@ -97,7 +97,7 @@ async function runOnePath(target: OrderPathsTarget, path: OrderPath): Promise<Pa
     if (plan.completes)
       problems.push(`${path}: the workflow failed: ${error.cause?.message ?? error.message}`);
   }
-  const history = JSON.parse(historyToJSON(await handle.fetchHistory())) as unknown;
+  const history = historyToJson(await handle.fetchHistory());
   const log = await readMailLog(target.db, orderId);
   const row = log === null ? null : { state: log.state, outcome: log.outcome, attempts: log.attempts };
   const expected = expectedRow(path, target.verifies);
