@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
-import type { TestProject } from 'vitest/node';
+import type { TestProject } from 'vitest/node' with { 'resolution-mode': 'import' };
 import { startTemporalDevServer } from '../../dev/devtools/devServer';
 import { startEmbeddedPostgres } from '../../dev/devtools/embeddedPostgres';
 import { devServerSearchAttributes } from '../../dev/devtools/searchAttributes';

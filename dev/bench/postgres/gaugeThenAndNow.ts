@@ -7,6 +7,7 @@ import { execSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../../devtools/embeddedPostgres';
+import { countStuckSending as now } from '../../../src/db/mailLogGauges';
 import { createDatabase } from '../../../src/db/pool';
 
 async function main() {
@@ -27,7 +28,6 @@ async function main() {
   } finally {
     rmSync(v1Path, { force: true });
   }
-  const { countStuckSending: now } = await import('../../../src/db/mailLogGauges');
   const server = await startEmbeddedPostgres({ dataDir: path.resolve(dataDir), persistent: true });
   const url = new URL(server.connectionString);
   url.pathname = '/order_mail_growth_filled';

@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The production stack's tests start their own Temporal server on Postgres: `npm run test:stack`
-    // (vitest.stack.config.ts).
+    // (vitest.stack.config.mts).
     exclude: [...configDefaults.exclude, 'test/stack/**'],
     // Temporal's native core (workers, NativeConnection) does not work inside worker threads.
     pool: 'forks',
