@@ -434,7 +434,7 @@ async function waitForCompletion(input: {
   const deadline = input.startedAt + options.timeoutMs;
   let rowCounts: Record<string, number> = {};
   let closed = 0;
-  let trouble = '';
+  let trouble: string;
   for (;;) {
     // A failed client (it gave up on Temporal) ends the wait; the report then shows what never started.
     const clientFailure = await Promise.race([

@@ -155,6 +155,7 @@ async function launch(executable: string, options: ResolvedDevServerOptions): Pr
     throw new Error(
       `${reason}\ncommand: ${executable} ${devServerArguments(options).join(' ')}\n` +
         `last output:\n${output()}`,
+      { cause: error },
     );
   }
   return { stop };

@@ -84,7 +84,9 @@ export async function startEmbeddedPostgres(
     } catch (error) {
       // The library rejects with nothing when postgres exits early (e.g. the port is taken).
       const reason = error instanceof Error ? error.message : 'postgres exited during start-up';
-      throw new Error(`embedded Postgres on port ${port} failed: ${reason}\nlast output:\n${logTail}`);
+      throw new Error(`embedded Postgres on port ${port} failed: ${reason}\nlast output:\n${logTail}`, {
+        cause: error,
+      });
     }
   };
 

@@ -71,6 +71,7 @@ export async function startMailDev(options: MailDevOptions = {}): Promise<Runnin
     await stop();
     throw new Error(
       `MailDev did not start: ${(error as Error).message}${output === '' ? '' : `\n${output}`}`,
+      { cause: error },
     );
   }
   return { smtpHost: HOST, smtpPort, webUrl, stop };

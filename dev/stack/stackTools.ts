@@ -81,6 +81,7 @@ export async function ensureStackTools(
     const output = error as { stdout?: string; stderr?: string; message?: string };
     throw new Error(
       `scripts/setup.sh --stack failed: ${output.message ?? String(error)}\n${output.stdout ?? ''}${output.stderr ?? ''}`,
+      { cause: error },
     );
   }
   const after = findStackTools(settings, env);

@@ -82,7 +82,7 @@ export async function startUiServer(options: UiServerOptions): Promise<RunningUi
 }
 
 async function waitForHttp(url: string, deadline: number, process: ManagedProcess): Promise<void> {
-  let lastError = 'no answer';
+  let lastError: string;
   for (;;) {
     const exited = process.exitDescription();
     if (exited !== null) throw new Error(exited);

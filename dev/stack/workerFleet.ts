@@ -126,7 +126,7 @@ export async function startWorkerFleet(options: WorkerFleetOptions): Promise<Wor
 
 /** Polls the worker's /readyz: it answers 200 once the worker polls its task queue and Postgres answers. */
 export async function waitUntilReady(worker: StackWorker, deadline: number): Promise<void> {
-  let lastError = 'no answer';
+  let lastError: string;
   for (;;) {
     const exited = worker.process.exitDescription();
     if (exited !== null) throw new Error(`${exited} before it was ready:\n${worker.process.output()}`);

@@ -157,6 +157,7 @@ export async function migrate(
       } catch (error) {
         throw new Error(
           `Migration ${file.name} failed: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
         );
       }
       await client.query('INSERT INTO order_mail_schema_migrations (name, checksum) VALUES ($1, $2)', [

@@ -60,7 +60,7 @@ export function readSendGridDelivery(input: {
   if (!isFresh(signedAt, input.now, input.maxAgeMs)) return refused(401, 'the signature timestamp is stale');
   const signatureBytes = Buffer.from(signature, 'base64');
   const signed = Buffer.concat([Buffer.from(timestamp, 'utf8'), input.rawBody]);
-  let authentic = false;
+  let authentic: boolean;
   try {
     authentic = signatureBytes.length > 0 && verify('sha256', signed, input.publicKey, signatureBytes);
   } catch {

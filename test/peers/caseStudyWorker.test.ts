@@ -74,7 +74,7 @@ async function runWorkers(options: {
       45_000,
     );
   } catch (error) {
-    throw new Error(`${(error as Error).message}\n${describeWorkers()}`);
+    throw new Error(`${(error as Error).message}\n${describeWorkers()}`, { cause: error });
   }
   const codes = await Promise.all(running.map((worker) => worker.stop()));
   expect(codes, describeWorkers()).toEqual(running.map(() => 0));

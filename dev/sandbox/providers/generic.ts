@@ -11,7 +11,7 @@ export const genericEmulation: ProviderEmulation = {
   parse(text) {
     const body = jsonObject(text);
     if (body === null) {
-      let parsed: unknown = null;
+      let parsed: unknown;
       try {
         parsed = JSON.parse(text);
       } catch {
