@@ -55,6 +55,10 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
     connections: options.connections,
     // A POST is never pipelined behind another request anyway; 1 keeps keep-alive reuse and nothing more.
     pipelining: 1,
+    // HTTP/1.1 only (undici 8 would negotiate HTTP/2 over TLS): the outcome evidence and the connection
+    // slots below assume one request per connection, and undici's HTTP/2 client replays a stream that a
+    // GOAWAY refused after the request had started.
+    allowH2: false,
     connect: { timeout: options.connectTimeoutMs },
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: options.headersTimeoutMs,

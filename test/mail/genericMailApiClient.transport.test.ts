@@ -1,8 +1,14 @@
 // Transport behaviours the sandbox does not emulate, each against a small real loopback server
 // (research note §7): a TLS handshake that never completes, a broken body after a 2xx, a 2xx without an id,
-// and the stale keep-alive race.
+// the stale keep-alive race, and a TLS server that offers HTTP/2.
 
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createSecureServer } from 'node:http2';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -206,5 +212,61 @@ describe('stale keep-alive socket', () => {
     expect(requestsAnswered).toBe(1);
     // One connection: the second POST rode the reused socket and undici did not retry it on a new one.
     expect(connections).toBe(1);
+  });
+});
+
+describe('HTTP version', () => {
+  it('a TLS server that offers HTTP/2 (undici 8 negotiates it by default) still gets the send over HTTP/1.1', async () => {
+    // The send's evidence is HTTP/1.1's: one request per pool connection (MAIL_CONNECTIONS counts requests
+    // past the fence), and undici's HTTP/2 client replays a stream refused by a GOAWAY after the request
+    // started, which the phase interceptor would not see as a second request.
+    const directory = mkdtempSync(path.join(tmpdir(), 'h2-offer-'));
+    cleanups.push(async () => rmSync(directory, { recursive: true, force: true }));
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        path.join(directory, 'key.pem'),
+        '-out',
+        path.join(directory, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    const cert = readFileSync(path.join(directory, 'cert.pem'), 'utf8');
+    const versions: string[] = [];
+    const server = createSecureServer(
+      { key: readFileSync(path.join(directory, 'key.pem')), cert, allowHTTP1: true },
+      (req, res) => {
+        versions.push(req.httpVersion);
+        req.resume();
+        req.on('end', () => res.writeHead(202, { 'content-type': 'application/json' }).end('{"id":"msg_h"}'));
+      },
+    );
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    // The process's default CAs gain the test's certificate for this test only.
+    const defaults = getCACertificates('default');
+    setDefaultCACertificates([...defaults, cert]);
+    cleanups.push(async () => {
+      setDefaultCACertificates(defaults);
+      await new Promise((resolve) => server.close(resolve));
+    });
+
+    const transport = client(`https://127.0.0.1:${(server.address() as { port: number }).port}`);
+    expect(await transport.send(MAIL)).toMatchObject({ outcome: 'accepted', providerMessageId: 'msg_h' });
+    expect(versions).toEqual(['1.1']);
   });
 });
