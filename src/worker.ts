@@ -9,6 +9,8 @@
 // Stopping (SIGTERM, SIGINT): the activity worker stops first and lets its running sends finish; the
 // workflow worker goes on processing workflow tasks until every send this process ran is recorded (the
 // record is a local activity of the workflow's next task), bounded by WORKER_SHUTDOWN_GRACE_MS; then it stops.
+// First: refuses an unsupported Node before any other import can fail on it.
+import './nodeGuard';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig, type WorkerConfig } from './config/loadConfig';

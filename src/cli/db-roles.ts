@@ -3,6 +3,8 @@
 //   MIGRATION_DATABASE_URL=postgres://order_mail_migrator:…@host/shop \
 //   DATABASE_URL=postgres://order_mail_app:…@host/shop npm run db:roles
 // Run it once per database (again to change a password); then npm run db:migrate, then the workers.
+// First: refuses an unsupported Node before any other import can fail on it.
+import '../nodeGuard';
 import { setUpDatabaseRoles } from '../db/roles';
 
 async function main(): Promise<void> {

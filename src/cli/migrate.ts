@@ -2,6 +2,8 @@
 // role (docs/production.md): MIGRATION_DATABASE_URL names a role that may create and alter the mail tables;
 // the workers' DATABASE_URL names one that may not. Safe to run from several places at once.
 // --adopt: adopt the case study's own order_mail_log, keeping every row (docs/adoption.md).
+// First: refuses an unsupported Node before any other import can fail on it.
+import '../nodeGuard';
 import { parseArgs } from 'node:util';
 import { migrate } from '../db/migrate';
 

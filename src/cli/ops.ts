@@ -1,6 +1,8 @@
 // `npm run ops -- status|list|retry|resolve …`: the operator CLI. Thin: the grammar is src/ops/opsCommand.ts,
 // the acts are src/ops/*, and this file wires them to the environment and the terminal.
 // Exit codes: 0 done, 1 refused or failed (nothing changed unless it says so), 2 bad arguments.
+// First: refuses an unsupported Node before any other import can fail on it.
+import '../nodeGuard';
 import { connectOrderMailClient } from '../client';
 import { ConfigError } from '../config/loadConfig';
 import { loadOpsConfig } from '../config/loadOpsConfig';

@@ -2,6 +2,8 @@
 // registers the search attributes the workflows upsert (the worker refuses to start without them) and creates
 // or updates the Schedule of the reconciliation sweep. Environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 // TEMPORAL_TASK_QUEUE, RECONCILE_INTERVAL_MS (default 300000, five minutes).
+// First: refuses an unsupported Node before any other import can fail on it.
+import '../nodeGuard';
 import { connectOrderMailClient } from '../client';
 import { ConfigError } from '../config/loadConfig';
 import { loadOpsConfig } from '../config/loadOpsConfig';

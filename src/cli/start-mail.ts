@@ -1,6 +1,8 @@
 // `npm run start-mail -- <orderId> [<orderId> ...]` (or ids on stdin, one per line): starts each order's
 // confirmation mail. Safe to repeat: an order already started is reported, not sent again.
 // Exit codes: 0 every id started or already started, 1 a start failed, 2 bad input (nothing started).
+// First: refuses an unsupported Node before any other import can fail on it.
+import '../nodeGuard';
 import { createInterface } from 'node:readline';
 import {
   connectOrderMailClient,

@@ -1,6 +1,8 @@
 // `npm run webhooks`: the provider webhook receiver (src/webhooks/webhookServer.ts), configured from the
 // environment (src/webhooks/webhookConfig.ts). Applies the migrations first, like a worker. Stops on
 // SIGINT/SIGTERM once the requests in flight are answered.
+// First: refuses an unsupported Node before any other import can fail on it.
+import '../nodeGuard';
 import { migrate } from '../db/migrate';
 import { createDatabase } from '../db/pool';
 import { loadWebhookConfig } from '../webhooks/webhookConfig';

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { loadStackSettings, PROJECT_ROOT } from '../../dev/stack/stackSettings';
+import { MINIMUM_NODE_MAJOR, unsupportedNodeMessage } from '../../src/nodeGuard';
 
 const { nodeVersion } = loadStackSettings();
 const major = nodeVersion.split('.')[0];
@@ -22,4 +23,14 @@ it('names the same Node in .nvmrc, engines and @types/node', () => {
 
 it('runs the tests on that Node (npm test goes through scripts/with-node.sh)', () => {
   expect(process.version).toBe(`v${nodeVersion}`);
+});
+
+it('the production commands refuse a Node older than engines says (src/nodeGuard.ts), and only those', () => {
+  expect(String(MINIMUM_NODE_MAJOR)).toBe(major);
+  expect(unsupportedNodeMessage('20.20.2', '/usr/bin/node')).toMatch(
+    /needs Node 24 or later; this is Node v20\.20\.2 \(\/usr\/bin\/node\)/,
+  );
+  expect(unsupportedNodeMessage('23.11.0', 'node')).not.toBeNull();
+  expect(unsupportedNodeMessage(nodeVersion, 'node')).toBeNull();
+  expect(unsupportedNodeMessage('26.0.0', 'node')).toBeNull();
 });

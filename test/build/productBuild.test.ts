@@ -3,7 +3,8 @@
 // `npm run build` and the workflow bundle, then `npm ci --omit=dev` in place of the dev dependencies. The
 // output must hold no dev tool and the install no dev-only package; the production npm scripts must run on
 // that install alone, against the test run's Temporal server and Postgres.
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { cp, mkdtemp, readdir, readFile, rm, symlink, unlink } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
@@ -15,6 +16,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createIsolatedDatabase, type IsolatedDatabase } from '../../dev/devtools/testDatabases';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { createDatabase, type Database } from '../../src/db/pool';
+import { readMailLog } from '../../src/db/orderMailLog';
+import { MINIMUM_NODE_MAJOR } from '../../src/nodeGuard';
 import type { OrderMailStatus } from '../../src/ops/orderMailStatus';
 import { getFreePort } from '../../src/shared/freePort';
 import { connectTestClient, createOrder, waitFor } from '../support/testKit';
@@ -35,6 +38,21 @@ const DEV_ONLY_PACKAGES = [
 const INSTALL_TIMEOUT_MS = 240_000;
 
 let project: string;
+
+/**
+ * A `node` on PATH older than the supported one, outside the pinned Node's folder (the project's machines have
+ * Debian's Node 20 there). Without one the tests that need it fail, saying so: a skip would hide them.
+ */
+function olderNodeOnPath(): string {
+  const pinned = path.dirname(process.execPath);
+  for (const directory of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(directory, 'node');
+    if (directory === '' || path.resolve(directory) === pinned || !existsSync(candidate)) continue;
+    const version = execFileSync(candidate, ['--version'], { encoding: 'utf8' }).trim();
+    if (Number(version.slice(1).split('.')[0]) < MINIMUM_NODE_MAJOR) return directory;
+  }
+  throw new Error(`no Node older than ${MINIMUM_NODE_MAJOR} on PATH to try the production commands on`);
+}
 
 function processGroupAlive(pid: number): boolean {
   try {
@@ -213,13 +231,96 @@ describe('the production npm scripts, on the production install alone', () => {
       expect(sandbox.messagesFor(orderId)).toHaveLength(1);
 
       process.kill(-group, 'SIGTERM');
-      // npm ends by the signal; the worker, which got it too, drains and exits on its own.
-      expect(await exited).toEqual([null, 'SIGTERM']);
+      // The whole group gets it (Ctrl-C, systemd's default KillMode): the worker drains and exits 0, and npm,
+      // whose script execs node, waits for it and exits with its code.
+      expect(await exited).toEqual([0, null]);
       await waitFor('the worker started by npm start to exit', async () =>
         processGroupAlive(group) ? undefined : true,
       );
     } finally {
       if (processGroupAlive(group)) process.kill(-group, 'SIGKILL');
     }
+  });
+
+  it('npm start under a supervisor: SIGTERM to npm alone during a send records the send, the worker exits, no process is left', async () => {
+    const orderId = await createOrder(db);
+    // The sandbox keeps the message at once and answers 202 only 4 s later: a send in flight at SIGTERM.
+    sandbox.queueFault(orderId, { kind: 'accept-then-hang', ms: 4_000 });
+    const npmStart = spawn('npm', ['start'], {
+      cwd: project,
+      env: {
+        ...process.env,
+        ...env,
+        MAIL_HEADERS_TIMEOUT_MS: '8000',
+        MAIL_OVERALL_TIMEOUT_MS: '9000',
+        SEND_ACTIVITY_TIMEOUT_MS: '15000',
+        WORKER_SHUTDOWN_GRACE_MS: '30000',
+      },
+      // A group of its own only to find leftovers afterwards; the signal goes to npm's pid, as systemd's
+      // KillMode=mixed, a process manager or a container runtime without an init send it.
+      detached: true,
+      stdio: 'ignore',
+    });
+    const group = npmStart.pid;
+    if (group === undefined) throw new Error('npm start did not start');
+    const exited = once(npmStart, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    try {
+      await waitFor(
+        'the worker started by npm start to be ready',
+        async () => {
+          const response = await fetch(`http://${env.WORKER_HTTP_BIND_ADDRESS}/readyz`).catch(() => null);
+          return response?.ok === true ? true : undefined;
+        },
+        60_000,
+      );
+      await npm('start-mail', '--', orderId);
+      await waitFor('the send to reach the sandbox', async () =>
+        sandbox.messagesFor(orderId).length > 0 ? true : undefined,
+      );
+      expect(await readMailLog(db, orderId)).toMatchObject({ state: 'sending' });
+
+      process.kill(group, 'SIGTERM');
+      // npm passes the signal on to the worker (its script execs node), waits for it, and exits with its code.
+      expect(await exited).toEqual([0, null]);
+      expect(processGroupAlive(group)).toBe(false);
+      // No worker polls this queue any more: what the row says now, it said when the process exited.
+      expect(await readMailLog(db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'accepted',
+        attempts: 1,
+      });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    } finally {
+      if (processGroupAlive(group)) process.kill(-group, 'SIGKILL');
+    }
+  });
+
+  it('on an older Node, the production commands refuse to run and say which Node they need', async () => {
+    const olderNode = olderNodeOnPath();
+    const onOlderNode = { ...process.env, ...env, PATH: `${olderNode}${path.delimiter}${process.env.PATH}` };
+    for (const command of [
+      'dist/worker.js',
+      'dist/cli/webhooks.js',
+      'dist/cli/migrate.js',
+      'dist/cli/ops.js',
+    ]) {
+      const result = await run('node', [command, 'status', '1'], { cwd: project, env: onOlderNode }).then(
+        () => null,
+        (error: { code?: number; stderr?: string }) => error,
+      );
+      expect(result?.code, command).toBe(1);
+      expect(result?.stderr, command).toMatch(
+        new RegExp(
+          `needs Node ${MINIMUM_NODE_MAJOR} or later; this is Node v\\d+\\.[\\s\\S]*Nothing was started`,
+        ),
+      );
+    }
+    // `npm start` too, whose npm runs on that Node as well.
+    const viaNpm = await run('npm', ['start'], { cwd: project, env: onOlderNode }).then(
+      () => null,
+      (error: { code?: number; stderr?: string }) => error,
+    );
+    expect(viaNpm?.code).toBe(1);
+    expect(viaNpm?.stderr).toMatch(/needs Node \d+ or later/);
   });
 });
