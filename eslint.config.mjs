@@ -89,6 +89,40 @@ export default tseslint.config(
     },
   },
   {
+    // The client library and what it imports ship as @order-confirmation-mail/client (packages/client),
+    // which the order service installs: no workflow code, no worker, no database or mail code in it.
+    files: [
+      'src/client.ts',
+      'src/shared/workflowContract.ts',
+      'src/shared/orderId.ts',
+      'src/shared/searchAttributes.ts',
+      'src/config/temporalConnection.ts',
+      'src/config/connectionTargets.ts',
+    ],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ['@temporalio/workflow', '@temporalio/worker', '@temporalio/activity', 'pg', 'undici'],
+          patterns: [
+            sdkInternals,
+            {
+              group: [
+                '**/workflows',
+                '**/workflows/**',
+                '**/worker',
+                '**/activities/**',
+                '**/db/**',
+                '**/mail/**',
+              ],
+              message: 'The client package carries no workflow, worker, database or mail code.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },

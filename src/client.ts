@@ -1,4 +1,7 @@
 // The library the order service imports: start one order's confirmation mail, idempotently, and look at it.
+// Published as the @order-confirmation-mail/client package (packages/client): it imports no workflow code,
+// only the contract (src/shared/workflowContract.ts), so the order service needs @temporalio/client and
+// nothing of the worker. Lint keeps it so (eslint.config.mjs).
 import {
   Client,
   Connection,
@@ -6,18 +9,26 @@ import {
   WorkflowNotFoundError,
   type WorkflowExecutionDescription,
 } from '@temporalio/client';
+import { DependencyUnreachableError, temporalTarget } from './config/connectionTargets';
 import { loadTemporalConnectionConfig } from './config/temporalConnection';
 import { parseOrderId } from './shared/orderId';
-import { orderConfirmationMail } from './workflows/orderConfirmationMail';
-import { ORDER_MAIL_ATTRIBUTES_AT_START } from './workflows/showOrderMailState';
+import {
+  DEFAULT_TASK_QUEUE,
+  ORDER_MAIL_ATTRIBUTES_AT_START,
+  ORDER_MAIL_WORKFLOW_TYPE,
+} from './shared/workflowContract';
 
+export { DependencyUnreachableError } from './config/connectionTargets';
 export { InvalidOrderIdError, parseOrderId } from './shared/orderId';
+export { DEFAULT_TASK_QUEUE, ORDER_MAIL_WORKFLOW_TYPE } from './shared/workflowContract';
 
-export const DEFAULT_TASK_QUEUE = 'order-confirmation-mail';
+const CONNECT_TIMEOUT_S = 10;
 
 export interface ConnectOptions {
   /** Overrides the address from the environment. */
   address?: string;
+  /** What the overriding address came from, for the error when it cannot be reached. */
+  addressSetting?: string;
   /** Overrides the namespace from the environment. */
   namespace?: string;
   /** Where the connection settings come from; default `process.env`. */
@@ -27,20 +38,28 @@ export interface ConnectOptions {
 /**
  * Connects to Temporal as the environment says (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
  * TEMPORAL_TLS_*, a TOML profile: src/config/temporalConnection.ts), by default localhost:7233 and namespace
- * `default`. The caller owns the connection: `await client.connection.close()` when done.
+ * `default`. The caller owns the connection: `await client.connection.close()` when done. A server that
+ * does not answer within 10 s throws DependencyUnreachableError, naming the address and its setting.
  */
 export async function connectOrderMailClient(options: ConnectOptions = {}): Promise<Client> {
   const settings = loadTemporalConnectionConfig(options.env ?? process.env);
-  const connection = await Connection.connect({
-    ...settings.connectionOptions,
-    ...(options.address === undefined ? {} : { address: options.address }),
-    connectTimeout: '10 seconds',
-  });
+  const address = options.address ?? settings.connectionOptions.address;
+  const setting =
+    options.address === undefined
+      ? settings.addressSetting
+      : (options.addressSetting ?? 'the address option');
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({
+      ...settings.connectionOptions,
+      address,
+      connectTimeout: `${CONNECT_TIMEOUT_S} seconds`,
+    });
+  } catch (error) {
+    throw new DependencyUnreachableError(temporalTarget(address, setting), error);
+  }
   return new Client({ connection, namespace: options.namespace ?? settings.namespace });
 }
-
-/** The workflow type this library starts; a workflow id held by any other type is not our order's mail. */
-export const ORDER_MAIL_WORKFLOW_TYPE = orderConfirmationMail.name;
 
 export type StartResult =
   | { status: 'started'; orderId: string; runId: string }
@@ -86,7 +105,7 @@ export async function startOrderConfirmationMail(
   // look at it, and the id is then free.
   for (let tries = 1; ; tries++) {
     try {
-      const handle = await client.workflow.start(orderConfirmationMail, {
+      const handle = await client.workflow.start(ORDER_MAIL_WORKFLOW_TYPE, {
         workflowId: orderId,
         taskQueue: options.taskQueue ?? process.env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
         args: [orderId],

@@ -3,6 +3,7 @@
 // loop under a supervisor. Only configuration errors (a wrong password, a missing search attribute, a bad
 // certificate) end the process, at once and with their own message: waiting cannot fix those.
 import { isGrpcServiceError } from '@temporalio/client';
+import { DependencyUnreachableError, postgresTarget } from './config/connectionTargets';
 
 /** The first retry comes this soon; each next one twice as late, up to the cap. */
 export const DEPENDENCY_RETRY_INITIAL_MS = 250;
@@ -121,4 +122,22 @@ function sleep(ms: number, stop: AbortSignal): Promise<void> {
       resolve();
     }
   });
+}
+
+/**
+ * A Postgres error for a command's last line: a connection failure names the server and the setting it came
+ * from (`Cannot reach Postgres at db:5432/shop (DATABASE_URL): connect ECONNREFUSED ...`); anything else is
+ * its message and code.
+ */
+export function describePostgresFailure(error: unknown, connectionString: string, setting: string): string {
+  if (isTransientPostgresError(error)) {
+    return `${new DependencyUnreachableError(postgresTarget(connectionString, setting), error).message}${codeSuffix(error)}`;
+  }
+  return `${error instanceof Error ? error.message : String(error)}${codeSuffix(error)}`;
+}
+
+function codeSuffix(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : '';
+  return typeof code === 'string' && !message.includes(code) ? ` (${code})` : '';
 }

@@ -18,8 +18,10 @@ import {
   isTransientPostgresError,
   isTransientTemporalError,
   retryUntilAvailable,
+  type Dependency,
   type DependencyWaitReport,
 } from './dependencyRetry';
+import { postgresTarget, temporalTarget } from './config/connectionTargets';
 import { countStuckSending } from './db/mailLogGauges';
 import { createDatabase, type Database } from './db/pool';
 import { assertSchemaReady } from './db/schemaReady';
@@ -46,11 +48,15 @@ class WorkerStatus {
   state: WorkerLiveness = 'waiting';
   waitingFor: string | null = null;
 
+  /** Each dependency as an operator finds it: address and setting (`Postgres at db:5432/shop (DATABASE_URL)`). */
+  constructor(private readonly targets: Record<Dependency, string>) {}
+
   waiting(report: DependencyWaitReport, logIt: boolean): void {
     this.state = 'waiting';
-    this.waitingFor = `${report.dependency}: ${report.reason}`;
+    const target = this.targets[report.dependency];
+    this.waitingFor = `${target}: ${report.reason}`;
     if (logIt) {
-      log('info', `Waiting for ${report.dependency}`, {
+      log('info', `Waiting for ${target}`, {
         reason: report.reason,
         attempt: report.attempt,
         nextTryInMs: report.nextTryInMs,
@@ -69,7 +75,13 @@ export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promis
   const workerIdentity = defaultWorkerIdentity();
   // Which provider, never its key or base URL (a URL may carry more than it should).
   const mailProvider = config.smtp === null ? config.mailApi.provider : 'smtp';
-  const status = new WorkerStatus();
+  const status = new WorkerStatus({
+    Postgres: postgresTarget(config.databaseUrl, 'DATABASE_URL'),
+    Temporal: temporalTarget(
+      config.temporal.connection.connectionOptions.address,
+      config.temporal.connection.addressSetting,
+    ),
+  });
   // Set while the worker runs: /readyz asks Temporal through it.
   let temporalClient: Connection | null = null;
 

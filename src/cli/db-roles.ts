@@ -6,15 +6,20 @@
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { setUpDatabaseRoles } from '../db/roles';
+import { describePostgresFailure } from '../dependencyRetry';
 
 async function main(): Promise<void> {
   const names = ['ADMIN_DATABASE_URL', 'MIGRATION_DATABASE_URL', 'DATABASE_URL'] as const;
   const missing = names.filter((name) => !process.env[name]?.trim());
   if (missing.length > 0) throw new Error(`${missing.join(', ')} required (see src/cli/db-roles.ts).`);
+  const adminUrl = process.env.ADMIN_DATABASE_URL!.trim();
   const report = await setUpDatabaseRoles({
-    adminUrl: process.env.ADMIN_DATABASE_URL!.trim(),
+    adminUrl,
     migrationUrl: process.env.MIGRATION_DATABASE_URL!.trim(),
     workerUrl: process.env.DATABASE_URL!.trim(),
+  }).catch((error: unknown) => {
+    // Only the admin URL is connected to; the other two give users and passwords.
+    throw new Error(describePostgresFailure(error, adminUrl, 'ADMIN_DATABASE_URL'), { cause: error });
   });
   console.log(
     `Database ${report.database}: migrations run as ${report.migrator}, workers as ${report.worker} ` +

@@ -6,6 +6,7 @@
 import '../nodeGuard';
 import { parseArgs } from 'node:util';
 import { migrate } from '../db/migrate';
+import { describePostgresFailure } from '../dependencyRetry';
 
 const USAGE = `Usage: MIGRATION_DATABASE_URL=postgres://… npm run db:migrate [-- --adopt]
   --adopt   adopt an order_mail_log in the case study's shape (read docs/adoption.md first)
@@ -34,6 +35,9 @@ async function main(): Promise<void> {
   const report = await migrate(databaseUrl, {
     adopt: values.adopt,
     onNotice: (message) => console.log(`postgres: ${message}`),
+  }).catch((error: unknown) => {
+    const setting = migrationUrl === undefined ? 'DATABASE_URL' : 'MIGRATION_DATABASE_URL';
+    throw new Error(describePostgresFailure(error, databaseUrl, setting), { cause: error });
   });
   console.log(
     `Applied ${report.applied.length} migration(s)${report.applied.length ? `: ${report.applied.join(', ')}` : ''}; ` +

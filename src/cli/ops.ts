@@ -6,7 +6,8 @@ import '../nodeGuard';
 import { connectOrderMailClient } from '../client';
 import { ConfigError } from '../config/loadConfig';
 import { loadOpsConfig } from '../config/loadOpsConfig';
-import { createDatabase, describeDatabaseError } from '../db/pool';
+import { createDatabase } from '../db/pool';
+import { describePostgresFailure } from '../dependencyRetry';
 import { formatList, formatResolve, formatRetry, formatStatus } from '../ops/formatOpsOutput';
 import { listOrderMails } from '../ops/listOrderMails';
 import { OPS_USAGE, parseOpsCommand, UsageError, type OpsCommand } from '../ops/opsCommand';
@@ -51,6 +52,7 @@ export async function main(
   try {
     const client = await connectOrderMailClient({
       address: config.temporal.address,
+      addressSetting: 'TEMPORAL_ADDRESS',
       namespace: config.temporal.namespace,
     });
     try {
@@ -73,7 +75,7 @@ export async function main(
       io.err(`Refused (${error.code}): ${error.message}`);
       return 1;
     }
-    io.err(`Failed: ${describeDatabaseError(error)}`);
+    io.err(`Failed: ${describePostgresFailure(error, config.databaseUrl, 'DATABASE_URL')}`);
     return 1;
   } finally {
     await db.close();

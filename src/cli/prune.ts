@@ -5,7 +5,8 @@
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { parseArgs } from 'node:util';
-import { createDatabase, describeDatabaseError } from '../db/pool';
+import { createDatabase } from '../db/pool';
+import { describePostgresFailure } from '../dependencyRetry';
 import {
   DEFAULT_PRUNE_BATCH_SIZE,
   parseRetention,
@@ -74,7 +75,7 @@ export async function main(
       io.err(`Refused: ${error.message}`);
       return 2;
     }
-    io.err(`Failed: ${describeDatabaseError(error)}`);
+    io.err(`Failed: ${describePostgresFailure(error, env.DATABASE_URL!.trim(), 'DATABASE_URL')}`);
     return 1;
   } finally {
     await db.close();

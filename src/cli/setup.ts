@@ -21,6 +21,7 @@ export async function main(
   const intervalMs = readInterval(env.RECONCILE_INTERVAL_MS);
   const client = await connectOrderMailClient({
     address: config.temporal.address,
+    addressSetting: 'TEMPORAL_ADDRESS',
     namespace: config.temporal.namespace,
   });
   try {

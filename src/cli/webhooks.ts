@@ -5,12 +5,15 @@
 import '../nodeGuard';
 import { migrate } from '../db/migrate';
 import { createDatabase } from '../db/pool';
+import { describePostgresFailure } from '../dependencyRetry';
 import { loadWebhookConfig } from '../webhooks/webhookConfig';
 import { startWebhookServer } from '../webhooks/webhookServer';
 
 async function main(): Promise<void> {
   const config = loadWebhookConfig(process.env);
-  await migrate(config.databaseUrl);
+  await migrate(config.databaseUrl).catch((error: unknown) => {
+    throw new Error(describePostgresFailure(error, config.databaseUrl, 'DATABASE_URL'), { cause: error });
+  });
   const db = createDatabase({ connectionString: config.databaseUrl, applicationName: 'order-mail-webhooks' });
   const server = await startWebhookServer({
     db,

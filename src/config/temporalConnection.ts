@@ -23,6 +23,8 @@ export interface TemporalConnectionConfig {
   namespace: string;
   /** Address, namespace and kind of authentication, for logs; never a secret. */
   description: string;
+  /** Where the address came from, for connection errors: TEMPORAL_ADDRESS, a profile, or the default. */
+  addressSetting: string;
 }
 
 export class TemporalConnectionConfigError extends Error {
@@ -60,7 +62,18 @@ export function loadTemporalConnectionConfig(
     ...(metadata === undefined ? {} : { metadata }),
   };
   const namespace = connect.namespace ?? DEFAULT_TEMPORAL_NAMESPACE;
-  return { connectionOptions, namespace, description: describe(connectionOptions, namespace) };
+  const addressSetting =
+    overrideEnvVars.TEMPORAL_ADDRESS !== undefined
+      ? 'TEMPORAL_ADDRESS'
+      : connect.connectionOptions.address === undefined
+        ? 'TEMPORAL_ADDRESS is not set: the default'
+        : 'TEMPORAL_ADDRESS is not set: the TOML profile';
+  return {
+    connectionOptions,
+    namespace,
+    description: describe(connectionOptions, namespace),
+    addressSetting,
+  };
 }
 
 function describe(options: TemporalConnectionOptions, namespace: string): string {

@@ -3,7 +3,7 @@
 // a visibility write on any server, so the workflow upserts only what really changes: an order started by
 // startOrderConfirmationMail already carries the state of its first claim (ORDER_MAIL_ATTRIBUTES_AT_START,
 // free as part of the start), and an accepted mail then costs one upsert, at its outcome (docs/benchmarks.md).
-import type { SearchAttributePair, SearchAttributeUpdatePair } from '@temporalio/common';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { LogOutcome } from '../shared/mailOutcome';
 import {
@@ -30,15 +30,8 @@ export function stateShownFor(
   return rowState === 'sent' && outcome === 'unknown' ? 'unknown' : rowState;
 }
 
-/**
- * What the start request gives every order (src/client.ts): the state its first claim will set, before any
- * workflow task runs. A run whose claim says otherwise (a later attempt, a mail already sent) upserts the
- * difference; one started without them (another client, the CLI) upserts them at its claim.
- */
-export const ORDER_MAIL_ATTRIBUTES_AT_START: readonly SearchAttributePair[] = [
-  { key: OrderMailState, value: 'sending' },
-  { key: OrderMailAttempts, value: 1 },
-];
+// What a start gives the run: the client's contract (src/shared/workflowContract.ts).
+export { ORDER_MAIL_ATTRIBUTES_AT_START } from '../shared/workflowContract';
 
 export function showOrderMailState(shown: OrderMailStateShown): void {
   const updates: SearchAttributeUpdatePair[] = [{ key: OrderMailState, value: shown.state }];

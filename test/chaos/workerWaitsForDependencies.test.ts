@@ -87,7 +87,12 @@ it('a worker started 20 s before Postgres and Temporal serves once they are up, 
     },
   });
   const running = worker!;
-  expect(waitingForPostgres).toMatch(/not ready: waiting for Postgres/);
+  // It says where it looks and which setting to change: the address and the variable, never the password.
+  expect(waitingForPostgres).toMatch(
+    new RegExp(
+      `not ready: waiting for Postgres at 127\\.0\\.0\\.1:${new URL(postgres.connectionString).port}/\\w+ \\(DATABASE_URL\\)`,
+    ),
+  );
 
   // Postgres is up. The shop takes orders.
   const db: Database = createDatabase({
@@ -99,7 +104,7 @@ it('a worker started 20 s before Postgres and Temporal serves once they are up, 
   for (let i = 0; i < ORDERS; i++) orderIds.push(await insertOrder(db, sampleOrder()));
   await waitFor('the worker to wait for Temporal instead', async () => {
     const ready = await readiness(httpUrl);
-    return ready?.body.includes('waiting for Temporal') ? ready : undefined;
+    return ready?.body.includes('waiting for Temporal at') ? ready : undefined;
   });
 
   const temporal: TemporalDevServer = await startTemporalDevServer({

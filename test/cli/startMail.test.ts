@@ -3,11 +3,16 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect, inject, it } from 'vitest';
+import { getFreePort } from '../../src/shared/freePort';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
 
-function startMail(stdin: string | null): Promise<{ code: number | null; stderr: string; stdout: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/start-mail.ts'], {
+function startMail(
+  stdin: string | null,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/start-mail.ts', ...args], {
     cwd: PROJECT_ROOT,
     // The run's real Temporal server: a command that went on to connect would succeed, not fail by accident.
     env: {
@@ -15,6 +20,7 @@ function startMail(stdin: string | null): Promise<{ code: number | null; stderr:
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TEMPORAL_NAMESPACE: inject('temporalNamespace'),
       TEMPORAL_TASK_QUEUE: 'start-mail-cli-test',
+      ...env,
     },
     stdio: [stdin === null ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
@@ -37,5 +43,14 @@ it('only empty lines on stdin: the same', async () => {
   const { code, stderr, stdout } = await startMail('\n  \n\n');
   expect(code).toBe(2);
   expect(stderr).toMatch(/no order id/i);
+  expect(stdout).toBe('');
+});
+
+it('a Temporal that does not answer: the error names the address and the variable it came from', async () => {
+  // A port on loopback where nothing listens (taken, then released).
+  const address = `127.0.0.1:${await getFreePort()}`;
+  const { code, stderr, stdout } = await startMail(null, ['1'], { TEMPORAL_ADDRESS: address });
+  expect(code).toBe(1);
+  expect(stderr).toContain(`Cannot reach Temporal at ${address} (TEMPORAL_ADDRESS)`);
   expect(stdout).toBe('');
 });

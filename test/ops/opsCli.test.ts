@@ -10,6 +10,7 @@ import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
 import type { OrderMailStatus } from '../../src/ops/orderMailStatus';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { getFreePort } from '../../src/shared/freePort';
 import { OrderMailState } from '../../src/shared/searchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
@@ -60,6 +61,17 @@ async function ops(...argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
   const code = await main(argv, env, { out: (text) => out.push(text), err: (text) => err.push(text) });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+async function opsWith(overrides: Record<string, string>, ...argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(
+    argv,
+    { ...env, ...overrides },
+    { out: (text) => out.push(text), err: (text) => err.push(text) },
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -140,6 +152,20 @@ describe('arguments', () => {
       expect(code).toBe(1);
       expect(err).toContain(`Order ${missing} does not exist`);
     }
+  });
+});
+
+describe('unreachable dependencies', () => {
+  it('a Postgres that does not answer: the error names its address and DATABASE_URL, never the password', async () => {
+    const port = await getFreePort();
+    const { code, err } = await opsWith(
+      { DATABASE_URL: `postgres://ops:hunter2-secret@127.0.0.1:${port}/shop` },
+      'status',
+      '1',
+    );
+    expect(code).toBe(1);
+    expect(err).toContain(`Cannot reach Postgres at 127.0.0.1:${port}/shop (DATABASE_URL)`);
+    expect(err).not.toContain('hunter2');
   });
 });
 
