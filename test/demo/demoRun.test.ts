@@ -5,7 +5,7 @@
 // verifies by default, so the cut-off sends are settled by the sandbox's lookup instead of the policy. Postgres and Temporal
 // are this test run's (DATABASE_URL, TEMPORAL_ADDRESS), so only the runner's own parts start. The report is the
 // runner's product here: its facts come from the sandbox, the log rows, Temporal and the inbox's API, and these
-// checks pin what it must find.
+// checks pin what it must find. It runs through npm, as the README says, and parses stdout whole.
 
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -86,20 +86,18 @@ it.each(['smtp', 'http'] as const)(
 
 function runDemo(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'dev/cli/demo.ts', '--profile', 'demo', ...args],
-      {
-        cwd: PROJECT_ROOT,
-        env: {
-          ...process.env,
-          DATABASE_URL: database.connectionString,
-          TEMPORAL_ADDRESS: inject('temporalAddress'),
-          TEMPORAL_NAMESPACE: inject('temporalNamespace'),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+    // As a person runs it for a report to keep: `npm run --silent demo -- --json > report.json` (setup's lines
+    // go to stderr, and --silent keeps npm's own banners off stdout), so stdout must be the JSON alone.
+    const child = spawn('npm', ['run', '--silent', 'demo', '--', ...args], {
+      cwd: PROJECT_ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: database.connectionString,
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        TEMPORAL_NAMESPACE: inject('temporalNamespace'),
       },
-    );
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
