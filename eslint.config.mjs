@@ -44,7 +44,7 @@ const sdkInternals = {
 };
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', 'test-artifacts/**', '.tmp/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'packages/*/dist/**', 'coverage/**', 'test-artifacts/**', '.tmp/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -1,5 +1,6 @@
 """A stand-in for the shop's order service in Python: it starts each order's confirmation mail through
-Temporal's Python SDK, the way docs/workflow-contract.md describes, and deliberately more than once: each
+Temporal's Python SDK and the order-confirmation-mail-client package (packages/client-python), the way
+docs/workflow-contract.md describes, and deliberately more than once: each
 order is started by COPIES concurrent tasks (default 3), as a redelivered event or a retried request would.
 One of them starts the workflow; the others must read "already started".
 
@@ -21,15 +22,14 @@ import json
 import os
 import sys
 
-from temporalio.client import Client
-from temporalio.envconfig import ClientConfig
-
-from order_mail_start import (
-    DEFAULT_TASK_QUEUE,
+from order_confirmation_mail_client import (
     InvalidOrderIdError,
+    connect_order_mail_client,
     parse_order_id,
     start_order_confirmation_mail,
+    task_queue_from_environment,
 )
+from temporalio.client import Client
 
 # Each start is one RPC; the SDK retries transient errors within this, then the attempt reports an error.
 START_TIMEOUT_S = 30
@@ -71,9 +71,8 @@ async def start_one(client: Client, order_id: str, copy: int, task_queue: str) -
 
 
 async def run(copies: int, order_ids: list[str]) -> int:
-    connect_config = ClientConfig.load_client_connect_config()
-    client = await asyncio.wait_for(Client.connect(**connect_config), START_TIMEOUT_S)
-    task_queue = os.environ.get("TEMPORAL_TASK_QUEUE", "").strip() or DEFAULT_TASK_QUEUE
+    client = await connect_order_mail_client()
+    task_queue = task_queue_from_environment()
     # Every copy of every order at once: the starts of one order race each other on the server.
     results = await asyncio.gather(
         *(

@@ -19,4 +19,6 @@ if [[ ! -f $venv/installed ]]; then
 fi
 script=$1
 shift
+# The Python client package (packages/client-python) from this checkout, as the order service installs it.
+export PYTHONPATH="$here/../../../packages/client-python/src${PYTHONPATH:+:$PYTHONPATH}"
 exec "$venv/bin/python" "$here/$script" "$@"

@@ -1,0 +1,296 @@
+// The two client packages as an order service gets them: packed (npm pack; a wheel), installed into fresh
+// consumers (TypeScript strict as an ES module, plain CommonJS, a Python venv), and each starting an order's
+// mail against the run's Temporal server, which a worker then sends: one mail per order, and a second start
+// reads "already-started". The consumers see nothing of this repository but the package.
+import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { readMailLog } from '../../src/db/orderMailLog';
+import { DEFAULT_TASK_QUEUE, ORDER_MAIL_WORKFLOW_TYPE } from '../../src/shared/workflowContract';
+import {
+  connectTestClient,
+  createOrder,
+  openTestDatabase,
+  startTestWorker,
+  testMailClient,
+  testSettings,
+  waitFor,
+  type RunningTestWorker,
+  type TestDatabase,
+} from '../support/testKit';
+
+const run = promisify(execFile);
+const PROJECT_ROOT = path.join(__dirname, '..', '..');
+const PYTHON_PACKAGE = path.join(PROJECT_ROOT, 'packages', 'client-python');
+// Installs come from the npm and pip caches when warm; a cold one on a loaded 2-core machine takes minutes.
+const INSTALL_TIMEOUT_MS = 300_000;
+
+let work: string;
+let tarball: string;
+let wheel: string;
+let database: TestDatabase;
+let sandbox: MailSandbox;
+let worker: RunningTestWorker;
+
+beforeAll(async () => {
+  work = await mkdtemp(path.join(tmpdir(), 'client-packages-'));
+  await run('npm', ['run', '--silent', 'build:client'], { cwd: PROJECT_ROOT });
+  const { stdout } = await run(
+    'npm',
+    ['pack', '--silent', '--workspace', '@order-confirmation-mail/client', '--pack-destination', work],
+    { cwd: PROJECT_ROOT },
+  );
+  tarball = path.join(work, stdout.trim().split('\n').at(-1)!);
+  await run('python3', ['-m', 'venv', path.join(work, 'build-venv')]);
+  // Built from a copy: setuptools leaves build/ and egg-info beside the sources it builds.
+  const pythonSource = path.join(work, 'client-python');
+  await cp(PYTHON_PACKAGE, pythonSource, { recursive: true });
+  await run(
+    path.join(work, 'build-venv', 'bin', 'python'),
+    ['-m', 'pip', 'wheel', '--quiet', '--disable-pip-version-check', '--no-deps', pythonSource, '-w', work],
+    { timeout: INSTALL_TIMEOUT_MS },
+  );
+  wheel = path.join(
+    work,
+    (await readdir(work)).find((file) => file.endsWith('.whl'))!,
+  );
+
+  database = await openTestDatabase('client_packages');
+  sandbox = await startMailSandbox();
+  worker = await startTestWorker({
+    db: database.db,
+    mail: testMailClient(sandbox.url),
+    settings: testSettings(),
+  });
+}, INSTALL_TIMEOUT_MS + 60_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await sandbox?.close();
+  await database?.close();
+  if (work !== undefined) await rm(work, { recursive: true, force: true });
+});
+
+/** What a consumer's process needs to find the workers: the contract's variables, nothing of ours. */
+function consumerEnv(): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    TEMPORAL_TASK_QUEUE: worker.taskQueue,
+  };
+}
+
+/** The consumer's start, twice for one order: started, then already-started; the worker sends one mail. */
+async function startsOneMail(start: (orderId: string) => Promise<string>): Promise<void> {
+  const orderId = await createOrder(database.db);
+  const first = JSON.parse(await start(orderId)) as { status: string };
+  expect(first.status).toBe('started');
+  const second = JSON.parse(await start(orderId)) as { status: string };
+  expect(second.status).toBe('already-started');
+  await waitFor('the order to be sent', async () =>
+    (await readMailLog(database.db, orderId))?.state === 'sent' ? true : undefined,
+  );
+  expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  const client = await connectTestClient();
+  try {
+    const description = await client.workflow.getHandle(orderId).describe();
+    expect(description.type).toBe(ORDER_MAIL_WORKFLOW_TYPE);
+    expect(description.taskQueue).toBe(worker.taskQueue);
+  } finally {
+    await client.connection.close();
+  }
+}
+
+async function npmConsumer(name: string, packageJson: object, extra: string[] = []): Promise<string> {
+  const directory = path.join(work, name);
+  await mkdir(directory);
+  await writeFile(path.join(directory, 'package.json'), JSON.stringify(packageJson, null, 2));
+  await run(
+    'npm',
+    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', tarball, ...extra],
+    { cwd: directory, timeout: INSTALL_TIMEOUT_MS },
+  );
+  return directory;
+}
+
+async function directorySizeMb(directory: string): Promise<number> {
+  const { stdout } = await run('du', ['-sk', directory]);
+  return Number(stdout.split('\t')[0]) / 1024;
+}
+
+describe('@order-confirmation-mail/client (npm)', () => {
+  it('packs its built code alone: the ES module, the CommonJS file, their types', async () => {
+    const { stdout } = await run('tar', ['-tzf', tarball]);
+    const files = stdout.trim().split('\n').sort();
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package/package.json',
+        'package/dist/index.mjs',
+        'package/dist/index.cjs',
+        'package/dist/index.d.ts',
+        'package/dist/index.d.mts',
+      ]),
+    );
+    expect(files.filter((file) => !/^package\/(dist\/|package\.json$|README\.md$)/.test(file))).toEqual([]);
+    const manifest = JSON.parse(
+      await readFile(path.join(PROJECT_ROOT, 'packages', 'client', 'package.json'), 'utf8'),
+    ) as { version: string; dependencies: Record<string, string> };
+    const root = JSON.parse(await readFile(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+      dependencies: Record<string, string>;
+    };
+    // Versioned with the worker, on the worker's SDK.
+    expect(manifest.version).toBe(root.version);
+    for (const [name, version] of Object.entries(manifest.dependencies)) {
+      expect({ name, version }).toEqual({ name, version: root.dependencies[name] });
+    }
+  });
+
+  it(
+    'a TypeScript consumer, strict, as an ES module: it type-checks, and starts an order once',
+    async () => {
+      const directory = await npmConsumer('ts-esm', { name: 'ts-esm-shop', private: true, type: 'module' }, [
+        '@types/node@24.19.4',
+        '@types/ms@2.1.0',
+      ]);
+      await writeFile(
+        path.join(directory, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            noUncheckedIndexedAccess: true,
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            target: 'es2022',
+            outDir: 'out',
+            types: ['node'],
+            // Every declaration is checked, the package's included (an unresolved one would otherwise turn
+            // its names into any). The SDK's own import 'ms', which ships no types: @types/ms below.
+            skipLibCheck: false,
+          },
+          files: ['start.ts'],
+        }),
+      );
+      await writeFile(
+        path.join(directory, 'start.ts'),
+        [
+          'import {',
+          '  connectOrderMailClient, DEFAULT_TASK_QUEUE, InvalidOrderIdError, ORDER_MAIL_WORKFLOW_TYPE,',
+          '  parseOrderId, startOrderConfirmationMail, type StartResult,',
+          "} from '@order-confirmation-mail/client';",
+          'const names: readonly string[] = [DEFAULT_TASK_QUEUE, ORDER_MAIL_WORKFLOW_TYPE];',
+          "try { parseOrderId('0123'); } catch (error) { if (!(error instanceof InvalidOrderIdError)) throw error; }",
+          'if (names.length !== 2) throw new Error(names.join());',
+          'const client = await connectOrderMailClient();',
+          'try {',
+          '  const result: StartResult = await startOrderConfirmationMail(client, process.argv[2]);',
+          '  console.log(JSON.stringify(result));',
+          '} finally {',
+          '  await client.connection.close();',
+          '}',
+        ].join('\n'),
+      );
+      const tsc = path.join(PROJECT_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+      await run(process.execPath, [tsc, '-p', directory]).catch((error: Error & { stdout?: string }) => {
+        throw new Error(`the consumer does not type-check:\n${error.stdout ?? error.message}`, {
+          cause: error,
+        });
+      });
+      await startsOneMail(
+        async (orderId) =>
+          (await run(process.execPath, ['out/start.js', orderId], { cwd: directory, env: consumerEnv() }))
+            .stdout,
+      );
+
+      // What the order service takes on: the client and the Temporal SDK's client side, no worker.
+      const installed = await readdir(path.join(directory, 'node_modules', '@temporalio'));
+      expect(installed.sort()).not.toEqual(expect.arrayContaining(['worker']));
+      expect(installed).not.toContain('workflow');
+      expect(installed).not.toContain('core-bridge');
+      const sizeMb = await directorySizeMb(path.join(directory, 'node_modules'));
+      console.log(`client package: the TypeScript consumer's node_modules is ${sizeMb.toFixed(1)} MB`);
+      // 266 MB when the worker's whole package was the only thing to install (issue 24).
+      expect(sizeMb).toBeLessThan(60);
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+
+  it(
+    'a plain CommonJS consumer: require() it and start an order once',
+    async () => {
+      const directory = await npmConsumer('cjs', { name: 'cjs-shop', private: true });
+      await writeFile(
+        path.join(directory, 'start.js'),
+        [
+          "const { connectOrderMailClient, startOrderConfirmationMail } = require('@order-confirmation-mail/client');",
+          'connectOrderMailClient().then(async (client) => {',
+          '  try {',
+          '    console.log(JSON.stringify(await startOrderConfirmationMail(client, process.argv[2])));',
+          '  } finally {',
+          '    await client.connection.close();',
+          '  }',
+          '});',
+        ].join('\n'),
+      );
+      await startsOneMail(
+        async (orderId) =>
+          (await run(process.execPath, ['start.js', orderId], { cwd: directory, env: consumerEnv() })).stdout,
+      );
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+});
+
+describe('order-confirmation-mail-client (Python)', () => {
+  it('names the same contract as the TypeScript client, at the worker version', async () => {
+    const source = await readFile(
+      path.join(PYTHON_PACKAGE, 'src', 'order_confirmation_mail_client', '__init__.py'),
+      'utf8',
+    );
+    expect(/^WORKFLOW_TYPE = "([^"]+)"$/m.exec(source)?.[1]).toBe(ORDER_MAIL_WORKFLOW_TYPE);
+    expect(/^DEFAULT_TASK_QUEUE = "([^"]+)"$/m.exec(source)?.[1]).toBe(DEFAULT_TASK_QUEUE);
+    const pyproject = await readFile(path.join(PYTHON_PACKAGE, 'pyproject.toml'), 'utf8');
+    const root = JSON.parse(await readFile(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(/^version = "([^"]+)"$/m.exec(pyproject)?.[1]).toBe(root.version);
+    expect(path.basename(wheel)).toBe(`order_confirmation_mail_client-${root.version}-py3-none-any.whl`);
+  });
+
+  it(
+    'a fresh venv installs the wheel (and temporalio) and starts an order once',
+    async () => {
+      const venv = path.join(work, 'python-shop');
+      await run('python3', ['-m', 'venv', venv]);
+      const python = path.join(venv, 'bin', 'python');
+      await run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', wheel], {
+        timeout: INSTALL_TIMEOUT_MS,
+      });
+      const script = path.join(work, 'start.py');
+      await writeFile(
+        script,
+        [
+          'import asyncio, dataclasses, json, os, sys',
+          'from order_confirmation_mail_client import connect_order_mail_client, start_order_confirmation_mail',
+          'async def main():',
+          '    client = await connect_order_mail_client()',
+          '    result = await start_order_confirmation_mail(client, sys.argv[1])',
+          '    print(json.dumps(dataclasses.asdict(result)), flush=True)',
+          'asyncio.run(main())',
+          // The SDK's Rust threads can abort the interpreter's teardown (sdk-python #300): leave without it.
+          'os._exit(0)',
+        ].join('\n'),
+      );
+      await startsOneMail(
+        async (orderId) => (await run(python, [script, orderId], { env: consumerEnv() })).stdout,
+      );
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+});
