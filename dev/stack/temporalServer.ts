@@ -52,6 +52,16 @@ export interface RunningTemporalServer {
 }
 
 const DEFAULT_STARTUP_TIMEOUT_MS = 120_000;
+// Added to deploy/temporal/dynamicconfig.yaml for the native stack only: a search attribute registered a moment
+// ago is seen by the next list query at once (the stack's tests search right after setup). Temporal's own
+// docs call it a development setting: every read then goes to the database.
+const DEV_ONLY_DYNAMIC_CONFIG = `
+# dev/stack only (not in production's file):
+system.forceSearchAttributesCacheRefreshOnRead:
+  - value: true
+    constraints: {}
+`;
+
 // The server leaves its membership ring cleanly on SIGTERM within a few seconds.
 const STOP_GRACE_MS = 15_000;
 
@@ -60,6 +70,11 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   const postgres = new URL(options.postgresUrl);
   const configDirectory = path.join(options.directory, 'config');
   await mkdir(configDirectory, { recursive: true });
+  const dynamicConfigFile = path.join(configDirectory, 'dynamicconfig.yaml');
+  await writeFile(
+    dynamicConfigFile,
+    `${await readFile(DYNAMIC_CONFIG_PATH, 'utf8')}${DEV_ONLY_DYNAMIC_CONFIG}`,
+  );
   await writeFile(
     path.join(configDirectory, 'development.yaml'),
     renderTemporalServerConfig({
@@ -74,7 +89,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
       temporalDatabase: options.temporalDatabase,
       visibilityDatabase: options.visibilityDatabase,
       historyShards: options.historyShards,
-      dynamicConfigFile: DYNAMIC_CONFIG_PATH,
+      dynamicConfigFile,
       logLevel: options.logLevel ?? 'warn',
       tls: options.tls,
     }),

@@ -113,11 +113,25 @@ describe('docker-compose.yml and the native stack agree', () => {
         'h:2',
       ),
     ).sort();
-    expect(Object.keys(environment('worker')).sort()).toEqual(native);
+    const composed = Object.keys(environment('worker'));
+    expect(native.filter((name) => !composed.includes(name))).toEqual([]);
     const documented = Object.keys(
       parseEnvFile(readFileSync(path.join(PROJECT_ROOT, '.env.example'), 'utf8')),
     );
     expect(native.filter((name) => !documented.includes(name))).toEqual([]);
+    expect(composed.filter((name) => !documented.includes(name))).toEqual([]);
+    // Each container gets only its own credentials: no other login's password, no env_file with all of .env.
+    expect(service('worker').env_file).toBeUndefined();
+    for (const secret of [
+      'POSTGRES_PASSWORD',
+      'MIGRATOR_DB_PASSWORD',
+      'MIGRATION_DATABASE_URL',
+      'ADMIN_DATABASE_URL',
+    ]) {
+      expect(composed).not.toContain(secret);
+    }
+    expect(JSON.stringify(environment('worker'))).not.toMatch(/POSTGRES_PASSWORD|MIGRATOR_DB_PASSWORD/);
+    expect(JSON.stringify(environment('migrate'))).not.toMatch(/POSTGRES_PASSWORD|WORKER_DB_PASSWORD/);
     // With mTLS the native stack adds envconfig's TLS variables; they are documented too.
     const tlsNames = Object.keys(
       stackWorkerEnvironment(
