@@ -11,7 +11,10 @@
 # `npm run setup:tools`, `npm run demo`, `npm run stack`, scripts/with-node.sh and `.ci/run`. Idempotent, and
 # quick when all is present.
 #
-#   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks] [--python]
+# With --tracing, Jaeger (v2: an OTLP receiver with its UI, built by go install), which the trace test shows
+# one order's trace in (npm run test:stack).
+#
+#   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks] [--python] [--tracing]
 #
 # The CLI is searched for in the same order as dev/devtools/findTemporalCli.ts: $TEMPORAL_CLI_PATH, the pinned
 # one in the tools folder, PATH, then Go's install directory. When none is found it installs the pinned one
@@ -27,23 +30,27 @@ TEMPORAL_CLI_MODULE=github.com/temporalio/cli/cmd/temporal@v1.5.1
 BROWSER_PACKAGES=(chromium fonts-noto-cjk)
 # Installed with the browser (--browser is what `npm test` asks for): test/chaos/workerClocksApart.test.ts.
 CLOCK_PACKAGES=(libfaketime)
+# Jaeger v2 (--tracing): the OTLP receiver and UI the trace test sends one order's trace to.
+JAEGER_VERSION=1.76.0
 
 want_browser=false
 want_stack=false
 want_deploy_checks=false
 want_python=false
+want_tracing=false
 for argument in "$@"; do
   case "$argument" in
     --browser) want_browser=true ;;
     --stack) want_stack=true ;;
     --deploy-checks) want_deploy_checks=true ;;
     --python) want_python=true ;;
+    --tracing) want_tracing=true ;;
     -h | --help)
       sed -n '2,19p' "$0"
       exit 0
       ;;
     *)
-      echo "setup: unknown option: $argument (known: --browser, --stack, --deploy-checks, --python)" >&2
+      echo "setup: unknown option: $argument (known: --browser, --stack, --deploy-checks, --python, --tracing)" >&2
       exit 2
       ;;
   esac
@@ -233,6 +240,33 @@ ensure_go_binary() {
   rm -rf "$target"
   mv "$staging" "$target"
   echo "$label: built in $((SECONDS - started)) s: $target/$binary"
+}
+
+# Jaeger's go.mod has a replace directive, which `go install pkg@version` refuses; built as the main module
+# instead: its source from the Go module proxy (go mod download, checked against the checksum database), a
+# writable copy, `go build` of ./cmd/jaeger. Filled and renamed like ensure_go_binary's folders.
+ensure_jaeger() {
+  local target="$stack_tools_dir/jaeger-$JAEGER_VERSION"
+  if is_executable_file "$target/jaeger"; then
+    echo "jaeger: $target/jaeger"
+    return
+  fi
+  if ! command -v go >/dev/null 2>&1; then
+    echo "jaeger: not installed and no Go toolchain to build it (needs Go >= 1.25)" >&2
+    exit 1
+  fi
+  echo "jaeger: building github.com/jaegertracing/jaeger/cmd/jaeger v$JAEGER_VERSION: about 10 minutes on 2 cores, once"
+  local started=$SECONDS module source staging="$target.partial.$$"
+  module=$(go mod download -json "github.com/jaegertracing/jaeger@v$JAEGER_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  source=$(mktemp -d)
+  cp -R "$module/." "$source"
+  chmod -R u+w "$source"
+  rm -rf "$staging"
+  mkdir -p "$staging"
+  (cd "$source" && go build -trimpath -o "$staging/jaeger" ./cmd/jaeger)
+  rm -rf "$source"
+  mv -T "$staging" "$target" 2>/dev/null || rm -rf "$staging"
+  echo "jaeger: built in $((SECONDS - started)) s: $target/jaeger"
 }
 
 # temporal-sql-tool applies the schema files of the same server version; they live in the server module,
@@ -462,4 +496,7 @@ fi
 if [[ $want_python == true ]]; then
   ensure_python_venv
   ensure_redis_server
+fi
+if [[ $want_tracing == true ]]; then
+  ensure_jaeger
 fi
