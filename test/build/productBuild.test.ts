@@ -179,6 +179,17 @@ describe('the production npm scripts, on the production install alone', () => {
     await isolated?.drop();
   });
 
+  async function workerReady(): Promise<void> {
+    await waitFor(
+      'the worker started by npm start to be ready',
+      async () => {
+        const response = await fetch(`http://${env.WORKER_HTTP_BIND_ADDRESS}/readyz`).catch(() => null);
+        return response?.ok === true ? true : undefined;
+      },
+      60_000,
+    );
+  }
+
   function npm(...args: string[]) {
     return run('npm', ['run', '--silent', ...args], { cwd: project, env: { ...process.env, ...env } });
   }
@@ -208,14 +219,7 @@ describe('the production npm scripts, on the production install alone', () => {
     if (group === undefined) throw new Error('npm start did not start');
     const exited = once(npmStart, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
     try {
-      await waitFor(
-        'the worker started by npm start to be ready',
-        async () => {
-          const response = await fetch(`http://${env.WORKER_HTTP_BIND_ADDRESS}/readyz`).catch(() => null);
-          return response?.ok === true ? true : undefined;
-        },
-        60_000,
-      );
+      await workerReady();
 
       const orderId = await createOrder(db);
       await npm('start-mail', '--', orderId);
@@ -265,14 +269,7 @@ describe('the production npm scripts, on the production install alone', () => {
     if (group === undefined) throw new Error('npm start did not start');
     const exited = once(npmStart, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
     try {
-      await waitFor(
-        'the worker started by npm start to be ready',
-        async () => {
-          const response = await fetch(`http://${env.WORKER_HTTP_BIND_ADDRESS}/readyz`).catch(() => null);
-          return response?.ok === true ? true : undefined;
-        },
-        60_000,
-      );
+      await workerReady();
       await npm('start-mail', '--', orderId);
       await waitFor('the send to reach the sandbox', async () =>
         sandbox.messagesFor(orderId).length > 0 ? true : undefined,
