@@ -109,6 +109,7 @@ export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promis
           : await startWorkerHttpServer({
               bindAddress: config.worker.httpBindAddress,
               runtimeMetricsUrl,
+              gaugeRefreshIntervalMs: config.worker.gaugeRefreshIntervalMs,
               refreshGauges: async () =>
                 metrics.setStuckSendingRows(
                   await countStuckSending(db, { sendTimeoutMs: config.workflow.sendTimeoutMs }),
