@@ -41,6 +41,7 @@ const REFERENCING_ORDERS = [
 ];
 const CONFIRMED_INDEX_MIGRATION = '0012_orders_confirmed_index.sql';
 const MAIL_LOG_BASELINE = '0003_order_mail_log.sql';
+const COLUMN_GRANTS_MIGRATION = '0030_orders_column_grants.sql';
 const WORKER_ROLE = 'order_mail_worker';
 
 interface TableOwner {
@@ -109,7 +110,8 @@ export async function findMissingPrerequisites(
   }
 
   const { rows: workerRole } = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [WORKER_ROLE]);
-  if (workerRole.length > 0) {
+  // Checked with the migration that narrows the grant (0030): a later run with nothing pending changes nothing.
+  if (workerRole.length > 0 && input.pending.includes(COLUMN_GRANTS_MIGRATION)) {
     for (const table of SHOP_TABLES) {
       const owner = table === 'orders' ? orders : items;
       if (owner === null || owner.owned) continue;
