@@ -255,7 +255,7 @@ async function runWorkerPair(
       readResetOfRun: resetHistoryReader(temporal),
       ...(setup.verifier === null ? {} : { verifier: setup.verifier }),
     },
-    reconcileDependencies: { db, temporal, settings: config.reconcile },
+    reconcileDependencies: { db, temporal, settings: config.reconcile, metrics: setup.metrics },
     workflows:
       config.worker.workflowBundlePath === null
         ? { workflowsPath: require.resolve('./workflows') }

@@ -17,6 +17,7 @@ import { listQuietSendingRows, readMailLog, timeSinceAttemptDispatch } from '../
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { advanceReconcileProgress, sweepNotBefore } from '../db/reconcileProgress';
 import type { Database } from '../db/pool';
+import { noOrderMailMetrics, type OrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { UnknownOutcomeDecision, VerificationAnswer } from '../shared/unknownOutcome';
 import type { VerificationSettings } from '../shared/workflowSettings';
@@ -42,6 +43,8 @@ export interface ReconcileDependencies {
   /** Starts workflows and describes runs; bound to the worker's namespace. */
   temporal: Client;
   settings: ReconcileSettings;
+  /** Counts the orders a sweep could not start (order_mail_orders_left_without_mail_total). */
+  metrics?: OrderMailMetrics;
 }
 
 export interface StartBatchResult {
@@ -184,6 +187,9 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
         }
         heartbeat();
       }
+      const metrics = deps.metrics ?? noOrderMailMetrics;
+      for (const _ of closedWithoutRow) metrics.orderLeftWithoutMail('closed-without-row');
+      for (const _ of conflicts) metrics.orderLeftWithoutMail('workflow-id-taken');
       if (closedWithoutRow.length > 0) {
         log.warn('Order mails whose restarted run closed again before its first claim: not started again', {
           orders: closedWithoutRow,

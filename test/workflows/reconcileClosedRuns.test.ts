@@ -13,6 +13,7 @@ import { RESTARTED_BY_MEMO, startOrderConfirmationMail } from '../../src/client'
 import { readMailLog } from '../../src/db/orderMailLog';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import type { MailTransport } from '../../src/mail/types';
+import { noOrderMailMetrics } from '../../src/metrics/orderMailMetrics';
 import { FailureType } from '../../src/shared/failures';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
 import { ensureReconcileSchedule } from '../../src/temporal/reconcileSchedule';
@@ -44,6 +45,8 @@ let mail: MailTransport;
 let client: Client;
 let worker: RunningTestWorker;
 let schedule: ScheduleHandle;
+// What the sweep counted for order_mail_orders_left_without_mail_total.
+const leftWithoutMail: string[] = [];
 
 beforeAll(async () => {
   database = await openTestDatabase('reconcile_closed');
@@ -52,7 +55,17 @@ beforeAll(async () => {
   client = await connectTestClient();
   worker = await startTestWorker(
     { db: database.db, mail, settings: testSettings() },
-    { reconcile: { db: database.db, temporal: client, settings } },
+    {
+      reconcile: {
+        db: database.db,
+        temporal: client,
+        settings,
+        metrics: {
+          ...noOrderMailMetrics,
+          orderLeftWithoutMail: (reason) => void leftWithoutMail.push(reason),
+        },
+      },
+    },
   );
   const scheduleId = `reconcile-closed-${randomUUID()}`;
   await ensureReconcileSchedule(client, {
@@ -163,8 +176,11 @@ describe('closed runs that made no log row', () => {
     });
     await client.workflow.getHandle(orderId).terminate('test: the restart dies too');
 
+    const counted = leftWithoutMail.length;
     const report = await triggerSweep();
     expect(report).toMatchObject({ restarted: 0, closedWithoutRow: [orderId] });
+    // Counted for the alert (OrderMailOrdersLeftWithoutMail).
+    expect(leftWithoutMail.slice(counted)).toEqual(['closed-without-row']);
     expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('TERMINATED');
     expect(await readMailLog(database.db, orderId)).toBeNull();
   });
