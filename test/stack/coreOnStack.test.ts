@@ -167,11 +167,22 @@ describe('the core on the Temporal server with Postgres persistence and three wo
       [orderId, `default/${orderId}/vanished-run`],
     );
     try {
-      // Each worker reads the count from Postgres when scraped, so all three report it.
-      expect(await sumMetric(urls, ORDER_MAIL_METRICS.stuckSending)).toBe(urls.length);
+      // Each worker reads the count from Postgres at most once per WORKER_GAUGE_REFRESH_INTERVAL_MS
+      // (15 s by default), so all three report it within one interval of the insert.
+      expect(await waitForMetricSum(urls, urls.length)).toBe(urls.length);
     } finally {
       await testStack.db.query('DELETE FROM order_mail_log WHERE order_id = $1', [orderId]);
     }
-    expect(await sumMetric(urls, ORDER_MAIL_METRICS.stuckSending)).toBe(0);
+    expect(await waitForMetricSum(urls, 0)).toBe(0);
   });
 });
+
+/** The workers' summed stuck-sending gauge once it equals `expected`, or its last value after 40 s. */
+async function waitForMetricSum(urls: string[], expected: number): Promise<number> {
+  const deadline = Date.now() + 40_000;
+  for (;;) {
+    const sum = await sumMetric(urls, ORDER_MAIL_METRICS.stuckSending);
+    if (sum === expected || Date.now() > deadline) return sum;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
