@@ -239,13 +239,13 @@ export function parseLookupFault(input: unknown): LookupFault {
 
 /**
  * The order a lookup is about: the generic API names it (order_id); the others carry our send key
- * (`order-confirmation/<order id>/…`) in their filter. Null when neither is there.
+ * (`order-confirmation/<deployment>/<order id>/…`) in their filter. Null when neither is there.
  */
 function orderIdOfQuery(url: URL): string | null {
   const direct = url.searchParams.get('order_id');
   if (direct !== null && direct !== '') return direct;
   for (const value of url.searchParams.values()) {
-    const match = /order-confirmation\/([0-9]+)/.exec(value);
+    const match = /order-confirmation\/[A-Za-z0-9._-]+\/([0-9]+)\//.exec(value);
     if (match !== null) return match[1]!;
   }
   return null;

@@ -9,10 +9,8 @@ import { Pool, type Dispatcher } from 'undici';
 import { readBoundedBody } from '../mail/readBoundedBody';
 import type { LookupAnswer, LookupQuery, ProviderLookupAdapter } from './providerLookup';
 
-export type LookupResult =
-  | LookupAnswer
-  /** Nothing decided, worth asking again: a transport error, a timeout, 408, 429, any 5xx. */
-  | { kind: 'failed'; reason: string; retryAfterMs: number | null };
+/** The adapter's facts, or 'failed' (worth asking again): src/evidence/lookupAnswer.ts. */
+export type LookupResult = LookupAnswer;
 
 export interface LookupClient {
   lookUp(query: LookupQuery): Promise<LookupResult>;

@@ -5,6 +5,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
@@ -40,7 +41,7 @@ function mail(orderId: string, overrides: Partial<OutgoingMail> = {}): OutgoingM
     subject: 'ご注文ありがとうございます',
     text: `ご注文番号: ${orderId}\n`,
     html: `<p>ご注文番号: ${orderId}</p>`,
-    idempotencyKey: orderConfirmationIdempotencyKey(orderId, 0),
+    idempotencyKey: orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 0),
     ...overrides,
   };
 }
@@ -368,8 +369,8 @@ describe('Resend idempotency, end to end with the sandbox', () => {
     expect(second).toMatchObject({ outcome: 'accepted', providerMessageId: message?.id });
     expect(api.messagesFor('801')).toHaveLength(1);
     expect(api.requests().map((request) => [request.idempotencyKey, request.replayed])).toEqual([
-      [orderConfirmationIdempotencyKey('801', 0), false],
-      [orderConfirmationIdempotencyKey('801', 0), true],
+      [orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, '801', 0), false],
+      [orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, '801', 0), true],
     ]);
   });
 
@@ -392,7 +393,7 @@ describe('Resend idempotency, end to end with the sandbox', () => {
     const transport = client('resend', api.url);
     const first = await transport.send(mail('804'));
     const again = await transport.send(
-      mail('804', { idempotencyKey: orderConfirmationIdempotencyKey('804', 1) }),
+      mail('804', { idempotencyKey: orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, '804', 1) }),
     );
     expect(again.outcome).toBe('accepted');
     expect(api.messagesFor('804')).toHaveLength(2);

@@ -18,7 +18,7 @@ import type {
 import { sendKeyOf } from '../../verification/sendKey';
 import { GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
-import { checkApiKey, parseJsonObject, safeMessageId } from './adapterSupport';
+import { checkApiKey, lookupEntry, parseJsonObject, safeMessageId } from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
 
 const SECOND_MS = 1000;
@@ -76,35 +76,42 @@ function genericLookup(authorization: string): ProviderLookupAdapter {
       path: `/v1/messages?order_id=${encodeURIComponent(query.orderId)}`,
       headers: { authorization, accept: 'application/json' },
     }),
-    readAnswer(status, body, query): LookupAnswer {
+    readAnswer(status, body): Exclude<LookupAnswer, { kind: 'failed' }> {
       if (status === 401 || status === 403) {
         return {
-          kind: 'inconclusive',
+          kind: 'unanswerable',
           reason: `the gateway refused the lookup (HTTP ${status}): check the key's access`,
         };
       }
       if (status === 404 || status === 405 || status === 501) {
         return {
-          kind: 'inconclusive',
+          kind: 'unanswerable',
           reason: `the gateway has no lookup (HTTP ${status}): it does not implement GET /v1/messages?order_id=`,
         };
       }
       if (status < 200 || status >= 300)
-        return { kind: 'inconclusive', reason: `the lookup answered HTTP ${status}` };
+        return { kind: 'unanswerable', reason: `the lookup answered HTTP ${status}` };
       const messages = parseJsonObject(body)?.messages;
       if (!Array.isArray(messages)) {
-        return { kind: 'inconclusive', reason: 'the lookup answer has no "messages" list' };
+        return { kind: 'unanswerable', reason: 'the lookup answer has no "messages" list' };
       }
-      // Only this send's key counts: a message of an earlier send (before an operator's re-send) is not this one.
-      const match = (messages as unknown[]).find(
-        (entry) =>
-          typeof entry === 'object' &&
-          entry !== null &&
-          (entry as { send_key?: unknown }).send_key === query.sendKey,
-      ) as { id?: unknown } | undefined;
-      return match === undefined
-        ? { kind: 'not-found' }
-        : { kind: 'found', providerMessageId: safeMessageId(match.id) };
+      // Facts only; whether one is this send is src/evidence/evidenceRules.ts's to say. The contract has no
+      // paging: the list is every message the gateway accepted for the order.
+      return {
+        kind: 'entries',
+        filteredBy: 'order',
+        complete: true,
+        entries: (messages as unknown[]).map((entry) => {
+          const fields =
+            typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
+          return lookupEntry({
+            sendKey: fields.send_key,
+            messageId: fields.id,
+            orderId: fields.order_id,
+            acceptedAt: fields.accepted_at,
+          });
+        }),
+      };
     },
   };
 }

@@ -17,13 +17,25 @@ import type {
   ProviderLookupAdapter,
   VerificationFacts,
 } from '../../verification/providerLookup';
+import { mailgunMessageId } from '../../evidence/sendKey';
 import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
-import { checkApiKey, MailClientConfigError, parseJsonObject, safeMessageId } from './adapterSupport';
+import {
+  checkApiKey,
+  lookupEntry,
+  MailClientConfigError,
+  parseJsonObject,
+  safeMessageId,
+} from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Events per lookup page; a full page makes the answer incomplete. */
+const LOOKUP_PAGE_SIZE = 10;
+
+export { mailgunMessageId };
 
 export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
   lookup: true,
@@ -96,58 +108,70 @@ export function createMailgunAdapter(options: { apiKey: string; domain: string }
     },
     readMessageId: (_headers, body) => safeMessageId(parseJsonObject(body)?.id),
     readProviderError: () => null,
-    lookup: mailgunLookup(authorization, options.domain),
+    lookup: mailgunLookup(authorization),
   };
 }
 
-/**
- * The Message-Id (without angle brackets) of a send: its key made into the local part of an address at the
- * sending domain. The key's own characters are all allowed there (RFC 5322 atext); anything else becomes '-'.
- */
-export function mailgunMessageId(sendKey: string, domain: string): string {
-  return `${sendKey.replace(/[^A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]/g, '-')}@${domain}`;
-}
-
-function mailgunLookup(authorization: string, domain: string): ProviderLookupAdapter {
+function mailgunLookup(authorization: string): ProviderLookupAdapter {
   return {
     buildRequest: (query) => {
+      // The domain the attempt went to, as the fence recorded it: not this worker's setting.
+      const domain = query.destination.scope ?? '';
       const search = new URLSearchParams({
         'message-id': mailgunMessageId(query.sendKey, domain),
         event: 'accepted',
-        limit: '10',
+        limit: String(LOOKUP_PAGE_SIZE),
       });
       return {
-        path: `/v3/${domain}/events?${search.toString()}`,
+        path: `/v3/${encodeURIComponent(domain)}/events?${search.toString()}`,
         headers: { authorization, accept: 'application/json' },
       };
     },
-    readAnswer(status, body): LookupAnswer {
+    readAnswer(status, body): Exclude<LookupAnswer, { kind: 'failed' }> {
       if (status === 401 || status === 403) {
         return {
-          kind: 'inconclusive',
+          kind: 'unanswerable',
           reason: `Mailgun refused the events lookup (HTTP ${status}): the key or the plan lacks access to events`,
         };
       }
       if (status === 404) {
         return {
-          kind: 'inconclusive',
+          kind: 'unanswerable',
           reason: 'Mailgun does not know the sending domain for events (HTTP 404)',
         };
       }
       if (status < 200 || status >= 300)
-        return { kind: 'inconclusive', reason: `Mailgun's events answered HTTP ${status}` };
+        return { kind: 'unanswerable', reason: `Mailgun's events answered HTTP ${status}` };
       const items = parseJsonObject(body)?.items;
       if (!Array.isArray(items))
-        return { kind: 'inconclusive', reason: 'Mailgun\'s events answer has no "items" list' };
-      const accepted = (items as unknown[]).find(
-        (item) =>
-          typeof item === 'object' && item !== null && (item as { event?: unknown }).event === 'accepted',
-      ) as { message?: { headers?: Record<string, unknown> } } | undefined;
-      if (accepted === undefined) return { kind: 'not-found' };
-      // Mailgun's message id is the Message-Id header, which it reports with or without brackets.
-      const header = accepted.message?.headers?.['message-id'];
-      const id = typeof header === 'string' ? (header.startsWith('<') ? header : `<${header}>`) : null;
-      return { kind: 'found', providerMessageId: safeMessageId(id) };
+        return { kind: 'unanswerable', reason: 'Mailgun\'s events answer has no "items" list' };
+      // Facts only: whether an item is this send (its Message-Id, compared exactly) is decided in
+      // src/evidence/evidenceRules.ts. A full page may have more behind it.
+      const complete = items.length < LOOKUP_PAGE_SIZE;
+      return {
+        kind: 'entries',
+        filteredBy: 'send',
+        complete,
+        ...(complete
+          ? {}
+          : { incompleteReason: `a full page of ${LOOKUP_PAGE_SIZE} events; the next was not read` }),
+        entries: (items as unknown[]).map((item) => {
+          const fields = typeof item === 'object' && item !== null ? (item as Record<string, unknown>) : {};
+          const message = fields.message as { headers?: Record<string, unknown> } | undefined;
+          const variables =
+            typeof fields['user-variables'] === 'object' && fields['user-variables'] !== null
+              ? (fields['user-variables'] as Record<string, unknown>)
+              : {};
+          // Mailgun reports the Message-Id with or without brackets; its send answer's id has them.
+          const header = message?.headers?.['message-id'];
+          return lookupEntry({
+            messageId: typeof header === 'string' && !header.startsWith('<') ? `<${header}>` : header,
+            sendKey: variables.send_key,
+            orderId: variables.order_id,
+            acceptedAt: fields.timestamp,
+          });
+        }),
+      };
     },
   };
 }

@@ -14,7 +14,7 @@ import type {
 import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
-import { checkApiKey, parseJsonObject, safeMessageId } from './adapterSupport';
+import { checkApiKey, lookupEntry, parseJsonObject, safeMessageId } from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -34,7 +34,7 @@ export const POSTMARK_VERIFICATION: VerificationFacts = Object.freeze({
     'postmarkapp.com/developer/api/messages-api: 45 days by default, configurable down to 7; the minimum is assumed',
 });
 
-/** Enough to see one message of this send; more would only be further attempts of it. */
+/** Enough to see every message of this send (its attempts); a larger total makes the answer incomplete. */
 const LOOKUP_PAGE_SIZE = 10;
 
 /**
@@ -90,17 +90,18 @@ export function createPostmarkAdapter(options: {
         ? `ErrorCode ${code}`
         : null;
     },
-    lookup: postmarkLookup(token, messageStream),
+    lookup: postmarkLookup(token),
   };
 }
 
-function postmarkLookup(token: string, messageStream: string): ProviderLookupAdapter {
+function postmarkLookup(token: string): ProviderLookupAdapter {
   return {
     buildRequest: (query) => {
       const search = new URLSearchParams({
         count: String(LOOKUP_PAGE_SIZE),
         offset: '0',
-        messagestream: messageStream,
+        // The stream the attempt went to, as the fence recorded it: not this worker's setting.
+        messagestream: query.destination.scope ?? DEFAULT_POSTMARK_MESSAGE_STREAM,
         metadata_send_key: query.sendKey,
       });
       return {
@@ -108,31 +109,54 @@ function postmarkLookup(token: string, messageStream: string): ProviderLookupAda
         headers: { 'x-postmark-server-token': token, accept: 'application/json' },
       };
     },
-    readAnswer(status, body, query): LookupAnswer {
+    readAnswer(status, body): Exclude<LookupAnswer, { kind: 'failed' }> {
       if (status === 401 || status === 403) {
         return {
-          kind: 'inconclusive',
+          kind: 'unanswerable',
           reason: `Postmark refused the Messages API search (HTTP ${status}): the server token needs access to it`,
         };
       }
+      const parsed = parseJsonObject(body);
       if (status < 200 || status >= 300) {
-        const code = parseJsonObject(body)?.ErrorCode;
+        const code = parsed?.ErrorCode;
         const named = typeof code === 'number' && Number.isInteger(code) ? `, ErrorCode ${code}` : '';
-        return { kind: 'inconclusive', reason: `Postmark's message search answered HTTP ${status}${named}` };
+        return { kind: 'unanswerable', reason: `Postmark's message search answered HTTP ${status}${named}` };
       }
-      const messages = parseJsonObject(body)?.Messages;
+      const messages = parsed?.Messages;
       if (!Array.isArray(messages)) {
-        return { kind: 'inconclusive', reason: 'Postmark\'s message search answer has no "Messages" list' };
+        return { kind: 'unanswerable', reason: 'Postmark\'s message search answer has no "Messages" list' };
       }
-      // The search already filtered by send_key; checking again costs nothing and guards a changed API.
-      const match = (messages as unknown[]).find((entry) => {
-        if (typeof entry !== 'object' || entry === null) return false;
-        const metadata = (entry as { Metadata?: { send_key?: unknown } | null }).Metadata;
-        return metadata?.send_key === undefined || metadata.send_key === query.sendKey;
-      }) as { MessageID?: unknown } | undefined;
-      return match === undefined
-        ? { kind: 'not-found' }
-        : { kind: 'found', providerMessageId: safeMessageId(match.MessageID) };
+      const total = parsed?.TotalCount;
+      const complete = typeof total === 'number' && total <= messages.length;
+      // Facts only: an entry without our metadata is not ours, and src/evidence/evidenceRules.ts says so.
+      return {
+        kind: 'entries',
+        filteredBy: 'send',
+        complete,
+        ...(complete
+          ? {}
+          : {
+              incompleteReason:
+                typeof total === 'number'
+                  ? `TotalCount ${total}, ${messages.length} read`
+                  : 'the answer has no TotalCount',
+            }),
+        entries: (messages as unknown[]).map((entry) => {
+          const fields =
+            typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
+          const metadata =
+            typeof fields.Metadata === 'object' && fields.Metadata !== null
+              ? (fields.Metadata as Record<string, unknown>)
+              : {};
+          return lookupEntry({
+            sendKey: metadata.send_key,
+            orderId: metadata.order_id,
+            messageId: fields.MessageID,
+            acceptedAt: fields.ReceivedAt,
+            scope: fields.MessageStream,
+          });
+        }),
+      };
     },
   };
 }
