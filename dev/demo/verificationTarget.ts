@@ -33,6 +33,8 @@ export async function startVerificationParts(
     ...(on
       ? {
           MAIL_VERIFY_SETTLE_DELAY_MS: String(options.settleDelayMs),
+          // Below the providers' documented figures on purpose: the sandbox plays a lag we choose.
+          MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON: 'the demo sandbox indexes within its configured lag',
           MAIL_VERIFY_LOOKUP_TIMEOUT_MS: String(LOOKUP_TIMEOUT_MS),
           MAIL_VERIFY_DEADLINE_MS: String(VERIFY_DEADLINE_MS),
         }

@@ -104,7 +104,7 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
     if (verifier.lookup === null) {
       return inconclusive(
         orderId,
-        `no ${verifier.webhookProvider ?? 'provider'} event of this attempt within the settle delay, and a missing ` +
+        `no ${verifier.webhookProvider ?? 'provider'} event for this send within the settle delay, and a missing ` +
           'event proves nothing (the provider retries its webhooks for hours)',
       );
     }

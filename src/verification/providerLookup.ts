@@ -45,6 +45,11 @@ export interface VerificationFacts {
    * found" proves nothing, so the workflow waits this long on a durable timer before it asks.
    */
   settleDelayMs: number;
+  /**
+   * The provider's own documented figure for that lag, below which MAIL_VERIFY_SETTLE_DELAY_MS is refused at
+   * start unless MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON says why; null where the provider documents none.
+   */
+  documentedSettleDelayMs: number | null;
   /** Where the figure comes from, in words: the provider's page, or why we chose it when none is documented. */
   settleDelaySource: string;
   /**

@@ -28,6 +28,7 @@ export function testVerifier(
     {
       facts,
       settleDelayMs: verification.evidenceAfterMs ?? verification.settings.settleDelayMs,
+      settleDelayOverrideReason: 'test-sized: the sandbox indexes within its configured lag',
       retentionMs: verification.retentionMs === undefined ? facts.retentionMs : verification.retentionMs,
       lookupTimeoutMs: verification.settings.lookupTimeoutMs,
       deadlineMs: verification.settings.deadlineMs,

@@ -34,6 +34,7 @@ export const GENERIC_VERIFICATION: VerificationFacts = Object.freeze({
   webhook: null,
   // Three times the contract's promise, so a gateway that is a little slower than it says is not misread.
   settleDelayMs: 3 * GENERIC_LOOKUP_VISIBLE_WITHIN_MS,
+  documentedSettleDelayMs: GENERIC_LOOKUP_VISIBLE_WITHIN_MS,
   settleDelaySource:
     "this project's own gateway contract (visible within 10 s, src/mail/providers/generic.ts), three times over",
   retentionMs: GENERIC_LOOKUP_RETENTION_MS,

@@ -43,12 +43,15 @@ export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
   // Events may become retrievable out of order; Mailgun's own advice is to trust a page only once its events
   // are older than a threshold, "e.g. half an hour".
   settleDelayMs: 30 * 60 * 1000,
+  documentedSettleDelayMs: 30 * 60 * 1000,
   settleDelaySource:
     'documentation.mailgun.com/docs/mailgun/user-manual/events/event-polling: "half an hour"',
-  // "at least 30 days for paid accounts, and at least 2 days for free accounts"; elsewhere "at least 3 days".
-  retentionMs: 2 * DAY_MS,
+  // Retention depends on the plan: Mailgun's plans page gives 1 day of logs on the free plan and up to 30 days on
+  // paid ones (its older pages said 2 or 3 days). The shortest is assumed; a paid plan sets
+  // MAIL_VERIFY_RETENTION_MS to its own (docs/providers.md).
+  retentionMs: 1 * DAY_MS,
   retentionSource:
-    'documentation.mailgun.com …/tracking-messages: at least 2 days (free) or 30 days (paid); the minimum is assumed',
+    'mailgun.com/pricing: 1 day of logs on the free plan, up to 30 days on paid plans; the shortest is assumed',
 });
 
 /**

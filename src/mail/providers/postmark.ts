@@ -23,6 +23,7 @@ export const POSTMARK_VERIFICATION: VerificationFacts = Object.freeze({
   lookup: true,
   webhook: null,
   settleDelayMs: 5 * 60 * 1000,
+  documentedSettleDelayMs: null,
   // Postmark documents no figure for how soon an accepted message shows in the Messages API.
   settleDelaySource:
     'not documented by Postmark (postmarkapp.com/developer/api/messages-api gives no indexing delay); 5 min is ' +
