@@ -117,8 +117,10 @@ export function judgeLookup(input: {
   if (first !== undefined) {
     return { kind: 'found', via: 'lookup', providerMessageId: first.messageId ?? null };
   }
+  // Under a send filter every entry should have been ours; under an order filter, every entry that names its
+  // order should name ours (this order's other sends, an earlier re-send or another deployment's, are neither).
   const strangers = answer.entries.filter((entry) =>
-    answer.filteredBy === 'send' ? true : entry.orderId !== attempt.orderId,
+    answer.filteredBy === 'send' ? true : entry.orderId !== undefined && entry.orderId !== attempt.orderId,
   );
   if (strangers.length > 0) {
     return {
