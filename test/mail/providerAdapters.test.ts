@@ -308,7 +308,9 @@ const STATUS_ROWS: Record<Exclude<MailProviderName, 'generic'>, Array<[number, M
     [422, 'rejected'],
     [429, 'not_sent'],
     [500, 'unknown'],
-    [503, 'not_sent'],
+    // A 503 may come from a load balancer after forwarding (issue 22, finding 3): the lookup settles it.
+    [503, 'unknown'],
+    // ErrorCode 100 "Maintenance" is Postmark's own word that nothing was processed.
     [503, 'not_sent', '100'],
   ],
   resend: [
@@ -333,6 +335,7 @@ const STATUS_ROWS: Record<Exclude<MailProviderName, 'generic'>, Array<[number, M
     [404, 'not_sent'],
     [429, 'not_sent'],
     [500, 'unknown'],
+    [503, 'unknown'],
   ],
 };
 

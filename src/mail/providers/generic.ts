@@ -16,7 +16,7 @@ import type {
   VerificationFacts,
 } from '../../verification/providerLookup';
 import { sendKeyOf } from '../../verification/sendKey';
-import { GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
+import { LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, lookupEntry, parseJsonObject, safeMessageId } from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
@@ -49,7 +49,7 @@ export function createGenericAdapter(options: {
   const authorization = `Bearer ${options.apiKey}`;
   return {
     name: 'generic',
-    statusTable: options.statusTable ?? GENERIC_STATUS_TABLE,
+    statusTable: options.statusTable ?? LOOKUP_PROVIDER_STATUS_TABLE,
     buildRequest: (mail: OutgoingMail) => ({
       path: '/v1/messages',
       headers: { authorization, 'content-type': 'application/json', accept: 'application/json' },

@@ -19,7 +19,7 @@ import type {
 } from '../../verification/providerLookup';
 import { mailgunMessageId } from '../../evidence/sendKey';
 import { sendKeyOf } from '../../verification/sendKey';
-import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
+import { extendStatusTable, LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import {
   checkApiKey,
@@ -62,7 +62,7 @@ export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
  * mail that was still sent (research note §7), so 5xx stays unknown.
  */
 export const MAILGUN_STATUS_TABLE = extendStatusTable(
-  GENERIC_STATUS_TABLE,
+  LOOKUP_PROVIDER_STATUS_TABLE,
   'mailgun',
   { 404: 'not_sent' },
   { label: 'Mailgun' },

@@ -12,7 +12,7 @@ import type {
   VerificationFacts,
 } from '../../verification/providerLookup';
 import { sendKeyOf } from '../../verification/sendKey';
-import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
+import { extendStatusTable, LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, lookupEntry, parseJsonObject, safeMessageId } from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
@@ -46,7 +46,7 @@ const LOOKUP_PAGE_SIZE = 10;
  * "Maintenance": nothing was processed, whatever status carries it, so it is not sent and worth retrying.
  */
 export const POSTMARK_STATUS_TABLE = extendStatusTable(
-  GENERIC_STATUS_TABLE,
+  LOOKUP_PROVIDER_STATUS_TABLE,
   'postmark',
   {},
   { label: 'Postmark', byProviderError: { 'ErrorCode 100': 'not_sent' } },
