@@ -5,7 +5,7 @@
 //
 // A lookup filters by a value we chose BEFORE sending (the send key), so it works exactly when the send's own
 // answer was lost. Pure types: the workflow, the activities and the tests share them.
-import type { LookupAnswer, LookupQuery } from '../evidence/lookupAnswer';
+import type { LookupAnswer, LookupEntry, LookupQuery } from '../evidence/lookupAnswer';
 
 export type { LookupAnswer, LookupQuery };
 
@@ -23,14 +23,27 @@ export interface ProviderLookupAdapter {
   /**
    * Reads a final answer into facts, deciding nothing. Only 2xx and the statuses the provider documents as
    * permanent (no access to the feature, unknown domain) reach this; 5xx, 408, 429 and transport errors are
-   * retried by the caller.
+   * retried by the caller. An answer that has more behind it is a `page` naming the next request; the lookup
+   * client reads every page (up to MAX_LOOKUP_PAGES) before the entries are judged.
    */
   readAnswer(
     status: number,
     body: string | null,
     query: LookupQuery,
-  ): Exclude<LookupAnswer, { kind: 'failed' }>;
+    /** The request this answers (the first, or a page's next). */
+    request: LookupRequest | { url: string },
+  ): AdapterAnswer;
 }
+
+/** One page of a paged answer: its entries, and where the next page is (a request, or the provider's URL). */
+export interface LookupPage {
+  kind: 'page';
+  filteredBy: 'send' | 'order';
+  entries: LookupEntry[];
+  next: LookupRequest | { url: string; headers: Record<string, string> };
+}
+
+export type AdapterAnswer = Exclude<LookupAnswer, { kind: 'failed' }> | LookupPage;
 
 /**
  * How far a provider's after-the-fact evidence can be trusted, per its documentation: the defaults of

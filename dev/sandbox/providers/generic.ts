@@ -52,6 +52,7 @@ export const genericEmulation: ProviderEmulation = {
           body: {
             messages: found.map((message) => ({
               id: message.id,
+              order_id: message.orderId,
               send_key: message.sendKey,
               accepted_at: message.receivedAt,
             })),

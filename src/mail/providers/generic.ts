@@ -3,8 +3,10 @@
 //
 // To get verified outcomes instead of the unknown-outcome policy, the gateway also implements the lookup:
 //   GET {base}/v1/messages?order_id=<id>   (same bearer token)
-//   200 {"messages": [{"id": "<its message id>", "send_key": "<metadata.send_key of the request>",
-//                      "accepted_at": "<ISO 8601>"}, …]}   every message it accepted for the order, in any order
+//   200 {"messages": [{"id": "<its message id>", "order_id": "<metadata.order_id>",
+//                      "send_key": "<metadata.send_key of the request>", "accepted_at": "<ISO 8601>"}, …]}
+//   every message it accepted for the order, in any order, on one page. A message of another order in the list
+//   means the gateway ignored the filter: the answer then proves nothing (src/evidence/evidenceRules.ts).
 // and promises two things, which the settle delay and the retention below stand for: a message it accepted is
 // in that list within GENERIC_LOOKUP_VISIBLE_WITHIN_MS (even when the sender never heard the 202), and it stays
 // there for GENERIC_LOOKUP_RETENTION_MS. A gateway without the lookup answers 404 (or 405, 501): the workflow
@@ -108,11 +110,20 @@ function genericLookup(authorization: string): ProviderLookupAdapter {
           return lookupEntry({
             sendKey: fields.send_key,
             messageId: fields.id,
-            orderId: fields.order_id,
+            // The contract's order_id; an older gateway without it names the order in the send key. Neither:
+            // the entry cannot be shown to be of this order, so the evidence rules take it for a stranger.
+            orderId: fields.order_id ?? orderIdOfSendKey(fields.send_key),
             acceptedAt: fields.accepted_at,
           });
         }),
       };
     },
   };
+}
+
+/** The order id inside one of our send keys (order-confirmation/<deployment>/<order>/<n>), or null. */
+function orderIdOfSendKey(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const match = /^order-confirmation\/[^/]+\/([0-9]+)\/[0-9]+$/.exec(value);
+  return match === null ? null : match[1]!;
 }

@@ -13,11 +13,12 @@
 // Events also arrive by signed webhook (src/webhooks/mailgunWebhook.ts), carrying the user variables set here.
 
 import type {
-  LookupAnswer,
+  AdapterAnswer,
   ProviderLookupAdapter,
   VerificationFacts,
 } from '../../verification/providerLookup';
 import { mailgunMessageId } from '../../evidence/sendKey';
+import type { LookupEntry } from '../../evidence/lookupAnswer';
 import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
@@ -116,6 +117,7 @@ export function createMailgunAdapter(options: { apiKey: string; domain: string }
 }
 
 function mailgunLookup(authorization: string): ProviderLookupAdapter {
+  const headers = { authorization, accept: 'application/json' };
   return {
     buildRequest: (query) => {
       // The domain the attempt went to, as the fence recorded it: not this worker's setting.
@@ -127,10 +129,10 @@ function mailgunLookup(authorization: string): ProviderLookupAdapter {
       });
       return {
         path: `/v3/${encodeURIComponent(domain)}/events?${search.toString()}`,
-        headers: { authorization, accept: 'application/json' },
+        headers,
       };
     },
-    readAnswer(status, body): Exclude<LookupAnswer, { kind: 'failed' }> {
+    readAnswer(status, body): AdapterAnswer {
       if (status === 401 || status === 403) {
         return {
           kind: 'unanswerable',
@@ -149,32 +151,42 @@ function mailgunLookup(authorization: string): ProviderLookupAdapter {
       if (!Array.isArray(items))
         return { kind: 'unanswerable', reason: 'Mailgun\'s events answer has no "items" list' };
       // Facts only: whether an item is this send (its Message-Id, compared exactly) is decided in
-      // src/evidence/evidenceRules.ts. A full page may have more behind it.
-      const complete = items.length < LOOKUP_PAGE_SIZE;
+      // src/evidence/evidenceRules.ts. A full page may have more behind it: Mailgun's paging.next is followed
+      // (the lookup client keeps it to the origin we asked) until a page comes back short.
+      const paging = parseJsonObject(body)?.paging;
+      const nextUrl =
+        typeof paging === 'object' && paging !== null ? (paging as { next?: unknown }).next : undefined;
+      const full = items.length >= LOOKUP_PAGE_SIZE;
+      const entries = readItems(items as unknown[]);
+      if (full && typeof nextUrl === 'string') {
+        return { kind: 'page', filteredBy: 'send', entries, next: { url: nextUrl, headers } };
+      }
       return {
         kind: 'entries',
         filteredBy: 'send',
-        complete,
-        ...(complete
-          ? {}
-          : { incompleteReason: `a full page of ${LOOKUP_PAGE_SIZE} events; the next was not read` }),
-        entries: (items as unknown[]).map((item) => {
-          const fields = typeof item === 'object' && item !== null ? (item as Record<string, unknown>) : {};
-          const message = fields.message as { headers?: Record<string, unknown> } | undefined;
-          const variables =
-            typeof fields['user-variables'] === 'object' && fields['user-variables'] !== null
-              ? (fields['user-variables'] as Record<string, unknown>)
-              : {};
-          // Mailgun reports the Message-Id with or without brackets; its send answer's id has them.
-          const header = message?.headers?.['message-id'];
-          return lookupEntry({
-            messageId: typeof header === 'string' && !header.startsWith('<') ? `<${header}>` : header,
-            sendKey: variables.send_key,
-            orderId: variables.order_id,
-            acceptedAt: fields.timestamp,
-          });
-        }),
+        complete: !full,
+        ...(full ? { incompleteReason: `a full page of ${LOOKUP_PAGE_SIZE} events and no next page` } : {}),
+        entries,
       };
     },
   };
+}
+
+function readItems(items: unknown[]): LookupEntry[] {
+  return items.map((item) => {
+    const fields = typeof item === 'object' && item !== null ? (item as Record<string, unknown>) : {};
+    const message = fields.message as { headers?: Record<string, unknown> } | undefined;
+    const variables =
+      typeof fields['user-variables'] === 'object' && fields['user-variables'] !== null
+        ? (fields['user-variables'] as Record<string, unknown>)
+        : {};
+    // Mailgun reports the Message-Id with or without brackets; its send answer's id has them.
+    const header = message?.headers?.['message-id'];
+    return lookupEntry({
+      messageId: typeof header === 'string' && !header.startsWith('<') ? `<${header}>` : header,
+      sendKey: variables.send_key,
+      orderId: variables.order_id,
+      acceptedAt: fields.timestamp,
+    });
+  });
 }

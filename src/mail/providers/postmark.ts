@@ -7,7 +7,9 @@
 // (postmarkapp.com/developer/api/messages-api; postmarkapp.com/support/article/1125-custom-metadata-faq).
 
 import type {
-  LookupAnswer,
+  AdapterAnswer,
+  LookupQuery,
+  LookupRequest,
   ProviderLookupAdapter,
   VerificationFacts,
 } from '../../verification/providerLookup';
@@ -35,8 +37,10 @@ export const POSTMARK_VERIFICATION: VerificationFacts = Object.freeze({
     'postmarkapp.com/developer/api/messages-api: 45 days by default, configurable down to 7; the minimum is assumed',
 });
 
-/** Enough to see every message of this send (its attempts); a larger total makes the answer incomplete. */
-const LOOKUP_PAGE_SIZE = 10;
+/** A page of the search; a larger total is read page by page (postmarkapp.com/developer/api/messages-api). */
+const LOOKUP_PAGE_SIZE = 50;
+/** The Messages API pages up to offset + count = 10,000; beyond it an answer cannot be complete. */
+const POSTMARK_MAX_OFFSET = 10_000;
 
 /**
  * Postmark's documented statuses (postmarkapp.com/developer/api/overview): 401 missing or wrong token,
@@ -95,22 +99,29 @@ export function createPostmarkAdapter(options: {
   };
 }
 
+/**
+ * The statuses searched, each explicitly and in turn: the Messages API filters by one status at a time, and
+ * left to its default it might not list a message still queued. A message moves from queued to sent, so it is
+ * in one list or the other.
+ */
+const SEARCHED_STATUSES = ['sent', 'queued'] as const;
+
 function postmarkLookup(token: string): ProviderLookupAdapter {
+  const headers = { 'x-postmark-server-token': token, accept: 'application/json' };
+  const request = (query: LookupQuery, status: string, offset: number): LookupRequest => {
+    const search = new URLSearchParams({
+      count: String(LOOKUP_PAGE_SIZE),
+      offset: String(offset),
+      // The stream the attempt went to, as the fence recorded it: not this worker's setting.
+      messagestream: query.destination.scope ?? DEFAULT_POSTMARK_MESSAGE_STREAM,
+      status,
+      metadata_send_key: query.sendKey,
+    });
+    return { path: `/messages/outbound?${search.toString()}`, headers };
+  };
   return {
-    buildRequest: (query) => {
-      const search = new URLSearchParams({
-        count: String(LOOKUP_PAGE_SIZE),
-        offset: '0',
-        // The stream the attempt went to, as the fence recorded it: not this worker's setting.
-        messagestream: query.destination.scope ?? DEFAULT_POSTMARK_MESSAGE_STREAM,
-        metadata_send_key: query.sendKey,
-      });
-      return {
-        path: `/messages/outbound?${search.toString()}`,
-        headers: { 'x-postmark-server-token': token, accept: 'application/json' },
-      };
-    },
-    readAnswer(status, body): Exclude<LookupAnswer, { kind: 'failed' }> {
+    buildRequest: (query) => request(query, SEARCHED_STATUSES[0], 0),
+    readAnswer(status, body, query, asked): AdapterAnswer {
       if (status === 401 || status === 403) {
         return {
           kind: 'unanswerable',
@@ -127,37 +138,53 @@ function postmarkLookup(token: string): ProviderLookupAdapter {
       if (!Array.isArray(messages)) {
         return { kind: 'unanswerable', reason: 'Postmark\'s message search answer has no "Messages" list' };
       }
-      const total = parsed?.TotalCount;
-      const complete = typeof total === 'number' && total <= messages.length;
       // Facts only: an entry without our metadata is not ours, and src/evidence/evidenceRules.ts says so.
-      return {
-        kind: 'entries',
-        filteredBy: 'send',
-        complete,
-        ...(complete
-          ? {}
-          : {
-              incompleteReason:
-                typeof total === 'number'
-                  ? `TotalCount ${total}, ${messages.length} read`
-                  : 'the answer has no TotalCount',
-            }),
-        entries: (messages as unknown[]).map((entry) => {
-          const fields =
-            typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
-          const metadata =
-            typeof fields.Metadata === 'object' && fields.Metadata !== null
-              ? (fields.Metadata as Record<string, unknown>)
-              : {};
-          return lookupEntry({
-            sendKey: metadata.send_key,
-            orderId: metadata.order_id,
-            messageId: fields.MessageID,
-            acceptedAt: fields.ReceivedAt,
-            scope: fields.MessageStream,
-          });
-        }),
-      };
+      const entries = (messages as unknown[]).map((entry) => {
+        const fields = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
+        const metadata =
+          typeof fields.Metadata === 'object' && fields.Metadata !== null
+            ? (fields.Metadata as Record<string, unknown>)
+            : {};
+        return lookupEntry({
+          sendKey: metadata.send_key,
+          orderId: metadata.order_id,
+          messageId: fields.MessageID,
+          acceptedAt: fields.ReceivedAt,
+          scope: fields.MessageStream,
+        });
+      });
+      const total = parsed?.TotalCount;
+      if (typeof total !== 'number' || !Number.isInteger(total) || total < 0) {
+        return {
+          kind: 'entries',
+          filteredBy: 'send',
+          complete: false,
+          incompleteReason: 'the answer has no TotalCount',
+          entries,
+        };
+      }
+      // Which page this was: the status and offset it asked for.
+      const params = new URLSearchParams('path' in asked ? asked.path.split('?')[1] : '');
+      const askedStatus = params.get('status') ?? SEARCHED_STATUSES[0];
+      const offset = Number(params.get('offset') ?? '0');
+      const readSoFar = offset + messages.length;
+      if (readSoFar < total) {
+        if (messages.length === 0 || readSoFar + LOOKUP_PAGE_SIZE > POSTMARK_MAX_OFFSET) {
+          return {
+            kind: 'entries',
+            filteredBy: 'send',
+            complete: false,
+            incompleteReason: `TotalCount ${total}, ${readSoFar} readable`,
+            entries,
+          };
+        }
+        return { kind: 'page', filteredBy: 'send', entries, next: request(query, askedStatus, readSoFar) };
+      }
+      const nextStatus = SEARCHED_STATUSES[SEARCHED_STATUSES.indexOf(askedStatus as 'sent') + 1];
+      if (nextStatus !== undefined) {
+        return { kind: 'page', filteredBy: 'send', entries, next: request(query, nextStatus, 0) };
+      }
+      return { kind: 'entries', filteredBy: 'send', complete: true, entries };
     },
   };
 }
