@@ -151,21 +151,22 @@ function mailgunLookup(authorization: string): ProviderLookupAdapter {
       if (!Array.isArray(items))
         return { kind: 'unanswerable', reason: 'Mailgun\'s events answer has no "items" list' };
       // Facts only: whether an item is this send (its Message-Id, compared exactly) is decided in
-      // src/evidence/evidenceRules.ts. A full page may have more behind it: Mailgun's paging.next is followed
-      // (the lookup client keeps it to the origin we asked) until a page comes back short.
+      // src/evidence/evidenceRules.ts. Mailgun's rule for reading events is to follow paging.next until a page
+      // comes back empty; a short page is not the last. The lookup client keeps the next URL to the origin
+      // we asked.
       const paging = parseJsonObject(body)?.paging;
       const nextUrl =
         typeof paging === 'object' && paging !== null ? (paging as { next?: unknown }).next : undefined;
-      const full = items.length >= LOOKUP_PAGE_SIZE;
       const entries = readItems(items as unknown[]);
-      if (full && typeof nextUrl === 'string') {
+      if (items.length === 0) return { kind: 'entries', filteredBy: 'send', complete: true, entries };
+      if (typeof nextUrl === 'string') {
         return { kind: 'page', filteredBy: 'send', entries, next: { url: nextUrl, headers } };
       }
       return {
         kind: 'entries',
         filteredBy: 'send',
-        complete: !full,
-        ...(full ? { incompleteReason: `a full page of ${LOOKUP_PAGE_SIZE} events and no next page` } : {}),
+        complete: false,
+        incompleteReason: 'a page of events without paging.next, so the end was not seen',
         entries,
       };
     },
