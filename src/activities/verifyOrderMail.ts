@@ -1,6 +1,8 @@
 import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { findWitnessCandidate } from '../db/freshnessWitness';
 import { readDispatchedAttempt } from '../db/orderMailLog';
+import { checkFreshness } from '../evidence/freshnessWitness';
 import {
   judgeLookup,
   judgeWebhookEvents,
@@ -9,6 +11,7 @@ import {
 } from '../evidence/evidenceRules';
 import { FailureType } from '../shared/failures';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
+import { VERIFICATION_DEFAULTS } from '../verification/verificationConfig';
 import { listSendEvents } from '../webhooks/providerEvents';
 import type { ActivityDependencies } from './dependencies';
 
@@ -147,13 +150,43 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         });
         return { kind: 'wait', waitMs, reason: verdict.reason };
       }
-      case 'not_found':
+      case 'not_found': {
+        // "Not found" counts only with a witness that the lookup has caught up past this attempt's dispatch.
+        const lookup = verifier.lookup;
+        const freshness = await checkFreshness({
+          attempt,
+          timing,
+          freshness: {
+            deadlineMs:
+              deps.settings.verification?.deadlineMs ?? VERIFICATION_DEFAULTS.MAIL_VERIFY_DEADLINE_MS,
+            askAgainAfterMs: verifier.settleDelayMs,
+          },
+          now: read.now,
+          findCandidate: () =>
+            findWitnessCandidate(deps.db, {
+              orderId,
+              dispatchedAt: attempt.dispatchedAt,
+              destination: attempt.destination!,
+            }),
+          lookUp: (query) => lookup.lookUp(query),
+        });
+        if (freshness.kind === 'wait') {
+          log.info('Order mail lookup found nothing, but shows no fresher known send; asking again later', {
+            orderId,
+            attempt: input.attempt,
+            waitMs: freshness.waitMs,
+          });
+          return { kind: 'wait', waitMs: freshness.waitMs, reason: freshness.reason };
+        }
+        if (freshness.kind === 'inconclusive') return inconclusive(orderId, freshness.reason);
         log.info('Order mail verified not sent: the provider lookup has no message of this send', {
           orderId,
           attempt: input.attempt,
           sinceDispatchMs: verdict.sinceDispatchMs,
+          witnessOrderId: freshness.witness.orderId,
         });
         return { kind: 'not-found', via: 'lookup', sinceDispatchMs: verdict.sinceDispatchMs };
+      }
     }
   };
 }

@@ -19,9 +19,11 @@ const VERIFY_RETRY = {
   backoffCoefficient: 2,
   maximumInterval: '10 seconds',
 } as const;
-// Each "wait" names the moment "not found" may count, so one wait normally suffices; a few more cover clocks
-// that disagree by a little. Past them the answer is inconclusive and the policy decides.
-const MAX_EVIDENCE_WAITS = 3;
+// A "wait" names the moment "not found" may count (one wait normally suffices), or asks again a settle delay
+// later because the lookup shows no fresher known send yet (src/evidence/freshnessWitness.ts), which the activity
+// bounds by MAIL_VERIFY_DEADLINE_MS and then calls inconclusive. This cap only keeps a history finite should
+// clocks disagree; past it the answer is inconclusive and the policy decides.
+const MAX_EVIDENCE_WAITS = 24;
 
 export async function askProvider(
   verification: VerificationSettings,
@@ -38,9 +40,16 @@ export async function askProvider(
   input: VerifyOrderMailInput,
   options: { waitForEvidence?: boolean; cancelRequested?: () => boolean } = {},
 ): Promise<VerificationAnswer | VerificationWait> {
+  let lastWait: VerificationWait | null = null;
   for (let waits = 0; ; waits++) {
     const answer = await askOnce(verification, input);
-    if (answer.kind !== 'wait' || options.waitForEvidence === false) return answer;
+    if (answer.kind !== 'wait' || options.waitForEvidence === false) {
+      // The answer says that it waited and why, so the attempt's audit row does (describeUnknownDecision).
+      return lastWait === null || answer.kind === 'wait'
+        ? answer
+        : { ...answer, waited: { times: waits, reason: lastWait.reason } };
+    }
+    lastWait = answer;
     if (waits >= MAX_EVIDENCE_WAITS) {
       return { kind: 'inconclusive', reason: `still too early after ${waits} waits: ${answer.reason}` };
     }
