@@ -24,7 +24,15 @@ export interface VerificationRunOptions {
   /** Share of webhook events the sandbox never posts, and of those it posts twice. */
   webhookLoss: number;
   webhookDuplicates: number;
+  /**
+   * --lying-provider: the sandbox's lookups lie (dev/sandbox/lookupLies.ts), each kind in LYING_LOOKUP_SHARE of
+   * lookups, the lag ones twice the settle delay behind; the report counts every lie and how its order ended.
+   */
+  lyingProvider: boolean;
 }
+
+/** The share of lookups that tell each kind of lie under --lying-provider (seven kinds: 28% in all). */
+export const LYING_LOOKUP_SHARE = 0.04;
 
 export const DEFAULT_RUN_SETTLE_DELAY_MS = 3 * DEFAULT_INDEXING_LAG_MS;
 
@@ -36,6 +44,7 @@ export const VERIFICATION_PROFILES: Record<'demo' | 'chaos', VerificationRunOpti
     lookupFaults: 0,
     webhookLoss: 0,
     webhookDuplicates: 0,
+    lyingProvider: false,
   },
   chaos: {
     provider: 'generic',
@@ -44,6 +53,7 @@ export const VERIFICATION_PROFILES: Record<'demo' | 'chaos', VerificationRunOpti
     lookupFaults: 0.04,
     webhookLoss: 0.02,
     webhookDuplicates: 0.1,
+    lyingProvider: false,
   },
 };
 
@@ -51,7 +61,9 @@ export const VERIFICATION_USAGE = `  --provider NAME               the provider 
   --verify / --no-verify        verify unknown outcomes with the provider before the policy decides (on)
   --settle-delay S              how long after an unknown outcome the workers wait before asking (3)
   --lookup-faults RATE          share of lookups that fail, half 503, half hung (demo 0, chaos 0.04)
-  --webhook-loss RATE / --webhook-duplicates RATE   webhook events never posted / posted twice (chaos 0.02 / 0.1)`;
+  --webhook-loss RATE / --webhook-duplicates RATE   webhook events never posted / posted twice (chaos 0.02 / 0.1)
+  --lying-provider              the sandbox's lookups lie: pages, ignored filters, other orders and deployments,
+                                a lag of twice the settle delay, failures, another domain's answer (4% each)`;
 
 /** Applies one verification flag; returns false when `flag` is not one of them. Throws `usage` errors. */
 export function applyVerificationFlag(
@@ -95,6 +107,9 @@ export function applyVerificationFlag(
       return true;
     case '--webhook-duplicates':
       options.webhookDuplicates = rate(value());
+      return true;
+    case '--lying-provider':
+      options.lyingProvider = true;
       return true;
     default:
       return false;

@@ -5,7 +5,13 @@ import { createDatabase } from '../../src/db/pool';
 import { sendGridPublicKey } from '../../src/webhooks/sendgridWebhook';
 import { startWebhookServer } from '../../src/webhooks/webhookServer';
 import type { MailSandbox } from '../sandbox/mailSandbox';
-import { needsWebhookReceiver, verifies, type VerificationRunOptions } from './verificationOptions';
+import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
+import {
+  LYING_LOOKUP_SHARE,
+  needsWebhookReceiver,
+  verifies,
+  type VerificationRunOptions,
+} from './verificationOptions';
 
 /** The sending domain the Mailgun emulation is configured with. */
 export const DEMO_MAILGUN_DOMAIN = 'mg.demo.example';
@@ -46,6 +52,13 @@ export async function startVerificationParts(
       // Answered only at release or close: the lookup's deadline passes first, and the activity retries.
       { fault: { kind: 'hang' }, probability: options.lookupFaults / 2 },
     ]);
+  }
+  if (on && options.lyingProvider) {
+    sandbox.setLookupLies({
+      rates: LOOKUP_LIE_KINDS.map((kind) => ({ kind, probability: LYING_LOOKUP_SHARE })),
+      // Twice the settle delay: a lookup asked at the settle delay is behind (the freshness witness's case).
+      lagMs: 2 * options.settleDelayMs,
+    });
   }
   if (!needsWebhookReceiver(options)) return { workerEnv, verifies: on, close: async () => undefined };
 

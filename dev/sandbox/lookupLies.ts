@@ -26,7 +26,10 @@ export type LookupLieKind = (typeof LOOKUP_LIE_KINDS)[number];
 
 export interface LookupLiePlan {
   rates: { kind: LookupLieKind; probability: number }[];
-  /** How far behind a 'lag' lie's index is; it should be longer than the settle delay to matter. */
+  /**
+   * How far behind a 'lag' lie's index is (longer than the settle delay to matter), and how long a 'lag' or
+   * 'wrong-domain' lie holds for every lookup once told.
+   */
   lagMs: number;
   seed?: number;
 }
@@ -52,6 +55,12 @@ export class LookupLies {
   private plan: LookupLiePlan | null = null;
   private random: () => number;
   private counts = new Map<LookupLieKind, number>();
+  /**
+   * A lie about the provider's state rather than about one answer ('lag', 'wrong-domain') holds for every
+   * lookup for a while (lagMs), as a provider's log that is behind, or a proxy answering from another
+   * domain's index, is behind or wrong for everyone asking then, not for one request in isolation.
+   */
+  private window: { effect: LieEffect; untilMs: number } | null = null;
 
   constructor(private readonly seed: number) {
     this.random = seededRandom(seed);
@@ -60,12 +69,14 @@ export class LookupLies {
   /** A new plan starts a new count. */
   setPlan(input: unknown): void {
     this.plan = parseLookupLiePlan(input);
+    this.window = null;
     this.counts.clear();
     this.random = seededRandom(this.plan.seed ?? this.seed);
   }
 
   reset(): void {
     this.plan = null;
+    this.window = null;
     this.counts.clear();
     this.random = seededRandom(this.seed);
   }
@@ -82,18 +93,31 @@ export class LookupLies {
    * The lie this lookup tells, or null. `canPage` says whether the provider's answer has pages (a paginate lie
    * is only told where a client could follow them).
    */
-  draw(options: { canPage: boolean }): LieEffect | null {
+  draw(options: { canPage: boolean; nowMs: number }): LieEffect | null {
     if (this.plan === null) return null;
+    if (this.window !== null && options.nowMs < this.window.untilMs) {
+      this.count(this.window.effect.kind);
+      return this.window.effect;
+    }
+    this.window = null;
     const draw = this.random();
     let upTo = 0;
     for (const rate of this.plan.rates) {
       upTo += rate.probability;
       if (draw >= upTo) continue;
       if (rate.kind === 'paginate' && !options.canPage) return null;
-      this.counts.set(rate.kind, (this.counts.get(rate.kind) ?? 0) + 1);
-      return effectOf(rate.kind, this.plan.lagMs);
+      this.count(rate.kind);
+      const effect = effectOf(rate.kind, this.plan.lagMs);
+      if (rate.kind === 'lag' || rate.kind === 'wrong-domain') {
+        this.window = { effect, untilMs: options.nowMs + this.plan.lagMs };
+      }
+      return effect;
     }
     return null;
+  }
+
+  private count(kind: LookupLieKind): void {
+    this.counts.set(kind, (this.counts.get(kind) ?? 0) + 1);
   }
 }
 

@@ -165,7 +165,7 @@ export class SandboxLookups {
     }
     const fault = this.nextFault(orderId);
     // A lie only where no fault was injected: each lookup is one or the other, so both are counted truly.
-    lie = fault === null ? this.lies.draw({ canPage: lookup.pages }) : null;
+    lie = fault === null ? this.lies.draw({ canPage: lookup.pages, nowMs: context.now().getTime() }) : null;
     if (lie?.status !== undefined) {
       record(lie.status, null, 0);
       return sendAnswer(res, lie.status, emulation.error(lie.status, undefined).body);

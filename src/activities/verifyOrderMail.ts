@@ -179,6 +179,30 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
           return { kind: 'wait', waitMs: freshness.waitMs, reason: freshness.reason };
         }
         if (freshness.kind === 'inconclusive') return inconclusive(orderId, freshness.reason);
+        // Asked once more, now that the witness shows: a provider that was behind (or answered from elsewhere)
+        // a moment ago and has caught up since would show our message too. Only "not found" again counts.
+        const again = await lookup.lookUp({
+          orderId,
+          sendKey: attempt.sendKey,
+          destination: attempt.destination,
+        });
+        const recheck =
+          again.kind === 'failed'
+            ? ({ kind: 'inconclusive', reason: again.reason } as const)
+            : judgeLookup({ attempt, asking: verifier.destination, answer: again, now: read.now, timing });
+        if (recheck.kind === 'found') {
+          log.info('Order mail verified accepted by the provider lookup, asked again', { orderId });
+          return { kind: 'found', via: 'lookup', providerMessageId: recheck.providerMessageId };
+        }
+        if (recheck.kind !== 'not_found') {
+          const reason =
+            'reason' in recheck ? recheck.reason : 'the lookup answered differently when asked again';
+          return {
+            kind: 'wait',
+            waitMs: verifier.settleDelayMs,
+            reason: `the lookup found nothing, then could not say so again: ${reason}`,
+          };
+        }
         log.info('Order mail verified not sent: the provider lookup has no message of this send', {
           orderId,
           attempt: input.attempt,
