@@ -2,7 +2,7 @@ import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { findWitnessCandidate } from '../db/freshnessWitness';
 import { readDispatchedAttempt } from '../db/orderMailLog';
-import { checkFreshness } from '../evidence/freshnessWitness';
+import { answerMayDecideLater, askAgainOrGiveUp, checkFreshness } from '../evidence/freshnessWitness';
 import {
   judgeLookup,
   judgeWebhookEvents,
@@ -133,14 +133,31 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         ...(answer.retryAfterMs === null ? {} : { nextRetryDelay: answer.retryAfterMs }),
       });
     }
+    // How long a "not found" without a witness, or a list that could not decide, is asked about again.
+    const freshnessTiming = {
+      deadlineMs: deps.settings.verification?.deadlineMs ?? VERIFICATION_DEFAULTS.MAIL_VERIFY_DEADLINE_MS,
+      askAgainAfterMs: verifier.settleDelayMs,
+    };
     // Postgres's now() from before the lookup: the lookup was made at it or later.
     const verdict = judgeLookup({ attempt, asking: verifier.destination, answer, now: read.now, timing });
     switch (verdict.kind) {
       case 'found':
         log.info('Order mail verified accepted by the provider lookup', { orderId, attempt: input.attempt });
         return { kind: 'found', via: 'lookup', providerMessageId: verdict.providerMessageId };
-      case 'inconclusive':
-        return inconclusive(orderId, verdict.reason);
+      case 'inconclusive': {
+        // A list that was incomplete or held strangers may be answered rightly when asked again.
+        if (!answerMayDecideLater(answer, attempt)) return inconclusive(orderId, verdict.reason);
+        const again = askAgainOrGiveUp({
+          attempt,
+          timing,
+          freshness: freshnessTiming,
+          now: read.now,
+          reason: verdict.reason,
+        });
+        if (again.kind === 'inconclusive') return inconclusive(orderId, again.reason);
+        if (again.kind === 'fresh') throw new Error('unreachable: asking again is never fresh');
+        return { kind: 'wait', waitMs: again.waitMs, reason: again.reason };
+      }
       case 'wait_until': {
         const waitMs = Math.max(0, verdict.until.getTime() - read.now.getTime()) + WAIT_MARGIN_MS;
         log.info('Order mail lookup found nothing yet, too early to count; asking again later', {

@@ -9,7 +9,7 @@
 // (src/evidence/evidenceRules.ts) concluded "not found"; the witness is asked about with the very lookup client
 // and the very rules that judged our attempt.
 import type { DispatchedAttempt, EvidenceTiming } from './evidenceRules';
-import { judgeLookup, notFoundCountsFrom } from './evidenceRules';
+import { entryIsOurs, judgeLookup, notFoundCountsFrom } from './evidenceRules';
 import type { SendDestination } from './destination';
 import type { LookupAnswer, LookupQuery } from './lookupAnswer';
 
@@ -120,4 +120,36 @@ export async function checkFreshness(input: {
 
 function seconds(ms: number): string {
   return String(Math.round(ms / 100) / 10);
+}
+
+/**
+ * Whether a list the lookup answered could not decide only for now: it was not complete, or it held entries its
+ * filter should have left out. A provider that pages or filters wrongly once may answer rightly when asked
+ * again, so such an answer is asked again like a missing witness, until the same deadline.
+ */
+export function answerMayDecideLater(answer: LookupAnswer, attempt: DispatchedAttempt): boolean {
+  if (answer.kind !== 'entries') return false;
+  if (!answer.complete) return true;
+  return answer.entries.some((entry) =>
+    answer.filteredBy === 'send' ? !entryIsOurs(entry, attempt) : entry.orderId !== attempt.orderId,
+  );
+}
+
+/** Ask again later, or (past the witness's deadline) give up: for an answer that may decide later. */
+export function askAgainOrGiveUp(input: {
+  attempt: DispatchedAttempt;
+  timing: EvidenceTiming;
+  freshness: FreshnessTiming;
+  now: Date;
+  reason: string;
+}): FreshnessVerdict {
+  const deadline = notFoundCountsFrom(input.attempt, input.timing).getTime() + input.freshness.deadlineMs;
+  const remainingMs = deadline - input.now.getTime();
+  if (remainingMs <= 0)
+    return { kind: 'inconclusive', reason: `${input.reason}, and still so after waiting` };
+  return {
+    kind: 'wait',
+    waitMs: Math.max(MIN_WAIT_MS, Math.min(input.freshness.askAgainAfterMs, remainingMs)),
+    reason: input.reason,
+  };
 }

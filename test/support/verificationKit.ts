@@ -99,3 +99,21 @@ export function holdingFirstSend<Result>(
     return Context.current().cancelled;
   };
 }
+
+/**
+ * The freshness witness a lookup's "not found" needs (src/evidence/freshnessWitness.ts): once `dispatched()`
+ * says the attempt's request left, sends another order to its 2xx through the same destination (`sendWitness`),
+ * so the lookup can show a known-accepted send dispatched after the attempt. Resolves with `running`'s result.
+ */
+export async function withWitness<T>(
+  running: Promise<T>,
+  input: { dispatched: () => boolean; sendWitness: () => Promise<unknown> },
+): Promise<T> {
+  const deadline = Date.now() + 20_000;
+  while (!input.dispatched()) {
+    if (Date.now() > deadline) throw new Error('withWitness: the attempt never reached the provider');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await input.sendWitness();
+  return running;
+}

@@ -26,7 +26,12 @@ import {
   waitFor,
   type TestDatabase,
 } from '../support/testKit';
-import { attemptsWithVerification, holdingFirstSend, rowWithVerification } from '../support/verificationKit';
+import {
+  attemptsWithVerification,
+  holdingFirstSend,
+  rowWithVerification,
+  withWitness,
+} from '../support/verificationKit';
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
 const DOMAIN = 'mg.example.com';
@@ -232,7 +237,10 @@ describe('finding 8: "ours" is our send key, which names the deployment', () => 
 
     // Production's request is dropped before the provider processed it: its customer has no mail yet.
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
-    const result = await run(orderId, productionWorker);
+    const result = await withWitness(run(orderId, productionWorker), {
+      dispatched: () => sandbox.requests().filter((request) => request.orderId === orderId).length >= 2,
+      sendWitness: async () => run(await createOrder(production.db), productionWorker),
+    });
 
     const messages = sandbox.messagesFor(orderId);
     expect(messages).toHaveLength(2);
@@ -293,7 +301,10 @@ describe('finding 7: a webhook event counts only when it is authentic for this a
     }
     const mailgun = await worker({ api: mailApi('mailgun', sandbox), policy: 'assume-sent' });
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
-    const result = await run(orderId, mailgun);
+    const result = await withWitness(run(orderId, mailgun), {
+      dispatched: () => sandbox.requests().some((request) => request.orderId === orderId),
+      sendWitness: async () => run(await createOrder(production.db), mailgun),
+    });
 
     // The event lied: the provider never had the mail. The lookup says so, and the mail is sent.
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
