@@ -50,7 +50,8 @@ export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
   // the tracking-messages page's older "at least 2 days" is not what free accounts get). The shortest is
   // assumed; a paid plan sets MAIL_VERIFY_RETENTION_MS to its own (docs/providers.md).
   retentionMs: 1 * DAY_MS,
-  retentionSource: 'Mailgun: 1 day of events on free accounts, up to 30 days on paid plans; the shortest is assumed',
+  retentionSource:
+    'Mailgun: 1 day of events on free accounts, up to 30 days on paid plans; the shortest is assumed',
 });
 
 /**
