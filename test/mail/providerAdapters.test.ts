@@ -111,7 +111,7 @@ describe('request shape', () => {
       subject: 'ご注文ありがとうございます',
       text: 'ご注文番号: 501\n',
       html: '<p>ご注文番号: 501</p>',
-      metadata: { order_id: '501', send_key: 'order-confirmation/501/0' },
+      metadata: { order_id: '501', send_key: 'order-confirmation/default/501/0' },
     });
   });
 
@@ -138,7 +138,7 @@ describe('request shape', () => {
         { type: 'text/plain', value: 'ご注文番号: 502\n' },
         { type: 'text/html', value: '<p>ご注文番号: 502</p>' },
       ],
-      custom_args: { order_id: '502', send_key: 'order-confirmation/502/0' },
+      custom_args: { order_id: '502', send_key: 'order-confirmation/default/502/0' },
     });
   });
 
@@ -168,7 +168,7 @@ describe('request shape', () => {
       TextBody: 'ご注文番号: 503\n',
       HtmlBody: '<p>ご注文番号: 503</p>',
       MessageStream: 'outbound',
-      Metadata: { order_id: '503', send_key: 'order-confirmation/503/0' },
+      Metadata: { order_id: '503', send_key: 'order-confirmation/default/503/0' },
     });
   });
 
@@ -184,7 +184,7 @@ describe('request shape', () => {
     expect(seen.headers).toMatchObject({
       authorization: 'Bearer re_key_1',
       'content-type': 'application/json',
-      'idempotency-key': 'order-confirmation/504/0',
+      'idempotency-key': 'order-confirmation/default/504/0',
     });
     expect(JSON.parse(seen.body)).toEqual({
       from: 'Shop <shop@example.com>',
@@ -221,9 +221,9 @@ describe('request shape', () => {
       html: '<p>ご注文番号: 505</p>',
       'h:Reply-To': 'support@example.com',
       // Derived from the send key: the same on every attempt, so the Events API can be asked about it.
-      'h:Message-Id': `<order-confirmation/505/0@${TEST_MAILGUN_DOMAIN}>`,
+      'h:Message-Id': `<order-confirmation/default/505/0@${TEST_MAILGUN_DOMAIN}>`,
       'v:order_id': '505',
-      'v:send_key': 'order-confirmation/505/0',
+      'v:send_key': 'order-confirmation/default/505/0',
     });
   });
 

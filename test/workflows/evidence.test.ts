@@ -86,6 +86,7 @@ interface WorkerSpec {
   db?: TestDatabase;
   deploymentId?: string;
   verify?: boolean;
+  sendTimeoutMs?: number;
   /** Wraps the mail transport (to hold a request on the wire). */
   transport?: (real: MailTransport) => MailTransport;
   /** Wraps the send activity (to hold a send, to run it twice). */
@@ -120,6 +121,7 @@ async function worker(spec: WorkerSpec): Promise<string> {
     settings: testSettings({
       unknownOutcomePolicy: spec.policy,
       verification: verifier === null ? null : VERIFY,
+      ...(spec.sendTimeoutMs === undefined ? {} : { sendTimeoutMs: spec.sendTimeoutMs }),
     }),
     workerIdentity: `evidence-${randomUUID().slice(0, 8)}`,
     mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
@@ -349,7 +351,10 @@ describe('finding 5: a second execution of a dispatched attempt waits for the fi
     const released = new Promise<void>((resolve) => (release = resolve));
     let heldOne = false;
     const generic = await worker({
-      api: mailApi('generic', sandbox),
+      // A 6 s deadline after the fence (inside a 12 s send timeout), so the held request outlives the first
+      // lookup by far, even on a loaded machine.
+      api: mailApi('generic', sandbox, { headersTimeoutMs: 5_000, overallTimeoutMs: 6_000 }),
+      sendTimeoutMs: 12_000,
       policy: 'assume-sent',
       // The first request of the order waits after its fence, on the wire as it were, until released.
       transport: (real) => ({
@@ -390,8 +395,9 @@ describe('finding 5: a second execution of a dispatched attempt waits for the fi
       sandbox.lookups().some((lookup) => lookup.orderId === orderId) ? true : undefined,
     );
     release();
-    expect(await result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
+    const outcome = await result;
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(outcome).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
     expect(await rowWithVerification(production.db, orderId)).toMatchObject({
       state: 'sent',
       outcome: 'accepted',

@@ -47,12 +47,12 @@ export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
   documentedSettleDelayMs: 30 * 60 * 1000,
   settleDelaySource:
     'documentation.mailgun.com/docs/mailgun/user-manual/events/event-polling: "half an hour"',
-  // Retention depends on the plan: Mailgun's plans page gives 1 day of logs on the free plan and up to 30 days on
-  // paid ones (its older pages said 2 or 3 days). The shortest is assumed; a paid plan sets
-  // MAIL_VERIFY_RETENTION_MS to its own (docs/providers.md).
+  // Retention depends on the plan: 1 day of event logs on free accounts, up to 30 days on paid plans (issue 22;
+  // the tracking-messages page's older "at least 2 days" is not what free accounts get). The shortest is
+  // assumed; a paid plan sets MAIL_VERIFY_RETENTION_MS to its own (docs/providers.md).
   retentionMs: 1 * DAY_MS,
   retentionSource:
-    'mailgun.com/pricing: 1 day of logs on the free plan, up to 30 days on paid plans; the shortest is assumed',
+    'Mailgun: 1 day of events on free accounts, up to 30 days on paid plans; the shortest is assumed',
 });
 
 /**
