@@ -34,7 +34,7 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 FROM node:${NODE_VERSION}-bookworm-slim
 ENV NODE_ENV=production \
     WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js \
-    WORKER_HTTP_BIND_ADDRESS=0.0.0.0:9464
+    WORKER_HTTP_BIND_ADDRESS=127.0.0.1:9464
 WORKDIR /app
 COPY --from=dependencies /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

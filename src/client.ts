@@ -63,7 +63,22 @@ export async function connectOrderMailClient(options: ConnectOptions = {}): Prom
 
 export type StartResult =
   | { status: 'started'; orderId: string; runId: string }
-  | { status: 'already-started'; orderId: string; runId: string };
+  /**
+   * A run of the order's mail exists: open (runStatus RUNNING) or closed (COMPLETED, FAILED, TERMINATED,
+   * CANCELLED, TIMED_OUT). Nothing was started. A closed run may have closed before its first claim (it
+   * failed OrderNotFound because it started before the order was visible, or it was terminated): the
+   * reconciliation sweep, which can see the log, starts such an order again (docs/operating.md).
+   */
+  | { status: 'already-started'; orderId: string; runId: string; runStatus: string }
+  /** Only with `restartClosedRun`: the closed run it approved was followed by this new run. */
+  | { status: 'restarted'; orderId: string; runId: string; closedRunId: string; closedRunStatus: string };
+
+/** The memo key on a run started again after a closed run (its value says who started it). */
+export const RESTARTED_BY_MEMO = 'orderMailRestartedBy';
+
+// The closed statuses a run may be started again after: Temporal's ALLOW_DUPLICATE_FAILED_ONLY reuses the id
+// after exactly these, never after a run that completed (which always made a log row).
+const RESTARTABLE_STATUSES = new Set(['FAILED', 'TERMINATED', 'CANCELLED', 'TIMED_OUT']);
 
 /**
  * The order's workflow id (= its order id) is held by a workflow of another type, open or closed: in a
@@ -92,40 +107,79 @@ export class OrderMailWorkflowIdTakenError extends Error {
 /**
  * Starts the confirmation mail of one order. Call it as often as you like (after each commit, on every
  * redelivered event): the workflow id is the order id, so a second start is reported as 'already-started'
- * instead of sending again. Throws InvalidOrderIdError, with nothing started, for anything but an order id,
- * and OrderMailWorkflowIdTakenError when a workflow of another type holds the id.
+ * (with the run's status, open or closed) instead of sending again. Throws InvalidOrderIdError, with nothing
+ * started, for anything but an order id, and OrderMailWorkflowIdTakenError when a workflow of another type
+ * holds the id.
+ *
+ * `restartClosedRun` is for a caller that can see the order's log row (the reconciliation sweep): asked about
+ * a closed run that did not complete, it answers whether to start the order again (it made no log row). The
+ * new run is started with ALLOW_DUPLICATE_FAILED_ONLY and carries RESTARTED_BY_MEMO. It cannot make a second
+ * mail: it claims the row like any run, so whatever the closed run left (a late claim, a dispatched attempt)
+ * is found by the claim's fences, and a run that completed is never followed by another.
  */
 export async function startOrderConfirmationMail(
   client: Client,
   orderIdInput: unknown,
-  options: { taskQueue?: string } = {},
+  options: {
+    taskQueue?: string;
+    restartClosedRun?: {
+      by: string;
+      approve: (closed: WorkflowExecutionDescription) => Promise<boolean>;
+    };
+  } = {},
 ): Promise<StartResult> {
   const orderId = parseOrderId(orderIdInput);
-  // Twice at most: the run that held the id may vanish (past retention) between the refused start and the
-  // look at it, and the id is then free.
+  const taskQueue = options.taskQueue ?? process.env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE;
+  let restarting: WorkflowExecutionDescription | null = null;
+  // A few tries at most: the run that held the id may vanish (past retention) between the refused start and
+  // the look at it, and the id is then free; a restart may race another start.
   for (let tries = 1; ; tries++) {
     try {
       const handle = await client.workflow.start(ORDER_MAIL_WORKFLOW_TYPE, {
         workflowId: orderId,
-        taskQueue: options.taskQueue ?? process.env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
+        taskQueue,
         args: [orderId],
-        // A closed run is never started again by this call (an operator's Reset is the way to send again),
+        // A closed run is never started again by a plain call (an operator's Reset is the way to send again),
         // and a running one is not replaced. Beyond the namespace's retention, the Postgres log still dedupes.
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdReusePolicy: restarting === null ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE_FAILED_ONLY',
         workflowIdConflictPolicy: 'FAIL',
         // The Web UI's filters from the first moment, as part of the start (no Action of their own).
         typedSearchAttributes: [...ORDER_MAIL_ATTRIBUTES_AT_START],
+        ...(restarting === null ? {} : { memo: { [RESTARTED_BY_MEMO]: options.restartClosedRun!.by } }),
       });
+      if (restarting !== null) {
+        return {
+          status: 'restarted',
+          orderId,
+          runId: handle.firstExecutionRunId,
+          closedRunId: restarting.runId,
+          closedRunStatus: restarting.status.name,
+        };
+      }
       return { status: 'started', orderId, runId: handle.firstExecutionRunId };
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       const holder = await describeOrderConfirmationMail(client, orderId);
-      if (holder === null && tries < 2) continue;
+      if (holder === null && tries < 3) {
+        restarting = null;
+        continue;
+      }
       if (holder === null) throw error;
       if (holder.type !== ORDER_MAIL_WORKFLOW_TYPE) {
         throw new OrderMailWorkflowIdTakenError(orderId, holder.type, holder.runId, holder.status.name);
       }
-      return { status: 'already-started', orderId, runId: holder.runId };
+      const restart = options.restartClosedRun;
+      if (
+        restart !== undefined &&
+        tries < 3 &&
+        holder.runId !== restarting?.runId &&
+        RESTARTABLE_STATUSES.has(holder.status.name) &&
+        (await restart.approve(holder))
+      ) {
+        restarting = holder;
+        continue;
+      }
+      return { status: 'already-started', orderId, runId: holder.runId, runStatus: holder.status.name };
     }
   }
 }

@@ -109,6 +109,7 @@ export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promis
           : await startWorkerHttpServer({
               bindAddress: config.worker.httpBindAddress,
               runtimeMetricsUrl,
+              gaugeRefreshIntervalMs: config.worker.gaugeRefreshIntervalMs,
               refreshGauges: async () =>
                 metrics.setStuckSendingRows(
                   await countStuckSending(db, { sendTimeoutMs: config.workflow.sendTimeoutMs }),
@@ -255,7 +256,7 @@ async function runWorkerPair(
       readResetOfRun: resetHistoryReader(temporal),
       ...(setup.verifier === null ? {} : { verifier: setup.verifier }),
     },
-    reconcileDependencies: { db, temporal, settings: config.reconcile },
+    reconcileDependencies: { db, temporal, settings: config.reconcile, metrics: setup.metrics },
     workflows:
       config.worker.workflowBundlePath === null
         ? { workflowsPath: require.resolve('./workflows') }

@@ -3,7 +3,7 @@
 // on the same worker as the mail activities, by this sibling factory.
 import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { OrderMailWorkflowIdTakenError, startOrderConfirmationMail } from '../client';
+import { OrderMailWorkflowIdTakenError, RESTARTED_BY_MEMO, startOrderConfirmationMail } from '../client';
 import { findConfirmedOrdersWithoutMail, type ConfirmedOrderCursor } from '../db/confirmedOrders';
 import {
   isOutsideWriterToken,
@@ -13,11 +13,12 @@ import {
   type ClosedRunSettlement,
   type SeenRow,
 } from '../db/orderMailClaim';
-import { listQuietSendingRows, timeSinceAttemptDispatch } from '../db/orderMailLog';
+import { listQuietSendingRows, readMailLog, timeSinceAttemptDispatch } from '../db/orderMailLog';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { advanceReconcileProgress, sweepNotBefore } from '../db/reconcileProgress';
 import type { Database } from '../db/pool';
+import { noOrderMailMetrics, type OrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { UnknownOutcomeDecision, VerificationAnswer } from '../shared/unknownOutcome';
 import type { VerificationSettings } from '../shared/workflowSettings';
@@ -43,11 +44,20 @@ export interface ReconcileDependencies {
   /** Starts workflows and describes runs; bound to the worker's namespace. */
   temporal: Client;
   settings: ReconcileSettings;
+  /** Counts the orders a sweep could not start (order_mail_orders_left_without_mail_total). */
+  metrics?: OrderMailMetrics;
 }
 
 export interface StartBatchResult {
   found: number;
   started: number;
+  /** Orders whose only run closed without making a log row (before its first claim), started again. */
+  restarted: number;
+  /**
+   * Orders whose run closed without a log row although the sweep had already started them again once: not
+   * started a third time (something keeps the run from claiming), named for an operator.
+   */
+  closedWithoutRow: string[];
   alreadyStarted: number;
   /** Orders whose workflow id a workflow of another type holds: not started, and never counted as started. */
   conflicts: WorkflowIdConflict[];
@@ -134,13 +144,39 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
       // a start that raced with it (or with an earlier sweep) is reported as already started, and sends nothing.
       const taskQueue = activityInfo().taskQueue;
       let started = 0;
+      let restarted = 0;
+      const closedWithoutRow: string[] = [];
       const conflicts: WorkflowIdConflict[] = [];
       for (const orderId of batch.orderIds) {
         try {
-          const result = await startOrderConfirmationMail(deps.temporal, orderId, { taskQueue });
+          const result = await startOrderConfirmationMail(deps.temporal, orderId, {
+            taskQueue,
+            // A run that closed before its first claim made no row, and nothing else will start the order: it
+            // is started again, once. A run that this sweep itself started again and that closed row-less too
+            // is named instead: starting it a third time would only repeat what stopped it.
+            restartClosedRun: {
+              by: 'reconciliation sweep',
+              approve: async (closed) => {
+                if ((await readMailLog(deps.db, orderId)) !== null) return false;
+                if (closed.memo?.[RESTARTED_BY_MEMO] !== undefined) {
+                  closedWithoutRow.push(orderId);
+                  return false;
+                }
+                return true;
+              },
+            },
+          });
           if (result.status === 'started') {
             started += 1;
             log.info('Reconciliation started a missed order mail', { orderId, runId: result.runId });
+          } else if (result.status === 'restarted') {
+            restarted += 1;
+            log.info('Reconciliation started again an order mail whose run closed before its first claim', {
+              orderId,
+              runId: result.runId,
+              closedRunId: result.closedRunId,
+              closedRunStatus: result.closedRunStatus,
+            });
           }
         } catch (error) {
           if (!(error instanceof OrderMailWorkflowIdTakenError)) throw error;
@@ -154,13 +190,25 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
         }
         heartbeat();
       }
+      const metrics = deps.metrics ?? noOrderMailMetrics;
+      for (const _ of closedWithoutRow) metrics.orderLeftWithoutMail('closed-without-row');
+      for (const _ of conflicts) metrics.orderLeftWithoutMail('workflow-id-taken');
+      if (closedWithoutRow.length > 0) {
+        log.warn('Order mails whose restarted run closed again before its first claim: not started again', {
+          orders: closedWithoutRow,
+          hint: 'see why the run closed (npm run ops -- status <orderId>), fix it, then npm run ops -- retry',
+        });
+      }
       // The last batch of this sweep: every order up to the grace was looked at, and each one found missing
       // was started (or is a conflict, logged and counted above, which no later sweep could start either).
       if (batch.next === null) await advanceReconcileProgress(deps.db, progress);
       return {
         found: batch.orderIds.length,
         started,
-        alreadyStarted: batch.orderIds.length - started - conflicts.length,
+        restarted,
+        closedWithoutRow,
+        alreadyStarted:
+          batch.orderIds.length - started - restarted - closedWithoutRow.length - conflicts.length,
         conflicts,
         next: batch.next,
       };
@@ -171,7 +219,9 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
      * closed run never touches its row again, so such a row would stay 'sending' until someone acted.
      */
     async findStuckMailClaims(): Promise<StuckClaimsResult> {
+      const namespace = activityInfo().namespace;
       const rows = await listQuietSendingRows(deps.db, {
+        namespace,
         olderThanMs: deps.settings.graceMs,
         limit: deps.settings.batchSize,
       });
@@ -199,8 +249,10 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
           });
           continue;
         }
-        const run = parseClaimToken(row.claimToken);
-        if (run === null) continue; // An operator's token is never left 'sending'.
+        const token = parseClaimToken(row.claimToken);
+        // An operator's token is never left 'sending'; another namespace's run is that namespace's sweep's.
+        if (token === null || token.namespace !== namespace) continue;
+        const run = { workflowId: token.workflowId, runId: token.runId };
         const runStatus = await runStatusOf(deps.temporal, run.workflowId, run.runId);
         // (A later run of this order may be open, a reset's: its claim would take this one over. Settling it
         // here is the same: the sweep asks the provider as that run would, and that run's claim then finds

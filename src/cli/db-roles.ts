@@ -24,7 +24,8 @@ async function main(): Promise<void> {
   console.log(
     `Database ${report.database}: migrations run as ${report.migrator}, workers as ${report.worker} ` +
       `(member of order_mail_worker)${report.created.length ? `; made ${report.created.join(', ')}` : ''}` +
-      `${report.ownershipMoved.length ? `; ${report.migrator} now owns ${report.ownershipMoved.join(', ')}` : ''}.`,
+      `${report.ownershipMoved.length ? `; ${report.migrator} now owns ${report.ownershipMoved.join(', ')}` : ''}` +
+      `${report.caseStudyTableFrom === null ? '' : `; the case study's order_mail_log now belongs to ${report.migrator} for adoption, and ${report.caseStudyTableFrom} may still write it`}.`,
   );
 }
 

@@ -63,8 +63,13 @@ export interface WorkerConfig {
     maxConcurrentActivityTaskExecutions: number;
     /** host:port for the Temporal runtime's Prometheus endpoint, or null for none (or an internal one). */
     metricsBindAddress: string | null;
-    /** host:port of the worker's HTTP server (/metrics, /healthz, /readyz), or null for none. */
+    /**
+     * host:port of the worker's HTTP server (/metrics, /healthz, /readyz), or null for none. A bare port binds
+     * loopback (127.0.0.1): other interfaces only where an address says so.
+     */
     httpBindAddress: string | null;
+    /** The gauges read from Postgres are computed at most once per this many ms (single flight). */
+    gaugeRefreshIntervalMs: number;
     /** A workflow bundle made at build time (production image); null bundles the sources at start-up. */
     workflowBundlePath: string | null;
     pgPoolMax: number;
@@ -109,6 +114,8 @@ export const CONFIG_DEFAULTS = {
   SEND_RETRY_MAX_MS: 600_000,
   WORKER_MAX_CONCURRENT_ACTIVITIES: 100,
   PG_POOL_MAX: 10,
+  // A Prometheus scrape interval: more scrapes than that (several Prometheus, a dashboard) share one read.
+  WORKER_GAUGE_REFRESH_INTERVAL_MS: 15_000,
   PG_STATEMENT_TIMEOUT_MS: 10_000,
   RECONCILE_GRACE_MS: 300_000,
   RECONCILE_LOOKBACK_MS: 604_800_000,
@@ -278,7 +285,11 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         CONFIG_DEFAULTS.WORKER_MAX_CONCURRENT_ACTIVITIES,
       ),
       metricsBindAddress: read.hostPort('TEMPORAL_METRICS_BIND_ADDRESS'),
-      httpBindAddress: read.hostPort('WORKER_HTTP_BIND_ADDRESS'),
+      httpBindAddress: read.hostPort('WORKER_HTTP_BIND_ADDRESS', { loopbackForBarePort: true }),
+      gaugeRefreshIntervalMs: read.positiveInt(
+        'WORKER_GAUGE_REFRESH_INTERVAL_MS',
+        CONFIG_DEFAULTS.WORKER_GAUGE_REFRESH_INTERVAL_MS,
+      ),
       workflowBundlePath: read.optional('WORKFLOW_BUNDLE_PATH'),
       pgPoolMax: read.positiveInt('PG_POOL_MAX', CONFIG_DEFAULTS.PG_POOL_MAX),
       pgStatementTimeoutMs: read.positiveInt(
@@ -511,8 +522,11 @@ class EnvReader {
     }
   }
 
-  hostPort(name: string): string | null {
+  hostPort(name: string, options: { loopbackForBarePort?: boolean } = {}): string | null {
     const value = this.optional(name);
+    if (value !== null && options.loopbackForBarePort === true && /^[0-9]{1,5}$/.test(value)) {
+      return `127.0.0.1:${value}`;
+    }
     if (value !== null && !/^[^\s:]+:[0-9]{1,5}$/.test(value)) {
       this.problems.push(
         `${name} must look like host:port, e.g. 0.0.0.0:9464 (got ${JSON.stringify(value)}).`,

@@ -20,9 +20,11 @@ const CASE_STUDY_COLUMNS: Record<string, readonly string[]> = {
 
 /** What `order_mail_log` in the current schema is: absent, the case study's, or something else. */
 export async function describeCaseStudyTable(client: Pick<Client, 'query'>): Promise<MailLogTableFound> {
+  // pg_attribute, not information_schema.columns: that one hides the columns of a table the login may not use
+  // (the shop's own order_mail_log, before db:roles hands it over), which would read as no table at all.
   const { rows: columns } = await client.query<{ name: string; type: string }>(
-    `SELECT column_name AS name, data_type AS type FROM information_schema.columns
-      WHERE table_schema = current_schema() AND table_name = 'order_mail_log' ORDER BY ordinal_position`,
+    `SELECT attname AS name, format_type(atttypid, NULL) AS type FROM pg_attribute
+      WHERE attrelid = to_regclass('order_mail_log') AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
   );
   if (columns.length === 0) return { kind: 'absent' };
   const matches =

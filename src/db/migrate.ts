@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, escapeIdentifier } from 'pg';
 import { describeCaseStudyTable, type CaseStudyTable } from './caseStudyTable';
+import { findMissingPrerequisites, MigrationPrerequisitesError } from './migrationPrerequisites';
 import { serviceConnectionOptions } from './pool';
 
 /**
@@ -122,11 +123,16 @@ export async function migrate(
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await client.query(`CREATE TABLE IF NOT EXISTS order_mail_schema_migrations (
-      name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`);
-    const known = await client.query<{ name: string; checksum: string }>(
-      'SELECT name, checksum FROM order_mail_schema_migrations',
+    // Read before anything is created: a refusal below must leave the database as it was.
+    const { rows: tracked } = await client.query<{ found: string | null }>(
+      `SELECT to_regclass('order_mail_schema_migrations')::text AS found`,
     );
+    const known =
+      tracked[0]?.found == null
+        ? { rows: [] }
+        : await client.query<{ name: string; checksum: string }>(
+            'SELECT name, checksum FROM order_mail_schema_migrations',
+          );
     const appliedChecksums = new Map(known.rows.map((row) => [row.name, row.checksum]));
     const foreign = [...appliedChecksums.keys()].filter((name) => !files.includes(name)).sort();
     if (foreign.length > 0) throw new UnknownMigrationsError(foreign);
@@ -146,10 +152,20 @@ export async function migrate(
       }
     }
 
+    // On a shop's database the shop's role owns orders (and the case study's order_mail_log): what this login
+    // cannot do there is named up front, before anything changes.
+    const prerequisites = await findMissingPrerequisites(client, {
+      pending: pending.map((file) => file.name),
+    });
+    if (prerequisites.missing.length > 0) {
+      throw new MigrationPrerequisitesError(prerequisites.migrationRole, prerequisites.missing);
+    }
     const caseStudy = pending.some((file) => file.name === MAIL_LOG_BASELINE)
       ? await existingMailLog(client)
       : null;
     if (caseStudy !== null && options.adopt !== true) throw new AdoptionRequiredError(caseStudy);
+    await client.query(`CREATE TABLE IF NOT EXISTS order_mail_schema_migrations (
+      name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`);
 
     const apply = async (file: (typeof pending)[number]): Promise<void> => {
       try {

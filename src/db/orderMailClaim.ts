@@ -54,12 +54,22 @@ export function isOutsideWriterToken(token: string): boolean {
   return token.startsWith('legacy:');
 }
 
-/** The run a claim token names; null for a token that is not a run's (an operator's, an outside writer's). */
-export function parseClaimToken(token: string): { workflowId: string; runId: string } | null {
+/**
+ * The run a claim token names, with its namespace; null for a token that is not a run's (an operator's, an
+ * outside writer's). A namespace name holds no '/', so the first one ends it; a workflow id may hold any.
+ * The namespace matters: two namespaces may share one database, and a run is only known in its own.
+ */
+export function parseClaimToken(
+  token: string,
+): { namespace: string; workflowId: string; runId: string } | null {
   const first = token.indexOf('/');
   const last = token.lastIndexOf('/');
-  if (token.startsWith('operator:') || first < 0 || last <= first) return null;
-  return { workflowId: token.slice(first + 1, last), runId: token.slice(last + 1) };
+  if (token.startsWith('operator:') || first <= 0 || last <= first) return null;
+  return {
+    namespace: token.slice(0, first),
+    workflowId: token.slice(first + 1, last),
+    runId: token.slice(last + 1),
+  };
 }
 
 export interface ClaimRequest {

@@ -160,17 +160,22 @@ export async function listMailLog(
 
 /**
  * Rows in 'sending' not touched for `olderThanMs`, oldest first, at most `limit`: candidates for a claim whose
- * run closed without settling it (the reconciliation sweep asks Temporal about each, and settles them).
+ * run closed without settling it (the reconciliation sweep asks Temporal about each, and settles them). With
+ * `namespace`, only claims of that namespace's runs and outside writers' (legacy:…): a run of another
+ * namespace sharing this database is unknown to this namespace's Temporal, and must not be taken for closed.
  */
 export async function listQuietSendingRows(
   db: Database,
-  input: { olderThanMs: number; limit: number },
+  input: { olderThanMs: number; limit: number; namespace?: string },
 ): Promise<MailLogRow[]> {
+  const namespace = input.namespace ?? null;
   const { rows } = await runSql<MailLogRow>(
     db,
     sql`SELECT ${ROW_COLUMNS} FROM order_mail_log
          WHERE state = 'sending'
            AND updated_at < now() - make_interval(secs => ${input.olderThanMs}::double precision / 1000)
+           AND (${namespace}::text IS NULL OR starts_with(claim_token, ${namespace}::text || '/')
+                OR starts_with(claim_token, 'legacy:'))
          ORDER BY updated_at, order_id
          LIMIT ${input.limit}`,
   );

@@ -6,7 +6,13 @@
 // Each URL's user and password become a login role (created, or its password set). The guard refuses a
 // password that is empty, short, a placeholder (the ones .env.example ships, `change-me`) or the user's name,
 // the admin's included, so a stack never runs on a default password.
+// A password reaches Postgres only as a SCRAM-SHA-256 verifier computed here (scramSha256Verifier): the
+// CREATE/ALTER ROLE text, which `log_statement = ddl` logs and pg_stat_activity shows, never holds it, and no
+// message of this module repeats it.
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client, escapeIdentifier, escapeLiteral } from 'pg';
+import { describeCaseStudyTable } from './caseStudyTable';
+import { SHOP_TABLES, WORKER_READS_COLUMNS } from './orderColumns';
 
 /** The group role migration 0010 grants the workers' privileges to. */
 export const WORKER_GROUP_ROLE = 'order_mail_worker';
@@ -32,13 +38,35 @@ export function weakPasswordProblem(what: string, user: string, password: string
   if (password === '') return `${what} has no password`;
   const lower = password.toLowerCase();
   if (PLACEHOLDER_PASSWORDS.some((placeholder) => lower.includes(placeholder))) {
-    return `${what}'s password is a placeholder ("${password}"): choose a real one`;
+    return `${what}'s password is a placeholder (it contains a well-known default): choose a real one`;
   }
   if (lower === user.toLowerCase()) return `${what}'s password is its user name`;
   if (password.length < MIN_PASSWORD_LENGTH) {
     return `${what}'s password is shorter than ${MIN_PASSWORD_LENGTH} characters`;
   }
+  // libpq prepares a password (SASLprep) before SCRAM and node-postgres does not: for printable ASCII both
+  // use the bytes as they are, so one verifier works for every client.
+  if (!/^[\x21-\x7e]+$/.test(password)) {
+    return `${what}'s password has characters other than printable ASCII (no spaces)`;
+  }
   return null;
+}
+
+/**
+ * The SCRAM-SHA-256 verifier Postgres stores for `password` (RFC 5802, RFC 7677; Postgres's
+ * `SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`), computed here so the password itself is never
+ * sent. Postgres takes a string in this form as the already-encrypted password.
+ */
+export function scramSha256Verifier(
+  password: string,
+  salt: Buffer = randomBytes(16),
+  iterations = 4096,
+): string {
+  const salted = pbkdf2Sync(Buffer.from(password, 'utf8'), salt, iterations, 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const storedKey = createHash('sha256').update(clientKey).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
 }
 
 export interface RoleUrls {
@@ -56,6 +84,8 @@ export interface RoleSetupReport {
   created: string[];
   /** Mail tables made before the roles existed (by the admin), now owned by the migration role. */
   ownershipMoved: string[];
+  /** The case study's order_mail_log, handed to the migration role for adoption: its previous owner. */
+  caseStudyTableFrom: string | null;
 }
 
 interface Login {
@@ -122,8 +152,9 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     }
     for (const login of [migrator, worker]) {
       const role = escapeIdentifier(login.user);
-      // Never a superuser or a role maker: the point of these two is what they may not do.
-      const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${escapeLiteral(login.password)}`;
+      // Never a superuser or a role maker: the point of these two is what they may not do. The password
+      // goes as its verifier only.
+      const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${escapeLiteral(scramSha256Verifier(login.password))}`;
       if (await exists(login.user)) {
         await client.query(`ALTER ROLE ${role} WITH ${attributes}`);
       } else {
@@ -140,15 +171,48 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     // Before PostgreSQL 15 every role may create in public; the workers' role must not.
     await client.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
     await client.query(`GRANT ${escapeIdentifier(WORKER_GROUP_ROLE)} TO ${escapeIdentifier(worker.user)}`);
-    // The orders are the shop's: whoever owns them lets the workers read them.
-    for (const table of ['orders', 'order_items']) {
-      const { rows } = await client.query<{ found: string | null }>('SELECT to_regclass($1)::text AS found', [
-        table,
-      ]);
-      if (rows[0]?.found !== null && rows[0]?.found !== undefined) {
+    // The orders are the shop's: the workers read the columns the service uses and no other (a card number,
+    // an address kept beside them), and the mail tables' foreign keys need REFERENCES on orders.id. The admin
+    // grants them where it may (a superuser, or their owner); otherwise db:migrate names them for the owner.
+    for (const table of SHOP_TABLES) {
+      const { rows: columns } = await client.query<{ name: string }>(
+        `SELECT attname AS name FROM pg_attribute
+          WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND attname = ANY($2::text[])
+          ORDER BY attnum`,
+        [table, [...WORKER_READS_COLUMNS[table]]],
+      );
+      if (columns.length === 0) continue;
+      const group = escapeIdentifier(WORKER_GROUP_ROLE);
+      await unlessNotPermitted(client, async () => {
+        await client.query(`REVOKE SELECT ON ${escapeIdentifier(table)} FROM ${group}`);
         await client.query(
-          `GRANT SELECT ON ${escapeIdentifier(table)} TO ${escapeIdentifier(WORKER_GROUP_ROLE)}`,
+          `GRANT SELECT (${columns.map((column) => escapeIdentifier(column.name)).join(', ')}) ON ${escapeIdentifier(table)} TO ${group}`,
         );
+        if (table === 'orders' && columns.some((column) => column.name === 'id')) {
+          await client.query(`GRANT REFERENCES (id) ON orders TO ${migratorRole}`);
+        }
+      });
+    }
+    // The case study's own order_mail_log, owned by the shop's role: adoption renames it, which only its
+    // owner may, so it is handed to the migration role; its previous owner keeps writing it (the old workers
+    // may run as that role until they are stopped), and adoption grants the same on the adopted table.
+    let caseStudyTableFrom: string | null = null;
+    if ((await describeCaseStudyTable(client)).kind === 'case-study') {
+      const { rows: logOwner } = await client.query<{ owner: string; migrator: boolean }>(
+        `SELECT pg_get_userbyid(relowner) AS owner, pg_has_role($1, relowner, 'USAGE') AS migrator
+           FROM pg_class WHERE oid = to_regclass('order_mail_log')`,
+        [migrator.user],
+      );
+      const found = logOwner[0];
+      if (found !== undefined && !found.migrator) {
+        const handedOver = await unlessNotPermitted(client, async () => {
+          // In this order: a change of owner drops what the old owner held as owner.
+          await client.query(`ALTER TABLE order_mail_log OWNER TO ${migratorRole}`);
+          await client.query(
+            `GRANT SELECT, INSERT, UPDATE ON order_mail_log TO ${escapeIdentifier(found.owner)}`,
+          );
+        });
+        if (handedOver) caseStudyTableFrom = found.owner;
       }
     }
     // Mail tables an earlier build made as this admin (workers migrated at start before): the migration role
@@ -169,11 +233,30 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
       worker: worker.user,
       created,
       ownershipMoved: owned.map((row) => row.name),
+      caseStudyTableFrom,
     };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
     await client.end();
+  }
+}
+
+/**
+ * Runs `work` in a savepoint; false when Postgres refused it for want of privilege (an admin that is neither
+ * a superuser nor the owner of the shop's tables): then `npm run db:migrate` names the statements for the
+ * owner before it changes anything (src/db/migrationPrerequisites.ts).
+ */
+async function unlessNotPermitted(client: Client, work: () => Promise<void>): Promise<boolean> {
+  await client.query('SAVEPOINT shop_grant');
+  try {
+    await work();
+    await client.query('RELEASE SAVEPOINT shop_grant');
+    return true;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== '42501') throw error;
+    await client.query('ROLLBACK TO SAVEPOINT shop_grant');
+    return false;
   }
 }

@@ -3,6 +3,7 @@
 // a worker never runs DDL), its connections say they are this service's (src/db/pool.ts), and its role may do
 // what the worker does. Each failure is a configuration error with its own message: waiting fixes none.
 import { listMigrationFiles, MIGRATIONS_DIRECTORY } from './migrate';
+import { SHOP_TABLES, WORKER_READS_COLUMNS } from './orderColumns';
 import { SERVICE_WRITER_SETTING, type Database } from './pool';
 
 export class SchemaNotReadyError extends Error {
@@ -15,9 +16,8 @@ const MIGRATE_HINT =
   '(docs/production.md).';
 
 // What a worker (its claim, send, record, the sweep) and the ops CLI need, and nothing more.
+// The shop's tables are read column by column (src/db/orderColumns.ts), checked below.
 const NEEDED_PRIVILEGES: readonly [table: string, privileges: readonly string[]][] = [
-  ['orders', ['SELECT']],
-  ['order_items', ['SELECT']],
   ['order_mail_log', ['SELECT', 'INSERT', 'UPDATE']],
   ['order_mail_attempts', ['SELECT', 'INSERT']],
   ['order_mail_late_answers', ['SELECT', 'INSERT']],
@@ -67,12 +67,29 @@ export async function assertSchemaReady(db: Database, directory = MIGRATIONS_DIR
          OR NOT has_table_privilege(wanted.table_name, wanted.privilege)`,
     [wanted.map(([table]) => table), wanted.map(([, privilege]) => privilege)],
   );
-  if (missing.length > 0) {
+  const shopColumns = SHOP_TABLES.flatMap((table) =>
+    WORKER_READS_COLUMNS[table].map((column) => [table, column] as const),
+  );
+  const { rows: missingColumns } = await db.query<{ table: string; column: string }>(
+    `SELECT wanted.table_name AS table, wanted.column_name AS column
+       FROM unnest($1::text[], $2::text[]) AS wanted (table_name, column_name)
+      WHERE to_regclass(wanted.table_name) IS NULL
+         OR NOT EXISTS (SELECT 1 FROM information_schema.columns AS c
+                         WHERE c.table_schema = current_schema() AND c.table_name = wanted.table_name
+                           AND c.column_name = wanted.column_name)
+         OR NOT has_column_privilege(wanted.table_name, wanted.column_name, 'SELECT')`,
+    [shopColumns.map(([table]) => table), shopColumns.map(([, column]) => column)],
+  );
+  const lacks = [
+    ...missing.map((need) => `${need.privilege} on ${need.table}`),
+    ...missingColumns.map((need) => `SELECT on ${need.table}.${need.column}`),
+  ];
+  if (lacks.length > 0) {
     throw new SchemaNotReadyError(
-      `Database role ${user} lacks ${missing.map((need) => `${need.privilege} on ${need.table}`).join(', ')}. ` +
+      `Database role ${user} lacks ${lacks.join(', ')}. ` +
         'Grant it the worker role: GRANT order_mail_worker TO ' +
-        `${user}; (docs/production.md). orders and order_items are granted by the migration where its role owns ` +
-        'them; otherwise by their owner.',
+        `${user}; (docs/production.md). The columns of orders and order_items are granted by the migration where ` +
+        'its role owns them; otherwise by their owner (npm run db:migrate names the statements).',
     );
   }
 }

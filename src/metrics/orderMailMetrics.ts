@@ -25,6 +25,13 @@ export const ORDER_MAIL_METRICS = {
    * queue ahead of it explains. A healthy backlog under a rate limit is neither.
    */
   stuckSending: 'order_mail_stuck_sending_rows',
+  /**
+   * Counter {reason}: confirmed orders a reconciliation sweep found with no log row and could not start
+   * (should stay 0): `closed-without-row`, the run the sweep had already started again closed before its
+   * first claim once more; `workflow-id-taken`, a workflow of another type holds the order's id. Each sweep
+   * that finds such an order counts it again, so the counter rises for as long as the order is left.
+   */
+  ordersLeftWithoutMail: 'order_mail_orders_left_without_mail_total',
 } as const;
 
 /** Seconds. A mail API answers in well under a second; the tail goes up to the overall HTTP deadline. */
@@ -51,6 +58,7 @@ export interface OrderMailMetrics {
   ): void;
   claimConflict(conflict: ClaimConflict): void;
   setStuckSendingRows(rows: StuckSendingRows): void;
+  orderLeftWithoutMail(reason: 'closed-without-row' | 'workflow-id-taken'): void;
 }
 
 export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: string }): OrderMailMetrics {
@@ -81,6 +89,11 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     undefined,
     'Rows stuck in sending: dispatched and unrecorded past the send timeout, or left behind by their queue',
   );
+  const ordersLeftWithoutMail = meter.createCounter(
+    ORDER_MAIL_METRICS.ordersLeftWithoutMail,
+    undefined,
+    'Confirmed orders without a log row that a reconciliation sweep could not start',
+  );
   return {
     sendFinished(outcome, durationSeconds) {
       sends.add(1, { outcome, provider: labels.provider });
@@ -96,6 +109,9 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
       stuckSending.set(rows.dispatched, { phase: 'dispatched' });
       stuckSending.set(rows.undispatched, { phase: 'undispatched' });
     },
+    orderLeftWithoutMail(reason) {
+      ordersLeftWithoutMail.add(1, { reason });
+    },
   };
 }
 
@@ -105,4 +121,5 @@ export const noOrderMailMetrics: OrderMailMetrics = {
   unknownOutcomeSettled: () => undefined,
   claimConflict: () => undefined,
   setStuckSendingRows: () => undefined,
+  orderLeftWithoutMail: () => undefined,
 };

@@ -2,11 +2,13 @@
 //   /metrics  the Temporal runtime's exposition, which carries the SDK's metrics and the product's own (they
 //             are made on the runtime's meter, src/metrics/orderMailMetrics.ts). The runtime serves it on an
 //             internal loopback port; this server passes it through, after refreshing the gauges that are
-//             read from Postgres, so a scrape sees current values.
+//             read from Postgres, at most once per gaugeRefreshIntervalMs and one run at a time
+//             (src/metrics/gaugeRefresh.ts), so a scrape sees values that old at most.
 //   /healthz  liveness: the process answers and its worker has not failed.
 //   /readyz   readiness: the worker polls (RUNNING), Postgres and Temporal answer. 503 while it waits for them
 //             (at start or after losing one), while starting and while draining, with the reason.
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { singleFlightRefresher, type GaugeRefresher } from './gaugeRefresh';
 
 export type WorkerLiveness = 'waiting' | 'starting' | 'running' | 'stopping' | 'failed';
 
@@ -15,8 +17,13 @@ export interface WorkerHttpServerOptions {
   bindAddress: string;
   /** The runtime's Prometheus endpoint, e.g. http://127.0.0.1:40123/metrics. */
   runtimeMetricsUrl: string;
-  /** Runs before each scrape; a failure is logged, and the scrape still answers with the last values. */
+  /**
+   * Reads the gauges from Postgres: before a scrape, when the last read is older than gaugeRefreshIntervalMs;
+   * never twice at once. A failure is logged, and the scrape still answers with the last values.
+   */
   refreshGauges: () => Promise<void>;
+  /** WORKER_GAUGE_REFRESH_INTERVAL_MS; absent: every scrape reads them (still one read at a time). */
+  gaugeRefreshIntervalMs?: number;
   workerState: () => WorkerLiveness;
   /** What the worker waits for, while it does (e.g. "Postgres: connect ECONNREFUSED …"); else null. */
   waitingFor?: () => string | null;
@@ -38,8 +45,9 @@ const REFRESH_TIMEOUT_MS = 3_000;
 const DEPENDENCY_CHECK_TIMEOUT_MS = 800;
 
 export async function startWorkerHttpServer(options: WorkerHttpServerOptions): Promise<WorkerHttpServer> {
+  const gauges = singleFlightRefresher(options.refreshGauges, options.gaugeRefreshIntervalMs ?? 0);
   const server = createServer((req, res) => {
-    handle(options, req, res).catch((error: unknown) => {
+    handle(options, gauges, req, res).catch((error: unknown) => {
       options.log('error', 'Worker HTTP request failed', { path: req.url, error: messageOf(error) });
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
       res.end('internal error\n');
@@ -67,6 +75,7 @@ export async function startWorkerHttpServer(options: WorkerHttpServerOptions): P
 
 async function handle(
   options: WorkerHttpServerOptions,
+  gauges: GaugeRefresher,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
@@ -77,7 +86,7 @@ async function handle(
   }
   switch (path) {
     case '/metrics':
-      await serveMetrics(options, res);
+      await serveMetrics(options, gauges, res);
       return;
     case '/healthz': {
       const state = options.workerState();
@@ -114,9 +123,13 @@ async function handle(
   }
 }
 
-async function serveMetrics(options: WorkerHttpServerOptions, res: ServerResponse): Promise<void> {
+async function serveMetrics(
+  options: WorkerHttpServerOptions,
+  gauges: GaugeRefresher,
+  res: ServerResponse,
+): Promise<void> {
   try {
-    await withTimeout(options.refreshGauges(), REFRESH_TIMEOUT_MS, 'gauge refresh timed out');
+    await withTimeout(gauges.refresh(), REFRESH_TIMEOUT_MS, 'gauge refresh timed out');
   } catch (error) {
     options.log('error', 'Could not refresh the gauges read from Postgres; serving the last values', {
       error: messageOf(error),

@@ -31,6 +31,9 @@ export interface ReconcileInput {
   counted?: {
     found: number;
     started: number;
+    /** Absent in runs continued before the sweep restarted closed runs. */
+    restarted?: number;
+    closedWithoutRow?: string[];
     alreadyStarted: number;
     batches: number;
     /** Orders not started because a workflow of another type holds their id. */
@@ -53,6 +56,13 @@ export interface SettledStuckClaim extends StuckClaim {
 export interface ReconcileReport {
   found: number;
   started: number;
+  /** Orders whose only run closed before its first claim (no log row), started again. */
+  restarted: number;
+  /**
+   * Orders whose run, started again by a sweep, closed again without a log row: not started again, named
+   * here (the first MAX_STUCK_ORDERS_SHOWN) and on the OrderMailStuckOrders search attribute.
+   */
+  closedWithoutRow: string[];
   alreadyStarted: number;
   batches: number;
   /** Orders not started because a workflow of another type holds their id; each is logged by the activity. */
@@ -80,13 +90,22 @@ export interface ReconcileReport {
  * search attribute. Running it twice changes nothing: every start is idempotent, every settlement fenced.
  */
 export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<ReconcileReport> {
-  const counted = input.counted ?? { found: 0, started: 0, alreadyStarted: 0, batches: 0, conflicts: 0 };
+  const counted = {
+    ...(input.counted ?? { found: 0, started: 0, alreadyStarted: 0, batches: 0, conflicts: 0 }),
+    restarted: input.counted?.restarted ?? 0,
+    closedWithoutRow: input.counted?.closedWithoutRow ?? [],
+  };
   let after: ConfirmedOrderCursor | null = input.resumeAfter ?? null;
   const batchesPerRun = input.batchesPerRun ?? DEFAULT_BATCHES_PER_RUN;
   for (let batch = 0; batch < batchesPerRun; batch++) {
     const result = await sweep.startMailsForConfirmedOrders({ after });
     counted.found += result.found;
     counted.started += result.started;
+    counted.restarted += result.restarted ?? 0;
+    counted.closedWithoutRow = [...counted.closedWithoutRow, ...(result.closedWithoutRow ?? [])].slice(
+      0,
+      MAX_STUCK_ORDERS_SHOWN,
+    );
     counted.alreadyStarted += result.alreadyStarted;
     counted.batches += 1;
     if (result.conflicts.length > 0) {
@@ -169,13 +188,24 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
       ...(settled.kind === 'settled' ? { settledAs: decision.kind } : {}),
     });
   }
-  if (stuck.length > 0) {
+  if (stuck.length > 0 || counted.closedWithoutRow.length > 0) {
     upsertSearchAttributes([
       {
         key: OrderMailStuckOrders,
-        value: stuck.slice(0, MAX_STUCK_ORDERS_SHOWN).map((claim) => claim.orderId),
+        value: [...stuck.map((claim) => claim.orderId), ...counted.closedWithoutRow].slice(
+          0,
+          MAX_STUCK_ORDERS_SHOWN,
+        ),
       },
     ]);
+  }
+  if (counted.closedWithoutRow.length > 0) {
+    log.warn('Order mails left with no log row and no open run: their restarted run closed before claiming', {
+      orders: counted.closedWithoutRow,
+      hint: 'see why (npm run ops -- status <orderId>), fix it, then: npm run ops -- retry <orderId> --reason "…"',
+    });
+  }
+  if (stuck.length > 0) {
     log.warn('Order mails were stuck in sending under a closed run; settled', {
       orders: stuck.map((claim) => `${claim.orderId}: ${claim.settledAs ?? claim.settlement}`),
       hint: 'a released mail is sent by: npm run ops -- retry <orderId> --reason "…"',

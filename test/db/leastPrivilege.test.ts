@@ -63,6 +63,13 @@ describe('the workers role', () => {
 
     expect(await outcome(worker, 'SELECT * FROM orders WHERE id = $1', [orderId])).toBe('ok');
     expect(await outcome(worker, 'SELECT * FROM order_items WHERE order_id = $1', [orderId])).toBe('ok');
+    // Column by column (0030): a column the shop adds beside them is not the workers' to read.
+    await database.admin.query('ALTER TABLE orders ADD COLUMN phone TEXT');
+    expect(await outcome(worker, 'SELECT phone FROM orders WHERE id = $1', [orderId])).toBe(
+      PERMISSION_DENIED,
+    );
+    expect(await outcome(worker, 'SELECT * FROM orders WHERE id = $1', [orderId])).toBe(PERMISSION_DENIED);
+    await assertSchemaReady(worker);
     expect(await outcome(worker, `UPDATE orders SET customer_name = 'x' WHERE id = $1`, [orderId])).toBe(
       PERMISSION_DENIED,
     );

@@ -176,8 +176,35 @@ describe('classifySmtpAttempt', () => {
   it('reads the queue id of Postfix, SES and Microsoft 365 replies', () => {
     expect(queueIdOf('250 2.0.0 Ok: queued as 4F3A2B1C')).toBe('4F3A2B1C');
     expect(queueIdOf('250 Ok 0100018b5c3c0a4f-1234abcd-000000')).toBe('0100018b5c3c0a4f-1234abcd-000000');
-    expect(queueIdOf('250 2.0.0 OK <AB12@x.prod.outlook.com> [Hostname=y]')).toBe(
-      '<AB12@x.prod.outlook.com>',
-    );
+  });
+
+  it('keeps a queue id only in a known format, and never anything address-shaped (issue 22)', () => {
+    const known: [string, string][] = [
+      ['250 2.0.0 Ok: queued as 4bN3Xh0Zqkz9sM', '4bN3Xh0Zqkz9sM'], // Postfix, long queue ids
+      ['250 Ok: queued as Cf2gkH9qQbyrQ1DTxOrI_A', 'Cf2gkH9qQbyrQ1DTxOrI_A'], // SendGrid
+      ['250 OK id=1tAbCd-000123-Ef', '1tAbCd-000123-Ef'], // Exim
+      ['250 OK id=1tAbCd-00000000123-0aBc', '1tAbCd-00000000123-0aBc'], // Exim 4.97 and later
+      ['250 2.0.0 x8QGk5tS012345 Message accepted for delivery', 'x8QGk5tS012345'], // Sendmail
+      [
+        '250 2.0.0 OK  1733140000 a640c23a62f3a-aa5f1d7e0c1si12345566b.101 - gsmtp',
+        'a640c23a62f3a-aa5f1d7e0c1si12345566b.101',
+      ], // Gmail
+      [
+        '250 2.6.0 <AB12@x.prod.outlook.com> [InternalId=16329465528449, Hostname=y.prod.outlook.com] Queued mail for delivery',
+        '16329465528449',
+      ], // Microsoft 365: its internal id, not the Message-ID
+    ];
+    for (const [reply, id] of known) expect(queueIdOf(reply), reply).toBe(id);
+    for (const reply of [
+      '250 2.0.0 Ok: queued for <taro.yamada@example.jp>',
+      '250 2.1.5 <taro.yamada@example.jp>... Recipient ok',
+      '250 2.0.0 OK <AB12@x.prod.outlook.com>',
+      '250 Ok: queued as taro.yamada@example.jp',
+      '250 Great success',
+      '250 OK',
+      '',
+    ]) {
+      expect(queueIdOf(reply), reply).toBeNull();
+    }
   });
 });

@@ -95,7 +95,8 @@ describe('docker-compose.yml and the native stack agree', () => {
     expect(environment('worker').DATABASE_URL).toBe(rolesJob.DATABASE_URL);
     expect(rolesJob.DATABASE_URL).not.toContain('POSTGRES_');
     expect(environment('worker').WORKER_HTTP_BIND_ADDRESS).toBe(`0.0.0.0:${settings.workerHttpPort}`);
-    expect(dockerfile).toContain(`WORKER_HTTP_BIND_ADDRESS=0.0.0.0:${settings.workerHttpPort}`);
+    // The image binds loopback unless told otherwise (its HEALTHCHECK needs no more); compose names 0.0.0.0.
+    expect(dockerfile).toContain(`WORKER_HTTP_BIND_ADDRESS=127.0.0.1:${settings.workerHttpPort}`);
     expect(dockerfile).toContain(`EXPOSE ${settings.workerHttpPort}\n`);
     expect(dockerfile).toContain(`http://127.0.0.1:${settings.workerHttpPort}/readyz`);
   });

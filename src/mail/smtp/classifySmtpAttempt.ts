@@ -92,19 +92,28 @@ function readError(error: unknown): {
   return { code: errorCodeOf(error), command, responseCode };
 }
 
+// The relays whose final reply names their id for the message, each in its own documented shape. Anything else
+// (a reply that names the recipient, `… queued for <taro@example.jp>`, or a Message-ID, which is address-shaped)
+// is not kept: the id goes into the log row, the audit trail and the workflow's history, where an address must
+// not. A match that holds an '@' is refused too.
 const QUEUE_ID_PATTERNS = [
-  /queued as ([A-Za-z0-9._-]+)/i, // Postfix, the sandbox
-  /^250 Ok ([0-9a-f]+(?:-[0-9a-f]+)+)/i, // Amazon SES
-  /(<[^<>\s]+@[^<>\s]+>)/, // Microsoft 365 and others that name the Message-ID they set
-  /\bid=([A-Za-z0-9._-]+)/i, // Exim, SendGrid
+  /^250[ -](?:2\.0\.0 )?Ok:? queued as ([A-Za-z0-9_-]{5,40})$/i, // Postfix, SendGrid, the sandbox
+  /^250[ -](?:2\.0\.0 )?Ok ([0-9a-f]+(?:-[0-9a-f]+)+)$/i, // Amazon SES
+  /^250[ -](?:2\.0\.0 )?OK id=([0-9A-Za-z]{6}-[0-9A-Za-z]{6,11}-[0-9A-Za-z]{2,4})$/i, // Exim
+  /^250[ -]2\.0\.0 ([0-9A-Za-z]{14}) Message accepted for delivery$/i, // Sendmail
+  /^250[ -]2\.0\.0 OK +\d+ ([0-9A-Za-z.-]{8,80}) - gsmtp$/i, // Gmail
+  /^250[ -]2\.6\.0 <[^<>]*> \[InternalId=(\d{6,24}),[^\]]*\] Queued mail for delivery/i, // Microsoft 365
 ];
 
-/** The relay's id for the message, read from its final reply; the reply (trimmed, at most 200 chars) if none. */
+/**
+ * The relay's id for the message, read from its final reply when the reply is in one of the known formats;
+ * null otherwise (the mail is still accepted: the id is for the operator, not for the fence).
+ */
 export function queueIdOf(response: string): string | null {
+  const reply = response.trim();
   for (const pattern of QUEUE_ID_PATTERNS) {
-    const match = pattern.exec(response.trim());
-    if (match?.[1] !== undefined) return match[1];
+    const id = pattern.exec(reply)?.[1];
+    if (id !== undefined && !id.includes('@')) return id;
   }
-  const trimmed = response.trim().slice(0, 200);
-  return trimmed === '' ? null : trimmed;
+  return null;
 }

@@ -89,6 +89,10 @@ class StartResult:
     order_id: str
     status: str  # "started" or "already-started"
     run_id: str | None
+    # With "already-started": the run's status, "RUNNING" or a closed one ("COMPLETED", "FAILED",
+    # "TERMINATED", ...). A closed run may have closed before its first claim; the reconciliation sweep,
+    # which sees the log, starts such an order again (docs/workflow-contract.md).
+    run_status: str | None = None
 
 
 async def connect_order_mail_client() -> Client:
@@ -138,7 +142,10 @@ async def start_order_confirmation_mail(
             if holder.workflow_type != WORKFLOW_TYPE:
                 status = holder.status.name if holder.status is not None else "UNKNOWN"
                 raise WorkflowIdHeldError(order_id, holder.workflow_type, holder.run_id, status) from error
-            return StartResult(order_id=order_id, status="already-started", run_id=holder.run_id)
+            run_status = holder.status.name if holder.status is not None else "UNKNOWN"
+            return StartResult(
+                order_id=order_id, status="already-started", run_id=holder.run_id, run_status=run_status
+            )
     raise AssertionError("unreachable")
 
 
