@@ -214,11 +214,16 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         if (recheck.kind !== 'not_found') {
           const reason =
             'reason' in recheck ? recheck.reason : 'the lookup answered differently when asked again';
-          return {
-            kind: 'wait',
-            waitMs: verifier.settleDelayMs,
+          // Bounded like a missing witness: past its deadline the policy decides.
+          const next = askAgainOrGiveUp({
+            attempt,
+            timing,
+            freshness: freshnessTiming,
+            now: read.now,
             reason: `the lookup found nothing, then could not say so again: ${reason}`,
-          };
+          });
+          if (next.kind === 'wait') return { kind: 'wait', waitMs: next.waitMs, reason: next.reason };
+          return inconclusive(orderId, next.kind === 'inconclusive' ? next.reason : reason);
         }
         log.info('Order mail verified not sent: the provider lookup has no message of this send', {
           orderId,
