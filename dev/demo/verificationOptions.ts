@@ -31,8 +31,14 @@ export interface VerificationRunOptions {
   lyingProvider: boolean;
 }
 
-/** The share of lookups that tell each kind of lie under --lying-provider (seven kinds: 28% in all). */
+/** The share of lookups that tell each kind of lie about one answer under --lying-provider (five kinds). */
 export const LYING_LOOKUP_SHARE = 0.04;
+/**
+ * The share of lookups that start a lie about the provider's state ('lag', 'wrong-domain'), which then holds for
+ * every lookup for twice the settle delay. Ten times rarer: at 4% and ten lookups a second, one of the two would
+ * be in force most of the time, a provider that is wrong for everyone, where only the policy can decide.
+ */
+export const LYING_WINDOW_SHARE = 0.004;
 
 export const DEFAULT_RUN_SETTLE_DELAY_MS = 3 * DEFAULT_INDEXING_LAG_MS;
 
@@ -63,7 +69,8 @@ export const VERIFICATION_USAGE = `  --provider NAME               the provider 
   --lookup-faults RATE          share of lookups that fail, half 503, half hung (demo 0, chaos 0.04)
   --webhook-loss RATE / --webhook-duplicates RATE   webhook events never posted / posted twice (chaos 0.02 / 0.1)
   --lying-provider              the sandbox's lookups lie: pages, ignored filters, other orders and deployments,
-                                a lag of twice the settle delay, failures, another domain's answer (4% each)`;
+                                a lag of twice the settle delay, failures, another domain's answer (4% each; 0.4% start a lag or
+                                another domain's answer that lasts twice the settle delay)`;
 
 /** Applies one verification flag; returns false when `flag` is not one of them. Throws `usage` errors. */
 export function applyVerificationFlag(

@@ -8,6 +8,7 @@ import type { MailSandbox } from '../sandbox/mailSandbox';
 import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
 import {
   LYING_LOOKUP_SHARE,
+  LYING_WINDOW_SHARE,
   needsWebhookReceiver,
   verifies,
   type VerificationRunOptions,
@@ -55,7 +56,10 @@ export async function startVerificationParts(
   }
   if (on && options.lyingProvider) {
     sandbox.setLookupLies({
-      rates: LOOKUP_LIE_KINDS.map((kind) => ({ kind, probability: LYING_LOOKUP_SHARE })),
+      rates: LOOKUP_LIE_KINDS.map((kind) => ({
+        kind,
+        probability: kind === 'lag' || kind === 'wrong-domain' ? LYING_WINDOW_SHARE : LYING_LOOKUP_SHARE,
+      })),
       // Twice the settle delay: a lookup asked at the settle delay is behind (the freshness witness's case).
       lagMs: 2 * options.settleDelayMs,
     });
