@@ -35,6 +35,8 @@ export interface VerifyOrderMailInput {
    * own send). Absent when nobody saw it end: then "not found" counts only after the whole send timeout.
    */
   requestEndedWithinMs?: number;
+  /** How often the caller was told to wait for this attempt already (src/workflows/askProvider.ts). */
+  evidenceWaits?: number;
 }
 
 /** "Not found" would not count yet: the caller asks again `waitMs` later (src/workflows/askProvider.ts). */
@@ -137,6 +139,7 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
     const freshnessTiming = {
       deadlineMs: deps.settings.verification?.deadlineMs ?? VERIFICATION_DEFAULTS.MAIL_VERIFY_DEADLINE_MS,
       askAgainAfterMs: verifier.settleDelayMs,
+      waitsSoFar: input.evidenceWaits ?? 0,
     };
     // Postgres's now() from before the lookup: the lookup was made at it or later.
     const verdict = judgeLookup({ attempt, asking: verifier.destination, answer, now: read.now, timing });
@@ -173,11 +176,7 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         const freshness = await checkFreshness({
           attempt,
           timing,
-          freshness: {
-            deadlineMs:
-              deps.settings.verification?.deadlineMs ?? VERIFICATION_DEFAULTS.MAIL_VERIFY_DEADLINE_MS,
-            askAgainAfterMs: verifier.settleDelayMs,
-          },
+          freshness: freshnessTiming,
           now: read.now,
           findCandidate: () =>
             findWitnessCandidate(deps.db, {

@@ -9,7 +9,7 @@
 // (src/evidence/evidenceRules.ts) concluded "not found"; the witness is asked about with the very lookup client
 // and the very rules that judged our attempt.
 import type { DispatchedAttempt, EvidenceTiming } from './evidenceRules';
-import { entryIsOurs, judgeLookup, notFoundCountsFrom } from './evidenceRules';
+import { entryIsOurs, judgeLookup } from './evidenceRules';
 import type { SendDestination } from './destination';
 import type { LookupAnswer, LookupQuery } from './lookupAnswer';
 
@@ -29,12 +29,24 @@ export type FreshnessVerdict =
   /** No witness by the deadline: the lookup may be behind, so "not found" proves nothing. */
   | { kind: 'inconclusive'; reason: string };
 
-/** How long after "not found" could first count the witness is waited for, and how often it is asked. */
+/** How long the witness is waited for, and how often it is asked. */
 export interface FreshnessTiming {
-  /** From notFoundCountsFrom: MAIL_VERIFY_DEADLINE_MS, as for a lookup that keeps failing. */
+  /**
+   * MAIL_VERIFY_DEADLINE_MS, as for a lookup that keeps failing, counted in waits from the first ask (an
+   * attempt taken over long after its dispatch still gets its waits): give up once the waits so far add up to it.
+   */
   deadlineMs: number;
   /** How long to wait before asking again: the settle delay (a lookup behind by less catches up in it). */
   askAgainAfterMs: number;
+  /** How often this attempt was asked about and told to wait already (src/workflows/askProvider.ts). */
+  waitsSoFar: number;
+}
+
+/** Whether the waits so far used up the deadline; at least one wait is always given. */
+function deadlinePassed(freshness: FreshnessTiming): boolean {
+  return (
+    freshness.waitsSoFar >= 1 && freshness.waitsSoFar * freshness.askAgainAfterMs >= freshness.deadlineMs
+  );
 }
 
 /** Never ask again sooner than this: a lookup is a request to the provider. */
@@ -54,23 +66,23 @@ export function judgeFreshness(input: {
 }): FreshnessVerdict {
   const { candidate } = input;
   if (candidate !== null && input.shown) return { kind: 'fresh', witness: candidate };
-  const deadline = notFoundCountsFrom(input.attempt, input.timing).getTime() + input.freshness.deadlineMs;
   const why =
     candidate === null
       ? 'no send we know was accepted (a 2xx) has been dispatched to the same place since this attempt, so ' +
         'nothing shows that the lookup has caught up with it'
       : `the lookup does not show yet order ${candidate.orderId}'s send, which got its 2xx and was dispatched ` +
         'after this attempt: it is behind, and may not show this attempt yet either';
-  const remainingMs = deadline - input.now.getTime();
-  if (remainingMs <= 0) {
+  if (deadlinePassed(input.freshness)) {
     return {
       kind: 'inconclusive',
-      reason: `the lookup found nothing, but ${why} (waited ${seconds(input.freshness.deadlineMs)} s for a witness)`,
+      reason:
+        `the lookup found nothing, but ${why} (asked ${input.freshness.waitsSoFar + 1} times over ` +
+        `${seconds(input.freshness.waitsSoFar * input.freshness.askAgainAfterMs)} s)`,
     };
   }
   return {
     kind: 'wait',
-    waitMs: Math.max(MIN_WAIT_MS, Math.min(input.freshness.askAgainAfterMs, remainingMs)),
+    waitMs: Math.max(MIN_WAIT_MS, input.freshness.askAgainAfterMs),
     reason: `the lookup found nothing, but ${why}`,
   };
 }
@@ -143,13 +155,12 @@ export function askAgainOrGiveUp(input: {
   now: Date;
   reason: string;
 }): FreshnessVerdict {
-  const deadline = notFoundCountsFrom(input.attempt, input.timing).getTime() + input.freshness.deadlineMs;
-  const remainingMs = deadline - input.now.getTime();
-  if (remainingMs <= 0)
+  if (deadlinePassed(input.freshness)) {
     return { kind: 'inconclusive', reason: `${input.reason}, and still so after waiting` };
+  }
   return {
     kind: 'wait',
-    waitMs: Math.max(MIN_WAIT_MS, Math.min(input.freshness.askAgainAfterMs, remainingMs)),
+    waitMs: Math.max(MIN_WAIT_MS, input.freshness.askAgainAfterMs),
     reason: input.reason,
   };
 }

@@ -42,7 +42,7 @@ export async function askProvider(
 ): Promise<VerificationAnswer | VerificationWait> {
   let lastWait: VerificationWait | null = null;
   for (let waits = 0; ; waits++) {
-    const answer = await askOnce(verification, input);
+    const answer = await askOnce(verification, waits === 0 ? input : { ...input, evidenceWaits: waits });
     if (answer.kind !== 'wait' || options.waitForEvidence === false) {
       // The answer says that it waited and why, so the attempt's audit row does (describeUnknownDecision).
       return lastWait === null || answer.kind === 'wait'

@@ -22,7 +22,7 @@ const attempt: DispatchedAttempt = {
   keyFirstDispatchedAt: dispatchedAt,
 };
 const timing: EvidenceTiming = { settleDelayMs: 30_000, retentionMs: null, fallbackSendTimeoutMs: 1_000 };
-const freshness = { deadlineMs: 300_000, askAgainAfterMs: 30_000 };
+const freshness = { deadlineMs: 300_000, askAgainAfterMs: 30_000, waitsSoFar: 0 };
 const witness: WitnessSend = {
   orderId: '8',
   sendKey: 'order-confirmation/default/8/0',
@@ -58,19 +58,30 @@ describe('judgeFreshness', () => {
     expect(hidden.kind === 'wait' && hidden.reason).toMatch(/does not show yet order 8's send/);
   });
 
-  it('never waits past the deadline, and past it is inconclusive', () => {
+  it('gives up once the waits add up to the deadline, and always waits at least once', () => {
+    const after = (waitsSoFar: number, now = at(0)) =>
+      judgeFreshness({
+        attempt,
+        timing,
+        freshness: { ...freshness, waitsSoFar },
+        now,
+        candidate: null,
+        shown: false,
+      });
+    expect(after(9)).toMatchObject({ kind: 'wait', waitMs: 30_000 });
+    expect(after(10).kind).toBe('inconclusive');
+    // Asked first long after the dispatch (a closed run's attempt taken over late): still one wait at least.
+    expect(after(0, at(3_600_000))).toMatchObject({ kind: 'wait' });
     expect(
-      judgeFreshness({ attempt, timing, freshness, now: at(290_000), candidate: null, shown: false }),
-    ).toMatchObject({ kind: 'wait', waitMs: 10_000 });
-    const late = judgeFreshness({
-      attempt,
-      timing,
-      freshness,
-      now: at(300_000),
-      candidate: null,
-      shown: false,
-    });
-    expect(late.kind).toBe('inconclusive');
+      judgeFreshness({
+        attempt,
+        timing,
+        freshness: { ...freshness, deadlineMs: 1_000, waitsSoFar: 1 },
+        now: at(0),
+        candidate: null,
+        shown: false,
+      }).kind,
+    ).toBe('inconclusive');
   });
 });
 
