@@ -251,6 +251,7 @@ async function runWorkerPair(
       mailLimits: config.mailLimits,
       settings: config.workflow,
       workerIdentity: setup.workerIdentity,
+      deploymentId: config.deploymentId,
       metrics: setup.metrics,
       readResetOfRun: resetHistoryReader(temporal),
       ...(setup.verifier === null ? {} : { verifier: setup.verifier }),

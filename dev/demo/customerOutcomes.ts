@@ -4,6 +4,7 @@
 // a webhook, or by the policy) and, since the sandbox knows what it accepted, whether that settlement was right.
 // Pure, and kept apart from report.ts so the run report's other sections can change without touching it.
 
+import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 
 export type VerificationFact = 'lookup' | 'webhook' | 'inconclusive' | null;
@@ -139,7 +140,7 @@ export function summarizeCustomers(facts: CustomerFacts): CustomerOutcomes {
     const key =
       attempt.resendCount === undefined
         ? null
-        : orderConfirmationIdempotencyKey(attempt.orderId, attempt.resendCount);
+        : orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, attempt.orderId, attempt.resendCount);
     const hadIt = (receivedByOrder.get(attempt.orderId) ?? []).some(
       (message) =>
         Date.parse(message.receivedAt) <= finishedAt &&

@@ -54,6 +54,12 @@ export function formatReport(report: RunReport): string {
         (webhookPosts > 0 ? `; ${webhookPosts} webhook posts (${webhookDuplicates} duplicates)` : ''),
     );
   }
+  if (report.lies !== null) {
+    row('Lies told (lookups)', String(report.lies.told));
+    for (const [kind, lie] of Object.entries(report.lies.byKind)) {
+      row(`  ${kind}`, `${lie.told} lookups about ${lie.orders} orders; settled: ${counts(lie.settled)}`);
+    }
+  }
   row('Workflows', counts(report.workflows));
   row(
     'Faults injected',

@@ -4,6 +4,9 @@
 // the report's facts come from the sandbox, the inbox is for people to look at (and is checked against it).
 import { startMailSandbox, DEFAULT_SANDBOX_API_KEY } from '../sandbox/mailSandbox';
 import type { Fault } from '../sandbox/faults';
+import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
+import type { LookupRecord } from '../sandbox/lookups';
+import type { LiesTold } from './lieReport';
 import type { RelayTarget } from '../sandbox/relayToInbox';
 import { startSmtpSandbox, type SmtpTransactionRecord } from '../sandbox/smtp/smtpSandbox';
 import { faultRates, HANG_MS, type FaultMix, type MailTransportName } from './options';
@@ -143,6 +146,7 @@ export async function startMailTarget(options: {
         lookupFaults: lookups.filter((lookup) => lookup.fault !== null).length,
         webhookPosts: posts.length,
         webhookDuplicates: posts.filter((post) => post.duplicate && post.attempt === 1).length,
+        ...(options.verification.lyingProvider ? { lies: liesTold(lookups) } : {}),
       };
     },
     close: async () => {
@@ -170,4 +174,18 @@ function describeFault(fault: Fault): string {
     default:
       return fault.kind;
   }
+}
+
+/** The lies the lookups told, by kind, with the orders they were about (dev/demo/lieReport.ts). */
+function liesTold(lookups: LookupRecord[]): LiesTold {
+  const told: LiesTold = Object.fromEntries(
+    LOOKUP_LIE_KINDS.map((kind) => [kind, { told: 0, orderIds: [] }]),
+  );
+  for (const lookup of lookups) {
+    if (lookup.lie === null) continue;
+    const entry = told[lookup.lie]!;
+    entry.told += 1;
+    if (lookup.orderId !== null) entry.orderIds.push(lookup.orderId);
+  }
+  return told;
 }

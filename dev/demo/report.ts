@@ -4,6 +4,7 @@
 import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import { summarizeCustomers, type CustomerOutcomes, type VerificationFact } from './customerOutcomes';
 import type { InboxFacts } from './inbox';
+import { buildLieSection, type LieSection, type LiesTold } from './lieReport';
 import {
   actsBehind,
   buildOperatorSection,
@@ -68,6 +69,8 @@ export interface VerificationActivity {
   /** Webhook postings the sandbox made (duplicates and retries included), of which duplicates. */
   webhookPosts: number;
   webhookDuplicates: number;
+  /** Under --lying-provider: the lies the sandbox's lookups told, by kind (dev/demo/lieReport.ts). */
+  lies?: LiesTold;
 }
 
 export interface ChaosCounts {
@@ -127,6 +130,8 @@ export interface InvariantResult {
 }
 
 export interface RunReport {
+  /** Under --lying-provider: every lie told, by kind, and how its orders were settled; null otherwise. */
+  lies: LieSection | null;
   profile: string;
   transport: string;
   policy: UnknownOutcomePolicy;
@@ -262,6 +267,8 @@ export function buildReport(facts: RunFacts): RunReport {
   }
   const elapsedSeconds = facts.elapsedMs / 1000;
   return {
+    lies:
+      facts.verification.lies === undefined ? null : buildLieSection(facts.verification.lies, facts.attempts),
     profile: facts.profile,
     transport: facts.transport,
     policy: facts.policy,

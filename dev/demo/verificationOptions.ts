@@ -24,7 +24,21 @@ export interface VerificationRunOptions {
   /** Share of webhook events the sandbox never posts, and of those it posts twice. */
   webhookLoss: number;
   webhookDuplicates: number;
+  /**
+   * --lying-provider: the sandbox's lookups lie (dev/sandbox/lookupLies.ts), each kind in LYING_LOOKUP_SHARE of
+   * lookups, the lag ones twice the settle delay behind; the report counts every lie and how its order ended.
+   */
+  lyingProvider: boolean;
 }
+
+/** The share of lookups that tell each kind of lie about one answer under --lying-provider (five kinds). */
+export const LYING_LOOKUP_SHARE = 0.04;
+/**
+ * The share of lookups that start a lie about the provider's state ('lag', 'wrong-domain'), which then holds for
+ * every lookup for twice the settle delay. Ten times rarer: at 4% and ten lookups a second, one of the two would
+ * be in force most of the time, a provider that is wrong for everyone, where only the policy can decide.
+ */
+export const LYING_WINDOW_SHARE = 0.004;
 
 export const DEFAULT_RUN_SETTLE_DELAY_MS = 3 * DEFAULT_INDEXING_LAG_MS;
 
@@ -36,6 +50,7 @@ export const VERIFICATION_PROFILES: Record<'demo' | 'chaos', VerificationRunOpti
     lookupFaults: 0,
     webhookLoss: 0,
     webhookDuplicates: 0,
+    lyingProvider: false,
   },
   chaos: {
     provider: 'generic',
@@ -44,6 +59,7 @@ export const VERIFICATION_PROFILES: Record<'demo' | 'chaos', VerificationRunOpti
     lookupFaults: 0.04,
     webhookLoss: 0.02,
     webhookDuplicates: 0.1,
+    lyingProvider: false,
   },
 };
 
@@ -51,7 +67,10 @@ export const VERIFICATION_USAGE = `  --provider NAME               the provider 
   --verify / --no-verify        verify unknown outcomes with the provider before the policy decides (on)
   --settle-delay S              how long after an unknown outcome the workers wait before asking (3)
   --lookup-faults RATE          share of lookups that fail, half 503, half hung (demo 0, chaos 0.04)
-  --webhook-loss RATE / --webhook-duplicates RATE   webhook events never posted / posted twice (chaos 0.02 / 0.1)`;
+  --webhook-loss RATE / --webhook-duplicates RATE   webhook events never posted / posted twice (chaos 0.02 / 0.1)
+  --lying-provider              the sandbox's lookups lie: pages, ignored filters, other orders and deployments,
+                                a lag of twice the settle delay, failures, another domain's answer (4% each; 0.4% start a lag or
+                                another domain's answer that lasts twice the settle delay)`;
 
 /** Applies one verification flag; returns false when `flag` is not one of them. Throws `usage` errors. */
 export function applyVerificationFlag(
@@ -95,6 +114,9 @@ export function applyVerificationFlag(
       return true;
     case '--webhook-duplicates':
       options.webhookDuplicates = rate(value());
+      return true;
+    case '--lying-provider':
+      options.lyingProvider = true;
       return true;
     default:
       return false;

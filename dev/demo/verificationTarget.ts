@@ -5,7 +5,14 @@ import { createDatabase } from '../../src/db/pool';
 import { sendGridPublicKey } from '../../src/webhooks/sendgridWebhook';
 import { startWebhookServer } from '../../src/webhooks/webhookServer';
 import type { MailSandbox } from '../sandbox/mailSandbox';
-import { needsWebhookReceiver, verifies, type VerificationRunOptions } from './verificationOptions';
+import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
+import {
+  LYING_LOOKUP_SHARE,
+  LYING_WINDOW_SHARE,
+  needsWebhookReceiver,
+  verifies,
+  type VerificationRunOptions,
+} from './verificationOptions';
 
 /** The sending domain the Mailgun emulation is configured with. */
 export const DEMO_MAILGUN_DOMAIN = 'mg.demo.example';
@@ -33,6 +40,8 @@ export async function startVerificationParts(
     ...(on
       ? {
           MAIL_VERIFY_SETTLE_DELAY_MS: String(options.settleDelayMs),
+          // Below the providers' documented figures on purpose: the sandbox plays a lag we choose.
+          MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON: 'the demo sandbox indexes within its configured lag',
           MAIL_VERIFY_LOOKUP_TIMEOUT_MS: String(LOOKUP_TIMEOUT_MS),
           MAIL_VERIFY_DEADLINE_MS: String(VERIFY_DEADLINE_MS),
         }
@@ -44,6 +53,16 @@ export async function startVerificationParts(
       // Answered only at release or close: the lookup's deadline passes first, and the activity retries.
       { fault: { kind: 'hang' }, probability: options.lookupFaults / 2 },
     ]);
+  }
+  if (on && options.lyingProvider) {
+    sandbox.setLookupLies({
+      rates: LOOKUP_LIE_KINDS.map((kind) => ({
+        kind,
+        probability: kind === 'lag' || kind === 'wrong-domain' ? LYING_WINDOW_SHARE : LYING_LOOKUP_SHARE,
+      })),
+      // Twice the settle delay: a lookup asked at the settle delay is behind (the freshness witness's case).
+      lagMs: 2 * options.settleDelayMs,
+    });
   }
   if (!needsWebhookReceiver(options)) return { workerEnv, verifies: on, close: async () => undefined };
 

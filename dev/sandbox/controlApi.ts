@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidFaultError, parseFault, parseFaultPlan, type Fault, type FaultPlan } from './faults';
 import { parseJson, readBody, sendJson } from './httpIo';
 import { parseLookupFault, type LookupFault, type LookupRecord, type LookupSettings } from './lookups';
+import { parseLookupLiePlan, type LookupLieKind } from './lookupLies';
 import type { ReceivedMessage, RequestRecord } from './records';
 import type { WebhookDeliveryRecord, WebhookSettings } from './webhooks';
 
@@ -22,6 +23,9 @@ export interface SandboxControls {
   configureLookups(settings: Partial<LookupSettings>): void;
   queueLookupFault(orderId: string, fault: LookupFault, times?: number): void;
   setLookupFaultPlan(rates: { fault: LookupFault; probability: number }[], seed?: number): void;
+  /** Validated by parseLookupLiePlan (dev/sandbox/lookupLies.ts). */
+  setLookupLies(plan: unknown): void;
+  lookupLiesTold(): Record<LookupLieKind, number>;
   webhookDeliveries(): WebhookDeliveryRecord[];
   configureWebhooks(settings: Partial<WebhookSettings>): void;
   readonly webhookKeys: { sendgridPublicKey: string; mailgunSigningKey: string };
@@ -74,7 +78,7 @@ export async function handleControlRequest(
         controls.reset();
         return sendJson(res, 200, { ok: true });
       case 'GET /_sandbox/lookups':
-        return sendJson(res, 200, { lookups: controls.lookups() });
+        return sendJson(res, 200, { lookups: controls.lookups(), liesTold: controls.lookupLiesTold() });
       case 'POST /_sandbox/lookups':
         applyLookupRequest(body, controls);
         return sendJson(res, 200, { ok: true });
@@ -93,7 +97,10 @@ export async function handleControlRequest(
   }
 }
 
-/** {indexingLagMs?, retentionMs?, queue?: [{orderId, fault, times?}], plan?: {rates, seed?}}; validated first. */
+/**
+ * {indexingLagMs?, retentionMs?, queue?: [{orderId, fault, times?}], plan?: {rates, seed?},
+ *  lies?: {rates: [{kind, probability}], lagMs, seed?}}; validated first.
+ */
 function applyLookupRequest(body: Record<string, unknown>, controls: SandboxControls): void {
   const queue = body.queue === undefined ? [] : body.queue;
   if (!Array.isArray(queue)) throw new InvalidFaultError('queue must be an array.');
@@ -111,7 +118,9 @@ function applyLookupRequest(body: Record<string, unknown>, controls: SandboxCont
   if (plan !== undefined && (typeof plan !== 'object' || plan === null || !Array.isArray(plan.rates))) {
     throw new InvalidFaultError('plan must be an object with a rates array.');
   }
+  const lies = body.lies === undefined ? undefined : parseLookupLiePlan(body.lies);
   controls.configureLookups(pick(body, ['indexingLagMs', 'retentionMs']));
+  if (lies !== undefined) controls.setLookupLies(lies);
   for (const entry of entries) controls.queueLookupFault(entry.orderId, entry.fault, entry.times);
   if (plan !== undefined) {
     controls.setLookupFaultPlan(

@@ -7,6 +7,7 @@ import { readBody, sendJson } from './httpIo';
 import type { ProviderEmulation } from './providers';
 import type { ReceivedMessage, SandboxRecords } from './records';
 import { InvalidFaultError, seededRandom } from './faults';
+import { LookupLies, type LieEffect, type LookupLieKind } from './lookupLies';
 
 export type LookupFault =
   /** Answer this status (a 5xx, a 429…) instead of searching. */
@@ -41,6 +42,8 @@ export interface LookupRecord {
   status: number | 'dropped' | 'hung';
   /** Messages the search matched (0 for a fault). */
   matches: number;
+  /** The lie this lookup told (dev/sandbox/lookupLies.ts), or null for an honest answer. */
+  lie: LookupLieKind | null;
 }
 
 export interface LookupContext {
@@ -56,6 +59,8 @@ export class SandboxLookups {
   private plan: { fault: LookupFault; probability: number }[] = [];
   private random: () => number;
   private list: LookupRecord[] = [];
+  /** The lies it tells when a plan is set (dev/sandbox/lookupLies.ts). */
+  readonly lies: LookupLies;
 
   constructor(
     initial: Partial<LookupSettings>,
@@ -66,6 +71,7 @@ export class SandboxLookups {
       retentionMs: initial.retentionMs ?? DEFAULT_LOOKUP_RETENTION_MS,
     };
     this.random = seededRandom(seed);
+    this.lies = new LookupLies(seed);
   }
 
   current(): LookupSettings {
@@ -112,12 +118,13 @@ export class SandboxLookups {
     this.plan = [];
     this.list = [];
     this.random = seededRandom(this.seed);
+    this.lies.reset();
   }
 
   /** Whether `message` is in the provider's index at `now`: past the lag, not yet forgotten. */
-  isIndexed(message: ReceivedMessage, now: Date): boolean {
+  isIndexed(message: ReceivedMessage, now: Date, extraLagMs = 0): boolean {
     const age = now.getTime() - Date.parse(message.receivedAt);
-    return age >= this.settings.indexingLagMs && age < this.settings.retentionMs;
+    return age >= this.settings.indexingLagMs + extraLagMs && age < this.settings.retentionMs;
   }
 
   async handle(
@@ -131,6 +138,7 @@ export class SandboxLookups {
     if (reading.kind === 'client-gone') return;
     const lookup = emulation.lookup!;
     const orderId = orderIdOfQuery(url);
+    let lie: LieEffect | null = null;
     const record = (
       status: LookupRecord['status'],
       fault: LookupFault | null,
@@ -145,6 +153,7 @@ export class SandboxLookups {
         fault,
         status,
         matches,
+        lie: lie?.kind ?? null,
       };
       this.list.push(stored);
       return stored;
@@ -155,6 +164,12 @@ export class SandboxLookups {
       return sendAnswer(res, denied.status, denied.body);
     }
     const fault = this.nextFault(orderId);
+    // A lie only where no fault was injected: each lookup is one or the other, so both are counted truly.
+    lie = fault === null ? this.lies.draw({ canPage: lookup.pages, nowMs: context.now().getTime() }) : null;
+    if (lie?.status !== undefined) {
+      record(lie.status, null, 0);
+      return sendAnswer(res, lie.status, emulation.error(lie.status, undefined).body);
+    }
     if (fault !== null && fault.kind !== 'hang') {
       if (fault.kind === 'drop') {
         record('dropped', fault, 0);
@@ -167,10 +182,21 @@ export class SandboxLookups {
     // The search runs on what is indexed when the answer is given, as a provider's would.
     const search = (): { matches: number; status: number; body: unknown } => {
       const now = context.now();
-      const indexed = context.records
-        .messages()
-        .filter((message) => message.provider === emulation.name && this.isIndexed(message, now));
-      const { matches, answer } = lookup.search(url, indexed);
+      const indexed =
+        lie?.emptyIndex === true
+          ? []
+          : context.records
+              .messages()
+              .filter(
+                (message) =>
+                  message.provider === emulation.name && this.isIndexed(message, now, lie?.extraLagMs),
+              );
+      const { matches, answer } = lookup.search(url, indexed, {
+        origin: `http://${req.headers.host ?? 'sandbox.invalid'}`,
+        ...(lie?.pageSize === undefined ? {} : { pageSize: lie.pageSize }),
+        ...(lie?.ignoreFilter === true ? { ignoreFilter: true } : {}),
+        ...(lie?.mixIn === undefined ? {} : { mixIn: mixIn(lie.mixIn, orderId, indexed, emulation.name) }),
+      });
       return { matches, status: answer.status, body: answer.body };
     };
     if (fault?.kind === 'hang') {
@@ -239,16 +265,48 @@ export function parseLookupFault(input: unknown): LookupFault {
 
 /**
  * The order a lookup is about: the generic API names it (order_id); the others carry our send key
- * (`order-confirmation/<order id>/…`) in their filter. Null when neither is there.
+ * (`order-confirmation/<deployment>/<order id>/…`) in their filter. Null when neither is there.
  */
 function orderIdOfQuery(url: URL): string | null {
   const direct = url.searchParams.get('order_id');
   if (direct !== null && direct !== '') return direct;
   for (const value of url.searchParams.values()) {
-    const match = /order-confirmation\/([0-9]+)/.exec(value);
+    const match = /order-confirmation\/[A-Za-z0-9._-]+\/([0-9]+)\//.exec(value);
     if (match !== null) return match[1]!;
   }
   return null;
+}
+
+/**
+ * What a mixing lie puts into an answer: up to three messages of other orders, or one message of the same
+ * order from another deployment (its send key and message id name "lie-staging", as a staging system's would).
+ */
+function mixIn(
+  kind: 'other-orders' | 'other-deployment',
+  orderId: string | null,
+  indexed: ReceivedMessage[],
+  provider: ProviderEmulation['name'],
+): ReceivedMessage[] {
+  if (kind === 'other-orders') return indexed.filter((message) => message.orderId !== orderId).slice(0, 3);
+  const order = orderId ?? '0';
+  const sendKey = `order-confirmation/lie-staging/${order}/0`;
+  return [
+    {
+      id: provider === 'mailgun' ? `<${sendKey}@lie-staging.example>` : `lie-staging-${order}`,
+      provider,
+      orderId: order,
+      to: 'someone-else@example.invalid',
+      from: 'staging@example.invalid',
+      replyTo: null,
+      subject: 'another deployment',
+      text: '',
+      html: null,
+      idempotencyKey: null,
+      sendKey,
+      receivedAt: new Date(0).toISOString(),
+      fault: null,
+    },
+  ];
 }
 
 function sendAnswer(res: ServerResponse, status: number, body: unknown): void {

@@ -13,6 +13,7 @@ import {
 } from './faults';
 import { readBody, sendJson } from './httpIo';
 import { IdempotencyStore, RESEND_IDEMPOTENCY_WINDOW_MS } from './idempotencyStore';
+import type { LookupLieKind } from './lookupLies';
 import { SandboxLookups, type LookupFault, type LookupRecord, type LookupSettings } from './lookups';
 import { handleMailApiRequest, type MailApiContext } from './mailApi';
 import { emulationForPath, lookupEmulationForPath } from './providers';
@@ -186,6 +187,16 @@ class MailSandboxServer implements MailSandbox {
 
   setLookupFaultPlan(rates: { fault: LookupFault; probability: number }[], seed?: number): void {
     this.lookupEmulation.setPlan(rates, seed);
+  }
+
+  /** Turns the lookups' lies on (dev/sandbox/lookupLies.ts); reset() turns them off. */
+  setLookupLies(plan: unknown): void {
+    this.lookupEmulation.lies.setPlan(plan);
+  }
+
+  /** How many lookups told each kind of lie since the last reset. */
+  lookupLiesTold(): Record<LookupLieKind, number> {
+    return this.lookupEmulation.lies.told();
   }
 
   webhookDeliveries(): WebhookDeliveryRecord[] {

@@ -6,6 +6,7 @@ import {
   type ClaimDecision,
   type ClaimHow,
 } from '../db/orderMailClaim';
+import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import { orderNotFoundFailure } from '../shared/failures';
@@ -70,6 +71,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
     const execution = info.workflowExecution;
     if (!execution) throw new Error('Order mail activities must run inside a workflow.');
     const { settings } = deps;
+    const deploymentId = deps.deploymentId ?? DEFAULT_DEPLOYMENT_ID;
     const metrics = deps.metrics ?? noOrderMailMetrics;
     const claimToken = claimTokenOf(info.namespace, execution.workflowId, execution.runId);
     const workflowScope = workflowScopeOf(info.namespace, execution.workflowId);
@@ -133,7 +135,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
           attempt: decision.attempt,
           how: decision.how,
           claimToken,
-          idempotencyKey: orderConfirmationIdempotencyKey(orderId, decision.resendCount),
+          idempotencyKey: orderConfirmationIdempotencyKey(deploymentId, orderId, decision.resendCount),
           settings,
         };
       case 'already-sent':
@@ -158,7 +160,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
           kind: 'verify-orphan',
           attempt: decision.attempt,
           holder: decision.holder,
-          sendKey: orderConfirmationIdempotencyKey(orderId, decision.resendCount),
+          sendKey: orderConfirmationIdempotencyKey(deploymentId, orderId, decision.resendCount),
           sinceDispatchMs: decision.sinceDispatchMs,
           settings,
         };

@@ -24,6 +24,11 @@ export interface ActivityDependencies {
    * act (src/activities/resetAct.ts). The worker always passes one; absent, no reset act is written.
    */
   readResetOfRun?: ReadResetOfRun;
+  /**
+   * This deployment's identity in every send key (MAIL_DEPLOYMENT_ID, src/mail/idempotencyKey.ts), so another
+   * system on the same provider account is never taken for this one. DEFAULT_DEPLOYMENT_ID when absent (tests).
+   */
+  deploymentId?: string;
   /** How the verify activity asks the provider (src/verification/verifier.ts); absent when nothing is verified. */
   verifier?: Verifier;
 }

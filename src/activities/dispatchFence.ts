@@ -3,21 +3,37 @@
 // attempt that holds the claim and has not dispatched yet gets through. Whoever does not must make no request.
 import type { Database } from '../db/pool';
 import { runSql, sql } from '../db/sql';
+import type { SendDestination } from '../evidence/destination';
 
 export type DispatchFenceResult = 'dispatched' | 'already-dispatched' | 'claim-lost';
+
+/** What the request about to leave is: where it goes, the key it carries, how long it may take at most. */
+export interface DispatchRecord {
+  /** Null for a transport that names no destination (a test's fake): a lookup about it is inconclusive. */
+  destination: SendDestination | null;
+  sendKey: string;
+  /** Temporal's timeout for this execution of the send activity. */
+  sendTimeoutMs: number;
+}
 
 /**
  * One statement, fenced by (claim token, attempt, 'sending', not yet dispatched). A 'sending' row whose
  * dispatched_at stays NULL is therefore known never to have reached the provider, which is what lets a newer
- * run take it over and the record call an attempt that ended before it "not sent".
+ * run take it over and the record call an attempt that ended before it "not sent". The same statement records
+ * where the request goes (migration 0015): whoever asks about it later asks there (src/evidence/).
  */
 export async function markDispatched(
   db: Database,
-  input: { orderId: string; claimToken: string; attempt: number },
+  input: { orderId: string; claimToken: string; attempt: number; dispatch: DispatchRecord },
 ): Promise<DispatchFenceResult> {
+  const { destination, sendKey, sendTimeoutMs } = input.dispatch;
   const { rowCount } = await runSql(
     db,
-    sql`UPDATE order_mail_log SET dispatched_at = now(), updated_at = now()
+    sql`UPDATE order_mail_log SET dispatched_at = now(), updated_at = now(),
+               dispatch_provider = ${destination?.provider ?? null}, dispatch_origin = ${destination?.origin ?? null},
+               dispatch_scope = ${destination?.scope ?? null},
+               dispatch_credential_fingerprint = ${destination?.credentialFingerprint ?? null},
+               dispatch_send_key = ${sendKey}, dispatch_send_timeout_ms = ${Math.ceil(sendTimeoutMs)}
          WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
            AND state = 'sending' AND dispatched_at IS NULL`,
   );

@@ -11,7 +11,7 @@ export type { ClaimOrderMailInput, ClaimResult } from './claimOrderMail';
 export type { SendOrderMailAccepted, SendOrderMailInput } from './sendOrderMail';
 export type { RecordOrderMailOutcomeInput } from './recordOrderMailOutcome';
 export type { AttemptFacts } from './readAttemptFacts';
-export type { VerifyOrderMailInput } from './verifyOrderMail';
+export type { VerificationWait, VerifyOrderMailInput, VerifyOrderMailResult } from './verifyOrderMail';
 export type { SettleVerifiedOrphanInput, SettleVerifiedOrphanResult } from './settleVerifiedOrphan';
 
 /** The order-mail activities over their dependencies. Workflows see only the type of this object. */

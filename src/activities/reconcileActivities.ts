@@ -14,6 +14,7 @@ import {
   type SeenRow,
 } from '../db/orderMailClaim';
 import { listQuietSendingRows, readMailLog, timeSinceAttemptDispatch } from '../db/orderMailLog';
+import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { advanceReconcileProgress, sweepNotBefore } from '../db/reconcileProgress';
 import type { Database } from '../db/pool';
@@ -115,6 +116,8 @@ export interface ReconcileMailSettings {
     sendTimeoutMs: number;
   };
   workerIdentity: string;
+  /** MAIL_DEPLOYMENT_ID, for the send key of a row whose fence recorded none. */
+  deploymentId?: string;
 }
 
 export function createReconcileActivities(deps: ReconcileDependencies, mail: ReconcileMailSettings) {
@@ -263,7 +266,10 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
               claimToken: row.claimToken,
               attempt: row.attempts,
             });
-            if (sinceDispatchMs !== null && sinceDispatchMs < requestMayLastMs + verification.settleDelayMs) {
+            // The attempt's own send timeout, as its fence recorded it (src/evidence/evidenceRules.ts,
+            // notFoundCountsFrom); this worker's only for a row dispatched before it was recorded.
+            const mayLastMs = row.dispatchSendTimeoutMs ?? requestMayLastMs;
+            if (sinceDispatchMs !== null && sinceDispatchMs < mayLastMs + verification.settleDelayMs) {
               youngerThanSettleDelay += 1;
               continue;
             }
@@ -276,7 +282,14 @@ export function createReconcileActivities(deps: ReconcileDependencies, mail: Rec
             attempts: row.attempts,
             claimedAt: row.claimedAt.toISOString(),
             seen: seenRowOf(row),
-            sendKey: orderConfirmationIdempotencyKey(row.orderId, row.resendCount),
+            // The key the request really carried, as its fence recorded it; computed only for an older row.
+            sendKey:
+              row.dispatchSendKey ??
+              orderConfirmationIdempotencyKey(
+                mail.deploymentId ?? DEFAULT_DEPLOYMENT_ID,
+                row.orderId,
+                row.resendCount,
+              ),
           });
         }
         heartbeat();

@@ -76,12 +76,22 @@ export function createSendOrderMail(deps: ActivityDependencies) {
 
     // The transport calls this once it holds a connection, and makes its request only if it returns.
     let dispatchedAt: number | null = null;
+    // When this execution asked for the fence: Postgres's dispatched_at is not earlier, so the request's end,
+    // measured from here, bounds how long after dispatched_at the request lasted.
+    let fenceCalledAt: number | null = null;
     const passFence = async (): Promise<void> => {
       const fence = await beforeFence('set the dispatch fence', async () => {
+        fenceCalledAt = performance.now();
         const answer = await markDispatched(deps.db, {
           orderId,
           claimToken: input.claimToken,
           attempt: input.attempt,
+          // Where the request goes and what it carries, for whoever asks the provider about it later.
+          dispatch: {
+            destination: deps.mail.destination ?? null,
+            sendKey: input.idempotencyKey,
+            sendTimeoutMs,
+          },
         });
         // The fence held, but too late for the whole transport deadline to fit: no request after all.
         if (answer === 'dispatched' && performance.now() > passFenceBy) throw tooLate();
@@ -132,7 +142,10 @@ export function createSendOrderMail(deps: ActivityDependencies) {
       dispatched: dispatchedAt !== null,
     });
     if (result.outcome === 'accepted') return result;
-    throw sendFailure(result);
+    throw sendFailure(
+      result,
+      dispatchedAt === null || fenceCalledAt === null ? null : Math.ceil(performance.now() - fenceCalledAt),
+    );
   };
 }
 

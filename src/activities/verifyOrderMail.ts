@@ -1,62 +1,109 @@
 import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { timeSinceAttemptDispatch, timeSinceKeyFirstDispatch } from '../db/orderMailLog';
+import { findWitnessCandidate } from '../db/freshnessWitness';
+import { readDispatchedAttempt } from '../db/orderMailLog';
+import { answerMayDecideLater, askAgainOrGiveUp, checkFreshness } from '../evidence/freshnessWitness';
+import {
+  judgeLookup,
+  judgeWebhookEvents,
+  whyLookupCannotDecide,
+  type EvidenceTiming,
+} from '../evidence/evidenceRules';
 import { FailureType } from '../shared/failures';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
-import { notFoundIsEvidence } from '../verification/providerLookup';
-import { findSendEvidence } from '../webhooks/providerEvents';
+import { VERIFICATION_DEFAULTS } from '../verification/verificationConfig';
+import { listSendEvents } from '../webhooks/providerEvents';
 import type { ActivityDependencies } from './dependencies';
 
 export interface VerifyOrderMailInput {
   orderId: string;
   claimToken: string;
   attempt: number;
-  /** The key this attempt's request carried (the claim's idempotency key), which the provider is asked by. */
+  /**
+   * The key this attempt's request carried (the claim's idempotency key). The key the dispatch fence recorded
+   * is used where there is one: it is what the request really carried.
+   */
   sendKey: string;
   /**
-   * How long after its dispatch the request may still have been under way (a closed run's send, which nobody
-   * waited for: its send timeout). The settle delay counts from the request's end, so "not found" is
-   * evidence only this much later. 0 (absent) for the run's own send, whose end it waited for.
+   * How long after its dispatch the request may still have been under way, as the caller knows it (a closed
+   * run's send, which nobody waited for: its send timeout). The attempt's own recorded send timeout is used
+   * where the fence recorded one; this only where it did not.
    */
   requestMayLastMs?: number;
+  /**
+   * How long after the fence this attempt's request was seen to end, by the execution that made it (the run's
+   * own send). Absent when nobody saw it end: then "not found" counts only after the whole send timeout.
+   */
+  requestEndedWithinMs?: number;
+  /** How often the caller was told to wait for this attempt already (src/workflows/askProvider.ts). */
+  evidenceWaits?: number;
 }
 
+/** "Not found" would not count yet: the caller asks again `waitMs` later (src/workflows/askProvider.ts). */
+export interface VerificationWait {
+  kind: 'wait';
+  waitMs: number;
+  reason: string;
+}
+
+export type VerifyOrderMailResult = VerificationAnswer | VerificationWait;
+
+/** Asked again a little after the moment "not found" may count, so the next ask is not early by a hair. */
+const WAIT_MARGIN_MS = 250;
+
 /**
- * Asks the provider whether this attempt's send reached it, after the workflow waited the settle delay: first
- * the webhook events we received for the send (src/webhooks/), then the provider's lookup by the send key
- * (src/verification/). Found → the send was accepted. Not found → not sent, but only when the lookup came
- * after the settle delay since the request and inside the provider's retention since the key's first request
- * (both on Postgres's clock); otherwise inconclusive. A failing lookup is thrown as a retryable failure:
- * Temporal retries it until the activity's schedule-to-close deadline, and then the policy decides.
- * Read-only at our end and at the provider's, so retrying it is harmless.
+ * Asks the provider whether this attempt's send reached it, and judges the answer by the evidence rules
+ * (src/evidence/evidenceRules.ts), the same for the workflow's own send, a closed run's attempt taken over and
+ * the sweep: asked where the attempt went (the destination its fence recorded), by its own send key, and
+ * "not found" only once its request could have ended and the provider's settle delay passed (else: wait).
+ * Webhook events of the send count only when they are this attempt's; with a provider that has a lookup they
+ * never settle alone. A failing lookup is thrown as a retryable failure: Temporal retries it until the
+ * activity's schedule-to-close deadline, and then the policy decides. Read-only at our end and at the
+ * provider's, so retrying it is harmless.
  */
 export function createVerifyOrderMail(deps: ActivityDependencies) {
-  return async function verifyOrderMail(input: VerifyOrderMailInput): Promise<VerificationAnswer> {
+  return async function verifyOrderMail(input: VerifyOrderMailInput): Promise<VerifyOrderMailResult> {
     const { orderId } = input;
     const verifier = deps.verifier;
     if (verifier === undefined) {
       return inconclusive(orderId, 'this worker has no verification configured (MAIL_VERIFY is off)');
     }
-    const sinceDispatchMs = await timeSinceAttemptDispatch(deps.db, input);
-    if (sinceDispatchMs === null) {
+    const read = await readDispatchedAttempt(deps.db, input);
+    if (read === null) {
       return inconclusive(
         orderId,
         'the attempt is no longer in flight under this run, so there is nothing to verify',
       );
     }
+    const attempt = { ...read.attempt, sendKey: read.recordedSendKey ?? input.sendKey };
+    const timing: EvidenceTiming = {
+      settleDelayMs: verifier.settleDelayMs,
+      retentionMs: verifier.retentionMs,
+      ...(input.requestEndedWithinMs === undefined
+        ? {}
+        : { requestEndedWithinMs: input.requestEndedWithinMs }),
+      fallbackSendTimeoutMs: Math.max(input.requestMayLastMs ?? 0, deps.settings.sendTimeoutMs),
+    };
     if (verifier.webhookProvider !== null) {
-      const event = await findSendEvidence(deps.db, {
+      const events = await listSendEvents(deps.db, {
         orderId,
-        sendKey: input.sendKey,
+        sendKey: attempt.sendKey,
         provider: verifier.webhookProvider,
       });
-      if (event !== null) {
+      const verdict = judgeWebhookEvents({ attempt, events, providerHasLookup: verifier.lookup !== null });
+      if (verdict.kind === 'found') {
         log.info('Order mail verified accepted by a webhook event', {
           orderId,
           attempt: input.attempt,
-          event: event.eventType,
+          event: verdict.event.eventType,
         });
-        return { kind: 'found', via: 'webhook', providerMessageId: event.providerMessageId };
+        return { kind: 'found', via: 'webhook', providerMessageId: verdict.event.providerMessageId };
+      }
+      if (verdict.kind === 'ask-lookup') {
+        log.info('A webhook event names this send; the provider lookup decides', {
+          orderId,
+          attempt: input.attempt,
+        });
       }
     }
     if (verifier.lookup === null) {
@@ -66,39 +113,124 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
           'event proves nothing (the provider retries its webhooks for hours)',
       );
     }
-    const answer = await verifier.lookup.lookUp({ orderId, sendKey: input.sendKey });
-    switch (answer.kind) {
+    const elsewhere = whyLookupCannotDecide(attempt, verifier.destination);
+    if (elsewhere !== null || attempt.destination === null) {
+      return inconclusive(orderId, elsewhere ?? 'the attempt has no recorded destination');
+    }
+    const answer = await verifier.lookup.lookUp({
+      orderId,
+      sendKey: attempt.sendKey,
+      destination: attempt.destination,
+    });
+    if (answer.kind === 'failed') {
+      log.warn('Order mail lookup failed; retried until the verification deadline', {
+        orderId,
+        attempt: input.attempt,
+        reason: answer.reason,
+      });
+      throw ApplicationFailure.create({
+        type: FailureType.VerificationLookupFailed,
+        message: answer.reason,
+        nonRetryable: false,
+        ...(answer.retryAfterMs === null ? {} : { nextRetryDelay: answer.retryAfterMs }),
+      });
+    }
+    // How long a "not found" without a witness, or a list that could not decide, is asked about again.
+    const freshnessTiming = {
+      deadlineMs: deps.settings.verification?.deadlineMs ?? VERIFICATION_DEFAULTS.MAIL_VERIFY_DEADLINE_MS,
+      askAgainAfterMs: verifier.settleDelayMs,
+      waitsSoFar: input.evidenceWaits ?? 0,
+    };
+    // Postgres's now() from before the lookup: the lookup was made at it or later.
+    const verdict = judgeLookup({ attempt, asking: verifier.destination, answer, now: read.now, timing });
+    switch (verdict.kind) {
       case 'found':
         log.info('Order mail verified accepted by the provider lookup', { orderId, attempt: input.attempt });
-        return { kind: 'found', via: 'lookup', providerMessageId: answer.providerMessageId };
-      case 'inconclusive':
-        return inconclusive(orderId, answer.reason);
-      case 'failed':
-        log.warn('Order mail lookup failed; retried until the verification deadline', {
+        return { kind: 'found', via: 'lookup', providerMessageId: verdict.providerMessageId };
+      case 'inconclusive': {
+        // A list that was incomplete or held strangers may be answered rightly when asked again.
+        if (!answerMayDecideLater(answer, attempt)) return inconclusive(orderId, verdict.reason);
+        const again = askAgainOrGiveUp({
+          attempt,
+          timing,
+          freshness: freshnessTiming,
+          now: read.now,
+          reason: verdict.reason,
+        });
+        if (again.kind === 'inconclusive') return inconclusive(orderId, again.reason);
+        if (again.kind === 'fresh') throw new Error('unreachable: asking again is never fresh');
+        return { kind: 'wait', waitMs: again.waitMs, reason: again.reason };
+      }
+      case 'wait_until': {
+        const waitMs = Math.max(0, verdict.until.getTime() - read.now.getTime()) + WAIT_MARGIN_MS;
+        log.info('Order mail lookup found nothing yet, too early to count; asking again later', {
           orderId,
           attempt: input.attempt,
-          reason: answer.reason,
+          waitMs,
         });
-        throw ApplicationFailure.create({
-          type: FailureType.VerificationLookupFailed,
-          message: answer.reason,
-          nonRetryable: false,
-          ...(answer.retryAfterMs === null ? {} : { nextRetryDelay: answer.retryAfterMs }),
+        return { kind: 'wait', waitMs, reason: verdict.reason };
+      }
+      case 'not_found': {
+        // "Not found" counts only with a witness that the lookup has caught up past this attempt's dispatch.
+        const lookup = verifier.lookup;
+        const freshness = await checkFreshness({
+          attempt,
+          timing,
+          freshness: freshnessTiming,
+          now: read.now,
+          findCandidate: () =>
+            findWitnessCandidate(deps.db, {
+              orderId,
+              dispatchedAt: attempt.dispatchedAt,
+              destination: attempt.destination!,
+            }),
+          lookUp: (query) => lookup.lookUp(query),
         });
-      case 'not-found': {
-        const evidence = notFoundIsEvidence({
-          sinceDispatchMs,
-          sinceKeyFirstDispatchMs: (await timeSinceKeyFirstDispatch(deps.db, orderId)) ?? sinceDispatchMs,
-          settleDelayMs: verifier.settleDelayMs + (input.requestMayLastMs ?? 0),
-          retentionMs: verifier.retentionMs,
+        if (freshness.kind === 'wait') {
+          log.info('Order mail lookup found nothing, but shows no fresher known send; asking again later', {
+            orderId,
+            attempt: input.attempt,
+            waitMs: freshness.waitMs,
+          });
+          return { kind: 'wait', waitMs: freshness.waitMs, reason: freshness.reason };
+        }
+        if (freshness.kind === 'inconclusive') return inconclusive(orderId, freshness.reason);
+        // Asked once more, now that the witness shows: a provider that was behind (or answered from elsewhere)
+        // a moment ago and has caught up since would show our message too. Only "not found" again counts.
+        const again = await lookup.lookUp({
+          orderId,
+          sendKey: attempt.sendKey,
+          destination: attempt.destination,
         });
-        if (!evidence.evidence) return inconclusive(orderId, `the lookup found nothing, but ${evidence.why}`);
+        const recheck =
+          again.kind === 'failed'
+            ? ({ kind: 'inconclusive', reason: again.reason } as const)
+            : judgeLookup({ attempt, asking: verifier.destination, answer: again, now: read.now, timing });
+        if (recheck.kind === 'found') {
+          log.info('Order mail verified accepted by the provider lookup, asked again', { orderId });
+          return { kind: 'found', via: 'lookup', providerMessageId: recheck.providerMessageId };
+        }
+        if (recheck.kind !== 'not_found') {
+          const reason =
+            'reason' in recheck ? recheck.reason : 'the lookup answered differently when asked again';
+          // Bounded like a missing witness: past its deadline the policy decides.
+          const next = askAgainOrGiveUp({
+            attempt,
+            timing,
+            freshness: freshnessTiming,
+            now: read.now,
+            reason: `the lookup found nothing, then could not say so again: ${reason}`,
+          });
+          if (next.kind === 'wait') return { kind: 'wait', waitMs: next.waitMs, reason: next.reason };
+          return inconclusive(orderId, next.kind === 'inconclusive' ? next.reason : reason);
+        }
         log.info('Order mail verified not sent: the provider lookup has no message of this send', {
           orderId,
           attempt: input.attempt,
-          sinceDispatchMs,
+          sinceDispatchMs: verdict.sinceDispatchMs,
+          witnessOrderId: freshness.witness.orderId,
         });
-        return { kind: 'not-found', via: 'lookup', sinceDispatchMs };
+        return { kind: 'not-found', via: 'lookup', sinceDispatchMs: verdict.sinceDispatchMs };
       }
     }
   };

@@ -4,6 +4,7 @@
 // wrong path is one of the problems reported at start-up.
 import type { ReconcileSettings } from '../activities/reconcileActivities';
 import type { MailApiConfig } from '../mail/createMailTransport';
+import { DEPLOYMENT_ID_PATTERN } from '../evidence/sendKey';
 import { DEFAULT_MAIL_SIZE_LIMITS, type MailSizeLimits } from '../mail/mailSizeLimits';
 import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';
 import { DEFAULT_POSTMARK_MESSAGE_STREAM } from '../mail/providers/postmark';
@@ -48,6 +49,12 @@ export interface WorkerConfig {
   mailLimits: MailSizeLimits;
   /** How unknown outcomes are verified with the provider (MAIL_VERIFY_*); null when they are not. */
   verification: VerificationConfig | null;
+  /**
+   * MAIL_DEPLOYMENT_ID: this deployment's name in every send key (src/mail/idempotencyKey.ts), so a staging
+   * system with the same order ids on the same provider account is never taken for this one. Default: the
+   * Temporal namespace.
+   */
+  deploymentId: string;
   workflow: OrderMailWorkflowSettings;
   /** The reconciliation sweep's activities (src/activities/reconcileActivities.ts). */
   reconcile: ReconcileSettings;
@@ -203,6 +210,14 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     );
   }
   const connection = read.temporalConnection();
+  const deploymentId =
+    read.optional('MAIL_DEPLOYMENT_ID') ?? connection.namespace.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63);
+  if (!DEPLOYMENT_ID_PATTERN.test(deploymentId)) {
+    problems.push(
+      `MAIL_DEPLOYMENT_ID must be 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit ` +
+        `(got ${JSON.stringify(deploymentId)}).`,
+    );
+  }
   if (retryMaxIntervalMs < retryInitialIntervalMs) {
     problems.push(
       `SEND_RETRY_MAX_MS (${retryMaxIntervalMs}) must be at least SEND_RETRY_INITIAL_MS (${retryInitialIntervalMs}).`,
@@ -240,6 +255,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       maxRenderedBytes: read.positiveInt('MAIL_MAX_RENDERED_BYTES', CONFIG_DEFAULTS.MAIL_MAX_RENDERED_BYTES),
     },
     verification,
+    deploymentId,
     workflow: {
       unknownOutcomePolicy: policy,
       sendTimeoutMs,

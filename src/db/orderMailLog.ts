@@ -3,6 +3,7 @@
 // orderMailClaim.ts (the claim),
 // ../activities/dispatchFence.ts (the fence), orderMailRecord.ts (the record) and operatorActs.ts (resolve).
 import type { AttemptOutcome, LogOutcome, UnknownSettlement } from '../shared/mailOutcome';
+import type { DispatchedAttempt } from '../evidence/evidenceRules';
 import type { VerificationRecord } from '../shared/unknownOutcome';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
@@ -27,6 +28,10 @@ export interface MailLogRow {
   providerMessageId: string | null;
   httpStatus: number | null;
   lastError: string | null;
+  /** The send key the dispatched request carried, as the fence recorded it (migration 0015). */
+  dispatchSendKey: string | null;
+  /** The send activity's timeout of the execution that dispatched it, as the fence recorded it. */
+  dispatchSendTimeoutMs: number | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -35,6 +40,7 @@ const ROW_COLUMNS = sql`order_id::text AS "orderId", state, attempts, claim_toke
   claim_issued_at AS "claimIssuedAt", claimed_at AS "claimedAt", resend_count AS "resendCount",
   dispatched_at AS "dispatchedAt", outcome, unknown_policy AS "unknownPolicy", verification,
   provider_message_id AS "providerMessageId", http_status AS "httpStatus", last_error AS "lastError",
+  dispatch_send_key AS "dispatchSendKey", dispatch_send_timeout_ms AS "dispatchSendTimeoutMs",
   created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export async function readMailLog(db: Database, orderId: string): Promise<MailLogRow | null> {
@@ -174,4 +180,63 @@ export async function listQuietSendingRows(
          LIMIT ${input.limit}`,
   );
   return rows;
+}
+
+/**
+ * What the dispatch fence recorded about this attempt (migration 0015), with Postgres's now(): the row is still
+ * the attempt's, in 'sending' and past its fence. Null otherwise (settled meanwhile, someone else's, never
+ * dispatched). The facts src/evidence/evidenceRules.ts judges a provider's answer by.
+ */
+export async function readDispatchedAttempt(
+  db: Database,
+  attempt: { orderId: string; claimToken: string; attempt: number },
+): Promise<{ attempt: DispatchedAttempt; recordedSendKey: string | null; now: Date } | null> {
+  const { rows } = await runSql<{
+    dispatchedAt: Date;
+    provider: string | null;
+    origin: string | null;
+    scope: string | null;
+    credentialFingerprint: string | null;
+    sendKey: string | null;
+    sendTimeoutMs: number | null;
+    keyFirstDispatchedAt: Date;
+    now: Date;
+  }>(
+    db,
+    sql`SELECT log.dispatched_at AS "dispatchedAt", log.dispatch_provider AS provider, log.dispatch_origin AS origin,
+               log.dispatch_scope AS scope, log.dispatch_credential_fingerprint AS "credentialFingerprint",
+               log.dispatch_send_key AS "sendKey", log.dispatch_send_timeout_ms AS "sendTimeoutMs",
+               LEAST(log.dispatched_at,
+                     (SELECT min(earlier.dispatched_at) FROM order_mail_attempts AS earlier
+                       WHERE earlier.order_id = log.order_id AND earlier.resend_count = log.resend_count))
+                 AS "keyFirstDispatchedAt",
+               now() AS now
+          FROM order_mail_log AS log
+         WHERE log.order_id = ${attempt.orderId} AND log.claim_token = ${attempt.claimToken}
+           AND log.attempts = ${attempt.attempt} AND log.state = 'sending' AND log.dispatched_at IS NOT NULL`,
+  );
+  const row = rows[0];
+  if (row === undefined) return null;
+  const destination =
+    row.provider === null || row.origin === null
+      ? null
+      : {
+          provider: row.provider,
+          origin: row.origin,
+          scope: row.scope,
+          credentialFingerprint: row.credentialFingerprint,
+        };
+  return {
+    attempt: {
+      orderId: attempt.orderId,
+      attempt: attempt.attempt,
+      sendKey: row.sendKey ?? '',
+      destination,
+      dispatchedAt: row.dispatchedAt,
+      sendTimeoutMs: row.sendTimeoutMs,
+      keyFirstDispatchedAt: row.keyFirstDispatchedAt,
+    },
+    recordedSendKey: row.sendKey,
+    now: row.now,
+  };
 }

@@ -1,5 +1,6 @@
 // Picks the provider adapter the configuration names and puts it on the shared HTTP request path.
 
+import { destinationOfMailApi } from '../evidence/destination';
 import { createHttpMailTransport } from './httpMailTransport';
 import { createGenericAdapter } from './providers/generic';
 import { createMailgunAdapter } from './providers/mailgun';
@@ -45,5 +46,9 @@ export function createProviderAdapter(config: MailApiConfig): MailProviderAdapte
 /** SMTP when the configuration has an SMTP part (MAIL_PROVIDER=smtp), else the provider's HTTP API. */
 export function createMailTransport(config: MailApiConfig, smtp: SmtpConfig | null = null): MailTransport {
   if (smtp !== null) return createSmtpMailTransport(smtp);
-  return createHttpMailTransport({ ...config, adapter: createProviderAdapter(config) });
+  return createHttpMailTransport({
+    ...config,
+    adapter: createProviderAdapter(config),
+    destination: destinationOfMailApi(config),
+  });
 }

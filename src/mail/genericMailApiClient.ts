@@ -1,6 +1,7 @@
 // A MailTransport for the generic JSON mail API (the shape the sandbox speaks): the shared HTTP request path
 // with the generic adapter. Kept as its own entry point because tests and tools talk to the sandbox with it.
 
+import { destinationOfMailApi } from '../evidence/destination';
 import { createHttpMailTransport, transportOptionProblems } from './httpMailTransport';
 import { apiKeyProblem, MailClientConfigError } from './providers/adapterSupport';
 import { createGenericAdapter } from './providers/generic';
@@ -31,5 +32,10 @@ export function createGenericMailApiClient(options: GenericMailApiClientOptions)
   return createHttpMailTransport({
     ...options,
     adapter: createGenericAdapter({ apiKey: options.apiKey, statusTable: options.statusTable }),
+    destination: destinationOfMailApi({
+      provider: 'generic',
+      baseUrl: options.baseUrl,
+      apiKey: options.apiKey,
+    }),
   });
 }

@@ -12,6 +12,8 @@
 // says more than happened.
 
 import { Pool } from 'undici';
+import type { SendDestination } from '../evidence/destination';
+import { originOf } from '../evidence/destination';
 import type { SendResult } from '../shared/mailOutcome';
 import { classifySendAttempt } from './classifySendAttempt';
 import { readBoundedBody } from './readBoundedBody';
@@ -39,6 +41,8 @@ export interface HttpMailTransportOptions {
   /** Deadline for everything after the dispatch fence (connect if needed, request, response body). */
   overallTimeoutMs: number;
   connections: number;
+  /** Recorded by the dispatch fence with each attempt; derived from the adapter and the base URL when absent. */
+  destination?: SendDestination;
 }
 
 /** The provider's id is small; a longer 2xx body is not what we expect, and we do not need all of it. */
@@ -132,7 +136,13 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
     return closing;
   }
 
-  return { deadlineAfterFenceMs: options.overallTimeoutMs, send, close };
+  const destination = options.destination ?? {
+    provider: adapter.name,
+    origin: originOf(options.baseUrl),
+    scope: null,
+    credentialFingerprint: null,
+  };
+  return { deadlineAfterFenceMs: options.overallTimeoutMs, destination, send, close };
 }
 
 /** A counting semaphore whose waits end at a deadline (performance.now() time) instead of never. */

@@ -69,6 +69,19 @@ export function extendStatusTable(
 }
 
 /**
+ * The table of a provider that can be asked afterwards whether it took a send (the generic API's lookup,
+ * Postmark's Messages API, Mailgun's events; issue 22, finding 3): every 5xx is unknown, 501 and 503 included.
+ * A 503 from a load balancer can come after it forwarded the request, and a 501 from a proxy in front of the
+ * provider proves nothing about the provider; since the lookup can settle an unknown, asking costs a settle
+ * delay, while calling it not_sent would retry without asking and could send a second mail.
+ */
+export const LOOKUP_PROVIDER_STATUS_TABLE: SendOutcomeTable = extendStatusTable(
+  GENERIC_STATUS_TABLE,
+  'generic-with-lookup',
+  { 501: 'unknown', 503: 'unknown' },
+);
+
+/**
  * The outcome a final HTTP status stands for, refined by the provider's own error name when its body gave
  * one the table knows. A status outside 100-599 is unknown: we cannot read it.
  */

@@ -1,3 +1,4 @@
+import type { SendDestination } from '../evidence/destination';
 import type { SendResult } from '../shared/mailOutcome';
 
 /** One rendered mail, ready for a transport. Holds personal data: never put it in workflow history or logs. */
@@ -42,6 +43,11 @@ export interface DispatchGate {
 export interface MailTransport {
   /** The longest everything after the fence may take (MAIL_OVERALL_TIMEOUT_MS): the request's whole deadline. */
   readonly deadlineAfterFenceMs: number;
+  /**
+   * Where this transport's requests go (provider, origin, domain or stream, a fingerprint of the key), which
+   * the dispatch fence records with each attempt (src/evidence/destination.ts). Absent for a fake.
+   */
+  readonly destination?: SendDestination;
   /** Without a gate (tools, tests): no fence, and a connection is waited for at most the overall deadline. */
   send(mail: OutgoingMail, gate?: DispatchGate): Promise<SendResult>;
   close(): Promise<void>;

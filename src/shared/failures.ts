@@ -44,6 +44,13 @@ export interface SendFailureDetails {
   retryAfterMs: number | null;
   /** False for not-sent failures that a retry cannot fix (the order is gone, the mail cannot be rendered). */
   retryable: boolean;
+  /**
+   * How long after this execution called the dispatch fence its request was over, measured on its worker:
+   * a "not found" about it may count that long (plus the settle delay) after the dispatch instead of the whole
+   * send timeout (src/evidence/evidenceRules.ts). Absent when this execution made no request of its own (the
+   * fence found the attempt ALREADY_DISPATCHED) or none was made.
+   */
+  requestEndedAfterFenceMs?: number;
 }
 
 /**
@@ -56,7 +63,10 @@ export interface ClaimLostDetails {
 }
 
 /** Turns a classified, non-accepted send into the failure the send activity throws. Never retried by Temporal. */
-export function sendFailure(result: Exclude<SendResult, { outcome: 'accepted' }>): ApplicationFailure {
+export function sendFailure(
+  result: Exclude<SendResult, { outcome: 'accepted' }>,
+  requestEndedAfterFenceMs: number | null = null,
+): ApplicationFailure {
   const details: SendFailureDetails = {
     outcome: result.outcome,
     httpStatus: result.httpStatus,
@@ -64,6 +74,7 @@ export function sendFailure(result: Exclude<SendResult, { outcome: 'accepted' }>
     reason: result.reason,
     retryAfterMs: result.outcome === 'not_sent' ? result.retryAfterMs : null,
     retryable: result.outcome !== 'rejected',
+    ...(requestEndedAfterFenceMs === null ? {} : { requestEndedAfterFenceMs }),
   };
   const type =
     result.outcome === 'rejected'

@@ -44,11 +44,16 @@ export interface UnknownOutcomeFacts {
 /** What asking the provider found out about the send (src/activities/verifyOrderMail.ts). */
 export type VerificationAnswer =
   /** A request of this send reached the provider: its lookup shows the message, or a webhook event came. */
-  | { kind: 'found'; via: 'lookup' | 'webhook'; providerMessageId: string | null }
-  /** The lookup has no message with the send's key, asked after the settle delay and inside the retention. */
-  | { kind: 'not-found'; via: 'lookup'; sinceDispatchMs: number }
-  /** Nothing to go by: the lookup kept failing past its deadline, outside retention, no access, no event. */
-  | { kind: 'inconclusive'; reason: string };
+  (
+    | { kind: 'found'; via: 'lookup' | 'webhook'; providerMessageId: string | null }
+    /** The lookup has no message with the send's key, asked after the settle delay and inside the retention. */
+    | { kind: 'not-found'; via: 'lookup'; sinceDispatchMs: number }
+    /** Nothing to go by: the lookup kept failing past its deadline, outside retention, no access, no event. */
+    | { kind: 'inconclusive'; reason: string }
+  ) & {
+    /** The provider was asked again after waiting (src/workflows/askProvider.ts): how often, and the last why. */
+    waited?: { times: number; reason: string };
+  };
 
 /** How the log records that verification decided (or tried to): by a lookup, a webhook, or in vain. */
 export type VerificationRecord = 'lookup' | 'webhook' | 'inconclusive';
@@ -179,6 +184,18 @@ export function describeUnknownDecision(
   facts: Pick<UnknownOutcomeFacts, 'sinceKeyFirstDispatchMs' | 'idempotency' | 'verification'>,
 ): string {
   const answer = facts.verification?.answer ?? null;
+  const waited =
+    answer?.waited === undefined
+      ? ''
+      : `; asked ${answer.waited.times + 1} times, having waited because ${answer.waited.reason}`;
+  return describeDecision(decision, facts, answer) + waited;
+}
+
+function describeDecision(
+  decision: UnknownOutcomeDecision,
+  facts: Pick<UnknownOutcomeFacts, 'sinceKeyFirstDispatchMs' | 'idempotency' | 'verification'>,
+  answer: VerificationAnswer | null,
+): string {
   switch (decision.kind) {
     case 'not-sent':
       return 'no request was made: the attempt ended before the dispatch fence';

@@ -7,12 +7,17 @@
 
 import { Pool, type Dispatcher } from 'undici';
 import { readBoundedBody } from '../mail/readBoundedBody';
-import type { LookupAnswer, LookupQuery, ProviderLookupAdapter } from './providerLookup';
+import type { LookupEntry } from '../evidence/lookupAnswer';
+import type {
+  LookupAnswer,
+  LookupPage,
+  LookupQuery,
+  LookupRequest,
+  ProviderLookupAdapter,
+} from './providerLookup';
 
-export type LookupResult =
-  | LookupAnswer
-  /** Nothing decided, worth asking again: a transport error, a timeout, 408, 429, any 5xx. */
-  | { kind: 'failed'; reason: string; retryAfterMs: number | null };
+/** The adapter's facts, or 'failed' (worth asking again): src/evidence/lookupAnswer.ts. */
+export type LookupResult = LookupAnswer;
 
 export interface LookupClient {
   lookUp(query: LookupQuery): Promise<LookupResult>;
@@ -31,46 +36,102 @@ export interface LookupClientOptions {
 /** A search result page is small; a much longer body is not an answer we can use. */
 const MAX_LOOKUP_BODY_BYTES = 512 * 1024;
 
+/**
+ * How many pages one lookup reads at most. A send has a handful of attempts, so its answer is one page; a
+ * provider that keeps handing out pages is not answering our question, and what was read is incomplete.
+ */
+export const MAX_LOOKUP_PAGES = 20;
+
 export function createLookupClient(options: LookupClientOptions): LookupClient {
   const { origin, pathPrefix } = splitBaseUrl(options.baseUrl);
   const { adapter } = options;
+  const fetchPage = async (
+    request: LookupRequest | { url: string; headers: Record<string, string> },
+    query: LookupQuery,
+  ): Promise<LookupResult | LookupPage> => {
+    let path: string;
+    if ('url' in request) {
+      // A provider's own next-page URL (Mailgun's paging.next): followed only to the origin and path prefix
+      // we asked, so our credential never goes anywhere else.
+      const next = parseUrl(request.url);
+      if (next === null || next.origin !== origin || !next.pathname.startsWith(`${pathPrefix}/`)) {
+        return {
+          kind: 'entries',
+          filteredBy: 'send',
+          complete: false,
+          incompleteReason: 'the next page is elsewhere than the provider asked',
+          entries: [],
+        };
+      }
+      path = `${next.pathname}${next.search}`;
+    } else {
+      path = `${pathPrefix}${request.path}`;
+    }
+    let status: number;
+    let headers: Dispatcher.ResponseData['headers'];
+    let body: string | null;
+    try {
+      const response = await options.dispatcher.request({
+        origin,
+        method: 'GET',
+        path,
+        headers: request.headers,
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+      status = response.statusCode;
+      headers = response.headers;
+      body = await readBoundedBody(response.body, MAX_LOOKUP_BODY_BYTES);
+    } catch (error) {
+      return { kind: 'failed', reason: `lookup failed: ${describeError(error)}`, retryAfterMs: null };
+    }
+    if (status === 408 || status === 429 || status >= 500) {
+      return {
+        kind: 'failed',
+        reason: `lookup answered HTTP ${status}`,
+        retryAfterMs: retryAfterMs(headers['retry-after']),
+      };
+    }
+    if (status >= 200 && status < 300 && body === null) {
+      return {
+        kind: 'failed',
+        reason: `lookup answer was larger than ${MAX_LOOKUP_BODY_BYTES} bytes`,
+        retryAfterMs: null,
+      };
+    }
+    return adapter.readAnswer(status, body, query, request);
+  };
   return {
     async lookUp(query) {
-      const request = adapter.buildRequest(query);
-      let status: number;
-      let headers: Dispatcher.ResponseData['headers'];
-      let body: string | null;
-      try {
-        const response = await options.dispatcher.request({
-          origin,
-          method: 'GET',
-          path: `${pathPrefix}${request.path}`,
-          headers: request.headers,
-          signal: AbortSignal.timeout(options.timeoutMs),
-        });
-        status = response.statusCode;
-        headers = response.headers;
-        body = await readBoundedBody(response.body, MAX_LOOKUP_BODY_BYTES);
-      } catch (error) {
-        return { kind: 'failed', reason: `lookup failed: ${describeError(error)}`, retryAfterMs: null };
+      // Every page is read before anything is judged: "not found" on page one says nothing about page two.
+      const entries: LookupEntry[] = [];
+      let request: LookupPage['next'] = adapter.buildRequest(query);
+      for (let page = 1; ; page += 1) {
+        const answer = await fetchPage(request, query);
+        if (answer.kind === 'failed') return answer;
+        if (answer.kind === 'unanswerable') return answer;
+        entries.push(...answer.entries);
+        if (answer.kind === 'entries') return { ...answer, entries };
+        if (page >= MAX_LOOKUP_PAGES) {
+          return {
+            kind: 'entries',
+            filteredBy: answer.filteredBy,
+            complete: false,
+            incompleteReason: `more than ${MAX_LOOKUP_PAGES} pages; the rest was not read`,
+            entries,
+          };
+        }
+        request = answer.next;
       }
-      if (status === 408 || status === 429 || status >= 500) {
-        return {
-          kind: 'failed',
-          reason: `lookup answered HTTP ${status}`,
-          retryAfterMs: retryAfterMs(headers['retry-after']),
-        };
-      }
-      if (status >= 200 && status < 300 && body === null) {
-        return {
-          kind: 'failed',
-          reason: `lookup answer was larger than ${MAX_LOOKUP_BODY_BYTES} bytes`,
-          retryAfterMs: null,
-        };
-      }
-      return adapter.readAnswer(status, body, query);
     },
   };
+}
+
+function parseUrl(text: string): URL | null {
+  try {
+    return new URL(text);
+  } catch {
+    return null;
+  }
 }
 
 /**

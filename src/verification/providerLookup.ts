@@ -1,28 +1,13 @@
 // What asking a provider "did you take this mail?" looks like, whatever the provider. An adapter
-// (src/mail/providers/*) says how its lookup request is shaped and how its answer reads; the HTTP call itself
-// (deadlines, body handling, what a failure means) is shared: src/verification/lookupClient.ts.
+// (src/mail/providers/*) says how its lookup request is shaped and reads its answer into facts
+// (src/evidence/lookupAnswer.ts); the HTTP call itself (deadlines, body handling, what a failure means) is
+// shared: src/verification/lookupClient.ts. What the facts mean is decided in src/evidence/evidenceRules.ts.
 //
 // A lookup filters by a value we chose BEFORE sending (the send key), so it works exactly when the send's own
-// answer was lost. Pure types and helpers: the workflow, the activities and the tests share them.
+// answer was lost. Pure types: the workflow, the activities and the tests share them.
+import type { LookupAnswer, LookupEntry, LookupQuery } from '../evidence/lookupAnswer';
 
-/** What we look a send up by: the order, and the key every request of this send carried. */
-export interface LookupQuery {
-  orderId: string;
-  /**
-   * The send key: the same for every attempt of one send, new for an operator's deliberate re-send
-   * (src/verification/sendKey.ts). A message carrying another key belongs to another send.
-   */
-  sendKey: string;
-}
-
-/** One lookup's answer, as the adapter read it. */
-export type LookupAnswer =
-  /** The provider holds a message with this send key: a request of this send was taken. */
-  | { kind: 'found'; providerMessageId: string | null }
-  /** The provider's log holds no such message (evidence of "not sent" only once the settle delay passed). */
-  | { kind: 'not-found' }
-  /** The provider answered, but not in a way that can decide: the feature is not on the account, an error. */
-  | { kind: 'inconclusive'; reason: string };
+export type { LookupAnswer, LookupQuery };
 
 /** The request a lookup makes; always a GET. Auth included: never logged, never put into a result. */
 export interface LookupRequest {
@@ -33,13 +18,32 @@ export interface LookupRequest {
 
 /** The lookup part of a provider adapter: its request and how to read its answer. */
 export interface ProviderLookupAdapter {
+  /** Asks where the attempt went: query.destination (its origin is the caller's business), never today's config. */
   buildRequest(query: LookupQuery): LookupRequest;
   /**
-   * Reads a final answer. Only 2xx and the statuses the provider documents as permanent (no access to the
-   * feature, unknown domain) reach this; 5xx, 408, 429 and transport errors are retried by the caller.
+   * Reads a final answer into facts, deciding nothing. Only 2xx and the statuses the provider documents as
+   * permanent (no access to the feature, unknown domain) reach this; 5xx, 408, 429 and transport errors are
+   * retried by the caller. An answer that has more behind it is a `page` naming the next request; the lookup
+   * client reads every page (up to MAX_LOOKUP_PAGES) before the entries are judged.
    */
-  readAnswer(status: number, body: string | null, query: LookupQuery): LookupAnswer;
+  readAnswer(
+    status: number,
+    body: string | null,
+    query: LookupQuery,
+    /** The request this answers (the first, or a page's next). */
+    request: LookupRequest | { url: string },
+  ): AdapterAnswer;
 }
+
+/** One page of a paged answer: its entries, and where the next page is (a request, or the provider's URL). */
+export interface LookupPage {
+  kind: 'page';
+  filteredBy: 'send' | 'order';
+  entries: LookupEntry[];
+  next: LookupRequest | { url: string; headers: Record<string, string> };
+}
+
+export type AdapterAnswer = Exclude<LookupAnswer, { kind: 'failed' }> | LookupPage;
 
 /**
  * How far a provider's after-the-fact evidence can be trusted, per its documentation: the defaults of
@@ -54,6 +58,11 @@ export interface VerificationFacts {
    * found" proves nothing, so the workflow waits this long on a durable timer before it asks.
    */
   settleDelayMs: number;
+  /**
+   * The provider's own documented figure for that lag, below which MAIL_VERIFY_SETTLE_DELAY_MS is refused at
+   * start unless MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON says why; null where the provider documents none.
+   */
+  documentedSettleDelayMs: number | null;
   /** Where the figure comes from, in words: the provider's page, or why we chose it when none is documented. */
   settleDelaySource: string;
   /**
@@ -62,36 +71,4 @@ export interface VerificationFacts {
    */
   retentionMs: number | null;
   retentionSource: string;
-}
-
-/** Whether a lookup made `sinceDispatchMs` after the send's last request may call "not found" not sent. */
-export function notFoundIsEvidence(input: {
-  /** Since this attempt's request left (the latest request with the key), on Postgres's clock. */
-  sinceDispatchMs: number;
-  /** Since the first request that carried the key (the oldest the provider must still remember). */
-  sinceKeyFirstDispatchMs: number;
-  settleDelayMs: number;
-  retentionMs: number | null;
-}): { evidence: true } | { evidence: false; why: string } {
-  if (input.sinceDispatchMs < input.settleDelayMs) {
-    return {
-      evidence: false,
-      why:
-        `it was asked ${seconds(input.sinceDispatchMs)} s after the request, before the provider's settle delay ` +
-        `(${seconds(input.settleDelayMs)} s): its log may not show the message yet`,
-    };
-  }
-  if (input.retentionMs !== null && input.sinceKeyFirstDispatchMs > input.retentionMs) {
-    return {
-      evidence: false,
-      why:
-        `the first request with this key is ${seconds(input.sinceKeyFirstDispatchMs)} s old, beyond the ` +
-        `provider's retention (${seconds(input.retentionMs)} s): it may have forgotten the message`,
-    };
-  }
-  return { evidence: true };
-}
-
-function seconds(ms: number): string {
-  return String(Math.round(ms / 100) / 10);
 }

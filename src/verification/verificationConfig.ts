@@ -5,9 +5,11 @@
 //   MAIL_VERIFY                    on | off. Default on when the provider can verify (generic, Postmark, Mailgun,
 //                                  SendGrid); off leaves every unknown outcome to UNKNOWN_OUTCOME_POLICY.
 //   MAIL_VERIFY_SETTLE_DELAY_MS    how long after an unknown outcome the workflow waits (durable timer) before it
-//                                  asks; default: what the provider documents.
-//   MAIL_VERIFY_RETENTION_MS       how long the provider's lookup remembers a message; default: its documented
-//                                  minimum. Past it, "not found" is not evidence.
+//                                  asks; default: what the provider documents. Below the provider's documented
+//                                  figure it is refused, unless
+//   MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON  says why (a sandbox that indexes at once, a measured account).
+//   MAIL_VERIFY_RETENTION_MS       how long the provider's lookup remembers a message on your plan; default: the
+//                                  shortest of its plans (Mailgun: 1 day). Past it, "not found" is not evidence.
 //   MAIL_VERIFY_LOOKUP_TIMEOUT_MS  deadline of one lookup request (default 10000).
 //   MAIL_VERIFY_DEADLINE_MS        how long the verify activity keeps retrying a failing lookup before the
 //                                  policy decides after all (default 300000).
@@ -18,6 +20,8 @@ import type { VerificationFacts } from './providerLookup';
 export interface VerificationConfig {
   facts: VerificationFacts;
   settleDelayMs: number;
+  /** Why the settle delay is below the provider's documented figure, when it is (the operator's words). */
+  settleDelayOverrideReason: string | null;
   retentionMs: number | null;
   lookupTimeoutMs: number;
   deadlineMs: number;
@@ -74,6 +78,15 @@ export function readVerificationConfig(
     VERIFICATION_DEFAULTS.MAIL_VERIFY_CONNECTIONS,
     problems,
   );
+  const settleDelayOverrideReason = optional(env, 'MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON');
+  const documented = facts.documentedSettleDelayMs;
+  if (documented !== null && settleDelayMs < documented && settleDelayOverrideReason === null) {
+    problems.push(
+      `MAIL_VERIFY_SETTLE_DELAY_MS (${settleDelayMs}) is below what ${provider} documents (${documented} ms: ` +
+        `${facts.settleDelaySource}): a "not found" asked that early can be wrong and send a second mail. ` +
+        'Raise it, or set MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON to say why a shorter delay is safe here.',
+    );
+  }
   if (deadlineMs < lookupTimeoutMs) {
     problems.push(
       `MAIL_VERIFY_DEADLINE_MS (${deadlineMs}) must be at least MAIL_VERIFY_LOOKUP_TIMEOUT_MS (${lookupTimeoutMs}), ` +
@@ -86,7 +99,15 @@ export function readVerificationConfig(
         'a lookup made after the settle delay must still find the message.',
     );
   }
-  return { facts, settleDelayMs, retentionMs, lookupTimeoutMs, deadlineMs, connections };
+  return {
+    facts,
+    settleDelayMs,
+    settleDelayOverrideReason,
+    retentionMs,
+    lookupTimeoutMs,
+    deadlineMs,
+    connections,
+  };
 }
 
 function optional(env: Record<string, string | undefined>, name: string): string | null {

@@ -1,6 +1,7 @@
 // What the verify activity asks with: the provider's lookup (over a pool of its own) and whether its webhook
 // events count, with the settle delay and retention they are trusted within. Built once per worker by the
 // composition root (src/worker.ts) from the configuration; closed on shutdown.
+import { destinationOfMailApi, type SendDestination } from '../evidence/destination';
 import type { MailApiConfig } from '../mail/createMailTransport';
 import { createProviderAdapter } from '../mail/createMailTransport';
 import type { WebhookProvider } from '../webhooks/providerEvent';
@@ -14,6 +15,11 @@ export interface Verifier {
   webhookProvider: WebhookProvider | null;
   settleDelayMs: number;
   retentionMs: number | null;
+  /**
+   * Where this worker's lookup can ask: its provider, origin, domain or stream and key. An attempt that went
+   * anywhere else cannot be asked about by it (src/evidence/destination.ts).
+   */
+  destination: SendDestination;
 }
 
 export function createVerifier(
@@ -43,6 +49,7 @@ export function createVerifier(
       webhookProvider: config.facts.webhook,
       settleDelayMs: config.settleDelayMs,
       retentionMs: config.retentionMs,
+      destination: destinationOfMailApi(mailApi),
     },
     close: async () => {
       await pool?.close();

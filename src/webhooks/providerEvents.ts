@@ -80,18 +80,19 @@ export async function listProviderEvents(db: Database, orderId: string): Promise
 }
 
 /**
- * The earliest event proving that a request of this send reached the provider, or null. Every event type
- * counts: a delivery, a bounce or a drop all come after the provider took the request.
+ * Every stored event of this send (its key) from this provider, oldest first. Whether one counts as evidence
+ * for an attempt, and for how much, is src/evidence/evidenceRules.ts's to say (judgeWebhookEvents): its
+ * message id and time must be the attempt's, and with a provider that has a lookup it only prompts the lookup.
  */
-export async function findSendEvidence(
+export async function listSendEvents(
   db: Database,
   query: { orderId: string; sendKey: string; provider: WebhookProvider },
-): Promise<ProviderEventRow | null> {
+): Promise<ProviderEventRow[]> {
   const { rows } = await db.query<ProviderEventRow>(
     `SELECT ${EVENT_COLUMNS} FROM order_mail_provider_events
       WHERE order_id = $1 AND send_key = $2 AND provider = $3
-      ORDER BY ${IN_ORDER} LIMIT 1`,
+      ORDER BY ${IN_ORDER} LIMIT 100`,
     [query.orderId, query.sendKey, query.provider],
   );
-  return rows[0] ?? null;
+  return rows;
 }

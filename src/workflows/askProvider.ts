@@ -2,8 +2,13 @@
 // again is harmless) until the verification deadline (MAIL_VERIFY_DEADLINE_MS), after which the answer is
 // inconclusive and the policy decides. One place for the mail workflow (its own unknowns, a closed run's) and
 // the reconciliation sweep (a terminated run's).
-import { ActivityFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
-import type { OrderMailActivities, VerifyOrderMailInput } from '../activities';
+//
+// The activity may answer "wait": the lookup found nothing, but too early for that to count (the attempt's
+// request may have lasted until its send timeout: a second execution that found it ALREADY_DISPATCHED, a
+// closed run's). The mail workflow waits on a durable timer and asks again, a few times at most; the sweep
+// leaves the claim for a later sweep instead (waitForEvidence: false).
+import { ActivityFailure, condition, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import type { OrderMailActivities, VerificationWait, VerifyOrderMailInput } from '../activities';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
 import type { VerificationSettings } from '../shared/workflowSettings';
 
@@ -14,11 +19,51 @@ const VERIFY_RETRY = {
   backoffCoefficient: 2,
   maximumInterval: '10 seconds',
 } as const;
+// A "wait" names the moment "not found" may count (one wait normally suffices), or asks again a settle delay
+// later because the lookup shows no fresher known send yet (src/evidence/freshnessWitness.ts), which the activity
+// bounds by MAIL_VERIFY_DEADLINE_MS and then calls inconclusive. This cap only keeps a history finite should
+// clocks disagree; past it the answer is inconclusive and the policy decides.
+const MAX_EVIDENCE_WAITS = 24;
 
 export async function askProvider(
   verification: VerificationSettings,
   input: VerifyOrderMailInput,
-): Promise<VerificationAnswer> {
+  options: { waitForEvidence: false },
+): Promise<VerificationAnswer | VerificationWait>;
+export async function askProvider(
+  verification: VerificationSettings,
+  input: VerifyOrderMailInput,
+  options?: { waitForEvidence?: true; cancelRequested?: () => boolean },
+): Promise<VerificationAnswer>;
+export async function askProvider(
+  verification: VerificationSettings,
+  input: VerifyOrderMailInput,
+  options: { waitForEvidence?: boolean; cancelRequested?: () => boolean } = {},
+): Promise<VerificationAnswer | VerificationWait> {
+  let lastWait: VerificationWait | null = null;
+  for (let waits = 0; ; waits++) {
+    const answer = await askOnce(verification, waits === 0 ? input : { ...input, evidenceWaits: waits });
+    if (answer.kind !== 'wait' || options.waitForEvidence === false) {
+      // The answer says that it waited and why, so the attempt's audit row does (describeUnknownDecision).
+      return lastWait === null || answer.kind === 'wait'
+        ? answer
+        : { ...answer, waited: { times: waits, reason: lastWait.reason } };
+    }
+    lastWait = answer;
+    if (waits >= MAX_EVIDENCE_WAITS) {
+      return { kind: 'inconclusive', reason: `still too early after ${waits} waits: ${answer.reason}` };
+    }
+    const cancelRequested = options.cancelRequested ?? (() => false);
+    if (await condition(cancelRequested, answer.waitMs)) {
+      return { kind: 'inconclusive', reason: `the run was cancelled while waiting: ${answer.reason}` };
+    }
+  }
+}
+
+async function askOnce(
+  verification: VerificationSettings,
+  input: VerifyOrderMailInput,
+): Promise<VerificationAnswer | VerificationWait> {
   const verifier = proxyActivities<OrderMailActivities>({
     startToCloseTimeout: verification.lookupTimeoutMs + VERIFY_ATTEMPT_MARGIN_MS,
     scheduleToCloseTimeout: verification.deadlineMs,

@@ -426,7 +426,13 @@ async function recordNotAccepted(
     };
     let step = decideUnknownOutcome(facts);
     if (step.kind === 'verify') {
-      answer = await verifyWithProvider(base, next.sendKey, settings.verification!, next.cancelRequested);
+      answer = await verifyWithProvider(base, next.sendKey, settings.verification!, next.cancelRequested, {
+        // This execution saw its request end: "not found" may count that long after the dispatch, plus the
+        // settle delay. Absent (ALREADY_DISPATCHED, a timed-out send): only after the attempt's send timeout.
+        ...(details.requestEndedAfterFenceMs === undefined
+          ? {}
+          : { requestEndedWithinMs: details.requestEndedAfterFenceMs }),
+      });
       facts.verification = { answer };
       step = decideUnknownOutcome(facts);
       if (step.kind === 'verify') throw new Error('unreachable: verification answered, yet asked again');
@@ -463,7 +469,11 @@ async function verifyWithProvider(
   sendKey: string,
   verification: VerificationSettings,
   cancelRequested: () => boolean,
-  /** A closed run's attempt (verifyOrphan): how long to wait, and how long its request may have lasted. */
+  /**
+   * The run's own send: how long after the fence its request was seen to end, where it was. A closed run's
+   * attempt (verifyOrphan): how long to wait, and how long its request may have lasted.
+   */
+  own: { requestEndedWithinMs?: number },
   orphan?: { waitMs: number; requestMayLastMs: number },
 ): Promise<VerificationAnswer> {
   log.info('Order mail outcome unknown; waiting the settle delay before asking the provider', {
@@ -481,11 +491,16 @@ async function verifyWithProvider(
   if (cancelled) {
     return { kind: 'inconclusive', reason: 'the run was cancelled before the settle delay had passed' };
   }
-  return askProvider(verification, {
-    ...base,
-    sendKey,
-    ...(orphan === undefined ? {} : { requestMayLastMs: orphan.requestMayLastMs }),
-  });
+  return askProvider(
+    verification,
+    {
+      ...base,
+      sendKey,
+      ...own,
+      ...(orphan === undefined ? {} : { requestMayLastMs: orphan.requestMayLastMs }),
+    },
+    { cancelRequested },
+  );
 }
 
 /**
@@ -510,6 +525,7 @@ async function verifyOrphan(
     orphan.sendKey,
     verification,
     cancelRequested,
+    {},
     { waitMs, requestMayLastMs },
   );
   if (cancelRequested() && answer.kind === 'inconclusive') {

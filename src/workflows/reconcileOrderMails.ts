@@ -7,6 +7,7 @@ import type {
 import { OrderMailStuckOrders } from '../shared/searchAttributes';
 import { decideUnknownOutcome, type VerificationAnswer } from '../shared/unknownOutcome';
 import { askProvider } from './askProvider';
+import type { VerificationWait } from '../activities';
 
 // Each batch is a bounded query plus up to a batch of idempotent starts: retried freely, since a start that
 // already happened reports 'already started'. Two minutes leave room for a slow Temporal or Postgres.
@@ -132,26 +133,33 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
   // verification deadline, and a sweep asking a hundred in a row through a lookup outage would hold off the
   // next sweeps (and their starts of missed orders) for hours. The rest wait for a later sweep.
   const asked = found.stuck.filter(askable).slice(0, MAX_ASKS_PER_SWEEP);
-  const answers = new Map<string, VerificationAnswer>(
+  // An answer of "wait" (too early for "not found" to count, by the attempt's own send timeout) leaves the
+  // claim for a later sweep, like one found too young.
+  const answers = new Map<string, VerificationAnswer | VerificationWait>(
     await Promise.all(
       asked.map(
         async (claim) =>
           [
             claim.orderId,
-            await askProvider(verification!, {
-              orderId: claim.orderId,
-              claimToken: claim.seen.claimToken,
-              attempt: claim.attempts,
-              sendKey: claim.sendKey,
-              requestMayLastMs: found.requestMayLastMs ?? 0,
-            }),
+            await askProvider(
+              verification!,
+              {
+                orderId: claim.orderId,
+                claimToken: claim.seen.claimToken,
+                attempt: claim.attempts,
+                sendKey: claim.sendKey,
+                requestMayLastMs: found.requestMayLastMs ?? 0,
+              },
+              { waitForEvidence: false },
+            ),
           ] as const,
       ),
     ),
   );
   let leftForLater = found.youngerThanSettleDelay ?? 0;
   for (const claim of found.stuck) {
-    const answer = answers.get(claim.orderId);
+    const asked = answers.get(claim.orderId);
+    const answer = asked?.kind === 'wait' ? undefined : asked;
     if (askable(claim) && answer === undefined) {
       leftForLater += 1;
       continue;

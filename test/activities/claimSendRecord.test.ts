@@ -345,7 +345,18 @@ describe('claim', () => {
 describe('claim of a closed run’s dispatched attempt, where the provider can be asked', () => {
   const VERIFY = { settleDelayMs: 1_000, lookupTimeoutMs: 500, deadlineMs: 2_000 };
   // The claim only needs to know that this worker can ask; the asking is the verify activity's.
-  const verifier = { lookup: null, webhookProvider: null, settleDelayMs: 1_000, retentionMs: null };
+  const verifier = {
+    lookup: null,
+    webhookProvider: null,
+    settleDelayMs: 1_000,
+    retentionMs: null,
+    destination: {
+      provider: 'generic',
+      origin: 'http://127.0.0.1:1',
+      scope: null,
+      credentialFingerprint: null,
+    },
+  };
 
   function verifyingActivities(policy: UnknownOutcomePolicy) {
     return createActivities({

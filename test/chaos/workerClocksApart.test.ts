@@ -1,7 +1,7 @@
 // Worker clocks apart (issue 13): two real worker processes whose clocks are a minute apart (libfaketime:
 // one 30 s ahead, one 30 s behind), and a reset racing a late claim of the run it closed.
 //
-//   1. Run 1 runs on the worker AHEAD: claim, send (the sandbox answers 503: not sent), record, back off.
+//   1. Run 1 runs on the worker AHEAD: claim, send (the sandbox answers 429: not sent), record, back off.
 //   2. Its next claim leaves that worker and is held on the wire (a proxy holds the worker's Postgres bytes),
 //      and the worker is cut off from Temporal, so it can take no more tasks.
 //   3. An operator resets the workflow to its first workflow task: run 1 closes, run 2 starts on the worker
@@ -77,7 +77,7 @@ describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s'
     const taskQueue = `clocks-${policy}-${Date.now()}`;
     const orderId = await createOrder(database.db);
     // Run 1's send is refused for now; the next request (run 2's) is kept, its answer held until released.
-    sandbox.queueFault(orderId, { kind: 'status', status: 503 });
+    sandbox.queueFault(orderId, { kind: 'status', status: 429 });
     sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
 
     const pg = new URL(database.connectionString);

@@ -18,6 +18,9 @@ import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { recordOutcome } from '../../src/db/orderMailRecord';
 import { PYTHON_PEERS_DIRECTORY } from '../../dev/peers/pythonPeers';
 import { createOrder } from '../support/testKit';
+
+/** What the fence records of a request whose transport names no destination (these tests make none). */
+const NO_DESTINATION = { destination: null, sendKey: 'case-study-test', sendTimeoutMs: 60_000 };
 import {
   CASE_STUDY_STATEMENTS,
   openCaseStudyDatabase,
@@ -59,7 +62,8 @@ function ourRun(orderId: string, run: number) {
       }),
     /** The send's first step: true when the fence let this attempt make its request. */
     fence: async (attempt: number): Promise<boolean> =>
-      (await markDispatched(database.db, { orderId, claimToken, attempt })) === 'dispatched',
+      (await markDispatched(database.db, { orderId, claimToken, attempt, dispatch: NO_DESTINATION })) ===
+      'dispatched',
     record: (attempt: number, outcome: 'accepted' | 'not_sent' | 'rejected') =>
       recordOutcome(database.db, {
         orderId,

@@ -6,7 +6,7 @@ import { migrate } from '../../src/db/migrate';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { assertSchemaReady, SchemaNotReadyError } from '../../src/db/schemaReady';
 import { advanceReconcileProgress, reconcileResumesFrom } from '../../src/db/reconcileProgress';
-import { findSendEvidence, storeDelivery } from '../../src/webhooks/providerEvents';
+import { listSendEvents, storeDelivery } from '../../src/webhooks/providerEvents';
 import { RoleSetupError, setUpDatabaseRoles, weakPasswordProblem } from '../../src/db/roles';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -159,7 +159,7 @@ describe('the workers role', () => {
       new Date(Date.now() - 60_000),
     );
     expect(stored).toEqual({ kind: 'stored', newEvents: 1, knownEvents: 0 });
-    const evidence = await findSendEvidence(worker, {
+    const [evidence] = await listSendEvents(worker, {
       orderId,
       sendKey: `order-confirmation/${orderId}/0`,
       provider: 'sendgrid',

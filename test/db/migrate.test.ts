@@ -34,6 +34,7 @@ const LATER = [
   '0012_orders_confirmed_index.sql',
   '0013_order_mail_reconcile_progress.sql',
   '0014_order_mail_worker_role_later_tables.sql',
+  '0015_order_mail_dispatch_destination.sql',
 ];
 // What a database made before v1.0.0 has in its migrations table.
 const PRE_1_0 = [

@@ -118,10 +118,10 @@ describe('summarizeCustomers', () => {
         attempt(orderId, { attempt: 3, finishedAt: at(30), resendCount: 1 }),
       ]),
       messages: [
-        { orderId: '7', receivedAt: at(1), sendKey: 'order-confirmation/7/0' },
-        { orderId: '7', receivedAt: at(25), sendKey: 'order-confirmation/7/1' },
-        { orderId: '8', receivedAt: at(1), sendKey: 'order-confirmation/8/0' },
-        { orderId: '8', receivedAt: at(15), sendKey: 'order-confirmation/8/1' },
+        { orderId: '7', receivedAt: at(1), sendKey: 'order-confirmation/default/7/0' },
+        { orderId: '7', receivedAt: at(25), sendKey: 'order-confirmation/default/7/1' },
+        { orderId: '8', receivedAt: at(1), sendKey: 'order-confirmation/default/8/0' },
+        { orderId: '8', receivedAt: at(15), sendKey: 'order-confirmation/default/8/1' },
       ],
     };
     expect(summarizeCustomers(facts).unknowns).toMatchObject({

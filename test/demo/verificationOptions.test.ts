@@ -44,9 +44,17 @@ describe('verification flags', () => {
       lookupFaults: 0.1,
       webhookLoss: PROFILES.chaos.verification.webhookLoss,
       webhookDuplicates: 0.5,
+      lyingProvider: false,
     });
     // The profile itself is left as it was.
     expect(PROFILES.chaos.verification.provider).toBe('generic');
+  });
+
+  it("--lying-provider turns the lookups' lies on, off by default in both profiles", () => {
+    expect(PROFILES.demo.verification.lyingProvider).toBe(false);
+    expect(PROFILES.chaos.verification.lyingProvider).toBe(false);
+    const options = parseRunOptions(['--profile', 'chaos', '--lying-provider']);
+    expect(options !== 'help' && options.verification.lyingProvider).toBe(true);
   });
 
   it('Resend verifies nothing (its key makes retries safe), and a provider needs the HTTP transport', () => {

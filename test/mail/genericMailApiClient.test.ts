@@ -124,11 +124,12 @@ describe('statuses', () => {
     expect(api.messages()).toEqual([]);
   });
 
-  it('503 is not_sent', async () => {
+  it('503 is unknown: a load balancer may answer it after forwarding, and the lookup can settle it', async () => {
     const api = await sandbox();
-    api.queueFault('1007', { kind: 'status', status: 503 });
+    api.queueFault('1007', { kind: 'status', status: 503, record: true });
     const result = await client(api.url).send(mail('1007'));
-    expect(result).toMatchObject({ outcome: 'not_sent', httpStatus: 503, retryAfterMs: null });
+    expect(result).toMatchObject({ outcome: 'unknown', httpStatus: 503 });
+    expect(api.messages()).toHaveLength(1);
   });
 
   it('500 after processing is unknown: the sandbox did accept the message', async () => {

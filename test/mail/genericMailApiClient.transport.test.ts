@@ -166,7 +166,7 @@ describe('after a 2xx', () => {
         text: 'Confirmed.',
         html: '<p>Confirmed.</p>',
         // The send key the gateway's lookup finds the send by (docs/providers.md, the gateway lookup).
-        metadata: { order_id: '42', send_key: 'order-confirmation/42/0' },
+        metadata: { order_id: '42', send_key: 'order-confirmation/default/42/0' },
       },
     });
   });

@@ -133,7 +133,7 @@ describe('reset of a run that gave up', () => {
   it('the new run gets its full attempts again, with its backoff from the beginning', async () => {
     // testSettings: 5 attempts a run, backoff 200 ms doubling to 2 s. Seven refusals: run 1 uses 5 and gives up.
     const orderId = await createOrder(database.db);
-    sandbox.queueFault(orderId, { kind: 'status', status: 503 }, 7);
+    sandbox.queueFault(orderId, { kind: 'status', status: 429 }, 7);
     const failure = await failureOf(start(orderId, workers['assume-sent'].taskQueue).then((h) => h.result()));
     expect(failure.type).toBe(FailureType.MailNotSentGaveUp);
     expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'failed', attempts: 5 });

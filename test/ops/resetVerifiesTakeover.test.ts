@@ -33,6 +33,7 @@ import {
   holdingFirstSend,
   rowWithVerification,
   testVerifier,
+  withWitness,
 } from '../support/verificationKit';
 import { startHoldableProxy } from '../chaos/holdableProxy';
 
@@ -150,7 +151,18 @@ describe('reset while a dispatched send is unrecorded: the new run asks the prov
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
 
     const run2 = await startThenResetMidSend(orderId, taskQueue);
-    const result = await run2.result();
+    // A later send that got its 2xx, for the lookup's "not found" to count (the freshness witness).
+    const result = await withWitness(run2.result(), {
+      dispatched: () => true,
+      sendWitness: async () => {
+        const witness = await createOrder(database.db);
+        await client.workflow.execute(orderConfirmationMail, {
+          workflowId: witness,
+          taskQueue,
+          args: [witness],
+        });
+      },
+    });
 
     const messages = sandbox.messagesFor(orderId);
     expect(messages).toHaveLength(1);
@@ -217,7 +229,9 @@ describe('reset while a dispatched send is unrecorded: the new run asks the prov
       overallTimeoutMs: 6_000,
       connections: 4,
     });
-    const verifier = testVerifier('generic', sandbox.url, { settings: VERIFY });
+    // The lookup goes the way the send went (through the proxy, released long before it asks): an attempt is
+    // asked about where it went, and a worker asking another origin could only say "inconclusive".
+    const verifier = testVerifier('generic', `http://${proxy.address}`, { settings: VERIFY });
     const worker = await startTestWorker({
       db: database.db,
       mail,

@@ -291,7 +291,12 @@ async function runScenario(scenario: Scenario): Promise<void> {
   ): Promise<'accepted' | 'rejected' | 'not_sent' | 'unknown' | 'claim-lost'> => {
     // The worker died before the fence: Temporal times the send out, the workflow records unknown.
     if (fate === 'died-before-fence') return 'unknown';
-    const input = { orderId, claimToken: run.token, attempt };
+    const input = {
+      orderId,
+      claimToken: run.token,
+      attempt,
+      dispatch: { destination: null, sendKey: `property/${orderId}`, sendTimeoutMs: 60_000 },
+    };
     const fence = await markDispatched(turnstile.gated(db, `${run.token} fence`), input);
     count(`fence: ${fence}`);
     if (fence === 'claim-lost') return 'claim-lost';

@@ -247,7 +247,7 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
   },
   async 'not-sent-gave-up'() {
     const orderId = await createOrder(database.db);
-    sandbox.queueFault(orderId, { kind: 'status', status: 503 }, 5);
+    sandbox.queueFault(orderId, { kind: 'status', status: 429 }, 5);
     await start(orderId, 'sent');
     return settled(orderId);
   },
@@ -368,7 +368,7 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
   },
   async 'cancel-during-backoff'() {
     const orderId = await createOrder(database.db);
-    sandbox.queueFault(orderId, { kind: 'status', status: 503, retryAfterSeconds: 600 });
+    sandbox.queueFault(orderId, { kind: 'status', status: 429, retryAfterSeconds: 600 });
     const handle = await start(orderId, 'sent');
     await waitFor('the backoff timer to start', async () =>
       (await historyHas(orderId, EventType.EVENT_TYPE_TIMER_STARTED)) ? true : undefined,

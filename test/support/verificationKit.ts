@@ -28,6 +28,7 @@ export function testVerifier(
     {
       facts,
       settleDelayMs: verification.evidenceAfterMs ?? verification.settings.settleDelayMs,
+      settleDelayOverrideReason: 'test-sized: the sandbox indexes within its configured lag',
       retentionMs: verification.retentionMs === undefined ? facts.retentionMs : verification.retentionMs,
       lookupTimeoutMs: verification.settings.lookupTimeoutMs,
       deadlineMs: verification.settings.deadlineMs,
@@ -97,4 +98,22 @@ export function holdingFirstSend<Result>(
     await send(input).catch(() => undefined);
     return Context.current().cancelled;
   };
+}
+
+/**
+ * The freshness witness a lookup's "not found" needs (src/evidence/freshnessWitness.ts): once `dispatched()`
+ * says the attempt's request left, sends another order to its 2xx through the same destination (`sendWitness`),
+ * so the lookup can show a known-accepted send dispatched after the attempt. Resolves with `running`'s result.
+ */
+export async function withWitness<T>(
+  running: Promise<T>,
+  input: { dispatched: () => boolean; sendWitness: () => Promise<unknown> },
+): Promise<T> {
+  const deadline = Date.now() + 20_000;
+  while (!input.dispatched()) {
+    if (Date.now() > deadline) throw new Error('withWitness: the attempt never reached the provider');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await input.sendWitness();
+  return running;
 }

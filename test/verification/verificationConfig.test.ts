@@ -66,10 +66,57 @@ describe('readVerificationConfig', () => {
       MAIL_API_KEY: 'k',
       MAIL_API_BASE_URL: 'http://x',
     };
-    expect(loadConfig({ ...base, MAIL_VERIFY_SETTLE_DELAY_MS: '4000' }).verification).toMatchObject({
-      settleDelayMs: 4_000,
+    expect(loadConfig({ ...base, MAIL_VERIFY_SETTLE_DELAY_MS: '12000' }).verification).toMatchObject({
+      settleDelayMs: 12_000,
     });
     expect(() => loadConfig({ ...base, MAIL_VERIFY: 'yes' })).toThrow(ConfigError);
+  });
+});
+
+describe('a settle delay below what the provider documents, and retention per plan (issue 22, finding 4)', () => {
+  const base = {
+    DATABASE_URL: 'postgres://u:p@localhost/shop',
+    MAIL_API_KEY: 'k',
+    MAIL_PROVIDER: 'mailgun',
+    MAILGUN_DOMAIN: 'mg.example.com',
+  };
+
+  it('Mailgun with MAIL_VERIFY_SETTLE_DELAY_MS=1000 is refused at start, with the documented figure named', () => {
+    let error: unknown = null;
+    try {
+      loadConfig({ ...base, MAIL_VERIFY_SETTLE_DELAY_MS: '1000', MAIL_VERIFY_LOOKUP_TIMEOUT_MS: 'x' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    // Every problem at once: the settle delay and the unrelated bad timeout in the same error.
+    expect((error as ConfigError).problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(
+          /^MAIL_VERIFY_SETTLE_DELAY_MS \(1000\) is below what mailgun documents \(1800000 ms/,
+        ) as unknown,
+        expect.stringMatching(/^MAIL_VERIFY_LOOKUP_TIMEOUT_MS must be a positive integer/) as unknown,
+      ]),
+    );
+  });
+
+  it('an explicit reason lets a shorter delay through, and the configuration keeps the reason', () => {
+    const config = loadConfig({
+      ...base,
+      MAIL_VERIFY_SETTLE_DELAY_MS: '1000',
+      MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON: 'a sandbox that indexes within 300 ms',
+    });
+    expect(config.verification).toMatchObject({
+      settleDelayMs: 1_000,
+      settleDelayOverrideReason: 'a sandbox that indexes within 300 ms',
+    });
+  });
+
+  it('Mailgun keeps what its lookup searches for 1 day by default (free plans); a paid plan sets its own', () => {
+    expect(loadConfig(base).verification?.retentionMs).toBe(24 * 60 * 60 * 1000);
+    expect(
+      loadConfig({ ...base, MAIL_VERIFY_RETENTION_MS: String(30 * 86_400_000) }).verification?.retentionMs,
+    ).toBe(30 * 86_400_000);
   });
 });
 

@@ -158,7 +158,7 @@ describe('cancel', () => {
 
   it('during the not-sent backoff: the row is already failed, the wait ends, Cancelled', async () => {
     const orderId = await createOrder(database.db);
-    sandbox.queueFault(orderId, { kind: 'status', status: 503, retryAfterSeconds: 600 });
+    sandbox.queueFault(orderId, { kind: 'status', status: 429, retryAfterSeconds: 600 });
     const handle = await start(orderId);
     await waitFor('the backoff timer to start', async () => {
       const events = (await handle.fetchHistory()).events ?? [];
@@ -172,7 +172,7 @@ describe('cancel', () => {
     expect(await readMailLog(database.db, orderId)).toMatchObject({
       state: 'failed',
       outcome: 'not_sent',
-      httpStatus: 503,
+      httpStatus: 429,
       attempts: 1,
     });
     expect(sandbox.messagesFor(orderId)).toHaveLength(0);

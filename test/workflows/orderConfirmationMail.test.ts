@@ -152,9 +152,9 @@ describe('orderConfirmationMail', () => {
     expect(second!.claimedAt.getTime() - first!.finishedAt.getTime()).toBeGreaterThanOrEqual(2_000);
   });
 
-  it('503: retried after the backoff, one message, attempts counted', async () => {
+  it('429: retried after the backoff, one message, attempts counted', async () => {
     const orderId = await createOrder(database.db);
-    sandbox.queueFault(orderId, { kind: 'status', status: 503 }, 2);
+    sandbox.queueFault(orderId, { kind: 'status', status: 429 }, 2);
     const result = await runMail(orderId);
     expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 3 });
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
@@ -180,7 +180,7 @@ describe('orderConfirmationMail', () => {
 
   it('gives up after the configured attempts with a Failed workflow, leaving a failed row', async () => {
     const orderId = await createOrder(database.db);
-    sandbox.queueFault(orderId, { kind: 'status', status: 503 }, 10);
+    sandbox.queueFault(orderId, { kind: 'status', status: 429 }, 10);
     const failure = await failureOfRun(orderId);
     expect(failure.type).toBe(FailureType.MailNotSentGaveUp);
     expect(await readMailLog(database.db, orderId)).toMatchObject({

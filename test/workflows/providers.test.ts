@@ -6,6 +6,7 @@
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
+import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport } from '../../src/mail/types';
@@ -135,8 +136,8 @@ describe('Resend: an unknown outcome within the idempotency window', () => {
     });
     const requests = sandbox.requests().filter((request) => request.orderId === orderId);
     expect(requests.map((request) => [request.idempotencyKey, request.status, request.replayed])).toEqual([
-      [orderConfirmationIdempotencyKey(orderId, 0), 'dropped', false],
-      [orderConfirmationIdempotencyKey(orderId, 0), 200, true],
+      [orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 0), 'dropped', false],
+      [orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 0), 200, true],
     ]);
     expect(await readMailLog(database.db, orderId)).toMatchObject({
       state: 'sent',

@@ -108,6 +108,15 @@ async function terminatedMidSend(taskQueue: string, orderId: string): Promise<vo
   );
 }
 
+/**
+ * Another order sent to its 2xx after the terminated run's request: the freshness witness the lookup must show
+ * before its "not found" counts (src/evidence/freshnessWitness.ts).
+ */
+async function sendWitness(taskQueue: string): Promise<void> {
+  const orderId = await createOrder(database.db);
+  await client.workflow.execute(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] });
+}
+
 function sweep(taskQueue: string) {
   return client.workflow.execute(reconcileOrderMails, {
     workflowId: `sweep-${randomUUID()}`,
@@ -126,6 +135,7 @@ describe('the sweep asks the provider about a terminated run’s dispatched requ
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
     await terminatedMidSend(taskQueue, orderId);
+    await sendWitness(taskQueue);
     await new Promise((resolve) => setTimeout(resolve, SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 300));
 
     const report = await sweep(taskQueue);
@@ -177,6 +187,7 @@ describe('many closed runs’ requests at once', () => {
       await terminatedMidSend(taskQueue, orderId);
       orderIds.push(orderId);
     }
+    await sendWitness(taskQueue);
     await new Promise((resolve) => setTimeout(resolve, SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 300));
 
     const first = await sweep(taskQueue);

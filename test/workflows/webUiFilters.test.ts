@@ -76,9 +76,9 @@ beforeAll(async () => {
 
   await start('accepted');
   await start('rejected', { kind: 'status', status: 422 });
-  await start('notSentThenAccepted', { kind: 'status', status: 503 });
+  await start('notSentThenAccepted', { kind: 'status', status: 429 });
   await start('unknown', { kind: 'accept-then-drop' });
-  await start('failedWaiting', { kind: 'status', status: 503 }, slowRetry.taskQueue);
+  await start('failedWaiting', { kind: 'status', status: 429 }, slowRetry.taskQueue);
   await start('sendingHeld', { kind: 'accept-then-hang' }, holding.taskQueue);
   await start('terminatedMidSend', { kind: 'accept-then-hang' }, holding.taskQueue);
   // Started without the attributes (another client, `temporal workflow start`): its claim upserts them.

@@ -79,7 +79,7 @@ describe('worker clocks apart', () => {
   it('a retried claim on a slow-clocked worker still claims: one message, attempts 1 and 2', async () => {
     const orderId = await createOrder(database.db);
     // Attempt 1 is refused for now; attempt 2 is claimed on the slow worker and accepted.
-    sandbox.queueFault(orderId, { kind: 'status', status: 503 });
+    sandbox.queueFault(orderId, { kind: 'status', status: 429 });
     const handle = await client.workflow.start(orderConfirmationMail, {
       workflowId: orderId,
       taskQueue: worker.taskQueue,

@@ -38,7 +38,16 @@ export async function processOrder(deps: PlainLoopDependencies, orderId: string)
   const order = await loadOrderForMail(deps.db, orderId);
   if (order === null) throw new Error(`order ${orderId} not found`);
   const mail = renderConfirmationMail(order, deps.mailIdentity);
-  const fence = await markDispatched(deps.db, { orderId, claimToken, attempt });
+  const fence = await markDispatched(deps.db, {
+    orderId,
+    claimToken,
+    attempt,
+    dispatch: {
+      destination: deps.mail.destination ?? null,
+      sendKey: `bench/${orderId}`,
+      sendTimeoutMs: 60_000,
+    },
+  });
   if (fence !== 'dispatched') return fence;
   const result = await deps.mail.send(mail);
   const accepted = result.outcome === 'accepted';

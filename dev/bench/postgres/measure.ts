@@ -139,7 +139,13 @@ export async function measureRound(
     if (claim.kind !== 'claimed') throw new Error(`order ${orderId}: claim ${claim.kind}`);
     const fence = await time(
       'fence',
-      () => markDispatched(recorder, { orderId, claimToken, attempt: claim.attempt }),
+      () =>
+        markDispatched(recorder, {
+          orderId,
+          claimToken,
+          attempt: claim.attempt,
+          dispatch: { destination: null, sendKey: `bench/${orderId}`, sendTimeoutMs: 60_000 },
+        }),
       last,
     );
     if (fence !== 'dispatched') throw new Error(`order ${orderId}: fence ${fence}`);

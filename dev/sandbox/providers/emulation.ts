@@ -45,7 +45,25 @@ export interface ProviderEmulation {
 export interface LookupEmulation {
   servesPath(pathname: string): boolean;
   /** Answers the search `url` over `indexed`, this provider's indexed messages; a bad query gets its error. */
-  search(url: URL, indexed: ReceivedMessage[]): { matches: number; answer: ProviderAnswer };
+  search(
+    url: URL,
+    indexed: ReceivedMessage[],
+    options: SearchOptions,
+  ): { matches: number; answer: ProviderAnswer };
+  /** Whether its answers come in pages a client can follow (so a 'paginate' lie can be told). */
+  readonly pages: boolean;
+}
+
+/** How a search is answered beyond the query: where the sandbox is, and what a lie does (dev/sandbox/lookupLies.ts). */
+export interface SearchOptions {
+  /** The sandbox's own origin as the client reached it, for next-page URLs. */
+  origin: string;
+  /** Entries per page, whatever the query asked for. */
+  pageSize?: number;
+  /** Answer with every indexed message, whatever the filter says. */
+  ignoreFilter?: boolean;
+  /** Messages to put into the answer although the filter does not match them. */
+  mixIn?: ReceivedMessage[];
 }
 
 /** The part of a header value a provider reads; repeated headers count as missing. */

@@ -39,12 +39,17 @@ export const genericEmulation: ProviderEmulation = {
   // The gateway lookup of src/mail/providers/generic.ts: every message accepted for the order.
   lookup: {
     servesPath: (pathname) => pathname === '/v1/messages',
-    search(url, indexed) {
+    // The contract has no paging: one list per order.
+    pages: false,
+    search(url, indexed, options) {
       const orderId = url.searchParams.get('order_id');
       if (orderId === null || orderId === '') {
         return { matches: 0, answer: { status: 400, body: { error: 'order_id is required' } } };
       }
-      const found = indexed.filter((message) => message.orderId === orderId);
+      const found = [
+        ...indexed.filter((message) => options.ignoreFilter === true || message.orderId === orderId),
+        ...(options.mixIn ?? []),
+      ];
       return {
         matches: found.length,
         answer: {
@@ -52,6 +57,7 @@ export const genericEmulation: ProviderEmulation = {
           body: {
             messages: found.map((message) => ({
               id: message.id,
+              order_id: message.orderId,
               send_key: message.sendKey,
               accepted_at: message.receivedAt,
             })),

@@ -6,6 +6,7 @@ import { nonEmptyString, singleHeader, type ProviderEmulation } from './emulatio
 
 const MESSAGES_PATH = /^\/v3\/([^/]+)\/messages$/;
 const EVENTS_PATH = /^\/v3\/([^/]+)\/events$/;
+const EVENTS_PAGE_PATH = /^\/v3\/([^/]+)\/events\/([A-Za-z0-9_-]+)$/;
 
 const failure = (status: number, message: string) => ({ status, body: { message } });
 
@@ -67,26 +68,42 @@ export const mailgunEmulation: ProviderEmulation = {
       : `<sbx.${sequence}@${MESSAGES_PATH.exec(pathname)?.[1] ?? 'sandbox'}>`,
   accepted: (id) => ({ status: 200, body: { id, message: 'Queued. Thank you.' } }),
   error: (status) => failure(status, 'injected fault'),
-  // GET /v3/{domain}/events?message-id=…&event=accepted: the `accepted` event of each message accepted so far.
+  // GET /v3/{domain}/events?message-id=…&event=accepted&limit=…: the `accepted` event of each message accepted so
+  // far, a page of `limit` (default 300) at a time; paging.next is always there, and a short page is the last.
+  // The next page's URL is /v3/{domain}/events/{token}, the token the query and the offset.
   lookup: {
-    servesPath: (pathname) => EVENTS_PATH.test(pathname),
-    search(url, indexed) {
-      const wanted = url.searchParams.get('message-id');
-      const event = url.searchParams.get('event');
-      if (wanted !== null && wanted.startsWith('<')) {
+    pages: true,
+    servesPath: (pathname) => EVENTS_PATH.test(pathname) || EVENTS_PAGE_PATH.test(pathname),
+    search(url, indexed, options) {
+      const page = EVENTS_PAGE_PATH.exec(url.pathname);
+      const domain = page?.[1] ?? EVENTS_PATH.exec(url.pathname)?.[1] ?? 'sandbox';
+      const params = page === null ? url.searchParams : decodePageToken(page[2]!);
+      if (params === null) return { matches: 0, answer: failure(400, 'invalid page token') };
+      const wanted = params.get('message-id');
+      const event = params.get('event');
+      const offset = Number(params.get('offset') ?? '0');
+      const limit = Math.min(Number(params.get('limit') ?? '300') || 300, options.pageSize ?? 300);
+      if (wanted !== null && wanted.startsWith('<') && options.ignoreFilter !== true) {
         // What the maintainers say happens with brackets: the filter matches nothing.
         return { matches: 0, answer: { status: 200, body: { items: [], paging: {} } } };
       }
-      const found =
-        event !== null && event !== 'accepted'
+      const found = [
+        ...(event !== null && event !== 'accepted' && options.ignoreFilter !== true
           ? []
-          : indexed.filter((message) => wanted === null || message.id === `<${wanted}>`);
+          : indexed.filter(
+              (message) => options.ignoreFilter === true || wanted === null || message.id === `<${wanted}>`,
+            )),
+        ...(options.mixIn ?? []),
+      ];
+      const items = found.slice(offset, offset + limit);
+      const next = new URLSearchParams(params);
+      next.set('offset', String(offset + items.length));
       return {
         matches: found.length,
         answer: {
           status: 200,
           body: {
-            items: found.map((message) => ({
+            items: items.map((message) => ({
               id: `sbx-accepted-${message.id.replace(/[<>]/g, '')}`,
               event: 'accepted',
               timestamp: Date.parse(message.receivedAt) / 1000,
@@ -96,10 +113,20 @@ export const mailgunEmulation: ProviderEmulation = {
                 ...(message.sendKey === null ? {} : { send_key: message.sendKey }),
               },
             })),
-            paging: {},
+            paging: {
+              next: `${options.origin}/v3/${domain}/events/${Buffer.from(next.toString()).toString('base64url')}`,
+            },
           },
         },
       };
     },
   },
 };
+
+function decodePageToken(token: string): URLSearchParams | null {
+  try {
+    return new URLSearchParams(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    return null;
+  }
+}

@@ -70,7 +70,8 @@ export const postmarkEmulation: ProviderEmulation = {
   // GET /messages/outbound: count and offset are required, one metadata_<key> filter at a time.
   lookup: {
     servesPath: (pathname) => pathname === '/messages/outbound',
-    search(url, indexed) {
+    pages: true,
+    search(url, indexed, options) {
       const count = Number(url.searchParams.get('count'));
       const offset = Number(url.searchParams.get('offset'));
       if (!Number.isInteger(count) || count < 1 || count > 500 || !Number.isInteger(offset) || offset < 0) {
@@ -84,7 +85,11 @@ export const postmarkEmulation: ProviderEmulation = {
         };
       }
       const stream = url.searchParams.get('messagestream');
+      // The sandbox sends every message at once: none is ever still queued.
+      const status = url.searchParams.get('status');
       const found = indexed.filter((message) => {
+        if (options.ignoreFilter === true) return true;
+        if (status === 'queued') return false;
         if (metadataFilters[0] === 'metadata_send_key') {
           return message.sendKey === url.searchParams.get('metadata_send_key');
         }
@@ -94,7 +99,8 @@ export const postmarkEmulation: ProviderEmulation = {
         // Any other metadata field: none of our messages has it.
         return metadataFilters.length === 0 && (stream === null || stream === 'outbound');
       });
-      const page = found.slice(offset, offset + count);
+      found.push(...(options.mixIn ?? []));
+      const page = found.slice(offset, offset + Math.min(count, options.pageSize ?? count));
       return {
         matches: found.length,
         answer: {

@@ -1,6 +1,7 @@
 // Small helpers the provider adapters share: key checks, reading a provider's JSON, and keeping whatever we
 // take from a response short and free of anything but the id we asked for.
 
+import type { LookupEntry } from '../../evidence/lookupAnswer';
 import type { ResponseHeaders } from './mailProvider';
 
 export class MailClientConfigError extends Error {
@@ -68,4 +69,35 @@ export function parseMailbox(value: string): Mailbox {
   if (match === null) return { email: value.trim(), name: null };
   const name = (match[1] ?? match[2] ?? '').trim();
   return { email: match[3]!, name: name === '' ? null : name };
+}
+
+/**
+ * A lookup entry from what a provider's answer said about one message, keeping only well-formed values: a
+ * field that is missing or malformed is left out (reported as unknown), never guessed.
+ */
+export function lookupEntry(fields: {
+  sendKey?: unknown;
+  messageId?: unknown;
+  orderId?: unknown;
+  acceptedAt?: unknown;
+  scope?: unknown;
+}): LookupEntry {
+  const entry: LookupEntry = {};
+  const sendKey = safeMessageId(fields.sendKey);
+  if (sendKey !== null) entry.sendKey = sendKey;
+  const messageId = safeMessageId(fields.messageId);
+  if (messageId !== null) entry.messageId = messageId;
+  // Kept as the provider said it, even when it is not an order id of ours: another system's entry is a stranger.
+  const orderId = safeMessageId(fields.orderId);
+  if (orderId !== null) entry.orderId = orderId;
+  const scope = safeMessageId(fields.scope);
+  if (scope !== null) entry.scope = scope;
+  const acceptedAt =
+    typeof fields.acceptedAt === 'number'
+      ? new Date(fields.acceptedAt * 1000)
+      : typeof fields.acceptedAt === 'string'
+        ? new Date(fields.acceptedAt)
+        : null;
+  if (acceptedAt !== null && Number.isFinite(acceptedAt.getTime())) entry.acceptedAt = acceptedAt;
+  return entry;
 }

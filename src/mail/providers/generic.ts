@@ -3,8 +3,10 @@
 //
 // To get verified outcomes instead of the unknown-outcome policy, the gateway also implements the lookup:
 //   GET {base}/v1/messages?order_id=<id>   (same bearer token)
-//   200 {"messages": [{"id": "<its message id>", "send_key": "<metadata.send_key of the request>",
-//                      "accepted_at": "<ISO 8601>"}, …]}   every message it accepted for the order, in any order
+//   200 {"messages": [{"id": "<its message id>", "order_id": "<metadata.order_id>",
+//                      "send_key": "<metadata.send_key of the request>", "accepted_at": "<ISO 8601>"}, …]}
+//   every message it accepted for the order, in any order, on one page. A message of another order in the list
+//   means the gateway ignored the filter: the answer then proves nothing (src/evidence/evidenceRules.ts).
 // and promises two things, which the settle delay and the retention below stand for: a message it accepted is
 // in that list within GENERIC_LOOKUP_VISIBLE_WITHIN_MS (even when the sender never heard the 202), and it stays
 // there for GENERIC_LOOKUP_RETENTION_MS. A gateway without the lookup answers 404 (or 405, 501): the workflow
@@ -16,9 +18,9 @@ import type {
   VerificationFacts,
 } from '../../verification/providerLookup';
 import { sendKeyOf } from '../../verification/sendKey';
-import { GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
+import { LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
-import { checkApiKey, parseJsonObject, safeMessageId } from './adapterSupport';
+import { checkApiKey, lookupEntry, parseJsonObject, safeMessageId } from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
 
 const SECOND_MS = 1000;
@@ -34,6 +36,7 @@ export const GENERIC_VERIFICATION: VerificationFacts = Object.freeze({
   webhook: null,
   // Three times the contract's promise, so a gateway that is a little slower than it says is not misread.
   settleDelayMs: 3 * GENERIC_LOOKUP_VISIBLE_WITHIN_MS,
+  documentedSettleDelayMs: GENERIC_LOOKUP_VISIBLE_WITHIN_MS,
   settleDelaySource:
     "this project's own gateway contract (visible within 10 s, src/mail/providers/generic.ts), three times over",
   retentionMs: GENERIC_LOOKUP_RETENTION_MS,
@@ -48,7 +51,7 @@ export function createGenericAdapter(options: {
   const authorization = `Bearer ${options.apiKey}`;
   return {
     name: 'generic',
-    statusTable: options.statusTable ?? GENERIC_STATUS_TABLE,
+    statusTable: options.statusTable ?? LOOKUP_PROVIDER_STATUS_TABLE,
     buildRequest: (mail: OutgoingMail) => ({
       path: '/v1/messages',
       headers: { authorization, 'content-type': 'application/json', accept: 'application/json' },
@@ -76,35 +79,51 @@ function genericLookup(authorization: string): ProviderLookupAdapter {
       path: `/v1/messages?order_id=${encodeURIComponent(query.orderId)}`,
       headers: { authorization, accept: 'application/json' },
     }),
-    readAnswer(status, body, query): LookupAnswer {
+    readAnswer(status, body): Exclude<LookupAnswer, { kind: 'failed' }> {
       if (status === 401 || status === 403) {
         return {
-          kind: 'inconclusive',
+          kind: 'unanswerable',
           reason: `the gateway refused the lookup (HTTP ${status}): check the key's access`,
         };
       }
       if (status === 404 || status === 405 || status === 501) {
         return {
-          kind: 'inconclusive',
+          kind: 'unanswerable',
           reason: `the gateway has no lookup (HTTP ${status}): it does not implement GET /v1/messages?order_id=`,
         };
       }
       if (status < 200 || status >= 300)
-        return { kind: 'inconclusive', reason: `the lookup answered HTTP ${status}` };
+        return { kind: 'unanswerable', reason: `the lookup answered HTTP ${status}` };
       const messages = parseJsonObject(body)?.messages;
       if (!Array.isArray(messages)) {
-        return { kind: 'inconclusive', reason: 'the lookup answer has no "messages" list' };
+        return { kind: 'unanswerable', reason: 'the lookup answer has no "messages" list' };
       }
-      // Only this send's key counts: a message of an earlier send (before an operator's re-send) is not this one.
-      const match = (messages as unknown[]).find(
-        (entry) =>
-          typeof entry === 'object' &&
-          entry !== null &&
-          (entry as { send_key?: unknown }).send_key === query.sendKey,
-      ) as { id?: unknown } | undefined;
-      return match === undefined
-        ? { kind: 'not-found' }
-        : { kind: 'found', providerMessageId: safeMessageId(match.id) };
+      // Facts only; whether one is this send is src/evidence/evidenceRules.ts's to say. The contract has no
+      // paging: the list is every message the gateway accepted for the order.
+      return {
+        kind: 'entries',
+        filteredBy: 'order',
+        complete: true,
+        entries: (messages as unknown[]).map((entry) => {
+          const fields =
+            typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
+          return lookupEntry({
+            sendKey: fields.send_key,
+            messageId: fields.id,
+            // The contract's order_id; an older gateway without it names the order in the send key. Neither:
+            // the entry cannot be shown to be of this order, so the evidence rules take it for a stranger.
+            orderId: fields.order_id ?? orderIdOfSendKey(fields.send_key),
+            acceptedAt: fields.accepted_at,
+          });
+        }),
+      };
     },
   };
+}
+
+/** The order id inside one of our send keys (order-confirmation/<deployment>/<order>/<n>), or null. */
+function orderIdOfSendKey(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const match = /^order-confirmation\/[^/]+\/([0-9]+)\/[0-9]+$/.exec(value);
+  return match === null ? null : match[1]!;
 }

@@ -13,17 +13,30 @@
 // Events also arrive by signed webhook (src/webhooks/mailgunWebhook.ts), carrying the user variables set here.
 
 import type {
-  LookupAnswer,
+  AdapterAnswer,
   ProviderLookupAdapter,
   VerificationFacts,
 } from '../../verification/providerLookup';
+import { mailgunMessageId } from '../../evidence/sendKey';
+import type { LookupEntry } from '../../evidence/lookupAnswer';
 import { sendKeyOf } from '../../verification/sendKey';
-import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
+import { extendStatusTable, LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
-import { checkApiKey, MailClientConfigError, parseJsonObject, safeMessageId } from './adapterSupport';
+import {
+  checkApiKey,
+  lookupEntry,
+  MailClientConfigError,
+  parseJsonObject,
+  safeMessageId,
+} from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Events per lookup page; a full page makes the answer incomplete. */
+const LOOKUP_PAGE_SIZE = 10;
+
+export { mailgunMessageId };
 
 export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
   lookup: true,
@@ -31,12 +44,15 @@ export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
   // Events may become retrievable out of order; Mailgun's own advice is to trust a page only once its events
   // are older than a threshold, "e.g. half an hour".
   settleDelayMs: 30 * 60 * 1000,
+  documentedSettleDelayMs: 30 * 60 * 1000,
   settleDelaySource:
     'documentation.mailgun.com/docs/mailgun/user-manual/events/event-polling: "half an hour"',
-  // "at least 30 days for paid accounts, and at least 2 days for free accounts"; elsewhere "at least 3 days".
-  retentionMs: 2 * DAY_MS,
+  // Retention depends on the plan: 1 day of event logs on free accounts, up to 30 days on paid plans (issue 22;
+  // the tracking-messages page's older "at least 2 days" is not what free accounts get). The shortest is
+  // assumed; a paid plan sets MAIL_VERIFY_RETENTION_MS to its own (docs/providers.md).
+  retentionMs: 1 * DAY_MS,
   retentionSource:
-    'documentation.mailgun.com …/tracking-messages: at least 2 days (free) or 30 days (paid); the minimum is assumed',
+    'Mailgun: 1 day of events on free accounts, up to 30 days on paid plans; the shortest is assumed',
 });
 
 /**
@@ -47,7 +63,7 @@ export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
  * mail that was still sent (research note §7), so 5xx stays unknown.
  */
 export const MAILGUN_STATUS_TABLE = extendStatusTable(
-  GENERIC_STATUS_TABLE,
+  LOOKUP_PROVIDER_STATUS_TABLE,
   'mailgun',
   { 404: 'not_sent' },
   { label: 'Mailgun' },
@@ -96,58 +112,82 @@ export function createMailgunAdapter(options: { apiKey: string; domain: string }
     },
     readMessageId: (_headers, body) => safeMessageId(parseJsonObject(body)?.id),
     readProviderError: () => null,
-    lookup: mailgunLookup(authorization, options.domain),
+    lookup: mailgunLookup(authorization),
   };
 }
 
-/**
- * The Message-Id (without angle brackets) of a send: its key made into the local part of an address at the
- * sending domain. The key's own characters are all allowed there (RFC 5322 atext); anything else becomes '-'.
- */
-export function mailgunMessageId(sendKey: string, domain: string): string {
-  return `${sendKey.replace(/[^A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]/g, '-')}@${domain}`;
-}
-
-function mailgunLookup(authorization: string, domain: string): ProviderLookupAdapter {
+function mailgunLookup(authorization: string): ProviderLookupAdapter {
+  const headers = { authorization, accept: 'application/json' };
   return {
     buildRequest: (query) => {
+      // The domain the attempt went to, as the fence recorded it: not this worker's setting.
+      const domain = query.destination.scope ?? '';
       const search = new URLSearchParams({
         'message-id': mailgunMessageId(query.sendKey, domain),
         event: 'accepted',
-        limit: '10',
+        limit: String(LOOKUP_PAGE_SIZE),
       });
       return {
-        path: `/v3/${domain}/events?${search.toString()}`,
-        headers: { authorization, accept: 'application/json' },
+        path: `/v3/${encodeURIComponent(domain)}/events?${search.toString()}`,
+        headers,
       };
     },
-    readAnswer(status, body): LookupAnswer {
+    readAnswer(status, body): AdapterAnswer {
       if (status === 401 || status === 403) {
         return {
-          kind: 'inconclusive',
+          kind: 'unanswerable',
           reason: `Mailgun refused the events lookup (HTTP ${status}): the key or the plan lacks access to events`,
         };
       }
       if (status === 404) {
         return {
-          kind: 'inconclusive',
+          kind: 'unanswerable',
           reason: 'Mailgun does not know the sending domain for events (HTTP 404)',
         };
       }
       if (status < 200 || status >= 300)
-        return { kind: 'inconclusive', reason: `Mailgun's events answered HTTP ${status}` };
+        return { kind: 'unanswerable', reason: `Mailgun's events answered HTTP ${status}` };
       const items = parseJsonObject(body)?.items;
       if (!Array.isArray(items))
-        return { kind: 'inconclusive', reason: 'Mailgun\'s events answer has no "items" list' };
-      const accepted = (items as unknown[]).find(
-        (item) =>
-          typeof item === 'object' && item !== null && (item as { event?: unknown }).event === 'accepted',
-      ) as { message?: { headers?: Record<string, unknown> } } | undefined;
-      if (accepted === undefined) return { kind: 'not-found' };
-      // Mailgun's message id is the Message-Id header, which it reports with or without brackets.
-      const header = accepted.message?.headers?.['message-id'];
-      const id = typeof header === 'string' ? (header.startsWith('<') ? header : `<${header}>`) : null;
-      return { kind: 'found', providerMessageId: safeMessageId(id) };
+        return { kind: 'unanswerable', reason: 'Mailgun\'s events answer has no "items" list' };
+      // Facts only: whether an item is this send (its Message-Id, compared exactly) is decided in
+      // src/evidence/evidenceRules.ts. Mailgun's rule for reading events is to follow paging.next until a page
+      // comes back empty; a short page is not the last. The lookup client keeps the next URL to the origin
+      // we asked.
+      const paging = parseJsonObject(body)?.paging;
+      const nextUrl =
+        typeof paging === 'object' && paging !== null ? (paging as { next?: unknown }).next : undefined;
+      const entries = readItems(items as unknown[]);
+      if (items.length === 0) return { kind: 'entries', filteredBy: 'send', complete: true, entries };
+      if (typeof nextUrl === 'string') {
+        return { kind: 'page', filteredBy: 'send', entries, next: { url: nextUrl, headers } };
+      }
+      return {
+        kind: 'entries',
+        filteredBy: 'send',
+        complete: false,
+        incompleteReason: 'a page of events without paging.next, so the end was not seen',
+        entries,
+      };
     },
   };
+}
+
+function readItems(items: unknown[]): LookupEntry[] {
+  return items.map((item) => {
+    const fields = typeof item === 'object' && item !== null ? (item as Record<string, unknown>) : {};
+    const message = fields.message as { headers?: Record<string, unknown> } | undefined;
+    const variables =
+      typeof fields['user-variables'] === 'object' && fields['user-variables'] !== null
+        ? (fields['user-variables'] as Record<string, unknown>)
+        : {};
+    // Mailgun reports the Message-Id with or without brackets; its send answer's id has them.
+    const header = message?.headers?.['message-id'];
+    return lookupEntry({
+      messageId: typeof header === 'string' && !header.startsWith('<') ? `<${header}>` : header,
+      sendKey: variables.send_key,
+      orderId: variables.order_id,
+      acceptedAt: fields.timestamp,
+    });
+  });
 }

@@ -7,14 +7,16 @@
 // (postmarkapp.com/developer/api/messages-api; postmarkapp.com/support/article/1125-custom-metadata-faq).
 
 import type {
-  LookupAnswer,
+  AdapterAnswer,
+  LookupQuery,
+  LookupRequest,
   ProviderLookupAdapter,
   VerificationFacts,
 } from '../../verification/providerLookup';
 import { sendKeyOf } from '../../verification/sendKey';
-import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
+import { extendStatusTable, LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
-import { checkApiKey, parseJsonObject, safeMessageId } from './adapterSupport';
+import { checkApiKey, lookupEntry, parseJsonObject, safeMessageId } from './adapterSupport';
 import type { MailProviderAdapter } from './mailProvider';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -23,6 +25,7 @@ export const POSTMARK_VERIFICATION: VerificationFacts = Object.freeze({
   lookup: true,
   webhook: null,
   settleDelayMs: 5 * 60 * 1000,
+  documentedSettleDelayMs: null,
   // Postmark documents no figure for how soon an accepted message shows in the Messages API.
   settleDelaySource:
     'not documented by Postmark (postmarkapp.com/developer/api/messages-api gives no indexing delay); 5 min is ' +
@@ -34,8 +37,10 @@ export const POSTMARK_VERIFICATION: VerificationFacts = Object.freeze({
     'postmarkapp.com/developer/api/messages-api: 45 days by default, configurable down to 7; the minimum is assumed',
 });
 
-/** Enough to see one message of this send; more would only be further attempts of it. */
-const LOOKUP_PAGE_SIZE = 10;
+/** A page of the search; a larger total is read page by page (postmarkapp.com/developer/api/messages-api). */
+const LOOKUP_PAGE_SIZE = 50;
+/** The Messages API pages up to offset + count = 10,000; beyond it an answer cannot be complete. */
+const POSTMARK_MAX_OFFSET = 10_000;
 
 /**
  * Postmark's documented statuses (postmarkapp.com/developer/api/overview): 401 missing or wrong token,
@@ -45,7 +50,7 @@ const LOOKUP_PAGE_SIZE = 10;
  * "Maintenance": nothing was processed, whatever status carries it, so it is not sent and worth retrying.
  */
 export const POSTMARK_STATUS_TABLE = extendStatusTable(
-  GENERIC_STATUS_TABLE,
+  LOOKUP_PROVIDER_STATUS_TABLE,
   'postmark',
   {},
   { label: 'Postmark', byProviderError: { 'ErrorCode 100': 'not_sent' } },
@@ -90,49 +95,96 @@ export function createPostmarkAdapter(options: {
         ? `ErrorCode ${code}`
         : null;
     },
-    lookup: postmarkLookup(token, messageStream),
+    lookup: postmarkLookup(token),
   };
 }
 
-function postmarkLookup(token: string, messageStream: string): ProviderLookupAdapter {
+/**
+ * The statuses searched, each explicitly and in turn: the Messages API filters by one status at a time, and
+ * left to its default it might not list a message still queued. A message moves from queued to sent, so it is
+ * in one list or the other.
+ */
+const SEARCHED_STATUSES = ['sent', 'queued'] as const;
+
+function postmarkLookup(token: string): ProviderLookupAdapter {
+  const headers = { 'x-postmark-server-token': token, accept: 'application/json' };
+  const request = (query: LookupQuery, status: string, offset: number): LookupRequest => {
+    const search = new URLSearchParams({
+      count: String(LOOKUP_PAGE_SIZE),
+      offset: String(offset),
+      // The stream the attempt went to, as the fence recorded it: not this worker's setting.
+      messagestream: query.destination.scope ?? DEFAULT_POSTMARK_MESSAGE_STREAM,
+      status,
+      metadata_send_key: query.sendKey,
+    });
+    return { path: `/messages/outbound?${search.toString()}`, headers };
+  };
   return {
-    buildRequest: (query) => {
-      const search = new URLSearchParams({
-        count: String(LOOKUP_PAGE_SIZE),
-        offset: '0',
-        messagestream: messageStream,
-        metadata_send_key: query.sendKey,
-      });
-      return {
-        path: `/messages/outbound?${search.toString()}`,
-        headers: { 'x-postmark-server-token': token, accept: 'application/json' },
-      };
-    },
-    readAnswer(status, body, query): LookupAnswer {
+    buildRequest: (query) => request(query, SEARCHED_STATUSES[0], 0),
+    readAnswer(status, body, query, asked): AdapterAnswer {
       if (status === 401 || status === 403) {
         return {
-          kind: 'inconclusive',
+          kind: 'unanswerable',
           reason: `Postmark refused the Messages API search (HTTP ${status}): the server token needs access to it`,
         };
       }
+      const parsed = parseJsonObject(body);
       if (status < 200 || status >= 300) {
-        const code = parseJsonObject(body)?.ErrorCode;
+        const code = parsed?.ErrorCode;
         const named = typeof code === 'number' && Number.isInteger(code) ? `, ErrorCode ${code}` : '';
-        return { kind: 'inconclusive', reason: `Postmark's message search answered HTTP ${status}${named}` };
+        return { kind: 'unanswerable', reason: `Postmark's message search answered HTTP ${status}${named}` };
       }
-      const messages = parseJsonObject(body)?.Messages;
+      const messages = parsed?.Messages;
       if (!Array.isArray(messages)) {
-        return { kind: 'inconclusive', reason: 'Postmark\'s message search answer has no "Messages" list' };
+        return { kind: 'unanswerable', reason: 'Postmark\'s message search answer has no "Messages" list' };
       }
-      // The search already filtered by send_key; checking again costs nothing and guards a changed API.
-      const match = (messages as unknown[]).find((entry) => {
-        if (typeof entry !== 'object' || entry === null) return false;
-        const metadata = (entry as { Metadata?: { send_key?: unknown } | null }).Metadata;
-        return metadata?.send_key === undefined || metadata.send_key === query.sendKey;
-      }) as { MessageID?: unknown } | undefined;
-      return match === undefined
-        ? { kind: 'not-found' }
-        : { kind: 'found', providerMessageId: safeMessageId(match.MessageID) };
+      // Facts only: an entry without our metadata is not ours, and src/evidence/evidenceRules.ts says so.
+      const entries = (messages as unknown[]).map((entry) => {
+        const fields = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
+        const metadata =
+          typeof fields.Metadata === 'object' && fields.Metadata !== null
+            ? (fields.Metadata as Record<string, unknown>)
+            : {};
+        return lookupEntry({
+          sendKey: metadata.send_key,
+          orderId: metadata.order_id,
+          messageId: fields.MessageID,
+          acceptedAt: fields.ReceivedAt,
+          scope: fields.MessageStream,
+        });
+      });
+      const total = parsed?.TotalCount;
+      if (typeof total !== 'number' || !Number.isInteger(total) || total < 0) {
+        return {
+          kind: 'entries',
+          filteredBy: 'send',
+          complete: false,
+          incompleteReason: 'the answer has no TotalCount',
+          entries,
+        };
+      }
+      // Which page this was: the status and offset it asked for.
+      const params = new URLSearchParams('path' in asked ? asked.path.split('?')[1] : '');
+      const askedStatus = params.get('status') ?? SEARCHED_STATUSES[0];
+      const offset = Number(params.get('offset') ?? '0');
+      const readSoFar = offset + messages.length;
+      if (readSoFar < total) {
+        if (messages.length === 0 || readSoFar + LOOKUP_PAGE_SIZE > POSTMARK_MAX_OFFSET) {
+          return {
+            kind: 'entries',
+            filteredBy: 'send',
+            complete: false,
+            incompleteReason: `TotalCount ${total}, ${readSoFar} readable`,
+            entries,
+          };
+        }
+        return { kind: 'page', filteredBy: 'send', entries, next: request(query, askedStatus, readSoFar) };
+      }
+      const nextStatus = SEARCHED_STATUSES[SEARCHED_STATUSES.indexOf(askedStatus as 'sent') + 1];
+      if (nextStatus !== undefined) {
+        return { kind: 'page', filteredBy: 'send', entries, next: request(query, nextStatus, 0) };
+      }
+      return { kind: 'entries', filteredBy: 'send', complete: true, entries };
     },
   };
 }

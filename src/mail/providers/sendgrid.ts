@@ -34,6 +34,7 @@ export const SENDGRID_VERIFICATION: VerificationFacts = Object.freeze({
   lookup: false,
   webhook: 'sendgrid',
   settleDelayMs: 5 * 60 * 1000,
+  documentedSettleDelayMs: null,
   // twilio.com/docs/sendgrid/for-developers/tracking-events/twilio-sendgrid-event-webhook-overview promises
   // events "in nearly real time", with no figure.
   settleDelaySource:

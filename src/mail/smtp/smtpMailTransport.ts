@@ -7,6 +7,7 @@
 
 import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import { credentialFingerprint } from '../../evidence/destination';
 import type { SendResult } from '../../shared/mailOutcome';
 import {
   noConnectionInTime,
@@ -170,7 +171,14 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
     for (const connection of idle.splice(0)) connection.quit();
   }
 
-  return { deadlineAfterFenceMs: config.overallTimeoutMs, send, close };
+  // No lookup asks an SMTP relay, but the attempt still says where it went.
+  const destination = {
+    provider: 'smtp',
+    origin: `smtp://${config.host}:${config.port}`,
+    scope: null,
+    credentialFingerprint: config.password === null ? null : credentialFingerprint(config.password),
+  };
+  return { deadlineAfterFenceMs: config.overallTimeoutMs, destination, send, close };
 }
 
 /**
