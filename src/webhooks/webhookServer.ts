@@ -13,6 +13,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Database } from '../db/pool';
 import { describeDatabaseError } from '../db/pool';
 import { readMailgunDelivery } from './mailgunWebhook';
+import { skippedTotal } from './ourEvent';
 import type { WebhookProvider } from './providerEvent';
 import { storeDelivery } from './providerEvents';
 import { readSendGridDelivery } from './sendgridWebhook';
@@ -96,9 +97,15 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       provider,
       newEvents: stored.newEvents,
       knownEvents: stored.knownEvents,
+      skipped: verdict.delivery.skipped,
       orders: [...new Set(verdict.delivery.events.map((event) => event.orderId))].slice(0, 20),
     });
-    return answer(res, 200, { stored: stored.newEvents, known: stored.knownEvents });
+    return answer(res, 200, {
+      stored: stored.newEvents,
+      known: stored.knownEvents,
+      skipped: skippedTotal(verdict.delivery.skipped),
+      skippedBy: verdict.delivery.skipped,
+    });
   }
 
   function verdictFor(
