@@ -18,7 +18,9 @@ async function main(): Promise<void> {
     adminUrl,
     migrationUrl: process.env.MIGRATION_DATABASE_URL!.trim(),
     workerUrl: process.env.DATABASE_URL!.trim(),
-    ...(process.env.WEBHOOK_DATABASE_URL?.trim() ? { webhookUrl: process.env.WEBHOOK_DATABASE_URL.trim() } : {}),
+    ...(process.env.WEBHOOK_DATABASE_URL?.trim()
+      ? { webhookUrl: process.env.WEBHOOK_DATABASE_URL.trim() }
+      : {}),
   }).catch((error: unknown) => {
     // Only the admin URL is connected to; the other two give users and passwords.
     throw new Error(describePostgresFailure(error, adminUrl, 'ADMIN_DATABASE_URL'), { cause: error });

@@ -13,7 +13,11 @@ const PROJECT_ROOT = path.join(__dirname, '..', '..');
 export interface BuiltProduct {
   directory: string;
   /** `npm run --silent <script> -- args`, waited for. */
-  npm(script: string, env: Record<string, string>, ...args: string[]): Promise<{ stdout: string; stderr: string }>;
+  npm(
+    script: string,
+    env: Record<string, string>,
+    ...args: string[]
+  ): Promise<{ stdout: string; stderr: string }>;
   /** `npm run <script>` left running, in a process group of its own; its output collected. */
   spawnNpm(script: string, env: Record<string, string>): RunningCommand;
   remove(): Promise<void>;

@@ -20,9 +20,12 @@ BEGIN
 END
 $role$;
 
+-- INSERT ... ON CONFLICT (columns) DO NOTHING must read its conflict target's columns: the event's key only,
+-- never what an event says.
 GRANT INSERT ON order_mail_provider_events TO order_mail_webhooks;
+GRANT SELECT (provider, provider_event_id) ON order_mail_provider_events TO order_mail_webhooks;
 -- The replay guard: a token is inserted once (a conflict is a replay) and forgotten past the signature
--- window, whose DELETE ... WHERE signed_at < $1 must read that one column.
+-- window (DELETE ... WHERE signed_at < $1).
 GRANT INSERT, DELETE ON order_mail_webhook_deliveries TO order_mail_webhooks;
-GRANT SELECT (signed_at) ON order_mail_webhook_deliveries TO order_mail_webhooks;
+GRANT SELECT (provider, token, signed_at) ON order_mail_webhook_deliveries TO order_mail_webhooks;
 GRANT SELECT ON order_mail_schema_migrations TO order_mail_webhooks;
