@@ -131,7 +131,8 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     const created: string[] = [];
     const exists = async (role: string): Promise<boolean> =>
       ((await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role])).rowCount ?? 0) > 0;
-    for (const group of [WORKER_GROUP_ROLE, ...(webhooks === null ? [] : [WEBHOOK_GROUP_ROLE])]) {
+    // Both groups always: migrations 0010 and 0025 grant to them, and the migration role may not make roles.
+    for (const group of [WORKER_GROUP_ROLE, WEBHOOK_GROUP_ROLE]) {
       if (!(await exists(group))) await client.query(`CREATE ROLE ${escapeIdentifier(group)} NOLOGIN`);
     }
     for (const login of [migrator, worker, ...(webhooks === null ? [] : [webhooks])]) {

@@ -113,7 +113,13 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       if (body === 'too-large') return tooLarge(req, res, () => metrics.request(provider, 'too-large'));
       return refuse('method-not-allowed', 405, { error: 'method not allowed' }, { allow: 'POST' });
     }
-    // Refused before a byte of the body is read: a stated length over the cap, a type that is not JSON.
+    // Refused before a byte of the body is read: a provider not configured, a stated length over the cap, a
+    // type that is not JSON.
+    const configured = provider === 'sendgrid' ? options.sendgridPublicKey : options.mailgunSigningKey;
+    if (configured === null) {
+      metrics.request(provider, 'not-configured');
+      return answerAndClose(req, res, 404, { error: `no ${provider} endpoint: its key is not configured` });
+    }
     const declared = Number(req.headers['content-length'] ?? 0);
     if (Number.isFinite(declared) && declared > maxBodyBytes) {
       return tooLarge(req, res, () => metrics.request(provider, 'too-large'));
