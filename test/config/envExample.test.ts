@@ -19,24 +19,3 @@ it('.env.example lists every variable loadConfig reads', () => {
   expect(read.size).toBeGreaterThan(20);
   expect([...read].filter((name) => !listed.has(name))).toEqual([]);
 });
-
-it('.env.example lists every variable the webhook receiver and db:roles read', () => {
-  const sources = ['src/webhooks/webhookConfig.ts', 'src/cli/db-roles.ts'].map((file) =>
-    readFileSync(path.join(root, file), 'utf8'),
-  );
-  const read = new Set(
-    sources.flatMap((source) =>
-      [...source.matchAll(/(?:read\(|process\.env\.|hostPort\(|integer\()\s*'?([A-Z][A-Z0-9_]+)/g)].flatMap(
-        (match) => match[1] ?? [],
-      ),
-    ),
-  );
-  const listed = new Set(
-    readFileSync(path.join(root, '.env.example'), 'utf8')
-      .split('\n')
-      .flatMap((line) => /^([A-Z0-9_]+)=/.exec(line)?.[1] ?? []),
-  );
-  expect(read).toContain('WEBHOOK_DATABASE_URL');
-  expect(read).toContain('WEBHOOK_MAX_BODY_BYTES');
-  expect([...read].filter((name) => !listed.has(name) && name !== 'ADMIN_DATABASE_URL')).toEqual([]);
-});
