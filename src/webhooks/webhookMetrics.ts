@@ -15,7 +15,7 @@ export type RequestOutcome =
   | 'malformed'
   | 'replayed'
   | 'too-large'
-  | 'timeout'
+  | 'incomplete'
   | 'unsupported-media-type'
   | 'not-configured'
   | 'not-found'

@@ -131,7 +131,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     const body = await readBody(req, maxBodyBytes);
     if (body === 'too-large') return tooLarge(req, res, () => metrics.request(provider, 'too-large'));
     if (body === 'gone') {
-      metrics.request(provider, 'timeout');
+      metrics.request(provider, 'incomplete');
       return;
     }
 
