@@ -7,6 +7,7 @@ import { parseJson, readBody, sendJson } from './httpIo';
 import { parseLookupFault, type LookupFault, type LookupRecord, type LookupSettings } from './lookups';
 import { parseLookupLiePlan, type LookupLieKind } from './lookupLies';
 import type { ReceivedMessage, RequestRecord } from './records';
+import type { WebhookLieCount, WebhookLieKind } from './webhookLies';
 import type { WebhookDeliveryRecord, WebhookSettings } from './webhooks';
 
 /** The sandbox operations the control API exposes. */
@@ -27,6 +28,7 @@ export interface SandboxControls {
   setLookupLies(plan: unknown): void;
   lookupLiesTold(): Record<LookupLieKind, number>;
   webhookDeliveries(): WebhookDeliveryRecord[];
+  webhookLies(): Record<WebhookLieKind, WebhookLieCount>;
   configureWebhooks(settings: Partial<WebhookSettings>): void;
   readonly webhookKeys: { sendgridPublicKey: string; mailgunSigningKey: string };
 }
@@ -83,10 +85,23 @@ export async function handleControlRequest(
         applyLookupRequest(body, controls);
         return sendJson(res, 200, { ok: true });
       case 'GET /_sandbox/webhooks':
-        return sendJson(res, 200, { deliveries: controls.webhookDeliveries(), keys: controls.webhookKeys });
+        return sendJson(res, 200, {
+          deliveries: controls.webhookDeliveries(),
+          lies: controls.webhookLies(),
+          keys: controls.webhookKeys,
+        });
       case 'POST /_sandbox/webhooks':
         // Checked by configureWebhooks, which refuses a bad value before changing anything.
-        controls.configureWebhooks(pick(body, ['url', 'delayMs', 'duplicateProbability', 'lossProbability']));
+        controls.configureWebhooks(
+          pick(body, [
+            'url',
+            'delayMs',
+            'duplicateProbability',
+            'lossProbability',
+            'lieProbability',
+            'lieKinds',
+          ]),
+        );
         return sendJson(res, 200, { ok: true });
       default:
         return sendJson(res, 404, { error: 'no such control endpoint' });

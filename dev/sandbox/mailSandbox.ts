@@ -17,6 +17,7 @@ import type { LookupLieKind } from './lookupLies';
 import { SandboxLookups, type LookupFault, type LookupRecord, type LookupSettings } from './lookups';
 import { handleMailApiRequest, type MailApiContext } from './mailApi';
 import { emulationForPath, lookupEmulationForPath } from './providers';
+import type { WebhookLieCount, WebhookLieKind } from './webhookLies';
 import { SandboxWebhooks, type WebhookDeliveryRecord, type WebhookSettings } from './webhooks';
 import { SandboxRecords, type ReceivedMessage, type RequestRecord } from './records';
 import { RefusalWindow, listen } from './refusalWindow';
@@ -201,6 +202,11 @@ class MailSandboxServer implements MailSandbox {
 
   webhookDeliveries(): WebhookDeliveryRecord[] {
     return this.webhooks.deliveries();
+  }
+
+  /** The webhook lies told so far (lieProbability > 0), by kind, with how the receiver answered each. */
+  webhookLies(): Record<WebhookLieKind, WebhookLieCount> {
+    return this.webhooks.lies();
   }
 
   configureWebhooks(settings: Partial<WebhookSettings>): void {

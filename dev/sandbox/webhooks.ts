@@ -3,11 +3,22 @@
 // "bounce") are POSTed to the receiver (src/webhooks/webhookServer.ts), signed the way each provider signs
 // them, after a configurable delay; some are lost, some delivered twice (re-signed, as a provider's retry is),
 // and a failed delivery is retried a few times with backoff. The draws come from a seeded generator.
+// With lieProbability > 0 (the chaos profile's lying provider), a share of messages is also followed by a
+// webhook lie of one of lieKinds (dev/sandbox/webhookLies.ts), each counted by kind with the receiver's
+// answer (lies()); those draws come from a generator of their own, so turning lies on changes no other draw.
 import { generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { Pool } from 'undici';
 import { mailgunSignature } from '../../src/webhooks/mailgunWebhook';
 import { seededRandom, InvalidFaultError } from './faults';
 import type { ReceivedMessage } from './records';
+import {
+  emptyLieCounts,
+  lieRequests,
+  WEBHOOK_LIE_KINDS,
+  type LieRequest,
+  type WebhookLieCount,
+  type WebhookLieKind,
+} from './webhookLies';
 
 export interface WebhookSettings {
   /** Base URL of the receiver, e.g. http://127.0.0.1:8090; null sends nothing. */
@@ -18,6 +29,10 @@ export interface WebhookSettings {
   duplicateProbability: number;
   /** Share of events never posted (a provider gave up). */
   lossProbability: number;
+  /** Share of accepted messages followed by one webhook lie (0: an honest provider). */
+  lieProbability: number;
+  /** The kinds of lie told, drawn evenly; default all of them. */
+  lieKinds: WebhookLieKind[];
 }
 
 export const DEFAULT_WEBHOOK_DELAY_MS = 200;
@@ -53,6 +68,8 @@ export class SandboxWebhooks {
   private readonly sendgridPrivateKey: KeyObject;
   private settings: WebhookSettings;
   private random: () => number;
+  private lieRandom: () => number;
+  private lieCounts = emptyLieCounts();
   private pool: Pool | null = null;
   private poolUrl: string | null = null;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -74,9 +91,12 @@ export class SandboxWebhooks {
       delayMs: initial.delayMs ?? DEFAULT_WEBHOOK_DELAY_MS,
       duplicateProbability: initial.duplicateProbability ?? 0,
       lossProbability: initial.lossProbability ?? 0,
+      lieProbability: initial.lieProbability ?? 0,
+      lieKinds: initial.lieKinds ?? [...WEBHOOK_LIE_KINDS],
     };
     checkSettings(this.settings);
     this.random = seededRandom(seed);
+    this.lieRandom = seededRandom(seed ^ 0x11e5);
   }
 
   current(): WebhookSettings {
@@ -90,6 +110,11 @@ export class SandboxWebhooks {
     }
     checkSettings(next);
     this.settings = next;
+  }
+
+  /** The lies told so far, by kind, with how the receiver answered them. */
+  lies(): Record<WebhookLieKind, WebhookLieCount> {
+    return structuredClone(this.lieCounts);
   }
 
   /** Every posting so far, retries and duplicates included. */
@@ -128,6 +153,58 @@ export class SandboxWebhooks {
       this.later(at, () => this.post(event, false, 1));
       if (duplicated) this.later(at + Math.max(this.settings.delayMs, 50), () => this.post(event, true, 1));
     });
+    if (this.settings.lieProbability > 0 && this.lieRandom() < this.settings.lieProbability) {
+      const kinds = this.settings.lieKinds;
+      const kind = kinds[Math.floor(this.lieRandom() * kinds.length)] ?? kinds[0]!;
+      this.later(this.settings.delayMs * 3, () => this.tellLie(kind, message));
+    }
+  }
+
+  private async tellLie(kind: WebhookLieKind, message: ReceivedMessage): Promise<void> {
+    const url = this.settings.url;
+    if (url === null || this.closed) return;
+    const signing = {
+      signSendGrid: (p: string, t: number) => this.signSendGrid(p, t),
+      mailgunSigningKey: this.mailgunSigningKey,
+    };
+    for (const request of lieRequests(kind, message, signing, new Date())) {
+      const answer = await this.postOnce(url, message.provider as 'sendgrid' | 'mailgun', request);
+      if (!request.isLie) continue;
+      const count = this.lieCounts[kind];
+      count.posted += 1;
+      if (answer === 'reset') count[kind === 'oversized' ? 'refused' : 'failed'] += 1;
+      else if (answer.status >= 400 && answer.status < 500) count.refused += 1;
+      else if (answer.status >= 200 && answer.status < 300)
+        count[answer.stored > 0 ? 'believed' : 'skipped'] += 1;
+      else count.failed += 1;
+    }
+  }
+
+  /** One posting, not retried: a lie is told once. */
+  private async postOnce(
+    url: string,
+    provider: 'sendgrid' | 'mailgun',
+    request: LieRequest,
+  ): Promise<{ status: number; stored: number } | 'reset'> {
+    try {
+      const response = await this.poolFor(url).request({
+        method: 'POST',
+        path: `${new URL(url).pathname.replace(/\/+$/, '')}/webhooks/${provider}`,
+        headers: { 'content-type': 'application/json', ...request.headers },
+        body: request.body,
+        signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+      });
+      const text = await response.body.text();
+      let stored = 0;
+      try {
+        stored = Number((JSON.parse(text) as { stored?: unknown }).stored ?? 0) || 0;
+      } catch {
+        // not JSON: nothing stored that we can see
+      }
+      return { status: response.statusCode, stored };
+    } catch {
+      return 'reset';
+    }
   }
 
   /** Resolves once every posting planned so far has been made (retries included). */
@@ -143,6 +220,8 @@ export class SandboxWebhooks {
     this.timers.clear();
     this.list = [];
     this.random = seededRandom(this.seed);
+    this.lieRandom = seededRandom(this.seed ^ 0x11e5);
+    this.lieCounts = emptyLieCounts();
   }
 
   async close(): Promise<void> {
@@ -303,7 +382,16 @@ function checkSettings(settings: WebhookSettings): void {
   if (!Number.isInteger(settings.delayMs) || settings.delayMs < 0) {
     throw new InvalidFaultError('webhooks: delayMs must be an integer >= 0.');
   }
-  for (const name of ['duplicateProbability', 'lossProbability'] as const) {
+  if (
+    !Array.isArray(settings.lieKinds) ||
+    settings.lieKinds.length === 0 ||
+    settings.lieKinds.some((kind) => !WEBHOOK_LIE_KINDS.includes(kind))
+  ) {
+    throw new InvalidFaultError(
+      `webhooks: lieKinds must be a non-empty list of ${WEBHOOK_LIE_KINDS.join(', ')}.`,
+    );
+  }
+  for (const name of ['duplicateProbability', 'lossProbability', 'lieProbability'] as const) {
     const value = settings[name];
     if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
       throw new InvalidFaultError(`webhooks: ${name} must be a number from 0 to 1.`);

@@ -2,7 +2,9 @@
 // (a superuser, or a role with CREATEROLE that owns the database), from the two URLs the service runs with:
 //   MIGRATION_DATABASE_URL  a login that owns the mail tables: `npm run db:migrate` runs as it;
 //   DATABASE_URL            the workers' login, a member of order_mail_worker (migration 0010): it reads the
-//                           orders and writes the mail tables, and may do nothing else.
+//                           orders and writes the mail tables, and may do nothing else;
+//   WEBHOOK_DATABASE_URL    (optional) the webhook receiver's login, a member of order_mail_webhooks
+//                           (migration 0025): it appends provider events and replay tokens, nothing more.
 // Each URL's user and password become a login role (created, or its password set). The guard refuses a
 // password that is empty, short, a placeholder (the ones .env.example ships, `change-me`) or the user's name,
 // the admin's included, so a stack never runs on a default password.
@@ -16,6 +18,8 @@ import { SHOP_TABLES, WORKER_READS_COLUMNS } from './orderColumns';
 
 /** The group role migration 0010 grants the workers' privileges to. */
 export const WORKER_GROUP_ROLE = 'order_mail_worker';
+/** The group role migration 0025 grants the webhook receiver's privileges to. */
+export const WEBHOOK_GROUP_ROLE = 'order_mail_webhooks';
 
 export const MIN_PASSWORD_LENGTH = 16;
 const PLACEHOLDER_PASSWORDS = [
@@ -74,12 +78,16 @@ export interface RoleUrls {
   adminUrl: string;
   migrationUrl: string;
   workerUrl: string;
+  /** The webhook receiver's login; absent: not made. */
+  webhookUrl?: string;
 }
 
 export interface RoleSetupReport {
   database: string;
   migrator: string;
   worker: string;
+  /** The webhook receiver's login, when its URL was given. */
+  webhooks: string | null;
   /** Login roles that did not exist and were made. */
   created: string[];
   /** Mail tables made before the roles existed (by the admin), now owned by the migration role. */
@@ -113,24 +121,30 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
   const admin = loginOf('ADMIN_DATABASE_URL', urls.adminUrl);
   const migrator = loginOf('MIGRATION_DATABASE_URL', urls.migrationUrl);
   const worker = loginOf('DATABASE_URL', urls.workerUrl);
+  const webhooks = urls.webhookUrl === undefined ? null : loginOf('WEBHOOK_DATABASE_URL', urls.webhookUrl);
   const problems = [
     weakPasswordProblem('ADMIN_DATABASE_URL', admin.user, admin.password),
     weakPasswordProblem('MIGRATION_DATABASE_URL', migrator.user, migrator.password),
     weakPasswordProblem('DATABASE_URL', worker.user, worker.password),
+    webhooks === null ? null : weakPasswordProblem('WEBHOOK_DATABASE_URL', webhooks.user, webhooks.password),
   ].filter((problem): problem is string => problem !== null);
-  if (new Set([admin.database, migrator.database, worker.database]).size !== 1) {
+  const logins = [admin, migrator, worker, ...(webhooks === null ? [] : [webhooks])];
+  if (new Set(logins.map((login) => login.database)).size !== 1) {
     problems.push(
-      `the three URLs must name the same database (they name ${admin.database}, ${migrator.database} and ${worker.database})`,
+      `the URLs must name the same database (they name ${logins.map((login) => login.database).join(', ')})`,
     );
   }
-  const users = [admin.user, migrator.user, worker.user];
-  if (new Set(users).size !== 3) {
+  const users = logins.map((login) => login.user);
+  if (new Set(users).size !== users.length) {
     problems.push(
-      `the admin, the migration role and the worker role must be three roles (${users.join(', ')})`,
+      `the admin, the migration role, the worker role and the webhook role must be distinct roles (${users.join(', ')})`,
     );
   }
   if (worker.user === WORKER_GROUP_ROLE) {
     problems.push(`the worker's login must not be the group role ${WORKER_GROUP_ROLE} itself`);
+  }
+  if (webhooks !== null && [WORKER_GROUP_ROLE, WEBHOOK_GROUP_ROLE].includes(webhooks.user)) {
+    problems.push(`the webhook receiver's login must not be a group role itself`);
   }
   if (problems.length > 0) {
     throw new RoleSetupError(`Database roles not set up (nothing changed): ${problems.join('; ')}.`);
@@ -147,10 +161,11 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     const created: string[] = [];
     const exists = async (role: string): Promise<boolean> =>
       ((await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role])).rowCount ?? 0) > 0;
-    if (!(await exists(WORKER_GROUP_ROLE))) {
-      await client.query(`CREATE ROLE ${escapeIdentifier(WORKER_GROUP_ROLE)} NOLOGIN`);
+    // Both groups always: migrations 0010 and 0025 grant to them, and the migration role may not make roles.
+    for (const group of [WORKER_GROUP_ROLE, WEBHOOK_GROUP_ROLE]) {
+      if (!(await exists(group))) await client.query(`CREATE ROLE ${escapeIdentifier(group)} NOLOGIN`);
     }
-    for (const login of [migrator, worker]) {
+    for (const login of [migrator, worker, ...(webhooks === null ? [] : [webhooks])]) {
       const role = escapeIdentifier(login.user);
       // Never a superuser or a role maker: the point of these two is what they may not do. The password
       // goes as its verifier only.
@@ -171,6 +186,13 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     // Before PostgreSQL 15 every role may create in public; the workers' role must not.
     await client.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
     await client.query(`GRANT ${escapeIdentifier(WORKER_GROUP_ROLE)} TO ${escapeIdentifier(worker.user)}`);
+    if (webhooks !== null) {
+      // Its own group only: never order_mail_worker, whose grants include every customer's address.
+      const login = escapeIdentifier(webhooks.user);
+      await client.query(`GRANT CONNECT ON DATABASE ${database} TO ${login}`);
+      await client.query(`GRANT ${escapeIdentifier(WEBHOOK_GROUP_ROLE)} TO ${login}`);
+      await client.query(`REVOKE ${escapeIdentifier(WORKER_GROUP_ROLE)} FROM ${login}`);
+    }
     // The orders are the shop's: the workers read the columns the service uses and no other (a card number,
     // an address kept beside them), and the mail tables' foreign keys need REFERENCES on orders.id. The admin
     // grants them where it may (a superuser, or their owner); otherwise db:migrate names them for the owner.
@@ -231,6 +253,7 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
       database: migrator.database,
       migrator: migrator.user,
       worker: worker.user,
+      webhooks: webhooks?.user ?? null,
       created,
       ownershipMoved: owned.map((row) => row.name),
       caseStudyTableFrom,

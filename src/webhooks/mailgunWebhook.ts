@@ -15,6 +15,7 @@ import {
   type ProviderEvent,
   type ProviderEventType,
 } from './providerEvent';
+import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
 import { isFresh, refused, type DeliveryVerdict } from './signedDelivery';
 
 const TOKEN = /^[\x21-\x7e]{1,200}$/;
@@ -68,14 +69,20 @@ export function readMailgunDelivery(input: {
 
   try {
     const event = parseEvent(eventData);
-    return { ok: true, delivery: { token, signedAt, events: event === null ? [] : [event] } };
+    const skipped: Skipped = {};
+    const skip =
+      typeof event === 'string' ? event : whyNotOurs(event, { signedAt, maxAgeMs: input.maxAgeMs });
+    if (skip !== null) countSkip(skipped, skip);
+    const events = skip === null && typeof event !== 'string' ? [event] : [];
+    return { ok: true, delivery: { token, signedAt, events, skipped } };
   } catch (error) {
     if (error instanceof MalformedWebhookError) return refused(400, error.message);
     throw error;
   }
 }
 
-function parseEvent(value: unknown): ProviderEvent | null {
+/** The event, or why it is not one we keep (the ourEvent.ts checks come after). */
+function parseEvent(value: unknown): ProviderEvent | 'not-ours' | 'not-kept' {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new MalformedWebhookError('event-data is not a JSON object');
   }
@@ -87,7 +94,8 @@ function parseEvent(value: unknown): ProviderEvent | null {
   ) as Record<string, unknown>;
   const orderId = orderIdOrNull(variables.order_id);
   const eventType = eventTypeOf(data);
-  if (orderId === null || eventType === null) return null;
+  if (orderId === null) return 'not-ours';
+  if (eventType === null) return 'not-kept';
   const headers = (data.message as { headers?: Record<string, unknown> } | undefined)?.headers;
   const messageId = headers?.['message-id'];
   const status = (data['delivery-status'] ?? {}) as Record<string, unknown>;

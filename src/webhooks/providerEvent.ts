@@ -29,13 +29,16 @@ const MAX_REASON_LENGTH = 500;
 // operators, the address is not.
 const ADDRESS = /<?[^\s<>@"]+@[^\s<>@"]+>?/g;
 
-/** The order id an event carries in our custom arguments, or null when the event is not one of ours. */
+/**
+ * The order id an event carries in our custom arguments, or null when the event is not one of ours: another
+ * system on the same provider account may use the same field for its own ids ("INV-2026-0042").
+ */
 export function orderIdOrNull(value: unknown): string | null {
   if (typeof value !== 'string') return null;
   try {
     return parseOrderId(value);
   } catch (error) {
-    if (error instanceof InvalidOrderIdError) throw new MalformedWebhookError('order_id is not an order id');
+    if (error instanceof InvalidOrderIdError) return null;
     throw error;
   }
 }
@@ -47,11 +50,9 @@ export function requiredEventId(value: unknown): string {
   return value;
 }
 
+/** The send key an event carries, or null for none or one that cannot be ours (src/webhooks/ourEvent.ts). */
 export function optionalSendKey(value: unknown): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || !SEND_KEY.test(value))
-    throw new MalformedWebhookError('send_key is malformed');
-  return value;
+  return typeof value === 'string' && SEND_KEY.test(value) ? value : null;
 }
 
 export function optionalMessageId(value: unknown): string | null {

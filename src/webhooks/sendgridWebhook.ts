@@ -21,6 +21,7 @@ import {
   type ProviderEvent,
   type ProviderEventType,
 } from './providerEvent';
+import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
 import { isFresh, refused, type DeliveryVerdict } from './signedDelivery';
 
 export const SENDGRID_SIGNATURE_HEADER = 'x-twilio-email-event-webhook-signature';
@@ -70,14 +71,18 @@ export function readSendGridDelivery(input: {
   if (!authentic) return refused(401, 'the signature does not verify');
 
   try {
-    return { ok: true, delivery: { token: signature, signedAt, events: parseEvents(input.rawBody) } };
+    const { events, skipped } = parseEvents(input.rawBody, { signedAt, maxAgeMs: input.maxAgeMs });
+    return { ok: true, delivery: { token: signature, signedAt, events, skipped } };
   } catch (error) {
     if (error instanceof MalformedWebhookError) return refused(400, error.message);
     throw error;
   }
 }
 
-function parseEvents(rawBody: Buffer): ProviderEvent[] {
+function parseEvents(
+  rawBody: Buffer,
+  context: { signedAt: Date; maxAgeMs: number },
+): { events: ProviderEvent[]; skipped: Skipped } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(rawBody.toString('utf8'));
@@ -86,6 +91,7 @@ function parseEvents(rawBody: Buffer): ProviderEvent[] {
   }
   if (!Array.isArray(parsed)) throw new MalformedWebhookError('the body is not a JSON array of events');
   const events: ProviderEvent[] = [];
+  const skipped: Skipped = {};
   for (const entry of parsed as unknown[]) {
     if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
       throw new MalformedWebhookError('an event is not a JSON object');
@@ -93,9 +99,16 @@ function parseEvents(rawBody: Buffer): ProviderEvent[] {
     const event = entry as Record<string, unknown>;
     const orderId = orderIdOrNull(event.order_id);
     const eventType = typeof event.event === 'string' ? EVENT_TYPES[event.event] : undefined;
-    // Not our mail (no order_id), or an event we do not keep (open, click, deferred, unsubscribe …).
-    if (orderId === null || eventType === undefined) continue;
-    events.push({
+    // Not our mail (no order_id of ours), or an event we do not keep (open, click, deferred, unsubscribe …).
+    if (orderId === null) {
+      countSkip(skipped, 'not-ours');
+      continue;
+    }
+    if (eventType === undefined) {
+      countSkip(skipped, 'not-kept');
+      continue;
+    }
+    const candidate: ProviderEvent = {
       provider: 'sendgrid',
       providerEventId: requiredEventId(event.sg_event_id),
       orderId,
@@ -110,9 +123,12 @@ function parseEvents(rawBody: Buffer): ProviderEvent[] {
         eventType === 'bounced' || eventType === 'dropped'
           ? scrubbedReason(event.type, event.status, event.reason)
           : null,
-    });
+    };
+    const skip = whyNotOurs(candidate, context);
+    if (skip === null) events.push(candidate);
+    else countSkip(skipped, skip);
   }
-  return events;
+  return { events, skipped };
 }
 
 function single(value: string | string[] | undefined): string | null {

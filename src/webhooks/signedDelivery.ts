@@ -1,13 +1,16 @@
 // What every signed webhook delivery comes down to, once its provider's rules are applied: refused (with the
 // status to answer and why), or authentic, with the token that makes a replay recognisable and its events.
+import type { Skipped } from './ourEvent';
 import type { ProviderEvent } from './providerEvent';
 
 export interface AuthenticDelivery {
   /** Unique per signed delivery (Mailgun's token, SendGrid's signature): seen twice means replayed. */
   token: string;
   signedAt: Date;
-  /** Our events in it; events of other mail and event types we do not keep are left out. */
+  /** Our events in it, each checked by src/webhooks/ourEvent.ts. */
   events: ProviderEvent[];
+  /** The events left out, by why: other systems' mail, other orders' keys, insane times, types not kept. */
+  skipped: Skipped;
 }
 
 export type DeliveryVerdict =

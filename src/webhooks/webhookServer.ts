@@ -3,20 +3,26 @@
 // needs Postgres only, not Temporal, so it keeps taking events while workers drain or deploy; and it scales
 // with the providers' posting rate, not with the send rate.
 //   POST /webhooks/sendgrid   SendGrid's signed Event Webhook
-//   POST /webhooks/mailgun    Mailgun's webhooks
+//   POST /webhooks/mailgun    Mailgun's webhooks (JSON)
 //   GET  /healthz             the process answers; GET /readyz: and Postgres does
-// Every delivery is checked first (signature, timestamp, then shape) and refused with a 4xx that writes
-// nothing; an authentic one is stored in one transaction (src/webhooks/providerEvents.ts). A database failure
+// Because anyone can reach it, what a request may cost is bounded before anything is looked at: a body larger
+// than maxBodyBytes is refused from its Content-Length or the moment it grows past it (never read to its
+// end), a request not fully received within requestTimeoutMs is answered 408 by Node's own timers, and at most
+// maxConnections are open. Then every delivery is checked (content type, signature, timestamp, then shape)
+// and refused with a 4xx that writes nothing; an authentic one is stored in one transaction
+// (src/webhooks/providerEvents.ts), only its events that pass src/webhooks/ourEvent.ts. A database failure
 // answers 503, so the provider delivers again later.
 import type { KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Database } from '../db/pool';
 import { describeDatabaseError } from '../db/pool';
 import { readMailgunDelivery } from './mailgunWebhook';
+import { skippedTotal } from './ourEvent';
 import type { WebhookProvider } from './providerEvent';
 import { storeDelivery } from './providerEvents';
 import { readSendGridDelivery } from './sendgridWebhook';
 import type { DeliveryVerdict } from './signedDelivery';
+import { WebhookMetrics, type RequestOutcome } from './webhookMetrics';
 
 export interface WebhookServerOptions {
   db: Database;
@@ -26,6 +32,14 @@ export interface WebhookServerOptions {
   sendgridPublicKey: KeyObject | null;
   mailgunSigningKey: string | null;
   maxAgeMs: number;
+  /** Default 1 MiB. */
+  maxBodyBytes?: number;
+  /** The whole request must be received within this (default 15 s); the headers within min(it, 10 s). */
+  requestTimeoutMs?: number;
+  /** Default 128. */
+  maxConnections?: number;
+  /** Where requests and events are counted; default: a registry of the server's own. */
+  metrics?: WebhookMetrics;
   /** The receiver's clock, for tests of stale timestamps. Default: the real clock. */
   now?: () => Date;
   log?: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
@@ -34,53 +48,102 @@ export interface WebhookServerOptions {
 export interface WebhookServer {
   /** http://host:port */
   url: string;
+  metrics: WebhookMetrics;
   close(): Promise<void>;
 }
 
 /** SendGrid posts batches of up to 768 KB per its docs; anything far larger is not a webhook of theirs. */
-const MAX_BODY_BYTES = 2 * 1024 * 1024;
+const DEFAULT_MAX_BODY_BYTES = 1_048_576;
+const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
+const HEADERS_TIMEOUT_MS = 10_000;
+const DEFAULT_MAX_CONNECTIONS = 128;
+// Both providers post JSON (Mailgun's webhooks since its v3 "webhooks" API; the legacy form posts are not
+// supported); anything else is refused before its body is read.
+const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
 // Tokens are kept a little longer than the window, so clock steps between us and Postgres cannot open a gap.
 const TOKEN_SLACK_MS = 60_000;
 
 export async function startWebhookServer(options: WebhookServerOptions): Promise<WebhookServer> {
   const now = options.now ?? (() => new Date());
   const log = options.log ?? defaultLog;
-  const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      log('error', 'Webhook request failed', { path: req.url, error: describeDatabaseError(error) });
-      if (!res.headersSent) answer(res, 503, { error: 'could not store the events; deliver again later' });
-      else res.destroy();
-    });
-  });
+  const metrics = options.metrics ?? new WebhookMetrics();
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const server = createServer(
+    {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs),
+      // Node checks both timeouts on this interval (30 s by default): a slow body must be cut off in time.
+      connectionsCheckingInterval: 1_000,
+      keepAliveTimeout: 5_000,
+      maxHeaderSize: 16_384,
+    },
+    (req, res) => {
+      handle(req, res).catch((error: unknown) => {
+        log('error', 'Webhook request failed', { path: req.url, error: describeDatabaseError(error) });
+        metrics.request(providerOf(req) ?? 'none', 'database-error');
+        if (!res.headersSent) answer(res, 503, { error: 'could not store the events; deliver again later' });
+        else res.destroy();
+      });
+    },
+  );
+  server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  server.maxHeadersCount = 100;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
-    const provider =
-      path === '/webhooks/sendgrid' ? 'sendgrid' : path === '/webhooks/mailgun' ? 'mailgun' : null;
+    const provider = providerOf(req);
+    const refuse = (outcome: RequestOutcome, status: number, body: unknown, headers = {}): void => {
+      metrics.request(provider ?? 'none', outcome);
+      answer(res, status, body, headers);
+    };
     if (provider === null) {
-      await drain(req);
+      const body = await readBody(req, maxBodyBytes);
+      if (body === 'too-large') return tooLarge(req, res, () => metrics.request('none', 'too-large'));
+      if (body === 'gone') return;
       if (req.method === 'GET' && path === '/healthz') return answer(res, 200, { ok: true });
       if (req.method === 'GET' && path === '/readyz') {
         await options.db.query('SELECT 1');
         return answer(res, 200, { ok: true });
       }
-      return answer(res, 404, { error: 'not found: POST /webhooks/sendgrid or /webhooks/mailgun' });
+      return refuse('not-found', 404, { error: 'not found: POST /webhooks/sendgrid or /webhooks/mailgun' });
     }
     if (req.method !== 'POST') {
-      await drain(req);
-      return answer(res, 405, { error: 'method not allowed' }, { allow: 'POST' });
+      const body = await readBody(req, maxBodyBytes);
+      if (body === 'too-large') return tooLarge(req, res, () => metrics.request(provider, 'too-large'));
+      return refuse('method-not-allowed', 405, { error: 'method not allowed' }, { allow: 'POST' });
     }
-    const body = await readBody(req);
-    if (body === 'too-large') return answer(res, 413, { error: 'payload too large' });
-    if (body === 'gone') return;
+    // Refused before a byte of the body is read: a provider not configured, a stated length over the cap, a
+    // type that is not JSON.
+    const configured = provider === 'sendgrid' ? options.sendgridPublicKey : options.mailgunSigningKey;
+    if (configured === null) {
+      metrics.request(provider, 'not-configured');
+      return answerAndClose(req, res, 404, { error: `no ${provider} endpoint: its key is not configured` });
+    }
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (Number.isFinite(declared) && declared > maxBodyBytes) {
+      return tooLarge(req, res, () => metrics.request(provider, 'too-large'));
+    }
+    if (!JSON_CONTENT_TYPE.test(req.headers['content-type'] ?? '')) {
+      metrics.request(provider, 'unsupported-media-type');
+      return answerAndClose(req, res, 415, { error: 'the body must be application/json' });
+    }
+    const body = await readBody(req, maxBodyBytes);
+    if (body === 'too-large') return tooLarge(req, res, () => metrics.request(provider, 'too-large'));
+    if (body === 'gone') {
+      metrics.request(provider, 'incomplete');
+      return;
+    }
 
     const verdict = verdictFor(provider, req, body);
     if (verdict === null) {
-      return answer(res, 404, { error: `no ${provider} endpoint: its key is not configured` });
+      return refuse('not-configured', 404, { error: `no ${provider} endpoint: its key is not configured` });
     }
     if (!verdict.ok) {
       log('warn', 'Webhook delivery refused', { provider, status: verdict.status, problem: verdict.problem });
-      return answer(res, verdict.status, { error: verdict.problem });
+      const outcome =
+        verdict.status === 400 ? 'malformed' : /stale/.test(verdict.problem) ? 'stale' : 'unsigned';
+      return refuse(outcome, verdict.status, { error: verdict.problem });
     }
     const stored = await storeDelivery(
       options.db,
@@ -90,15 +153,23 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     );
     if (stored.kind === 'replayed') {
       log('warn', 'Webhook delivery refused', { provider, status: 409, problem: 'replayed' });
-      return answer(res, 409, { error: 'this signed delivery was received before (replay)' });
+      return refuse('replayed', 409, { error: 'this signed delivery was received before (replay)' });
     }
+    metrics.request(provider, 'stored');
+    metrics.eventsOf(provider, stored.newEvents, stored.knownEvents, verdict.delivery.skipped);
     log('info', 'Webhook delivery stored', {
       provider,
       newEvents: stored.newEvents,
       knownEvents: stored.knownEvents,
+      skipped: verdict.delivery.skipped,
       orders: [...new Set(verdict.delivery.events.map((event) => event.orderId))].slice(0, 20),
     });
-    return answer(res, 200, { stored: stored.newEvents, known: stored.knownEvents });
+    return answer(res, 200, {
+      stored: stored.newEvents,
+      known: stored.knownEvents,
+      skipped: skippedTotal(verdict.delivery.skipped),
+      skippedBy: verdict.delivery.skipped,
+    });
   }
 
   function verdictFor(
@@ -138,6 +209,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   let closing: Promise<void> | null = null;
   return {
     url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    metrics,
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -148,23 +220,46 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   };
 }
 
-/** The whole body; an oversized one is still read to its end (unread bytes would make the close a reset). */
-function readBody(req: IncomingMessage): Promise<Buffer | 'too-large' | 'gone'> {
+function providerOf(req: IncomingMessage): WebhookProvider | null {
+  const path = (req.url ?? '/').split('?')[0];
+  return path === '/webhooks/sendgrid' ? 'sendgrid' : path === '/webhooks/mailgun' ? 'mailgun' : null;
+}
+
+/**
+ * The body, or 'too-large' the moment it grows past the cap (what came is dropped and reading stops), or
+ * 'gone' when the client went away or Node's request timeout cut it off.
+ */
+function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large' | 'gone'> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer): void => {
       size += chunk.length;
-      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-    });
-    req.on('end', () => resolve(size > MAX_BODY_BYTES ? 'too-large' : Buffer.concat(chunks)));
+      if (size > maxBytes) {
+        req.removeListener('data', onData);
+        req.pause();
+        chunks.length = 0;
+        resolve('too-large');
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', () => resolve('gone'));
     req.on('close', () => resolve('gone'));
   });
 }
 
-async function drain(req: IncomingMessage): Promise<void> {
-  await readBody(req);
+function tooLarge(req: IncomingMessage, res: ServerResponse, count: () => void): void {
+  count();
+  answerAndClose(req, res, 413, { error: 'payload too large' });
+}
+
+/** Answers, then closes the connection once the answer is out: the rest of the body is never read. */
+function answerAndClose(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+  answer(res, status, body, { connection: 'close' });
+  res.once('finish', () => req.socket.destroySoon());
 }
 
 function answer(

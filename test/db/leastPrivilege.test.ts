@@ -155,6 +155,7 @@ describe('the workers role', () => {
             reason: null,
           },
         ],
+        skipped: {},
       },
       new Date(Date.now() - 60_000),
     );

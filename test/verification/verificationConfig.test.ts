@@ -125,7 +125,7 @@ describe('loadWebhookConfig', () => {
     const sandbox = await startMailSandbox();
     try {
       const config = loadWebhookConfig({
-        DATABASE_URL: 'postgres://u:p@localhost/shop',
+        WEBHOOK_DATABASE_URL: 'postgres://u:p@localhost/shop',
         SENDGRID_WEBHOOK_PUBLIC_KEY: sandbox.webhookKeys.sendgridPublicKey,
         WEBHOOK_BIND_ADDRESS: '127.0.0.1:0',
       });
@@ -139,9 +139,9 @@ describe('loadWebhookConfig', () => {
     } finally {
       await sandbox.close();
     }
-    expect(() => loadWebhookConfig({ DATABASE_URL: 'postgres://x/y' })).toThrow(/nothing to receive/);
+    expect(() => loadWebhookConfig({ WEBHOOK_DATABASE_URL: 'postgres://x/y' })).toThrow(/nothing to receive/);
     expect(() =>
-      loadWebhookConfig({ DATABASE_URL: 'mysql://x', SENDGRID_WEBHOOK_PUBLIC_KEY: 'bm90IGEga2V5' }),
+      loadWebhookConfig({ WEBHOOK_DATABASE_URL: 'mysql://x', SENDGRID_WEBHOOK_PUBLIC_KEY: 'bm90IGEga2V5' }),
     ).toThrow(/DATABASE_URL must be[\s\S]*SENDGRID_WEBHOOK_PUBLIC_KEY is not an EC public key/);
   });
 });

@@ -1,0 +1,80 @@
+// What the webhook receiver checks of its database before it serves: the schema is migrated to this build
+// (it runs no DDL: migrations are `npm run db:migrate`'s, with their own role), its role may store events and
+// replay tokens, and its role may NOT read the orders or touch the mail log. The last is the point of a role
+// of its own (migration 0025): an internet-facing process started with the workers' or the owner's login
+// would hold every customer's name and address, so it refuses to start instead of running with that power.
+import { listMigrationFiles, MIGRATIONS_DIRECTORY } from '../db/migrate';
+import type { Database } from '../db/pool';
+import { WEBHOOK_GROUP_ROLE } from '../db/roles';
+import { SchemaNotReadyError } from '../db/schemaReady';
+
+const NEEDED: readonly [table: string, privilege: string][] = [
+  ['order_mail_provider_events', 'INSERT'],
+  ['order_mail_webhook_deliveries', 'INSERT'],
+  ['order_mail_webhook_deliveries', 'DELETE'],
+];
+const FORBIDDEN: readonly [table: string, privilege: string][] = [
+  ['orders', 'SELECT'],
+  ['order_items', 'SELECT'],
+  ['order_mail_log', 'SELECT'],
+  ['order_mail_log', 'INSERT'],
+  ['order_mail_log', 'UPDATE'],
+  ['order_mail_attempts', 'INSERT'],
+];
+
+const HINT =
+  `Give the receiver a login of its own in ${WEBHOOK_GROUP_ROLE}: WEBHOOK_DATABASE_URL=postgres://… npm run ` +
+  'db:roles, then npm run db:migrate (docs/production.md).';
+
+/** Throws SchemaNotReadyError saying what is wrong and what to run; Postgres errors as they come. */
+export async function assertWebhookSchemaReady(
+  db: Database,
+  directory = MIGRATIONS_DIRECTORY,
+): Promise<void> {
+  const { rows } = await db.query<{ migrations: string | null; user: string }>(
+    `SELECT to_regclass('order_mail_schema_migrations')::text AS migrations, session_user AS "user"`,
+  );
+  const { migrations, user } = rows[0]!;
+  if (migrations === null) {
+    throw new SchemaNotReadyError(
+      'The database has no order mail schema yet, and the webhook receiver runs no migrations. ' +
+        'Run them first, as their own step and role: MIGRATION_DATABASE_URL=postgres://… npm run db:migrate.',
+    );
+  }
+  const files = await listMigrationFiles(directory);
+  const { rows: applied } = await db.query<{ name: string }>('SELECT name FROM order_mail_schema_migrations');
+  const appliedNames = new Set(applied.map((row) => row.name));
+  const pending = files.filter((name) => !appliedNames.has(name));
+  if (pending.length > 0) {
+    throw new SchemaNotReadyError(
+      `The database is not migrated to this build: ${pending.join(', ')} not applied yet. The webhook ` +
+        'receiver runs no migrations: MIGRATION_DATABASE_URL=postgres://… npm run db:migrate.',
+    );
+  }
+  // has_any_column_privilege: a column-level grant (the workers' on orders) counts as much as a table's.
+  const held = async (list: readonly (readonly [string, string])[]) =>
+    (
+      await db.query<{ table: string; privilege: string; held: boolean }>(
+        `SELECT wanted.table_name AS table, wanted.privilege,
+                to_regclass(wanted.table_name) IS NOT NULL
+                  AND (has_table_privilege(wanted.table_name, wanted.privilege)
+                       OR (wanted.privilege <> 'DELETE'
+                           AND has_any_column_privilege(wanted.table_name, wanted.privilege))) AS held
+           FROM unnest($1::text[], $2::text[]) AS wanted (table_name, privilege)`,
+        [list.map(([table]) => table), list.map(([, privilege]) => privilege)],
+      )
+    ).rows;
+  const missing = (await held(NEEDED)).filter((row) => !row.held);
+  if (missing.length > 0) {
+    throw new SchemaNotReadyError(
+      `Database role ${user} lacks ${missing.map((row) => `${row.privilege} on ${row.table}`).join(', ')}. ${HINT}`,
+    );
+  }
+  const tooMuch = (await held(FORBIDDEN)).filter((row) => row.held);
+  if (tooMuch.length > 0) {
+    throw new SchemaNotReadyError(
+      `Database role ${user} may ${tooMuch.map((row) => `${row.privilege} on ${row.table}`).join(', ')}: ` +
+        `too much for an internet-facing process, which stores events and nothing else. ${HINT}`,
+    );
+  }
+}

@@ -1,0 +1,68 @@
+// The sandbox's lying webhooks (dev/sandbox/webhookLies.ts), the chaos profile's lying provider, against the
+// real receiver and Postgres: every kind is told for a SendGrid and a Mailgun message, each is counted by kind
+// with the receiver's answer, none is believed, and nothing is stored for the order the lies name falsely.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { WEBHOOK_LIE_KINDS } from '../../dev/sandbox/webhookLies';
+import { listProviderEvents } from '../../src/webhooks/providerEvents';
+import { sendGridPublicKey } from '../../src/webhooks/sendgridWebhook';
+import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webhookServer';
+import { openTestDatabase, testProviderMailClient, type TestDatabase } from '../support/testKit';
+
+let database: TestDatabase;
+let sandbox: MailSandbox;
+let receiver: WebhookServer;
+let nextOrder = 7_700_000 + Math.floor(Math.random() * 100_000) * 100;
+
+beforeAll(async () => {
+  database = await openTestDatabase('webhook_lies');
+  sandbox = await startMailSandbox({ webhooks: { delayMs: 20 } });
+  receiver = await startWebhookServer({
+    db: database.db,
+    host: '127.0.0.1',
+    port: 0,
+    sendgridPublicKey: sendGridPublicKey(sandbox.webhookKeys.sendgridPublicKey),
+    mailgunSigningKey: sandbox.webhookKeys.mailgunSigningKey,
+    maxAgeMs: 300_000,
+    log: () => undefined,
+  });
+  sandbox.configureWebhooks({ url: receiver.url, lieProbability: 1 });
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await sandbox?.close();
+  await database?.close();
+});
+
+it('tells every kind of lie for both providers; each is refused or skipped, none believed, counted by kind', async () => {
+  const falselyNamed: string[] = [];
+  for (const kind of WEBHOOK_LIE_KINDS) {
+    sandbox.configureWebhooks({ lieKinds: [kind] });
+    for (const provider of ['sendgrid', 'mailgun'] as const) {
+      const orderId = String((nextOrder += 2));
+      falselyNamed.push(String(nextOrder + 1));
+      const transport = testProviderMailClient(provider, sandbox.url);
+      await transport.send({
+        orderId,
+        to: 'customer@example.com',
+        from: 'shop@example.com',
+        replyTo: null,
+        subject: 'ご注文ありがとうございます',
+        text: 'x',
+        html: '<p>x</p>',
+      });
+      await transport.close();
+    }
+    await sandbox.webhooksSettled();
+  }
+  const lies = sandbox.webhookLies();
+  for (const kind of WEBHOOK_LIE_KINDS) {
+    expect(lies[kind], kind).toMatchObject({ posted: 2, believed: 0, failed: 0 });
+  }
+  expect(lies['other-order'].skipped + lies['strangers-mixed'].skipped).toBe(4);
+  expect(
+    WEBHOOK_LIE_KINDS.filter((kind) => !kind.includes('-')).every((kind) => lies[kind].refused === 2),
+  ).toBe(true);
+  for (const orderId of falselyNamed) expect(await listProviderEvents(database.db, orderId)).toEqual([]);
+});
