@@ -289,6 +289,14 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
     await start(orderId, 'verifying');
+    // "Not found" counts only once the lookup shows a later send that got its 2xx (the freshness witness):
+    // another order, sent through the same provider after this one's request was dropped.
+    await waitFor('the dropped request to reach the provider', async () =>
+      sandbox.requests().some((request) => request.orderId === orderId) ? true : undefined,
+    );
+    const witness = await createOrder(database.db);
+    await start(witness, 'verifying');
+    await settled(witness);
     return settled(orderId);
   },
   async 'unknown-verification-inconclusive-assume-sent'() {

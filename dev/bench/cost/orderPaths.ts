@@ -29,10 +29,11 @@ export const PATH_PLANS: Record<OrderPath, PathPlan> = {
     expected: { state: 'failed', outcome: 'rejected', attempts: 1 },
     completes: false,
   },
-  // 503 is "definitely not accepted": the row is failed/not_sent, the workflow waits (a durable timer) and
-  // claims again.
+  // 429 is "definitely not accepted": the row is failed/not_sent, the workflow waits (a durable timer) and
+  // claims again. (A 5xx is unknown where the provider has a lookup: a load balancer's 503 can follow the
+  // request's forwarding.)
   'not-sent-then-accepted': {
-    fault: { kind: 'status', status: 503 },
+    fault: { kind: 'status', status: 429 },
     expected: { state: 'sent', outcome: 'accepted', attempts: 2 },
     completes: true,
   },
