@@ -17,6 +17,7 @@ import { classifySendAttempt } from './classifySendAttempt';
 import { readBoundedBody } from './readBoundedBody';
 import { createSendPhaseState, phaseInterceptor } from './phaseInterceptor';
 import { MailClientConfigError } from './providers/adapterSupport';
+import { traceProviderRequest } from '../tracing/mailSpan';
 import type { MailProviderAdapter } from './providers/mailProvider';
 import {
   noConnectionInTime,
@@ -85,7 +86,11 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
     try {
       // Whatever the fence throws, no request was made.
       await gate.passFence();
-      return await dispatch(request);
+      return await traceProviderRequest(
+        'mail.http.request',
+        { provider: adapter.name, orderId: mail.orderId },
+        () => dispatch(request),
+      );
     } finally {
       slots.give();
     }
