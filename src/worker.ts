@@ -82,7 +82,11 @@ export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promis
   }
 }
 
-async function runWorkerTraced(config: WorkerConfig, stop: AbortSignal, tracing: Tracing | null): Promise<void> {
+async function runWorkerTraced(
+  config: WorkerConfig,
+  stop: AbortSignal,
+  tracing: Tracing | null,
+): Promise<void> {
   const runtimeMetricsUrl = await installRuntime(config);
   const workerIdentity = defaultWorkerIdentity();
   // Which provider, never its key or base URL (a URL may carry more than it should).

@@ -30,11 +30,18 @@ export async function startJaeger(): Promise<RunningJaeger> {
   try {
     accessSync(binary, constants.X_OK);
   } catch {
-    throw new Error(`${binary} is missing: run bash scripts/setup.sh --tracing (a build of about 10 minutes, once)`);
+    throw new Error(
+      `${binary} is missing: run bash scripts/setup.sh --tracing (a build of about 10 minutes, once)`,
+    );
   }
-  const [otlp, query, queryGrpc, health, metrics] = await Promise.all(
-    Array.from({ length: 5 }, () => getFreePort('127.0.0.1')),
-  );
+  const free = () => getFreePort('127.0.0.1');
+  const [otlp, query, queryGrpc, health, metrics] = await Promise.all([
+    free(),
+    free(),
+    free(),
+    free(),
+    free(),
+  ]);
   const directory = await mkdtemp(path.join(tmpdir(), 'jaeger-'));
   const configPath = path.join(directory, 'config.yaml');
   await writeFile(configPath, jaegerConfig({ otlp, query, queryGrpc, health, metrics }));

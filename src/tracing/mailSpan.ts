@@ -28,7 +28,10 @@ export async function traceProviderRequest(
     name,
     {
       kind: SpanKind.CLIENT,
-      attributes: { [MAIL_SPAN_ATTRIBUTES.provider]: facts.provider, [MAIL_SPAN_ATTRIBUTES.orderId]: facts.orderId },
+      attributes: {
+        [MAIL_SPAN_ATTRIBUTES.provider]: facts.provider,
+        [MAIL_SPAN_ATTRIBUTES.orderId]: facts.orderId,
+      },
     },
     async (span) => {
       try {
@@ -42,7 +45,10 @@ export async function traceProviderRequest(
       } catch (error) {
         // Only programming errors and the fence's refusal get here; their messages may quote the mail, so
         // only the error's name goes into the span.
-        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.name : 'error' });
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: error instanceof Error ? error.name : 'error',
+        });
         throw error;
       } finally {
         span.end();
@@ -53,7 +59,8 @@ export async function traceProviderRequest(
 
 function resultAttributes(name: string, result: SendResult): Attributes {
   const attributes: Attributes = { [MAIL_SPAN_ATTRIBUTES.outcome]: result.outcome };
-  const code = name === 'mail.smtp.send' ? MAIL_SPAN_ATTRIBUTES.smtpReplyCode : MAIL_SPAN_ATTRIBUTES.httpStatus;
+  const code =
+    name === 'mail.smtp.send' ? MAIL_SPAN_ATTRIBUTES.smtpReplyCode : MAIL_SPAN_ATTRIBUTES.httpStatus;
   if (result.httpStatus !== null) attributes[code] = result.httpStatus;
   if (result.outcome !== 'accepted' && result.errorCode !== null) {
     attributes[MAIL_SPAN_ATTRIBUTES.errorCode] = result.errorCode;
