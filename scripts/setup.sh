@@ -11,8 +11,10 @@
 # `npm run setup:tools`, `npm run demo`, `npm run stack`, scripts/with-node.sh and `.ci/run`. Idempotent, and
 # quick when all is present.
 #
-# With --tracing, Jaeger (v2: an OTLP receiver with its UI, built by go install), which the trace test shows
-# one order's trace in (npm run test:stack).
+# With --tracing, Jaeger (v2: an OTLP receiver and its query API, built from the Go module proxy), which the
+# trace test (test/tracing/) reads one order's trace back from (`npm test`'s pretest asks for it). A cold build
+# takes about 10 minutes on 2 cores, once; it says so when it starts. The binary has no web UI: Jaeger's UI
+# assets come from a separate build that is not on the Go module proxy.
 #
 #   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks] [--python] [--tracing]
 #

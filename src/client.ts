@@ -7,6 +7,7 @@ import {
   Connection,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
+  type ClientInterceptors,
   type WorkflowExecutionDescription,
 } from '@temporalio/client';
 import { DependencyUnreachableError, temporalTarget } from './config/connectionTargets';
@@ -33,6 +34,13 @@ export interface ConnectOptions {
   namespace?: string;
   /** Where the connection settings come from; default `process.env`. */
   env?: Record<string, string | undefined>;
+  /**
+   * Traces each start with Temporal's OpenTelemetry client interceptor, so the workers' spans (workflow,
+   * activities, the provider request) join the caller's trace. Needs `@temporalio/interceptors-opentelemetry`
+   * installed (an optional peer dependency of the client package) and the caller's own OpenTelemetry SDK
+   * registered; this library registers none and exports nothing itself.
+   */
+  tracing?: boolean;
 }
 
 /**
@@ -58,7 +66,17 @@ export async function connectOrderMailClient(options: ConnectOptions = {}): Prom
   } catch (error) {
     throw new DependencyUnreachableError(temporalTarget(address, setting), error);
   }
-  return new Client({ connection, namespace: options.namespace ?? settings.namespace });
+  return new Client({
+    connection,
+    namespace: options.namespace ?? settings.namespace,
+    ...(options.tracing === true ? { interceptors: await tracingInterceptors() } : {}),
+  });
+}
+
+/** Loaded only when asked for: the order service that does not trace need not install it. */
+async function tracingInterceptors(): Promise<ClientInterceptors> {
+  const { OpenTelemetryWorkflowClientInterceptor } = await import('@temporalio/interceptors-opentelemetry');
+  return { workflow: [new OpenTelemetryWorkflowClientInterceptor()] };
 }
 
 export type StartResult =

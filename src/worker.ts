@@ -39,6 +39,7 @@ import { startWorkerHttpServer, type WorkerLiveness } from './metrics/workerHttp
 import { assertSearchAttributesRegistered } from './temporal/searchAttributes';
 import { resetHistoryReader } from './temporal/resetHistory';
 import { UnrecordedSends } from './unrecordedSends';
+import { startTracing, type Tracing } from './tracing/tracing';
 import { createVerifier, type Verifier } from './verification/verifier';
 import { defaultWorkerIdentity, orderMailWorkerPair } from './workerOptions';
 import { jsonLogger, workerLogLine } from './workerLog';
@@ -71,6 +72,21 @@ class WorkerStatus {
 }
 
 export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promise<void> {
+  // Before any client or worker exists: they take their interceptors from it. Flushed last, after the workers
+  // stopped, so the spans of the sends that finished while stopping are exported too.
+  const tracing = config.tracing === null ? null : await startTracing(config.tracing);
+  try {
+    await runWorkerTraced(config, stop, tracing);
+  } finally {
+    await tracing?.shutdown().catch((error: unknown) => logError('Exporting the last spans failed', error));
+  }
+}
+
+async function runWorkerTraced(
+  config: WorkerConfig,
+  stop: AbortSignal,
+  tracing: Tracing | null,
+): Promise<void> {
   const runtimeMetricsUrl = await installRuntime(config);
   const workerIdentity = defaultWorkerIdentity();
   // Which provider, never its key or base URL (a URL may carry more than it should).
@@ -154,6 +170,7 @@ export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promis
             status,
             stop,
             httpUrl: http?.url ?? null,
+            tracing,
             connected: (connection) => (temporalClient = connection),
           });
           temporalClient = null;
@@ -183,6 +200,7 @@ interface RoundSetup {
   status: WorkerStatus;
   stop: AbortSignal;
   httpUrl: string | null;
+  tracing: Tracing | null;
   connected: (client: Connection) => void;
 }
 
@@ -238,7 +256,11 @@ async function runWorkerPair(
 ): Promise<'stopped' | 'lost'> {
   const { config, status, stop, db } = setup;
   status.set('starting');
-  const temporal = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
+  const temporal = new Client({
+    connection: clientConnection,
+    namespace: config.temporal.namespace,
+    ...(setup.tracing === null ? {} : { interceptors: setup.tracing.clientInterceptors }),
+  });
   const unrecorded = new UnrecordedSends();
   const options = orderMailWorkerPair({
     connection,
@@ -265,6 +287,7 @@ async function runWorkerPair(
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
     sendRateLimitPerSecond: config.worker.sendRateLimitPerSecond,
     unrecordedSends: unrecorded,
+    tracing: setup.tracing,
   });
   let workflowWorker: Worker;
   let activityWorker: Worker;

@@ -2,6 +2,8 @@ import os from 'node:os';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import { createReconcileActivities, type ReconcileDependencies } from './activities/reconcileActivities';
+import { DROPPED_WORKFLOW_SPANS, type Tracing } from './tracing/tracing';
+import { WORKFLOW_INTERCEPTOR_MODULES } from './tracing/workflowInterceptorModules';
 import type { UnrecordedSends } from './unrecordedSends';
 
 export interface OrderMailWorkerSetup {
@@ -19,6 +21,8 @@ export interface OrderMailWorkerSetup {
   sendRateLimitPerSecond?: number | null;
   /** Counts the sends run here until they are recorded, for a stopping worker to wait on. */
   unrecordedSends?: UnrecordedSends;
+  /** OpenTelemetry (src/tracing/tracing.ts), when OTEL_EXPORTER_OTLP_ENDPOINT turned it on. */
+  tracing?: Tracing | null;
 }
 
 /** The worker's options as one Worker: workflows, local and regular activities. Tests run it so. */
@@ -36,6 +40,12 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
         : {}),
     },
     ...setup.workflows,
+    // The workflow interceptors are in every bundle; bundled here only when the worker bundles at start-up.
+    interceptors: {
+      ...('workflowsPath' in setup.workflows ? { workflowModules: WORKFLOW_INTERCEPTOR_MODULES } : {}),
+      ...setup.tracing?.workerInterceptors,
+    },
+    sinks: setup.tracing?.workflowSpanSinks ?? DROPPED_WORKFLOW_SPANS,
     // A rolling deploy must let a send in flight finish and be recorded, not turn it into an unknown.
     shutdownGraceTime: setup.shutdownGraceTimeMs,
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivityTaskExecutions,

@@ -17,6 +17,7 @@ import {
 } from '../mail/providers/mailProvider';
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { IdempotencyRetrySettings, OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import type { TracingSettings } from '../tracing/tracing';
 import { readVerificationConfig, type VerificationConfig } from '../verification/verificationConfig';
 import {
   MIN_TIME_BEFORE_FENCE_MS,
@@ -55,6 +56,8 @@ export interface WorkerConfig {
    * Temporal namespace.
    */
   deploymentId: string;
+  /** OpenTelemetry traces over OTLP (src/tracing/tracing.ts); null when OTEL_EXPORTER_OTLP_ENDPOINT is unset. */
+  tracing: TracingSettings | null;
   workflow: OrderMailWorkflowSettings;
   /** The reconciliation sweep's activities (src/activities/reconcileActivities.ts). */
   reconcile: ReconcileSettings;
@@ -92,6 +95,7 @@ export const CONFIG_DEFAULTS = {
   TEMPORAL_ADDRESS: DEFAULT_TEMPORAL_ADDRESS,
   TEMPORAL_NAMESPACE: DEFAULT_TEMPORAL_NAMESPACE,
   TEMPORAL_TASK_QUEUE: 'order-confirmation-mail',
+  OTEL_SERVICE_NAME: 'order-confirmation-mail-worker',
   MAIL_PROVIDER: 'generic',
   SMTP_PORT: 587,
   SMTP_STARTTLS: 'require',
@@ -121,6 +125,13 @@ export const CONFIG_DEFAULTS = {
   RECONCILE_LOOKBACK_MS: 604_800_000,
   RECONCILE_BATCH_SIZE: 100,
 } as const;
+
+/** The OpenTelemetry SDK's standard variables, the two this worker reads: on with an endpoint, else off. */
+function readTracingSettings(read: EnvReader): TracingSettings | null {
+  const endpoint = read.optionalUrl('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']);
+  const serviceName = read.optional('OTEL_SERVICE_NAME') ?? CONFIG_DEFAULTS.OTEL_SERVICE_NAME;
+  return endpoint === null ? null : { endpoint, serviceName };
+}
 
 export function loadConfig(env: Record<string, string | undefined>): WorkerConfig {
   const problems: string[] = [];
@@ -256,6 +267,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     },
     verification,
     deploymentId,
+    tracing: readTracingSettings(read),
     workflow: {
       unknownOutcomePolicy: policy,
       sendTimeoutMs,

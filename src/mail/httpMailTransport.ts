@@ -19,6 +19,7 @@ import { classifySendAttempt } from './classifySendAttempt';
 import { readBoundedBody } from './readBoundedBody';
 import { createSendPhaseState, phaseInterceptor } from './phaseInterceptor';
 import { MailClientConfigError } from './providers/adapterSupport';
+import { traceProviderRequest } from '../tracing/mailSpan';
 import type { MailProviderAdapter } from './providers/mailProvider';
 import {
   noConnectionInTime,
@@ -89,7 +90,11 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
     try {
       // Whatever the fence throws, no request was made.
       await gate.passFence();
-      return await dispatch(request);
+      return await traceProviderRequest(
+        'mail.http.request',
+        { provider: adapter.name, orderId: mail.orderId },
+        () => dispatch(request),
+      );
     } finally {
       slots.give();
     }

@@ -11,6 +11,7 @@ import { startTemporalDevServer } from '../../dev/devtools/devServer';
 import { startEmbeddedPostgres } from '../../dev/devtools/embeddedPostgres';
 import { devServerSearchAttributes } from '../../dev/devtools/searchAttributes';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
+import { WORKFLOW_INTERCEPTOR_MODULES } from '../../src/tracing/workflowInterceptorModules';
 
 interface Started<T> {
   value: T;
@@ -86,7 +87,12 @@ async function provideWorkflowBundle(workflowsPath: string): Promise<Started<str
   if (!existsSync(workflowsPath)) return { value: '', stop: nothingToStop };
   // Imported lazily: @temporalio/worker loads the native runtime, which runs without workflows need not pay.
   const { bundleWorkflowCode, DefaultLogger } = await import('@temporalio/worker');
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+  // With the tracing interceptors, as every bundle of the product (src/tracing/workflowInterceptorModules.ts).
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+    logger: new DefaultLogger('WARN'),
+  });
   const directory = await mkdtemp(join(tmpdir(), 'workflow-bundle-'));
   const codePath = join(directory, 'workflows.js');
   await writeFile(codePath, code);

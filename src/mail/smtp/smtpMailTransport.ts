@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { credentialFingerprint } from '../../evidence/destination';
 import type { SendResult } from '../../shared/mailOutcome';
+import { traceProviderRequest } from '../../tracing/mailSpan';
 import {
   noConnectionInTime,
   openGate,
@@ -140,6 +141,17 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
 
     // 3. The transaction, under the overall deadline, which starts here and covers everything after the fence.
     const held = connection;
+    return traceProviderRequest('mail.smtp.send', { provider: 'smtp', orderId: mail.orderId }, () =>
+      transact(held, mail, message, attempt),
+    );
+  }
+
+  async function transact(
+    held: SMTPConnection,
+    mail: OutgoingMail,
+    message: Buffer,
+    attempt: SmtpAttempt,
+  ): Promise<SendResult> {
     attempt.phase = 'envelope';
     let deadline: NodeJS.Timeout | undefined;
     try {

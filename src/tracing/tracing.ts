@@ -1,0 +1,76 @@
+// OpenTelemetry for a process of this project (the worker, the start-mail CLI), through Temporal's own
+// interceptors (@temporalio/interceptors-opentelemetry). On only when OTEL_EXPORTER_OTLP_ENDPOINT is set:
+// then a tracer provider is registered that exports over OTLP (HTTP/protobuf) in batches. Off, nothing of
+// the OpenTelemetry SDK is loaded, no interceptor runs in the process and the spans the transports open
+// (src/tracing/mailSpan.ts) go to the API's no-op tracer.
+//
+// The OTel SDK is the 1.x line on purpose: @temporalio/interceptors-opentelemetry 1.24.0 is built against
+// it (its workflow spans cross the sandbox as 1.x ReadableSpans).
+import type { ClientInterceptors } from '@temporalio/client';
+import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry';
+import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
+
+export interface TracingSettings {
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: the collector's base URL; traces go to `<endpoint>/v1/traces`. */
+  endpoint: string;
+  /** OTEL_SERVICE_NAME, or the process's default (src/config/loadConfig.ts). */
+  serviceName: string;
+}
+
+export interface Tracing {
+  /** For the worker: activity interceptors, the client interceptor of its own client, the workflow span sink. */
+  workerInterceptors: Pick<WorkerInterceptors, 'activity' | 'client'>;
+  workflowSpanSinks: InjectedSinks<OpenTelemetrySinks>;
+  /** For a Temporal client of this process. */
+  clientInterceptors: ClientInterceptors;
+  /** Exports what is left and stops; the last step of an orderly stop. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Registers the process's tracer provider and returns what Temporal needs of it. Call once, before any
+ * client or worker is made.
+ */
+export async function startTracing(settings: TracingSettings): Promise<Tracing> {
+  // Loaded only when on: off costs no module load.
+  const api = await import('@opentelemetry/api');
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  const { W3CTraceContextPropagator } = await import('@opentelemetry/core');
+  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
+  const { Resource } = await import('@opentelemetry/resources');
+  const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+  const temporalOtel = await import('@temporalio/interceptors-opentelemetry');
+
+  const resource = new Resource({ 'service.name': settings.serviceName });
+  const exporter = new OTLPTraceExporter({ url: `${settings.endpoint.replace(/\/+$/, '')}/v1/traces` });
+  const processor = new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1_000 });
+  const provider = new BasicTracerProvider({ resource });
+  provider.addSpanProcessor(processor);
+  // The context manager carries the activity's span down to the provider request's span across awaits.
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  api.propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  api.trace.setGlobalTracerProvider(provider);
+
+  return {
+    workerInterceptors: {
+      client: { workflow: [new temporalOtel.OpenTelemetryWorkflowClientInterceptor()] },
+      activity: [
+        (ctx) => ({
+          inbound: new temporalOtel.OpenTelemetryActivityInboundInterceptor(ctx),
+          outbound: new temporalOtel.OpenTelemetryActivityOutboundInterceptor(ctx),
+        }),
+      ],
+    },
+    workflowSpanSinks: { exporter: temporalOtel.makeWorkflowExporter(processor, resource) },
+    clientInterceptors: { workflow: [new temporalOtel.OpenTelemetryWorkflowClientInterceptor()] },
+    shutdown: () => provider.shutdown(),
+  };
+}
+
+/**
+ * The workflows' interceptors are in every bundle (one bundle serves both, and turning tracing on needs no
+ * rebuild); with tracing off their spans end here, in a sink that drops them.
+ */
+export const DROPPED_WORKFLOW_SPANS: InjectedSinks<OpenTelemetrySinks> = {
+  exporter: { export: { fn: () => undefined, callDuringReplay: false } },
+};
