@@ -9,6 +9,7 @@
 //             (at start or after losing one), while starting and while draining, with the reason.
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { singleFlightRefresher, type GaugeRefresher } from './gaugeRefresh';
+import { listenHttp } from './listenHttp';
 
 export type WorkerLiveness = 'waiting' | 'starting' | 'running' | 'stopping' | 'failed';
 
@@ -54,23 +55,7 @@ export async function startWorkerHttpServer(options: WorkerHttpServerOptions): P
     });
   });
   const { host, port } = splitHostPort(options.bindAddress);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.removeListener('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address();
-  const boundPort = address !== null && typeof address === 'object' ? address.port : port;
-  return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenHttp(server, host, port);
 }
 
 async function handle(

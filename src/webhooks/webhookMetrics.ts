@@ -6,6 +6,7 @@
 //                                                            (a redelivery), or skipped_<reason> (ourEvent.ts)
 //   process_resident_memory_bytes, nodejs_heap_size_used_bytes   what the process holds (the fuzz test reads them)
 import { createServer, type Server } from 'node:http';
+import { listenHttp } from '../metrics/listenHttp';
 import type { Skipped } from './ourEvent';
 
 export type RequestOutcome =
@@ -83,21 +84,5 @@ export async function startWebhookMetricsServer(
   });
   server.requestTimeout = 5_000;
   server.headersTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.removeListener('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address();
-  const bound = address !== null && typeof address === 'object' ? address.port : port;
-  return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenHttp(server, host, port);
 }
