@@ -17,7 +17,12 @@ export const DEPLOYMENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
  * request leaves. The key's own characters are all allowed there (RFC 5322 atext); anything else becomes '-'.
  */
 export function mailgunMessageId(sendKey: string, domain: string): string {
-  return `${sendKey.replace(/[^A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]/g, '-')}@${domain}`;
+  return `${mailgunMessageIdLocalPart(sendKey)}@${domain}`;
+}
+
+/** The part of that Message-Id before the '@': what the webhook receiver checks an event's id against. */
+export function mailgunMessageIdLocalPart(sendKey: string): string {
+  return sendKey.replace(/[^A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]/g, '-');
 }
 
 /**

@@ -11,6 +11,7 @@
 // Anything else is skipped and counted by why; the delivery is still answered 2xx, so a provider does not
 // redeliver a batch forever for one stranger in it. Whether a stored event settles anything is decided where
 // it is read (src/evidence/): message id equal to ours, time at or after the dispatch.
+import { mailgunMessageIdLocalPart } from '../evidence/sendKey';
 import type { ProviderEvent } from './providerEvent';
 
 export type SkipReason =
@@ -40,11 +41,6 @@ export function orderOfSendKey(sendKey: string): string | null {
   if (parts.length > 3 || orderId === undefined || !DIGITS.test(orderId)) return null;
   if (resendCount !== undefined && !DIGITS.test(resendCount)) return null;
   return orderId;
-}
-
-/** The local part of the Message-Id a Mailgun send of this key sets (src/mail/providers/mailgun.ts). */
-function mailgunMessageIdLocalPart(sendKey: string): string {
-  return sendKey.replace(/[^A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]/g, '-');
 }
 
 export function whyNotOurs(
