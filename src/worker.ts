@@ -26,6 +26,7 @@ import { countStuckSending } from './db/mailLogGauges';
 import { createDatabase, type Database } from './db/pool';
 import { assertSchemaReady } from './db/schemaReady';
 import { getFreePort } from './shared/freePort';
+import { PROVIDER_EVENT_SIGNAL } from './shared/workflowContract';
 import { createMailTransport } from './mail/createMailTransport';
 import type { MailTransport } from './mail/types';
 import {
@@ -40,6 +41,7 @@ import { assertSearchAttributesRegistered } from './temporal/searchAttributes';
 import { resetHistoryReader } from './temporal/resetHistory';
 import { UnrecordedSends } from './unrecordedSends';
 import { startTracing, type Tracing } from './tracing/tracing';
+import { startEarlyLookups } from './verification/earlyLookups';
 import { createVerifier, type Verifier } from './verification/verifier';
 import { defaultWorkerIdentity, orderMailWorkerPair } from './workerOptions';
 import { jsonLogger, workerLogLine } from './workerLog';
@@ -303,6 +305,21 @@ async function runWorkerPair(
 
   const workflowsRunning = workflowWorker.run();
   const activitiesRunning = activityWorker.run();
+  // A provider that posts webhook events: a stored event of a send in flight makes its run ask the lookup now
+  // (src/verification/earlyLookups.ts). Best effort: without it the run asks at the end of its settle delay.
+  const earlyLookups =
+    setup.verifier?.webhookProvider == null
+      ? null
+      : await startEarlyLookups({
+          db,
+          signal: (orderId) => temporal.workflow.getHandle(orderId).signal(PROVIDER_EVENT_SIGNAL),
+          intervalMs: EARLY_LOOKUP_INTERVAL_MS,
+          // A warning is an error line here: the worker's log has the two levels.
+          log: (level, message, fields) => log(level === 'warn' ? 'error' : level, message, fields ?? {}),
+        }).catch((error: unknown) => {
+          logError('Early lookups on provider events are off for this round', error);
+          return null;
+        });
   status.set('running');
   log('info', 'Worker started', {
     identity: setup.workerIdentity,
@@ -325,6 +342,7 @@ async function runWorkerPair(
     stop.addEventListener('abort', () => resolve('stop'), { once: true });
   });
   const first = await Promise.race([failed, stopped]);
+  await earlyLookups?.stop();
 
   // null: a worker ended without failing, which only a shutdown does; stop the other in order too.
   if (first === 'stop' || first === null) {
@@ -403,6 +421,9 @@ async function installRuntime(config: WorkerConfig): Promise<string | null> {
   const reachableHost = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
   return `http://${reachableHost}:${bindAddress.slice(separator + 1)}/metrics`;
 }
+
+// How often a worker reads newly stored provider events for early lookups (src/verification/earlyLookups.ts).
+const EARLY_LOOKUP_INTERVAL_MS = 2_000;
 
 function log(level: 'info' | 'error', message: string, fields: Record<string, unknown> = {}): void {
   console.log(workerLogLine(level, message, fields));

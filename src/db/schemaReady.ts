@@ -22,8 +22,8 @@ const NEEDED_PRIVILEGES: readonly [table: string, privileges: readonly string[]]
   ['order_mail_attempts', ['SELECT', 'INSERT']],
   ['order_mail_late_answers', ['SELECT', 'INSERT']],
   ['order_mail_operator_acts', ['SELECT', 'INSERT']],
-  ['order_mail_provider_events', ['SELECT', 'INSERT']],
-  ['order_mail_webhook_deliveries', ['SELECT', 'INSERT', 'DELETE']],
+  // Webhook evidence is read only: storing it is the receiver's, under its own role (migration 0032).
+  ['order_mail_provider_events', ['SELECT']],
   ['order_mail_reconcile_progress', ['SELECT', 'INSERT', 'UPDATE']],
   ['order_mail_schema_migrations', ['SELECT']],
 ];

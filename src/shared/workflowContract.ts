@@ -20,3 +20,10 @@ export const ORDER_MAIL_ATTRIBUTES_AT_START: readonly SearchAttributePair[] = [
   { key: OrderMailState, value: 'sending' },
   { key: OrderMailAttempts, value: 1 },
 ];
+
+/**
+ * The signal a worker sends an order's run when a provider webhook event of the send it has in flight was
+ * stored (src/verification/earlyLookups.ts): the run's verification asks the provider's lookup now instead of
+ * at the end of its settle delay. It carries nothing and settles nothing: the lookup decides.
+ */
+export const PROVIDER_EVENT_SIGNAL = 'orderMailProviderEvent';

@@ -3,6 +3,15 @@
 // HMAC-SHA256 of timestamp followed by token, keyed with the webhook signing key. Mailgun advises refusing a
 // token seen before and a timestamp far from now; the window is ours (WEBHOOK_MAX_AGE_MS). One event per POST.
 // The user variables set on the send (v:order_id, v:send_key) come back in event-data's user-variables.
+//
+// The signature is INSIDE the JSON body (Mailgun sends no signature header for its JSON webhooks), so the body
+// must be parsed before the signature can be checked: there is no way to check first. What we do instead is
+// make that parse cheap and interpret nothing before the check: a Mailgun body is capped far below the
+// receiver's general cap (MAILGUN_MAX_BODY_BYTES; one event is a few KB), the server refuses a larger one
+// with 413 before parsing it (src/webhooks/webhookServer.ts), a body that cannot be a signed JSON object (it
+// does not start with '{' or has no "signature" key anywhere) is refused without being parsed, and of the
+// parsed value only the three signature fields are read until the signature verifies; event-data is not looked
+// at before then. Every refusal writes nothing.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import {
   epochSeconds,
@@ -18,6 +27,8 @@ import {
 import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
 import { isFresh, refused, type DeliveryVerdict } from './signedDelivery';
 
+/** Far above one Mailgun event (a few KB with its headers and variables), far below the receiver's 1 MiB. */
+export const MAILGUN_MAX_BODY_BYTES = 64 * 1024;
 const TOKEN = /^[\x21-\x7e]{1,200}$/;
 const HEX_SIGNATURE = /^[0-9a-f]{64}$/i;
 // A permanent failure Mailgun decided on itself, without trying the recipient: the mail was dropped.
@@ -35,9 +46,17 @@ export function readMailgunDelivery(input: {
   now: Date;
   maxAgeMs: number;
 }): DeliveryVerdict {
+  // The caller (the server) refuses a larger body with 413 before it gets here; this bounds any other caller.
+  if (input.rawBody.length > MAILGUN_MAX_BODY_BYTES) {
+    return refused(400, `the body is larger than a Mailgun event (${MAILGUN_MAX_BODY_BYTES} bytes)`);
+  }
+  const text = input.rawBody.toString('utf8');
+  // Refused unparsed: what is not a JSON object, or has no signature to check.
+  if (!text.trimStart().startsWith('{')) return refused(400, 'the body is not a JSON object');
+  if (!text.includes('"signature"')) return refused(401, 'missing signature');
   let body: unknown;
   try {
-    body = JSON.parse(input.rawBody.toString('utf8'));
+    body = JSON.parse(text);
   } catch {
     return refused(400, 'the body is not JSON');
   }

@@ -64,17 +64,19 @@ export async function assertWebhookSchemaReady(
         [list.map(([table]) => table), list.map(([, privilege]) => privilege)],
       )
     ).rows;
-  const missing = (await held(NEEDED)).filter((row) => !row.held);
-  if (missing.length > 0) {
-    throw new SchemaNotReadyError(
-      `Database role ${user} lacks ${missing.map((row) => `${row.privilege} on ${row.table}`).join(', ')}. ${HINT}`,
-    );
-  }
+  // Too much is said first: the workers' login (since 0032) also lacks the receiver's inserts, but what it
+  // may read is why it must not serve.
   const tooMuch = (await held(FORBIDDEN)).filter((row) => row.held);
   if (tooMuch.length > 0) {
     throw new SchemaNotReadyError(
       `Database role ${user} may ${tooMuch.map((row) => `${row.privilege} on ${row.table}`).join(', ')}: ` +
         `too much for an internet-facing process, which stores events and nothing else. ${HINT}`,
+    );
+  }
+  const missing = (await held(NEEDED)).filter((row) => !row.held);
+  if (missing.length > 0) {
+    throw new SchemaNotReadyError(
+      `Database role ${user} lacks ${missing.map((row) => `${row.privilege} on ${row.table}`).join(', ')}. ${HINT}`,
     );
   }
 }

@@ -16,7 +16,7 @@ import type { KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Database } from '../db/pool';
 import { describeDatabaseError } from '../db/pool';
-import { readMailgunDelivery } from './mailgunWebhook';
+import { MAILGUN_MAX_BODY_BYTES, readMailgunDelivery } from './mailgunWebhook';
 import { skippedTotal } from './ourEvent';
 import type { WebhookProvider } from './providerEvent';
 import { storeDelivery } from './providerEvents';
@@ -120,15 +120,18 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       metrics.request(provider, 'not-configured');
       return answerAndClose(req, res, 404, { error: `no ${provider} endpoint: its key is not configured` });
     }
+    // A Mailgun body is parsed before its signature can be checked (it is inside the JSON), so it gets a cap
+    // of its own, the size of a Mailgun event, not the general one (src/webhooks/mailgunWebhook.ts).
+    const cap = provider === 'mailgun' ? Math.min(maxBodyBytes, MAILGUN_MAX_BODY_BYTES) : maxBodyBytes;
     const declared = Number(req.headers['content-length'] ?? 0);
-    if (Number.isFinite(declared) && declared > maxBodyBytes) {
+    if (Number.isFinite(declared) && declared > cap) {
       return tooLarge(req, res, () => metrics.request(provider, 'too-large'));
     }
     if (!JSON_CONTENT_TYPE.test(req.headers['content-type'] ?? '')) {
       metrics.request(provider, 'unsupported-media-type');
       return answerAndClose(req, res, 415, { error: 'the body must be application/json' });
     }
-    const body = await readBody(req, maxBodyBytes);
+    const body = await readBody(req, cap);
     if (body === 'too-large') return tooLarge(req, res, () => metrics.request(provider, 'too-large'));
     if (body === 'gone') {
       metrics.request(provider, 'incomplete');

@@ -25,6 +25,18 @@ const VERIFY_RETRY = {
 // clocks disagree; past it the answer is inconclusive and the policy decides.
 const MAX_EVIDENCE_WAITS = 24;
 
+/**
+ * A provider webhook event of the send arrived (PROVIDER_EVENT_SIGNAL, src/verification/earlyLookups.ts): a
+ * wait ends early and the lookup is asked at once. The answer is judged as any other, so it settles nothing
+ * that asking at the end of the wait would not have; an early ask is not counted as one of the waits.
+ */
+export interface EarlyAsk {
+  /** Whether an event came since the last early ask (and this run may still act on one). */
+  requested(): boolean;
+  /** The early ask is being made: a later wait ends early only for a later event. */
+  taken(): void;
+}
+
 export async function askProvider(
   verification: VerificationSettings,
   input: VerifyOrderMailInput,
@@ -33,15 +45,15 @@ export async function askProvider(
 export async function askProvider(
   verification: VerificationSettings,
   input: VerifyOrderMailInput,
-  options?: { waitForEvidence?: true; cancelRequested?: () => boolean },
+  options?: { waitForEvidence?: true; cancelRequested?: () => boolean; early?: EarlyAsk },
 ): Promise<VerificationAnswer>;
 export async function askProvider(
   verification: VerificationSettings,
   input: VerifyOrderMailInput,
-  options: { waitForEvidence?: boolean; cancelRequested?: () => boolean } = {},
+  options: { waitForEvidence?: boolean; cancelRequested?: () => boolean; early?: EarlyAsk } = {},
 ): Promise<VerificationAnswer | VerificationWait> {
   let lastWait: VerificationWait | null = null;
-  for (let waits = 0; ; waits++) {
+  for (let waits = 0; ;) {
     const answer = await askOnce(verification, waits === 0 ? input : { ...input, evidenceWaits: waits });
     if (answer.kind !== 'wait' || options.waitForEvidence === false) {
       // The answer says that it waited and why, so the attempt's audit row does (describeUnknownDecision).
@@ -54,9 +66,13 @@ export async function askProvider(
       return { kind: 'inconclusive', reason: `still too early after ${waits} waits: ${answer.reason}` };
     }
     const cancelRequested = options.cancelRequested ?? (() => false);
-    if (await condition(cancelRequested, answer.waitMs)) {
+    const early = options.early;
+    const woke = await condition(() => cancelRequested() || (early?.requested() ?? false), answer.waitMs);
+    if (woke && cancelRequested()) {
       return { kind: 'inconclusive', reason: `the run was cancelled while waiting: ${answer.reason}` };
     }
+    if (woke) early?.taken();
+    else waits++;
   }
 }
 

@@ -4,11 +4,13 @@ import {
   CancellationScope,
   CancelledFailure,
   condition,
+  defineSignal,
   isCancellation,
   log,
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setHandler,
   sleep,
   upsertMemo,
 } from '@temporalio/workflow';
@@ -16,6 +18,7 @@ import type { ClaimResult, OrderMailActivities } from '../activities';
 import { FailureType, type SendFailureDetails } from '../shared/failures';
 import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
+import { PROVIDER_EVENT_SIGNAL } from '../shared/workflowContract';
 import {
   decideUnknownOutcome,
   describeUnknownDecision,
@@ -28,7 +31,7 @@ import {
   type OrderMailWorkflowSettings,
   type VerificationSettings,
 } from '../shared/workflowSettings';
-import { askProvider } from './askProvider';
+import { askProvider, type EarlyAsk } from './askProvider';
 import { verdictOfSendFailure, type SendVerdict } from './sendVerdict';
 import { showNoClaim, showOrderMailState, stateShownFor } from './showOrderMailState';
 
@@ -69,6 +72,14 @@ const LOST_CLAIM_TRIES = 3;
 // ('verify-orphan'); this run asks, settles it with the answer, and claims again. Each such settlement ends
 // one attempt for good, so more than a few in a row means the row keeps changing under us.
 const ORPHAN_VERIFY_TRIES = 3;
+
+// A provider webhook event of the send in flight (PROVIDER_EVENT_SIGNAL, sent by the workers:
+// src/verification/earlyLookups.ts) ends the verification's wait early: the lookup is asked now, and its answer
+// judged as ever, so an event settles nothing alone. A run acts on it only under this patch: a history in which
+// an older build got the signal and ignored it replays as it ran. At most this many early asks per run.
+const EARLY_LOOKUP_PATCH = 'early-lookup-on-provider-event';
+const MAX_EARLY_ASKS = 3;
+const providerEventSignal = defineSignal(PROVIDER_EVENT_SIGNAL);
 
 /** The memo key under which a cancelled run says what it did (a cancelled run carries no result). */
 export const EXPLANATION_MEMO = 'orderMailExplanation';
@@ -135,10 +146,11 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
   let sameTimeTries = 0;
   let lostClaimTries = 0;
   let orphanTries = 0;
+  const early = earlyAskOnProviderEvents();
 
   for (;;) {
     const step = await CancellationScope.nonCancellable(() =>
-      oneAttempt(orderId, runAttempts, cancelRequested),
+      oneAttempt(orderId, runAttempts, cancelRequested, early),
     );
     if (step.kind === 'released' || step.kind === 'not-accepted') runAttempts += 1;
     if (cancelRequested()) throw cancelledAfter(orderId, step);
@@ -199,6 +211,7 @@ async function oneAttempt(
   orderId: string,
   runAttempts: number,
   cancelRequested: () => boolean,
+  early: EarlyAsk,
 ): Promise<Step> {
   const claim = await claimOrFail(orderId);
   if (claim.kind === 'already-sent') {
@@ -233,7 +246,7 @@ async function oneAttempt(
     });
   }
 
-  if (claim.kind === 'verify-orphan') return verifyOrphan(orderId, claim, cancelRequested);
+  if (claim.kind === 'verify-orphan') return verifyOrphan(orderId, claim, cancelRequested, early);
 
   const { attempt, claimToken, settings } = claim;
   const base = { orderId, claimToken, attempt };
@@ -315,6 +328,7 @@ async function oneAttempt(
       delayMs: delayBeforeNextAttempt(settings, runAttempts + 1, verdict.details.retryAfterMs),
       sendKey: claim.idempotencyKey,
       cancelRequested,
+      early,
     },
   );
   if (recorded.kind === 'claim-lost') {
@@ -391,6 +405,7 @@ async function recordNotAccepted(
     delayMs: number;
     sendKey: string;
     cancelRequested: () => boolean;
+    early: EarlyAsk;
   },
 ): Promise<{ recorded: Recorded; providerMessageId: string | null; sentNothing: boolean }> {
   const common = { ...base, httpStatus: details.httpStatus };
@@ -426,13 +441,20 @@ async function recordNotAccepted(
     };
     let step = decideUnknownOutcome(facts);
     if (step.kind === 'verify') {
-      answer = await verifyWithProvider(base, next.sendKey, settings.verification!, next.cancelRequested, {
-        // This execution saw its request end: "not found" may count that long after the dispatch, plus the
-        // settle delay. Absent (ALREADY_DISPATCHED, a timed-out send): only after the attempt's send timeout.
-        ...(details.requestEndedAfterFenceMs === undefined
-          ? {}
-          : { requestEndedWithinMs: details.requestEndedAfterFenceMs }),
-      });
+      answer = await verifyWithProvider(
+        base,
+        next.sendKey,
+        settings.verification!,
+        next.cancelRequested,
+        next.early,
+        {
+          // This execution saw its request end: "not found" may count that long after the dispatch, plus the
+          // settle delay. Absent (ALREADY_DISPATCHED, a timed-out send): only after the attempt's send timeout.
+          ...(details.requestEndedAfterFenceMs === undefined
+            ? {}
+            : { requestEndedWithinMs: details.requestEndedAfterFenceMs }),
+        },
+      );
       facts.verification = { answer };
       step = decideUnknownOutcome(facts);
       if (step.kind === 'verify') throw new Error('unreachable: verification answered, yet asked again');
@@ -469,6 +491,7 @@ async function verifyWithProvider(
   sendKey: string,
   verification: VerificationSettings,
   cancelRequested: () => boolean,
+  early: EarlyAsk,
   /**
    * The run's own send: how long after the fence its request was seen to end, where it was. A closed run's
    * attempt (verifyOrphan): how long to wait, and how long its request may have lasted.
@@ -484,12 +507,21 @@ async function verifyWithProvider(
   });
   // The run's own attempt waits exactly as recorded runs did (a timer of the settle delay, even when the
   // cancel came first): a different command here would not replay. A closed run's attempt may need no wait.
-  const cancelled =
+  // A provider event of the send ends the wait early (EarlyAsk): the lookup is asked now.
+  const wake = (): boolean => cancelRequested() || early.requested();
+  const woke =
     orphan === undefined
-      ? await condition(cancelRequested, verification.settleDelayMs)
-      : cancelRequested() || (orphan.waitMs > 0 && (await condition(cancelRequested, orphan.waitMs)));
-  if (cancelled) {
+      ? await condition(wake, verification.settleDelayMs)
+      : cancelRequested() || (orphan.waitMs > 0 && (await condition(wake, orphan.waitMs)));
+  if (woke && cancelRequested()) {
     return { kind: 'inconclusive', reason: 'the run was cancelled before the settle delay had passed' };
+  }
+  if (woke) {
+    early.taken();
+    log.info('A provider event of this send arrived; asking the provider now', {
+      orderId: base.orderId,
+      attempt: base.attempt,
+    });
   }
   return askProvider(
     verification,
@@ -499,7 +531,7 @@ async function verifyWithProvider(
       ...own,
       ...(orphan === undefined ? {} : { requestMayLastMs: orphan.requestMayLastMs }),
     },
-    { cancelRequested },
+    { cancelRequested, early },
   );
 }
 
@@ -513,6 +545,7 @@ async function verifyOrphan(
   orderId: string,
   orphan: OrphanToVerify,
   cancelRequested: () => boolean,
+  early: EarlyAsk,
 ): Promise<Step> {
   const verification = orphan.settings.verification;
   if (verification === null) throw new Error('unreachable: the claim hands back an orphan only to verify it');
@@ -525,6 +558,7 @@ async function verifyOrphan(
     orphan.sendKey,
     verification,
     cancelRequested,
+    early,
     {},
     { waitMs, requestMayLastMs },
   );
@@ -545,6 +579,26 @@ async function verifyOrphan(
     kind: 'orphan-settled',
     attempt: orphan.attempt,
     settledAs: settled.kind === 'settled' ? settled.decision : null,
+  };
+}
+
+/**
+ * Listens for PROVIDER_EVENT_SIGNAL. An event asks for an early lookup only under EARLY_LOOKUP_PATCH, checked
+ * the moment a wait would end for it (so a history where an older build got the signal and went on waiting
+ * replays as it ran), and at most MAX_EARLY_ASKS times per run.
+ */
+function earlyAskOnProviderEvents(): EarlyAsk {
+  let eventSeen = false;
+  let asked = 0;
+  setHandler(providerEventSignal, () => {
+    eventSeen = true;
+  });
+  return {
+    requested: () => eventSeen && asked < MAX_EARLY_ASKS && patched(EARLY_LOOKUP_PATCH),
+    taken: () => {
+      eventSeen = false;
+      asked += 1;
+    },
   };
 }
 

@@ -132,13 +132,14 @@ describe('the workers role', () => {
     );
   });
 
-  it('runs what the sweep, the verification and the webhook receiver do, with the worker role', async () => {
-    // The tables later migrations made (provider events, webhook deliveries, the sweep's mark) are the
-    // workers' too: a least-privilege worker that could not read them would send every unknown outcome to
-    // the policy, and a sweep that could not move its mark would fail at its end.
+  it('runs what the sweep and the verification do, with the worker role', async () => {
+    // The tables later migrations made (provider events, the sweep's mark) are the workers' too: a
+    // least-privilege worker that could not read the events would send every unknown outcome to the policy,
+    // and a sweep that could not move its mark would fail at its end. The events are stored by the webhook
+    // receiver, under its own role (here the owner stands in for it).
     const orderId = await createOrder(database.admin);
     const stored = await storeDelivery(
-      worker,
+      database.admin,
       'sendgrid',
       {
         token: `least-privilege-${orderId}`,
@@ -175,6 +176,29 @@ describe('the workers role', () => {
     expect(
       await outcome(worker, `DELETE FROM order_mail_provider_events WHERE order_id = $1`, [orderId]),
     ).toBe(PERMISSION_DENIED);
+    // Storing events and replay tokens is the receiver's alone (migration 0032): a worker taken over can neither
+    // plant a provider event nor forget a token to reopen a replay, nor read the tokens.
+    expect(
+      await outcome(
+        worker,
+        `INSERT INTO order_mail_provider_events (provider, provider_event_id, order_id, event_type, occurred_at)
+         VALUES ('sendgrid', $1, $2, 'accepted', now())`,
+        [`planted-${orderId}`, orderId],
+      ),
+    ).toBe(PERMISSION_DENIED);
+    expect(
+      await outcome(
+        worker,
+        `INSERT INTO order_mail_webhook_deliveries (provider, token, signed_at) VALUES ('sendgrid', $1, now())`,
+        [`worker-${orderId}`],
+      ),
+    ).toBe(PERMISSION_DENIED);
+    expect(await outcome(worker, `DELETE FROM order_mail_webhook_deliveries WHERE signed_at < now()`)).toBe(
+      PERMISSION_DENIED,
+    );
+    expect(await outcome(worker, `SELECT token FROM order_mail_webhook_deliveries LIMIT 1`)).toBe(
+      PERMISSION_DENIED,
+    );
     // The sweep's mark, moved twice (the second time an UPDATE), and read back.
     const namespace = `least-privilege-${orderId}`;
     await advanceReconcileProgress(worker, { namespace, graceMs: 0 });
