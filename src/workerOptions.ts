@@ -40,9 +40,14 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
         : {}),
     },
     ...setup.workflows,
-    // The workflow interceptors are in every bundle; bundled here only when the worker bundles at start-up.
+    // A bundle made at start-up carries the workflow interceptors only when tracing is on: off, they would
+    // still open, end and drop every workflow's and activity's span inside the sandbox (and load the
+    // OpenTelemetry SDK into each workflow), the largest share of the worker's CPU per order
+    // (docs/benchmarks.md). A prebuilt bundle (WORKFLOW_BUNDLE_PATH) has them built in, whichever way.
     interceptors: {
-      ...('workflowsPath' in setup.workflows ? { workflowModules: WORKFLOW_INTERCEPTOR_MODULES } : {}),
+      ...('workflowsPath' in setup.workflows && setup.tracing != null
+        ? { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }
+        : {}),
       ...setup.tracing?.workerInterceptors,
     },
     sinks: setup.tracing?.workflowSpanSinks ?? DROPPED_WORKFLOW_SPANS,

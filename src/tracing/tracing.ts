@@ -68,8 +68,9 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
 }
 
 /**
- * The workflows' interceptors are in every bundle (one bundle serves both, and turning tracing on needs no
- * rebuild); with tracing off their spans end here, in a sink that drops them.
+ * A prebuilt bundle (WORKFLOW_BUNDLE_PATH) has the workflows' interceptors in it (one bundle serves both, and
+ * turning tracing on needs no rebuild); with tracing off their spans end here, in a sink that drops them. A
+ * bundle made at start-up leaves them out when tracing is off (src/workerOptions.ts).
  */
 export const DROPPED_WORKFLOW_SPANS: InjectedSinks<OpenTelemetrySinks> = {
   exporter: { export: { fn: () => undefined, callDuringReplay: false } },

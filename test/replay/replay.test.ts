@@ -1,9 +1,11 @@
 // Determinism guard: the current workflow code must replay the stored histories, which are recorded from
 // today's code on every path (recordedPaths.test.ts checks they still are). A change that would break
-// workflows already running fails here with a DeterminismViolationError.
+// workflows already running fails here with a DeterminismViolationError. Each history replays on the bundle
+// with the OpenTelemetry workflow interceptors (a prebuilt bundle, or a worker with tracing on) and on one
+// without them (a worker that bundles at start-up with tracing off), so a workflow can move between the two.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
 import { RECORDED_PATHS, REPLAY_HISTORIES_DIRECTORY } from './histories';
 
@@ -15,7 +17,25 @@ describe('replay of stored histories', async () => {
     expect(files.map((name) => name.replace(/\.json$/, '')).sort()).toEqual([...RECORDED_PATHS].sort());
   });
 
+  // Made once for the file: what src/workerOptions.ts bundles at start-up when tracing is off.
+  let withoutInterceptors: Promise<string> | null = null;
+  const bundleWithoutInterceptors = (): Promise<string> =>
+    (withoutInterceptors ??= bundleWorkflowCode({
+      workflowsPath: path.join(__dirname, '../../src/workflows/index.ts'),
+      logger: new DefaultLogger('WARN'),
+    }).then(({ code }) => code));
+
   for (const file of files) {
+    it(`replays ${file} on a bundle without the tracing interceptors`, async () => {
+      const stored = JSON.parse(await readFile(path.join(REPLAY_HISTORIES_DIRECTORY, file), 'utf8')) as {
+        workflowId: string;
+        history: unknown;
+      };
+      const code = await bundleWithoutInterceptors();
+      expect(code).not.toContain('src/tracing/workflowInterceptors');
+      await Worker.runReplayHistory({ workflowBundle: { code } }, stored.history, stored.workflowId);
+    }, 120_000);
+
     it(`replays ${file}`, async () => {
       const stored = JSON.parse(await readFile(path.join(REPLAY_HISTORIES_DIRECTORY, file), 'utf8')) as {
         workflowId: string;
