@@ -104,14 +104,16 @@ export function buildWebhookLieSection(facts: WebhookFacts, attempts: AttemptFac
       const unknowns = (byOrder.get(orderId) ?? []).filter(
         (attempt) => attempt.verification !== null || attempt.outcome === 'unknown',
       );
-      const outcomes = unknowns.length === 0 ? ['no unknown outcome (nothing to verify)'] : unknowns.map(settlementOf);
+      const outcomes =
+        unknowns.length === 0 ? ['no unknown outcome (nothing to verify)'] : unknowns.map(settlementOf);
       for (const outcome of new Set(outcomes)) settled[outcome] = (settled[outcome] ?? 0) + 1;
     }
     byKind[kind] = { told: count.posted, receiver, orders: orderIds.size, settled };
   }
   const acceptedPostings =
     facts.acceptedGenuinePostings +
-    facts.liePostings.filter((posting) => posting.answer === 'skipped' || posting.answer === 'believed').length;
+    facts.liePostings.filter((posting) => posting.answer === 'skipped' || posting.answer === 'believed')
+      .length;
   return {
     told,
     byKind,
@@ -145,17 +147,19 @@ export function noRefusedWebhookWroteARow(facts: WebhookFacts): InvariantResult 
   }
   if (stored.size !== facts.rows.storedEventIds.length) violations.push('an event stored twice');
   for (const id of accepted) if (!stored.has(id)) violations.push(`event ${id} taken (2xx) but not stored`);
-  for (const token of facts.rows.refusedTokensStored) violations.push(`refused posting's token ${token} kept`);
+  for (const token of facts.rows.refusedTokensStored)
+    violations.push(`refused posting's token ${token} kept`);
   const acceptedPostings =
     facts.acceptedGenuinePostings +
-    facts.liePostings.filter((posting) => posting.answer === 'skipped' || posting.answer === 'believed').length;
+    facts.liePostings.filter((posting) => posting.answer === 'skipped' || posting.answer === 'believed')
+      .length;
   if (facts.rows.deliveryRows > acceptedPostings) {
     violations.push(`${facts.rows.deliveryRows} replay tokens kept for ${acceptedPostings} postings taken`);
   }
   return {
     name: 'no-refused-webhook-wrote-a-row',
     description:
-      "no webhook the receiver refused wrote a row: its events tables hold exactly the events of postings it " +
+      'no webhook the receiver refused wrote a row: its events tables hold exactly the events of postings it ' +
       'took (no lie believed), and no refused posting left a replay token',
     holds: violations.length === 0,
     violations: violations.slice(0, 10),

@@ -95,7 +95,12 @@ export function lieRequests(
   const otherKey = message.sendKey?.replace(`/${message.orderId}/`, `/${otherOrder}/`) ?? `x/${otherOrder}`;
   const ownEvent = (overrides: Record<string, unknown> = {}) =>
     sendgrid ? sendGridEvent(message, seconds, overrides) : mailgunEvent(message, seconds, overrides);
-  const signed = (body: string, at = seconds, eventIds: string[] = [], token: string | null = null): LieRequest => {
+  const signed = (
+    body: string,
+    at = seconds,
+    eventIds: string[] = [],
+    token: string | null = null,
+  ): LieRequest => {
     if (!sendgrid) return { body, headers: {}, isLie: true, eventIds, token };
     const signature = signing.signSendGrid(body, at);
     return {
@@ -110,7 +115,11 @@ export function lieRequests(
     };
   };
   const idOf = (event: Record<string, unknown>): string => String(sendgrid ? event.sg_event_id : event.id);
-  const genuine = (event: Record<string, unknown>, at = seconds, key = signing.mailgunSigningKey): LieRequest => {
+  const genuine = (
+    event: Record<string, unknown>,
+    at = seconds,
+    key = signing.mailgunSigningKey,
+  ): LieRequest => {
     if (sendgrid) return signed(JSON.stringify([event]), at, [idOf(event)]);
     const timestamp = String(at);
     const token = randomBytes(25).toString('hex');
@@ -160,7 +169,11 @@ export function lieRequests(
           : { 'user-variables': { order_id: `INV-${message.orderId}` } },
       );
       if (!sendgrid) return [genuine(stranger)];
-      const batch = [stranger, ownEvent({ send_key: otherKey }), ownEvent({ order_id: 'shop-42', send_key: 'their' })];
+      const batch = [
+        stranger,
+        ownEvent({ send_key: otherKey }),
+        ownEvent({ order_id: 'shop-42', send_key: 'their' }),
+      ];
       return [signed(JSON.stringify(batch), seconds, batch.map(idOf))];
     }
   }

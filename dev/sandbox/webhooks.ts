@@ -177,7 +177,10 @@ export class SandboxWebhooks {
       mailgunSigningKey: this.mailgunSigningKey,
     };
     for (const request of lieRequests(kind, message, signing, new Date())) {
-      const answer = lieAnswer(kind, await this.postOnce(url, message.provider as 'sendgrid' | 'mailgun', request));
+      const answer = lieAnswer(
+        kind,
+        await this.postOnce(url, message.provider as 'sendgrid' | 'mailgun', request),
+      );
       this.liePostingList.push({
         kind,
         orderId: message.orderId,

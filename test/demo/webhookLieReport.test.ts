@@ -29,29 +29,33 @@ const message = (provider: 'mailgun' | 'sendgrid'): ReceivedMessage =>
 const signing = { signSendGrid: (p: string, t: number) => `sig-${t}-${p.length}`, mailgunSigningKey: 'k' };
 
 describe('lieRequests says what each posting carries', () => {
-  it.each(['mailgun', 'sendgrid'] as const)('%s: the event ids in the body and the replay token', (provider) => {
-    for (const kind of WEBHOOK_LIE_KINDS) {
-      for (const request of lieRequests(kind, message(provider), signing, new Date())) {
-        let ids: string[] = [];
-        let token: string | null = null;
-        try {
-          const parsed = JSON.parse(request.body) as unknown;
-          const events = provider === 'sendgrid' ? (parsed as { sg_event_id: string }[]) : null;
-          if (events !== null) ids = events.map((event) => event.sg_event_id);
-          else {
-            const body = parsed as { 'event-data'?: { id: string }; signature?: { token: string } };
-            ids = body['event-data'] === undefined ? [] : [body['event-data'].id];
-            token = body.signature?.token ?? null;
+  it.each(['mailgun', 'sendgrid'] as const)(
+    '%s: the event ids in the body and the replay token',
+    (provider) => {
+      for (const kind of WEBHOOK_LIE_KINDS) {
+        for (const request of lieRequests(kind, message(provider), signing, new Date())) {
+          let ids: string[] = [];
+          let token: string | null = null;
+          try {
+            const parsed = JSON.parse(request.body) as unknown;
+            const events = provider === 'sendgrid' ? (parsed as { sg_event_id: string }[]) : null;
+            if (events !== null) ids = events.map((event) => event.sg_event_id);
+            else {
+              const body = parsed as { 'event-data'?: { id: string }; signature?: { token: string } };
+              ids = body['event-data'] === undefined ? [] : [body['event-data'].id];
+              token = body.signature?.token ?? null;
+            }
+          } catch {
+            // oversized and malformed bodies carry no event
           }
-        } catch {
-          // oversized and malformed bodies carry no event
+          if (provider === 'sendgrid')
+            token = request.headers['x-twilio-email-event-webhook-signature'] ?? null;
+          expect(request.eventIds, kind).toEqual(ids);
+          expect(request.token, kind).toBe(token);
         }
-        if (provider === 'sendgrid') token = request.headers['x-twilio-email-event-webhook-signature'] ?? null;
-        expect(request.eventIds, kind).toEqual(ids);
-        expect(request.token, kind).toBe(token);
       }
-    }
-  });
+    },
+  );
 
   it("a replay's two postings carry the same token; only the second is the lie", () => {
     const [first, again] = lieRequests('replayed', message('mailgun'), signing, new Date());
@@ -73,7 +77,15 @@ describe('lieAnswer', () => {
 });
 
 function posting(fields: Partial<WebhookLiePosting>): WebhookLiePosting {
-  return { kind: 'forged', orderId: '1', isLie: true, eventIds: [], token: null, answer: 'refused', ...fields };
+  return {
+    kind: 'forged',
+    orderId: '1',
+    isLie: true,
+    eventIds: [],
+    token: null,
+    answer: 'refused',
+    ...fields,
+  };
 }
 
 function facts(fields: Partial<WebhookFacts> & { rows?: Partial<WebhookFacts['rows']> } = {}): WebhookFacts {
@@ -85,14 +97,26 @@ function facts(fields: Partial<WebhookFacts> & { rows?: Partial<WebhookFacts['ro
     lies,
     liePostings: [
       posting({ kind: 'forged', orderId: '1', eventIds: ['lie-1'], token: 't-forged' }),
-      posting({ kind: 'replayed', orderId: '2', isLie: false, eventIds: ['lie-2'], token: 't-r', answer: 'believed' }),
+      posting({
+        kind: 'replayed',
+        orderId: '2',
+        isLie: false,
+        eventIds: ['lie-2'],
+        token: 't-r',
+        answer: 'believed',
+      }),
       posting({ kind: 'replayed', orderId: '2', eventIds: ['lie-2'], token: 't-r', answer: 'refused' }),
       posting({ kind: 'other-order', orderId: '3', eventIds: ['lie-3'], token: 't-o', answer: 'skipped' }),
     ],
     acceptedGenuineEventIds: ['mg-1', 'mg-2'],
     acceptedGenuinePostings: 3,
     ...fields,
-    rows: { storedEventIds: ['mg-1', 'mg-2', 'lie-2'], deliveryRows: 5, refusedTokensStored: [], ...fields.rows },
+    rows: {
+      storedEventIds: ['mg-1', 'mg-2', 'lie-2'],
+      deliveryRows: 5,
+      refusedTokensStored: [],
+      ...fields.rows,
+    },
   };
 }
 
@@ -104,7 +128,10 @@ describe('noRefusedWebhookWroteARow', () => {
   it("fails on a lie's event stored, an event from nowhere, an event taken but lost, a refused token kept", () => {
     const broken = noRefusedWebhookWroteARow(
       facts({
-        rows: { storedEventIds: ['mg-1', 'lie-2', 'lie-3', 'lie-1', 'x-9'], refusedTokensStored: ['t-forged'] },
+        rows: {
+          storedEventIds: ['mg-1', 'lie-2', 'lie-3', 'lie-1', 'x-9'],
+          refusedTokensStored: ['t-forged'],
+        },
       }),
     );
     expect(broken.holds).toBe(false);
