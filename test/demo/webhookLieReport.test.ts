@@ -88,7 +88,9 @@ function posting(fields: Partial<WebhookLiePosting>): WebhookLiePosting {
   };
 }
 
-function facts(fields: Partial<WebhookFacts> & { rows?: Partial<WebhookFacts['rows']> } = {}): WebhookFacts {
+function facts(
+  fields: Omit<Partial<WebhookFacts>, 'rows'> & { rows?: Partial<WebhookFacts['rows']> } = {},
+): WebhookFacts {
   const lies = emptyLieCounts();
   lies.forged = { posted: 1, refused: 1, skipped: 0, believed: 0, failed: 0 };
   lies.replayed = { posted: 1, refused: 1, skipped: 0, believed: 0, failed: 0 };
