@@ -49,9 +49,10 @@ it('a backend terminated mid-transaction rejects the transaction, logs the loss,
     expect(uncaught).toEqual([]);
     expect(logged.some((message) => /terminating connection/.test(message))).toBe(true);
     // The broken client was not put back: the next transaction gets a working one.
-    expect(await db.transaction(async (client) => (await client.query('SELECT 1 AS one')).rows[0])).toEqual({
-      one: 1,
-    });
+    const again = await db.transaction(
+      async (client) => (await client.query<{ one: number }>('SELECT 1 AS one')).rows[0],
+    );
+    expect(again).toEqual({ one: 1 });
   } finally {
     process.removeListener('uncaughtException', onUncaught);
     await db.close();
