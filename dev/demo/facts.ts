@@ -86,3 +86,32 @@ export async function countRunningWorkflows(
   ]);
   return { running: running.count, all: all.count };
 }
+
+/**
+ * What the webhook receiver wrote for the run: the event rows for its orders (every event a lie could get
+ * stored names one of them), the replay tokens signed since it started, and which of `refusedTokens` (lie
+ * postings the receiver did not take) are kept. Read as the database's owner, after the run.
+ */
+export async function readWebhookRows(
+  db: Database,
+  input: { provider: string; orderIds: string[]; since: Date; refusedTokens: string[] },
+): Promise<{ storedEventIds: string[]; deliveryRows: number; refusedTokensStored: string[] }> {
+  const events = await db.query<{ id: string }>(
+    `SELECT provider_event_id AS id FROM order_mail_provider_events
+      WHERE provider = $1 AND order_id = ANY($2::bigint[])`,
+    [input.provider, input.orderIds],
+  );
+  const deliveries = await db.query<{ count: string }>(
+    `SELECT count(*)::text AS count FROM order_mail_webhook_deliveries WHERE provider = $1 AND signed_at >= $2`,
+    [input.provider, input.since],
+  );
+  const kept = await db.query<{ token: string }>(
+    `SELECT token FROM order_mail_webhook_deliveries WHERE provider = $1 AND token = ANY($2::text[])`,
+    [input.provider, input.refusedTokens],
+  );
+  return {
+    storedEventIds: events.rows.map((row) => row.id),
+    deliveryRows: Number(deliveries.rows[0]?.count ?? 0),
+    refusedTokensStored: kept.rows.map((row) => row.token),
+  };
+}

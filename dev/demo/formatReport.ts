@@ -60,6 +60,22 @@ export function formatReport(report: RunReport): string {
       row(`  ${kind}`, `${lie.told} lookups about ${lie.orders} orders; settled: ${counts(lie.settled)}`);
     }
   }
+  if (report.webhookLies !== null) {
+    const { told, byKind, rows } = report.webhookLies;
+    row('Lies told (webhooks)', String(told));
+    for (const [kind, lie] of Object.entries(byKind)) {
+      row(
+        `  ${kind}`,
+        `${lie.told} postings about ${lie.orders} orders: ${counts(lie.receiver)}; ` +
+          `their orders settled: ${counts(lie.settled)}`,
+      );
+    }
+    row(
+      'Webhook rows',
+      `${rows.eventRows} events stored for ${rows.acceptedEvents} taken; ` +
+        `${rows.deliveryRows} replay tokens for ${rows.acceptedPostings} postings taken`,
+    );
+  }
   row('Workflows', counts(report.workflows));
   row(
     'Faults injected',

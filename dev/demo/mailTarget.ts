@@ -7,13 +7,14 @@ import type { Fault } from '../sandbox/faults';
 import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
 import type { LookupRecord } from '../sandbox/lookups';
 import type { LiesTold } from './lieReport';
+import type { WebhookFacts } from './webhookLieReport';
 import type { RelayTarget } from '../sandbox/relayToInbox';
 import { startSmtpSandbox, type SmtpTransactionRecord } from '../sandbox/smtp/smtpSandbox';
 import { faultRates, HANG_MS, type FaultMix, type MailTransportName } from './options';
 import type { MessageFact, RequestFact, VerificationActivity } from './report';
 import { smtpFaultRates } from './smtpFaultRates';
 import { startVerificationParts } from './verificationTarget';
-import type { VerificationRunOptions } from './verificationOptions';
+import { needsWebhookReceiver, type VerificationRunOptions } from './verificationOptions';
 
 export interface DemoMailTarget {
   transport: MailTransportName;
@@ -36,6 +37,11 @@ export interface DemoMailTarget {
   verifies: boolean;
   /** What the verification path did at the sandbox: lookups, webhook postings. */
   verificationActivity(): VerificationActivity;
+  /**
+   * Under --lying-provider with a provider that posts webhooks: once every posting planned has been made, what
+   * the sandbox posted and the receiver answered (the rows are read from the database by the runner); else null.
+   */
+  webhookPostings(): Promise<Omit<WebhookFacts, 'rows'> | null>;
   close(): Promise<void>;
 }
 
@@ -92,6 +98,7 @@ export async function startMailTarget(options: {
         webhookPosts: 0,
         webhookDuplicates: 0,
       }),
+      webhookPostings: async () => null,
       close: () => sandbox.close(),
     };
   }
@@ -147,6 +154,19 @@ export async function startMailTarget(options: {
         webhookPosts: posts.length,
         webhookDuplicates: posts.filter((post) => post.duplicate && post.attempt === 1).length,
         ...(options.verification.lyingProvider ? { lies: liesTold(lookups) } : {}),
+      };
+    },
+    webhookPostings: async () => {
+      if (!options.verification.lyingProvider || !needsWebhookReceiver(options.verification)) return null;
+      await sandbox.webhooksSettled();
+      const accepted = sandbox
+        .webhookDeliveries()
+        .filter((post) => typeof post.status === 'number' && post.status >= 200 && post.status < 300);
+      return {
+        lies: sandbox.webhookLies(),
+        liePostings: sandbox.webhookLiePostings(),
+        acceptedGenuineEventIds: [...new Set(accepted.map((post) => post.eventId))],
+        acceptedGenuinePostings: accepted.length,
       };
     },
     close: async () => {

@@ -6,6 +6,12 @@ import { summarizeCustomers, type CustomerOutcomes, type VerificationFact } from
 import type { InboxFacts } from './inbox';
 import { buildLieSection, type LieSection, type LiesTold } from './lieReport';
 import {
+  buildWebhookLieSection,
+  noRefusedWebhookWroteARow,
+  type WebhookFacts,
+  type WebhookLieSection,
+} from './webhookLieReport';
+import {
   actsBehind,
   buildOperatorSection,
   operatorInvariants,
@@ -113,6 +119,8 @@ export interface RunFacts {
   elapsedMs: number;
   /** What an operator did, in a run with operators (--operators); absent or null otherwise. */
   operators?: OperatorFacts | null;
+  /** Under --lying-provider with a provider that posts webhooks: the webhook lies and the receiver's rows. */
+  webhooks?: WebhookFacts | null;
 }
 
 export interface InvariantResult {
@@ -132,6 +140,8 @@ export interface InvariantResult {
 export interface RunReport {
   /** Under --lying-provider: every lie told, by kind, and how its orders were settled; null otherwise. */
   lies: LieSection | null;
+  /** Under --lying-provider with webhooks: every webhook lie, by kind, how it and its orders were settled. */
+  webhookLies: WebhookLieSection | null;
   profile: string;
   transport: string;
   policy: UnknownOutcomePolicy;
@@ -248,6 +258,7 @@ export function buildReport(facts: RunFacts): RunReport {
     invariants.push(...verificationInvariants(customers, orders, closedByOperator));
   }
   if (facts.inbox !== null) invariants.push(inboxInvariant(facts.inbox, orders));
+  if (facts.webhooks != null) invariants.push(noRefusedWebhookWroteARow(facts.webhooks));
   const operatorOrders = orders.map((order) => ({
     orderId: order.orderId,
     row: order.row,
@@ -269,6 +280,7 @@ export function buildReport(facts: RunFacts): RunReport {
   return {
     lies:
       facts.verification.lies === undefined ? null : buildLieSection(facts.verification.lies, facts.attempts),
+    webhookLies: facts.webhooks == null ? null : buildWebhookLieSection(facts.webhooks, facts.attempts),
     profile: facts.profile,
     transport: facts.transport,
     policy: facts.policy,

@@ -9,7 +9,8 @@ import { insertOrder, type NewOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { releaseEmbeddedPostgresSignalHooks } from './signalHooks';
 import { startClientFleet, type ClientFleet } from './clientFleet';
-import { countRunningWorkflows, readLogFacts, readWorkflowFacts } from './facts';
+import { countRunningWorkflows, readLogFacts, readWebhookRows, readWorkflowFacts } from './facts';
+import { refusedLieTokens, type WebhookFacts } from './webhookLieReport';
 import { formatReport } from './formatReport';
 import { readInboxFacts } from './inbox';
 import type { RunOptions } from './options';
@@ -195,6 +196,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
         chaos: chaos.counts(workers),
         starts,
         elapsedMs,
+        startedAt,
         operators,
         sweeps,
       }),
@@ -498,6 +500,8 @@ async function collectReport(input: {
   chaos: ChaosCounts;
   starts: RunReport['starts'];
   elapsedMs: number;
+  /** When the first order was started (Date.now()): every webhook posting of the run was signed after it. */
+  startedAt: number;
   operators: Operators | null;
   sweeps: RunSweeps | null;
 }): Promise<{ report: RunReport; facts: RunFacts }> {
@@ -505,10 +509,11 @@ async function collectReport(input: {
   // What the sandbox accepted is taken before the inbox is read, so every mail counted here had its relay.
   const messages = mail.messages();
   const requests = mail.requests();
-  const [log, workflows, inboxFacts] = await Promise.all([
+  const [log, workflows, inboxFacts, webhooks] = await Promise.all([
     readLogFacts(input.db, input.orderIds),
     readWorkflowFacts(input.client, input.taskQueue),
     inbox === null ? null : readInboxFacts(inbox, () => mail.relaysSettled()),
+    readWebhookFacts(input.db, mail, input.orderIds, new Date(input.startedAt - 1_000)),
   ]);
   let operators: OperatorFacts | null = null;
   if (input.operators !== null) {
@@ -534,8 +539,27 @@ async function collectReport(input: {
     workers: input.options.workers,
     elapsedMs: input.elapsedMs,
     operators,
+    webhooks,
   };
   return { report: buildReport(facts), facts };
+}
+
+/** Under --lying-provider with webhooks: what the sandbox posted, the receiver answered, and its tables hold. */
+async function readWebhookFacts(
+  db: Database,
+  mail: Stack['mail'],
+  orderIds: string[],
+  since: Date,
+): Promise<WebhookFacts | null> {
+  const postings = await mail.webhookPostings();
+  if (postings === null || mail.provider === null) return null;
+  const rows = await readWebhookRows(db, {
+    provider: mail.provider,
+    orderIds,
+    since,
+    refusedTokens: refusedLieTokens(postings.liePostings),
+  });
+  return { ...postings, rows };
 }
 
 function whereToLook(options: RunOptions, stack: Stack, taskQueue: string, runDirectory: string): string {

@@ -26,7 +26,9 @@ export interface VerificationRunOptions {
   webhookDuplicates: number;
   /**
    * --lying-provider: the sandbox's lookups lie (dev/sandbox/lookupLies.ts), each kind in LYING_LOOKUP_SHARE of
-   * lookups, the lag ones twice the settle delay behind; the report counts every lie and how its order ended.
+   * lookups, the lag ones twice the settle delay behind, and with a provider that posts webhooks (Mailgun,
+   * SendGrid) LYING_WEBHOOK_SHARE of the messages are followed by a webhook lie (dev/sandbox/webhookLies.ts);
+   * the report counts every lie and how it and its order were settled.
    */
   lyingProvider: boolean;
 }
@@ -39,6 +41,12 @@ export const LYING_LOOKUP_SHARE = 0.04;
  * be in force most of the time, a provider that is wrong for everyone, where only the policy can decide.
  */
 export const LYING_WINDOW_SHARE = 0.004;
+
+/**
+ * The share of the messages the sandbox took that it follows with one webhook lie under --lying-provider
+ * (a kind drawn evenly from the seven of dev/sandbox/webhookLies.ts), with a provider that posts webhooks.
+ */
+export const LYING_WEBHOOK_SHARE = 0.2;
 
 export const DEFAULT_RUN_SETTLE_DELAY_MS = 3 * DEFAULT_INDEXING_LAG_MS;
 
@@ -70,7 +78,9 @@ export const VERIFICATION_USAGE = `  --provider NAME               the provider 
   --webhook-loss RATE / --webhook-duplicates RATE   webhook events never posted / posted twice (chaos 0.02 / 0.1)
   --lying-provider              the sandbox's lookups lie: pages, ignored filters, other orders and deployments,
                                 a lag of twice the settle delay, failures, another domain's answer (4% each; 0.4% start a lag or
-                                another domain's answer that lasts twice the settle delay)`;
+                                another domain's answer that lasts twice the settle delay); with mailgun or sendgrid, 20% of
+                                the messages are followed by a webhook lie: forged, replayed, stale, oversized, malformed,
+                                another order's, strangers' events`;
 
 /** Applies one verification flag; returns false when `flag` is not one of them. Throws `usage` errors. */
 export function applyVerificationFlag(

@@ -1,13 +1,20 @@
 // The verification side of the runner's mail target: the sandbox's lookup faults, the webhook receiver for a
 // provider that posts events (run in the runner's process, on the run's database, as `npm run webhooks` would
-// run beside the workers), and the workers' MAIL_PROVIDER / MAIL_VERIFY_* variables.
+// run beside the workers: under a login of its own in order_mail_webhooks, checked as the CLI checks it), and
+// the workers' MAIL_PROVIDER / MAIL_VERIFY_* variables. Under --lying-provider the sandbox also tells webhook
+// lies (dev/sandbox/webhookLies.ts) after a share of the messages it took.
+import { randomBytes } from 'node:crypto';
+import { escapeIdentifier, escapeLiteral } from 'pg';
 import { createDatabase } from '../../src/db/pool';
+import { scramSha256Verifier, WEBHOOK_GROUP_ROLE } from '../../src/db/roles';
+import { assertWebhookSchemaReady } from '../../src/webhooks/webhookSchemaReady';
 import { sendGridPublicKey } from '../../src/webhooks/sendgridWebhook';
 import { startWebhookServer } from '../../src/webhooks/webhookServer';
 import type { MailSandbox } from '../sandbox/mailSandbox';
 import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
 import {
   LYING_LOOKUP_SHARE,
+  LYING_WEBHOOK_SHARE,
   LYING_WINDOW_SHARE,
   needsWebhookReceiver,
   verifies,
@@ -66,11 +73,14 @@ export async function startVerificationParts(
   }
   if (!needsWebhookReceiver(options)) return { workerEnv, verifies: on, close: async () => undefined };
 
+  const login = await receiverLogin(databaseUrl);
   const db = createDatabase(
-    { connectionString: databaseUrl, applicationName: 'order-mail-demo-webhooks' },
+    { connectionString: login.url, applicationName: 'order-mail-demo-webhooks' },
     () => undefined,
   );
   try {
+    // What `npm run webhooks` checks before it serves: migrated, and a login that can store events and no more.
+    await assertWebhookSchemaReady(db);
     const receiver = await startWebhookServer({
       db,
       host: '127.0.0.1',
@@ -84,6 +94,7 @@ export async function startVerificationParts(
       url: receiver.url,
       lossProbability: options.webhookLoss,
       duplicateProbability: options.webhookDuplicates,
+      ...(options.lyingProvider ? { lieProbability: LYING_WEBHOOK_SHARE } : {}),
     });
     return {
       workerEnv,
@@ -91,10 +102,62 @@ export async function startVerificationParts(
       async close() {
         await receiver.close();
         await db.close();
+        await login.drop();
       },
     };
   } catch (error) {
     await db.close();
+    await login.drop();
     throw error;
   }
+}
+
+/**
+ * A login of the receiver's own for this run, a member of order_mail_webhooks (what `npm run db:roles` makes
+ * from WEBHOOK_DATABASE_URL), made with the run's database login; its URL. The password is random and reaches
+ * Postgres only as a SCRAM verifier. drop() removes it again (best effort: a run on your own Postgres leaves
+ * no role behind; the embedded one is thrown away anyway).
+ */
+async function receiverLogin(databaseUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const user = `order_mail_demo_hooks_${randomBytes(4).toString('hex')}`;
+  const password = randomBytes(24).toString('hex');
+  const admin = createDatabase(
+    { connectionString: databaseUrl, applicationName: 'order-mail-demo-roles' },
+    () => undefined,
+  );
+  try {
+    const { rows } = await admin.query<{ database: string }>('SELECT current_database() AS database');
+    await admin.query(
+      `CREATE ROLE ${escapeIdentifier(user)} LOGIN PASSWORD ${escapeLiteral(scramSha256Verifier(password))} ` +
+        `IN ROLE ${escapeIdentifier(WEBHOOK_GROUP_ROLE)}`,
+    );
+    await admin.query(
+      `GRANT CONNECT ON DATABASE ${escapeIdentifier(rows[0]!.database)} TO ${escapeIdentifier(user)}`,
+    );
+  } finally {
+    await admin.close();
+  }
+  const url = new URL(databaseUrl);
+  url.username = user;
+  url.password = password;
+  return {
+    url: url.toString(),
+    async drop() {
+      const owner = createDatabase(
+        { connectionString: databaseUrl, applicationName: 'order-mail-demo-roles' },
+        () => undefined,
+      );
+      try {
+        const { rows } = await owner.query<{ database: string }>('SELECT current_database() AS database');
+        await owner.query(
+          `REVOKE CONNECT ON DATABASE ${escapeIdentifier(rows[0]!.database)} FROM ${escapeIdentifier(user)}`,
+        );
+        await owner.query(`DROP ROLE IF EXISTS ${escapeIdentifier(user)}`);
+      } catch {
+        // The database may be gone already (the embedded one stops first on some paths).
+      } finally {
+        await owner.close().catch(() => undefined);
+      }
+    },
+  };
 }

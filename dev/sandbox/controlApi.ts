@@ -7,7 +7,7 @@ import { parseJson, readBody, sendJson } from './httpIo';
 import { parseLookupFault, type LookupFault, type LookupRecord, type LookupSettings } from './lookups';
 import { parseLookupLiePlan, type LookupLieKind } from './lookupLies';
 import type { ReceivedMessage, RequestRecord } from './records';
-import type { WebhookLieCount, WebhookLieKind } from './webhookLies';
+import type { WebhookLieCount, WebhookLieKind, WebhookLiePosting } from './webhookLies';
 import type { WebhookDeliveryRecord, WebhookSettings } from './webhooks';
 
 /** The sandbox operations the control API exposes. */
@@ -29,6 +29,8 @@ export interface SandboxControls {
   lookupLiesTold(): Record<LookupLieKind, number>;
   webhookDeliveries(): WebhookDeliveryRecord[];
   webhookLies(): Record<WebhookLieKind, WebhookLieCount>;
+  /** Every posting the webhook lies made, with the receiver's answer. */
+  webhookLiePostings(): WebhookLiePosting[];
   configureWebhooks(settings: Partial<WebhookSettings>): void;
   readonly webhookKeys: { sendgridPublicKey: string; mailgunSigningKey: string };
 }

@@ -17,7 +17,7 @@ import type { LookupLieKind } from './lookupLies';
 import { SandboxLookups, type LookupFault, type LookupRecord, type LookupSettings } from './lookups';
 import { handleMailApiRequest, type MailApiContext } from './mailApi';
 import { emulationForPath, lookupEmulationForPath } from './providers';
-import type { WebhookLieCount, WebhookLieKind } from './webhookLies';
+import type { WebhookLieCount, WebhookLieKind, WebhookLiePosting } from './webhookLies';
 import { SandboxWebhooks, type WebhookDeliveryRecord, type WebhookSettings } from './webhooks';
 import { SandboxRecords, type ReceivedMessage, type RequestRecord } from './records';
 import { RefusalWindow, listen } from './refusalWindow';
@@ -207,6 +207,11 @@ class MailSandboxServer implements MailSandbox {
   /** The webhook lies told so far (lieProbability > 0), by kind, with how the receiver answered each. */
   webhookLies(): Record<WebhookLieKind, WebhookLieCount> {
     return this.webhooks.lies();
+  }
+
+  /** Every posting the webhook lies made, with the receiver's answer (for the chaos report's row check). */
+  webhookLiePostings(): WebhookLiePosting[] {
+    return this.webhooks.liePostings();
   }
 
   configureWebhooks(settings: Partial<WebhookSettings>): void {

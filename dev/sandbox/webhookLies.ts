@@ -36,11 +36,43 @@ export interface WebhookLieCount {
   failed: number;
 }
 
+/** One posting a lie made, and what the receiver made of it. */
+export interface WebhookLiePosting {
+  kind: WebhookLieKind;
+  /** The order whose message the lie was told about. */
+  orderId: string;
+  /** False for a replay's genuine first posting. */
+  isLie: boolean;
+  eventIds: string[];
+  token: string | null;
+  answer: LieAnswer;
+}
+
+/** What the receiver answered one posting: a status and its `stored` count, or the connection cut. */
+export type LieHttpAnswer = { status: number; stored: number } | 'reset';
+export type LieAnswer = 'refused' | 'skipped' | 'believed' | 'failed';
+
+/**
+ * How one answer counts: a 4xx is refused (and a cut connection too, for an oversized body, which a receiver
+ * may stop reading); a 2xx with nothing stored is taken and skipped, one that stored an event is believed;
+ * anything else (5xx, a cut connection otherwise) is the receiver failing.
+ */
+export function lieAnswer(kind: WebhookLieKind, answer: LieHttpAnswer): LieAnswer {
+  if (answer === 'reset') return kind === 'oversized' ? 'refused' : 'failed';
+  if (answer.status >= 400 && answer.status < 500) return 'refused';
+  if (answer.status >= 200 && answer.status < 300) return answer.stored > 0 ? 'believed' : 'skipped';
+  return 'failed';
+}
+
 export interface LieRequest {
   body: string;
   headers: Record<string, string>;
   /** False for the genuine first posting a replay repeats: only the repeat is the lie. */
   isLie: boolean;
+  /** The provider event ids its body carries (none for a body that is not JSON). */
+  eventIds: string[];
+  /** What the receiver would keep as its replay token (Mailgun's token, SendGrid's signature), or null. */
+  token: string | null;
 }
 
 export interface LieSigning {
@@ -63,34 +95,48 @@ export function lieRequests(
   const otherKey = message.sendKey?.replace(`/${message.orderId}/`, `/${otherOrder}/`) ?? `x/${otherOrder}`;
   const ownEvent = (overrides: Record<string, unknown> = {}) =>
     sendgrid ? sendGridEvent(message, seconds, overrides) : mailgunEvent(message, seconds, overrides);
-  const signed = (body: string, at = seconds): LieRequest =>
-    sendgrid
-      ? {
-          body,
-          headers: {
-            'x-twilio-email-event-webhook-signature': signing.signSendGrid(body, at),
-            'x-twilio-email-event-webhook-timestamp': String(at),
-          },
-          isLie: true,
-        }
-      : { body, headers: {}, isLie: true };
-  const mailgunBody = (eventData: unknown, at = seconds, key = signing.mailgunSigningKey): string => {
+  const signed = (
+    body: string,
+    at = seconds,
+    eventIds: string[] = [],
+    token: string | null = null,
+  ): LieRequest => {
+    if (!sendgrid) return { body, headers: {}, isLie: true, eventIds, token };
+    const signature = signing.signSendGrid(body, at);
+    return {
+      body,
+      headers: {
+        'x-twilio-email-event-webhook-signature': signature,
+        'x-twilio-email-event-webhook-timestamp': String(at),
+      },
+      isLie: true,
+      eventIds,
+      token: signature,
+    };
+  };
+  const idOf = (event: Record<string, unknown>): string => String(sendgrid ? event.sg_event_id : event.id);
+  const genuine = (
+    event: Record<string, unknown>,
+    at = seconds,
+    key = signing.mailgunSigningKey,
+  ): LieRequest => {
+    if (sendgrid) return signed(JSON.stringify([event]), at, [idOf(event)]);
     const timestamp = String(at);
     const token = randomBytes(25).toString('hex');
-    return JSON.stringify({
+    const body = JSON.stringify({
       signature: { timestamp, token, signature: mailgunSignature(key, timestamp, token) },
-      'event-data': eventData,
+      'event-data': event,
     });
+    return signed(body, at, [idOf(event)], token);
   };
-  const genuine = (event: unknown, at = seconds, key?: string): LieRequest =>
-    sendgrid ? signed(JSON.stringify([event]), at) : signed(mailgunBody(event, at, key), at);
 
   switch (kind) {
     case 'forged': {
       if (!sendgrid) return [genuine(ownEvent(), seconds, `${signing.mailgunSigningKey}-not`)];
       const request = genuine(ownEvent());
-      request.headers['x-twilio-email-event-webhook-signature'] = randomBytes(71).toString('base64');
-      return [request];
+      const forged = randomBytes(71).toString('base64');
+      request.headers['x-twilio-email-event-webhook-signature'] = forged;
+      return [{ ...request, token: forged }];
     }
     case 'replayed': {
       const first = genuine(ownEvent());
@@ -123,15 +169,21 @@ export function lieRequests(
           : { 'user-variables': { order_id: `INV-${message.orderId}` } },
       );
       if (!sendgrid) return [genuine(stranger)];
-      const wrongKey = ownEvent({ send_key: otherKey });
-      return [
-        signed(JSON.stringify([stranger, wrongKey, ownEvent({ order_id: 'shop-42', send_key: 'their' })])),
+      const batch = [
+        stranger,
+        ownEvent({ send_key: otherKey }),
+        ownEvent({ order_id: 'shop-42', send_key: 'their' }),
       ];
+      return [signed(JSON.stringify(batch), seconds, batch.map(idOf))];
     }
   }
 }
 
-function sendGridEvent(message: ReceivedMessage, seconds: number, overrides: Record<string, unknown>) {
+function sendGridEvent(
+  message: ReceivedMessage,
+  seconds: number,
+  overrides: Record<string, unknown>,
+): Record<string, unknown> {
   return {
     email: message.to,
     timestamp: seconds,
@@ -145,7 +197,11 @@ function sendGridEvent(message: ReceivedMessage, seconds: number, overrides: Rec
   };
 }
 
-function mailgunEvent(message: ReceivedMessage, seconds: number, overrides: Record<string, unknown>) {
+function mailgunEvent(
+  message: ReceivedMessage,
+  seconds: number,
+  overrides: Record<string, unknown>,
+): Record<string, unknown> {
   return {
     event: 'accepted',
     id: `sbx-lie-${randomBytes(8).toString('hex')}`,

@@ -13,11 +13,14 @@ import { seededRandom, InvalidFaultError } from './faults';
 import type { ReceivedMessage } from './records';
 import {
   emptyLieCounts,
+  lieAnswer,
   lieRequests,
+  type LieHttpAnswer,
   WEBHOOK_LIE_KINDS,
   type LieRequest,
   type WebhookLieCount,
   type WebhookLieKind,
+  type WebhookLiePosting,
 } from './webhookLies';
 
 export interface WebhookSettings {
@@ -70,6 +73,7 @@ export class SandboxWebhooks {
   private random: () => number;
   private lieRandom: () => number;
   private lieCounts = emptyLieCounts();
+  private liePostingList: WebhookLiePosting[] = [];
   private pool: Pool | null = null;
   private poolUrl: string | null = null;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -115,6 +119,11 @@ export class SandboxWebhooks {
   /** The lies told so far, by kind, with how the receiver answered them. */
   lies(): Record<WebhookLieKind, WebhookLieCount> {
     return structuredClone(this.lieCounts);
+  }
+
+  /** Every posting a lie made (a replay's genuine first posting included), with the receiver's answer. */
+  liePostings(): WebhookLiePosting[] {
+    return this.liePostingList.map((posting) => ({ ...posting, eventIds: [...posting.eventIds] }));
   }
 
   /** Every posting so far, retries and duplicates included. */
@@ -168,15 +177,22 @@ export class SandboxWebhooks {
       mailgunSigningKey: this.mailgunSigningKey,
     };
     for (const request of lieRequests(kind, message, signing, new Date())) {
-      const answer = await this.postOnce(url, message.provider as 'sendgrid' | 'mailgun', request);
+      const answer = lieAnswer(
+        kind,
+        await this.postOnce(url, message.provider as 'sendgrid' | 'mailgun', request),
+      );
+      this.liePostingList.push({
+        kind,
+        orderId: message.orderId,
+        isLie: request.isLie,
+        eventIds: request.eventIds,
+        token: request.token,
+        answer,
+      });
       if (!request.isLie) continue;
       const count = this.lieCounts[kind];
       count.posted += 1;
-      if (answer === 'reset') count[kind === 'oversized' ? 'refused' : 'failed'] += 1;
-      else if (answer.status >= 400 && answer.status < 500) count.refused += 1;
-      else if (answer.status >= 200 && answer.status < 300)
-        count[answer.stored > 0 ? 'believed' : 'skipped'] += 1;
-      else count.failed += 1;
+      count[answer] += 1;
     }
   }
 
@@ -185,7 +201,7 @@ export class SandboxWebhooks {
     url: string,
     provider: 'sendgrid' | 'mailgun',
     request: LieRequest,
-  ): Promise<{ status: number; stored: number } | 'reset'> {
+  ): Promise<LieHttpAnswer> {
     try {
       const response = await this.poolFor(url).request({
         method: 'POST',
@@ -222,6 +238,7 @@ export class SandboxWebhooks {
     this.random = seededRandom(this.seed);
     this.lieRandom = seededRandom(this.seed ^ 0x11e5);
     this.lieCounts = emptyLieCounts();
+    this.liePostingList = [];
   }
 
   async close(): Promise<void> {

@@ -57,6 +57,15 @@ export function createDatabase(
     },
     async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
       const client = await pool.connect();
+      // A checked-out client has no pool listener: a server restart or a terminated backend between two
+      // statements of the transaction would be an unhandled 'error' event and end the process. Caught here,
+      // the next statement fails instead (the transaction throws), and the broken client is not reused.
+      let lost: Error | undefined;
+      const onLost = (error: Error): void => {
+        lost = error;
+        onError(describeDatabaseError(error));
+      };
+      client.on('error', onLost);
       try {
         await client.query('BEGIN');
         const result = await work(client);
@@ -66,7 +75,8 @@ export function createDatabase(
         await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       } finally {
-        client.release();
+        client.removeListener('error', onLost);
+        client.release(lost);
       }
     },
     async close() {
