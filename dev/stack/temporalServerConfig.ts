@@ -37,8 +37,73 @@ export interface TemporalServerConfigInput {
   tls?: TemporalServerTls;
 }
 
+/** The ports of one service in one process: its gRPC port, its membership (ringpop) port, the frontend's HTTP port. */
+export interface ServicePorts {
+  grpcPort: number;
+  membershipPort: number;
+  httpPort?: number;
+}
+
+export type TemporalServiceName = 'frontend' | 'history' | 'matching' | 'worker';
+
+/**
+ * One host of a cluster (dev/stack/temporalCluster.ts): a process that runs some of the services, with ports of
+ * its own. The hosts find each other through the cluster_membership table of the shared database.
+ */
+export interface TemporalClusterHostConfigInput extends Omit<TemporalServerConfigInput, 'ports'> {
+  /** The services this process runs, and their ports. */
+  services: Partial<Record<TemporalServiceName, ServicePorts>>;
+  metricsPort: number;
+  /**
+   * What clients use as the cluster's address (the frontends' balancer); the cluster metadata names it. The
+   * internal worker service finds a frontend through membership, not through this.
+   */
+  publicAddress: string;
+  /**
+   * A frontend's HTTP port, for a host that runs no frontend: the server reads it from the frontend's section to
+   * reach a frontend's HTTP API (found through membership) from history and the worker service.
+   */
+  frontendHttpPort: number;
+  /** Connections to each database per process (a cluster has several processes on one Postgres). */
+  maxConns?: { default: number; visibility: number };
+}
+
 export function renderTemporalServerConfig(input: TemporalServerConfigInput): string {
-  const { ip, ports } = input;
+  const { ports } = input;
+  return renderConfig({
+    ...input,
+    metricsPort: ports.metrics,
+    publicAddress: `${input.ip}:${ports.frontendGrpc}`,
+    services: {
+      frontend: {
+        grpcPort: ports.frontendGrpc,
+        membershipPort: ports.frontendMembership,
+        httpPort: ports.frontendHttp,
+      },
+      history: { grpcPort: ports.historyGrpc, membershipPort: ports.historyMembership },
+      matching: { grpcPort: ports.matchingGrpc, membershipPort: ports.matchingMembership },
+      worker: { grpcPort: ports.workerGrpc, membershipPort: ports.workerMembership },
+    },
+  });
+}
+
+/** The config of one host of a cluster: only its own services' sections carry ports it binds. */
+export function renderTemporalClusterHostConfig(input: TemporalClusterHostConfigInput): string {
+  const services = { ...input.services };
+  // Not bound here (this process does not run a frontend): only the HTTP port is read from it.
+  services.frontend ??= { grpcPort: 0, membershipPort: 0, httpPort: input.frontendHttpPort };
+  return renderConfig({ ...input, services });
+}
+
+function renderConfig(
+  input: Omit<TemporalServerConfigInput, 'ports'> & {
+    services: Partial<Record<TemporalServiceName, ServicePorts>>;
+    metricsPort: number;
+    publicAddress: string;
+    maxConns?: { default: number; visibility: number };
+  },
+): string {
+  const { ip } = input;
   const sql = (databaseName: string, maxConns: number) => ({
     sql: {
       pluginName: 'postgres12',
@@ -52,7 +117,7 @@ export function renderTemporalServerConfig(input: TemporalServerConfigInput): st
       maxConnLifetime: '1h',
     },
   });
-  const service = (grpcPort: number, membershipPort: number, httpPort?: number) => ({
+  const service = ({ grpcPort, membershipPort, httpPort }: ServicePorts) => ({
     rpc: {
       grpcPort,
       membershipPort,
@@ -67,8 +132,8 @@ export function renderTemporalServerConfig(input: TemporalServerConfigInput): st
       visibilityStore: 'postgres-visibility',
       numHistoryShards: input.historyShards,
       datastores: {
-        'postgres-default': sql(input.temporalDatabase, 20),
-        'postgres-visibility': sql(input.visibilityDatabase, 10),
+        'postgres-default': sql(input.temporalDatabase, input.maxConns?.default ?? 20),
+        'postgres-visibility': sql(input.visibilityDatabase, input.maxConns?.visibility ?? 10),
       },
     },
     global: {
@@ -76,16 +141,13 @@ export function renderTemporalServerConfig(input: TemporalServerConfigInput): st
       // pprof stays off: port 0.
       pprof: { port: 0 },
       metrics: {
-        prometheus: { framework: 'tally', timerType: 'histogram', listenAddress: `${ip}:${ports.metrics}` },
+        prometheus: { framework: 'tally', timerType: 'histogram', listenAddress: `${ip}:${input.metricsPort}` },
       },
       ...(input.tls === undefined ? {} : { tls: tlsSection(input.tls) }),
     },
-    services: {
-      frontend: service(ports.frontendGrpc, ports.frontendMembership, ports.frontendHttp),
-      history: service(ports.historyGrpc, ports.historyMembership),
-      matching: service(ports.matchingGrpc, ports.matchingMembership),
-      worker: service(ports.workerGrpc, ports.workerMembership),
-    },
+    services: Object.fromEntries(
+      Object.entries(input.services).map(([name, ports]) => [name, service(ports)]),
+    ),
     clusterMetadata: {
       enableGlobalNamespace: false,
       failoverVersionIncrement: 10,
@@ -96,7 +158,7 @@ export function renderTemporalServerConfig(input: TemporalServerConfigInput): st
           enabled: true,
           initialFailoverVersion: 1,
           rpcName: 'frontend',
-          rpcAddress: `${ip}:${ports.frontendGrpc}`,
+          rpcAddress: input.publicAddress,
         },
       },
     },
