@@ -84,10 +84,7 @@ export function formatReport(report: RunReport): string {
         `rolling restarts ${acts.rollingRestarts} (${acts.rolledHosts} hosts)` +
         (acts.failedActs > 0 ? `; ${acts.failedActs} acts FAILED` : ''),
     );
-    row(
-      'Shards at the end',
-      `${counts(shardsAtEnd)} (of ${historyShards})`,
-    );
+    row('Shards at the end', `${counts(shardsAtEnd)} (of ${historyShards})`);
     const { workflowTasks, activityTasks } = redeliveries;
     row(
       'Workflow tasks',

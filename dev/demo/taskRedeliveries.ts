@@ -66,13 +66,17 @@ export function countTaskRedeliveries(events: HistoryEvent[], into: TaskRedelive
         break;
       case EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT: {
         const type = event.workflowTaskTimedOutEventAttributes?.timeoutType;
-        if (type === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START) into.workflowTasks.timedOutScheduleToStart += 1;
+        if (type === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START)
+          into.workflowTasks.timedOutScheduleToStart += 1;
         else into.workflowTasks.timedOutStartToClose += 1;
         break;
       }
       case EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED: {
         const cause = event.workflowTaskFailedEventAttributes?.cause ?? 0;
-        const name = (WorkflowTaskFailedCause[cause] ?? String(cause)).replace('WORKFLOW_TASK_FAILED_CAUSE_', '');
+        const name = (WorkflowTaskFailedCause[cause] ?? String(cause)).replace(
+          'WORKFLOW_TASK_FAILED_CAUSE_',
+          '',
+        );
         into.workflowTasks.failed[name] = (into.workflowTasks.failed[name] ?? 0) + 1;
         break;
       }

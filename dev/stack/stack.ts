@@ -102,7 +102,11 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   await chmod(options.directory, 0o755);
   const tools = await ensureStackTools(settings, { log });
   const clusterShape =
-    options.cluster === true ? DEFAULT_CLUSTER_SHAPE : options.cluster === false ? undefined : options.cluster;
+    options.cluster === true
+      ? DEFAULT_CLUSTER_SHAPE
+      : options.cluster === false
+        ? undefined
+        : options.cluster;
   if (clusterShape !== undefined && options.tls !== undefined) {
     throw new Error('the cluster stack runs without TLS; the mTLS stack is the single-process server');
   }
@@ -167,7 +171,9 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
 
     const tls = options.tls;
     let cluster: RunningTemporalCluster | null = null;
-    let temporal: Pick<RunningTemporalServer, 'address' | 'metricsUrl'> & { processes: () => ManagedProcess[] };
+    let temporal: Pick<RunningTemporalServer, 'address' | 'metricsUrl'> & {
+      processes: () => ManagedProcess[];
+    };
     if (clusterShape !== undefined) {
       const started = await startTemporalCluster({
         serverBinary: tools.temporalServer,

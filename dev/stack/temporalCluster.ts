@@ -263,9 +263,7 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
       const failure = failed();
       if (failure !== null) throw new Error(failure);
       const ready =
-        plan.service === 'history'
-          ? (await shardsOf(plan)) > 0
-          : await canConnect(ip, plan.ports.grpcPort);
+        plan.service === 'history' ? (await shardsOf(plan)) > 0 : await canConnect(ip, plan.ports.grpcPort);
       if (ready) return;
       if (Date.now() > deadline) throw new Error(`${plan.name} did not serve in time`);
       await sleep(250);
@@ -420,7 +418,12 @@ async function readMembership(
       `SELECT role, rpc_address || ':' || rpc_port AS host FROM cluster_membership
         WHERE last_heartbeat > now() AT TIME ZONE 'UTC' - interval '20 seconds' ORDER BY host`,
     );
-    const roles: Record<TemporalServiceName, string[]> = { frontend: [], history: [], matching: [], worker: [] };
+    const roles: Record<TemporalServiceName, string[]> = {
+      frontend: [],
+      history: [],
+      matching: [],
+      worker: [],
+    };
     for (const row of rows) {
       const role = ROLE_NAMES[row.role];
       if (role !== undefined && !roles[role].includes(row.host)) roles[role].push(row.host);

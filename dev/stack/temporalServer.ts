@@ -240,7 +240,9 @@ export async function createNamespace(
   }
 }
 
-export async function tlsConnectionOptions(tls: TemporalServerOptions['tls']): Promise<Partial<ConnectionOptions>> {
+export async function tlsConnectionOptions(
+  tls: TemporalServerOptions['tls'],
+): Promise<Partial<ConnectionOptions>> {
   if (tls === undefined) return {};
   return {
     tls: {

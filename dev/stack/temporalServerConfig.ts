@@ -141,7 +141,11 @@ function renderConfig(
       // pprof stays off: port 0.
       pprof: { port: 0 },
       metrics: {
-        prometheus: { framework: 'tally', timerType: 'histogram', listenAddress: `${ip}:${input.metricsPort}` },
+        prometheus: {
+          framework: 'tally',
+          timerType: 'histogram',
+          listenAddress: `${ip}:${input.metricsPort}`,
+        },
       },
       ...(input.tls === undefined ? {} : { tls: tlsSection(input.tls) }),
     },

@@ -68,13 +68,17 @@ describe('the Temporal server as a cluster of processes', () => {
     // The cluster's own databases, with 16 shards: the single server's 4 would leave a host little to own.
     const info = await testStack.client.workflowService.getClusterInfo({});
     expect(info.historyShardCount).toBe(16);
-    const shards = await waitFor('both history hosts to own shards', async () => {
-      const owned = await cluster.shardOwnership();
-      const counts = Object.values(owned);
-      return counts.length === 2 && counts.every((count) => count > 0) && sum(counts) === 16
-        ? owned
-        : undefined;
-    }, 60_000);
+    const shards = await waitFor(
+      'both history hosts to own shards',
+      async () => {
+        const owned = await cluster.shardOwnership();
+        const counts = Object.values(owned);
+        return counts.length === 2 && counts.every((count) => count > 0) && sum(counts) === 16
+          ? owned
+          : undefined;
+      },
+      60_000,
+    );
     expect(Object.keys(shards).sort()).toEqual(['history-1', 'history-2']);
   });
 
