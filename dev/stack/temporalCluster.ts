@@ -172,6 +172,12 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
   const frontendAddresses = frontendPlans.map((plan) => `${ip}:${plan.ports.grpcPort}`);
   const address = `${ip}:${balancerPort}`;
 
+  const firstOfEach = Object.fromEntries(
+    (['frontend', 'history', 'matching', 'worker'] as const).map((service) => [
+      service,
+      plans.find((plan) => plan.service === service)!.ports,
+    ]),
+  ) as Record<TemporalServiceName, ServicePorts>;
   await mkdir(options.directory, { recursive: true });
   const dynamicConfigFile = path.join(options.directory, 'dynamicconfig.yaml');
   await writeFile(
@@ -185,10 +191,11 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
       path.join(plan.directory, 'config', 'development.yaml'),
       renderTemporalClusterHostConfig({
         ip,
-        services: { [plan.service]: plan.ports },
+        service: plan.service,
+        ports: plan.ports,
+        otherServices: firstOfEach,
         metricsPort: plan.metricsPort,
         publicAddress: address,
-        frontendHttpPort: frontendPlans[0]?.ports.httpPort ?? 0,
         postgres: {
           host: postgres.hostname,
           port: Number(postgres.port || '5432'),
@@ -246,10 +253,11 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     }
   };
 
-  /** Serving: a frontend answers for the namespace; history owns shards; matching and worker listen. */
+  /** Serving: a frontend answers for the namespace; history owns shards; matching listens; the worker joined. */
   const waitReady = async (plan: HostPlan, namespace: string, deadline: number): Promise<void> => {
     const child = running.get(plan.name);
-    const failed = (): string | null => child?.exitDescription() ?? 'not started';
+    const failed = (): string | null =>
+      child === undefined ? `${plan.name} is not started` : child.exitDescription();
     if (plan.service === 'frontend') {
       await waitForTemporal({
         address: `${ip}:${plan.ports.grpcPort}`,
@@ -262,8 +270,11 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     for (;;) {
       const failure = failed();
       if (failure !== null) throw new Error(failure);
+      // The worker service serves no gRPC; it is in the cluster once its membership port answers.
       const ready =
-        plan.service === 'history' ? (await shardsOf(plan)) > 0 : await canConnect(ip, plan.ports.grpcPort);
+        plan.service === 'history'
+          ? (await shardsOf(plan)) > 0
+          : await canConnect(ip, plan.service === 'worker' ? plan.ports.membershipPort : plan.ports.grpcPort);
       if (ready) return;
       if (Date.now() > deadline) throw new Error(`${plan.name} did not serve in time`);
       await sleep(250);
@@ -277,9 +288,11 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     if (child === undefined) return;
     await child.stop({ graceMs: STOP_GRACE_MS, signal });
   };
-  /** Starts a host, again and again while it exits before it serves (e.g. Postgres is restarting). */
-  const startHost = async (plan: HostPlan): Promise<void> => {
-    const deadline = Date.now() + HOST_READY_TIMEOUT_MS;
+  /**
+   * Starts a host, again and again while it exits before it serves: Postgres is restarting, or (on a new
+   * database) another host is writing the cluster's metadata at the same moment, which makes all but one exit.
+   */
+  const startHost = async (plan: HostPlan, deadline = Date.now() + HOST_READY_TIMEOUT_MS): Promise<void> => {
     for (;;) {
       const child = launch(plan);
       try {
@@ -306,17 +319,9 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
   };
 
   try {
-    for (const plan of plans) launch(plan);
     balancer = await startFrontendBalancer({ ip, port: balancerPort, frontends: frontendAddresses });
     const deadline = Date.now() + (options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
-    const anyExited = (): string | null => {
-      for (const [name, child] of running) {
-        const exited = child.exitDescription();
-        if (exited !== null) return `${name}: ${exited}\n${child.output()}`;
-      }
-      return null;
-    };
-    await waitForTemporal({ address, namespace: 'temporal-system', deadline, hasFailed: anyExited });
+    await Promise.all(plans.map((plan) => startHost(plan, deadline)));
     await createNamespace(
       {
         temporalCli: options.temporalCli,
@@ -326,11 +331,11 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
       },
       address,
     );
-    await waitForTemporal({ address, namespace: options.namespace, deadline, hasFailed: anyExited });
     namespaceReady = true;
+    await waitForTemporal({ address, namespace: options.namespace, deadline });
     await registerSearchAttributes({ namespace: options.namespace }, connectionOptions, deadline);
-    // Every host serving, each frontend for the namespace (a frontend's namespace registry refreshes on its own).
-    for (const plan of plans) await waitReady(plan, options.namespace, deadline);
+    // Each frontend serving the namespace (a frontend's namespace registry refreshes on its own).
+    for (const plan of frontendPlans) await waitReady(plan, options.namespace, deadline);
   } catch (error) {
     await stopAll().catch(() => undefined);
     throw error;

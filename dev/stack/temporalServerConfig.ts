@@ -47,23 +47,23 @@ export interface ServicePorts {
 export type TemporalServiceName = 'frontend' | 'history' | 'matching' | 'worker';
 
 /**
- * One host of a cluster (dev/stack/temporalCluster.ts): a process that runs some of the services, with ports of
- * its own. The hosts find each other through the cluster_membership table of the shared database.
+ * One host of a cluster (dev/stack/temporalCluster.ts): a process that runs one of the services, with ports of
+ * its own. The hosts find each other through the cluster_membership table of the shared database and ringpop.
  */
 export interface TemporalClusterHostConfigInput extends Omit<TemporalServerConfigInput, 'ports'> {
-  /** The services this process runs, and their ports. */
-  services: Partial<Record<TemporalServiceName, ServicePorts>>;
+  /** The service this process runs, and its ports. */
+  service: TemporalServiceName;
+  ports: ServicePorts;
+  /**
+   * Every service's section, as another host of it has it. The server tracks a membership ring for each
+   * service named in its config (a missing one fails the start: "service not tracked by Monitor"), and a
+   * member advertises its own gRPC port in the ring, so these ports are only read as a fallback; the
+   * frontend's HTTP port is read from here to reach a frontend's HTTP API.
+   */
+  otherServices: Record<TemporalServiceName, ServicePorts>;
   metricsPort: number;
-  /**
-   * What clients use as the cluster's address (the frontends' balancer); the cluster metadata names it. The
-   * internal worker service finds a frontend through membership, not through this.
-   */
+  /** What clients use as the cluster's address (the frontends' balancer); the cluster metadata names it. */
   publicAddress: string;
-  /**
-   * A frontend's HTTP port, for a host that runs no frontend: the server reads it from the frontend's section to
-   * reach a frontend's HTTP API (found through membership) from history and the worker service.
-   */
-  frontendHttpPort: number;
   /** Connections to each database per process (a cluster has several processes on one Postgres). */
   maxConns?: { default: number; visibility: number };
 }
@@ -87,12 +87,9 @@ export function renderTemporalServerConfig(input: TemporalServerConfigInput): st
   });
 }
 
-/** The config of one host of a cluster: only its own services' sections carry ports it binds. */
+/** The config of one host of a cluster: its own service's section carries the ports it binds. */
 export function renderTemporalClusterHostConfig(input: TemporalClusterHostConfigInput): string {
-  const services = { ...input.services };
-  // Not bound here (this process does not run a frontend): only the HTTP port is read from it.
-  services.frontend ??= { grpcPort: 0, membershipPort: 0, httpPort: input.frontendHttpPort };
-  return renderConfig({ ...input, services });
+  return renderConfig({ ...input, services: { ...input.otherServices, [input.service]: input.ports } });
 }
 
 function renderConfig(
