@@ -251,7 +251,7 @@ function isAlive(pid: number): boolean {
 /** Whether `pid` runs this file (Linux /proc); elsewhere it is taken on trust. */
 function isStackProcess(pid: number): boolean {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(path.join('src', 'cli', 'stack.ts'));
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(path.join('dev', 'cli', 'stack.ts'));
   } catch {
     return !existsSync('/proc/self');
   }
