@@ -1,8 +1,12 @@
 // `npm run stack`: the production topology of docker-compose.yml, natively (dev/stack/stack.ts). Runs in
 // the foreground until Ctrl-C; `npm run stack -- --down` (from another terminal) stops a running one.
 //
-//   npm run stack [-- --workers N] [--temporal-port P] [--ui-port P] [--fresh]
+//   npm run stack [-- --workers N] [--temporal-port P] [--ui-port P] [--fresh] [--cluster]
 //   npm run stack -- --down
+//
+// --cluster runs the Temporal server as a cluster (dev/stack/temporalCluster.ts): two frontends behind one
+// address, two history hosts sharing 16 shards, two matching hosts and the internal worker service, each a
+// process of its own, on Temporal databases of their own (temporal_cluster, temporal_visibility_cluster).
 //
 // With DATABASE_URL set, Temporal's databases go on that Postgres server and the workers use DATABASE_URL;
 // without it, an embedded Postgres keeps its data in .tmp/stack/postgres across runs (--fresh wipes it).
@@ -34,7 +38,7 @@ interface StackState {
 }
 
 const USAGE = `Usage:
-  npm run stack [-- --workers N] [--temporal-port P] [--ui-port P] [--fresh]
+  npm run stack [-- --workers N] [--temporal-port P] [--ui-port P] [--fresh] [--cluster]
   npm run stack -- --down`;
 
 async function main(): Promise<void> {
@@ -45,6 +49,7 @@ async function main(): Promise<void> {
       'temporal-port': { type: 'string' },
       'ui-port': { type: 'string' },
       fresh: { type: 'boolean', default: false },
+      cluster: { type: 'boolean', default: false },
       // Internal: the stack itself, in its own process group.
       run: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -67,6 +72,7 @@ async function main(): Promise<void> {
           : integerOption('--temporal-port', values['temporal-port']),
       uiPort: values['ui-port'] === undefined ? undefined : integerOption('--ui-port', values['ui-port']),
       fresh: values.fresh,
+      cluster: values.cluster,
     });
     return;
   }
@@ -103,6 +109,7 @@ async function run(options: {
   temporalPort?: number;
   uiPort?: number;
   fresh: boolean;
+  cluster: boolean;
 }): Promise<void> {
   await releaseEmbeddedPostgresSignalHooks();
   let stopRequested = false;
@@ -133,6 +140,7 @@ async function run(options: {
     keepData: true,
     temporalPort: options.temporalPort,
     uiPort: options.uiPort,
+    cluster: options.cluster,
   });
   const state: StackState = {
     pid: process.pid,
@@ -142,7 +150,7 @@ async function run(options: {
     processes: stack.processes(),
   };
   await writeFile(STATE_FILE, `${JSON.stringify(state, null, 2)}\n`);
-  printSummary(stack);
+  await printSummary(stack);
 
   if (!stopRequested) await stopped;
   try {
@@ -153,10 +161,18 @@ async function run(options: {
   console.log('[stack] stopped');
 }
 
-function printSummary(stack: RunningStack): void {
+async function printSummary(stack: RunningStack): Promise<void> {
+  const cluster = stack.cluster;
+  const shards = cluster === null ? {} : await cluster.shardOwnership();
   const lines = [
     '',
-    `Temporal server   ${stack.temporalAddress}   (namespace ${stack.namespace})`,
+    `Temporal ${cluster === null ? 'server ' : 'cluster'}  ${stack.temporalAddress}   (namespace ${stack.namespace})`,
+    ...(cluster?.hosts.map(
+      (host) =>
+        `  ${host.name.padEnd(12)}    ${host.grpcAddress}` +
+        (host.service === 'history' ? `  ${shards[host.name] ?? 0} of ${cluster.historyShards} shards` : '') +
+        `  (log: ${host.logFile})`,
+    ) ?? []),
     `Temporal Web UI   ${stack.uiUrl ?? '(none)'}`,
     `App database      ${redact(stack.databaseUrl)}`,
     `Mail sandbox      ${stack.sandbox?.url ?? '(a real mail API)'}`,
@@ -235,7 +251,7 @@ function isAlive(pid: number): boolean {
 /** Whether `pid` runs this file (Linux /proc); elsewhere it is taken on trust. */
 function isStackProcess(pid: number): boolean {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(path.join('src', 'cli', 'stack.ts'));
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(path.join('dev', 'cli', 'stack.ts'));
   } catch {
     return !existsSync('/proc/self');
   }

@@ -91,6 +91,33 @@ export function formatReport(report: RunReport): string {
       '; ' +
       `Postgres restarted ${report.faults.postgresRestarts}; Temporal restarted ${report.faults.temporalRestarts}`,
   );
+  if (report.cluster !== null) {
+    const { acts, redeliveries, shardsAtEnd, historyShards } = report.cluster;
+    row(
+      'Cluster acts',
+      `${acts.serviceKillsOrRestarts} service kills or restarts: history hosts killed ${acts.historyKills}, ` +
+        `matching hosts killed ${acts.matchingKills}, frontends restarted ${acts.frontendRestarts}, ` +
+        `rolling restarts ${acts.rollingRestarts} (${acts.rolledHosts} hosts)` +
+        (acts.failedActs > 0 ? `; ${acts.failedActs} acts FAILED` : ''),
+    );
+    row('Shards at the end', `${counts(shardsAtEnd)} (of ${historyShards})`);
+    const { workflowTasks, activityTasks } = redeliveries;
+    row(
+      'Workflow tasks',
+      `${workflowTasks.scheduled} scheduled; timed out ${workflowTasks.timedOutStartToClose} start-to-close, ` +
+        `${workflowTasks.timedOutScheduleToStart} schedule-to-start; failed ${counts(workflowTasks.failed)}`,
+    );
+    row(
+      'Activity tasks',
+      `${activityTasks.scheduled} started; ${activityTasks.retries} retries (${counts(activityTasks.retriesByType)}), ` +
+        `${activityTasks.retriedAfterTimeout.startToClose} after a start-to-close timeout, ` +
+        `${activityTasks.retriedAfterTimeout.scheduleToStart} schedule-to-start, ` +
+        `${activityTasks.retriedAfterTimeout.heartbeat} heartbeat; timed out for good ${activityTasks.timedOut}` +
+        ` (${redeliveries.workflowsRead} histories read` +
+        (redeliveries.unreadable > 0 ? `, ${redeliveries.unreadable} unreadable` : '') +
+        ')',
+    );
+  }
   row('Elapsed', `${report.elapsedSeconds} s (${report.ordersPerSecond} orders/s)`);
   if (report.operators !== null) lines.push(...formatOperatorSection(report.operators));
 

@@ -43,6 +43,25 @@ export interface OperatorSettings {
   unpauseWithinMs: number;
 }
 
+/** Cluster chaos (--cluster): the Temporal server as a cluster of processes, and acts on its hosts. */
+export interface ClusterSettings {
+  /**
+   * Mean pause between the end of one act on the cluster and the start of the next (a history host SIGKILLed and
+   * started again, a matching host likewise, a frontend restarted, every host restarted in turn); each pause
+   * is drawn at random between half and one and a half of it. 0: the cluster only, no acts.
+   */
+  actEveryMs: number;
+  /** How long a SIGKILLed host stays down before it is started again, at most (drawn from a third of it up). */
+  downForMs: number;
+}
+
+/** What --cluster turns on, unless a flag says otherwise. */
+export const CLUSTER_DEFAULTS = {
+  cluster: { actEveryMs: 15_000, downForMs: 10_000 } satisfies ClusterSettings,
+  /** The brief's fleet: three workers. */
+  workers: 3,
+};
+
 export interface RunOptions {
   profile: 'demo' | 'chaos';
   transport: MailTransportName;
@@ -69,6 +88,8 @@ export interface RunOptions {
   restartTemporalAt: number | null;
   /** Null: no operator acts (the plain demo and chaos runs). */
   operators: OperatorSettings | null;
+  /** Null: the Temporal dev server, one process (every profile but --cluster). */
+  cluster: ClusterSettings | null;
   /**
    * Every how often the reconciliation sweep's Schedule runs during the run (its real Schedule, on the run's
    * task queue); 0 = no Schedule. Whatever this says, a run with operators ends with a sweep of its own.
@@ -125,6 +146,7 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
     restartPostgresAt: null,
     restartTemporalAt: null,
     operators: null,
+    cluster: null,
     sweepEveryMs: 0,
     seed: 1,
     timeoutMs: 300_000,
@@ -160,6 +182,7 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
     restartPostgresAt: 0.35,
     restartTemporalAt: 0.65,
     operators: null,
+    cluster: null,
     sweepEveryMs: 0,
     seed: 1,
     timeoutMs: 1_800_000,
@@ -195,7 +218,17 @@ ${VERIFICATION_USAGE}
   --refuse-every S / --refuse-for S   refuse connections for a while, periodically (0 = off)
   --kill-every S                SIGKILL a random worker every S seconds and start another (0 = off)
   --restart-postgres AT         restart Postgres once AT (0..1) of the orders are done ('off' = never)
-  --restart-temporal AT         restart the Temporal dev server (with its db file) likewise
+  --restart-temporal AT         restart the Temporal dev server (with its db file) likewise; with --cluster,
+                                every host of the cluster at once
+  --cluster                     cluster chaos: the Temporal server as a cluster of processes on the run's
+                                Postgres (two frontends behind one address, two history hosts on 16 shards,
+                                two matching hosts, the worker service; needs the stack's tools, setup.sh
+                                --stack) and, while orders flow, at random moments: a history host SIGKILLed
+                                and started again, a matching host likewise, a frontend restarted, a rolling
+                                restart of every host. The report counts each act and the workflow and
+                                activity tasks the server redelivered (3 workers unless --workers)
+  --cluster-every S             mean pause between two acts on the cluster (15; 0 = the cluster, no acts)
+  --cluster-down-for S          how long a killed host stays down, at most (10)
   --operators                   operator chaos: while orders flow, an operator acts on random in-flight orders
                                 through the real Temporal API and temporal CLI and through npm run ops: workflow
                                 cancel, terminate, reset to the first and to the last workflow task; pause,
@@ -230,6 +263,8 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   // --operators changes defaults that a flag of their own may still set, before or after it.
   const given = new Set<string>();
   let operatorEveryMs: number | null = null;
+  let clusterEveryMs: number | null = null;
+  let clusterDownForMs: number | null = null;
 
   for (let index = 0; index < argv.length; index++) {
     const flag = argv[index]!;
@@ -262,9 +297,6 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         break;
       case '--orders':
         options.orders = positiveInteger(flag, value());
-        break;
-      case '--workers':
-        options.workers = positiveInteger(flag, value());
         break;
       case '--clients':
         options.clients = positiveInteger(flag, value());
@@ -316,6 +348,19 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         operatorEveryMs = seconds(flag, value());
         if (operatorEveryMs <= 0) throw new UsageError(`${flag} must be more than 0 seconds`);
         break;
+      case '--cluster':
+        options.cluster = { ...CLUSTER_DEFAULTS.cluster };
+        break;
+      case '--cluster-every':
+        clusterEveryMs = seconds(flag, value());
+        break;
+      case '--cluster-down-for':
+        clusterDownForMs = seconds(flag, value());
+        break;
+      case '--workers':
+        options.workers = positiveInteger(flag, value());
+        given.add(flag);
+        break;
       case '--sweep-every':
         options.sweepEveryMs = seconds(flag, value());
         given.add(flag);
@@ -359,6 +404,13 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
     if (!given.has('--sweep-every')) options.sweepEveryMs = OPERATOR_DEFAULTS.sweepEveryMs;
   } else if (operatorEveryMs !== null) {
     throw new UsageError('--operator-every needs --operators');
+  }
+  if (options.cluster !== null) {
+    if (clusterEveryMs !== null) options.cluster.actEveryMs = clusterEveryMs;
+    if (clusterDownForMs !== null) options.cluster.downForMs = clusterDownForMs;
+    if (!given.has('--workers')) options.workers = CLUSTER_DEFAULTS.workers;
+  } else if (clusterEveryMs !== null || clusterDownForMs !== null) {
+    throw new UsageError('--cluster-every and --cluster-down-for need --cluster');
   }
   const total = (Object.values(options.faults) as number[]).reduce(
     (sum, probability) => sum + probability,

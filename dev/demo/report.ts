@@ -3,7 +3,9 @@
 // Pure, so the invariants themselves are unit-tested (test/demo/report.test.ts).
 import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import { summarizeCustomers, type CustomerOutcomes, type VerificationFact } from './customerOutcomes';
+import type { ClusterChaosCounts } from './clusterChaos';
 import type { InboxFacts } from './inbox';
+import type { TaskRedeliveries } from './taskRedeliveries';
 import { buildLieSection, type LieSection, type LiesTold } from './lieReport';
 import {
   buildWebhookLieSection,
@@ -89,6 +91,15 @@ export interface ChaosCounts {
   refusedWindows: number;
 }
 
+/** A --cluster run: the acts on the cluster's hosts, the tasks the server redelivered, the shards at the end. */
+export interface ClusterFacts {
+  acts: ClusterChaosCounts;
+  redeliveries: TaskRedeliveries;
+  historyShards: number;
+  /** History host → shards it owns once the run is over. */
+  shardsAtEnd: Record<string, number>;
+}
+
 export interface StartCounts {
   clientProcesses: number;
   startCalls: number;
@@ -121,6 +132,8 @@ export interface RunFacts {
   operators?: OperatorFacts | null;
   /** Under --lying-provider with a provider that posts webhooks: the webhook lies and the receiver's rows. */
   webhooks?: WebhookFacts | null;
+  /** The cluster and what was done to it, in a --cluster run; absent or null otherwise. */
+  cluster?: ClusterFacts | null;
 }
 
 export interface InvariantResult {
@@ -190,6 +203,8 @@ export interface RunReport {
   ordersPerSecond: number;
   /** The operator's acts and their counts (dev/demo/operatorReport.ts); null in a run without operators. */
   operators: OperatorSection | null;
+  /** A --cluster run's acts on the cluster and the tasks redelivered; null on the dev server. */
+  cluster: ClusterFacts | null;
   invariants: InvariantResult[];
   ok: boolean;
 }
@@ -317,6 +332,7 @@ export function buildReport(facts: RunFacts): RunReport {
     elapsedSeconds: round(elapsedSeconds, 1),
     ordersPerSecond: elapsedSeconds > 0 ? round(orders.length / elapsedSeconds, 1) : 0,
     operators: facts.operators == null ? null : buildOperatorSection(facts.operators, operatorOrders),
+    cluster: facts.cluster ?? null,
     invariants,
     ok: invariants.every((invariant) => invariant.holds),
   };

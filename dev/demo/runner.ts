@@ -11,6 +11,7 @@ import { releaseEmbeddedPostgresSignalHooks } from './signalHooks';
 import { startClientFleet, type ClientFleet } from './clientFleet';
 import { countRunningWorkflows, readLogFacts, readWebhookRows, readWorkflowFacts } from './facts';
 import { refusedLieTokens, type WebhookFacts } from './webhookLieReport';
+import { startClusterChaos, type ClusterChaos } from './clusterChaos';
 import { formatReport } from './formatReport';
 import { readInboxFacts } from './inbox';
 import type { RunOptions } from './options';
@@ -18,10 +19,11 @@ import { violationStories, type OperatorFacts } from './operatorReport';
 import { startOperators, type Operators } from './operators';
 import { createOperatorTools } from './operatorTools';
 import { createProgressLine, type ProgressLine } from './progress';
-import { buildReport, type ChaosCounts, type RunFacts, type RunReport } from './report';
+import { buildReport, type ChaosCounts, type ClusterFacts, type RunFacts, type RunReport } from './report';
 import { startStack, type Stack } from './stack';
 import { seededRandom } from './startOrdersProcess';
 import { RUN_SWEEP_GRACE_MS, startRunSweeps, type RunSweeps } from './sweep';
+import { readTaskRedeliveries } from './taskRedeliveries';
 import { startWorkerFleet, type WorkerFleet } from './workerFleet';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
@@ -74,6 +76,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       inbox: options.inbox,
       verification: options.verification,
       temporalDbFile: needsDbFile ? path.join(runDirectory, 'temporal.db') : null,
+      clusterDirectory: options.cluster === null ? null : path.join(runDirectory, 'temporal-cluster'),
       onProgress: say,
     });
     const [startedStack, bundlePath] = await interruption.race(
@@ -116,7 +119,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       seed: options.seed,
       rate: options.startRate,
     });
-    chaos = startChaos(options, stack, workers, say);
+    chaos = startChaos(options, stack, workers, random, say);
     if (options.operators !== null || options.sweepEveryMs > 0) {
       sweeps = await startRunSweeps({
         client: temporalClient,
@@ -194,6 +197,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
         taskQueue,
         orderIds,
         chaos: chaos.counts(workers),
+        cluster: chaos.cluster,
         starts,
         elapsedMs,
         startedAt,
@@ -202,6 +206,13 @@ export async function runDemo(options: RunOptions): Promise<number> {
       }),
     );
     await writeFile(path.join(runDirectory, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+    if (report.cluster !== null) {
+      // Every act on the cluster with its moment, hosts and length (the report keeps them too).
+      await writeFile(
+        path.join(runDirectory, 'cluster-acts.json'),
+        `${JSON.stringify(report.cluster.acts.acts, null, 2)}\n`,
+      );
+    }
     if (operators !== null) {
       // Every act with its moment, target and outcome: what the report's operator counts come from. And for
       // each invariant that failed, the whole story of its first orders: acts, runs, row, attempts, messages.
@@ -339,6 +350,8 @@ async function createOrders(db: Database, count: number, avoidOldWorkflowIds: bo
 interface Chaos {
   /** Called with the share of orders done; fires the one-off restarts when their time has come. */
   onProgress(share: number): void;
+  /** The acts on the Temporal cluster, in a --cluster run. */
+  cluster: ClusterChaos | null;
   status(): string;
   counts(workers: WorkerFleet): ChaosCounts;
   stop(): Promise<void>;
@@ -348,6 +361,7 @@ function startChaos(
   options: RunOptions,
   stack: Stack,
   workers: WorkerFleet,
+  random: () => number,
   say: (line: string) => void,
 ): Chaos {
   let stopped = false;
@@ -361,6 +375,16 @@ function startChaos(
   };
   const counts = { postgresRestarts: 0, temporalRestarts: 0, refusedWindows: 0 };
   let restarting: string | null = null;
+  const cluster =
+    options.cluster === null || stack.cluster === null
+      ? null
+      : startClusterChaos({
+          cluster: stack.cluster,
+          settings: options.cluster,
+          random,
+          othersBusy: () => restarting !== null,
+          say,
+        });
 
   const every = (ms: number, action: () => void): NodeJS.Timeout | null =>
     ms > 0 ? setInterval(() => !stopped && action(), ms) : null;
@@ -375,6 +399,8 @@ function startChaos(
     let fired = false;
     return (share: number): void => {
       if (fired || stopped || at === null || share < at || restart === null || restarting !== null) return;
+      // Not while an act on the cluster is under way: one thing restarts at a time.
+      if (cluster?.busy() === true) return;
       fired = true;
       restarting = what;
       const startedAt = Date.now();
@@ -403,7 +429,9 @@ function startChaos(
       postgres(share);
       temporal(share);
     },
-    status: () => (restarting === null ? '' : `${restarting} restarting`),
+    cluster,
+    status: () =>
+      restarting !== null ? `${restarting} restarting` : cluster?.busy() === true ? cluster.status() : '',
     counts: (fleet) => ({
       workerKills: fleet.counts().kills,
       workerRestarts: fleet.counts().restarts,
@@ -413,6 +441,7 @@ function startChaos(
     async stop() {
       stopped = true;
       for (const timer of timers) if (timer !== null) clearInterval(timer);
+      await cluster?.stop();
       while (pending.size > 0) await Promise.all([...pending]);
       await stack.mail.whenListening().catch(() => undefined);
     },
@@ -498,6 +527,7 @@ async function collectReport(input: {
   taskQueue: string;
   orderIds: string[];
   chaos: ChaosCounts;
+  cluster: ClusterChaos | null;
   starts: RunReport['starts'];
   elapsedMs: number;
   /** When the first order was started (Date.now()): every webhook posting of the run was signed after it. */
@@ -523,6 +553,26 @@ async function collectReport(input: {
       sweeps: await input.sweeps!.facts(),
     };
   }
+  let cluster: ClusterFacts | null = null;
+  if (input.stack.cluster !== null) {
+    cluster = {
+      acts:
+        input.cluster?.counts() ??
+        ({
+          historyKills: 0,
+          matchingKills: 0,
+          frontendRestarts: 0,
+          rollingRestarts: 0,
+          rolledHosts: 0,
+          serviceKillsOrRestarts: 0,
+          failedActs: 0,
+          acts: [],
+        } satisfies ClusterFacts['acts']),
+      redeliveries: await readTaskRedeliveries(input.client, Object.keys(workflows.statuses)),
+      historyShards: input.stack.cluster.historyShards,
+      shardsAtEnd: await input.stack.cluster.shardOwnership(),
+    };
+  }
   const facts: RunFacts = {
     profile: input.options.profile,
     transport: mail.transport,
@@ -540,6 +590,7 @@ async function collectReport(input: {
     elapsedMs: input.elapsedMs,
     operators,
     webhooks,
+    cluster,
   };
   return { report: buildReport(facts), facts };
 }

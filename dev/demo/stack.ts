@@ -1,7 +1,8 @@
 // Brings up what the runner is not given an address for: embedded Postgres (else DATABASE_URL), a Temporal dev
 // server with its Web UI (else TEMPORAL_ADDRESS), and always the mail sandbox (HTTP or SMTP), relaying what it
 // accepted to a MailDev inbox unless the run has none. Everything started here is stopped by stop(), which
-// never throws and never waits forever.
+// never throws and never waits forever. With `cluster` (chaos --cluster), the Temporal server is the stack's
+// cluster of processes (dev/stack/temporalCluster.ts) on the run's Postgres instead of the dev server.
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -12,6 +13,14 @@ import { getFreePort } from '../../src/shared/freePort';
 import { devServerSearchAttributes } from '../devtools/searchAttributes';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
 import { startMailDev } from '../devtools/mailDev';
+import { loadStackSettings } from '../stack/stackSettings';
+import { ensureStackTools } from '../stack/stackTools';
+import {
+  CLUSTER_HISTORY_SHARDS,
+  startTemporalCluster,
+  type RunningTemporalCluster,
+} from '../stack/temporalCluster';
+import { applyTemporalSchema } from '../stack/temporalSchema';
 import { startMailTarget, type DemoMailTarget } from './mailTarget';
 import type { FaultMix, MailTransportName } from './options';
 import type { VerificationRunOptions } from './verificationOptions';
@@ -27,6 +36,8 @@ export interface Stack {
   /** Null when the runner did not start the part (an address was given), so it cannot restart it. */
   restartPostgres: (() => Promise<void>) | null;
   restartTemporal: (() => Promise<void>) | null;
+  /** The Temporal cluster of a --cluster run; null on the dev server. */
+  cluster: RunningTemporalCluster | null;
   stop(): Promise<void>;
 }
 
@@ -39,6 +50,8 @@ export async function startStack(options: {
   verification: VerificationRunOptions;
   /** Keep the dev server's state in this SQLite file, so a restart loses nothing. */
   temporalDbFile: string | null;
+  /** Run the Temporal server as a cluster; its configs and logs go in this folder. Null: the dev server. */
+  clusterDirectory: string | null;
   onProgress: (line: string) => void;
 }): Promise<Stack> {
   const stops: (() => Promise<void>)[] = [];
@@ -48,12 +61,31 @@ export async function startStack(options: {
     stops.length = 0;
   };
   try {
-    const [postgres, temporal] = await Promise.all([
-      startPostgres(options.env.DATABASE_URL, options.onProgress),
-      startTemporal(options.env, options.temporalDbFile, options.onProgress),
-    ]);
-    if (postgres.server) stops.push(() => postgres.server!.stop());
-    if (temporal.server) stops.push(() => temporal.server!.stop());
+    let postgres: Awaited<ReturnType<typeof startPostgres>>;
+    let temporal: Awaited<ReturnType<typeof startTemporal>>;
+    let cluster: RunningTemporalCluster | null = null;
+    if (options.clusterDirectory !== null) {
+      if (options.env.TEMPORAL_ADDRESS) {
+        throw new Error('--cluster starts a Temporal cluster of its own; unset TEMPORAL_ADDRESS');
+      }
+      // The cluster keeps its state in the run's Postgres, so Postgres comes first.
+      postgres = await startPostgres(options.env.DATABASE_URL, options.onProgress, 400);
+      if (postgres.server) stops.push(() => postgres.server!.stop());
+      cluster = await startCluster(postgres.databaseUrl, options.clusterDirectory, options.onProgress);
+      const started = cluster;
+      stops.push(() => started.stop());
+      temporal = {
+        info: { address: cluster.address, namespace: loadStackSettings().namespace, uiUrl: null },
+        server: null,
+      };
+    } else {
+      [postgres, temporal] = await Promise.all([
+        startPostgres(options.env.DATABASE_URL, options.onProgress),
+        startTemporal(options.env, options.temporalDbFile, options.onProgress),
+      ]);
+      if (postgres.server) stops.push(() => postgres.server!.stop());
+      if (temporal.server) stops.push(() => temporal.server!.stop());
+    }
     await migrate(postgres.databaseUrl);
 
     // MailDev's usual ports when they are free, like the Web UI's below.
@@ -90,7 +122,13 @@ export async function startStack(options: {
       mail,
       inbox: inbox === null ? null : { webUrl: inbox.webUrl },
       restartPostgres: postgres.server ? () => postgres.server!.restart() : null,
-      restartTemporal: temporal.server?.restart ? () => temporal.server!.restart!() : null,
+      restartTemporal:
+        cluster !== null
+          ? () => cluster.restartAll()
+          : temporal.server?.restart
+            ? () => temporal.server!.restart!()
+            : null,
+      cluster,
       stop: stopAll,
     };
   } catch (error) {
@@ -102,12 +140,13 @@ export async function startStack(options: {
 async function startPostgres(
   databaseUrl: string | undefined,
   onProgress: (line: string) => void,
+  maxConnections?: number,
 ): Promise<{ databaseUrl: string; server: EmbeddedPostgresServer | null }> {
   if (databaseUrl !== undefined && databaseUrl !== '') {
     onProgress('postgres: DATABASE_URL (not started here)');
     return { databaseUrl, server: null };
   }
-  const server = await startEmbeddedPostgres();
+  const server = await startEmbeddedPostgres(maxConnections === undefined ? {} : { maxConnections });
   onProgress(`postgres: embedded, ${redactPassword(server.connectionString)}`);
   return { databaseUrl: server.connectionString, server };
 }
@@ -148,6 +187,50 @@ async function startTemporal(
       (server.uiUrl === null ? '' : `; Web UI ${server.uiUrl} (watch the workflows run)`),
   );
   return { info: { address: server.address, namespace, uiUrl: server.uiUrl }, server };
+}
+
+/**
+ * The stack's Temporal cluster (two frontends behind a balancer, two history hosts, two matching hosts, the
+ * worker service) on databases of its own in the run's Postgres (the admin URL: it creates them).
+ */
+async function startCluster(
+  postgresUrl: string,
+  directory: string,
+  onProgress: (line: string) => void,
+): Promise<RunningTemporalCluster> {
+  const settings = loadStackSettings();
+  const tools = await ensureStackTools(settings, { log: onProgress });
+  const temporalDatabase = `${settings.temporalDatabase}_cluster`;
+  const visibilityDatabase = `${settings.temporalVisibilityDatabase}_cluster`;
+  await applyTemporalSchema({
+    sqlTool: tools.sqlTool,
+    schemaDirectory: tools.schemaDirectory,
+    adminUrl: postgresUrl,
+    temporalDatabase,
+    visibilityDatabase,
+  });
+  const cluster = await startTemporalCluster({
+    serverBinary: tools.temporalServer,
+    temporalCli: tools.temporalCli,
+    directory,
+    ip: '127.0.0.1',
+    postgresUrl,
+    temporalDatabase,
+    visibilityDatabase,
+    historyShards: CLUSTER_HISTORY_SHARDS,
+    namespace: settings.namespace,
+    namespaceRetention: settings.namespaceRetention,
+    searchAttributes: settings.searchAttributes,
+    log: onProgress,
+  });
+  const shards = await cluster.shardOwnership();
+  onProgress(
+    `temporal: cluster ${cluster.address} (${cluster.hosts.map((host) => host.name).join(', ')}); shards ` +
+      Object.entries(shards)
+        .map(([host, owned]) => `${host} ${owned}`)
+        .join(', '),
+  );
+  return cluster;
 }
 
 async function preferredPort(port: number): Promise<number> {

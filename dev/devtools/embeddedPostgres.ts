@@ -16,6 +16,8 @@ export interface EmbeddedPostgresOptions {
    * survive an OS crash anyway. The bench turns it on for the Temporal server's persistence (dev/bench).
    */
   fsync?: boolean;
+  /** Postgres's max_connections (its default is 100): a Temporal cluster's processes each hold a pool. */
+  maxConnections?: number;
 }
 
 export interface EmbeddedPostgresServer {
@@ -73,6 +75,7 @@ export async function startEmbeddedPostgres(
       // cheaper. A killed *postgres* process still loses nothing, so crash tests stay honest.
       '-c',
       `fsync=${options.fsync === true ? 'on' : 'off'}`,
+      ...(options.maxConnections === undefined ? [] : ['-c', `max_connections=${options.maxConnections}`]),
     ],
     onLog: log,
     onError: log,

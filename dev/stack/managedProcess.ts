@@ -61,6 +61,8 @@ export function startManagedProcess(options: {
   // parent cannot run this; `npm run stack -- --down` kills the whole process group instead.)
   const killOnExit = (): void => void child.kill('SIGKILL');
   process.once('exit', killOnExit);
+  // A child that ended (killed, or exited on its own) needs it no more; a cluster restarts hosts many times.
+  void exited.then(() => process.removeListener('exit', killOnExit));
 
   return {
     name: options.name,

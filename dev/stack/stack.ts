@@ -9,7 +9,15 @@ import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../devtools/
 import { startMailSandbox, type MailSandbox } from '../sandbox/mailSandbox';
 import { setUpStackDatabaseRoles } from './stackRoles';
 import { loadStackSettings, type StackSettings } from './stackSettings';
+import type { ManagedProcess } from './managedProcess';
 import { ensureStackTools } from './stackTools';
+import {
+  CLUSTER_HISTORY_SHARDS,
+  DEFAULT_CLUSTER_SHAPE,
+  startTemporalCluster,
+  type ClusterShape,
+  type RunningTemporalCluster,
+} from './temporalCluster';
 import { startTemporalServer, type RunningTemporalServer } from './temporalServer';
 import { applyTemporalSchema } from './temporalSchema';
 import { startUiServer, type RunningUiServer } from './uiServer';
@@ -41,6 +49,12 @@ export interface StackOptions {
   mailApi?: { baseUrl: string; apiKey: string };
   tls?: StackTlsFiles;
   temporalPort?: number;
+  /**
+   * The Temporal server as a cluster of processes (dev/stack/temporalCluster.ts) instead of one: true for two
+   * frontends, two history hosts, two matching hosts and the worker service. It has databases of its own
+   * (<TEMPORAL_DB>_cluster), with CLUSTER_HISTORY_SHARDS shards. Not with `tls`.
+   */
+  cluster?: boolean | ClusterShape;
   /** null: no Web UI. Default: a free port. */
   uiPort?: number | null;
   /** Worker settings (e.g. SEND_ACTIVITY_TIMEOUT_MS) on top of the inherited environment. */
@@ -56,6 +70,8 @@ export interface RunningStack {
   temporalAddress: string;
   namespace: string;
   temporalMetricsUrl: string;
+  /** The cluster, when the stack runs one (StackOptions.cluster); null for the single-process server. */
+  cluster: RunningTemporalCluster | null;
   uiUrl: string | null;
   /** The app's database (orders, order_mail_log), as its admin: for tests and tools; workers use `connections`. */
   databaseUrl: string;
@@ -85,6 +101,23 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   // (mkdtemp makes folders only their owner can enter).
   await chmod(options.directory, 0o755);
   const tools = await ensureStackTools(settings, { log });
+  const clusterShape =
+    options.cluster === true
+      ? DEFAULT_CLUSTER_SHAPE
+      : options.cluster === false
+        ? undefined
+        : options.cluster;
+  if (clusterShape !== undefined && options.tls !== undefined) {
+    throw new Error('the cluster stack runs without TLS; the mTLS stack is the single-process server');
+  }
+  // numHistoryShards is fixed when Temporal's database is created: the cluster gets databases of its own.
+  const temporalDatabases =
+    clusterShape === undefined
+      ? { temporal: settings.temporalDatabase, visibility: settings.temporalVisibilityDatabase }
+      : {
+          temporal: `${settings.temporalDatabase}_cluster`,
+          visibility: `${settings.temporalVisibilityDatabase}_cluster`,
+        };
 
   const stops: { name: string; stop: () => Promise<void> }[] = [];
   const stopAll = async (): Promise<void> => {
@@ -109,6 +142,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       embedded = await startEmbeddedPostgres({
         dataDir: path.join(options.directory, 'postgres'),
         persistent: options.keepData === true,
+        // Seven server processes with a pool each, beside the workers' pools.
+        ...(clusterShape === undefined ? {} : { maxConnections: 400 }),
       });
       stops.push({ name: 'postgres', stop: () => embedded?.stop() ?? Promise.resolve() });
       postgresUrl = embedded.connectionString;
@@ -119,8 +154,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       sqlTool: tools.sqlTool,
       schemaDirectory: tools.schemaDirectory,
       adminUrl: postgresUrl,
-      temporalDatabase: settings.temporalDatabase,
-      visibilityDatabase: settings.temporalVisibilityDatabase,
+      temporalDatabase: temporalDatabases.temporal,
+      visibilityDatabase: temporalDatabases.visibility,
       log,
     });
 
@@ -135,24 +170,56 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     log(`App database ready (${migrated.applied.length} migration(s) applied)`);
 
     const tls = options.tls;
-    const temporal: RunningTemporalServer = await startTemporalServer({
-      serverBinary: tools.temporalServer,
-      temporalCli: tools.temporalCli,
-      directory: path.join(options.directory, 'temporal'),
-      ip: IP,
-      frontendPort: options.temporalPort,
-      postgresUrl,
-      temporalDatabase: settings.temporalDatabase,
-      visibilityDatabase: settings.temporalVisibilityDatabase,
-      historyShards: settings.historyShards,
-      namespace: settings.namespace,
-      namespaceRetention: settings.namespaceRetention,
-      searchAttributes: settings.searchAttributes,
-      tls,
-      echo: options.echo,
-      log,
-    });
-    stops.push({ name: 'temporal server', stop: () => temporal.stop() });
+    let cluster: RunningTemporalCluster | null = null;
+    let temporal: Pick<RunningTemporalServer, 'address' | 'metricsUrl'> & {
+      processes: () => ManagedProcess[];
+    };
+    if (clusterShape !== undefined) {
+      const started = await startTemporalCluster({
+        serverBinary: tools.temporalServer,
+        temporalCli: tools.temporalCli,
+        directory: path.join(options.directory, 'temporal'),
+        ip: IP,
+        port: options.temporalPort,
+        postgresUrl,
+        temporalDatabase: temporalDatabases.temporal,
+        visibilityDatabase: temporalDatabases.visibility,
+        historyShards: CLUSTER_HISTORY_SHARDS,
+        namespace: settings.namespace,
+        namespaceRetention: settings.namespaceRetention,
+        searchAttributes: settings.searchAttributes,
+        shape: clusterShape,
+        echo: options.echo,
+        log,
+      });
+      cluster = started;
+      stops.push({ name: 'temporal cluster', stop: () => started.stop() });
+      temporal = {
+        address: started.address,
+        metricsUrl: started.hosts[0]!.metricsUrl,
+        processes: () => started.processes(),
+      };
+    } else {
+      const server: RunningTemporalServer = await startTemporalServer({
+        serverBinary: tools.temporalServer,
+        temporalCli: tools.temporalCli,
+        directory: path.join(options.directory, 'temporal'),
+        ip: IP,
+        frontendPort: options.temporalPort,
+        postgresUrl,
+        temporalDatabase: settings.temporalDatabase,
+        visibilityDatabase: settings.temporalVisibilityDatabase,
+        historyShards: settings.historyShards,
+        namespace: settings.namespace,
+        namespaceRetention: settings.namespaceRetention,
+        searchAttributes: settings.searchAttributes,
+        tls,
+        echo: options.echo,
+        log,
+      });
+      stops.push({ name: 'temporal server', stop: () => server.stop() });
+      temporal = { ...server, processes: () => [server.process] };
+    }
 
     let ui: RunningUiServer | null = null;
     if (options.uiPort !== null) {
@@ -213,6 +280,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       temporalAddress: temporal.address,
       namespace: settings.namespace,
       temporalMetricsUrl: temporal.metricsUrl,
+      cluster,
       uiUrl: ui?.url ?? null,
       databaseUrl,
       postgresUrl,
@@ -221,7 +289,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       connections,
       processes: () =>
         [
-          temporal.process,
+          ...temporal.processes(),
           ...(ui === null ? [] : [ui.process]),
           ...(workers?.workers.map((worker) => worker.process) ?? []),
         ].map(({ name, pid, logFile }) => ({ name, pid, logFile })),

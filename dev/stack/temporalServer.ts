@@ -55,7 +55,7 @@ const DEFAULT_STARTUP_TIMEOUT_MS = 120_000;
 // Added to deploy/temporal/dynamicconfig.yaml for the native stack only: a search attribute registered a moment
 // ago is seen by the next list query at once (the stack's tests search right after setup). Temporal's own
 // docs call it a development setting: every read then goes to the database.
-const DEV_ONLY_DYNAMIC_CONFIG = `
+export const DEV_ONLY_DYNAMIC_CONFIG = `
 # dev/stack only (not in production's file):
 system.forceSearchAttributesCacheRefreshOnRead:
   - value: true
@@ -63,7 +63,7 @@ system.forceSearchAttributesCacheRefreshOnRead:
 `;
 
 // The server leaves its membership ring cleanly on SIGTERM within a few seconds.
-const STOP_GRACE_MS = 15_000;
+export const STOP_GRACE_MS = 15_000;
 
 export async function startTemporalServer(options: TemporalServerOptions): Promise<RunningTemporalServer> {
   const ports = await allocatePorts(options.ip, options.frontendPort);
@@ -156,8 +156,8 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
  * moment ago is described by the frontend at once, but the operator API answers NOT_FOUND for it until the
  * namespace registry refreshes (up to 10 s).
  */
-async function registerSearchAttributes(
-  options: TemporalServerOptions,
+export async function registerSearchAttributes(
+  options: Pick<TemporalServerOptions, 'namespace'>,
   connectionOptions: ConnectionOptions,
   deadline: number,
 ): Promise<void> {
@@ -180,7 +180,10 @@ async function registerSearchAttributes(
 }
 
 /** `temporal operator namespace create`, unless it exists (a stack restarted on kept data). */
-async function createNamespace(options: TemporalServerOptions, address: string): Promise<void> {
+export async function createNamespace(
+  options: Pick<TemporalServerOptions, 'temporalCli' | 'tls' | 'namespace' | 'namespaceRetention' | 'log'>,
+  address: string,
+): Promise<void> {
   const connectionFlags = [
     '--address',
     address,
@@ -237,7 +240,9 @@ async function createNamespace(options: TemporalServerOptions, address: string):
   }
 }
 
-async function tlsConnectionOptions(tls: TemporalServerOptions['tls']): Promise<Partial<ConnectionOptions>> {
+export async function tlsConnectionOptions(
+  tls: TemporalServerOptions['tls'],
+): Promise<Partial<ConnectionOptions>> {
   if (tls === undefined) return {};
   return {
     tls: {

@@ -37,8 +37,70 @@ export interface TemporalServerConfigInput {
   tls?: TemporalServerTls;
 }
 
+/** The ports of one service in one process: its gRPC port, its membership (ringpop) port, the frontend's HTTP port. */
+export interface ServicePorts {
+  grpcPort: number;
+  membershipPort: number;
+  httpPort?: number;
+}
+
+export type TemporalServiceName = 'frontend' | 'history' | 'matching' | 'worker';
+
+/**
+ * One host of a cluster (dev/stack/temporalCluster.ts): a process that runs one of the services, with ports of
+ * its own. The hosts find each other through the cluster_membership table of the shared database and ringpop.
+ */
+export interface TemporalClusterHostConfigInput extends Omit<TemporalServerConfigInput, 'ports'> {
+  /** The service this process runs, and its ports. */
+  service: TemporalServiceName;
+  ports: ServicePorts;
+  /**
+   * Every service's section, as another host of it has it. The server tracks a membership ring for each
+   * service named in its config (a missing one fails the start: "service not tracked by Monitor"), and a
+   * member advertises its own gRPC port in the ring, so these ports are only read as a fallback; the
+   * frontend's HTTP port is read from here to reach a frontend's HTTP API.
+   */
+  otherServices: Record<TemporalServiceName, ServicePorts>;
+  metricsPort: number;
+  /** What clients use as the cluster's address (the frontends' balancer); the cluster metadata names it. */
+  publicAddress: string;
+  /** Connections to each database per process (a cluster has several processes on one Postgres). */
+  maxConns?: { default: number; visibility: number };
+}
+
 export function renderTemporalServerConfig(input: TemporalServerConfigInput): string {
-  const { ip, ports } = input;
+  const { ports } = input;
+  return renderConfig({
+    ...input,
+    metricsPort: ports.metrics,
+    publicAddress: `${input.ip}:${ports.frontendGrpc}`,
+    services: {
+      frontend: {
+        grpcPort: ports.frontendGrpc,
+        membershipPort: ports.frontendMembership,
+        httpPort: ports.frontendHttp,
+      },
+      history: { grpcPort: ports.historyGrpc, membershipPort: ports.historyMembership },
+      matching: { grpcPort: ports.matchingGrpc, membershipPort: ports.matchingMembership },
+      worker: { grpcPort: ports.workerGrpc, membershipPort: ports.workerMembership },
+    },
+  });
+}
+
+/** The config of one host of a cluster: its own service's section carries the ports it binds. */
+export function renderTemporalClusterHostConfig(input: TemporalClusterHostConfigInput): string {
+  return renderConfig({ ...input, services: { ...input.otherServices, [input.service]: input.ports } });
+}
+
+function renderConfig(
+  input: Omit<TemporalServerConfigInput, 'ports'> & {
+    services: Partial<Record<TemporalServiceName, ServicePorts>>;
+    metricsPort: number;
+    publicAddress: string;
+    maxConns?: { default: number; visibility: number };
+  },
+): string {
+  const { ip } = input;
   const sql = (databaseName: string, maxConns: number) => ({
     sql: {
       pluginName: 'postgres12',
@@ -52,7 +114,7 @@ export function renderTemporalServerConfig(input: TemporalServerConfigInput): st
       maxConnLifetime: '1h',
     },
   });
-  const service = (grpcPort: number, membershipPort: number, httpPort?: number) => ({
+  const service = ({ grpcPort, membershipPort, httpPort }: ServicePorts) => ({
     rpc: {
       grpcPort,
       membershipPort,
@@ -67,8 +129,8 @@ export function renderTemporalServerConfig(input: TemporalServerConfigInput): st
       visibilityStore: 'postgres-visibility',
       numHistoryShards: input.historyShards,
       datastores: {
-        'postgres-default': sql(input.temporalDatabase, 20),
-        'postgres-visibility': sql(input.visibilityDatabase, 10),
+        'postgres-default': sql(input.temporalDatabase, input.maxConns?.default ?? 20),
+        'postgres-visibility': sql(input.visibilityDatabase, input.maxConns?.visibility ?? 10),
       },
     },
     global: {
@@ -76,16 +138,17 @@ export function renderTemporalServerConfig(input: TemporalServerConfigInput): st
       // pprof stays off: port 0.
       pprof: { port: 0 },
       metrics: {
-        prometheus: { framework: 'tally', timerType: 'histogram', listenAddress: `${ip}:${ports.metrics}` },
+        prometheus: {
+          framework: 'tally',
+          timerType: 'histogram',
+          listenAddress: `${ip}:${input.metricsPort}`,
+        },
       },
       ...(input.tls === undefined ? {} : { tls: tlsSection(input.tls) }),
     },
-    services: {
-      frontend: service(ports.frontendGrpc, ports.frontendMembership, ports.frontendHttp),
-      history: service(ports.historyGrpc, ports.historyMembership),
-      matching: service(ports.matchingGrpc, ports.matchingMembership),
-      worker: service(ports.workerGrpc, ports.workerMembership),
-    },
+    services: Object.fromEntries(
+      Object.entries(input.services).map(([name, ports]) => [name, service(ports)]),
+    ),
     clusterMetadata: {
       enableGlobalNamespace: false,
       failoverVersionIncrement: 10,
@@ -96,7 +159,7 @@ export function renderTemporalServerConfig(input: TemporalServerConfigInput): st
           enabled: true,
           initialFailoverVersion: 1,
           rpcName: 'frontend',
-          rpcAddress: `${ip}:${ports.frontendGrpc}`,
+          rpcAddress: input.publicAddress,
         },
       },
     },

@@ -111,4 +111,23 @@ describe('parseRunOptions', () => {
     expect(() => parseRunOptions(['--operator-every', '1'])).toThrow(/needs --operators/);
     expect(() => parseRunOptions(['--operators', '--operator-every', '0'])).toThrow(UsageError);
   });
+
+  it('turns cluster chaos on with --cluster: the usual faults, 3 workers unless --workers, acts every 15 s', () => {
+    expect(PROFILES.chaos.cluster).toBeNull();
+    const on = parseRunOptions(['--profile', 'chaos', '--cluster']);
+    expect(on).toMatchObject({
+      cluster: { actEveryMs: 15_000, downForMs: 10_000 },
+      workers: 3,
+      faults: PROFILES.chaos.faults,
+      killEveryMs: PROFILES.chaos.killEveryMs,
+      restartPostgresAt: PROFILES.chaos.restartPostgresAt,
+    });
+    expect(
+      parseRunOptions(['--profile', 'chaos', '--workers', '5', '--cluster', '--cluster-every', '4']),
+    ).toMatchObject({ workers: 5, cluster: { actEveryMs: 4_000 } });
+    expect(parseRunOptions(['--cluster', '--cluster-down-for', '2'])).toMatchObject({
+      cluster: { downForMs: 2_000 },
+    });
+    expect(() => parseRunOptions(['--cluster-every', '5'])).toThrow(/need --cluster/);
+  });
 });
