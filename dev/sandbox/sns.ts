@@ -94,7 +94,10 @@ export class SandboxSns {
                 bounceSubType: 'General',
                 timestamp,
                 bouncedRecipients: [
-                  { emailAddress: message.to, diagnosticCode: `smtp; 550 5.1.1 <${message.to}>: user unknown` },
+                  {
+                    emailAddress: message.to,
+                    diagnosticCode: `smtp; 550 5.1.1 <${message.to}>: user unknown`,
+                  },
                 ],
               }
             : eventType === 'Complaint'
@@ -128,7 +131,9 @@ export class SandboxSns {
   }
 
   /** A signed SubscriptionConfirmation whose SubscribeURL is the sandbox's /sns/confirm. */
-  subscriptionConfirmation(options: SnsMessageOptions & { subscribeUrl?: string } = {}): Record<string, unknown> {
+  subscriptionConfirmation(
+    options: SnsMessageOptions & { subscribeUrl?: string } = {},
+  ): Record<string, unknown> {
     const token = randomUUID().replace(/-/g, '');
     const topicArn = options.topicArn ?? this.topicArn;
     return this.signed(
@@ -171,7 +176,9 @@ export class SandboxSns {
       Signature: signature,
       SigningCertURL: options.signingCertUrl ?? this.certificateUrl,
       ...(fields.Type === 'Notification'
-        ? { UnsubscribeURL: `${this.ownOrigin}/sns/unsubscribe?SubscriptionArn=${encodeURIComponent(String(fields.TopicArn))}:sbx` }
+        ? {
+            UnsubscribeURL: `${this.ownOrigin}/sns/unsubscribe?SubscriptionArn=${encodeURIComponent(String(fields.TopicArn))}:sbx`,
+          }
         : {}),
     };
   }

@@ -76,9 +76,6 @@ function oid(dotted: string): Buffer {
 }
 
 function utcTime(date: Date): Buffer {
-  const text = date
-    .toISOString()
-    .replace(/[-:T]/g, '')
-    .slice(2, 14);
+  const text = date.toISOString().replace(/[-:T]/g, '').slice(2, 14);
   return tlv(0x17, Buffer.from(`${text}Z`, 'ascii'));
 }

@@ -135,7 +135,8 @@ export class SandboxWebhooks {
   /** Called for every message the sandbox accepted. */
   onAccepted(message: ReceivedMessage): void {
     if (this.closed || this.settings.url === null) return;
-    if (message.provider !== 'sendgrid' && message.provider !== 'mailgun' && message.provider !== 'ses') return;
+    if (message.provider !== 'sendgrid' && message.provider !== 'mailgun' && message.provider !== 'ses')
+      return;
     const bounces = /^bounce/i.test(message.to);
     const events =
       message.provider === 'sendgrid'

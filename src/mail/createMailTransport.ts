@@ -63,7 +63,9 @@ export function createProviderAdapter(config: MailApiConfig): MailProviderAdapte
     case 'ses': {
       const ses = config.ses;
       if (ses === undefined || ses === null) {
-        throw new MailClientConfigError('MAIL_PROVIDER=ses needs its SES settings (region, configuration set).');
+        throw new MailClientConfigError(
+          'MAIL_PROVIDER=ses needs its SES settings (region, configuration set).',
+        );
       }
       return createSesAdapter({
         region: ses.region,

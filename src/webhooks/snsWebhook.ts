@@ -65,7 +65,14 @@ function refused(status: 400 | 401 | 403, problem: string): SnsVerdict {
 export function snsStringToSign(message: Record<string, unknown>): string | null {
   const fields =
     message.Type === 'Notification'
-      ? ['Message', 'MessageId', ...(message.Subject === undefined ? [] : ['Subject']), 'Timestamp', 'TopicArn', 'Type']
+      ? [
+          'Message',
+          'MessageId',
+          ...(message.Subject === undefined ? [] : ['Subject']),
+          'Timestamp',
+          'TopicArn',
+          'Type',
+        ]
       : ['Message', 'MessageId', 'SubscribeURL', 'Timestamp', 'Token', 'TopicArn', 'Type'];
   let text = '';
   for (const name of fields) {
@@ -88,7 +95,8 @@ export function whyUntrustedUrl(
   } catch {
     return `the ${what} URL is not a URL`;
   }
-  if (what === 'certificate' && !url.pathname.endsWith('.pem')) return 'the certificate URL does not end in .pem';
+  if (what === 'certificate' && !url.pathname.endsWith('.pem'))
+    return 'the certificate URL does not end in .pem';
   if (url.username !== '' || url.password !== '') return `the ${what} URL carries credentials`;
   const test = settings.trustTestCertificateOrigin ?? null;
   if (test !== null && url.origin === test) return null;
@@ -140,7 +148,8 @@ export class SnsCertificates {
       }
       chunks.push(chunk as Buffer);
     }
-    if (response.statusCode !== 200) throw new Error(`the signing certificate answered HTTP ${response.statusCode}`);
+    if (response.statusCode !== 200)
+      throw new Error(`the signing certificate answered HTTP ${response.statusCode}`);
     const certificate = new X509Certificate(Buffer.concat(chunks));
     if (new Date(certificate.validTo).getTime() < now.getTime() || new Date(certificate.validFrom) > now) {
       throw new Error('the signing certificate is not valid now');
@@ -174,7 +183,8 @@ export async function readSnsDelivery(input: {
     return refused(400, 'the message type header disagrees with the body');
   }
   const { MessageId: messageId, TopicArn: topicArn, Timestamp: timestamp } = message;
-  if (typeof messageId !== 'string' || !MESSAGE_ID.test(messageId)) return refused(400, 'no usable MessageId');
+  if (typeof messageId !== 'string' || !MESSAGE_ID.test(messageId))
+    return refused(400, 'no usable MessageId');
   if (typeof topicArn !== 'string' || !TOPIC_ARN.test(topicArn)) return refused(400, 'no usable TopicArn');
   if (!input.settings.topicArns.has(topicArn)) return refused(403, 'the topic is not on SES_SNS_TOPIC_ARNS');
   const signedAt = typeof timestamp === 'string' ? new Date(timestamp) : new Date(NaN);
@@ -198,7 +208,11 @@ export async function readSnsDelivery(input: {
   } catch {
     return refused(401, 'the signing certificate could not be fetched or read');
   }
-  if (!createVerify(algorithm === 'sha1' ? 'RSA-SHA1' : 'RSA-SHA256').update(text, 'utf8').verify(key, signature)) {
+  if (
+    !createVerify(algorithm === 'sha1' ? 'RSA-SHA1' : 'RSA-SHA256')
+      .update(text, 'utf8')
+      .verify(key, signature)
+  ) {
     return refused(401, 'the signature does not verify');
   }
   // Checked after the signature, so only SNS's own clock is judged, never a forger's.
@@ -252,8 +266,14 @@ export function parseSesEvent(text: string, snsMessageId: string): ProviderEvent
     throw new MalformedWebhookError('the SNS Message is not an SES event');
   }
   const event = parsed as Record<string, unknown>;
-  const mail = (typeof event.mail === 'object' && event.mail !== null ? event.mail : {}) as Record<string, unknown>;
-  const tags = (typeof mail.tags === 'object' && mail.tags !== null ? mail.tags : {}) as Record<string, unknown>;
+  const mail = (typeof event.mail === 'object' && event.mail !== null ? event.mail : {}) as Record<
+    string,
+    unknown
+  >;
+  const tags = (typeof mail.tags === 'object' && mail.tags !== null ? mail.tags : {}) as Record<
+    string,
+    unknown
+  >;
   const tag = (name: string): string | null => {
     const values = tags[name];
     return Array.isArray(values) && values.length === 1 && typeof values[0] === 'string' ? values[0] : null;
@@ -273,9 +293,14 @@ export function parseSesEvent(text: string, snsMessageId: string): ProviderEvent
   if (eventType === 'bounced' && detail.bounceType !== 'Permanent') return 'not-kept';
   const sendKeyTag = tag(SES_TAGS.sendKey);
   const occurred =
-    typeof detail.timestamp === 'string' ? detail.timestamp : typeof mail.timestamp === 'string' ? mail.timestamp : null;
+    typeof detail.timestamp === 'string'
+      ? detail.timestamp
+      : typeof mail.timestamp === 'string'
+        ? mail.timestamp
+        : null;
   const occurredAt = occurred === null ? new Date(NaN) : new Date(occurred);
-  if (!Number.isFinite(occurredAt.getTime())) throw new MalformedWebhookError('an SES event has no usable timestamp');
+  if (!Number.isFinite(occurredAt.getTime()))
+    throw new MalformedWebhookError('an SES event has no usable timestamp');
   return {
     provider: 'ses',
     providerEventId: snsMessageId,

@@ -50,7 +50,11 @@ const NOT_SNS_HOSTS = [
   'sns.us-east-1.amazonaws.co',
 ];
 /** Names the receiver refuses outright: test-only trust must never come from a deployment's environment. */
-const TEST_ONLY_NAMES = ['SNS_TRUST_TEST_CERTIFICATE_ORIGIN', 'SNS_TEST_CERTIFICATE_ORIGIN', 'SNS_CERT_URL_OVERRIDE'];
+const TEST_ONLY_NAMES = [
+  'SNS_TRUST_TEST_CERTIFICATE_ORIGIN',
+  'SNS_TEST_CERTIFICATE_ORIGIN',
+  'SNS_CERT_URL_OVERRIDE',
+];
 
 export const WEBHOOK_DEFAULTS = {
   WEBHOOK_BIND_ADDRESS: '0.0.0.0:8090',
@@ -168,7 +172,9 @@ function readSnsSettings(read: (name: string) => string | null, problems: string
   if (topicArns.length === 0 || badTopics.length > 0) {
     problems.push(
       `SES_SNS_TOPIC_ARNS must be SNS topic ARNs separated by commas (arn:aws:sns:<region>:<account>:<topic>)` +
-        (badTopics.length > 0 ? `; not one: ${badTopics.map((topic) => JSON.stringify(topic)).join(', ')}.` : '.'),
+        (badTopics.length > 0
+          ? `; not one: ${badTopics.map((topic) => JSON.stringify(topic)).join(', ')}.`
+          : '.'),
     );
   }
   let certHostPattern = new RegExp(DEFAULT_SNS_CERT_HOST_PATTERN);

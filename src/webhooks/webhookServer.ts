@@ -141,7 +141,9 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     if (Number.isFinite(declared) && declared > maxBodyBytes) {
       return tooLarge(req, res, () => metrics.request(provider, 'too-large'));
     }
-    if (!(provider === 'ses' ? SNS_CONTENT_TYPE : JSON_CONTENT_TYPE).test(req.headers['content-type'] ?? '')) {
+    if (
+      !(provider === 'ses' ? SNS_CONTENT_TYPE : JSON_CONTENT_TYPE).test(req.headers['content-type'] ?? '')
+    ) {
       metrics.request(provider, 'unsupported-media-type');
       return answerAndClose(req, res, 415, { error: 'the body must be application/json' });
     }
@@ -185,7 +187,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     return answerStored(provider, verdict.delivery, stored, refuse, res);
   }
 
-  type Refuse = (outcome: RequestOutcome, status: number, body: unknown, headers?: Record<string, string>) => void;
+  type Refuse = (
+    outcome: RequestOutcome,
+    status: number,
+    body: unknown,
+    headers?: Record<string, string>,
+  ) => void;
 
   function answerStored(
     provider: WebhookProvider,
@@ -218,14 +225,18 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   /** An SNS message, once read: stored, confirmed, or refused with nothing written. */
   async function takeSns(verdict: SnsVerdict, refuse: Refuse, res: ServerResponse): Promise<void> {
     if (!verdict.ok) {
-      log('warn', 'Webhook delivery refused', { provider: 'ses', status: verdict.status, problem: verdict.problem });
+      log('warn', 'Webhook delivery refused', {
+        provider: 'ses',
+        status: verdict.status,
+        problem: verdict.problem,
+      });
       const outcome =
         verdict.status === 400 ? 'malformed' : /stale/.test(verdict.problem) ? 'stale' : 'unsigned';
       return refuse(outcome, verdict.status, { error: verdict.problem });
     }
     if (verdict.kind === 'subscribe') {
       // Confirming is a GET of the URL SNS signed, on an SNS host; nothing is stored.
-      let status: number | null = null;
+      let status: number | null;
       try {
         const response = await request(verdict.subscribeUrl, {
           method: 'GET',

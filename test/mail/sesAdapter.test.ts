@@ -72,13 +72,19 @@ describe('SES v2 against the sandbox', () => {
     // The sandbox decoded the tag back into the very key the claim gave the mail.
     expect(messages[0]).toMatchObject({ provider: 'ses', orderId: '801', sendKey: sent.idempotencyKey });
     expect(messages[0]!.from).toBe('=?UTF-8?B?44K344On44OD44OX?= <shop@example.com>');
-    expect(sendKeyOfSesTag(Buffer.from(sent.idempotencyKey!).toString('base64url'))).toBe(sent.idempotencyKey);
+    expect(sendKeyOfSesTag(Buffer.from(sent.idempotencyKey!).toString('base64url'))).toBe(
+      sent.idempotencyKey,
+    );
   });
 
   it('a wrong secret key: the sandbox recomputes the signature, 403 SignatureDoesNotMatch, rejected and nothing held', async () => {
     const api = await sandbox();
     const result = await sesClient(api.url, testSesSettings('not-the-secret')).send(mail('802'));
-    expect(result).toMatchObject({ outcome: 'rejected', httpStatus: 403, errorCode: 'SignatureDoesNotMatch' });
+    expect(result).toMatchObject({
+      outcome: 'rejected',
+      httpStatus: 403,
+      errorCode: 'SignatureDoesNotMatch',
+    });
     expect(JSON.stringify(result)).not.toContain('not-the-secret');
     expect(api.messages()).toEqual([]);
   });
@@ -101,7 +107,11 @@ describe('SES v2 against the sandbox', () => {
     });
     cleanups.push(() => transport.close());
     const result = await transport.send(mail('803'));
-    expect(result).toMatchObject({ outcome: 'rejected', httpStatus: 403, errorCode: 'SignatureDoesNotMatch' });
+    expect(result).toMatchObject({
+      outcome: 'rejected',
+      httpStatus: 403,
+      errorCode: 'SignatureDoesNotMatch',
+    });
     expect(api.messages()).toEqual([]);
   });
 
@@ -136,7 +146,11 @@ describe('SES v2 against the sandbox', () => {
       ...testSesSettings(SECRET),
       credentialProvider: () => Promise.reject(new Error('the agent is down')),
     }).send(mail('807'));
-    expect(result).toMatchObject({ outcome: 'not_sent', httpStatus: null, errorCode: 'CREDENTIALS_UNAVAILABLE' });
+    expect(result).toMatchObject({
+      outcome: 'not_sent',
+      httpStatus: null,
+      errorCode: 'CREDENTIALS_UNAVAILABLE',
+    });
     expect(api.requests()).toEqual([]);
   });
 

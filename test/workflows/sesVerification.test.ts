@@ -91,7 +91,7 @@ function sendRequests(orderId: string) {
 }
 
 describe('SES: an unknown outcome settled by the Send event SNS delivers', () => {
-  it('the connection drops after SES took the mail: the Send event settles it as accepted, exactly one mail (even under assume-failed)', async () => {
+  it('the connection drops after SES took the mail: its SNS events (Send first) settle it as accepted, exactly one mail (even under assume-failed)', async () => {
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
     const result = await runMail(orderId, 'assume-failed');
@@ -101,7 +101,13 @@ describe('SES: an unknown outcome settled by the Send event SNS delivers', () =>
     expect(sendRequests(orderId)).toHaveLength(1);
     expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', providerMessageId: messages[0]!.id });
     expect(await attemptsWithVerification(database.db, orderId)).toMatchObject([
-      { attempt: 1, state: 'sent', outcome: 'accepted', verification: 'webhook', providerMessageId: messages[0]!.id },
+      {
+        attempt: 1,
+        state: 'sent',
+        outcome: 'accepted',
+        verification: 'webhook',
+        providerMessageId: messages[0]!.id,
+      },
     ]);
     const { rows } = await database.db.query<{ provider: string; scope: string }>(
       `SELECT dispatch_provider AS provider, dispatch_scope AS scope FROM order_mail_log WHERE order_id = $1`,
@@ -118,7 +124,13 @@ describe('SES: an unknown outcome settled by the Send event SNS delivers', () =>
     expect(resent).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
     const attempts = await attemptsWithVerification(database.db, failed);
     expect(attempts).toMatchObject([
-      { attempt: 1, state: 'failed', outcome: 'unknown', unknownPolicy: 'assume-failed', verification: 'inconclusive' },
+      {
+        attempt: 1,
+        state: 'failed',
+        outcome: 'unknown',
+        unknownPolicy: 'assume-failed',
+        verification: 'inconclusive',
+      },
       { attempt: 2, state: 'sent', outcome: 'accepted' },
     ]);
     expect(attempts[0]!.error).toMatch(/no ses event for this send within the settle delay/);

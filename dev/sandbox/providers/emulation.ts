@@ -36,7 +36,11 @@ export interface ProviderEmulation {
   /** Whether this provider's send endpoint is at `pathname` (any method). */
   servesPath(pathname: string): boolean;
   /** Null when the request carries the sandbox's key, else the provider's answer to a bad or missing one. */
-  authenticate(headers: IncomingHttpHeaders, apiKey: string, request?: SignedRequestFacts): ProviderAnswer | null;
+  authenticate(
+    headers: IncomingHttpHeaders,
+    apiKey: string,
+    request?: SignedRequestFacts,
+  ): ProviderAnswer | null;
   parse(text: string, headers: IncomingHttpHeaders, pathname: string): ParsedRequest;
   /** The id the provider would give message number `sequence` (1, 2, …), `message` being what it accepted. */
   messageId(sequence: number, pathname: string, message?: ValidMessage): string;

@@ -35,7 +35,12 @@ export const sesEmulation: ProviderEmulation = {
   servesPath: (pathname) => pathname === SES_SEND_PATH,
   authenticate(headers, apiKey, request) {
     const problem = checkSigV4(
-      { method: request?.method ?? 'POST', url: request?.url ?? SES_SEND_PATH, headers, body: request?.body ?? '' },
+      {
+        method: request?.method ?? 'POST',
+        url: request?.url ?? SES_SEND_PATH,
+        headers,
+        body: request?.body ?? '',
+      },
       {
         accessKeyId: SANDBOX_AWS_ACCESS_KEY_ID,
         secretAccessKey: apiKey,
@@ -48,12 +53,17 @@ export const sesEmulation: ProviderEmulation = {
   },
   parse(raw) {
     const body = jsonObject(raw);
-    if (body === null) return { ok: false, orderId: null, answer: sesFailure(400, 'BadRequestException', 'Invalid JSON') };
-    const tags = Array.isArray(body.EmailTags) ? (body.EmailTags as Array<{ Name?: unknown; Value?: unknown }>) : [];
+    if (body === null)
+      return { ok: false, orderId: null, answer: sesFailure(400, 'BadRequestException', 'Invalid JSON') };
+    const tags = Array.isArray(body.EmailTags)
+      ? (body.EmailTags as Array<{ Name?: unknown; Value?: unknown }>)
+      : [];
     const tag = (name: string) => nonEmptyString(tags.find((entry) => entry.Name === name)?.Value);
     const orderId = tag(SES_TAGS.orderId);
     const sendKeyTag = tag(SES_TAGS.sendKey);
-    const to = nonEmptyString((body.Destination as { ToAddresses?: unknown[] } | undefined)?.ToAddresses?.[0]);
+    const to = nonEmptyString(
+      (body.Destination as { ToAddresses?: unknown[] } | undefined)?.ToAddresses?.[0],
+    );
     const from = nonEmptyString(body.FromEmailAddress);
     const simple = (body.Content as { Simple?: Record<string, unknown> } | undefined)?.Simple;
     const subject = nonEmptyString((simple?.Subject as { Data?: unknown } | undefined)?.Data);
@@ -75,7 +85,11 @@ export const sesEmulation: ProviderEmulation = {
       return {
         ok: false,
         orderId,
-        answer: sesFailure(400, 'MessageRejected', `Email address is not verified. The following identities failed the check: ${to!}`),
+        answer: sesFailure(
+          400,
+          'MessageRejected',
+          `Email address is not verified. The following identities failed the check: ${to!}`,
+        ),
       };
     }
     const replyTo = (body.ReplyToAddresses as unknown[] | undefined)?.[0];
@@ -95,7 +109,8 @@ export const sesEmulation: ProviderEmulation = {
     };
   },
   // SES's ids look like 0100018c…-…-000000.
-  messageId: (sequence) => `0100018c${sequence.toString(16).padStart(8, '0')}-5b1d-4c6e-9f00-sandbox00000-000000`,
+  messageId: (sequence) =>
+    `0100018c${sequence.toString(16).padStart(8, '0')}-5b1d-4c6e-9f00-sandbox00000-000000`,
   accepted: (id) => ({ status: 200, body: { MessageId: id } }),
   error: (status, providerError) =>
     sesFailure(status, providerError ?? DEFAULT_ERRORS[status] ?? 'InternalFailure', 'injected fault'),

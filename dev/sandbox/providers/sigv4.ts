@@ -35,24 +35,44 @@ export function checkSigV4(
   const authorization = single(request.headers.authorization);
   const match = authorization === null ? null : AUTHORIZATION.exec(authorization);
   if (match === null) {
-    return { status: 403, code: 'IncompleteSignature', message: 'Authorization header is missing or malformed' };
+    return {
+      status: 403,
+      code: 'IncompleteSignature',
+      message: 'Authorization header is missing or malformed',
+    };
   }
   const [, accessKeyId, date, region, service, signedHeaderList, signature] = match;
   if (accessKeyId !== keys.accessKeyId) {
-    return { status: 403, code: 'UnrecognizedClient', message: `The security token included in the request is invalid: ${accessKeyId}` };
+    return {
+      status: 403,
+      code: 'UnrecognizedClient',
+      message: `The security token included in the request is invalid: ${accessKeyId}`,
+    };
   }
   if (region !== keys.region || service !== keys.service) {
-    return { status: 403, code: 'SignatureDoesNotMatch', message: `Credential should be scoped to ${keys.region}/${keys.service}` };
+    return {
+      status: 403,
+      code: 'SignatureDoesNotMatch',
+      message: `Credential should be scoped to ${keys.region}/${keys.service}`,
+    };
   }
   const amzDate = single(request.headers['x-amz-date']);
   if (amzDate === null || !/^[0-9]{8}T[0-9]{6}Z$/.test(amzDate) || amzDate.slice(0, 8) !== date) {
-    return { status: 403, code: 'IncompleteSignature', message: 'X-Amz-Date is missing or does not match the scope' };
+    return {
+      status: 403,
+      code: 'IncompleteSignature',
+      message: 'X-Amz-Date is missing or does not match the scope',
+    };
   }
   const signedAt = Date.parse(
     `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
   );
   if (Math.abs(now.getTime() - signedAt) > SIGV4_MAX_SKEW_MS) {
-    return { status: 403, code: 'SignatureDoesNotMatch', message: 'Signature expired: the request time is too far from now' };
+    return {
+      status: 403,
+      code: 'SignatureDoesNotMatch',
+      message: 'Signature expired: the request time is too far from now',
+    };
   }
   const signedHeaders = signedHeaderList!.split(';');
   if (!signedHeaders.includes('host') || !signedHeaders.includes('x-amz-date')) {
@@ -78,8 +98,8 @@ export function checkSigV4(
     scope,
     createHash('sha256').update(canonicalRequest, 'utf8').digest('hex'),
   ].join('\n');
-  let key: Buffer = hmac(`AWS4${keys.secretAccessKey}`, date!);
-  for (const part of [region!, service!, 'aws4_request']) key = hmac(key, part);
+  let key: Buffer = hmac(`AWS4${keys.secretAccessKey}`, date);
+  for (const part of [region, service, 'aws4_request']) key = hmac(key, part);
   const expected = createHmac('sha256', key).update(stringToSign, 'utf8').digest();
   if (!timingSafeEqual(expected, Buffer.from(signature!, 'hex'))) {
     return {

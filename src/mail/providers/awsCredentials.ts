@@ -136,8 +136,7 @@ export function createAwsCredentialProvider(
   return async () => {
     if (
       cached !== null &&
-      (cached.expiration === undefined ||
-        cached.expiration.getTime() - Date.now() > REFRESH_BEFORE_EXPIRY_MS)
+      (cached.expiration === undefined || cached.expiration.getTime() - Date.now() > REFRESH_BEFORE_EXPIRY_MS)
     ) {
       return cached;
     }

@@ -61,7 +61,7 @@ export const SES_VERIFICATION: VerificationFacts = Object.freeze({
   settleDelayMs: 5 * 60 * 1000,
   documentedSettleDelayMs: null,
   settleDelaySource:
-    'SES documents no delay between a send and its Send event; 5 min is this project\'s choice: set ' +
+    "SES documents no delay between a send and its Send event; 5 min is this project's choice: set " +
     'MAIL_VERIFY_SETTLE_DELAY_MS from what your account shows',
   retentionMs: null,
   retentionSource: 'SNS-delivered events are kept in our own table (order_mail_provider_events)',
@@ -185,7 +185,7 @@ export function createSesAdapter(options: SesAdapterOptions): MailProviderAdapte
         },
         { signingDate: now() },
       );
-      return { ...request, headers: signed.headers as Record<string, string> };
+      return { ...request, headers: signed.headers };
     },
     readMessageId: (_headers, body) => safeMessageId(parseJsonObject(body)?.MessageId),
     readProviderError: (_status, body, headers) => sesErrorName(headers ?? {}, body),
@@ -205,7 +205,11 @@ export function sesErrorName(headers: ResponseHeaders, body: string | null): str
   for (const candidate of candidates) {
     if (typeof candidate !== 'string') continue;
     // "MessageRejected:http://internal.amazon.com/…", "com.amazonaws.sesv2#MessageRejected".
-    const bare = candidate.split(':')[0]!.split('#').pop()!.replace(/Exception$/, '');
+    const bare = candidate
+      .split(':')[0]!
+      .split('#')
+      .pop()!
+      .replace(/Exception$/, '');
     if (DOCUMENTED_ERRORS.has(bare)) return bare;
   }
   return null;
@@ -218,7 +222,7 @@ export function sesErrorName(headers: ResponseHeaders, body: string | null): str
 export function sesAddress(value: string): string {
   const mailbox = parseMailbox(value);
   if (mailbox.name === null) return mailbox.email;
-  // eslint-disable-next-line no-control-regex -- printable ASCII is the test
+
   const name = /^[\x20-\x7e]*$/.test(mailbox.name)
     ? `"${mailbox.name.replace(/["\\]/g, '\\$&')}"`
     : `=?UTF-8?B?${Buffer.from(mailbox.name, 'utf8').toString('base64')}?=`;
