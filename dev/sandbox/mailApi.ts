@@ -59,7 +59,12 @@ export async function handleMailApiRequest(
   const orderId = parsed.ok ? parsed.message.orderId : parsed.orderId;
   if (parsed.ok) idempotencyKey = parsed.idempotencyKey;
 
-  const denied = emulation.authenticate(req.headers, context.apiKey);
+  const denied = emulation.authenticate(req.headers, context.apiKey, {
+    method: req.method ?? 'POST',
+    url: req.url ?? path,
+    body: reading.text,
+    now: context.now(),
+  });
   if (denied !== null) {
     record(orderId, denied.status, null, null);
     return sendAnswer(res, denied);

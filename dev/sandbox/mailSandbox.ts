@@ -19,6 +19,7 @@ import { handleMailApiRequest, type MailApiContext } from './mailApi';
 import { emulationForPath, lookupEmulationForPath } from './providers';
 import type { WebhookLieCount, WebhookLieKind, WebhookLiePosting } from './webhookLies';
 import { SandboxWebhooks, type WebhookDeliveryRecord, type WebhookSettings } from './webhooks';
+import { SandboxSns, SNS_PATH_PREFIX } from './sns';
 import { SandboxRecords, type ReceivedMessage, type RequestRecord } from './records';
 import { RefusalWindow, listen } from './refusalWindow';
 import { relayComposedMessage, type RelayTarget } from './relayToInbox';
@@ -68,6 +69,8 @@ export interface MailSandbox extends SandboxControls {
   signSendGridWebhook(payload: string, timestampSeconds: number): string;
   /** Resolves once every webhook posting planned so far was made. */
   webhooksSettled(): Promise<void>;
+  /** SNS as SES's events reach the receiver: its topic, its test certificate's URL, messages signed by hand. */
+  readonly sns: SandboxSns;
   /** Drops every connection, held ones included, and stops listening. Idempotent. */
   close(): Promise<void>;
 }
@@ -160,6 +163,11 @@ class MailSandboxServer implements MailSandbox {
       throw new Error('The mail sandbox is not on a TCP port.');
     }
     this.boundPort = address.port;
+    this.webhooks.sns.setOrigin(this.url);
+  }
+
+  get sns(): SandboxSns {
+    return this.webhooks.sns;
   }
 
   messages(): ReceivedMessage[] {
@@ -334,6 +342,9 @@ class MailSandboxServer implements MailSandbox {
     let handling: Promise<void>;
     const emulation = emulationForPath(url.pathname);
     const lookup = req.method === 'GET' ? lookupEmulationForPath(url.pathname) : null;
+    if (url.pathname.startsWith(SNS_PATH_PREFIX) && this.webhooks.sns.handle(req, res, url)) {
+      return;
+    }
     if (url.pathname.startsWith(CONTROL_PREFIX)) {
       handling = handleControlRequest(req, res, url, this);
     } else if (emulation !== null && req.method === 'POST') {

@@ -9,6 +9,7 @@
 import { generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { Pool } from 'undici';
 import { mailgunSignature } from '../../src/webhooks/mailgunWebhook';
+import { SandboxSns } from './sns';
 import { seededRandom, InvalidFaultError } from './faults';
 import type { ReceivedMessage } from './records';
 import {
@@ -45,7 +46,7 @@ const RETRY_DELAYS_MS = [250, 1_000, 3_000];
 
 export interface WebhookDeliveryRecord {
   sequence: number;
-  provider: 'sendgrid' | 'mailgun';
+  provider: 'sendgrid' | 'mailgun' | 'ses';
   orderId: string;
   eventId: string;
   eventType: string;
@@ -58,7 +59,7 @@ export interface WebhookDeliveryRecord {
 }
 
 interface PlannedEvent {
-  provider: 'sendgrid' | 'mailgun';
+  provider: 'sendgrid' | 'mailgun' | 'ses';
   orderId: string;
   eventId: string;
   eventType: string;
@@ -86,6 +87,8 @@ export class SandboxWebhooks {
     initial: Partial<WebhookSettings>,
     private readonly seed: number,
     readonly mailgunSigningKey: string = DEFAULT_MAILGUN_SIGNING_KEY,
+    /** SES's events go out through it, signed with its test certificate (dev/sandbox/sns.ts). */
+    readonly sns: SandboxSns = new SandboxSns(),
   ) {
     const pair = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
     this.sendgridPrivateKey = pair.privateKey;
@@ -141,7 +144,8 @@ export class SandboxWebhooks {
   /** Called for every message the sandbox accepted. */
   onAccepted(message: ReceivedMessage): void {
     if (this.closed || this.settings.url === null) return;
-    if (message.provider !== 'sendgrid' && message.provider !== 'mailgun') return;
+    if (message.provider !== 'sendgrid' && message.provider !== 'mailgun' && message.provider !== 'ses')
+      return;
     const bounces = /^bounce/i.test(message.to);
     const events =
       message.provider === 'sendgrid'
@@ -149,10 +153,12 @@ export class SandboxWebhooks {
             this.sendGridEvent(message, 'processed'),
             this.sendGridEvent(message, bounces ? 'bounce' : 'delivered'),
           ]
-        : [
-            this.mailgunEvent(message, 'accepted'),
-            this.mailgunEvent(message, bounces ? 'failed' : 'delivered'),
-          ];
+        : message.provider === 'ses'
+          ? [this.sesEvent(message, 'Send'), this.sesEvent(message, bounces ? 'Bounce' : 'Delivery')]
+          : [
+              this.mailgunEvent(message, 'accepted'),
+              this.mailgunEvent(message, bounces ? 'failed' : 'delivered'),
+            ];
     events.forEach((event, index) => {
       // One draw each, whatever happens, so the sequence depends on the seed and the order of messages only.
       const lost = this.random() < this.settings.lossProbability;
@@ -162,7 +168,11 @@ export class SandboxWebhooks {
       this.later(at, () => this.post(event, false, 1));
       if (duplicated) this.later(at + Math.max(this.settings.delayMs, 50), () => this.post(event, true, 1));
     });
-    if (this.settings.lieProbability > 0 && this.lieRandom() < this.settings.lieProbability) {
+    if (
+      message.provider !== 'ses' &&
+      this.settings.lieProbability > 0 &&
+      this.lieRandom() < this.settings.lieProbability
+    ) {
       const kinds = this.settings.lieKinds;
       const kind = kinds[Math.floor(this.lieRandom() * kinds.length)] ?? kinds[0]!;
       this.later(this.settings.delayMs * 3, () => this.tellLie(kind, message));
@@ -342,6 +352,31 @@ export class SandboxWebhooks {
             'x-twilio-email-event-webhook-timestamp': String(timestamp),
           },
         };
+      },
+    };
+  }
+
+  /**
+   * An SES event as SNS delivers it. The notification is made and signed once: SNS retries and redelivers the
+   * very same message (same MessageId, Timestamp and signature), which the receiver takes once.
+   */
+  private sesEvent(message: ReceivedMessage, eventType: 'Send' | 'Delivery' | 'Bounce'): PlannedEvent {
+    this.eventNumber += 1;
+    let made: { body: string; headers: Record<string, string> } | null = null;
+    const eventId = `sbx-sns-${this.eventNumber}`;
+    return {
+      provider: 'ses',
+      orderId: message.orderId,
+      eventId,
+      eventType,
+      body: (now) => {
+        if (made === null) {
+          const notification = this.sns.notification(this.sns.sesEvent(message, eventType, now), {
+            timestamp: now,
+          });
+          made = { body: JSON.stringify(notification), headers: this.sns.headers(notification) };
+        }
+        return made;
       },
     };
   }

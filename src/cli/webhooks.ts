@@ -36,6 +36,7 @@ async function main(): Promise<void> {
       port: config.port,
       sendgridPublicKey: config.sendgridPublicKey,
       mailgunSigningKey: config.mailgunSigningKey,
+      sns: config.sns,
       maxAgeMs: config.maxAgeMs,
       maxBodyBytes: config.maxBodyBytes,
       requestTimeoutMs: config.requestTimeoutMs,
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
     const endpoints = [
       config.sendgridPublicKey === null ? null : '/webhooks/sendgrid',
       config.mailgunSigningKey === null ? null : '/webhooks/mailgun',
+      config.sns === null ? null : '/webhooks/ses',
     ].filter((endpoint) => endpoint !== null);
     console.log(
       JSON.stringify({

@@ -3,7 +3,9 @@
 // The one exception: the Temporal connection reads the certificate and TOML files the environment names, so a
 // wrong path is one of the problems reported at start-up.
 import type { ReconcileSettings } from '../activities/reconcileActivities';
-import type { MailApiConfig } from '../mail/createMailTransport';
+import type { MailApiConfig, SesSettings } from '../mail/createMailTransport';
+import { readAwsCredentialSource } from '../mail/providers/awsCredentials';
+import { sesConfigurationSetProblem, sesEndpoint, sesRegionProblem } from '../mail/providers/ses';
 import { DEPLOYMENT_ID_PATTERN } from '../evidence/sendKey';
 import { DEFAULT_MAIL_SIZE_LIMITS, type MailSizeLimits } from '../mail/mailSizeLimits';
 import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';
@@ -151,15 +153,23 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     ['us', 'eu'],
     CONFIG_DEFAULTS.MAILGUN_REGION,
   );
+  // MAIL_PROVIDER=ses: AWS_REGION, SES_CONFIGURATION_SET and the AWS credentials (src/mail/providers/ses.ts).
+  const ses = provider === 'ses' ? readSesSettings(read, env, problems) : null;
   const defaultBaseUrl =
-    provider === 'mailgun' ? MAILGUN_BASE_URLS[mailgunRegion] : MAIL_PROVIDER_FACTS[provider].defaultBaseUrl;
+    provider === 'mailgun'
+      ? MAILGUN_BASE_URLS[mailgunRegion]
+      : provider === 'ses'
+        ? sesEndpoint(ses?.region ?? 'us-east-1')
+        : MAIL_PROVIDER_FACTS[provider].defaultBaseUrl;
   // Required only for the generic API; for a SaaS provider it overrides the default (a region, the sandbox).
   const mailBaseUrl = useSmtp
     ? (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? '')
     : defaultBaseUrl === null
       ? read.url('MAIL_API_BASE_URL', ['http:', 'https:'])
       : (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? defaultBaseUrl);
-  const apiKey = useSmtp ? (read.optional('MAIL_API_KEY') ?? '') : read.secret('MAIL_API_KEY');
+  // SES signs with AWS credentials instead of an API key.
+  const apiKey =
+    useSmtp || provider === 'ses' ? (read.optional('MAIL_API_KEY') ?? '') : read.secret('MAIL_API_KEY');
   const mailgunDomain =
     provider === 'mailgun' ? read.required('MAILGUN_DOMAIN') : read.optional('MAILGUN_DOMAIN');
   const idempotency = readIdempotencySettings(read, provider, problems);
@@ -250,6 +260,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       mailgunDomain,
       postmarkMessageStream:
         read.optional('POSTMARK_MESSAGE_STREAM') ?? CONFIG_DEFAULTS.POSTMARK_MESSAGE_STREAM,
+      ses,
       connectTimeoutMs,
       headersTimeoutMs,
       overallTimeoutMs,
@@ -366,6 +377,24 @@ function readIdempotencySettings(
     );
   }
   return windowMs === 0 ? null : { windowMs, safetyMarginMs };
+}
+
+/** MAIL_PROVIDER=ses: the region (AWS_REGION, else AWS_DEFAULT_REGION), the configuration set, the credentials. */
+function readSesSettings(
+  read: EnvReader,
+  env: Record<string, string | undefined>,
+  problems: string[],
+): SesSettings | null {
+  const region = read.optional('AWS_REGION') ?? read.optional('AWS_DEFAULT_REGION');
+  if (region === null) problems.push('MAIL_PROVIDER=ses needs AWS_REGION (or AWS_DEFAULT_REGION).');
+  const regionProblem = region === null ? null : sesRegionProblem(region);
+  if (regionProblem !== null) problems.push(`AWS_REGION must be ${regionProblem}.`);
+  const configurationSet = read.required('SES_CONFIGURATION_SET');
+  const setProblem = configurationSet === '' ? null : sesConfigurationSetProblem(configurationSet);
+  if (setProblem !== null) problems.push(`SES_CONFIGURATION_SET must be ${setProblem}.`);
+  const credentials = readAwsCredentialSource(env, problems);
+  if (region === null || credentials === null) return null;
+  return { region, configurationSet, credentials };
 }
 
 /** MAIL_PROVIDER=smtp: the relay, its TLS and credentials; the deadlines are the MAIL_* ones. */

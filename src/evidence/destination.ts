@@ -43,7 +43,18 @@ export function destinationOfMailApi(config: {
   apiKey: string;
   mailgunDomain?: string | null;
   postmarkMessageStream?: string;
+  /** SES: its region and configuration set, and what identifies its credentials (awsCredentialIdentity). */
+  ses?: { region: string; configurationSet: string; credentialIdentity: string } | null;
 }): SendDestination {
+  if (config.provider === 'ses' && config.ses !== undefined && config.ses !== null) {
+    // A configuration set lives in one region: the pair says where the request's events come from.
+    return {
+      provider: 'ses',
+      origin: originOf(config.baseUrl),
+      scope: `${config.ses.region}/${config.ses.configurationSet}`,
+      credentialFingerprint: credentialFingerprint(config.ses.credentialIdentity),
+    };
+  }
   const scope =
     config.provider === 'mailgun'
       ? (config.mailgunDomain ?? null)
@@ -91,5 +102,6 @@ export function whyCannotAsk(recorded: SendDestination | null, asking: SendDesti
 function scopeName(provider: string): string {
   if (provider === 'mailgun') return 'Mailgun domain';
   if (provider === 'postmark') return 'Postmark message stream';
+  if (provider === 'ses') return 'SES region/configuration set';
   return 'scope';
 }

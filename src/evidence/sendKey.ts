@@ -44,3 +44,19 @@ export function sameMessageId(a: string, b: string): boolean {
 function stripBrackets(id: string): string {
   return id.startsWith('<') && id.endsWith('>') ? id.slice(1, -1) : id;
 }
+
+/**
+ * The send key as an SES message tag value: SES allows only letters, digits, '_' and '-' there, and our keys
+ * have '/' (and a deployment id may have '.'), so the key goes as unpadded base64url, which is exactly that
+ * alphabet and turns back into the very key (sendKeyOfSesTag).
+ */
+export function sesTagValue(sendKey: string): string {
+  return Buffer.from(sendKey, 'utf8').toString('base64url');
+}
+
+/** The send key an SES tag value carries, or null when it is not one sesTagValue made. */
+export function sendKeyOfSesTag(value: string): string | null {
+  if (!/^[A-Za-z0-9_-]{1,256}$/.test(value)) return null;
+  const key = Buffer.from(value, 'base64url').toString('utf8');
+  return sesTagValue(key) === value ? key : null;
+}

@@ -1,13 +1,20 @@
 // Picks the provider adapter the configuration names and puts it on the shared HTTP request path.
 
-import { destinationOfMailApi } from '../evidence/destination';
-import { createHttpMailTransport } from './httpMailTransport';
+import { destinationOfMailApi, type SendDestination } from '../evidence/destination';
+import { createHttpMailTransport, MailClientConfigError } from './httpMailTransport';
 import { createGenericAdapter } from './providers/generic';
 import { createMailgunAdapter } from './providers/mailgun';
 import type { MailProviderAdapter, MailProviderName } from './providers/mailProvider';
 import { createPostmarkAdapter } from './providers/postmark';
 import { createResendAdapter } from './providers/resend';
 import { createSendGridAdapter } from './providers/sendgrid';
+import {
+  awsCredentialIdentity,
+  createAwsCredentialProvider,
+  type AwsCredentialProvider,
+  type AwsCredentialSource,
+} from './providers/awsCredentials';
+import { createSesAdapter } from './providers/ses';
 import { createSmtpMailTransport, type SmtpConfig } from './smtp/smtpMailTransport';
 import type { MailTransport } from './types';
 
@@ -21,10 +28,23 @@ export interface MailApiConfig {
   mailgunDomain: string | null;
   /** Postmark only: the message stream (transactional streams are 'outbound' by default). */
   postmarkMessageStream: string;
+  /** SES only (MAIL_PROVIDER=ses): region, configuration set, where the AWS credentials come from. */
+  ses?: SesSettings | null;
   connectTimeoutMs: number;
   headersTimeoutMs: number;
   overallTimeoutMs: number;
   connections: number;
+}
+
+export interface SesSettings {
+  /** AWS_REGION (or AWS_DEFAULT_REGION): the endpoint's region and the signature's. */
+  region: string;
+  /** SES_CONFIGURATION_SET: the set whose event destination publishes to the SNS topic the receiver takes. */
+  configurationSet: string;
+  /** Holds secrets (static keys, a container token): never log it. */
+  credentials: AwsCredentialSource;
+  /** Keys from somewhere else than `credentials` (tests); default: fetched from `credentials`. */
+  credentialProvider?: AwsCredentialProvider;
 }
 
 export function createProviderAdapter(config: MailApiConfig): MailProviderAdapter {
@@ -40,7 +60,37 @@ export function createProviderAdapter(config: MailApiConfig): MailProviderAdapte
       return createResendAdapter({ apiKey });
     case 'mailgun':
       return createMailgunAdapter({ apiKey, domain: config.mailgunDomain ?? '' });
+    case 'ses': {
+      const ses = config.ses;
+      if (ses === undefined || ses === null) {
+        throw new MailClientConfigError(
+          'MAIL_PROVIDER=ses needs its SES settings (region, configuration set).',
+        );
+      }
+      return createSesAdapter({
+        region: ses.region,
+        configurationSet: ses.configurationSet,
+        credentials:
+          ses.credentialProvider ?? createAwsCredentialProvider(ses.credentials, { region: ses.region }),
+      });
+    }
   }
+}
+
+/** Where this configuration's requests go, as the dispatch fence records it (src/evidence/destination.ts). */
+export function destinationOfMailConfig(config: MailApiConfig): SendDestination {
+  const ses = config.ses ?? null;
+  return destinationOfMailApi({
+    ...config,
+    ses:
+      ses === null
+        ? null
+        : {
+            region: ses.region,
+            configurationSet: ses.configurationSet,
+            credentialIdentity: awsCredentialIdentity(ses.credentials),
+          },
+  });
 }
 
 /** SMTP when the configuration has an SMTP part (MAIL_PROVIDER=smtp), else the provider's HTTP API. */
@@ -49,6 +99,6 @@ export function createMailTransport(config: MailApiConfig, smtp: SmtpConfig | nu
   return createHttpMailTransport({
     ...config,
     adapter: createProviderAdapter(config),
-    destination: destinationOfMailApi(config),
+    destination: destinationOfMailConfig(config),
   });
 }

@@ -79,7 +79,22 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
     gate: DispatchGate = openGate(options.overallTimeoutMs),
   ): Promise<SendResult> {
     // Built before anything is dispatched: an adapter bug surfaces as a thrown error, not as an outcome.
-    const request = adapter.buildRequest(mail);
+    const built = adapter.buildRequest(mail);
+    let request = built;
+    if (adapter.authorize !== undefined) {
+      try {
+        request = await adapter.authorize(built, { origin, path: `${pathPrefix}${built.path}` });
+      } catch (error) {
+        // No credentials, no signature, no request: nothing left, and a later attempt may have them.
+        return {
+          outcome: 'not_sent',
+          httpStatus: null,
+          errorCode: 'CREDENTIALS_UNAVAILABLE',
+          reason: `the request could not be signed (${error instanceof Error ? error.name : 'error'}); nothing was sent`,
+          retryAfterMs: null,
+        };
+      }
+    }
     const waitStartedAt = performance.now();
     if (!(await slots.take(gate.passFenceBy))) {
       return noConnectionInTime(
@@ -127,7 +142,7 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
         accepted ? MAX_ACCEPTED_BODY_BYTES : MAX_ERROR_BODY_BYTES,
       );
       if (accepted) providerMessageId = adapter.readMessageId(response.headers, body);
-      else providerError = adapter.readProviderError(response.statusCode, body);
+      else providerError = adapter.readProviderError(response.statusCode, body, response.headers);
     } catch (caught) {
       // After a final status this is a body error, which the classifier ignores: the status stands.
       error = caught;

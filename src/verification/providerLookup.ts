@@ -52,7 +52,7 @@ export type AdapterAnswer = Exclude<LookupAnswer, { kind: 'failed' }> | LookupPa
 export interface VerificationFacts {
   /** How the provider lets us find out: a lookup by our key, and/or signed event webhooks carrying it. */
   lookup: boolean;
-  webhook: 'sendgrid' | 'mailgun' | null;
+  webhook: 'sendgrid' | 'mailgun' | 'ses' | null;
   /**
    * How long after a request its lookup (or its webhook) can be trusted to have seen it. Until then a "not
    * found" proves nothing, so the workflow waits this long on a durable timer before it asks.

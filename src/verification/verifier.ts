@@ -1,9 +1,9 @@
 // What the verify activity asks with: the provider's lookup (over a pool of its own) and whether its webhook
 // events count, with the settle delay and retention they are trusted within. Built once per worker by the
 // composition root (src/worker.ts) from the configuration; closed on shutdown.
-import { destinationOfMailApi, type SendDestination } from '../evidence/destination';
+import type { SendDestination } from '../evidence/destination';
 import type { MailApiConfig } from '../mail/createMailTransport';
-import { createProviderAdapter } from '../mail/createMailTransport';
+import { createProviderAdapter, destinationOfMailConfig } from '../mail/createMailTransport';
 import type { WebhookProvider } from '../webhooks/providerEvent';
 import { createLookupClient, createLookupPool, type LookupClient } from './lookupClient';
 import type { VerificationConfig } from './verificationConfig';
@@ -49,7 +49,7 @@ export function createVerifier(
       webhookProvider: config.facts.webhook,
       settleDelayMs: config.settleDelayMs,
       retentionMs: config.retentionMs,
-      destination: destinationOfMailApi(mailApi),
+      destination: destinationOfMailConfig(mailApi),
     },
     close: async () => {
       await pool?.close();

@@ -2,7 +2,7 @@
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
 
 export type ProviderEventType = 'accepted' | 'delivered' | 'bounced' | 'dropped' | 'complained';
-export type WebhookProvider = 'sendgrid' | 'mailgun';
+export type WebhookProvider = 'sendgrid' | 'mailgun' | 'ses';
 
 export interface ProviderEvent {
   provider: WebhookProvider;

@@ -4,6 +4,12 @@
 //   WEBHOOK_BIND_ADDRESS          host:port to listen on (default 0.0.0.0:8090); put TLS in front of it
 //   SENDGRID_WEBHOOK_PUBLIC_KEY   SendGrid's verification key (Mail Settings → Signed Event Webhook), base64 or PEM
 //   MAILGUN_WEBHOOK_SIGNING_KEY   Mailgun's HTTP webhook signing key
+//   SES_SNS_TOPIC_ARNS            comma-separated SNS topic ARNs whose notifications of SES events are taken at
+//                                 /webhooks/ses; any other topic is refused
+//   SNS_CERT_HOST_PATTERN         hosts SNS signing certificates and SubscribeURLs may come from (default
+//                                 ^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$); a pattern that would also match a
+//                                 host outside AWS (localhost, an address, another domain) is refused. There is
+//                                 no setting to trust another origin: only tests can, in code (snsWebhook.ts).
 //   WEBHOOK_MAX_AGE_MS            how far a signature's timestamp may be from our clock (default 300000)
 //   WEBHOOK_MAX_BODY_BYTES        a larger body is refused while it is read (default 1048576; SendGrid's
 //                                 batches stay under 768 KB)
@@ -11,10 +17,11 @@
 //                                 headers must come within the smaller of it and 10 s)
 //   WEBHOOK_MAX_CONNECTIONS       open connections at most; more are closed at once (default 128)
 //   WEBHOOK_METRICS_BIND_ADDRESS  host:port of GET /metrics (default 127.0.0.1:9466, loopback); "off" for none
-// At least one of the two keys; a provider without its key has no endpoint (404), never an unchecked one.
+// At least one provider; a provider without its key (or topics) has no endpoint (404), never an unchecked one.
 import type { KeyObject } from 'node:crypto';
 import { ConfigError } from '../config/loadConfig';
 import { sendGridPublicKey } from './sendgridWebhook';
+import { DEFAULT_SNS_CERT_HOST_PATTERN, type SnsSettings } from './snsWebhook';
 
 export interface WebhookConfig {
   databaseUrl: string;
@@ -28,8 +35,26 @@ export interface WebhookConfig {
   /** Holds a key: never log this object. */
   sendgridPublicKey: KeyObject | null;
   mailgunSigningKey: string | null;
+  /** SES events by SNS; null for no /webhooks/ses. */
+  sns: SnsSettings | null;
   maxAgeMs: number;
 }
+
+/** Hosts no SNS certificate pattern may match: a pattern that does would trust certificates from outside AWS. */
+const NOT_SNS_HOSTS = [
+  'localhost',
+  '127.0.0.1',
+  'sns.example.com',
+  'sns.us-east-1.amazonaws.com.example.com',
+  'evilsns.us-east-1.amazonaws.com',
+  'sns.us-east-1.amazonaws.co',
+];
+/** Names the receiver refuses outright: test-only trust must never come from a deployment's environment. */
+const TEST_ONLY_NAMES = [
+  'SNS_TRUST_TEST_CERTIFICATE_ORIGIN',
+  'SNS_TEST_CERTIFICATE_ORIGIN',
+  'SNS_CERT_URL_OVERRIDE',
+];
 
 export const WEBHOOK_DEFAULTS = {
   WEBHOOK_BIND_ADDRESS: '0.0.0.0:8090',
@@ -94,9 +119,11 @@ export function loadWebhookConfig(env: Record<string, string | undefined>): Webh
     }
   }
   const mailgunSigningKey = read('MAILGUN_WEBHOOK_SIGNING_KEY');
-  if (sendgridKeyText === null && mailgunSigningKey === null) {
+  const sns = readSnsSettings(read, problems);
+  if (sendgridKeyText === null && mailgunSigningKey === null && sns === null) {
     problems.push(
-      'Set SENDGRID_WEBHOOK_PUBLIC_KEY, MAILGUN_WEBHOOK_SIGNING_KEY or both: there is nothing to receive.',
+      'Set SENDGRID_WEBHOOK_PUBLIC_KEY, MAILGUN_WEBHOOK_SIGNING_KEY, SES_SNS_TOPIC_ARNS or several: there is ' +
+        'nothing to receive.',
     );
   }
   const maxAgeText = read('WEBHOOK_MAX_AGE_MS');
@@ -115,6 +142,56 @@ export function loadWebhookConfig(env: Record<string, string | undefined>): Webh
     metrics,
     sendgridPublicKey,
     mailgunSigningKey,
+    sns,
     maxAgeMs,
   };
+}
+
+function readSnsSettings(read: (name: string) => string | null, problems: string[]): SnsSettings | null {
+  for (const name of TEST_ONLY_NAMES) {
+    if (read(name) !== null) {
+      problems.push(
+        `${name} is not a setting: trusting SNS certificates from anywhere but AWS is for tests only, and only ` +
+          'in code. Remove it.',
+      );
+    }
+  }
+  const topics = read('SES_SNS_TOPIC_ARNS');
+  const patternText = read('SNS_CERT_HOST_PATTERN');
+  if (topics === null) {
+    if (patternText !== null) problems.push('SNS_CERT_HOST_PATTERN is set without SES_SNS_TOPIC_ARNS.');
+    return null;
+  }
+  const topicArns = topics
+    .split(',')
+    .map((topic) => topic.trim())
+    .filter((topic) => topic !== '');
+  const badTopics = topicArns.filter(
+    (topic) => !/^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/.test(topic),
+  );
+  if (topicArns.length === 0 || badTopics.length > 0) {
+    problems.push(
+      `SES_SNS_TOPIC_ARNS must be SNS topic ARNs separated by commas (arn:aws:sns:<region>:<account>:<topic>)` +
+        (badTopics.length > 0
+          ? `; not one: ${badTopics.map((topic) => JSON.stringify(topic)).join(', ')}.`
+          : '.'),
+    );
+  }
+  let certHostPattern = new RegExp(DEFAULT_SNS_CERT_HOST_PATTERN);
+  if (patternText !== null) {
+    try {
+      certHostPattern = new RegExp(patternText);
+    } catch {
+      problems.push('SNS_CERT_HOST_PATTERN is not a regular expression.');
+    }
+    const tooWide = NOT_SNS_HOSTS.filter((host) => certHostPattern.test(host));
+    if (!patternText.startsWith('^') || !patternText.endsWith('$') || tooWide.length > 0) {
+      problems.push(
+        'SNS_CERT_HOST_PATTERN must be anchored (^…$) and match SNS hosts under amazonaws.com only' +
+          (tooWide.length > 0 ? ` (it matches ${tooWide.join(', ')})` : '') +
+          ': a certificate from anywhere else would let anyone sign events.',
+      );
+    }
+  }
+  return { topicArns: new Set(topicArns), certHostPattern };
 }

@@ -21,7 +21,10 @@ export type RequestOutcome =
   | 'not-configured'
   | 'not-found'
   | 'method-not-allowed'
-  | 'database-error';
+  | 'database-error'
+  /** SNS: a subscription (or its end) confirmed; or the confirming GET failed. */
+  | 'confirmed'
+  | 'subscribe-failed';
 
 export class WebhookMetrics {
   private readonly requests = new Map<string, number>();

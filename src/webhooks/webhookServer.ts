@@ -4,6 +4,7 @@
 // with the providers' posting rate, not with the send rate.
 //   POST /webhooks/sendgrid   SendGrid's signed Event Webhook
 //   POST /webhooks/mailgun    Mailgun's webhooks (JSON)
+//   POST /webhooks/ses        Amazon SNS notifications of SES events (src/webhooks/snsWebhook.ts)
 //   GET  /healthz             the process answers; GET /readyz: and Postgres does
 // Because anyone can reach it, what a request may cost is bounded before anything is looked at: a body larger
 // than maxBodyBytes is refused from its Content-Length or the moment it grows past it (never read to its
@@ -14,6 +15,7 @@
 // answers 503, so the provider delivers again later.
 import type { KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { request } from 'undici';
 import type { Database } from '../db/pool';
 import { describeDatabaseError } from '../db/pool';
 import { MAILGUN_MAX_BODY_BYTES, readMailgunDelivery } from './mailgunWebhook';
@@ -21,6 +23,7 @@ import { skippedTotal } from './ourEvent';
 import type { WebhookProvider } from './providerEvent';
 import { storeDelivery } from './providerEvents';
 import { readSendGridDelivery } from './sendgridWebhook';
+import { readSnsDelivery, SnsCertificates, type SnsSettings, type SnsVerdict } from './snsWebhook';
 import type { DeliveryVerdict } from './signedDelivery';
 import { WebhookMetrics, type RequestOutcome } from './webhookMetrics';
 
@@ -31,6 +34,8 @@ export interface WebhookServerOptions {
   port: number;
   sendgridPublicKey: KeyObject | null;
   mailgunSigningKey: string | null;
+  /** SES events by SNS: the topics taken and where certificates may come from; null for no /webhooks/ses. */
+  sns?: SnsSettings | null;
   maxAgeMs: number;
   /** Default 1 MiB. */
   maxBodyBytes?: number;
@@ -58,8 +63,11 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 const HEADERS_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_CONNECTIONS = 128;
 // Both providers post JSON (Mailgun's webhooks since its v3 "webhooks" API; the legacy form posts are not
-// supported); anything else is refused before its body is read.
+// supported); anything else is refused before its body is read. SNS posts its JSON as text/plain.
 const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
+const SNS_CONTENT_TYPE = /^(text\/plain|application\/json)\s*(;|$)/i;
+/** How long the GET that confirms an SNS subscription may take. */
+const SUBSCRIBE_TIMEOUT_MS = 10_000;
 // Tokens are kept a little longer than the window, so clock steps between us and Postgres cannot open a gap.
 const TOKEN_SLACK_MS = 60_000;
 
@@ -69,6 +77,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const metrics = options.metrics ?? new WebhookMetrics();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const sns = options.sns ?? null;
+  const certificates = new SnsCertificates();
   const server = createServer(
     {
       requestTimeout: requestTimeoutMs,
@@ -106,7 +116,9 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         await options.db.query('SELECT 1');
         return answer(res, 200, { ok: true });
       }
-      return refuse('not-found', 404, { error: 'not found: POST /webhooks/sendgrid or /webhooks/mailgun' });
+      return refuse('not-found', 404, {
+        error: 'not found: POST /webhooks/sendgrid, /webhooks/mailgun or /webhooks/ses',
+      });
     }
     if (req.method !== 'POST') {
       const body = await readBody(req, maxBodyBytes);
@@ -115,7 +127,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     }
     // Refused before a byte of the body is read: a provider not configured, a stated length over the cap, a
     // type that is not JSON.
-    const configured = provider === 'sendgrid' ? options.sendgridPublicKey : options.mailgunSigningKey;
+    const configured =
+      provider === 'sendgrid'
+        ? options.sendgridPublicKey
+        : provider === 'mailgun'
+          ? options.mailgunSigningKey
+          : sns;
     if (configured === null) {
       metrics.request(provider, 'not-configured');
       return answerAndClose(req, res, 404, { error: `no ${provider} endpoint: its key is not configured` });
@@ -127,7 +144,9 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     if (Number.isFinite(declared) && declared > cap) {
       return tooLarge(req, res, () => metrics.request(provider, 'too-large'));
     }
-    if (!JSON_CONTENT_TYPE.test(req.headers['content-type'] ?? '')) {
+    if (
+      !(provider === 'ses' ? SNS_CONTENT_TYPE : JSON_CONTENT_TYPE).test(req.headers['content-type'] ?? '')
+    ) {
       metrics.request(provider, 'unsupported-media-type');
       return answerAndClose(req, res, 415, { error: 'the body must be application/json' });
     }
@@ -138,6 +157,20 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       return;
     }
 
+    if (provider === 'ses' && sns !== null) {
+      return takeSns(
+        await readSnsDelivery({
+          headers: req.headers,
+          rawBody: body,
+          settings: sns,
+          certificates,
+          now: now(),
+          maxAgeMs: options.maxAgeMs,
+        }),
+        refuse,
+        res,
+      );
+    }
     const verdict = verdictFor(provider, req, body);
     if (verdict === null) {
       return refuse('not-configured', 404, { error: `no ${provider} endpoint: its key is not configured` });
@@ -154,25 +187,92 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       verdict.delivery,
       new Date(now().getTime() - options.maxAgeMs - TOKEN_SLACK_MS),
     );
+    return answerStored(provider, verdict.delivery, stored, refuse, res);
+  }
+
+  type Refuse = (
+    outcome: RequestOutcome,
+    status: number,
+    body: unknown,
+    headers?: Record<string, string>,
+  ) => void;
+
+  function answerStored(
+    provider: WebhookProvider,
+    delivery: Parameters<typeof storeDelivery>[2],
+    stored: Awaited<ReturnType<typeof storeDelivery>>,
+    refuse: Refuse,
+    res: ServerResponse,
+  ): void {
     if (stored.kind === 'replayed') {
       log('warn', 'Webhook delivery refused', { provider, status: 409, problem: 'replayed' });
       return refuse('replayed', 409, { error: 'this signed delivery was received before (replay)' });
     }
     metrics.request(provider, 'stored');
-    metrics.eventsOf(provider, stored.newEvents, stored.knownEvents, verdict.delivery.skipped);
+    metrics.eventsOf(provider, stored.newEvents, stored.knownEvents, delivery.skipped);
     log('info', 'Webhook delivery stored', {
       provider,
       newEvents: stored.newEvents,
       knownEvents: stored.knownEvents,
-      skipped: verdict.delivery.skipped,
-      orders: [...new Set(verdict.delivery.events.map((event) => event.orderId))].slice(0, 20),
+      skipped: delivery.skipped,
+      orders: [...new Set(delivery.events.map((event) => event.orderId))].slice(0, 20),
     });
     return answer(res, 200, {
       stored: stored.newEvents,
       known: stored.knownEvents,
-      skipped: skippedTotal(verdict.delivery.skipped),
-      skippedBy: verdict.delivery.skipped,
+      skipped: skippedTotal(delivery.skipped),
+      skippedBy: delivery.skipped,
     });
+  }
+
+  /** An SNS message, once read: stored, confirmed, or refused with nothing written. */
+  async function takeSns(verdict: SnsVerdict, refuse: Refuse, res: ServerResponse): Promise<void> {
+    if (!verdict.ok) {
+      log('warn', 'Webhook delivery refused', {
+        provider: 'ses',
+        status: verdict.status,
+        problem: verdict.problem,
+      });
+      const outcome =
+        verdict.status === 400 ? 'malformed' : /stale/.test(verdict.problem) ? 'stale' : 'unsigned';
+      return refuse(outcome, verdict.status, { error: verdict.problem });
+    }
+    if (verdict.kind === 'subscribe') {
+      // Confirming is a GET of the URL SNS signed, on an SNS host; nothing is stored.
+      let status: number | null;
+      try {
+        const response = await request(verdict.subscribeUrl, {
+          method: 'GET',
+          headersTimeout: SUBSCRIBE_TIMEOUT_MS,
+          bodyTimeout: SUBSCRIBE_TIMEOUT_MS,
+        });
+        status = response.statusCode;
+        await response.body.dump();
+      } catch {
+        status = null;
+      }
+      if (status === null || status < 200 || status >= 300) {
+        log('warn', 'SNS subscription could not be confirmed', { topicArn: verdict.topicArn, status });
+        metrics.request('ses', 'subscribe-failed');
+        // SNS sends the confirmation again later.
+        return answer(res, 502, { error: 'the subscription could not be confirmed; SNS will ask again' });
+      }
+      log('info', 'SNS subscription confirmed', { topicArn: verdict.topicArn });
+      metrics.request('ses', 'confirmed');
+      return answer(res, 200, { confirmed: true });
+    }
+    if (verdict.kind === 'unsubscribed') {
+      log('warn', 'SNS says the subscription ended', { topicArn: verdict.topicArn });
+      metrics.request('ses', 'confirmed');
+      return answer(res, 200, { unsubscribed: true });
+    }
+    const stored = await storeDelivery(
+      options.db,
+      'ses',
+      verdict.delivery,
+      new Date(now().getTime() - options.maxAgeMs - TOKEN_SLACK_MS),
+    );
+    return answerStored('ses', verdict.delivery, stored, refuse, res);
   }
 
   function verdictFor(
@@ -180,6 +280,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     req: IncomingMessage,
     rawBody: Buffer,
   ): DeliveryVerdict | null {
+    if (provider === 'ses') return null;
     if (provider === 'sendgrid') {
       if (options.sendgridPublicKey === null) return null;
       return readSendGridDelivery({
@@ -225,7 +326,13 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
 
 function providerOf(req: IncomingMessage): WebhookProvider | null {
   const path = (req.url ?? '/').split('?')[0];
-  return path === '/webhooks/sendgrid' ? 'sendgrid' : path === '/webhooks/mailgun' ? 'mailgun' : null;
+  return path === '/webhooks/sendgrid'
+    ? 'sendgrid'
+    : path === '/webhooks/mailgun'
+      ? 'mailgun'
+      : path === '/webhooks/ses'
+        ? 'ses'
+        : null;
 }
 
 /**

@@ -337,6 +337,18 @@ const STATUS_ROWS: Record<Exclude<MailProviderName, 'generic'>, Array<[number, M
     [500, 'unknown'],
     [503, 'unknown'],
   ],
+  ses: [
+    [400, 'rejected', 'MessageRejected'],
+    [400, 'rejected', 'MailFromDomainNotVerified'],
+    [400, 'rejected', 'AccountSuspended'],
+    [400, 'rejected', 'SendingPaused'],
+    [429, 'not_sent', 'TooManyRequests'],
+    // AWS's Throttling is retryable whatever status carries it.
+    [400, 'not_sent', 'Throttling'],
+    [500, 'unknown'],
+    // No lookup, and nothing says a 503 came before processing: the Send event or the policy decides.
+    [503, 'unknown'],
+  ],
 };
 
 describe.each(Object.entries(STATUS_ROWS))('%s status classes', (provider, rows) => {

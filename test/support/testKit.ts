@@ -18,6 +18,8 @@ import { createSmtpMailTransport, type SmtpConfig } from '../../src/mail/smtp/sm
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { SANDBOX_AWS_ACCESS_KEY_ID, SANDBOX_SES_REGION } from '../../dev/sandbox/providers/ses';
+import type { SesSettings } from '../../src/mail/createMailTransport';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
@@ -133,11 +135,28 @@ export function testProviderMailClient(
     apiKey,
     mailgunDomain: TEST_MAILGUN_DOMAIN,
     postmarkMessageStream: 'outbound',
+    ses: testSesSettings(apiKey),
     connectTimeoutMs: 1_000,
     headersTimeoutMs: 1_000,
     overallTimeoutMs: 3_000,
     connections: 4,
   });
+}
+
+export const TEST_SES_CONFIGURATION_SET = 'order-mail-events';
+
+/** SES settings signing with the sandbox's static AWS keys: its access key id, `secret` as the secret key. */
+export function testSesSettings(secret = 'sandbox-key'): SesSettings {
+  return {
+    region: SANDBOX_SES_REGION,
+    configurationSet: TEST_SES_CONFIGURATION_SET,
+    credentials: {
+      kind: 'static',
+      accessKeyId: SANDBOX_AWS_ACCESS_KEY_ID,
+      secretAccessKey: secret,
+      sessionToken: null,
+    },
+  };
 }
 
 export interface RunningTestWorker {

@@ -6,7 +6,7 @@ import { MAIL_PROVIDER_FACTS, type MailProviderName } from '../../src/mail/provi
 import type { Database } from '../../src/db/pool';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { createVerifier, type Verifier } from '../../src/verification/verifier';
-import { TEST_MAILGUN_DOMAIN } from './testKit';
+import { TEST_MAILGUN_DOMAIN, testSesSettings } from './testKit';
 
 export interface TestVerification {
   /** What the workflow waits and how long it keeps asking. */
@@ -40,6 +40,7 @@ export function testVerifier(
       apiKey: 'sandbox-key',
       mailgunDomain: TEST_MAILGUN_DOMAIN,
       postmarkMessageStream: 'outbound',
+      ses: testSesSettings(),
       connectTimeoutMs: 1_000,
       headersTimeoutMs: 1_000,
       overallTimeoutMs: 3_000,

@@ -11,6 +11,15 @@ import type { MailProviderName } from '../../../src/mail/providers/mailProvider'
 import type { ValidMessage } from '../messageValidation';
 import type { ReceivedMessage } from '../records';
 
+/** What a provider that signs whole requests (SES's SigV4) checks besides the headers. */
+export interface SignedRequestFacts {
+  method: string;
+  /** Path and query, as the request line has them. */
+  url: string;
+  body: string;
+  now: Date;
+}
+
 export interface ProviderAnswer {
   status: number;
   /** A JSON value, or null for an empty body. */
@@ -27,7 +36,11 @@ export interface ProviderEmulation {
   /** Whether this provider's send endpoint is at `pathname` (any method). */
   servesPath(pathname: string): boolean;
   /** Null when the request carries the sandbox's key, else the provider's answer to a bad or missing one. */
-  authenticate(headers: IncomingHttpHeaders, apiKey: string): ProviderAnswer | null;
+  authenticate(
+    headers: IncomingHttpHeaders,
+    apiKey: string,
+    request?: SignedRequestFacts,
+  ): ProviderAnswer | null;
   parse(text: string, headers: IncomingHttpHeaders, pathname: string): ParsedRequest;
   /** The id the provider would give message number `sequence` (1, 2, …), `message` being what it accepted. */
   messageId(sequence: number, pathname: string, message?: ValidMessage): string;

@@ -7,6 +7,7 @@ import { mailgunEmulation } from './mailgun';
 import { postmarkEmulation } from './postmark';
 import { resendEmulation } from './resend';
 import { sendGridEmulation } from './sendgrid';
+import { sesEmulation } from './ses';
 
 export type { ProviderAnswer, ProviderEmulation } from './emulation';
 
@@ -16,6 +17,7 @@ export const PROVIDER_EMULATIONS: readonly ProviderEmulation[] = [
   postmarkEmulation,
   resendEmulation,
   mailgunEmulation,
+  sesEmulation,
 ];
 
 export function emulationForPath(pathname: string): ProviderEmulation | null {

@@ -9,8 +9,9 @@ import { GENERIC_VERIFICATION } from './generic';
 import { MAILGUN_VERIFICATION } from './mailgun';
 import { POSTMARK_VERIFICATION } from './postmark';
 import { SENDGRID_VERIFICATION } from './sendgrid';
+import { SES_VERIFICATION } from './ses';
 
-export const MAIL_PROVIDER_NAMES = ['generic', 'sendgrid', 'postmark', 'resend', 'mailgun'] as const;
+export const MAIL_PROVIDER_NAMES = ['generic', 'sendgrid', 'postmark', 'resend', 'mailgun', 'ses'] as const;
 export type MailProviderName = (typeof MAIL_PROVIDER_NAMES)[number];
 
 /** Response headers as undici gives them (lower-case names). */
@@ -36,7 +37,13 @@ export interface MailProviderAdapter {
    * null. Only names from the provider's documented list are returned: an error body's free text can echo
    * the recipient, so it never leaves the adapter.
    */
-  readProviderError(status: number, body: string | null): string | null;
+  readProviderError(status: number, body: string | null, headers?: ResponseHeaders): string | null;
+  /**
+   * Signs the request just before it leaves (SES's SigV4, which covers the host, the path and the time), with
+   * credentials that may have to be fetched; absent for a provider whose key is a plain header. A failure here
+   * is before any request: not sent.
+   */
+  authorize?(request: ProviderRequest, target: { origin: string; path: string }): Promise<ProviderRequest>;
   /**
    * How to ask the provider afterwards whether it took a send, by the send key the request carried
    * (src/verification/providerLookup.ts); absent when the provider has no such lookup.
@@ -91,4 +98,7 @@ export const MAIL_PROVIDER_FACTS: Readonly<Record<MailProviderName, MailProvider
   },
   // The US base; MAILGUN_REGION=eu selects MAILGUN_BASE_URLS.eu. No idempotency key.
   mailgun: { defaultBaseUrl: MAILGUN_BASE_URLS.us, idempotency: null, verification: MAILGUN_VERIFICATION },
+  // The endpoint is the region's (sesEndpoint in ./ses.ts, from AWS_REGION). No idempotency key, no lookup:
+  // verified by the events its configuration set publishes through SNS.
+  ses: { defaultBaseUrl: null, idempotency: null, verification: SES_VERIFICATION },
 });

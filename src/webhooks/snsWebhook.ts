@@ -1,0 +1,330 @@
+// Amazon SNS HTTPS deliveries of Amazon SES events (POST /webhooks/ses). SES publishes the events of every send
+// that names our configuration set to an SNS topic; SNS posts each one to us as a JSON document (sent as
+// text/plain) with Type, MessageId, TopicArn, Message, Timestamp, SignatureVersion, Signature and
+// SigningCertURL. What SNS documents about verifying it, done here:
+//   - the string to sign is the listed fields, each as "Name\nvalue\n", in byte order of their names
+//     (Notification: Message, MessageId, Subject if present, Timestamp, TopicArn, Type; the confirmations add
+//     SubscribeURL and Token);
+//   - SignatureVersion 1 is RSA with SHA1, 2 is RSA with SHA256, base64 in Signature;
+//   - the certificate comes from SigningCertURL, which must be https on an SNS host (by default
+//     ^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$) and end in .pem; it is fetched once and cached;
+//   - a SubscriptionConfirmation is confirmed by a GET of its SubscribeURL, on the same kind of host.
+// Ours on top: the topic must be on the allow-list (SES_SNS_TOPIC_ARNS); a Timestamp farther from our clock than
+// WEBHOOK_MAX_AGE_MS is stale; a MessageId seen before is a replay (the delivery's token). Every refusal writes
+// nothing. The SES event inside (eventType Send, Delivery, Bounce, Complaint, Reject) is ours only when its
+// message tags carry one of our send keys naming the order its order_id tag names (src/webhooks/ourEvent.ts).
+//
+// Tests sign with a certificate of their own (dev/sandbox/testCertificate.ts) served from a loopback origin;
+// the receiver trusts it only when told so by trustTestCertificateOrigin, which only code can set: the
+// receiver's environment configuration refuses it (src/webhooks/webhookConfig.ts).
+import { createVerify, X509Certificate, type KeyObject } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { request } from 'undici';
+import { sendKeyOfSesTag } from '../evidence/sendKey';
+import { SES_TAGS } from '../mail/providers/ses';
+import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
+import {
+  MalformedWebhookError,
+  optionalMessageId,
+  orderIdOrNull,
+  scrubbedReason,
+  type ProviderEvent,
+  type ProviderEventType,
+} from './providerEvent';
+import { isFresh, type AuthenticDelivery } from './signedDelivery';
+
+export const DEFAULT_SNS_CERT_HOST_PATTERN = '^sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?$';
+
+export interface SnsSettings {
+  /** The topics whose notifications are taken (SES_SNS_TOPIC_ARNS); any other is refused. */
+  topicArns: ReadonlySet<string>;
+  /** Hosts the signing certificate and the SubscribeURL may be on (SNS_CERT_HOST_PATTERN). */
+  certHostPattern: RegExp;
+  /**
+   * Tests only: one origin (http or https, loopback) whose certificates and SubscribeURLs are trusted besides
+   * the SNS hosts. Never from the environment.
+   */
+  trustTestCertificateOrigin?: string | null;
+}
+
+export type SnsVerdict =
+  | { ok: false; status: 400 | 401 | 403; problem: string }
+  | { ok: true; kind: 'notification'; delivery: AuthenticDelivery; topicArn: string }
+  | { ok: true; kind: 'subscribe'; subscribeUrl: string; topicArn: string }
+  | { ok: true; kind: 'unsubscribed'; topicArn: string };
+
+const TYPES = new Set(['Notification', 'SubscriptionConfirmation', 'UnsubscribeConfirmation']);
+const MESSAGE_ID = /^[A-Za-z0-9-]{1,100}$/;
+const TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/;
+
+function refused(status: 400 | 401 | 403, problem: string): SnsVerdict {
+  return { ok: false, status, problem };
+}
+
+/** The text SNS signs for this message, or null when a field it needs is missing. */
+export function snsStringToSign(message: Record<string, unknown>): string | null {
+  const fields =
+    message.Type === 'Notification'
+      ? [
+          'Message',
+          'MessageId',
+          ...(message.Subject === undefined ? [] : ['Subject']),
+          'Timestamp',
+          'TopicArn',
+          'Type',
+        ]
+      : ['Message', 'MessageId', 'SubscribeURL', 'Timestamp', 'Token', 'TopicArn', 'Type'];
+  let text = '';
+  for (const name of fields) {
+    const value = message[name];
+    if (typeof value !== 'string') return null;
+    text += `${name}\n${value}\n`;
+  }
+  return text;
+}
+
+/** Where a signing certificate (or a SubscribeURL) may come from; the reason when it may not. */
+export function whyUntrustedUrl(
+  value: string,
+  settings: SnsSettings,
+  what: 'certificate' | 'subscribe',
+): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `the ${what} URL is not a URL`;
+  }
+  if (what === 'certificate' && !url.pathname.endsWith('.pem'))
+    return 'the certificate URL does not end in .pem';
+  if (url.username !== '' || url.password !== '') return `the ${what} URL carries credentials`;
+  const test = settings.trustTestCertificateOrigin ?? null;
+  if (test !== null && url.origin === test) return null;
+  if (url.protocol !== 'https:') return `the ${what} URL is not https`;
+  if (url.port !== '') return `the ${what} URL names a port`;
+  if (!settings.certHostPattern.test(url.hostname)) return `the ${what} URL's host is not an SNS host`;
+  return null;
+}
+
+/** Signing certificates by URL, fetched once (SNS rotates them rarely, under a new URL). */
+export class SnsCertificates {
+  private readonly cache = new Map<string, Promise<KeyObject>>();
+
+  constructor(
+    private readonly fetchTimeoutMs = 5_000,
+    private readonly maxEntries = 32,
+  ) {}
+
+  async publicKey(url: string, now: Date): Promise<KeyObject> {
+    let entry = this.cache.get(url);
+    if (entry === undefined) {
+      if (this.cache.size >= this.maxEntries) this.cache.delete(this.cache.keys().next().value!);
+      entry = this.fetch(url, now);
+      this.cache.set(url, entry);
+      // A failed fetch is not kept: the next delivery tries again.
+      entry.catch(() => this.cache.delete(url));
+    }
+    return entry;
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+
+  private async fetch(url: string, now: Date): Promise<KeyObject> {
+    const response = await request(url, {
+      method: 'GET',
+      headersTimeout: this.fetchTimeoutMs,
+      bodyTimeout: this.fetchTimeoutMs,
+      maxRedirections: 0,
+    } as Parameters<typeof request>[1]);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of response.body) {
+      size += (chunk as Buffer).length;
+      if (size > 16_384) {
+        response.body.destroy();
+        throw new Error('the signing certificate is larger than a certificate');
+      }
+      chunks.push(chunk as Buffer);
+    }
+    if (response.statusCode !== 200)
+      throw new Error(`the signing certificate answered HTTP ${response.statusCode}`);
+    const certificate = new X509Certificate(Buffer.concat(chunks));
+    if (new Date(certificate.validTo).getTime() < now.getTime() || new Date(certificate.validFrom) > now) {
+      throw new Error('the signing certificate is not valid now');
+    }
+    return certificate.publicKey;
+  }
+}
+
+export async function readSnsDelivery(input: {
+  headers: IncomingHttpHeaders;
+  rawBody: Buffer;
+  settings: SnsSettings;
+  certificates: SnsCertificates;
+  now: Date;
+  maxAgeMs: number;
+}): Promise<SnsVerdict> {
+  let body: unknown;
+  try {
+    body = JSON.parse(input.rawBody.toString('utf8'));
+  } catch {
+    return refused(400, 'the body is not JSON');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return refused(400, 'the body is not a JSON object');
+  }
+  const message = body as Record<string, unknown>;
+  const type = message.Type;
+  if (typeof type !== 'string' || !TYPES.has(type)) return refused(400, 'not an SNS message type we take');
+  const headerType = input.headers['x-amz-sns-message-type'];
+  if (headerType !== undefined && headerType !== type) {
+    return refused(400, 'the message type header disagrees with the body');
+  }
+  const { MessageId: messageId, TopicArn: topicArn, Timestamp: timestamp } = message;
+  if (typeof messageId !== 'string' || !MESSAGE_ID.test(messageId))
+    return refused(400, 'no usable MessageId');
+  if (typeof topicArn !== 'string' || !TOPIC_ARN.test(topicArn)) return refused(400, 'no usable TopicArn');
+  if (!input.settings.topicArns.has(topicArn)) return refused(403, 'the topic is not on SES_SNS_TOPIC_ARNS');
+  const signedAt = typeof timestamp === 'string' ? new Date(timestamp) : new Date(NaN);
+  if (!Number.isFinite(signedAt.getTime())) return refused(400, 'no usable Timestamp');
+
+  const version = message.SignatureVersion;
+  const algorithm = version === '1' ? 'sha1' : version === '2' ? 'sha256' : null;
+  if (algorithm === null) return refused(401, 'an unknown SignatureVersion');
+  const certUrl = message.SigningCertURL ?? message.SigningCertUrl;
+  if (typeof certUrl !== 'string') return refused(401, 'no SigningCertURL');
+  const untrusted = whyUntrustedUrl(certUrl, input.settings, 'certificate');
+  if (untrusted !== null) return refused(401, untrusted);
+  const text = snsStringToSign(message);
+  const signature = typeof message.Signature === 'string' ? Buffer.from(message.Signature, 'base64') : null;
+  if (text === null || signature === null || signature.length === 0) {
+    return refused(401, 'missing signature or signed fields');
+  }
+  let key: KeyObject;
+  try {
+    key = await input.certificates.publicKey(certUrl, input.now);
+  } catch {
+    return refused(401, 'the signing certificate could not be fetched or read');
+  }
+  if (
+    !createVerify(algorithm === 'sha1' ? 'RSA-SHA1' : 'RSA-SHA256')
+      .update(text, 'utf8')
+      .verify(key, signature)
+  ) {
+    return refused(401, 'the signature does not verify');
+  }
+  // Checked after the signature, so only SNS's own clock is judged, never a forger's.
+  if (!isFresh(signedAt, input.now, input.maxAgeMs)) return refused(401, 'the signature timestamp is stale');
+
+  if (type === 'SubscriptionConfirmation') {
+    const subscribeUrl = message.SubscribeURL as string;
+    const why = whyUntrustedUrl(subscribeUrl, input.settings, 'subscribe');
+    if (why !== null) return refused(401, why);
+    return { ok: true, kind: 'subscribe', subscribeUrl, topicArn };
+  }
+  if (type === 'UnsubscribeConfirmation') return { ok: true, kind: 'unsubscribed', topicArn };
+  try {
+    const skipped: Skipped = {};
+    const event = parseSesEvent(message.Message as string, messageId);
+    const skip =
+      typeof event === 'string' ? event : whyNotOurs(event, { signedAt, maxAgeMs: input.maxAgeMs });
+    if (skip !== null) countSkip(skipped, skip);
+    const events = skip === null && typeof event !== 'string' ? [event] : [];
+    return {
+      ok: true,
+      kind: 'notification',
+      topicArn,
+      // SNS's MessageId is unique per notification, and a retry of one keeps it: the replay token.
+      delivery: { token: messageId, signedAt, events, skipped },
+    };
+  } catch (error) {
+    if (error instanceof MalformedWebhookError) return refused(400, error.message);
+    throw error;
+  }
+}
+
+const SES_EVENT_TYPES: Readonly<Record<string, ProviderEventType>> = {
+  Send: 'accepted',
+  Delivery: 'delivered',
+  Bounce: 'bounced',
+  Complaint: 'complained',
+  // SES took the request, then refused to send it (a virus): the mail is dropped.
+  Reject: 'dropped',
+};
+
+/** The SES event in an SNS Message, or why it is not one we keep (the ourEvent.ts checks come after). */
+export function parseSesEvent(text: string, snsMessageId: string): ProviderEvent | 'not-ours' | 'not-kept' {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new MalformedWebhookError('the SNS Message is not an SES event (not JSON)');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new MalformedWebhookError('the SNS Message is not an SES event');
+  }
+  const event = parsed as Record<string, unknown>;
+  const mail = (typeof event.mail === 'object' && event.mail !== null ? event.mail : {}) as Record<
+    string,
+    unknown
+  >;
+  const tags = (typeof mail.tags === 'object' && mail.tags !== null ? mail.tags : {}) as Record<
+    string,
+    unknown
+  >;
+  const tag = (name: string): string | null => {
+    const values = tags[name];
+    return Array.isArray(values) && values.length === 1 && typeof values[0] === 'string' ? values[0] : null;
+  };
+  const orderId = orderIdOrNull(tag(SES_TAGS.orderId));
+  if (orderId === null) return 'not-ours';
+  // Event publishing names it eventType; the older identity notifications notificationType.
+  const name = typeof event.eventType === 'string' ? event.eventType : event.notificationType;
+  const eventType = typeof name === 'string' ? SES_EVENT_TYPES[name] : undefined;
+  if (eventType === undefined) return 'not-kept';
+  const detail = (
+    typeof event[lowerFirst(name as string)] === 'object' && event[lowerFirst(name as string)] !== null
+      ? event[lowerFirst(name as string)]
+      : {}
+  ) as Record<string, unknown>;
+  // A soft bounce is retried by SES; only a permanent one says what became of the mail.
+  if (eventType === 'bounced' && detail.bounceType !== 'Permanent') return 'not-kept';
+  const sendKeyTag = tag(SES_TAGS.sendKey);
+  const occurred =
+    typeof detail.timestamp === 'string'
+      ? detail.timestamp
+      : typeof mail.timestamp === 'string'
+        ? mail.timestamp
+        : null;
+  const occurredAt = occurred === null ? new Date(NaN) : new Date(occurred);
+  if (!Number.isFinite(occurredAt.getTime()))
+    throw new MalformedWebhookError('an SES event has no usable timestamp');
+  return {
+    provider: 'ses',
+    providerEventId: snsMessageId,
+    orderId,
+    sendKey: sendKeyTag === null ? null : sendKeyOfSesTag(sendKeyTag),
+    providerMessageId: optionalMessageId(mail.messageId),
+    eventType,
+    occurredAt,
+    reason:
+      eventType === 'bounced'
+        ? scrubbedReason(detail.bounceType, detail.bounceSubType, firstDiagnostic(detail))
+        : eventType === 'dropped'
+          ? scrubbedReason(detail.reason)
+          : null,
+  };
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1);
+}
+
+function firstDiagnostic(bounce: Record<string, unknown>): unknown {
+  const recipients = bounce.bouncedRecipients;
+  if (!Array.isArray(recipients)) return undefined;
+  const first = recipients[0] as { diagnosticCode?: unknown } | undefined;
+  return first?.diagnosticCode;
+}
