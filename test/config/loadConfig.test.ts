@@ -60,12 +60,14 @@ describe('loadConfig', () => {
 
   it('reads the tracing variables: off without an OTLP endpoint, a Zipkin as well, the batch delay', () => {
     expect(loadConfig(REQUIRED).tracing).toBeNull();
-    expect(loadConfig({ ...REQUIRED, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({
-      endpoint: 'http://collector:4318',
-      serviceName: 'order-confirmation-mail-worker',
-      zipkinEndpoint: null,
-      batchDelayMs: 1_000,
-    });
+    expect(loadConfig({ ...REQUIRED, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual(
+      {
+        endpoint: 'http://collector:4318',
+        serviceName: 'order-confirmation-mail-worker',
+        zipkinEndpoint: null,
+        batchDelayMs: 1_000,
+      },
+    );
     expect(
       loadConfig({
         ...REQUIRED,

@@ -50,7 +50,8 @@ export function spanNames(trace: JaegerTrace | undefined): string[] {
 
 export function onlySpan(trace: JaegerTrace, name: string): JaegerSpan {
   const found = trace.spans.filter((s) => s.operationName === name);
-  if (found.length !== 1) throw new Error(`${found.length} spans named ${name}: ${spanNames(trace).join(', ')}`);
+  if (found.length !== 1)
+    throw new Error(`${found.length} spans named ${name}: ${spanNames(trace).join(', ')}`);
   return found[0]!;
 }
 
