@@ -82,7 +82,9 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
     // The workflow's spans come out of the sandbox finished: each exporter's batch gets them.
     workflowSpanSinks: { exporter: temporalOtel.makeWorkflowExporter(allOf(processors), resource) },
     clientInterceptors: { workflow: [new temporalOtel.OpenTelemetryWorkflowClientInterceptor()] },
-    shutdown: () => provider.shutdown(),
+    // Every exporter gets to send what it holds, even when another's collector is down (a rejection of one
+    // must not end the process before the others are done).
+    shutdown: () => settleEach(processors, (processor) => processor.shutdown()),
   };
 }
 
@@ -96,12 +98,20 @@ export const DROPPED_WORKFLOW_SPANS: InjectedSinks<OpenTelemetrySinks> = {
 
 /** One span processor that hands every call to each of the given ones (the SDK's own is not exported). */
 function allOf(processors: SpanProcessor[]): SpanProcessor {
-  const each = (call: (processor: SpanProcessor) => Promise<void>) =>
-    Promise.all(processors.map(call)).then(() => undefined);
   return {
     onStart: (span, context) => processors.forEach((processor) => processor.onStart(span, context)),
     onEnd: (span) => processors.forEach((processor) => processor.onEnd(span)),
-    forceFlush: () => each((processor) => processor.forceFlush()),
-    shutdown: () => each((processor) => processor.shutdown()),
+    forceFlush: () => settleEach(processors, (processor) => processor.forceFlush()),
+    shutdown: () => settleEach(processors, (processor) => processor.shutdown()),
   };
+}
+
+/** Runs the call on every processor, waits for all of them, then fails with the first failure, if any. */
+async function settleEach(
+  processors: SpanProcessor[],
+  call: (processor: SpanProcessor) => Promise<void>,
+): Promise<void> {
+  const results = await Promise.allSettled(processors.map(call));
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
 }

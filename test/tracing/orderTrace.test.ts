@@ -181,12 +181,14 @@ it("one order's trace runs from the order service's start through the workflow t
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
   });
   try {
-    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1100 } });
     await page.goto(`${zipkin.url}/zipkin/traces/${traceId}`);
-    // Each span is a row "service: span name"; the header counts the services and spans.
+    // Each span is a row "service: span name" (a div; the heading names the root span too), and the header
+    // counts the services and spans.
     const row = (service: string, name: string) =>
-      page.getByText(`${service}: ${name.toLowerCase()}`, { exact: true });
-    await row('order-service', 'place order').waitFor({ timeout: 30_000 });
+      page.getByText(`${service}: ${name.toLowerCase()}`, { exact: true }).and(page.locator('div'));
+    await page.getByRole('heading', { name: 'order-service: place order' }).waitFor({ timeout: 30_000 });
+    expect(await row('order-service', 'place order').count()).toBe(1);
     expect(await row('order-service', 'StartWorkflow:orderConfirmationMail').count()).toBe(1);
     for (const name of wanted.slice(2)) expect(await row(WORKER_SERVICE, name).count(), name).toBe(1);
     expect(await page.getByText('Total Spans', { exact: true }).locator('..').innerText()).toContain(
