@@ -45,8 +45,8 @@ afterAll(async () => {
 it('SIGTERM during a send: the spans of the finished activities and of the drained send reach the collector before the worker exits', async () => {
   const taskQueue = `trace-flush-${process.pid}-${Date.now()}`;
   const orderId = await createOrder(database.db);
-  // The sandbox keeps the message at once and answers 202 only 3 s later: a send in flight at SIGTERM.
-  sandbox.queueFault(orderId, { kind: 'accept-then-hang', ms: 3_000 });
+  // The sandbox keeps the message at once and answers 202 only 6 s later: a send in flight at SIGTERM.
+  sandbox.queueFault(orderId, { kind: 'accept-then-hang', ms: 6_000 });
   worker = spawnWorkerProcess({
     DATABASE_URL: database.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
@@ -74,7 +74,9 @@ it('SIGTERM during a send: the spans of the finished activities and of the drain
   await waitFor('the send to reach the sandbox', async () =>
     sandbox.messagesFor(orderId).length > 0 ? true : undefined,
   );
-  // Claimed and sending: the claim's spans have ended, and sit in the worker's batch.
+  // Claimed and sending: the claim's spans have ended, and sit in the worker's batch. Twice the default
+  // batch delay later, a worker that exported on its own (1 s) would have delivered them.
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
   expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending' });
   expect(await findTrace(jaeger.queryUrl, WORKER_SERVICE, { temporalWorkflowId: orderId })).toBeUndefined();
 
