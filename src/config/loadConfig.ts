@@ -98,6 +98,7 @@ export const CONFIG_DEFAULTS = {
   TEMPORAL_NAMESPACE: DEFAULT_TEMPORAL_NAMESPACE,
   TEMPORAL_TASK_QUEUE: 'order-confirmation-mail',
   OTEL_SERVICE_NAME: 'order-confirmation-mail-worker',
+  OTEL_BSP_SCHEDULE_DELAY: 1_000,
   MAIL_PROVIDER: 'generic',
   SMTP_PORT: 587,
   SMTP_STARTTLS: 'require',
@@ -128,11 +129,13 @@ export const CONFIG_DEFAULTS = {
   RECONCILE_BATCH_SIZE: 100,
 } as const;
 
-/** The OpenTelemetry SDK's standard variables, the two this worker reads: on with an endpoint, else off. */
+/** The OpenTelemetry SDK's standard variables, the four this worker reads: on with an endpoint, else off. */
 function readTracingSettings(read: EnvReader): TracingSettings | null {
   const endpoint = read.optionalUrl('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']);
   const serviceName = read.optional('OTEL_SERVICE_NAME') ?? CONFIG_DEFAULTS.OTEL_SERVICE_NAME;
-  return endpoint === null ? null : { endpoint, serviceName };
+  const zipkinEndpoint = read.optionalUrl('OTEL_EXPORTER_ZIPKIN_ENDPOINT', ['http:', 'https:']);
+  const batchDelayMs = read.positiveInt('OTEL_BSP_SCHEDULE_DELAY', CONFIG_DEFAULTS.OTEL_BSP_SCHEDULE_DELAY);
+  return endpoint === null ? null : { endpoint, serviceName, zipkinEndpoint, batchDelayMs };
 }
 
 export function loadConfig(env: Record<string, string | undefined>): WorkerConfig {

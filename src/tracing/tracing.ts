@@ -1,6 +1,7 @@
 // OpenTelemetry for a process of this project (the worker, the start-mail CLI), through Temporal's own
 // interceptors (@temporalio/interceptors-opentelemetry). On only when OTEL_EXPORTER_OTLP_ENDPOINT is set:
-// then a tracer provider is registered that exports over OTLP (HTTP/protobuf) in batches. Off, nothing of
+// then a tracer provider is registered that exports over OTLP (HTTP/protobuf) in batches, and, with
+// OTEL_EXPORTER_ZIPKIN_ENDPOINT set too, the same spans to a Zipkin (its JSON API). Off, nothing of
 // the OpenTelemetry SDK is loaded, no interceptor runs in the process and the spans the transports open
 // (src/tracing/mailSpan.ts) go to the API's no-op tracer.
 //
@@ -9,12 +10,20 @@
 import type { ClientInterceptors } from '@temporalio/client';
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry';
 import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 export interface TracingSettings {
   /** OTEL_EXPORTER_OTLP_ENDPOINT: the collector's base URL; traces go to `<endpoint>/v1/traces`. */
   endpoint: string;
   /** OTEL_SERVICE_NAME, or the process's default (src/config/loadConfig.ts). */
   serviceName: string;
+  /**
+   * OTEL_EXPORTER_ZIPKIN_ENDPOINT: a Zipkin's span intake (`http://zipkin:9411/api/v2/spans`) that gets every
+   * span as well, or null. For a shop whose trace viewer is a Zipkin; OTLP stays the main path.
+   */
+  zipkinEndpoint?: string | null;
+  /** OTEL_BSP_SCHEDULE_DELAY: how long a span may wait in the batch before export (ms); default 1000. */
+  batchDelayMs?: number;
 }
 
 export interface Tracing {
@@ -42,10 +51,19 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
   const temporalOtel = await import('@temporalio/interceptors-opentelemetry');
 
   const resource = new Resource({ 'service.name': settings.serviceName });
-  const exporter = new OTLPTraceExporter({ url: `${settings.endpoint.replace(/\/+$/, '')}/v1/traces` });
-  const processor = new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1_000 });
+  const batch = { scheduledDelayMillis: settings.batchDelayMs ?? 1_000 };
+  const processors: SpanProcessor[] = [
+    new BatchSpanProcessor(
+      new OTLPTraceExporter({ url: `${settings.endpoint.replace(/\/+$/, '')}/v1/traces` }),
+      batch,
+    ),
+  ];
+  if (settings.zipkinEndpoint) {
+    const { ZipkinExporter } = await import('@opentelemetry/exporter-zipkin');
+    processors.push(new BatchSpanProcessor(new ZipkinExporter({ url: settings.zipkinEndpoint }), batch));
+  }
   const provider = new BasicTracerProvider({ resource });
-  provider.addSpanProcessor(processor);
+  for (const processor of processors) provider.addSpanProcessor(processor);
   // The context manager carries the activity's span down to the provider request's span across awaits.
   api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   api.propagation.setGlobalPropagator(new W3CTraceContextPropagator());
@@ -61,9 +79,12 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
         }),
       ],
     },
-    workflowSpanSinks: { exporter: temporalOtel.makeWorkflowExporter(processor, resource) },
+    // The workflow's spans come out of the sandbox finished: each exporter's batch gets them.
+    workflowSpanSinks: { exporter: temporalOtel.makeWorkflowExporter(allOf(processors), resource) },
     clientInterceptors: { workflow: [new temporalOtel.OpenTelemetryWorkflowClientInterceptor()] },
-    shutdown: () => provider.shutdown(),
+    // Every exporter gets to send what it holds, even when another's collector is down (a rejection of one
+    // must not end the process before the others are done).
+    shutdown: () => settleEach(processors, (processor) => processor.shutdown()),
   };
 }
 
@@ -75,3 +96,23 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
 export const DROPPED_WORKFLOW_SPANS: InjectedSinks<OpenTelemetrySinks> = {
   exporter: { export: { fn: () => undefined, callDuringReplay: false } },
 };
+
+/** One span processor that hands every call to each of the given ones (the SDK's own is not exported). */
+function allOf(processors: SpanProcessor[]): SpanProcessor {
+  return {
+    onStart: (span, context) => processors.forEach((processor) => processor.onStart(span, context)),
+    onEnd: (span) => processors.forEach((processor) => processor.onEnd(span)),
+    forceFlush: () => settleEach(processors, (processor) => processor.forceFlush()),
+    shutdown: () => settleEach(processors, (processor) => processor.shutdown()),
+  };
+}
+
+/** Runs the call on every processor, waits for all of them, then fails with the first failure, if any. */
+async function settleEach(
+  processors: SpanProcessor[],
+  call: (processor: SpanProcessor) => Promise<void>,
+): Promise<void> {
+  const results = await Promise.allSettled(processors.map(call));
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+}

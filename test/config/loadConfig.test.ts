@@ -58,6 +58,33 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('reads the tracing variables: off without an OTLP endpoint, a Zipkin as well, the batch delay', () => {
+    expect(loadConfig(REQUIRED).tracing).toBeNull();
+    expect(loadConfig({ ...REQUIRED, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual(
+      {
+        endpoint: 'http://collector:4318',
+        serviceName: 'order-confirmation-mail-worker',
+        zipkinEndpoint: null,
+        batchDelayMs: 1_000,
+      },
+    );
+    expect(
+      loadConfig({
+        ...REQUIRED,
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_ZIPKIN_ENDPOINT: 'http://zipkin:9411/api/v2/spans',
+        OTEL_BSP_SCHEDULE_DELAY: '250',
+      }).tracing,
+    ).toMatchObject({ zipkinEndpoint: 'http://zipkin:9411/api/v2/spans', batchDelayMs: 250 });
+    const problems = problemsOf({
+      ...REQUIRED,
+      OTEL_EXPORTER_ZIPKIN_ENDPOINT: 'zipkin:9411',
+      OTEL_BSP_SCHEDULE_DELAY: '0',
+    });
+    expect(problems.some((problem) => problem.includes('OTEL_EXPORTER_ZIPKIN_ENDPOINT'))).toBe(true);
+    expect(problems.some((problem) => problem.includes('OTEL_BSP_SCHEDULE_DELAY'))).toBe(true);
+  });
+
   it('reports every problem at once', () => {
     const problems = problemsOf({
       DATABASE_URL: 'mysql://db/shop',

@@ -1,9 +1,10 @@
-// One order's trace, end to end, in a real trace viewer: Jaeger v2 (`bash scripts/setup.sh --tracing`) on
-// loopback ports, a worker process exporting to it over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT), and this test as
-// the order service: its own span around the client's start. The trace is read back from Jaeger's query API
-// and must hold, in one trace, the start, the workflow, claim, send and record, and the provider request;
-// no span may carry the customer's address, name, the mail's text or the API key. Then Chromium shows the
-// trace as Jaeger returned it, and the screenshot is kept for docs/operating.md (UPDATE_SCREENSHOTS=1).
+// One order's trace, end to end, in real trace viewers. A worker process exports every span over OTLP to a
+// Jaeger v2 (`bash scripts/setup.sh --tracing`) and, through OTEL_EXPORTER_ZIPKIN_ENDPOINT, to a Zipkin, both on
+// loopback ports; this test plays the order service, with its own span around the client's start. The trace is
+// read back from Jaeger's query API and must hold, in one trace, the start, the workflow, claim, send and
+// record, and the provider request; no span may carry the customer's address, name, the mail's text or the API
+// key. Then Chromium opens the same trace in Zipkin's own web UI (Jaeger's Go-module build has none), the test
+// checks what the page shows, and the screenshot is kept for docs/operating.md (UPDATE_SCREENSHOTS=1).
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { trace } from '@opentelemetry/api';
@@ -11,13 +12,14 @@ import type { Client } from '@temporalio/client';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { startJaeger, type RunningJaeger } from '../../dev/devtools/jaeger';
+import { startZipkin, type RunningZipkin } from '../../dev/devtools/zipkin';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { connectOrderMailClient, startOrderConfirmationMail } from '../../src/client';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { startTracing, type Tracing } from '../../src/tracing/tracing';
 import { createOrder, openTestDatabase, waitFor, type TestDatabase } from '../support/testKit';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/workerProcess';
-import { traceWaterfallHtml, type WaterfallTrace } from './traceWaterfall';
+import { onlySpan, readTrace, spanTag, waitForSpans } from './jaegerApi';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT =
@@ -34,6 +36,8 @@ const CUSTOMER = {
 const WORKER_SERVICE = 'order-confirmation-mail-worker';
 
 let jaeger: RunningJaeger;
+let zipkin: RunningZipkin;
+let zipkinStarting: Promise<RunningZipkin> | undefined;
 let database: TestDatabase;
 let sandbox: MailSandbox;
 let worker: WorkerProcess;
@@ -42,9 +46,13 @@ let client: Client;
 const taskQueue = `trace-${process.pid}-${Date.now()}`;
 
 beforeAll(async () => {
+  // Zipkin's JVM takes the longest to start; the rest starts meanwhile.
+  zipkinStarting = startZipkin();
+  zipkinStarting.catch(() => undefined);
   jaeger = await startJaeger();
   database = await openTestDatabase('order_trace');
   sandbox = await startMailSandbox();
+  zipkin = await zipkinStarting;
   worker = spawnWorkerProcess({
     DATABASE_URL: database.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
@@ -55,17 +63,22 @@ beforeAll(async () => {
     MAIL_API_KEY: API_KEY,
     MAIL_VERIFY: 'off',
     OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+    OTEL_EXPORTER_ZIPKIN_ENDPOINT: zipkin.spansEndpoint,
     OTEL_SERVICE_NAME: WORKER_SERVICE,
   });
   await worker.started;
   // This process plays the order service, with an OpenTelemetry SDK of its own.
-  orderService = await startTracing({ endpoint: jaeger.otlpEndpoint, serviceName: 'order-service' });
+  orderService = await startTracing({
+    endpoint: jaeger.otlpEndpoint,
+    serviceName: 'order-service',
+    zipkinEndpoint: zipkin.spansEndpoint,
+  });
   client = await connectOrderMailClient({
     address: inject('temporalAddress'),
     namespace: inject('temporalNamespace'),
     tracing: true,
   });
-}, 120_000);
+}, 180_000);
 
 afterAll(async () => {
   worker?.kill('SIGTERM');
@@ -75,31 +88,8 @@ afterAll(async () => {
   await sandbox?.close();
   await database?.close();
   await jaeger?.stop();
+  await (await zipkinStarting?.catch(() => undefined))?.stop();
 });
-
-interface JaegerSpan {
-  spanID: string;
-  operationName: string;
-  processID: string;
-  tags: { key: string; value: unknown }[];
-  logs: { fields: { key: string; value: unknown }[] }[];
-}
-interface JaegerTrace {
-  traceID: string;
-  spans: JaegerSpan[];
-  processes: Record<string, { serviceName: string; tags: { key: string; value: unknown }[] }>;
-}
-
-async function readTrace(traceId: string): Promise<JaegerTrace | undefined> {
-  const response = await fetch(`${jaeger.queryUrl}/api/traces/${traceId}`);
-  if (!response.ok) return undefined;
-  const body = (await response.json()) as { data?: JaegerTrace[] };
-  return body.data?.[0];
-}
-
-function tag(span: JaegerSpan, key: string): unknown {
-  return span.tags.find((t) => t.key === key)?.value;
-}
 
 it("one order's trace runs from the order service's start through the workflow to the provider request, and no span holds the mail", async () => {
   const orderId = await createOrder(database.db, CUSTOMER);
@@ -136,60 +126,91 @@ it("one order's trace runs from the order service's start through the workflow t
     'StartActivity:recordOrderMailOutcome',
     'RunActivity:recordOrderMailOutcome',
   ];
-  const found = await waitFor(
+  const found = await waitForSpans(
     'Jaeger to hold the whole trace',
-    async () => {
-      const read = await readTrace(traceId);
-      const names = new Set(read?.spans.map((s) => s.operationName));
-      return wanted.every((name) => names.has(name)) ? read : undefined;
-    },
-    30_000,
-  ).catch(async (error: unknown) => {
-    const read = await readTrace(traceId);
-    throw new Error(
-      `${String(error)}; the trace holds: ${JSON.stringify(read?.spans.map((s) => s.operationName))}`,
-    );
-  });
+    () => readTrace(jaeger.queryUrl, traceId),
+    wanted,
+  );
 
   // Both services, one trace.
   const services = new Set(Object.values(found.processes).map((p) => p.serviceName));
   expect(services).toEqual(new Set(['order-service', WORKER_SERVICE]));
-  const request = found.spans.find((s) => s.operationName === 'mail.http.request')!;
+  const request = onlySpan(found, 'mail.http.request');
   expect(found.processes[request.processID]?.serviceName).toBe(WORKER_SERVICE);
-  expect(tag(request, 'mail.provider')).toBe('generic');
-  expect(tag(request, 'order.id')).toBe(orderId);
-  expect(tag(request, 'mail.outcome')).toBe('accepted');
-  expect(tag(request, 'http.response.status_code')).toBe(202);
+  expect(spanTag(request, 'mail.provider')).toBe('generic');
+  expect(spanTag(request, 'order.id')).toBe(orderId);
+  expect(spanTag(request, 'mail.outcome')).toBe('accepted');
+  expect(spanTag(request, 'http.response.status_code')).toBe(202);
   // The provider request is the send activity's child.
-  const send = found.spans.find((s) => s.operationName === 'RunActivity:sendOrderMail')!;
-  expect(
-    (request as JaegerSpan & { references: { spanID: string }[] }).references.map((r) => r.spanID),
-  ).toContain(send.spanID);
+  const send = onlySpan(found, 'RunActivity:sendOrderMail');
+  expect(request.references.map((r) => r.spanID)).toContain(send.spanID);
 
-  const everything = JSON.stringify(found);
-  for (const secret of [
-    CUSTOMER.customerEmail,
-    CUSTOMER.customerName,
-    CUSTOMER.items[0]!.productName,
-    API_KEY,
-    'shop@example.com',
-  ]) {
-    expect(everything).not.toContain(secret);
+  // Zipkin got the same spans from the same processes (it keeps span names in lower case).
+  const zipkinSpans = await waitFor(
+    'Zipkin to hold the whole trace',
+    async () => {
+      const response = await fetch(`${zipkin.url}/api/v2/trace/${traceId}`);
+      if (!response.ok) return undefined;
+      const spans = (await response.json()) as { name: string; localEndpoint?: { serviceName?: string } }[];
+      const names = new Set(spans.map((span) => span.name));
+      return wanted.every((name) => names.has(name.toLowerCase())) ? spans : undefined;
+    },
+    30_000,
+  );
+  expect(zipkinSpans).toHaveLength(found.spans.length);
+
+  for (const [viewer, everything] of [
+    ['Jaeger', JSON.stringify(found)],
+    ['Zipkin', JSON.stringify(zipkinSpans)],
+  ] as const) {
+    for (const secret of [
+      CUSTOMER.customerEmail,
+      CUSTOMER.customerName,
+      CUSTOMER.items[0]!.productName,
+      API_KEY,
+      'shop@example.com',
+    ]) {
+      expect(everything, `${viewer} holds ${secret}`).not.toContain(secret);
+    }
   }
 
-  // The same trace drawn in a real browser, from what Jaeger returned (traceWaterfall.ts says why not its UI).
+  // The trace in Zipkin's own web UI, in a real browser.
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run bash scripts/setup.sh --browser`);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
   });
   try {
-    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-    await page.setContent(traceWaterfallHtml(found as unknown as WaterfallTrace));
-    expect(await page.getByText('mail.http.request').count()).toBe(1);
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1100 } });
+    await page.goto(`${zipkin.url}/zipkin/traces/${traceId}`);
+    // Each span is a row "service: span name" (a div; the heading names the root span too), and the header
+    // counts the services and spans.
+    const row = (service: string, name: string) =>
+      page.getByText(`${service}: ${name.toLowerCase()}`, { exact: true }).and(page.locator('div'));
+    await page.getByRole('heading', { name: 'order-service: place order' }).waitFor({ timeout: 30_000 });
+    expect(await row('order-service', 'place order').count()).toBe(1);
+    expect(await row('order-service', 'StartWorkflow:orderConfirmationMail').count()).toBe(1);
+    for (const name of wanted.slice(2)) expect(await row(WORKER_SERVICE, name).count(), name).toBe(1);
+    expect(await page.getByText('Total Spans', { exact: true }).locator('..').innerText()).toContain(
+      String(found.spans.length),
+    );
+    expect(await page.getByText('Services', { exact: true }).locator('..').innerText()).toContain('2');
+    // The provider request picked: its tags in the side panel say what the span says, and nothing more.
+    await row(WORKER_SERVICE, 'mail.http.request').click();
+    await page.getByText('mail.outcome', { exact: true }).waitFor();
+    const shown = await page.locator('body').innerText();
+    for (const [key, value] of [
+      ['mail.provider', 'generic'],
+      ['order.id', orderId],
+      ['mail.outcome', 'accepted'],
+      ['http.response.status_code', '202'],
+    ] as const) {
+      expect(shown).toMatch(new RegExp(`${key.replace(/\./g, '\\.')}\\s+${value}`));
+    }
+    expect(shown).not.toContain(CUSTOMER.customerEmail);
     mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
   } finally {
     await browser.close();
   }
-}, 180_000);
+}, 240_000);
