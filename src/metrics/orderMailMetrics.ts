@@ -94,6 +94,12 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     undefined,
     'Confirmed orders without a log row that a reconciliation sweep could not start',
   );
+  // The series the alerts watch for a single order exist at 0 from the start: Prometheus' increase() cannot
+  // see a counter's first increment when its series is born at 1, and on a quiet system that first one is the
+  // only one (OrderMailAssumedSentUnverified, OrderMailOrdersLeftWithoutMail).
+  unknownOutcomes.add(0, { settled_by: 'assume-sent', verification: 'inconclusive' });
+  ordersLeftWithoutMail.add(0, { reason: 'closed-without-row' });
+  ordersLeftWithoutMail.add(0, { reason: 'workflow-id-taken' });
   return {
     sendFinished(outcome, durationSeconds) {
       sends.add(1, { outcome, provider: labels.provider });

@@ -74,6 +74,30 @@ function panelsOf(panels: Panel[]): Panel[] {
   return panels.flatMap((panel) => [panel, ...panelsOf(panel.panels ?? [])]);
 }
 
+// Runs first, on a worker that has mailed nothing yet: an alert on increase() of a counter misses the counter's
+// first increment when its series is born at 1, so the series the single-order alerts watch must exist at 0.
+it('the counters a single-order alert watches are exported at 0 before anything happened', async () => {
+  const text = await waitFor('the worker to export its counters', async () => {
+    const body = await (await fetch(`http://${httpAddress}/metrics`)).text();
+    return body.includes('order_mail_orders_left_without_mail_total') ? body : undefined;
+  });
+  const valueOf = (name: string, labels: Record<string, string>): number | undefined => {
+    const line = text
+      .split('\n')
+      .find(
+        (candidate) =>
+          candidate.startsWith(`${name}{`) &&
+          Object.entries(labels).every(([key, value]) => candidate.includes(`${key}="${value}"`)),
+      );
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  expect(
+    valueOf('order_mail_unknown_outcomes_total', { settled_by: 'assume-sent', verification: 'inconclusive' }),
+  ).toBe(0);
+  expect(valueOf('order_mail_orders_left_without_mail_total', { reason: 'closed-without-row' })).toBe(0);
+  expect(valueOf('order_mail_orders_left_without_mail_total', { reason: 'workflow-id-taken' })).toBe(0);
+}, 60_000);
+
 it('every query of the dashboard names only metrics a running worker exports', async () => {
   const paths = {
     accepted: null,
