@@ -4,6 +4,7 @@
 //   stack  the production topology of `npm run stack` (dev/stack): the Temporal server binary on a Postgres of
 //          its own (4 history shards, deploy/stack.env), that Postgres with fsync on, as production runs it.
 // Every variant on every server uses the same Postgres and sandbox, in the same run.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import { Connection } from '@temporalio/client';
 import { migrate } from '../../src/db/migrate';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { startTemporalDevServer } from '../devtools/devServer';
+import { findTemporalCli } from '../devtools/findTemporalCli';
 import { startEmbeddedPostgres } from '../devtools/embeddedPostgres';
 import { getFreePort } from '../../src/shared/freePort';
 import { devServerSearchAttributes } from '../devtools/searchAttributes';
@@ -167,11 +169,15 @@ async function startDevServer(dbFile: string | null, closers: (() => Promise<voi
       temporalStore: null,
     },
     storeCommits: null,
-    describe:
-      dbFile === null
-        ? 'temporal server start-dev (CLI 1.5.1, server 1.29.1), in-memory SQLite'
-        : `temporal server start-dev (CLI 1.5.1, server 1.29.1), SQLite file ${dbFile}`,
+    describe: `temporal server start-dev (${devServerVersion()}), ${dbFile === null ? 'in-memory SQLite' : `SQLite file ${dbFile}`}`,
   };
+}
+
+/** What the CLI says it is (`temporal version 1.9.1 (Server 1.32.0, UI 2.54.1)`): a run's JSON names its server. */
+function devServerVersion(): string {
+  const cli = findTemporalCli();
+  if (cli === null) return "the SDK's downloaded CLI";
+  return execFileSync(cli, ['--version'], { encoding: 'utf8', timeout: 10_000 }).trim();
 }
 
 async function startStackServer(
