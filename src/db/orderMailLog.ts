@@ -32,6 +32,9 @@ export interface MailLogRow {
   dispatchSendKey: string | null;
   /** The send activity's timeout of the execution that dispatched it, as the fence recorded it. */
   dispatchSendTimeoutMs: number | null;
+  /** The provider the claim chose for this attempt, and why (migration 0045); null before it or for a fake. */
+  provider: string | null;
+  providerChoice: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -41,7 +44,7 @@ const ROW_COLUMNS = sql`order_id::text AS "orderId", state, attempts, claim_toke
   dispatched_at AS "dispatchedAt", outcome, unknown_policy AS "unknownPolicy", verification,
   provider_message_id AS "providerMessageId", http_status AS "httpStatus", last_error AS "lastError",
   dispatch_send_key AS "dispatchSendKey", dispatch_send_timeout_ms AS "dispatchSendTimeoutMs",
-  created_at AS "createdAt", updated_at AS "updatedAt"`;
+  provider, provider_choice AS "providerChoice", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export async function readMailLog(db: Database, orderId: string): Promise<MailLogRow | null> {
   const { rows } = await runSql<MailLogRow>(
