@@ -109,3 +109,27 @@ export async function setProviderMode(
                operator_set_at = now(), updated_at = now()`,
   );
 }
+
+/** `provider auto` without a name: every provider back to automatic. */
+export async function resetProviderModes(db: Database, operator: string): Promise<number> {
+  const { rowCount } = await runSql(
+    db,
+    sql`UPDATE order_mail_provider_health
+           SET operator_mode = 'auto', operator_set_by = ${operator}, operator_set_at = now(), updated_at = now()
+         WHERE operator_mode <> 'auto'`,
+  );
+  return rowCount;
+}
+
+/** The last hour's finished attempts by provider and outcome: what each provider did lately. */
+export async function recentAttemptsByProvider(
+  db: Database,
+): Promise<{ provider: string | null; outcome: string; attempts: number }[]> {
+  const { rows } = await runSql<{ provider: string | null; outcome: string; attempts: number }>(
+    db,
+    sql`SELECT provider, outcome, count(*)::int AS attempts FROM order_mail_attempts
+         WHERE finished_at > now() - interval '1 hour'
+         GROUP BY provider, outcome ORDER BY provider, outcome`,
+  );
+  return rows;
+}
