@@ -306,19 +306,18 @@ async function runWorkerPair(
   const activitiesRunning = activityWorker.run();
   // A provider that posts webhook events: a stored event of a send in flight makes its run ask the lookup now
   // (src/verification/earlyLookups.ts). Best effort: without it the run asks at the end of its settle delay.
-  const earlyLookups =
-    !setup.providers.verifiers.some((verifier) => verifier.webhookProvider !== null)
-      ? null
-      : await startEarlyLookups({
-          db,
-          signal: (orderId) => temporal.workflow.getHandle(orderId).signal(PROVIDER_EVENT_SIGNAL),
-          intervalMs: EARLY_LOOKUP_INTERVAL_MS,
-          // A warning is an error line here: the worker's log has the two levels.
-          log: (level, message, fields) => log(level === 'warn' ? 'error' : level, message, fields ?? {}),
-        }).catch((error: unknown) => {
-          logError('Early lookups on provider events are off for this round', error);
-          return null;
-        });
+  const earlyLookups = !setup.providers.verifiers.some((verifier) => verifier.webhookProvider !== null)
+    ? null
+    : await startEarlyLookups({
+        db,
+        signal: (orderId) => temporal.workflow.getHandle(orderId).signal(PROVIDER_EVENT_SIGNAL),
+        intervalMs: EARLY_LOOKUP_INTERVAL_MS,
+        // A warning is an error line here: the worker's log has the two levels.
+        log: (level, message, fields) => log(level === 'warn' ? 'error' : level, message, fields ?? {}),
+      }).catch((error: unknown) => {
+        logError('Early lookups on provider events are off for this round', error);
+        return null;
+      });
   status.set('running');
   log('info', 'Worker started', {
     identity: setup.workerIdentity,

@@ -51,7 +51,8 @@ export function buildFailoverSection(input: {
   const providers: FailoverSection['providers'] = {};
   const entry = (name: string) => (providers[name] ??= { mailsReceived: 0, attempts: {} });
   for (const message of input.messages) entry(message.provider ?? '(one)').mailsReceived += 1;
-  for (const attempt of input.attempts) increment(entry(attempt.provider ?? '(not recorded)').attempts, attempt.outcome);
+  for (const attempt of input.attempts)
+    increment(entry(attempt.provider ?? '(not recorded)').attempts, attempt.outcome);
 
   const byOrder = new Map<string, FailoverAttemptFact[]>();
   for (const attempt of input.attempts) {
@@ -66,8 +67,12 @@ export function buildFailoverSection(input: {
   for (const [orderId, attempts] of byOrder) {
     attempts.sort((a, b) => a.attempt - b.attempt);
     for (const [index, attempt] of attempts.entries()) {
-      const sameKey = attempts.slice(0, index).filter((earlier) => earlier.resendCount === attempt.resendCount);
-      if (sameKey.some((earlier) => earlier.outcome !== 'not_sent' && earlier.provider !== attempt.provider)) {
+      const sameKey = attempts
+        .slice(0, index)
+        .filter((earlier) => earlier.resendCount === attempt.resendCount);
+      if (
+        sameKey.some((earlier) => earlier.outcome !== 'not_sent' && earlier.provider !== attempt.provider)
+      ) {
         if (!moved.includes(orderId)) moved.push(orderId);
       }
       if (attempt.provider === null || attempt.provider === input.primary) continue;
@@ -88,8 +93,10 @@ export function buildFailoverSection(input: {
 /** What the attempt before a failed-over one met: a refused connection, a status, "verified not found", … */
 function causeOf(previous: FailoverAttemptFact | undefined, primary: string): string {
   if (previous === undefined) return `no earlier attempt: ${primary} skipped (failing, or by an operator)`;
-  if (previous.provider !== primary) return `the previous attempt was not sent at ${previous.provider ?? '?'}`;
-  if (previous.verification === 'lookup') return `${primary}: verified not found (${previous.httpStatus ?? 'no status'})`;
+  if (previous.provider !== primary)
+    return `the previous attempt was not sent at ${previous.provider ?? '?'}`;
+  if (previous.verification === 'lookup')
+    return `${primary}: verified not found (${previous.httpStatus ?? 'no status'})`;
   if (previous.httpStatus !== null) return `${primary}: HTTP ${previous.httpStatus}`;
   const code = /\(([A-Z][A-Z0-9_]+)\)/.exec(previous.error ?? '')?.[1];
   return `${primary}: ${code ?? 'not sent'}`;
@@ -118,7 +125,9 @@ export function formatFailoverSection(section: FailoverSection): string {
     const attempts = Object.entries(facts.attempts)
       .map(([outcome, count]) => `${outcome} ${count}`)
       .join(', ');
-    lines.push(`  ${provider.padEnd(10)} mails received ${facts.mailsReceived}; attempts: ${attempts || 'none'}`);
+    lines.push(
+      `  ${provider.padEnd(10)} mails received ${facts.mailsReceived}; attempts: ${attempts || 'none'}`,
+    );
   }
   lines.push(`  attempts that failed over: ${section.failedOver.attempts}`);
   for (const [reason, count] of Object.entries(section.failedOver.byReason)) {

@@ -19,11 +19,7 @@ import { violationStories, type OperatorFacts } from './operatorReport';
 import { startOperators, type Operators } from './operators';
 import { createOperatorTools } from './operatorTools';
 import { createProgressLine, type ProgressLine } from './progress';
-import {
-  buildFailoverSection,
-  failoverInvariants,
-  readFailoverAttempts,
-} from './failoverReport';
+import { buildFailoverSection, failoverInvariants, readFailoverAttempts } from './failoverReport';
 import type { FailoverTarget } from './failoverTarget';
 import { buildReport, type ChaosCounts, type ClusterFacts, type RunFacts, type RunReport } from './report';
 import { startStack, type Stack } from './stack';

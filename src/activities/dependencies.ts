@@ -48,7 +48,9 @@ export interface ActivityDependencies {
 }
 
 /** The configured providers' transports in order: `mailProviders`, or `mail` alone. */
-export function mailTransportsOf(deps: Pick<ActivityDependencies, 'mail' | 'mailProviders'>): readonly MailTransport[] {
+export function mailTransportsOf(
+  deps: Pick<ActivityDependencies, 'mail' | 'mailProviders'>,
+): readonly MailTransport[] {
   return deps.mailProviders ?? [deps.mail];
 }
 

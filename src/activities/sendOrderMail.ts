@@ -67,7 +67,9 @@ export function createSendOrderMail(deps: ActivityDependencies) {
       beforeDispatch(step, () => withinDeadline(passFenceBy, tooLate, work));
 
     // The provider the claim chose for this attempt (failover): the request goes through it and nowhere else.
-    const provider = await beforeFence('read the attempt’s provider', () => readAttemptProvider(deps.db, input));
+    const provider = await beforeFence('read the attempt’s provider', () =>
+      readAttemptProvider(deps.db, input),
+    );
     const mailTransport =
       provider === null
         ? deps.mail

@@ -81,7 +81,9 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
     // first one's answer says why it cannot (whyLookupCannotDecide below).
     const recorded = read.attempt.destination;
     const verifier =
-      verifiers.find((candidate) => recorded !== null && whyCannotAsk(recorded, candidate.destination) === null) ??
+      verifiers.find(
+        (candidate) => recorded !== null && whyCannotAsk(recorded, candidate.destination) === null,
+      ) ??
       verifiers.find((candidate) => candidate.destination.provider === recorded?.provider) ??
       verifiers[0]!;
     const attempt = { ...read.attempt, sendKey: read.recordedSendKey ?? input.sendKey };

@@ -12,7 +12,6 @@ import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';
 import { DEFAULT_POSTMARK_MESSAGE_STREAM } from '../mail/providers/postmark';
 import {
   MAIL_PROVIDER_FACTS,
-  MAIL_PROVIDER_NAMES,
   MAILGUN_BASE_URLS,
   type MailgunRegion,
   type MailProviderName,
@@ -171,12 +170,9 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     readProviderPart(env, name === 'smtp' ? 'generic' : name, index, { problems, useSmtp }),
   );
   const first = parts[0]!;
-  const provider: MailProviderName = first.name;
   const idempotency = first.idempotency;
   // MAIL_VERIFY_* (src/verification/verificationConfig.ts, listed in .env.example).
-  const verification = useSmtp
-    ? readVerificationConfig(env, 'smtp', problems)
-    : first.verification;
+  const verification = useSmtp ? readVerificationConfig(env, 'smtp', problems) : first.verification;
   const overallTimeoutMs = read.positiveInt(
     'MAIL_OVERALL_TIMEOUT_MS',
     CONFIG_DEFAULTS.MAIL_OVERALL_TIMEOUT_MS,
@@ -229,7 +225,8 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
   for (const part of parts) {
     const window = part.idempotency;
     if (window !== null && window.safetyMarginMs + sendTimeoutMs >= window.windowMs) {
-      const name = parts.length > 1 ? `${part.name.toUpperCase()}_IDEMPOTENCY_WINDOW_MS` : 'MAIL_IDEMPOTENCY_WINDOW_MS';
+      const name =
+        parts.length > 1 ? `${part.name.toUpperCase()}_IDEMPOTENCY_WINDOW_MS` : 'MAIL_IDEMPOTENCY_WINDOW_MS';
       problems.push(
         `MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS (${window.safetyMarginMs}) plus SEND_ACTIVITY_TIMEOUT_MS (${sendTimeoutMs}) ` +
           `must be less than ${name} (${window.windowMs}); set the window to 0 to turn retries under the key off.`,

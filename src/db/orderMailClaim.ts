@@ -240,7 +240,11 @@ export async function claimOrderMailRow(
     // so that run is closed (reset or terminated) and will never send or record this attempt.
     if (row.dispatchedAt === null) {
       // The abandoned attempt made no request: known not sent where it was to go.
-      const abandoned: EarlierAttempt = { attempt: row.attempts, provider: row.provider, outcome: 'not_sent' };
+      const abandoned: EarlierAttempt = {
+        attempt: row.attempts,
+        provider: row.provider,
+        outcome: 'not_sent',
+      };
       const choice = await choose(db, request, [...(await earlierAttempts(db, row)), abandoned]);
       const attempt = await takeOverUndispatched(db, row, request, choice);
       if (attempt !== null) {
@@ -366,7 +370,11 @@ function issuedBefore(issuedAt: Date): SqlFragment {
 const AUDIT_OF_SETTLED = sql`INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at,
          dispatched_at, state, outcome, unknown_policy, error, recorded_by, provider, provider_choice)`;
 
-async function insertFirstClaim(db: Database, request: ClaimRequest, choice: ProviderChoice): Promise<boolean> {
+async function insertFirstClaim(
+  db: Database,
+  request: ClaimRequest,
+  choice: ProviderChoice,
+): Promise<boolean> {
   const { provider, providerChoice } = claimedAt(choice);
   const { rowCount } = await runSql(
     db,

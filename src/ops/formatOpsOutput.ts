@@ -32,7 +32,9 @@ export function formatStatus(status: OrderMailStatus): string {
       const verified = describeVerification(attempt.verification);
       const error = attempt.error === null ? '' : ` — ${attempt.error}`;
       const via =
-        attempt.provider == null ? '' : ` via ${attempt.provider}${attempt.providerChoice ? ` (${attempt.providerChoice})` : ''}`;
+        attempt.provider == null
+          ? ''
+          : ` via ${attempt.provider}${attempt.providerChoice ? ` (${attempt.providerChoice})` : ''}`;
       lines.push(
         `    #${attempt.attempt} ${attempt.finishedAt.toISOString()} ${attempt.state} ${attempt.outcome}${via}${policy}${verified}${http}${error}`,
       );

@@ -213,7 +213,8 @@ function parseLimit(value: string): number {
 function parseProviderAct(positionals: string[]): ProviderAct {
   const [act, provider, ...extra] = positionals;
   const known = (name: string | undefined, what: string): string => {
-    if (name === undefined) throw new UsageError(`provider ${what} needs a provider: ${MAIL_PROVIDER_NAMES.join(', ')}.`);
+    if (name === undefined)
+      throw new UsageError(`provider ${what} needs a provider: ${MAIL_PROVIDER_NAMES.join(', ')}.`);
     if (!(MAIL_PROVIDER_NAMES as readonly string[]).includes(name)) {
       throw new UsageError(
         `provider ${what}: unknown provider "${name}"; one of ${MAIL_PROVIDER_NAMES.join(', ')}. Nothing was changed.`,
@@ -224,7 +225,8 @@ function parseProviderAct(positionals: string[]): ProviderAct {
   if (extra.length > 0) throw new UsageError(`provider ${act ?? ''}: unexpected ${extra.join(' ')}.`);
   switch (act) {
     case 'status':
-      if (provider !== undefined) throw new UsageError('provider status takes no provider: it shows them all.');
+      if (provider !== undefined)
+        throw new UsageError('provider status takes no provider: it shows them all.');
       return { act };
     case 'pin':
     case 'skip':
@@ -232,6 +234,8 @@ function parseProviderAct(positionals: string[]): ProviderAct {
     case 'auto':
       return { act, provider: provider === undefined ? null : known(provider, act) };
     default:
-      throw new UsageError(`provider needs one of status, pin, skip, auto (got ${JSON.stringify(act ?? '')}).`);
+      throw new UsageError(
+        `provider needs one of status, pin, skip, auto (got ${JSON.stringify(act ?? '')}).`,
+      );
   }
 }

@@ -57,7 +57,8 @@ export function formatProviderStatus(status: ProviderStatus): string {
   for (const name of names) {
     const row = status.health.find((entry) => entry.provider === name);
     const mode = row?.operatorMode ?? 'auto';
-    const skipping = row?.skippedNow === true ? `skipped until ${row.skipUntil!.toISOString()}` : 'taking new attempts';
+    const skipping =
+      row?.skippedNow === true ? `skipped until ${row.skipUntil!.toISOString()}` : 'taking new attempts';
     lines.push(
       `  ${name}: ${mode}${row?.operatorSetBy ? ` (set by ${row.operatorSetBy})` : ''}; ${skipping}; ` +
         `${row?.consecutiveFailures ?? 0} failure(s) in a row` +

@@ -122,7 +122,8 @@ export function chooseProvider(input: {
     return {
       provider,
       reason,
-      explanation: parts.length === 0 ? `${provider}, the first configured` : `${provider}: ${parts.join('; ')}`,
+      explanation:
+        parts.length === 0 ? `${provider}, the first configured` : `${provider}: ${parts.join('; ')}`,
     };
   }
   // Everything is skipped: better the first an operator did not skip than no mail at all.

@@ -32,7 +32,10 @@ describe('MAIL_PROVIDERS', () => {
     });
     expect(config.providers.map((provider) => provider.name)).toEqual(['postmark', 'mailgun']);
     const [postmark, mailgun] = config.providers;
-    expect(postmark!.mailApi).toMatchObject({ apiKey: 'pm-secret-token', baseUrl: 'https://api.postmarkapp.com' });
+    expect(postmark!.mailApi).toMatchObject({
+      apiKey: 'pm-secret-token',
+      baseUrl: 'https://api.postmarkapp.com',
+    });
     expect(mailgun!.mailApi).toMatchObject({
       apiKey: 'mg-secret-key',
       baseUrl: 'http://127.0.0.1:4011',

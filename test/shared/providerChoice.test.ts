@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  chooseProvider,
-  type EarlierAttempt,
-  type ProviderStanding,
-} from '../../src/shared/providerChoice';
+import { chooseProvider, type EarlierAttempt, type ProviderStanding } from '../../src/shared/providerChoice';
 import type { AttemptOutcome } from '../../src/shared/mailOutcome';
 
 const LIST = ['postmark', 'mailgun', 'ses'];

@@ -63,7 +63,10 @@ async function worker(
   list: [MailProviderName, MailSandbox][],
   taskQueue?: string,
 ): Promise<RunningTestWorker> {
-  const running = await startTestWorker(providerParts(policy, list), taskQueue === undefined ? {} : { taskQueue });
+  const running = await startTestWorker(
+    providerParts(policy, list),
+    taskQueue === undefined ? {} : { taskQueue },
+  );
   stops.push(() => running.stop());
   return running;
 }
@@ -78,9 +81,21 @@ beforeAll(async () => {
   await down.close();
   client = await connectTestClient();
   for (const policy of ['assume-sent', 'assume-failed'] as const) {
-    workers.set(policy, await worker(policy, [['postmark', postmark], ['mailgun', mailgun]]));
+    workers.set(
+      policy,
+      await worker(policy, [
+        ['postmark', postmark],
+        ['mailgun', mailgun],
+      ]),
+    );
   }
-  workers.set('down', await worker('assume-sent', [['postmark', down], ['mailgun', mailgun]]));
+  workers.set(
+    'down',
+    await worker('assume-sent', [
+      ['postmark', down],
+      ['mailgun', mailgun],
+    ]),
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -100,7 +115,12 @@ function sends(on: MailSandbox, orderId: string) {
 }
 
 async function attemptProviders(orderId: string) {
-  const { rows } = await database.db.query<{ attempt: number; provider: string; outcome: string; choice: string }>(
+  const { rows } = await database.db.query<{
+    attempt: number;
+    provider: string;
+    outcome: string;
+    choice: string;
+  }>(
     `SELECT attempt, provider, outcome, provider_choice AS choice FROM order_mail_attempts
       WHERE order_id = $1 ORDER BY attempt`,
     [orderId],
@@ -193,7 +213,14 @@ describe('an unknown at the primary that could not be verified never moves', () 
 describe('verification asks the attempt’s own provider', () => {
   it('after the worker’s list changes to mailgun first, the postmark attempt is still asked of postmark', async () => {
     const taskQueue = `test-${randomUUID()}`;
-    const first = await worker('assume-failed', [['postmark', postmark], ['mailgun', mailgun]], taskQueue);
+    const first = await worker(
+      'assume-failed',
+      [
+        ['postmark', postmark],
+        ['mailgun', mailgun],
+      ],
+      taskQueue,
+    );
     const orderId = await createOrder(database.db);
     postmark.queueFault(orderId, { kind: 'accept-then-drop' });
     const run = runMail(orderId, taskQueue);
@@ -202,7 +229,14 @@ describe('verification asks the attempt’s own provider', () => {
     );
     // The send's unknown is in; the workflow waits its settle delay. The operator reorders the providers.
     await first.stop();
-    await worker('assume-failed', [['mailgun', mailgun], ['postmark', postmark]], taskQueue);
+    await worker(
+      'assume-failed',
+      [
+        ['mailgun', mailgun],
+        ['postmark', postmark],
+      ],
+      taskQueue,
+    );
     const result = await run;
 
     expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
