@@ -143,6 +143,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
           how: decision.how,
           provider: decision.provider,
           providerChoice: decision.providerChoice,
+          ...(decision.providerExplanation === undefined ? {} : { why: decision.providerExplanation }),
         });
         if (decision.how !== 'own-claim' && decision.provider !== null) {
           metrics.providerChosen(decision.provider, decision.providerChoice ?? 'first');

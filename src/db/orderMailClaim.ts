@@ -106,6 +106,8 @@ export type ClaimHow = 'first-claim' | 'reclaimed-failed' | 'took-over-undispatc
 export interface ClaimedProvider {
   provider: string | null;
   providerChoice: string | null;
+  /** Why, in words, for the log; absent for a claim that found its own (the row keeps only the reason). */
+  providerExplanation?: string;
 }
 
 export type ClaimDecision =
@@ -320,7 +322,11 @@ async function choose(
 }
 
 function claimedAt(choice: ProviderChoice): ClaimedProvider {
-  return { provider: choice.provider, providerChoice: choice.provider === null ? null : choice.reason };
+  return {
+    provider: choice.provider,
+    providerChoice: choice.provider === null ? null : choice.reason,
+    providerExplanation: choice.explanation,
+  };
 }
 
 /** The order's finished attempts under the row's current key, with the provider each went to. */
