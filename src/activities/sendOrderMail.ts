@@ -163,8 +163,10 @@ export function createSendOrderMail(deps: ActivityDependencies) {
     });
     const durationSeconds = (performance.now() - (dispatchedAt ?? startedAt)) / 1000;
     metrics.sendFinished(result.outcome, durationSeconds, provider ?? undefined);
+    // Not awaited: the result is this activity's to report now, and a count that waits for the health row's
+    // lock must never push a send past its timeout (the count is best effort and catches its own errors).
     if (provider !== null && dispatchedAt !== null) {
-      await countSendAgainstProvider(deps, { orderId, provider, result });
+      void countSendAgainstProvider(deps, { orderId, provider, result });
     }
     log.info('Order mail send finished', {
       orderId,

@@ -153,11 +153,14 @@ describe('an attempt known not sent at the primary moves to the second', () => {
       ['postmark', 'not_sent'],
       ['mailgun', 'accepted'],
     ]);
-    // The failures were counted for the shared health: new attempts would skip it past the threshold.
-    const { rows } = await database.db.query<{ failures: number }>(
-      `SELECT consecutive_failures AS failures FROM order_mail_provider_health WHERE provider = 'postmark'`,
-    );
-    expect(rows[0]!.failures).toBeGreaterThanOrEqual(1);
+    // The failure was counted for the shared health (after the send reported, not before): new attempts
+    // would skip postmark past the threshold.
+    await waitFor('the refused send to be counted against postmark', async () => {
+      const { rows } = await database.db.query<{ failures: number }>(
+        `SELECT consecutive_failures AS failures FROM order_mail_provider_health WHERE provider = 'postmark'`,
+      );
+      return (rows[0]?.failures ?? 0) >= 1 ? true : undefined;
+    });
   });
 
   it('verified not found at postmark → mailgun sends it', async () => {
