@@ -105,7 +105,9 @@ export async function startFailoverTarget(options: {
     async primaryOutage(ms, say) {
       const third = Math.max(1_000, Math.round(ms / 3));
       say(`failover: postmark down for ${Math.round(ms / 1000)} s: connections refused`);
+      // refuseConnectionsFor resolves once the listener is closed; whenListening once it listens again.
       await primary.refuseConnectionsFor(third);
+      await primary.whenListening();
       say('failover: postmark answers every send 503');
       primary.setFaultPlan({ rates: [{ fault: { kind: 'status', status: 503 }, probability: 1 }] });
       await new Promise((resolve) => setTimeout(resolve, third));
