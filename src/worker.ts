@@ -27,8 +27,7 @@ import { createDatabase, type Database } from './db/pool';
 import { assertSchemaReady } from './db/schemaReady';
 import { getFreePort } from './shared/freePort';
 import { PROVIDER_EVENT_SIGNAL } from './shared/workflowContract';
-import { createMailTransport } from './mail/createMailTransport';
-import type { MailTransport } from './mail/types';
+import { createProviderTransports, type ProviderTransports } from './mail/providerTransports';
 import {
   createOrderMailMetrics,
   noOrderMailMetrics,
@@ -42,7 +41,6 @@ import { resetHistoryReader } from './temporal/resetHistory';
 import { UnrecordedSends } from './unrecordedSends';
 import { startTracing, type Tracing } from './tracing/tracing';
 import { startEarlyLookups } from './verification/earlyLookups';
-import { createVerifier, type Verifier } from './verification/verifier';
 import { defaultWorkerIdentity, orderMailWorkerPair } from './workerOptions';
 import { jsonLogger, workerLogLine } from './workerLog';
 
@@ -111,10 +109,9 @@ async function runWorkerTraced(
     statementTimeoutMs: config.worker.pgStatementTimeoutMs,
   });
   try {
-    const mail = createMailTransport(config.mailApi, config.smtp);
-    // The provider's lookup has a pool of its own, so it never waits behind sends (src/verification/).
-    const verification =
-      config.verification === null ? null : createVerifier(config.verification, config.mailApi);
+    // One transport per provider of MAIL_PROVIDERS (one without failover), and each provider's lookup over a
+    // pool of its own, so it never waits behind sends (src/verification/).
+    const providers = createProviderTransports(config.providers, config.smtp, config.workflow);
     try {
       const metrics: OrderMailMetrics =
         runtimeMetricsUrl === null
@@ -164,8 +161,7 @@ async function runWorkerTraced(
           const outcome = await runOnce({
             config,
             db,
-            mail,
-            verifier: verification?.verifier ?? null,
+            providers,
             metrics,
             workerIdentity,
             mailProvider,
@@ -183,8 +179,7 @@ async function runWorkerTraced(
         await http?.close();
       }
     } finally {
-      await verification?.close();
-      await mail.close();
+      await providers.close();
     }
   } finally {
     await db.close();
@@ -194,8 +189,7 @@ async function runWorkerTraced(
 interface RoundSetup {
   config: WorkerConfig;
   db: Database;
-  mail: MailTransport;
-  verifier: Verifier | null;
+  providers: ProviderTransports;
   metrics: OrderMailMetrics;
   workerIdentity: string;
   mailProvider: string;
@@ -270,7 +264,12 @@ async function runWorkerPair(
     taskQueue: config.temporal.taskQueue,
     dependencies: {
       db,
-      mail: setup.mail,
+      mail: setup.providers.transports[0]!,
+      mailProviders: setup.providers.transports,
+      verifiers: setup.providers.verifiers,
+      providerSettings: setup.providers.settings,
+      providerMailIdentity: setup.providers.identities,
+      providerHealth: config.providerHealth,
       mailIdentity: config.mail,
       mailLimits: config.mailLimits,
       settings: config.workflow,
@@ -278,7 +277,7 @@ async function runWorkerPair(
       deploymentId: config.deploymentId,
       metrics: setup.metrics,
       readResetOfRun: resetHistoryReader(temporal),
-      ...(setup.verifier === null ? {} : { verifier: setup.verifier }),
+      ...(setup.providers.verifiers[0] === undefined ? {} : { verifier: setup.providers.verifiers[0] }),
     },
     reconcileDependencies: { db, temporal, settings: config.reconcile, metrics: setup.metrics },
     workflows:
@@ -307,19 +306,18 @@ async function runWorkerPair(
   const activitiesRunning = activityWorker.run();
   // A provider that posts webhook events: a stored event of a send in flight makes its run ask the lookup now
   // (src/verification/earlyLookups.ts). Best effort: without it the run asks at the end of its settle delay.
-  const earlyLookups =
-    setup.verifier?.webhookProvider == null
-      ? null
-      : await startEarlyLookups({
-          db,
-          signal: (orderId) => temporal.workflow.getHandle(orderId).signal(PROVIDER_EVENT_SIGNAL),
-          intervalMs: EARLY_LOOKUP_INTERVAL_MS,
-          // A warning is an error line here: the worker's log has the two levels.
-          log: (level, message, fields) => log(level === 'warn' ? 'error' : level, message, fields ?? {}),
-        }).catch((error: unknown) => {
-          logError('Early lookups on provider events are off for this round', error);
-          return null;
-        });
+  const earlyLookups = !setup.providers.verifiers.some((verifier) => verifier.webhookProvider !== null)
+    ? null
+    : await startEarlyLookups({
+        db,
+        signal: (orderId) => temporal.workflow.getHandle(orderId).signal(PROVIDER_EVENT_SIGNAL),
+        intervalMs: EARLY_LOOKUP_INTERVAL_MS,
+        // A warning is an error line here: the worker's log has the two levels.
+        log: (level, message, fields) => log(level === 'warn' ? 'error' : level, message, fields ?? {}),
+      }).catch((error: unknown) => {
+        logError('Early lookups on provider events are off for this round', error);
+        return null;
+      });
   status.set('running');
   log('info', 'Worker started', {
     identity: setup.workerIdentity,

@@ -1,4 +1,5 @@
 // The report as a person reads it at the end of `npm run demo` / `npm run chaos`.
+import { formatFailoverSection } from './failoverReport';
 import { formatOperatorSection } from './formatOperatorReport';
 import { formatCustomerOutcomes } from './customerOutcomes';
 import type { RunReport } from './report';
@@ -120,6 +121,7 @@ export function formatReport(report: RunReport): string {
   }
   row('Elapsed', `${report.elapsedSeconds} s (${report.ordersPerSecond} orders/s)`);
   if (report.operators !== null) lines.push(...formatOperatorSection(report.operators));
+  if (report.failover != null) lines.push(formatFailoverSection(report.failover));
 
   lines.push('', 'Invariants');
   for (const invariant of report.invariants) {

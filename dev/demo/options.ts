@@ -62,6 +62,30 @@ export const CLUSTER_DEFAULTS = {
   workers: 3,
 };
 
+/** Failover chaos (--failover): postmark first, mailgun second; the primary down for a window mid-run. */
+export interface FailoverSettings {
+  /** When the outage starts, after the first order was started. */
+  outageAtMs: number;
+  /** How long it lasts: a third refused connections, a third 503s, a third accept-then-drop. */
+  outageForMs: number;
+  /** MAIL_PROVIDER_SKIP_AFTER_FAILURES and MAIL_PROVIDER_SKIP_FOR_MS of the workers. */
+  skipAfterFailures: number;
+  skipForMs: number;
+}
+
+/** What --failover turns on, unless a flag says otherwise. */
+export const FAILOVER_DEFAULTS = {
+  failover: {
+    outageAtMs: 10_000,
+    outageForMs: 60_000,
+    skipAfterFailures: 3,
+    skipForMs: 5_000,
+  } satisfies FailoverSettings,
+  /** Accept-then-drop on both providers throughout; the outage is the other fault. */
+  acceptThenDrop: 0.1,
+  workers: 3,
+};
+
 export interface RunOptions {
   profile: 'demo' | 'chaos';
   transport: MailTransportName;
@@ -90,6 +114,8 @@ export interface RunOptions {
   operators: OperatorSettings | null;
   /** Null: the Temporal dev server, one process (every profile but --cluster). */
   cluster: ClusterSettings | null;
+  /** Null: one provider (every profile but --failover). */
+  failover: FailoverSettings | null;
   /**
    * Every how often the reconciliation sweep's Schedule runs during the run (its real Schedule, on the run's
    * task queue); 0 = no Schedule. Whatever this says, a run with operators ends with a sweep of its own.
@@ -147,6 +173,7 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
     restartTemporalAt: null,
     operators: null,
     cluster: null,
+    failover: null,
     sweepEveryMs: 0,
     seed: 1,
     timeoutMs: 300_000,
@@ -183,6 +210,7 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
     restartTemporalAt: 0.65,
     operators: null,
     cluster: null,
+    failover: null,
     sweepEveryMs: 0,
     seed: 1,
     timeoutMs: 1_800_000,
@@ -238,6 +266,12 @@ ${VERIFICATION_USAGE}
   --operator-every S            mean pause between two operator acts (0.25)
   --sweep-every S               run the reconciliation sweep's Schedule every S seconds during the run
                                 (0 = no Schedule; 15 with --operators)
+  --failover                    failover chaos: MAIL_PROVIDERS=postmark,mailgun, each its own sandbox, both verified
+                                by lookup; accept-then-drop on both throughout (--accept-then-drop, 0.1) and, mid-run,
+                                postmark down for a window (refused, then 503, then accept-then-drop, a third each).
+                                No other faults, kills or restarts unless flags ask. The report counts per provider
+                                the mails it received and the attempts that failed over, and why (3 workers)
+  --outage-at S / --outage-for S   when the primary goes down after the first start, and for how long (10 / 60)
   --seed N                      seed of the sandbox's fault draws and of the operator's choices
   --timeout S                   give up waiting after S seconds (the report then shows what is missing)
   --keep                        leave everything running after the report, until Ctrl-C
@@ -265,6 +299,8 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   let operatorEveryMs: number | null = null;
   let clusterEveryMs: number | null = null;
   let clusterDownForMs: number | null = null;
+  let outageAtMs: number | null = null;
+  let outageForMs: number | null = null;
 
   for (let index = 0; index < argv.length; index++) {
     const flag = argv[index]!;
@@ -317,6 +353,7 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
       }
       case '--accept-then-drop':
         options.faults.acceptThenDrop = rate(flag, value());
+        given.add(flag);
         break;
       case '--hang':
         options.faults.hang = rate(flag, value());
@@ -356,6 +393,17 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         break;
       case '--cluster-down-for':
         clusterDownForMs = seconds(flag, value());
+        break;
+      case '--failover':
+        options.failover = { ...FAILOVER_DEFAULTS.failover };
+        given.add(flag);
+        break;
+      case '--outage-at':
+        outageAtMs = seconds(flag, value());
+        break;
+      case '--outage-for':
+        outageForMs = seconds(flag, value());
+        if (outageForMs < 3_000) throw new UsageError(`${flag} must be at least 3 seconds (three phases)`);
         break;
       case '--workers':
         options.workers = positiveInteger(flag, value());
@@ -412,6 +460,13 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   } else if (clusterEveryMs !== null || clusterDownForMs !== null) {
     throw new UsageError('--cluster-every and --cluster-down-for need --cluster');
   }
+  if (options.failover !== null) {
+    if (outageAtMs !== null) options.failover.outageAtMs = outageAtMs;
+    if (outageForMs !== null) options.failover.outageForMs = outageForMs;
+    applyFailoverDefaults(options, argv, given);
+  } else if (outageAtMs !== null || outageForMs !== null) {
+    throw new UsageError('--outage-at and --outage-for need --failover');
+  }
   const total = (Object.values(options.faults) as number[]).reduce(
     (sum, probability) => sum + probability,
     0,
@@ -424,6 +479,33 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
     throw new UsageError('--refuse-for must be positive when --refuse-every is on');
   }
   return options;
+}
+
+/**
+ * --failover measures failover, so it starts from a quiet system: accept-then-drop on both providers and the
+ * outage, no other fault, kill or restart, unless a flag of the command line asks for one.
+ */
+function applyFailoverDefaults(options: RunOptions, argv: string[], given: Set<string>): void {
+  const asked = (flag: string) => argv.includes(flag);
+  const faultFlags: [string, keyof FaultMix][] = [
+    ['--hang', 'hang'],
+    ['--5xx', 'serverError'],
+    ['--429', 'tooManyRequests'],
+    ['--503', 'unavailable'],
+    ['--drop', 'dropWithoutProcessing'],
+    ['--slow', 'slow'],
+  ];
+  for (const [flag, key] of faultFlags) if (!asked(flag)) options.faults[key] = 0;
+  if (!given.has('--accept-then-drop')) options.faults.acceptThenDrop = FAILOVER_DEFAULTS.acceptThenDrop;
+  if (!given.has('--workers')) options.workers = FAILOVER_DEFAULTS.workers;
+  if (!asked('--kill-every')) options.killEveryMs = 0;
+  if (!asked('--refuse-every')) options.refuseEveryMs = 0;
+  if (!asked('--restart-postgres')) options.restartPostgresAt = null;
+  if (!asked('--restart-temporal')) options.restartTemporalAt = null;
+  if (options.transport !== 'http') throw new UsageError('--failover sends over HTTP to two providers');
+  if (options.operators !== null || options.cluster !== null) {
+    throw new UsageError('--failover runs alone: not with --operators or --cluster');
+  }
 }
 
 /** The sandbox's fault plan for a mix. */

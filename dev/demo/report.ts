@@ -1,6 +1,7 @@
 // The run report and its invariants (issue 4, docs/design.md §3), computed from facts only: what the sandbox
 // received, what order_mail_log and order_mail_attempts say, and the workflows' statuses in Temporal.
 // Pure, so the invariants themselves are unit-tested (test/demo/report.test.ts).
+import type { FailoverSection } from './failoverReport';
 import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import { summarizeCustomers, type CustomerOutcomes, type VerificationFact } from './customerOutcomes';
 import type { ClusterChaosCounts } from './clusterChaos';
@@ -60,6 +61,8 @@ export interface MessageFact {
   receivedAt: string;
   /** The send key it carried (HTTP); null where none is known (SMTP). */
   sendKey?: string | null;
+  /** Which provider's sandbox received it (--failover); absent with one provider. */
+  provider?: string;
 }
 
 /** How the sandbox ended one request to its mail API, and the fault it applied (null for none). */
@@ -207,6 +210,8 @@ export interface RunReport {
   cluster: ClusterFacts | null;
   invariants: InvariantResult[];
   ok: boolean;
+  /** --failover: per provider, the attempts that failed over and why (dev/demo/failoverReport.ts). */
+  failover?: FailoverSection | null;
 }
 
 const EXAMPLES = 10;

@@ -19,6 +19,8 @@ import { violationStories, type OperatorFacts } from './operatorReport';
 import { startOperators, type Operators } from './operators';
 import { createOperatorTools } from './operatorTools';
 import { createProgressLine, type ProgressLine } from './progress';
+import { buildFailoverSection, failoverInvariants, readFailoverAttempts } from './failoverReport';
+import type { FailoverTarget } from './failoverTarget';
 import { buildReport, type ChaosCounts, type ClusterFacts, type RunFacts, type RunReport } from './report';
 import { startStack, type Stack } from './stack';
 import { seededRandom } from './startOrdersProcess';
@@ -77,6 +79,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       verification: options.verification,
       temporalDbFile: needsDbFile ? path.join(runDirectory, 'temporal.db') : null,
       clusterDirectory: options.cluster === null ? null : path.join(runDirectory, 'temporal-cluster'),
+      failover: options.failover,
       onProgress: say,
     });
     const [startedStack, bundlePath] = await interruption.race(
@@ -417,6 +420,14 @@ function startChaos(
       );
     };
   };
+  // --failover: the primary goes down once, a while after the first start.
+  const outage =
+    options.failover === null
+      ? null
+      : setTimeout(() => {
+          if (stopped) return;
+          track((stack.mail as FailoverTarget).primaryOutage(options.failover!.outageForMs, say));
+        }, options.failover.outageAtMs);
   const postgres = once(options.restartPostgresAt, stack.restartPostgres, 'Postgres');
   const temporal = once(options.restartTemporalAt, stack.restartTemporal, 'Temporal');
   if (options.restartPostgresAt !== null && stack.restartPostgres === null)
@@ -441,6 +452,7 @@ function startChaos(
     async stop() {
       stopped = true;
       for (const timer of timers) if (timer !== null) clearInterval(timer);
+      if (outage !== null) clearTimeout(outage);
       await cluster?.stop();
       while (pending.size > 0) await Promise.all([...pending]);
       await stack.mail.whenListening().catch(() => undefined);
@@ -592,7 +604,19 @@ async function collectReport(input: {
     webhooks,
     cluster,
   };
-  return { report: buildReport(facts), facts };
+  const report = buildReport(facts);
+  if (input.options.failover !== null) {
+    const section = buildFailoverSection({
+      primary: 'postmark',
+      outage: { atMs: input.options.failover.outageAtMs, forMs: input.options.failover.outageForMs },
+      attempts: await readFailoverAttempts(input.db, input.orderIds),
+      messages,
+    });
+    report.failover = section;
+    report.invariants.push(...failoverInvariants(section));
+    report.ok = report.invariants.every((invariant) => invariant.holds);
+  }
+  return { report, facts };
 }
 
 /** Under --lying-provider with webhooks: what the sandbox posted, the receiver answered, and its tables hold. */

@@ -22,7 +22,8 @@ import {
 } from '../stack/temporalCluster';
 import { applyTemporalSchema } from '../stack/temporalSchema';
 import { startMailTarget, type DemoMailTarget } from './mailTarget';
-import type { FaultMix, MailTransportName } from './options';
+import { startFailoverTarget } from './failoverTarget';
+import type { FailoverSettings, FaultMix, MailTransportName } from './options';
 import type { VerificationRunOptions } from './verificationOptions';
 
 const STOP_DEADLINE_MS = 15_000;
@@ -52,6 +53,8 @@ export async function startStack(options: {
   temporalDbFile: string | null;
   /** Run the Temporal server as a cluster; its configs and logs go in this folder. Null: the dev server. */
   clusterDirectory: string | null;
+  /** --failover: two providers' sandboxes instead of one (dev/demo/failoverTarget.ts). */
+  failover?: FailoverSettings | null;
   onProgress: (line: string) => void;
 }): Promise<Stack> {
   const stops: (() => Promise<void>)[] = [];
@@ -98,14 +101,24 @@ export async function startStack(options: {
         `inbox: MailDev ${inbox.webUrl} (every mail the sandbox accepted, as a customer sees it)`,
       );
     }
-    const mail = await startMailTarget({
-      transport: options.transport,
-      faults: options.faults,
-      seed: options.seed,
-      relayTo: inbox === null ? null : { host: inbox.smtpHost, port: inbox.smtpPort },
-      verification: options.verification,
-      databaseUrl: postgres.databaseUrl,
-    });
+    const failover = options.failover ?? null;
+    const mail =
+      failover === null
+        ? await startMailTarget({
+            transport: options.transport,
+            faults: options.faults,
+            seed: options.seed,
+            relayTo: inbox === null ? null : { host: inbox.smtpHost, port: inbox.smtpPort },
+            verification: options.verification,
+            databaseUrl: postgres.databaseUrl,
+          })
+        : await startFailoverTarget({
+            faults: options.faults,
+            seed: options.seed,
+            settleDelayMs: options.verification.settleDelayMs,
+            skipAfterFailures: failover.skipAfterFailures,
+            skipForMs: failover.skipForMs,
+          });
     stops.push(() => mail.close());
     options.onProgress(
       `mail sandbox (${mail.transport}${mail.provider === null ? '' : `, as ${mail.provider}`}): ${mail.address}` +

@@ -11,7 +11,7 @@ import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import { orderNotFoundFailure } from '../shared/failures';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
-import type { ActivityDependencies } from './dependencies';
+import { providerNamesOf, verifiersOf, type ActivityDependencies } from './dependencies';
 import { recordResetOfRun } from './resetAct';
 
 export interface ClaimOrderMailInput {
@@ -38,6 +38,13 @@ export type ClaimResult =
       how: ClaimHow;
       /** The key this attempt's request carries; the same for every attempt until an operator re-sends. */
       idempotencyKey: string;
+      /**
+       * The provider the claim chose for this attempt (src/shared/providerChoice.ts) and why; the send goes
+       * through it (the row says so, and the fence checks it). Null for a transport that names none.
+       */
+      provider?: string | null;
+      providerChoice?: string | null;
+      /** The worker's settings, with the chosen provider's own (its settle delay, its key's window). */
       settings: OrderMailWorkflowSettings;
     }
   | (Extract<ClaimDecision, { kind: 'already-sent' }> & { settings: OrderMailWorkflowSettings })
@@ -89,7 +96,8 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         recordedBy: deps.workerIdentity,
         // Only where this worker can ask the provider, and the workflow will.
         verifyDispatchedOrphans:
-          input.verifyOrphans === true && settings.verification !== null && deps.verifier !== undefined,
+          input.verifyOrphans === true && settings.verification !== null && verifiersOf(deps).length > 0,
+        providers: providerNamesOf(deps),
       },
       {
         settled(settled) {
@@ -128,16 +136,33 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
     switch (decision.kind) {
       case 'order-not-found':
         throw orderNotFoundFailure(orderId);
-      case 'claimed':
-        log.info('Order mail claimed', { orderId, attempt: decision.attempt, how: decision.how });
+      case 'claimed': {
+        log.info('Order mail claimed', {
+          orderId,
+          attempt: decision.attempt,
+          how: decision.how,
+          provider: decision.provider,
+          providerChoice: decision.providerChoice,
+          ...(decision.providerExplanation === undefined ? {} : { why: decision.providerExplanation }),
+        });
+        if (decision.how !== 'own-claim' && decision.provider !== null) {
+          metrics.providerChosen(decision.provider, decision.providerChoice ?? 'first');
+        }
         return {
           kind: 'claimed',
           attempt: decision.attempt,
           how: decision.how,
           claimToken,
           idempotencyKey: orderConfirmationIdempotencyKey(deploymentId, orderId, decision.resendCount),
-          settings,
+          ...(decision.provider === null
+            ? {}
+            : { provider: decision.provider, providerChoice: decision.providerChoice }),
+          settings:
+            decision.provider === null
+              ? settings
+              : (deps.providerSettings?.get(decision.provider) ?? settings),
         };
+      }
       case 'already-sent':
         log.info('Order mail already sent; nothing to do', {
           orderId,

@@ -1,4 +1,5 @@
 import type { Database } from '../db/pool';
+import type { HealthSettings } from '../db/providerHealth';
 import type { MailIdentity } from '../mail/confirmationMail';
 import type { MailSizeLimits } from '../mail/mailSizeLimits';
 import type { MailTransport } from '../mail/types';
@@ -31,4 +32,36 @@ export interface ActivityDependencies {
   deploymentId?: string;
   /** How the verify activity asks the provider (src/verification/verifier.ts); absent when nothing is verified. */
   verifier?: Verifier;
+  /**
+   * MAIL_PROVIDERS (failover): one transport per provider, in the configured order, `mail` first. The claim
+   * chooses among their providers and the send uses the one the row names. Absent: `mail` alone.
+   */
+  mailProviders?: readonly MailTransport[];
+  /** One verifier per provider that can be asked; the verify activity takes the one of the attempt's destination. */
+  verifiers?: readonly Verifier[];
+  /** The sender and subject of each provider by name (<PROVIDER>_MAIL_FROM, …); else `mailIdentity`. */
+  providerMailIdentity?: ReadonlyMap<string, MailIdentity>;
+  /** The workflow settings of each provider (its settle delay, its key's window), by name; else `settings`. */
+  providerSettings?: ReadonlyMap<string, OrderMailWorkflowSettings>;
+  /** When the send's failures make new attempts skip a provider (migration 0046); absent: never. */
+  providerHealth?: HealthSettings;
+}
+
+/** The configured providers' transports in order: `mailProviders`, or `mail` alone. */
+export function mailTransportsOf(
+  deps: Pick<ActivityDependencies, 'mail' | 'mailProviders'>,
+): readonly MailTransport[] {
+  return deps.mailProviders ?? [deps.mail];
+}
+
+/** The names the claim chooses from (MAIL_PROVIDERS); empty for a fake transport that names none. */
+export function providerNamesOf(deps: Pick<ActivityDependencies, 'mail' | 'mailProviders'>): string[] {
+  return mailTransportsOf(deps).flatMap((transport) =>
+    transport.destination === undefined ? [] : [transport.destination.provider],
+  );
+}
+
+/** Every verifier this worker has: `verifiers`, or `verifier` alone. */
+export function verifiersOf(deps: Pick<ActivityDependencies, 'verifier' | 'verifiers'>): readonly Verifier[] {
+  return deps.verifiers ?? (deps.verifier === undefined ? [] : [deps.verifier]);
 }

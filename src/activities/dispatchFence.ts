@@ -24,7 +24,14 @@ export interface DispatchRecord {
  */
 export async function markDispatched(
   db: Database,
-  input: { orderId: string; claimToken: string; attempt: number; dispatch: DispatchRecord },
+  input: {
+    orderId: string;
+    claimToken: string;
+    attempt: number;
+    dispatch: DispatchRecord;
+    /** The provider the claim chose for this attempt (the row's), which this request goes through. */
+    provider?: string | null;
+  },
 ): Promise<DispatchFenceResult> {
   const { destination, sendKey, sendTimeoutMs } = input.dispatch;
   const { rowCount } = await runSql(
@@ -35,7 +42,8 @@ export async function markDispatched(
                dispatch_credential_fingerprint = ${destination?.credentialFingerprint ?? null},
                dispatch_send_key = ${sendKey}, dispatch_send_timeout_ms = ${Math.ceil(sendTimeoutMs)}
          WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
-           AND state = 'sending' AND dispatched_at IS NULL`,
+           AND state = 'sending' AND dispatched_at IS NULL
+           AND provider IS NOT DISTINCT FROM ${input.provider ?? null}::text`,
   );
   if (rowCount === 1) return 'dispatched';
   // The fence said no. Only to report why: whatever this read sees, no request is made.
@@ -46,4 +54,21 @@ export async function markDispatched(
            AND state = 'sending'`,
   );
   return rows.length === 1 ? 'already-dispatched' : 'claim-lost';
+}
+
+/**
+ * The provider the claim chose for this attempt (failover), read before the send picks its transport; null
+ * when the row names none (a fake transport) or the attempt is no longer this run's (the fence then refuses).
+ */
+export async function readAttemptProvider(
+  db: Database,
+  input: { orderId: string; claimToken: string; attempt: number },
+): Promise<string | null> {
+  const { rows } = await runSql<{ provider: string | null }>(
+    db,
+    sql`SELECT provider FROM order_mail_log
+         WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
+           AND state = 'sending'`,
+  );
+  return rows[0]?.provider ?? null;
 }

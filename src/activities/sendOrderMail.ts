@@ -4,7 +4,7 @@ import { timeBeforeFenceMs } from '../config/sendTimeBudget';
 import { readMailLog } from '../db/orderMailLog';
 import { loadOrderForMail, type OrderForMail } from '../db/orders';
 import { describeDatabaseError } from '../db/pool';
-import { renderConfirmationMail } from '../mail/confirmationMail';
+import { renderConfirmationMail, type MailIdentity } from '../mail/confirmationMail';
 import { DEFAULT_MAIL_SIZE_LIMITS, renderedBytes, type MailSizeLimits } from '../mail/mailSizeLimits';
 import { recipientAddressProblem } from '../mail/recipientAddress';
 import type { OutgoingMail } from '../mail/types';
@@ -16,8 +16,9 @@ import {
   sendFailure,
   type ClaimLostDetails,
 } from '../shared/failures';
-import type { ActivityDependencies } from './dependencies';
-import { markDispatched } from './dispatchFence';
+import { mailTransportsOf, type ActivityDependencies } from './dependencies';
+import { markDispatched, readAttemptProvider } from './dispatchFence';
+import { countSendAgainstProvider } from './providerHealthCount';
 
 /** Kept for the fence statement itself out of the time before the fence deadline. */
 const FENCE_STATEMENT_RESERVE_MS = 500;
@@ -50,18 +51,40 @@ export function createSendOrderMail(deps: ActivityDependencies) {
     // from here: the request is made only if the transport's whole deadline still fits before it.
     const startedAt = performance.now();
     const sendTimeoutMs = activityInfo().startToCloseTimeoutMs;
-    const budgetMs = timeBeforeFenceMs(sendTimeoutMs, deps.mail.deadlineAfterFenceMs);
+    const transports = mailTransportsOf(deps);
+    const deadlineAfterFenceMs = Math.max(...transports.map((transport) => transport.deadlineAfterFenceMs));
+    const budgetMs = timeBeforeFenceMs(sendTimeoutMs, deadlineAfterFenceMs);
     const passFenceBy = startedAt + budgetMs;
     const tooLate = () =>
       Object.assign(
         new Error(
           `it did not finish within the ${budgetMs} ms that the send's ${sendTimeoutMs} ms timeout leaves before the ` +
-            `dispatch fence (the transport's deadline after it is ${deps.mail.deadlineAfterFenceMs} ms)`,
+            `dispatch fence (the transport's deadline after it is ${deadlineAfterFenceMs} ms)`,
         ),
         { code: 'FENCE_DEADLINE' },
       );
     const beforeFence = <T>(step: string, work: () => Promise<T>) =>
       beforeDispatch(step, () => withinDeadline(passFenceBy, tooLate, work));
+
+    // The provider the claim chose for this attempt (failover): the request goes through it and nowhere else.
+    const provider = await beforeFence('read the attempt’s provider', () =>
+      readAttemptProvider(deps.db, input),
+    );
+    const mailTransport =
+      provider === null
+        ? deps.mail
+        : transports.find((transport) => transport.destination?.provider === provider);
+    if (mailTransport === undefined) {
+      throw sendFailure({
+        outcome: 'not_sent',
+        httpStatus: null,
+        errorCode: 'PROVIDER_NOT_CONFIGURED',
+        reason:
+          `the claim chose provider ${provider} for this attempt, and this worker is not configured for it ` +
+          '(MAIL_PROVIDERS); nothing was sent',
+        retryAfterMs: null,
+      });
+    }
 
     const limits = deps.mailLimits ?? DEFAULT_MAIL_SIZE_LIMITS;
     // One more than the limit, so an order over it is known to be over without reading all of it.
@@ -70,7 +93,11 @@ export function createSendOrderMail(deps: ActivityDependencies) {
     );
     if (order === null) throw orderNotFoundFailure(orderId);
     const mail = await beforeFence('render the mail', async () => ({
-      ...renderMailWithinLimits(order, deps, limits),
+      ...renderMailWithinLimits(
+        order,
+        (provider === null ? undefined : deps.providerMailIdentity?.get(provider)) ?? deps.mailIdentity,
+        limits,
+      ),
       idempotencyKey: input.idempotencyKey,
     }));
 
@@ -87,8 +114,9 @@ export function createSendOrderMail(deps: ActivityDependencies) {
           claimToken: input.claimToken,
           attempt: input.attempt,
           // Where the request goes and what it carries, for whoever asks the provider about it later.
+          provider,
           dispatch: {
-            destination: deps.mail.destination ?? null,
+            destination: mailTransport.destination ?? null,
             sendKey: input.idempotencyKey,
             sendTimeoutMs,
           },
@@ -129,17 +157,24 @@ export function createSendOrderMail(deps: ActivityDependencies) {
     // The call is not tied to the activity's cancellation: a dispatched request is never aborted by a worker
     // shutdown, so its outcome can still be recorded truthfully.
     // The transport stops waiting for a connection a little before the deadline, to leave the fence its time.
-    const result = await deps.mail.send(mail, {
+    const result = await mailTransport.send(mail, {
       passFenceBy: passFenceBy - FENCE_STATEMENT_RESERVE_MS,
       passFence,
     });
-    metrics.sendFinished(result.outcome, (performance.now() - (dispatchedAt ?? startedAt)) / 1000);
+    const durationSeconds = (performance.now() - (dispatchedAt ?? startedAt)) / 1000;
+    metrics.sendFinished(result.outcome, durationSeconds, provider ?? undefined);
+    // Not awaited: the result is this activity's to report now, and a count that waits for the health row's
+    // lock must never push a send past its timeout (the count is best effort and catches its own errors).
+    if (provider !== null && dispatchedAt !== null) {
+      void countSendAgainstProvider(deps, { orderId, provider, result });
+    }
     log.info('Order mail send finished', {
       orderId,
       attempt: input.attempt,
       outcome: result.outcome,
       httpStatus: result.httpStatus,
       dispatched: dispatchedAt !== null,
+      provider,
     });
     if (result.outcome === 'accepted') return result;
     throw sendFailure(
@@ -184,7 +219,7 @@ async function withinDeadline<T>(
  */
 function renderMailWithinLimits(
   order: OrderForMail,
-  deps: ActivityDependencies,
+  identity: MailIdentity,
   limits: MailSizeLimits,
 ): OutgoingMail {
   const { orderId } = order;
@@ -203,7 +238,7 @@ function renderMailWithinLimits(
       `the order's recipient address (orders.customer_email) ${problem}; it must be exactly one plain address like name@example.com`,
     );
   }
-  const mail = renderConfirmationMail(order, deps.mailIdentity);
+  const mail = renderConfirmationMail(order, identity);
   const bytes = renderedBytes(mail);
   if (bytes > limits.maxRenderedBytes) {
     throw mailRefusedFailure(

@@ -13,7 +13,8 @@ import { FailureType } from '../shared/failures';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
 import { VERIFICATION_DEFAULTS } from '../verification/verificationConfig';
 import { listSendEvents } from '../webhooks/providerEvents';
-import type { ActivityDependencies } from './dependencies';
+import { whyCannotAsk } from '../evidence/destination';
+import { verifiersOf, type ActivityDependencies } from './dependencies';
 
 export interface VerifyOrderMailInput {
   orderId: string;
@@ -64,8 +65,8 @@ const WAIT_MARGIN_MS = 250;
 export function createVerifyOrderMail(deps: ActivityDependencies) {
   return async function verifyOrderMail(input: VerifyOrderMailInput): Promise<VerifyOrderMailResult> {
     const { orderId } = input;
-    const verifier = deps.verifier;
-    if (verifier === undefined) {
+    const verifiers = verifiersOf(deps);
+    if (verifiers.length === 0) {
       return inconclusive(orderId, 'this worker has no verification configured (MAIL_VERIFY is off)');
     }
     const read = await readDispatchedAttempt(deps.db, input);
@@ -75,6 +76,16 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         'the attempt is no longer in flight under this run, so there is nothing to verify',
       );
     }
+    // Asked of the provider the attempt went to (failover: maybe not this worker's first), and of no other: its
+    // settle delay, its webhook events, its lookup. Where none of this worker's verifiers can ask there, the
+    // first one's answer says why it cannot (whyLookupCannotDecide below).
+    const recorded = read.attempt.destination;
+    const verifier =
+      verifiers.find(
+        (candidate) => recorded !== null && whyCannotAsk(recorded, candidate.destination) === null,
+      ) ??
+      verifiers.find((candidate) => candidate.destination.provider === recorded?.provider) ??
+      verifiers[0]!;
     const attempt = { ...read.attempt, sendKey: read.recordedSendKey ?? input.sendKey };
     const timing: EvidenceTiming = {
       settleDelayMs: verifier.settleDelayMs,

@@ -15,6 +15,8 @@ import { OpsRefusal, type OpsContext } from '../ops/opsContext';
 import { readOrderMailStatus } from '../ops/orderMailStatus';
 import { resolveOrderMail } from '../ops/resolveOrderMail';
 import { retryOrderMail } from '../ops/retryOrderMail';
+import { formatProviderStatus, runProviderAct } from '../ops/providerOps';
+import { readProviderList } from '../config/providerList';
 import { processIo, type CliIo } from './cliIo';
 
 export async function main(
@@ -49,6 +51,32 @@ export async function main(
   }
 
   const db = createDatabase({ connectionString: config.databaseUrl, applicationName: 'order-mail-ops' });
+  if (command.name === 'provider') {
+    // Postgres only: the providers' health is shared through it, and Temporal has no part in it.
+    const listProblems: string[] = [];
+    const named = env.MAIL_PROVIDERS?.trim() || env.MAIL_PROVIDER?.trim();
+    const configured = named ? readProviderList(env, listProblems, 'generic').map(String) : null;
+    if (listProblems.length > 0) {
+      io.err(listProblems.join('\n'));
+      await db.close();
+      return 2;
+    }
+    try {
+      const operator = command.operator?.trim() || config.operator;
+      const status = await runProviderAct(db, command.provider, { operator, configured });
+      io.out(command.json ? JSON.stringify(status, null, 2) : formatProviderStatus(status));
+      return 0;
+    } catch (error) {
+      if (error instanceof OpsRefusal) {
+        io.err(`Refused (${error.code}): ${error.message}`);
+        return 1;
+      }
+      io.err(`Failed: ${describePostgresFailure(error, config.databaseUrl, 'DATABASE_URL')}`);
+      return 1;
+    } finally {
+      await db.close();
+    }
+  }
   try {
     const client = await connectOrderMailClient({
       address: config.temporal.address,
@@ -82,7 +110,10 @@ export async function main(
   }
 }
 
-async function run(ctx: OpsContext, command: Exclude<OpsCommand, { name: 'help' }>): Promise<string> {
+async function run(
+  ctx: OpsContext,
+  command: Exclude<OpsCommand, { name: 'help' | 'provider' }>,
+): Promise<string> {
   const json = (value: unknown) => JSON.stringify(value, null, 2);
   switch (command.name) {
     case 'status': {

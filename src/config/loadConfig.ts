@@ -12,7 +12,6 @@ import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';
 import { DEFAULT_POSTMARK_MESSAGE_STREAM } from '../mail/providers/postmark';
 import {
   MAIL_PROVIDER_FACTS,
-  MAIL_PROVIDER_NAMES,
   MAILGUN_BASE_URLS,
   type MailgunRegion,
   type MailProviderName,
@@ -21,6 +20,8 @@ import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/m
 import type { IdempotencyRetrySettings, OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import type { TracingSettings } from '../tracing/tracing';
 import { readVerificationConfig, type VerificationConfig } from '../verification/verificationConfig';
+import type { HealthSettings } from '../db/providerHealth';
+import { providerEnvView, readProviderList } from './providerList';
 import {
   MIN_TIME_BEFORE_FENCE_MS,
   minimumSendTimeoutMs,
@@ -43,8 +44,15 @@ export interface WorkerConfig {
     /** Address, TLS, API key and gRPC metadata from @temporalio/envconfig (src/config/temporalConnection.ts). */
     connection: TemporalConnectionConfig;
   };
-  /** Holds the API key: never log this object. */
+  /** The first provider's (the only one's, without failover). Holds the API key: never log this object. */
   mailApi: MailApiConfig;
+  /**
+   * MAIL_PROVIDERS in order (src/config/providerList.ts), the first being `mailApi`, `mail` and `verification`
+   * above: each with its own API settings, sender and verification. One entry without failover (and with SMTP).
+   */
+  providers: ProviderConfig[];
+  /** When a failing provider is skipped by new attempts (MAIL_PROVIDER_SKIP_*, src/db/providerHealth.ts). */
+  providerHealth: HealthSettings;
   /** Set when MAIL_PROVIDER=smtp: the worker then sends over SMTP and `mailApi` is not used. Holds the password. */
   smtp: SmtpConfig | null;
   mail: { from: string; replyTo: string | null; subject: string };
@@ -84,6 +92,15 @@ export interface WorkerConfig {
   };
 }
 
+/** One provider of MAIL_PROVIDERS, with its own settings. Holds its API key: never log it. */
+export interface ProviderConfig {
+  name: MailProviderName;
+  mailApi: MailApiConfig;
+  mail: { from: string; replyTo: string | null; subject: string };
+  verification: VerificationConfig | null;
+  idempotency: IdempotencyRetrySettings | null;
+}
+
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   readonly code = 'ERR_ORDER_MAIL_CONFIG';
@@ -100,6 +117,8 @@ export const CONFIG_DEFAULTS = {
   OTEL_SERVICE_NAME: 'order-confirmation-mail-worker',
   OTEL_BSP_SCHEDULE_DELAY: 1_000,
   MAIL_PROVIDER: 'generic',
+  MAIL_PROVIDER_SKIP_AFTER_FAILURES: 5,
+  MAIL_PROVIDER_SKIP_FOR_MS: 30_000,
   SMTP_PORT: 587,
   SMTP_STARTTLS: 'require',
   SMTP_POOL_SIZE: 5,
@@ -143,41 +162,17 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
   const read = new EnvReader(env, problems);
 
   const databaseUrl = read.url('DATABASE_URL', ['postgres:', 'postgresql:']);
-  const chosenProvider = read.oneOf<MailProviderName | 'smtp'>(
-    'MAIL_PROVIDER',
-    [...MAIL_PROVIDER_NAMES, 'smtp'],
-    CONFIG_DEFAULTS.MAIL_PROVIDER,
-  );
+  const list = readProviderList(env, problems, CONFIG_DEFAULTS.MAIL_PROVIDER);
+  const chosenProvider = list[0]!;
   const useSmtp = chosenProvider === 'smtp';
   // With SMTP the HTTP part is not used; it is still filled (as generic, nothing required) to keep one shape.
-  const provider: MailProviderName = useSmtp ? 'generic' : chosenProvider;
-  const mailgunRegion = read.oneOf<MailgunRegion>(
-    'MAILGUN_REGION',
-    ['us', 'eu'],
-    CONFIG_DEFAULTS.MAILGUN_REGION,
+  const parts = list.map((name, index) =>
+    readProviderPart(env, name === 'smtp' ? 'generic' : name, index, { problems, useSmtp }),
   );
-  // MAIL_PROVIDER=ses: AWS_REGION, SES_CONFIGURATION_SET and the AWS credentials (src/mail/providers/ses.ts).
-  const ses = provider === 'ses' ? readSesSettings(read, env, problems) : null;
-  const defaultBaseUrl =
-    provider === 'mailgun'
-      ? MAILGUN_BASE_URLS[mailgunRegion]
-      : provider === 'ses'
-        ? sesEndpoint(ses?.region ?? 'us-east-1')
-        : MAIL_PROVIDER_FACTS[provider].defaultBaseUrl;
-  // Required only for the generic API; for a SaaS provider it overrides the default (a region, the sandbox).
-  const mailBaseUrl = useSmtp
-    ? (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? '')
-    : defaultBaseUrl === null
-      ? read.url('MAIL_API_BASE_URL', ['http:', 'https:'])
-      : (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? defaultBaseUrl);
-  // SES signs with AWS credentials instead of an API key.
-  const apiKey =
-    useSmtp || provider === 'ses' ? (read.optional('MAIL_API_KEY') ?? '') : read.secret('MAIL_API_KEY');
-  const mailgunDomain =
-    provider === 'mailgun' ? read.required('MAILGUN_DOMAIN') : read.optional('MAILGUN_DOMAIN');
-  const idempotency = readIdempotencySettings(read, provider, problems);
+  const first = parts[0]!;
+  const idempotency = first.idempotency;
   // MAIL_VERIFY_* (src/verification/verificationConfig.ts, listed in .env.example).
-  const verification = readVerificationConfig(env, chosenProvider, problems);
+  const verification = useSmtp ? readVerificationConfig(env, 'smtp', problems) : first.verification;
   const overallTimeoutMs = read.positiveInt(
     'MAIL_OVERALL_TIMEOUT_MS',
     CONFIG_DEFAULTS.MAIL_OVERALL_TIMEOUT_MS,
@@ -227,12 +222,23 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       `RECONCILE_BATCH_SIZE (${reconcileBatchSize}) must be at most 1000, so one batch stays one short activity.`,
     );
   }
-  if (idempotency !== null && idempotency.safetyMarginMs + sendTimeoutMs >= idempotency.windowMs) {
-    problems.push(
-      `MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS (${idempotency.safetyMarginMs}) plus SEND_ACTIVITY_TIMEOUT_MS (${sendTimeoutMs}) ` +
-        `must be less than MAIL_IDEMPOTENCY_WINDOW_MS (${idempotency.windowMs}); set the window to 0 to turn retries under the key off.`,
-    );
+  for (const part of parts) {
+    const window = part.idempotency;
+    if (window !== null && window.safetyMarginMs + sendTimeoutMs >= window.windowMs) {
+      const name =
+        parts.length > 1 ? `${part.name.toUpperCase()}_IDEMPOTENCY_WINDOW_MS` : 'MAIL_IDEMPOTENCY_WINDOW_MS';
+      problems.push(
+        `MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS (${window.safetyMarginMs}) plus SEND_ACTIVITY_TIMEOUT_MS (${sendTimeoutMs}) ` +
+          `must be less than ${name} (${window.windowMs}); set the window to 0 to turn retries under the key off.`,
+      );
+    }
   }
+  const transportSettings = {
+    connectTimeoutMs,
+    headersTimeoutMs,
+    overallTimeoutMs,
+    connections: read.positiveInt('MAIL_CONNECTIONS', CONFIG_DEFAULTS.MAIL_CONNECTIONS),
+  };
   const connection = read.temporalConnection();
   const deploymentId =
     read.optional('MAIL_DEPLOYMENT_ID') ?? connection.namespace.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63);
@@ -256,25 +262,17 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       taskQueue: read.optional('TEMPORAL_TASK_QUEUE') ?? CONFIG_DEFAULTS.TEMPORAL_TASK_QUEUE,
       connection,
     },
-    mailApi: {
-      provider,
-      baseUrl: mailBaseUrl.replace(/\/+$/, ''),
-      apiKey,
-      mailgunDomain,
-      postmarkMessageStream:
-        read.optional('POSTMARK_MESSAGE_STREAM') ?? CONFIG_DEFAULTS.POSTMARK_MESSAGE_STREAM,
-      ses,
-      connectTimeoutMs,
-      headersTimeoutMs,
-      overallTimeoutMs,
-      connections: read.positiveInt('MAIL_CONNECTIONS', CONFIG_DEFAULTS.MAIL_CONNECTIONS),
+    mailApi: { ...first.mailApi, ...transportSettings },
+    providers: parts.map((part) => ({ ...part, mailApi: { ...part.mailApi, ...transportSettings } })),
+    providerHealth: {
+      skipAfterFailures: read.positiveInt(
+        'MAIL_PROVIDER_SKIP_AFTER_FAILURES',
+        CONFIG_DEFAULTS.MAIL_PROVIDER_SKIP_AFTER_FAILURES,
+      ),
+      skipForMs: read.positiveInt('MAIL_PROVIDER_SKIP_FOR_MS', CONFIG_DEFAULTS.MAIL_PROVIDER_SKIP_FOR_MS),
     },
     smtp,
-    mail: {
-      from: read.mailbox('MAIL_FROM') ?? CONFIG_DEFAULTS.MAIL_FROM,
-      replyTo: read.mailbox('MAIL_REPLY_TO'),
-      subject: read.headerText('MAIL_SUBJECT') ?? CONFIG_DEFAULTS.MAIL_SUBJECT,
-    },
+    mail: first.mail,
     mailLimits: {
       maxOrderItems: read.positiveInt('MAIL_MAX_ORDER_ITEMS', CONFIG_DEFAULTS.MAIL_MAX_ORDER_ITEMS),
       maxRenderedBytes: read.positiveInt('MAIL_MAX_RENDERED_BYTES', CONFIG_DEFAULTS.MAIL_MAX_RENDERED_BYTES),
@@ -325,7 +323,8 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       sendRateLimitPerSecond: read.optionalPositiveNumber('MAIL_SEND_RATE_LIMIT_PER_SECOND'),
     },
   };
-  if (problems.length > 0) throw new ConfigError(problems);
+  // Several providers read the same shared variables (MAIL_FROM, MAILGUN_REGION…): each problem once.
+  if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return config;
 }
 
@@ -348,6 +347,71 @@ function sendTimeoutProblem(settings: SendTimeSettings): string | null {
     `result) + ${MIN_TIME_BEFORE_FENCE_MS} (loading the order, rendering and setting the fence)${smtpPart}. Otherwise ` +
     'sends would give up before their fence, or Temporal would time out sends whose request is still running.'
   );
+}
+
+/**
+ * One provider's own settings, read through its view of the environment (src/config/providerList.ts), so the
+ * problems name its own variables. With SMTP the HTTP part is filled as generic, nothing required.
+ */
+function readProviderPart(
+  env: Record<string, string | undefined>,
+  provider: MailProviderName,
+  index: number,
+  context: { problems: string[]; useSmtp: boolean },
+): Omit<ProviderConfig, 'mailApi'> & {
+  mailApi: Omit<MailApiConfig, 'connectTimeoutMs' | 'headersTimeoutMs' | 'overallTimeoutMs' | 'connections'>;
+} {
+  const { useSmtp } = context;
+  const view = providerEnvView(env, provider, index);
+  const problems: string[] = [];
+  const read = new EnvReader(view.env, problems);
+  const mailgunRegion = read.oneOf<MailgunRegion>(
+    'MAILGUN_REGION',
+    ['us', 'eu'],
+    CONFIG_DEFAULTS.MAILGUN_REGION,
+  );
+  // MAIL_PROVIDER=ses: AWS_REGION, SES_CONFIGURATION_SET and the AWS credentials (src/mail/providers/ses.ts).
+  const ses = provider === 'ses' ? readSesSettings(read, view.env, problems) : null;
+  const defaultBaseUrl =
+    provider === 'mailgun'
+      ? MAILGUN_BASE_URLS[mailgunRegion]
+      : provider === 'ses'
+        ? sesEndpoint(ses?.region ?? 'us-east-1')
+        : MAIL_PROVIDER_FACTS[provider].defaultBaseUrl;
+  // Required only for the generic API; for a SaaS provider it overrides the default (a region, the sandbox).
+  const mailBaseUrl = useSmtp
+    ? (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? '')
+    : defaultBaseUrl === null
+      ? read.url('MAIL_API_BASE_URL', ['http:', 'https:'])
+      : (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? defaultBaseUrl);
+  // SES signs with AWS credentials instead of an API key.
+  const apiKey =
+    useSmtp || provider === 'ses' ? (read.optional('MAIL_API_KEY') ?? '') : read.secret('MAIL_API_KEY');
+  const mailgunDomain =
+    provider === 'mailgun' ? read.required('MAILGUN_DOMAIN') : read.optional('MAILGUN_DOMAIN');
+  const idempotency = readIdempotencySettings(read, provider, problems);
+  const verification = useSmtp ? null : readVerificationConfig(view.env, provider, problems);
+  const mail = {
+    from: read.mailbox('MAIL_FROM') ?? CONFIG_DEFAULTS.MAIL_FROM,
+    replyTo: read.mailbox('MAIL_REPLY_TO'),
+    subject: read.headerText('MAIL_SUBJECT') ?? CONFIG_DEFAULTS.MAIL_SUBJECT,
+  };
+  context.problems.push(...problems.map((problem) => view.rename(problem)));
+  return {
+    name: provider,
+    mailApi: {
+      provider,
+      baseUrl: mailBaseUrl.replace(/\/+$/, ''),
+      apiKey,
+      mailgunDomain,
+      postmarkMessageStream:
+        read.optional('POSTMARK_MESSAGE_STREAM') ?? CONFIG_DEFAULTS.POSTMARK_MESSAGE_STREAM,
+      ses,
+    },
+    mail,
+    verification,
+    idempotency,
+  };
 }
 
 /**

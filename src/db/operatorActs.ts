@@ -79,10 +79,11 @@ export async function resolveMailLog(db: Database, input: ResolveInput): Promise
           RETURNING to_jsonb(previous) AS before, to_jsonb(log) AS after
         ), cut_off AS (
           INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
-                                           state, outcome, error, recorded_by)
+                                           state, outcome, error, recorded_by, provider, provider_choice)
           SELECT ${input.orderId}, (before->>'attempts')::int, before->>'claim_token', (before->>'resend_count')::int,
                  (before->>'claimed_at')::timestamptz, (before->>'dispatched_at')::timestamptz, ${input.as},
-                 ${cutOffOutcome}, ${cutOffNote}, ${`operator:${input.operator}`}
+                 ${cutOffOutcome}, ${cutOffNote}, ${`operator:${input.operator}`}, before->>'provider',
+                 before->>'provider_choice'
             FROM resolved WHERE before->>'state' = 'sending'
         )
         INSERT INTO order_mail_operator_acts (order_id, act, operator, reason, row_before, row_after)

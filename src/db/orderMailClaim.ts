@@ -26,6 +26,8 @@ import {
   type VerificationAnswer,
 } from '../shared/unknownOutcome';
 import type { IdempotencyRetrySettings } from '../shared/workflowSettings';
+import { chooseProvider, type EarlierAttempt, type ProviderChoice } from '../shared/providerChoice';
+import { readProviderStandings } from './providerHealth';
 import {
   readMailLog,
   timeSinceAttemptDispatch,
@@ -90,12 +92,26 @@ export interface ClaimRequest {
    * that verification could decide is then handed back as 'verify-orphan' instead of settled by the policy.
    */
   verifyDispatchedOrphans?: boolean;
+  /**
+   * MAIL_PROVIDERS in order (the claimer's configuration): each new attempt gets one of them, chosen by the
+   * failover rule (src/shared/providerChoice.ts) and written with the claim. Empty or absent: no provider is
+   * named (a test's fake transport) and the row's provider stays NULL.
+   */
+  providers?: readonly string[];
 }
 
 export type ClaimHow = 'first-claim' | 'reclaimed-failed' | 'took-over-undispatched' | 'own-claim';
 
+/** Where the claimed attempt sends: the provider written into the row with the claim, and why. */
+export interface ClaimedProvider {
+  provider: string | null;
+  providerChoice: string | null;
+  /** Why, in words, for the log; absent for a claim that found its own (the row keeps only the reason). */
+  providerExplanation?: string;
+}
+
 export type ClaimDecision =
-  | { kind: 'claimed'; attempt: number; how: ClaimHow; resendCount: number }
+  | ({ kind: 'claimed'; attempt: number; how: ClaimHow; resendCount: number } & ClaimedProvider)
   /**
    * 'resolved': an operator settled the row as sent (npm run ops -- resolve); 'legacy': the old system did
    * (an adopted row, or one its workers sent beside ours).
@@ -158,19 +174,29 @@ export async function claimOrderMailRow(
     const row = pass === 0 ? null : await readMailLog(db, orderId);
     if (row === null) {
       let inserted: boolean;
+      const choice = await choose(db, request, []);
       try {
-        inserted = await insertFirstClaim(db, request);
+        inserted = await insertFirstClaim(db, request, choice);
       } catch (error) {
         // 23503 foreign_key_violation: the order does not exist. Nothing was written, nothing will be sent.
         if ((error as { code?: unknown }).code === '23503') return { kind: 'order-not-found' };
         throw error;
       }
-      if (inserted) return { kind: 'claimed', attempt: 1, how: 'first-claim', resendCount: 0 };
+      if (inserted) {
+        return { kind: 'claimed', attempt: 1, how: 'first-claim', resendCount: 0, ...claimedAt(choice) };
+      }
       if (pass > 0) observer.rowChanged();
       continue;
     }
     if (row.state === 'sending' && row.claimToken === claimToken) {
-      return { kind: 'claimed', attempt: row.attempts, how: 'own-claim', resendCount: row.resendCount };
+      return {
+        kind: 'claimed',
+        attempt: row.attempts,
+        how: 'own-claim',
+        resendCount: row.resendCount,
+        provider: row.provider,
+        providerChoice: row.providerChoice,
+      };
     }
     if (row.state === 'sent') {
       return { kind: 'already-sent', outcome: sentOutcome(row), attempts: row.attempts };
@@ -197,9 +223,16 @@ export async function claimOrderMailRow(
         } else observer.rowChanged();
         continue;
       }
-      const attempt = await reclaimFailed(db, row, request);
+      const choice = await choose(db, request, await earlierAttempts(db, row));
+      const attempt = await reclaimFailed(db, row, request, choice);
       if (attempt !== null) {
-        return { kind: 'claimed', attempt, how: 'reclaimed-failed', resendCount: row.resendCount };
+        return {
+          kind: 'claimed',
+          attempt,
+          how: 'reclaimed-failed',
+          resendCount: row.resendCount,
+          ...claimedAt(choice),
+        };
       }
       observer.rowChanged();
       continue;
@@ -208,9 +241,22 @@ export async function claimOrderMailRow(
     // 'sending', held by an earlier run of this workflow id: Temporal keeps at most one run of an id open,
     // so that run is closed (reset or terminated) and will never send or record this attempt.
     if (row.dispatchedAt === null) {
-      const attempt = await takeOverUndispatched(db, row, request);
+      // The abandoned attempt made no request: known not sent where it was to go.
+      const abandoned: EarlierAttempt = {
+        attempt: row.attempts,
+        provider: row.provider,
+        outcome: 'not_sent',
+      };
+      const choice = await choose(db, request, [...(await earlierAttempts(db, row)), abandoned]);
+      const attempt = await takeOverUndispatched(db, row, request, choice);
       if (attempt !== null) {
-        return { kind: 'claimed', attempt, how: 'took-over-undispatched', resendCount: row.resendCount };
+        return {
+          kind: 'claimed',
+          attempt,
+          how: 'took-over-undispatched',
+          resendCount: row.resendCount,
+          ...claimedAt(choice),
+        };
       }
       observer.rowChanged();
       continue;
@@ -260,6 +306,40 @@ function sentOutcome(row: MailLogRow): Extract<LogOutcome, 'accepted' | 'unknown
   return row.outcome as Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'>;
 }
 
+/**
+ * The failover rule's answer for the attempt about to be claimed. The earlier attempts are the audit rows of
+ * the current key, which only the statements that move the row write: the transition's fence (the row as read)
+ * therefore also fences the history the choice was made from. Health is advisory and may change meanwhile.
+ */
+async function choose(
+  db: Database,
+  request: ClaimRequest,
+  earlier: EarlierAttempt[],
+): Promise<ProviderChoice> {
+  const configured = request.providers ?? [];
+  const standings = configured.length === 0 ? [] : await readProviderStandings(db);
+  return chooseProvider({ configured, earlier, standings });
+}
+
+function claimedAt(choice: ProviderChoice): ClaimedProvider {
+  return {
+    provider: choice.provider,
+    providerChoice: choice.provider === null ? null : choice.reason,
+    providerExplanation: choice.explanation,
+  };
+}
+
+/** The order's finished attempts under the row's current key, with the provider each went to. */
+async function earlierAttempts(db: Database, row: MailLogRow): Promise<EarlierAttempt[]> {
+  const { rows } = await runSql<EarlierAttempt>(
+    db,
+    sql`SELECT attempt, provider, outcome FROM order_mail_attempts
+         WHERE order_id = ${row.orderId} AND resend_count = ${row.resendCount}
+         ORDER BY attempt`,
+  );
+  return rows;
+}
+
 /** The row as a caller read it: what every transition's fence compares with. */
 export interface SeenRow {
   orderId: string;
@@ -294,24 +374,36 @@ function issuedBefore(issuedAt: Date): SqlFragment {
 
 /** The audit row of the attempt a statement settles, from its RETURNING columns (CTE `settled`). */
 const AUDIT_OF_SETTLED = sql`INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at,
-         dispatched_at, state, outcome, unknown_policy, error, recorded_by)`;
+         dispatched_at, state, outcome, unknown_policy, error, recorded_by, provider, provider_choice)`;
 
-async function insertFirstClaim(db: Database, request: ClaimRequest): Promise<boolean> {
+async function insertFirstClaim(
+  db: Database,
+  request: ClaimRequest,
+  choice: ProviderChoice,
+): Promise<boolean> {
+  const { provider, providerChoice } = claimedAt(choice);
   const { rowCount } = await runSql(
     db,
-    sql`INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at)
-        VALUES (${request.orderId}, 'sending', 1, ${request.claimToken}, ${request.issuedAt})
+    sql`INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at, provider, provider_choice)
+        VALUES (${request.orderId}, 'sending', 1, ${request.claimToken}, ${request.issuedAt}, ${provider}, ${providerChoice})
         ON CONFLICT (order_id) DO NOTHING`,
   );
   return rowCount === 1;
 }
 
 /** A row that ended definitely-not-sent (or settled as failed): the next attempt, attempts + 1. */
-async function reclaimFailed(db: Database, row: MailLogRow, request: ClaimRequest): Promise<number | null> {
+async function reclaimFailed(
+  db: Database,
+  row: MailLogRow,
+  request: ClaimRequest,
+  choice: ProviderChoice,
+): Promise<number | null> {
+  const { provider, providerChoice } = claimedAt(choice);
   const { rows } = await runSql<{ attempts: number }>(
     db,
     sql`UPDATE order_mail_log AS log
            SET state = 'sending', attempts = log.attempts + 1, claim_token = ${request.claimToken},
+               provider = ${provider}, provider_choice = ${providerChoice},
                claim_issued_at = ${request.issuedAt}, claimed_at = now(), dispatched_at = NULL, outcome = NULL,
                unknown_policy = NULL, verification = NULL, provider_message_id = NULL, http_status = NULL, last_error = NULL,
                updated_at = now()
@@ -329,20 +421,23 @@ async function takeOverUndispatched(
   db: Database,
   row: MailLogRow,
   request: ClaimRequest,
+  choice: ProviderChoice,
 ): Promise<number | null> {
   const note = `the run holding this claim closed before dispatching; taken over by ${request.claimToken}`;
+  const { provider, providerChoice } = claimedAt(choice);
   const { rows } = await runSql<{ attempts: number }>(
     db,
     sql`WITH taken AS (
           UPDATE order_mail_log AS log
              SET claim_token = ${request.claimToken}, claim_issued_at = ${request.issuedAt},
+                 provider = ${provider}, provider_choice = ${providerChoice},
                  attempts = log.attempts + 1, claimed_at = now(), updated_at = now()
            WHERE ${asRead(row)} AND ${issuedBefore(request.issuedAt)}
           RETURNING log.attempts
         ), audit AS (
           ${AUDIT_OF_SETTLED}
           SELECT ${row.orderId}, ${row.attempts}, ${row.claimToken}, ${row.resendCount}, ${row.claimedAt}::timestamptz,
-                 NULL, 'failed', 'not_sent', NULL, ${note}, ${request.recordedBy}
+                 NULL, 'failed', 'not_sent', NULL, ${note}, ${request.recordedBy}, ${row.provider}, ${row.providerChoice}
             FROM taken
         )
         SELECT attempts FROM taken`,
@@ -375,9 +470,10 @@ async function settleDispatchedOrphan(
         ), audit AS (
           INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
                                            state, outcome, unknown_policy, verification, provider_message_id,
-                                           error, recorded_by)
+                                           error, recorded_by, provider, provider_choice)
           SELECT order_id, attempts, claim_token, resend_count, claimed_at, dispatched_at, state, outcome,
-                 unknown_policy, verification, provider_message_id, last_error, ${input.recordedBy}
+                 unknown_policy, verification, provider_message_id, last_error, ${input.recordedBy}, provider,
+                 provider_choice
             FROM settled
         )
         SELECT 1 FROM settled`,
@@ -521,7 +617,7 @@ async function settleDeferredUnknown(
         ), audit AS (
           ${AUDIT_OF_SETTLED}
           SELECT order_id, attempts, claim_token, resend_count, claimed_at, NULL, state, outcome, unknown_policy,
-                 last_error, ${request.recordedBy}
+                 last_error, ${request.recordedBy}, provider, provider_choice
             FROM settled
         )
         SELECT 1 FROM settled`,
@@ -581,7 +677,7 @@ export async function settleClosedRunClaim(
         ), audit AS (
           ${AUDIT_OF_SETTLED}
           SELECT order_id, attempts, claim_token, resend_count, claimed_at, NULL, state, outcome, NULL,
-                 last_error, ${input.recordedBy}
+                 last_error, ${input.recordedBy}, provider, provider_choice
             FROM released
         )
         SELECT 1 FROM released`,

@@ -32,6 +32,9 @@ export interface MailLogRow {
   dispatchSendKey: string | null;
   /** The send activity's timeout of the execution that dispatched it, as the fence recorded it. */
   dispatchSendTimeoutMs: number | null;
+  /** The provider the claim chose for this attempt, and why (migration 0045); null before it or for a fake. */
+  provider: string | null;
+  providerChoice: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -41,7 +44,7 @@ const ROW_COLUMNS = sql`order_id::text AS "orderId", state, attempts, claim_toke
   dispatched_at AS "dispatchedAt", outcome, unknown_policy AS "unknownPolicy", verification,
   provider_message_id AS "providerMessageId", http_status AS "httpStatus", last_error AS "lastError",
   dispatch_send_key AS "dispatchSendKey", dispatch_send_timeout_ms AS "dispatchSendTimeoutMs",
-  created_at AS "createdAt", updated_at AS "updatedAt"`;
+  provider, provider_choice AS "providerChoice", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export async function readMailLog(db: Database, orderId: string): Promise<MailLogRow | null> {
   const { rows } = await runSql<MailLogRow>(
@@ -66,6 +69,9 @@ export interface AttemptRow {
   httpStatus: number | null;
   error: string | null;
   recordedBy: string;
+  /** The provider the claim chose for it, and why (migration 0045); null before failover or for a fake. */
+  provider?: string | null;
+  providerChoice?: string | null;
   /**
    * An answer that reached its record after someone else had settled the attempt (order_mail_late_answers);
    * null when none did. 'legacy': a record by the old system's statements after the attempt was settled.
@@ -88,6 +94,7 @@ export async function listAttempts(db: Database, orderId: string): Promise<Attem
                audit.finished_at AS "finishedAt", audit.state, audit.outcome,
                audit.unknown_policy AS "unknownPolicy", audit.verification, audit.provider_message_id AS "providerMessageId",
                audit.http_status AS "httpStatus", audit.error, audit.recorded_by AS "recordedBy",
+               audit.provider, audit.provider_choice AS "providerChoice",
                CASE WHEN late.outcome IS NULL THEN NULL ELSE json_build_object(
                  'outcome', late.outcome, 'providerMessageId', late.provider_message_id,
                  'httpStatus', late.http_status, 'note', late.note, 'recordedAt', late.recorded_at,

@@ -96,9 +96,10 @@ export async function recordOutcome(db: Database, input: OutcomeToRecord): Promi
         ), audit AS (
           INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
                                            state, outcome, unknown_policy, verification, provider_message_id,
-                                           http_status, error, recorded_by)
+                                           http_status, error, recorded_by, provider, provider_choice)
           SELECT order_id, attempts, claim_token, resend_count, claimed_at, dispatched_at, state, outcome,
-                 unknown_policy, verification, provider_message_id, http_status, last_error, ${input.recordedBy}
+                 unknown_policy, verification, provider_message_id, http_status, last_error, ${input.recordedBy},
+                 provider, provider_choice
             FROM settled
         )
         SELECT state, outcome FROM settled`,
@@ -147,11 +148,11 @@ async function keepLateAnswer(db: Database, input: OutcomeToRecord): Promise<boo
   const { rowCount: inserted } = await runSql(
     db,
     sql`INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, state, outcome,
-                                         provider_message_id, http_status, error, recorded_by)
+                                         provider_message_id, http_status, error, recorded_by, provider, provider_choice)
         SELECT ${input.orderId}, ${input.attempt}, ${input.claimToken}, log.resend_count, log.claimed_at,
                ${input.state}, ${input.outcome}, ${input.providerMessageId}, ${input.httpStatus}::int,
                ${`recorded after the claim was lost; the log row was not changed${input.error === null ? '' : `: ${input.error}`}`},
-               ${input.recordedBy}
+               ${input.recordedBy}, NULL, NULL
           FROM order_mail_log AS log WHERE log.order_id = ${input.orderId}
         ON CONFLICT (order_id, attempt) DO NOTHING`,
   );

@@ -25,6 +25,8 @@ const NEEDED_PRIVILEGES: readonly [table: string, privileges: readonly string[]]
   // Webhook evidence is read only: storing it is the receiver's, under its own role (migration 0032).
   ['order_mail_provider_events', ['SELECT']],
   ['order_mail_reconcile_progress', ['SELECT', 'INSERT', 'UPDATE']],
+  // The providers' shared health (migration 0046): counted by the send, read by the claim, set by ops.
+  ['order_mail_provider_health', ['SELECT', 'INSERT', 'UPDATE']],
   ['order_mail_schema_migrations', ['SELECT']],
 ];
 

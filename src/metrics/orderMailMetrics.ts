@@ -32,6 +32,16 @@ export const ORDER_MAIL_METRICS = {
    * that finds such an order counts it again, so the counter rises for as long as the order is left.
    */
   ordersLeftWithoutMail: 'order_mail_orders_left_without_mail_total',
+  /**
+   * Counter {provider, reason}: new attempts by the provider the claim chose and why (src/shared/providerChoice.ts:
+   * first, pinned, after-not-sent, skipped-unhealthy, skipped-by-operator, all-unavailable, bound). Anything
+   * but `first` rising is failover at work.
+   */
+  providerChoices: 'order_mail_provider_choices_total',
+  /** Counter {provider}: sends that counted against a provider's health (not sent: refused, 5xx, 429). */
+  providerFailures: 'order_mail_provider_failures_total',
+  /** Counter {provider}: times a provider's failures in a row reached the threshold, so new attempts skip it. */
+  providerSkips: 'order_mail_provider_skips_total',
 } as const;
 
 /** Seconds. A mail API answers in well under a second; the tail goes up to the overall HTTP deadline. */
@@ -51,7 +61,10 @@ export type ClaimConflict =
 export type UnknownSettledBy = UnknownSettlement | 'verified-accepted' | 'verified-not-sent';
 
 export interface OrderMailMetrics {
-  sendFinished(outcome: MailOutcome, durationSeconds: number): void;
+  /** `provider`: the attempt's (failover); the worker's first provider when absent. */
+  sendFinished(outcome: MailOutcome, durationSeconds: number, provider?: string): void;
+  providerChosen(provider: string, reason: string): void;
+  providerFailed(provider: string, skipStarted: boolean): void;
   unknownOutcomeSettled(
     settledBy: UnknownSettledBy,
     verification?: 'lookup' | 'webhook' | 'inconclusive' | 'none',
@@ -94,6 +107,21 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     undefined,
     'Confirmed orders without a log row that a reconciliation sweep could not start',
   );
+  const providerChoices = meter.createCounter(
+    ORDER_MAIL_METRICS.providerChoices,
+    undefined,
+    'New attempts by the provider the claim chose, and why',
+  );
+  const providerFailures = meter.createCounter(
+    ORDER_MAIL_METRICS.providerFailures,
+    undefined,
+    'Sends that counted against a provider’s health',
+  );
+  const providerSkips = meter.createCounter(
+    ORDER_MAIL_METRICS.providerSkips,
+    undefined,
+    'Times a provider started being skipped by new attempts',
+  );
   // The series the alerts watch for a single order exist at 0 from the start: Prometheus' increase() cannot
   // see a counter's first increment when its series is born at 1, and on a quiet system that first one is the
   // only one (OrderMailAssumedSentUnverified, OrderMailOrdersLeftWithoutMail).
@@ -101,9 +129,16 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
   ordersLeftWithoutMail.add(0, { reason: 'closed-without-row' });
   ordersLeftWithoutMail.add(0, { reason: 'workflow-id-taken' });
   return {
-    sendFinished(outcome, durationSeconds) {
-      sends.add(1, { outcome, provider: labels.provider });
-      sendDuration.record(durationSeconds, { outcome, provider: labels.provider });
+    sendFinished(outcome, durationSeconds, provider = labels.provider) {
+      sends.add(1, { outcome, provider });
+      sendDuration.record(durationSeconds, { outcome, provider });
+    },
+    providerChosen(provider, reason) {
+      providerChoices.add(1, { provider, reason });
+    },
+    providerFailed(provider, skipStarted) {
+      providerFailures.add(1, { provider });
+      if (skipStarted) providerSkips.add(1, { provider });
     },
     unknownOutcomeSettled(settledBy, verification = 'none') {
       unknownOutcomes.add(1, { settled_by: settledBy, verification });
@@ -124,6 +159,8 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
 /** For tests and tools that run the activities without a metrics pipeline. */
 export const noOrderMailMetrics: OrderMailMetrics = {
   sendFinished: () => undefined,
+  providerChosen: () => undefined,
+  providerFailed: () => undefined,
   unknownOutcomeSettled: () => undefined,
   claimConflict: () => undefined,
   setStuckSendingRows: () => undefined,

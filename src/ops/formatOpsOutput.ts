@@ -31,8 +31,12 @@ export function formatStatus(status: OrderMailStatus): string {
       const policy = attempt.unknownPolicy === null ? '' : ` (${attempt.unknownPolicy})`;
       const verified = describeVerification(attempt.verification);
       const error = attempt.error === null ? '' : ` — ${attempt.error}`;
+      const via =
+        attempt.provider == null
+          ? ''
+          : ` via ${attempt.provider}${attempt.providerChoice ? ` (${attempt.providerChoice})` : ''}`;
       lines.push(
-        `    #${attempt.attempt} ${attempt.finishedAt.toISOString()} ${attempt.state} ${attempt.outcome}${policy}${verified}${http}${error}`,
+        `    #${attempt.attempt} ${attempt.finishedAt.toISOString()} ${attempt.state} ${attempt.outcome}${via}${policy}${verified}${http}${error}`,
       );
       if (attempt.late !== null) {
         const id =

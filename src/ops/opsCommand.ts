@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import type { MailLogFilter } from '../db/orderMailLog';
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
 import type { ResolveAs } from './resolveOrderMail';
+import { MAIL_PROVIDER_NAMES } from '../mail/providers/mailProvider';
 
 export type OpsCommand =
   | { name: 'help' }
@@ -22,7 +23,15 @@ export type OpsCommand =
       reason: string;
       operator: string | undefined;
       json: boolean;
-    };
+    }
+  | { name: 'provider'; provider: ProviderAct; operator: string | undefined; json: boolean };
+
+/** `provider …`: see or steer the failover's provider health (src/ops/providerOps.ts). */
+export type ProviderAct =
+  | { act: 'status' }
+  | { act: 'pin' | 'skip'; provider: string }
+  /** Back to automatic: one provider, or (null) every one. */
+  | { act: 'auto'; provider: string | null };
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -35,6 +44,9 @@ export const OPS_USAGE = `Usage: npm run ops -- <command> [options]
   list    --state failed|unknown|sending|sent [--since 24h|7d|2026-11-01T00:00Z] [--limit 50]
   retry   <orderId> --reason "…"                      reset the workflow to its first workflow task (UI: Reset)
   resolve <orderId> --as sent|failed --reason "…"     settle the row by your word (the only way to move 'sent')
+  provider status                                     each provider's health, operator mode and recent attempts
+  provider pin <provider> | skip <provider>           send new attempts to it / past it (failover, MAIL_PROVIDERS)
+  provider auto [<provider>]                          back to automatic: that provider, or every one
 
 Options: --json (machine-readable output), --operator NAME (who you are; default $OPERATOR, else your OS user).
 Environment: DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_UI_URL.`;
@@ -85,8 +97,10 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
         operator: values.operator,
         json,
       };
+    case 'provider':
+      return { name, provider: parseProviderAct(positionals), operator: values.operator, json };
     default:
-      throw new UsageError(`Unknown command "${name}". Commands: status, list, retry, resolve.`);
+      throw new UsageError(`Unknown command "${name}". Commands: status, list, retry, resolve, provider.`);
   }
 }
 
@@ -194,4 +208,34 @@ function parseLimit(value: string): number {
     throw new UsageError(`--limit must be an integer from 1 to ${MAX_LIMIT} (got "${value}").`);
   }
   return limit;
+}
+
+function parseProviderAct(positionals: string[]): ProviderAct {
+  const [act, provider, ...extra] = positionals;
+  const known = (name: string | undefined, what: string): string => {
+    if (name === undefined)
+      throw new UsageError(`provider ${what} needs a provider: ${MAIL_PROVIDER_NAMES.join(', ')}.`);
+    if (!(MAIL_PROVIDER_NAMES as readonly string[]).includes(name)) {
+      throw new UsageError(
+        `provider ${what}: unknown provider "${name}"; one of ${MAIL_PROVIDER_NAMES.join(', ')}. Nothing was changed.`,
+      );
+    }
+    return name;
+  };
+  if (extra.length > 0) throw new UsageError(`provider ${act ?? ''}: unexpected ${extra.join(' ')}.`);
+  switch (act) {
+    case 'status':
+      if (provider !== undefined)
+        throw new UsageError('provider status takes no provider: it shows them all.');
+      return { act };
+    case 'pin':
+    case 'skip':
+      return { act, provider: known(provider, act) };
+    case 'auto':
+      return { act, provider: provider === undefined ? null : known(provider, act) };
+    default:
+      throw new UsageError(
+        `provider needs one of status, pin, skip, auto (got ${JSON.stringify(act ?? '')}).`,
+      );
+  }
 }

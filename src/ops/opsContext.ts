@@ -26,7 +26,8 @@ export class OpsRefusal extends Error {
       | 'SEND_IN_FLIGHT'
       | 'NOT_RESETTABLE'
       | 'CHANGED_MEANWHILE'
-      | 'REASON_REQUIRED',
+      | 'REASON_REQUIRED'
+      | 'PROVIDER_NOT_CONFIGURED',
     message: string,
   ) {
     super(message);

@@ -1,0 +1,119 @@
+// MAIL_PROVIDERS (failover, docs/providers.md#failover): the ordered list of providers, and where each one's own
+// settings come from. Pure. Each provider reads the single-provider variables through a view of the environment
+// in which its own `<PROVIDER>_*` names stand in for them, so one parser (src/config/loadConfig.ts) serves all:
+//
+//   <PROVIDER>_API_KEY, <PROVIDER>_API_BASE_URL, <PROVIDER>_IDEMPOTENCY_WINDOW_MS,
+//   <PROVIDER>_VERIFY_SETTLE_DELAY_MS, <PROVIDER>_VERIFY_SETTLE_DELAY_OVERRIDE_REASON, <PROVIDER>_VERIFY_RETENTION_MS
+//       the provider's own; the first provider may still use the MAIL_* name (MAIL_API_KEY, …), the others not:
+//       a key or a settle delay meant for one provider must never reach another.
+//   <PROVIDER>_MAIL_FROM, <PROVIDER>_MAIL_REPLY_TO, <PROVIDER>_MAIL_SUBJECT, <PROVIDER>_VERIFY
+//       the sender, the subject and the verification switch; every provider falls back to the MAIL_* name.
+//
+// The provider-specific names that existed before (MAILGUN_DOMAIN, MAILGUN_REGION, POSTMARK_MESSAGE_STREAM,
+// AWS_REGION, SES_CONFIGURATION_SET, the AWS credentials) already name their provider and are read as they are.
+import { MAIL_PROVIDER_NAMES, type MailProviderName } from '../mail/providers/mailProvider';
+
+const OWN_ONLY = [
+  'MAIL_API_KEY',
+  'MAIL_API_BASE_URL',
+  'MAIL_IDEMPOTENCY_WINDOW_MS',
+  'MAIL_VERIFY_SETTLE_DELAY_MS',
+  'MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON',
+  'MAIL_VERIFY_RETENTION_MS',
+] as const;
+const SHARED = ['MAIL_FROM', 'MAIL_REPLY_TO', 'MAIL_SUBJECT', 'MAIL_VERIFY'] as const;
+
+// The sender's names keep their MAIL_ (POSTMARK_MAIL_FROM reads better than POSTMARK_FROM).
+const KEEPS_MAIL_PREFIX: ReadonlySet<string> = new Set(['MAIL_FROM', 'MAIL_REPLY_TO', 'MAIL_SUBJECT']);
+
+/** The provider's own name for a MAIL_* variable: POSTMARK_API_KEY for MAIL_API_KEY, MAILGUN_VERIFY for MAIL_VERIFY. */
+export function providerVariable(provider: string, name: string): string {
+  return `${provider.toUpperCase()}_${KEEPS_MAIL_PREFIX.has(name) ? name : name.replace(/^MAIL_/, '')}`;
+}
+
+export interface ProviderEnvView {
+  env: Record<string, string | undefined>;
+  /** Rewrites a problem found in the view so it names the variable the operator set (or should set). */
+  rename(problem: string): string;
+}
+
+function isSet(env: Record<string, string | undefined>, name: string): boolean {
+  const value = env[name]?.trim();
+  return value !== undefined && value !== '';
+}
+
+/** The environment as provider `index` of the list sees it. */
+export function providerEnvView(
+  env: Record<string, string | undefined>,
+  provider: string,
+  index: number,
+): ProviderEnvView {
+  const view: Record<string, string | undefined> = { ...env };
+  const names = new Map<string, string>();
+  for (const name of [...OWN_ONLY, ...SHARED]) {
+    const own = providerVariable(provider, name);
+    const fallback = index === 0 || (SHARED as readonly string[]).includes(name);
+    if (isSet(env, own)) {
+      view[name] = env[own];
+      names.set(name, own);
+    } else if (fallback) {
+      names.set(name, isSet(env, name) || index === 0 ? name : own);
+    } else {
+      view[name] = undefined;
+      names.set(name, own);
+    }
+  }
+  return {
+    env: view,
+    rename(problem) {
+      let renamed = problem;
+      for (const [name, actual] of names) {
+        if (actual !== name) renamed = renamed.replace(new RegExp(`\\b${name}\\b`, 'g'), actual);
+      }
+      return renamed;
+    },
+  };
+}
+
+/**
+ * The list: MAIL_PROVIDERS (comma-separated, in order), else MAIL_PROVIDER as a list of one, else the
+ * default. SMTP can only be the single provider. Problems are appended; the list returned is always usable.
+ */
+export function readProviderList(
+  env: Record<string, string | undefined>,
+  problems: string[],
+  fallback: MailProviderName | 'smtp',
+): (MailProviderName | 'smtp')[] {
+  const single = env.MAIL_PROVIDER?.trim() || null;
+  const listed = env.MAIL_PROVIDERS?.trim() || null;
+  const allowed: readonly string[] = [...MAIL_PROVIDER_NAMES, 'smtp'];
+  if (listed === null) {
+    if (single === null) return [fallback];
+    if (!allowed.includes(single)) {
+      problems.push(`MAIL_PROVIDER must be one of ${allowed.join(', ')} (got ${JSON.stringify(single)}).`);
+      return [fallback];
+    }
+    return [single as MailProviderName | 'smtp'];
+  }
+  const names = listed.split(',').map((name) => name.trim());
+  const list: MailProviderName[] = [];
+  for (const name of names) {
+    if (name === 'smtp') {
+      problems.push('MAIL_PROVIDERS cannot hold smtp: SMTP is only a single provider (MAIL_PROVIDER=smtp).');
+    } else if (!(MAIL_PROVIDER_NAMES as readonly string[]).includes(name)) {
+      problems.push(
+        `MAIL_PROVIDERS must list providers from ${MAIL_PROVIDER_NAMES.join(', ')}, comma-separated ` +
+          `(got ${JSON.stringify(name)}).`,
+      );
+    } else if (list.includes(name as MailProviderName)) {
+      problems.push(`MAIL_PROVIDERS names ${name} twice; each provider once, in the order to try them.`);
+    } else list.push(name as MailProviderName);
+  }
+  if (single !== null && list.length > 0 && single !== list[0]) {
+    problems.push(
+      `MAIL_PROVIDER (${single}) and MAIL_PROVIDERS (${listed}) disagree: set only MAIL_PROVIDERS, or make ` +
+        'MAIL_PROVIDER its first.',
+    );
+  }
+  return list.length > 0 ? list : [fallback];
+}

@@ -1,0 +1,137 @@
+// THE FAILOVER RULE (docs/design.md, "Failover"): which provider an attempt goes to. Pure: the claim
+// (src/db/orderMailClaim.ts) calls it with what it read of the order's earlier attempts under the current send
+// key and of the providers' shared health, and writes the answer into the row with the same fenced statement
+// that hands the row to the attempt, so every worker sees one choice.
+//
+// An attempt may go elsewhere than its predecessors ONLY when every earlier attempt under the same key is known
+// not to have reached its provider: no request (refused before it started, the fence never passed), throttled,
+// a status the provider's outcome table calls not sent, or verified not found at the provider it went to. All
+// of those are recorded as outcome `not_sent`. Anything else (an unknown the policy settled as failed, a retry
+// under the key, a rejection) binds the mail to that attempt's provider: a second provider taking it could
+// make a second mail, while the same provider either dedupes it (a key) or shows both sends to its lookup.
+import type { AttemptOutcome } from './mailOutcome';
+
+/** One earlier attempt of the order under the current send key (resend count), as its audit row says. */
+export interface EarlierAttempt {
+  attempt: number;
+  /** The provider the claim chose for it; null for attempts from before migration 0045 or a test's fake. */
+  provider: string | null;
+  outcome: AttemptOutcome;
+}
+
+export type OperatorMode = 'auto' | 'pinned' | 'skipped';
+
+/** What the shared health table (src/db/providerHealth.ts) says of one provider right now. */
+export interface ProviderStanding {
+  provider: string;
+  operatorMode: OperatorMode;
+  /** Its failures in a row reached the threshold and its skip window has not ended yet. */
+  unhealthy: boolean;
+}
+
+/**
+ * Why the attempt goes where it goes, as the row's provider_choice records it:
+ * - first: the first configured provider, nothing passed over;
+ * - pinned: an operator pinned it (npm run ops -- provider pin);
+ * - after-not-sent: this order's previous attempt was known not sent at another provider, so it tries the next;
+ * - skipped-unhealthy / skipped-by-operator: providers before it in the list are skipped;
+ * - all-unavailable: every provider is skipped, so the list's first that no operator skipped is tried anyway;
+ * - bound: an earlier attempt may have reached `provider`, so the mail stays there.
+ */
+export type ChoiceReason =
+  | 'first'
+  | 'pinned'
+  | 'after-not-sent'
+  | 'skipped-unhealthy'
+  | 'skipped-by-operator'
+  | 'all-unavailable'
+  | 'bound';
+
+export interface ProviderChoice {
+  /** Null only when no provider is configured by name (a test's fake transport). */
+  provider: string | null;
+  reason: ChoiceReason;
+  /** Words for the log and the Web UI: why this provider, and which were passed over. */
+  explanation: string;
+}
+
+/** Outcomes that prove the attempt's request was not taken by its provider. */
+const KNOWN_NOT_SENT: ReadonlySet<AttemptOutcome> = new Set<AttemptOutcome>(['not_sent']);
+
+export function isKnownNotSent(outcome: AttemptOutcome): boolean {
+  return KNOWN_NOT_SENT.has(outcome);
+}
+
+export function chooseProvider(input: {
+  /** MAIL_PROVIDERS in order; the first is the primary. */
+  configured: readonly string[];
+  /** The order's earlier attempts under the current key, any order. */
+  earlier: readonly EarlierAttempt[];
+  standings: readonly ProviderStanding[];
+}): ProviderChoice {
+  const { configured } = input;
+  const earlier = [...input.earlier].sort((a, b) => a.attempt - b.attempt);
+  const binding = earlier.filter((attempt) => !isKnownNotSent(attempt.outcome)).at(-1);
+  if (binding !== undefined) {
+    // Not recorded (before migration 0045): it went where the workers sent then, the single provider, the first.
+    const provider = binding.provider ?? configured[0] ?? null;
+    return {
+      provider,
+      reason: 'bound',
+      explanation:
+        `attempt ${binding.attempt} ended ${binding.outcome} at ${provider ?? 'the configured provider'} and may ` +
+        'have reached it, so this attempt goes there too and nowhere else',
+    };
+  }
+  if (configured.length === 0) {
+    return { provider: null, reason: 'first', explanation: 'no provider is configured by name' };
+  }
+  const standing = new Map(input.standings.map((entry) => [entry.provider, entry]));
+  const pinned = configured.find((provider) => standing.get(provider)?.operatorMode === 'pinned');
+  if (pinned !== undefined) {
+    return { provider: pinned, reason: 'pinned', explanation: `${pinned} is pinned by an operator` };
+  }
+  // This order's last attempt failed (known not sent) at `previous`: try the others first, it last.
+  const previous = earlier.at(-1)?.provider ?? null;
+  const order =
+    previous !== null && configured.includes(previous)
+      ? [...configured.filter((provider) => provider !== previous), previous]
+      : [...configured];
+  const passedOver: string[] = [];
+  for (const provider of order) {
+    const entry = standing.get(provider);
+    if (entry?.operatorMode === 'skipped') {
+      passedOver.push(`${provider} skipped by an operator`);
+      continue;
+    }
+    if (entry?.unhealthy === true) {
+      passedOver.push(`${provider} failing`);
+      continue;
+    }
+    const reason: ChoiceReason =
+      passedOver.length > 0
+        ? passedOver.some((why) => why.endsWith('failing'))
+          ? 'skipped-unhealthy'
+          : 'skipped-by-operator'
+        : previous !== null && provider !== previous
+          ? 'after-not-sent'
+          : 'first';
+    const after =
+      previous !== null && provider !== previous ? `the previous attempt was not sent at ${previous}` : '';
+    const parts = [after, ...passedOver].filter((part) => part !== '');
+    return {
+      provider,
+      reason,
+      explanation:
+        parts.length === 0 ? `${provider}, the first configured` : `${provider}: ${parts.join('; ')}`,
+    };
+  }
+  // Everything is skipped: better the first an operator did not skip than no mail at all.
+  const fallback =
+    configured.find((provider) => standing.get(provider)?.operatorMode !== 'skipped') ?? configured[0]!;
+  return {
+    provider: fallback,
+    reason: 'all-unavailable',
+    explanation: `every provider is skipped (${passedOver.join('; ')}); trying ${fallback} anyway`,
+  };
+}

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { chooseProvider, type EarlierAttempt, type ProviderStanding } from '../../src/shared/providerChoice';
+import type { AttemptOutcome } from '../../src/shared/mailOutcome';
+
+const LIST = ['postmark', 'mailgun', 'ses'];
+const healthy: ProviderStanding[] = [];
+const attempt = (n: number, provider: string | null, outcome: AttemptOutcome): EarlierAttempt => ({
+  attempt: n,
+  provider,
+  outcome,
+});
+const standing = (
+  provider: string,
+  operatorMode: ProviderStanding['operatorMode'],
+  unhealthy = false,
+): ProviderStanding => ({ provider, operatorMode, unhealthy });
+
+describe('chooseProvider: a first attempt', () => {
+  it('goes to the first configured provider when all are healthy', () => {
+    expect(chooseProvider({ configured: LIST, earlier: [], standings: healthy })).toMatchObject({
+      provider: 'postmark',
+      reason: 'first',
+    });
+  });
+  it('passes over a failing primary, and an operator-skipped one', () => {
+    const standings = [standing('postmark', 'auto', true)];
+    expect(chooseProvider({ configured: LIST, earlier: [], standings })).toMatchObject({
+      provider: 'mailgun',
+      reason: 'skipped-unhealthy',
+    });
+    const skipped = [standing('postmark', 'skipped'), standing('mailgun', 'skipped')];
+    expect(chooseProvider({ configured: LIST, earlier: [], standings: skipped })).toMatchObject({
+      provider: 'ses',
+      reason: 'skipped-by-operator',
+    });
+  });
+  it('goes to a pinned provider, even an unhealthy one', () => {
+    const standings = [standing('ses', 'pinned', true)];
+    expect(chooseProvider({ configured: LIST, earlier: [], standings })).toMatchObject({
+      provider: 'ses',
+      reason: 'pinned',
+    });
+  });
+  it('tries the first one no operator skipped when every provider is skipped', () => {
+    const standings = [
+      standing('postmark', 'skipped'),
+      standing('mailgun', 'auto', true),
+      standing('ses', 'auto', true),
+    ];
+    expect(chooseProvider({ configured: LIST, earlier: [], standings })).toMatchObject({
+      provider: 'mailgun',
+      reason: 'all-unavailable',
+    });
+  });
+  it('names no provider when none is configured by name', () => {
+    expect(chooseProvider({ configured: [], earlier: [], standings: healthy }).provider).toBeNull();
+  });
+});
+
+describe('chooseProvider: after earlier attempts under the same key', () => {
+  it('moves on after an attempt known not sent, the failed provider last', () => {
+    expect(
+      chooseProvider({ configured: LIST, earlier: [attempt(1, 'postmark', 'not_sent')], standings: healthy }),
+    ).toMatchObject({ provider: 'mailgun', reason: 'after-not-sent' });
+    expect(
+      chooseProvider({
+        configured: LIST,
+        earlier: [attempt(1, 'postmark', 'not_sent'), attempt(2, 'mailgun', 'not_sent')],
+        standings: healthy,
+      }),
+    ).toMatchObject({ provider: 'postmark', reason: 'after-not-sent' });
+  });
+  it('stays with a single provider after its own not-sent attempt', () => {
+    expect(
+      chooseProvider({
+        configured: ['postmark'],
+        earlier: [attempt(1, 'postmark', 'not_sent')],
+        standings: healthy,
+      }),
+    ).toMatchObject({ provider: 'postmark', reason: 'first' });
+  });
+  for (const outcome of ['unknown', 'rejected', 'legacy'] as const) {
+    it(`never moves after an attempt that ended ${outcome}, whatever the health or an operator says`, () => {
+      const standings = [standing('postmark', 'skipped', true), standing('mailgun', 'pinned')];
+      const choice = chooseProvider({
+        configured: LIST,
+        earlier: [attempt(1, 'postmark', outcome)],
+        standings,
+      });
+      expect(choice).toMatchObject({ provider: 'postmark', reason: 'bound' });
+    });
+  }
+  it('stays bound after an unknown even when later attempts were not sent', () => {
+    const earlier = [
+      attempt(1, 'postmark', 'not_sent'),
+      attempt(2, 'mailgun', 'unknown'),
+      attempt(3, 'mailgun', 'not_sent'),
+    ];
+    expect(
+      chooseProvider({ configured: LIST, earlier, standings: [standing('mailgun', 'auto', true)] }),
+    ).toMatchObject({ provider: 'mailgun', reason: 'bound' });
+  });
+  it('binds an unrecorded provider to the first configured (attempts from before failover)', () => {
+    expect(
+      chooseProvider({ configured: LIST, earlier: [attempt(1, null, 'unknown')], standings: healthy }),
+    ).toMatchObject({ provider: 'postmark', reason: 'bound' });
+  });
+  it('stays bound to a provider that is no longer configured (the send then fails not sent)', () => {
+    expect(
+      chooseProvider({
+        configured: ['mailgun'],
+        earlier: [attempt(1, 'postmark', 'unknown')],
+        standings: healthy,
+      }),
+    ).toMatchObject({ provider: 'postmark', reason: 'bound' });
+  });
+});
