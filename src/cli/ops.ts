@@ -67,12 +67,7 @@ export async function main(
       io.out(command.json ? JSON.stringify(status, null, 2) : formatProviderStatus(status));
       return 0;
     } catch (error) {
-      if (error instanceof OpsRefusal) {
-        io.err(`Refused (${error.code}): ${error.message}`);
-        return 1;
-      }
-      io.err(`Failed: ${describePostgresFailure(error, config.databaseUrl, 'DATABASE_URL')}`);
-      return 1;
+      return reportFailure(io, error, config.databaseUrl);
     } finally {
       await db.close();
     }
@@ -99,15 +94,20 @@ export async function main(
       await client.connection.close();
     }
   } catch (error) {
-    if (error instanceof OpsRefusal) {
-      io.err(`Refused (${error.code}): ${error.message}`);
-      return 1;
-    }
-    io.err(`Failed: ${describePostgresFailure(error, config.databaseUrl, 'DATABASE_URL')}`);
-    return 1;
+    return reportFailure(io, error, config.databaseUrl);
   } finally {
     await db.close();
   }
+}
+
+/** A refusal says which rule refused; an unreachable Postgres is named by its address and DATABASE_URL (no password). */
+function reportFailure(io: CliIo, error: unknown, databaseUrl: string): number {
+  if (error instanceof OpsRefusal) {
+    io.err(`Refused (${error.code}): ${error.message}`);
+    return 1;
+  }
+  io.err(`Failed: ${describePostgresFailure(error, databaseUrl, 'DATABASE_URL')}`);
+  return 1;
 }
 
 async function run(

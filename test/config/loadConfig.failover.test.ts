@@ -1,7 +1,8 @@
 // MAIL_PROVIDERS: the ordered list, each provider's own settings (<PROVIDER>_*), the single-provider names still
 // valid for the first, and every problem at once without a secret.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/loadConfig';
+import { loadConfig } from '../../src/config/loadConfig';
+import { problemsOf } from '../support/configProblems';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@localhost:5432/shop' };
 const TWO = {
@@ -11,16 +12,6 @@ const TWO = {
   MAILGUN_API_KEY: 'mg-secret-key',
   MAILGUN_DOMAIN: 'mg.example.com',
 };
-
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('MAIL_PROVIDERS', () => {
   it('reads each provider with its own key, base URL and sender, in order', () => {

@@ -2,22 +2,13 @@
 // problems reported together without ever showing the key.
 
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/loadConfig';
+import { loadConfig } from '../../src/config/loadConfig';
+import { problemsOf } from '../support/configProblems';
 
 const BASE = {
   DATABASE_URL: 'postgres://u:p@localhost:5432/shop',
   MAIL_API_KEY: 'key-123',
 };
-
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('MAIL_PROVIDER', () => {
   it('generic is the default and needs MAIL_API_BASE_URL', () => {

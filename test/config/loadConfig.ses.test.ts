@@ -1,19 +1,10 @@
 // MAIL_PROVIDER=ses by configuration: the region's endpoint, the configuration set, the three AWS credential
 // sources, verification by SNS events, and every problem at once without a secret in it.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/loadConfig';
+import { loadConfig } from '../../src/config/loadConfig';
+import { problemsOf } from '../support/configProblems';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@localhost:5432/shop', MAIL_PROVIDER: 'ses' };
-
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('MAIL_PROVIDER=ses', () => {
   it('static keys: the region endpoint, the configuration set, no MAIL_API_KEY, verified by SNS events', () => {

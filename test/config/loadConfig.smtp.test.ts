@@ -1,19 +1,10 @@
 // MAIL_PROVIDER=smtp: the relay's settings, their defaults, and the combinations refused before a worker starts.
 
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/loadConfig';
+import { loadConfig } from '../../src/config/loadConfig';
+import { problemsOf } from '../support/configProblems';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@localhost:5432/shop', MAIL_PROVIDER: 'smtp' };
-
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('MAIL_PROVIDER=smtp', () => {
   it('needs SMTP_HOST only: no MAIL_API_BASE_URL or MAIL_API_KEY; STARTTLS required, port 587 by default', () => {

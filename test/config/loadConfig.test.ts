@@ -1,21 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/loadConfig';
+import { loadConfig } from '../../src/config/loadConfig';
+import { problemsOf } from '../support/configProblems';
 
 const REQUIRED = {
   DATABASE_URL: 'postgres://user:secret@db:5432/shop',
   MAIL_API_BASE_URL: 'https://mail.example.com/',
   MAIL_API_KEY: 'key-123',
 };
-
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
