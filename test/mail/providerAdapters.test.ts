@@ -325,6 +325,9 @@ const STATUS_ROWS: Record<Exclude<MailProviderName, 'generic'>, Array<[number, M
     // Proof that an earlier request with the key was processed: evidence of a send, not of "not accepted".
     [409, 'unknown', 'invalid_idempotent_request'],
     [500, 'unknown'],
+    // May follow processing behind a load balancer, as anywhere: unknown, so the key retries it at Resend. As
+    // not_sent it let failover move the order to a provider without the key (a second mail).
+    [503, 'unknown'],
   ],
   mailgun: [
     [400, 'rejected'],

@@ -37,7 +37,7 @@ export const RESEND_ERROR_NAMES: ReadonlySet<string> = new Set([
 /**
  * Resend's documented statuses: 400 validation_error / invalid_idempotency_key, 401 missing key, 403 invalid
  * key or unverified domain, 404, 405, 422 missing field and the like: rejected. 429 (rate limit, quotas): not
- * sent. 500: unknown. 409 has two meanings, told apart by name:
+ * sent. 500 and 503: unknown. 409 has two meanings, told apart by name:
  * - invalid_idempotent_request: "this idempotency key has already been used on a request that had a different
  *   payload. Retrying this request is useless" → unknown: it proves that an earlier request with this key
  *   reached Resend and was processed, so it is evidence of an earlier send, not of "not accepted". The
@@ -50,7 +50,10 @@ export const RESEND_ERROR_NAMES: ReadonlySet<string> = new Set([
 export const RESEND_STATUS_TABLE = extendStatusTable(
   GENERIC_STATUS_TABLE,
   'resend',
-  {},
+  // Resend does not say its 503 comes before processing, and one from a load balancer can follow forwarding:
+  // unknown, so the workflow retries under the key at Resend. As not_sent it would let failover move the order
+  // to a provider the key does not protect.
+  { 503: 'unknown' },
   {
     label: 'Resend',
     byProviderError: {
