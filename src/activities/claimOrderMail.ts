@@ -5,6 +5,7 @@ import {
   workflowScopeOf,
   type ClaimDecision,
   type ClaimHow,
+  type ProviderJudgement,
 } from '../db/orderMailClaim';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
@@ -81,6 +82,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
     const deploymentId = deps.deploymentId ?? DEFAULT_DEPLOYMENT_ID;
     const metrics = deps.metrics ?? noOrderMailMetrics;
     const claimToken = claimTokenOf(info.namespace, execution.workflowId, execution.runId);
+    const judgements = providerJudgementsOf(deps);
     const workflowScope = workflowScopeOf(info.namespace, execution.workflowId);
 
     const decision = await claimOrderMailRow(
@@ -94,9 +96,12 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         idempotency: settings.idempotency,
         sendTimeoutMs: settings.sendTimeoutMs,
         recordedBy: deps.workerIdentity,
-        // Only where this worker can ask the provider, and the workflow will.
+        // Only where this worker can ask the provider, and the workflow will; which provider: byProvider.
         verifyDispatchedOrphans:
-          input.verifyOrphans === true && settings.verification !== null && verifiersOf(deps).length > 0,
+          input.verifyOrphans === true &&
+          verifiersOf(deps).length > 0 &&
+          (settings.verification !== null || judgements.size > 0),
+        byProvider: judgements,
         providers: providerNamesOf(deps),
       },
       {
@@ -200,4 +205,20 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         return { ...decision, settings };
     }
   };
+}
+
+/**
+ * Each configured provider's key window and whether an attempt there can be asked about (failover): the
+ * claim judges an attempt by where it went. Empty with one provider: the worker's settings are its own.
+ */
+function providerJudgementsOf(deps: ActivityDependencies): ReadonlyMap<string, ProviderJudgement> {
+  const verifiable = new Set(verifiersOf(deps).map((verifier) => verifier.destination.provider));
+  const judgements = new Map<string, ProviderJudgement>();
+  for (const [provider, settings] of deps.providerSettings ?? []) {
+    judgements.set(provider, {
+      idempotency: settings.idempotency,
+      canVerify: settings.verification !== null && verifiable.has(provider),
+    });
+  }
+  return judgements;
 }

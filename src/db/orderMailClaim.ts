@@ -74,6 +74,21 @@ export function parseClaimToken(
   };
 }
 
+/** One provider's part in judging an attempt that went to it (ClaimRequest.byProvider). */
+export interface ProviderJudgement {
+  idempotency: IdempotencyRetrySettings | null;
+  /** This claimer can ask this provider afterwards (its verification is on and a verifier is configured). */
+  canVerify: boolean;
+}
+
+/** The key's window and whether to ask, for an attempt at `provider` (the row's). */
+function judgementFor(request: ClaimRequest, provider: string | null): ProviderJudgement {
+  const own = provider === null ? undefined : request.byProvider?.get(provider);
+  const mayVerify = request.verifyDispatchedOrphans === true;
+  if (own === undefined) return { idempotency: request.idempotency, canVerify: mayVerify };
+  return { idempotency: own.idempotency, canVerify: mayVerify && own.canVerify };
+}
+
 export interface ClaimRequest {
   orderId: string;
   claimToken: string;
@@ -92,6 +107,13 @@ export interface ClaimRequest {
    * that verification could decide is then handed back as 'verify-orphan' instead of settled by the policy.
    */
   verifyDispatchedOrphans?: boolean;
+  /**
+   * Failover: what the claimer knows of each provider by name. A dispatched attempt is judged by the provider
+   * it went to, not the first configured: a key dedupes only at the provider that saw it, so its window is
+   * that provider's, and an orphan is asked about only where that provider can be asked. A provider without
+   * an entry (one provider, a test's fake) is judged by `idempotency` and `verifyDispatchedOrphans`.
+   */
+  byProvider?: ReadonlyMap<string, ProviderJudgement>;
   /**
    * MAIL_PROVIDERS in order (the claimer's configuration): each new attempt gets one of them, chosen by the
    * failover rule (src/shared/providerChoice.ts) and written with the claim. Empty or absent: no provider is
@@ -261,10 +283,11 @@ export async function claimOrderMailRow(
       observer.rowChanged();
       continue;
     }
+    const judgement = judgementFor(request, row.provider);
     const facts = {
       dispatched: true,
       policy: request.policy,
-      idempotency: request.idempotency,
+      idempotency: judgement.idempotency,
       sinceKeyFirstDispatchMs: await timeSinceKeyFirstDispatch(db, orderId),
       // This run sends next, if the decision lets it.
       delayBeforeRetryMs: 0,
@@ -272,7 +295,7 @@ export async function claimOrderMailRow(
       anotherAttemptFollows: true,
       providerError: null,
     };
-    if (request.verifyDispatchedOrphans === true) {
+    if (judgement.canVerify) {
       // The policy is the price of not knowing; where the provider can say, ask it first. (A retry under the
       // idempotency key needs no asking: the provider dedupes it, and decideUnknownOutcome prefers it.)
       const step = decideUnknownOutcome({ ...facts, verification: { answer: null } });
@@ -576,7 +599,8 @@ async function deferredUnknownDecision(
   const facts = {
     dispatched: true,
     policy: request.policy,
-    idempotency: request.idempotency,
+    // The key's window at the provider the unknown attempt went to: the row is bound there (failover rule).
+    idempotency: judgementFor(request, row.provider).idempotency,
     sinceKeyFirstDispatchMs: await timeSinceKeyFirstDispatch(db, row.orderId),
     delayBeforeRetryMs: 0,
     sendTimeoutMs: request.sendTimeoutMs,
