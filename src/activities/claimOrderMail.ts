@@ -82,7 +82,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
     const deploymentId = deps.deploymentId ?? DEFAULT_DEPLOYMENT_ID;
     const metrics = deps.metrics ?? noOrderMailMetrics;
     const claimToken = claimTokenOf(info.namespace, execution.workflowId, execution.runId);
-    const judgements = providerJudgementsOf(deps);
+    const judgements = providerJudgementsOf(deps, input.verifyOrphans === true);
     const workflowScope = workflowScopeOf(info.namespace, execution.workflowId);
 
     const decision = await claimOrderMailRow(
@@ -96,11 +96,9 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         idempotency: settings.idempotency,
         sendTimeoutMs: settings.sendTimeoutMs,
         recordedBy: deps.workerIdentity,
-        // Only where this worker can ask the provider, and the workflow will; which provider: byProvider.
+        // Only where this worker can ask the provider, and the workflow will (per provider: byProvider).
         verifyDispatchedOrphans:
-          input.verifyOrphans === true &&
-          verifiersOf(deps).length > 0 &&
-          (settings.verification !== null || judgements.size > 0),
+          input.verifyOrphans === true && settings.verification !== null && verifiersOf(deps).length > 0,
         byProvider: judgements,
         providers: providerNamesOf(deps),
       },
@@ -162,10 +160,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
           ...(decision.provider === null
             ? {}
             : { provider: decision.provider, providerChoice: decision.providerChoice }),
-          settings:
-            decision.provider === null
-              ? settings
-              : (deps.providerSettings?.get(decision.provider) ?? settings),
+          settings: settingsOfProvider(deps, decision.provider),
         };
       }
       case 'already-sent':
@@ -192,7 +187,8 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
           holder: decision.holder,
           sendKey: orderConfirmationIdempotencyKey(deploymentId, orderId, decision.resendCount),
           sinceDispatchMs: decision.sinceDispatchMs,
-          settings,
+          // The orphan's provider's: the workflow waits its settle delay and asks with its verification.
+          settings: settingsOfProvider(deps, decision.provider),
         };
       case 'held-elsewhere':
         log.warn(
@@ -211,14 +207,22 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
  * Each configured provider's key window and whether an attempt there can be asked about (failover): the
  * claim judges an attempt by where it went. Empty with one provider: the worker's settings are its own.
  */
-function providerJudgementsOf(deps: ActivityDependencies): ReadonlyMap<string, ProviderJudgement> {
+function providerJudgementsOf(
+  deps: ActivityDependencies,
+  workflowVerifiesOrphans: boolean,
+): ReadonlyMap<string, ProviderJudgement> {
   const verifiable = new Set(verifiersOf(deps).map((verifier) => verifier.destination.provider));
   const judgements = new Map<string, ProviderJudgement>();
   for (const [provider, settings] of deps.providerSettings ?? []) {
     judgements.set(provider, {
       idempotency: settings.idempotency,
-      canVerify: settings.verification !== null && verifiable.has(provider),
+      canVerify: workflowVerifiesOrphans && settings.verification !== null && verifiable.has(provider),
     });
   }
   return judgements;
+}
+
+/** The workflow settings of the provider an attempt goes or went to; the worker's own with one provider. */
+function settingsOfProvider(deps: ActivityDependencies, provider: string | null): OrderMailWorkflowSettings {
+  return (provider === null ? undefined : deps.providerSettings?.get(provider)) ?? deps.settings;
 }

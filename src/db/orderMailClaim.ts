@@ -77,16 +77,17 @@ export function parseClaimToken(
 /** One provider's part in judging an attempt that went to it (ClaimRequest.byProvider). */
 export interface ProviderJudgement {
   idempotency: IdempotencyRetrySettings | null;
-  /** This claimer can ask this provider afterwards (its verification is on and a verifier is configured). */
+  /**
+   * A closed run's attempt at this provider is handed back to verify ('verify-orphan'): the workflow handles
+   * that, this provider's verification is on and the claimer has its verifier.
+   */
   canVerify: boolean;
 }
 
 /** The key's window and whether to ask, for an attempt at `provider` (the row's). */
 function judgementFor(request: ClaimRequest, provider: string | null): ProviderJudgement {
   const own = provider === null ? undefined : request.byProvider?.get(provider);
-  const mayVerify = request.verifyDispatchedOrphans === true;
-  if (own === undefined) return { idempotency: request.idempotency, canVerify: mayVerify };
-  return { idempotency: own.idempotency, canVerify: mayVerify && own.canVerify };
+  return own ?? { idempotency: request.idempotency, canVerify: request.verifyDispatchedOrphans === true };
 }
 
 export interface ClaimRequest {
@@ -153,7 +154,15 @@ export type ClaimDecision =
    * whether it arrived: nothing changed. The claimer asks (after the settle delay since that dispatch), settles
    * the attempt with the answer (settleVerifiedOrphan), then claims again.
    */
-  | { kind: 'verify-orphan'; attempt: number; holder: string; resendCount: number; sinceDispatchMs: number }
+  | {
+      kind: 'verify-orphan';
+      attempt: number;
+      holder: string;
+      resendCount: number;
+      sinceDispatchMs: number;
+      /** Where the orphan went (the row's provider): it is asked there, on that provider's settle delay. */
+      provider: string | null;
+    }
   | { kind: 'order-not-found' };
 
 /** An attempt whose unknown outcome this claim settled (a closed run's dispatched claim, or a deferred one). */
@@ -306,8 +315,8 @@ export async function claimOrderMailRow(
           attempt: row.attempts,
         });
         if (sinceDispatchMs !== null) {
-          const { attempts: attempt, claimToken: holder, resendCount } = row;
-          return { kind: 'verify-orphan', attempt, holder, resendCount, sinceDispatchMs };
+          const { attempts: attempt, claimToken: holder, resendCount, provider } = row;
+          return { kind: 'verify-orphan', attempt, holder, resendCount, sinceDispatchMs, provider };
         }
         observer.rowChanged();
         continue;

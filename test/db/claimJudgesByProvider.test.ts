@@ -41,32 +41,50 @@ function request(orderId: string, run: number, overrides: Partial<ClaimRequest>)
   };
 }
 
+async function dispatchedAtPostmarkThenClosed(): Promise<string> {
+  const orderId = await createOrder(database.db);
+  // Run 1 when only postmark was configured (or resend was skipped): its attempt goes to postmark.
+  const first = await claimOrderMailRow(database.db, request(orderId, 1, { providers: ['postmark'] }));
+  expect(first).toMatchObject({ kind: 'claimed', attempt: 1 });
+  const dispatch = {
+    destination: null,
+    sendKey: `order-confirmation/default/${orderId}/0`,
+    sendTimeoutMs: 8_000,
+  };
+  const fenced = await markDispatched(database.db, {
+    orderId,
+    claimToken: request(orderId, 1, {}).claimToken,
+    attempt: 1,
+    dispatch,
+    provider: 'postmark',
+  });
+  expect(fenced).toBe('dispatched');
+  // Run 1 closed (a reset) before it recorded.
+  return orderId;
+}
+
 describe('a closed run left an attempt dispatched at postmark; resend is first and has a key', () => {
   it('the next claim settles it by the policy, never as a retry under resend key, and stays with postmark', async () => {
-    const orderId = await createOrder(database.db);
-    // Run 1 when only postmark was configured (or resend was skipped): its attempt goes to postmark.
-    const first = await claimOrderMailRow(database.db, request(orderId, 1, { providers: ['postmark'] }));
-    expect(first).toMatchObject({ kind: 'claimed', attempt: 1 });
-    const dispatch = {
-      destination: null,
-      sendKey: `order-confirmation/default/${orderId}/0`,
-      sendTimeoutMs: 8_000,
-    };
-    const fenced = await markDispatched(database.db, {
-      orderId,
-      claimToken: request(orderId, 1, {}).claimToken,
-      attempt: 1,
-      dispatch,
-      provider: 'postmark',
-    });
-    expect(fenced).toBe('dispatched');
-
-    // Run 1 closed (a reset) before it recorded; run 2 claims.
+    const orderId = await dispatchedAtPostmarkThenClosed();
     const second = await claimOrderMailRow(database.db, request(orderId, 2, {}));
     expect(second).toMatchObject({ kind: 'claimed', attempt: 2 });
     const attempts = await listAttempts(database.db, orderId);
     expect(attempts[0]).toMatchObject({ attempt: 1, outcome: 'unknown', unknownPolicy: 'assume-failed' });
     // Bound to postmark, where attempt 1 may have been accepted.
     expect((await readMailLog(database.db, orderId))!.provider).toBe('postmark');
+  });
+
+  it('with resend unverifiable and postmark verifiable, the orphan is handed back to ask postmark', async () => {
+    const orderId = await dispatchedAtPostmarkThenClosed();
+    const judgements = new Map<string, ProviderJudgement>([
+      ['resend', { idempotency: RESEND_WINDOW, canVerify: false }],
+      ['postmark', { idempotency: null, canVerify: true }],
+    ]);
+    // The worker's own settings are resend's, which cannot be asked: only postmark's judgement lets it ask.
+    const second = await claimOrderMailRow(
+      database.db,
+      request(orderId, 2, { byProvider: judgements, verifyDispatchedOrphans: false }),
+    );
+    expect(second).toMatchObject({ kind: 'verify-orphan', attempt: 1, provider: 'postmark' });
   });
 });
