@@ -49,7 +49,10 @@ const stops: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   database = await openTestDatabase('early_lookup');
-  sandbox = await startMailSandbox({ lookups: { indexingLagMs: 200 }, webhooks: { delayMs: 50 } });
+  // The lookup shows a message as soon as it is taken. With a 200 ms lag the early ask (the event is read within
+  // 200 ms of being stored, 50 ms after the send) could come before the message was in the index: "not found"
+  // too early only means "wait", the run then waited out the settle delay, and CI once timed out so.
+  sandbox = await startMailSandbox({ lookups: { indexingLagMs: 0 }, webhooks: { delayMs: 50 } });
   receiver = await startWebhookServer({
     db: database.db,
     host: '127.0.0.1',
