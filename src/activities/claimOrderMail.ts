@@ -1,12 +1,7 @@
 import { activityInfo, log } from '@temporalio/activity';
-import {
-  claimOrderMailRow,
-  claimTokenOf,
-  workflowScopeOf,
-  type ClaimDecision,
-  type ClaimHow,
-  type ProviderJudgement,
-} from '../db/orderMailClaim';
+import type { ClaimDecision, ClaimHow, ProviderJudgement } from '../db/claimRequest';
+import { claimTokenOf, workflowScopeOf } from '../db/claimToken';
+import { claimOrderMailRow } from '../db/orderMailClaim';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';

@@ -5,14 +5,9 @@ import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { OrderMailWorkflowIdTakenError, RESTARTED_BY_MEMO, startOrderConfirmationMail } from '../client';
 import { findConfirmedOrdersWithoutMail, type ConfirmedOrderCursor } from '../db/confirmedOrders';
-import {
-  isOutsideWriterToken,
-  parseClaimToken,
-  seenRowOf,
-  settleClosedRunClaim,
-  type ClosedRunSettlement,
-  type SeenRow,
-} from '../db/orderMailClaim';
+import { isOutsideWriterToken, parseClaimToken } from '../db/claimToken';
+import { settleClosedRunClaim, type ClosedRunSettlement } from '../db/closedRunAttempt';
+import { seenRowOf, type SeenRow } from '../db/transitionFence';
 import { listQuietSendingRows, readMailLog, timeSinceAttemptDispatch } from '../db/orderMailLog';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';

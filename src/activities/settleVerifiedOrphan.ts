@@ -1,5 +1,6 @@
 import { activityInfo, log } from '@temporalio/activity';
-import { claimTokenOf, settleVerifiedOrphan, workflowScopeOf } from '../db/orderMailClaim';
+import { claimTokenOf, workflowScopeOf } from '../db/claimToken';
+import { settleVerifiedOrphan } from '../db/closedRunAttempt';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { UnknownOutcomeDecision, VerificationAnswer } from '../shared/unknownOutcome';

@@ -8,12 +8,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
 import { migrate } from '../../src/db/migrate';
-import {
-  claimOrderMailRow,
-  seenRowOf,
-  settleClosedRunClaim,
-  type ClaimDecision,
-} from '../../src/db/orderMailClaim';
+import type { ClaimDecision } from '../../src/db/claimRequest';
+import { settleClosedRunClaim } from '../../src/db/closedRunAttempt';
+import { claimOrderMailRow } from '../../src/db/orderMailClaim';
+import { seenRowOf } from '../../src/db/transitionFence';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { recordOutcome } from '../../src/db/orderMailRecord';
 import { PYTHON_PEERS_DIRECTORY } from '../../dev/peers/pythonPeers';

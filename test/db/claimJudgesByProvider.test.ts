@@ -4,7 +4,8 @@
 // fence and audit trail as the activities run them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
-import { claimOrderMailRow, type ClaimRequest, type ProviderJudgement } from '../../src/db/orderMailClaim';
+import type { ClaimRequest, ProviderJudgement } from '../../src/db/claimRequest';
+import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { IdempotencyRetrySettings } from '../../src/shared/workflowSettings';
 import { createOrder, openTestDatabase, type TestDatabase } from '../support/testKit';

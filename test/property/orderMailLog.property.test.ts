@@ -14,13 +14,11 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
 import { Client as PgClient, type QueryResultRow } from 'pg';
-import {
-  claimOrderMailRow,
-  isOutsideWriterToken,
-  seenRowOf,
-  settleClosedRunClaim,
-  type ClaimDecision,
-} from '../../src/db/orderMailClaim';
+import type { ClaimDecision } from '../../src/db/claimRequest';
+import { isOutsideWriterToken } from '../../src/db/claimToken';
+import { settleClosedRunClaim } from '../../src/db/closedRunAttempt';
+import { claimOrderMailRow } from '../../src/db/orderMailClaim';
+import { seenRowOf } from '../../src/db/transitionFence';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { readAttemptFacts, recordOutcome, type RecordResult } from '../../src/db/orderMailRecord';
 import type { Database } from '../../src/db/pool';

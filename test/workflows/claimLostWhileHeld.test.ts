@@ -8,7 +8,7 @@
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createActivities, type ActivityDependencies } from '../../src/activities';
-import { claimTokenOf } from '../../src/db/orderMailClaim';
+import { claimTokenOf } from '../../src/db/claimToken';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { recordOutcome } from '../../src/db/orderMailRecord';
 import type { MailTransport } from '../../src/mail/types';

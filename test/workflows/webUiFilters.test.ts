@@ -4,7 +4,8 @@
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOrderConfirmationMail } from '../../src/client';
-import { claimOrderMailRow, workflowScopeOf } from '../../src/db/orderMailClaim';
+import { workflowScopeOf } from '../../src/db/claimToken';
+import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { resolveMailLog } from '../../src/db/operatorActs';
 import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient';
 import type { MailTransport } from '../../src/mail/types';

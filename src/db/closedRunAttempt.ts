@@ -1,0 +1,173 @@
+// An attempt a closed run left behind (an orphan, docs/design.md §10) that had dispatched: its outcome is
+// unknown, and nobody will record it. Three callers settle it, each with its own fence beside the row as read:
+// the claim of a later run (by the policy), the claim's caller after asking the provider (settleVerifiedOrphan),
+// and the reconciliation sweep for a run with no successor (settleClosedRunClaim, which also releases an
+// undispatched one). One statement writes the row and the attempt's audit row together.
+import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
+import {
+  decideUnknownOutcome,
+  describeUnknownDecision,
+  type UnknownOutcomeDecision,
+  type VerificationAnswer,
+} from '../shared/unknownOutcome';
+import { readMailLog, type MailLogRow } from './orderMailLog';
+import type { Database } from './pool';
+import { runSql, sql, type SqlFragment } from './sql';
+import { AUDIT_OF_SETTLED, asRead, issuedBefore, type SeenRow } from './transitionFence';
+
+/**
+ * A closed run's claim that HAD dispatched: its outcome is unknown, so `decision` (from
+ * decideUnknownOutcome, with the provider's answer where it was asked) settles it, and the row and the audit
+ * trail say so. `fence` adds the caller's own
+ * precondition: for a claim, that it is later; for the sweep, that the row was not touched since it looked.
+ */
+export async function settleDispatchedOrphan(
+  db: Database,
+  row: MailLogRow | SeenRow,
+  input: { decision: UnknownOutcomeDecision; note: string; recordedBy: string; fence: SqlFragment },
+): Promise<boolean> {
+  const { decision } = input;
+  const providerMessageId = decision.kind === 'verified-accepted' ? decision.providerMessageId : null;
+  const { rowCount } = await runSql(
+    db,
+    sql`WITH settled AS (
+          UPDATE order_mail_log AS log
+             SET state = ${decision.state}, outcome = ${decision.outcome}, unknown_policy = ${decision.unknownPolicy},
+                 verification = ${decision.verification ?? null}, provider_message_id = ${providerMessageId},
+                 last_error = ${input.note}, updated_at = now()
+           WHERE ${asRead(row)} AND log.dispatched_at IS NOT NULL AND ${input.fence}
+          RETURNING log.*
+        ), audit AS (
+          INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
+                                           state, outcome, unknown_policy, verification, provider_message_id,
+                                           error, recorded_by, provider, provider_choice)
+          SELECT order_id, attempts, claim_token, resend_count, claimed_at, dispatched_at, state, outcome,
+                 unknown_policy, verification, provider_message_id, last_error, ${input.recordedBy}, provider,
+                 provider_choice
+            FROM settled
+        )
+        SELECT 1 FROM settled`,
+  );
+  return rowCount === 1;
+}
+
+export interface VerifiedOrphan {
+  orderId: string;
+  /** The closed run's claim token and the attempt it dispatched, as the claim's 'verify-orphan' named them. */
+  holder: string;
+  attempt: number;
+  /** The settling run's '<namespace>/<workflow id>/' and its own token: the holder must be another run of it. */
+  workflowScope: string;
+  ownToken: string;
+  /** The settling workflow's time (the claim's contract): only a claim later than the holder's settles it. */
+  issuedAt: Date;
+  answer: VerificationAnswer;
+  policy: UnknownOutcomePolicy;
+  recordedBy: string;
+}
+
+/**
+ * Settles the dispatched attempt of a closed run with what the provider said of it (the claim handed it back
+ * as 'verify-orphan'): found → sent/accepted, with the provider's id; not found (trusted) → failed/not_sent,
+ * so the next claim sends it; inconclusive → the policy, recorded as tried. Fenced like every transition of
+ * the claim: still that run's claim, at that attempt, dispatched, and claimed earlier than `issuedAt`.
+ * 'changed' when the row moved on meanwhile (an operator, the sweep): then the next claim reads it as it is.
+ */
+export async function settleVerifiedOrphan(
+  db: Database,
+  input: VerifiedOrphan,
+): Promise<{ kind: 'settled'; decision: UnknownOutcomeDecision } | { kind: 'changed' }> {
+  const row = await readMailLog(db, input.orderId);
+  if (
+    row === null ||
+    row.state !== 'sending' ||
+    row.claimToken !== input.holder ||
+    !row.claimToken.startsWith(input.workflowScope) ||
+    row.claimToken === input.ownToken ||
+    row.attempts !== input.attempt ||
+    row.dispatchedAt === null
+  ) {
+    return { kind: 'changed' };
+  }
+  const facts = {
+    dispatched: true,
+    policy: input.policy,
+    idempotency: null,
+    sinceKeyFirstDispatchMs: null,
+    delayBeforeRetryMs: 0,
+    sendTimeoutMs: 0,
+    anotherAttemptFollows: true,
+    providerError: null,
+    verification: { answer: input.answer },
+  };
+  const decision = decideUnknownOutcome(facts);
+  if (decision.kind === 'verify') throw new Error('unreachable: verification answered, yet asked again');
+  const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
+  const settled = await settleDispatchedOrphan(db, row, {
+    decision,
+    note,
+    recordedBy: input.recordedBy,
+    fence: issuedBefore(input.issuedAt),
+  });
+  return settled ? { kind: 'settled', decision } : { kind: 'changed' };
+}
+
+export type ClosedRunSettlement =
+  { kind: 'released' | 'settled'; attempt: number; decision: UnknownOutcomeDecision } | { kind: 'changed' };
+
+/**
+ * The reconciliation sweep's transition (rule 3 without a successor): a 'sending' row whose holding run is
+ * CLOSED (terminated, cancelled without cleanup, timed out) and that nobody claimed since. The caller asked
+ * Temporal that the run is closed, and decided with decideUnknownOutcome, no attempt following; the fence is
+ * the claim's: the row is still held by that run's token, at the same attempt, dispatched or not as the
+ * caller read it. Never dispatched ('not-sent'): released as failed/not_sent, so the next claim (an
+ * operator's retry or reset) takes it at once. Dispatched: settled as the decision says (with the provider's
+ * answer where the sweep asked it, else by the policy).
+ */
+export async function settleClosedRunClaim(
+  db: Database,
+  seen: SeenRow,
+  input: {
+    decision: UnknownOutcomeDecision;
+    /** What the provider said of the dispatched request, when the sweep asked (the decision is made with it). */
+    answer?: VerificationAnswer;
+    why: string;
+    recordedBy: string;
+  },
+): Promise<ClosedRunSettlement> {
+  const { decision } = input;
+  const facts = {
+    sinceKeyFirstDispatchMs: null,
+    idempotency: null,
+    ...(input.answer === undefined ? {} : { verification: { answer: input.answer } }),
+  };
+  if (decision.kind !== 'not-sent') {
+    const settled =
+      seen.dispatched &&
+      (await settleDispatchedOrphan(db, seen, {
+        decision,
+        note: `${input.why} after dispatching; ${describeUnknownDecision(decision, facts)}`,
+        recordedBy: input.recordedBy,
+        fence: sql`TRUE`,
+      }));
+    return settled ? { kind: 'settled', attempt: seen.attempts, decision } : { kind: 'changed' };
+  }
+  const note = `${input.why} before dispatching: ${describeUnknownDecision(decision, facts)}; released, so the next claim sends it`;
+  const { rowCount } = await runSql(
+    db,
+    sql`WITH released AS (
+          UPDATE order_mail_log AS log
+             SET state = 'failed', outcome = 'not_sent', unknown_policy = NULL, last_error = ${note},
+                 updated_at = now()
+           WHERE ${asRead(seen)} AND log.dispatched_at IS NULL
+          RETURNING log.*
+        ), audit AS (
+          ${AUDIT_OF_SETTLED}
+          SELECT order_id, attempts, claim_token, resend_count, claimed_at, NULL, state, outcome, NULL,
+                 last_error, ${input.recordedBy}, provider, provider_choice
+            FROM released
+        )
+        SELECT 1 FROM released`,
+  );
+  return rowCount === 1 ? { kind: 'released', attempt: seen.attempts, decision } : { kind: 'changed' };
+}

@@ -1,0 +1,97 @@
+// A failed row whose latest unknown outcome was left for a retry under the idempotency key: whether the key's
+// window still covers a request made now, and if not, its settlement by the policy. Part of the claim (the
+// claim calls both before it reclaims a failed row); kept apart so the claim's loop reads as its transitions.
+import {
+  decideUnknownOutcome,
+  describeUnknownDecision,
+  type UnknownOutcomeDecision,
+} from '../shared/unknownOutcome';
+import { judgementFor, type ClaimRequest } from './claimRequest';
+import { timeSinceKeyFirstDispatch, type MailLogRow } from './orderMailLog';
+import type { Database } from './pool';
+import { runSql, sql } from './sql';
+import { AUDIT_OF_SETTLED, asRead, issuedBefore } from './transitionFence';
+
+export interface DeferredUnknown {
+  /** When the earliest request of the unknown attempts under the current key left. */
+  dispatchedAt: Date;
+  decision: UnknownOutcomeDecision;
+  note: string;
+}
+
+/**
+ * A failed row whose latest unknown outcome under the current key was left for a retry under the key
+ * ('idempotent-retry'), then later attempts ended failed (not sent, rejected) or the run gave up. Whoever
+ * claims it next must know whether the key's window still covers a request made now: if it does, sending
+ * under the key is safe; if not, the provider would take the key as new, and the policy decides instead.
+ * Null when there is nothing deferred.
+ */
+export async function deferredUnknownDecision(
+  db: Database,
+  row: MailLogRow,
+  request: ClaimRequest,
+): Promise<DeferredUnknown | null> {
+  const { rows } = await runSql<{ unknownPolicy: string; dispatchedAt: Date }>(
+    db,
+    sql`SELECT latest.unknown_policy AS "unknownPolicy",
+               (SELECT min(dispatched_at) FROM order_mail_attempts
+                 WHERE order_id = ${row.orderId} AND resend_count = ${row.resendCount} AND outcome = 'unknown')
+               AS "dispatchedAt"
+          FROM (SELECT unknown_policy FROM order_mail_attempts
+                 WHERE order_id = ${row.orderId} AND resend_count = ${row.resendCount} AND outcome = 'unknown'
+                 ORDER BY attempt DESC LIMIT 1) AS latest`,
+  );
+  const latest = rows[0];
+  if (latest === undefined || latest.unknownPolicy !== 'idempotent-retry') return null;
+  const facts = {
+    dispatched: true,
+    policy: request.policy,
+    // The key's window at the provider the unknown attempt went to: the row is bound there (failover rule).
+    idempotency: judgementFor(request, row.provider).idempotency,
+    sinceKeyFirstDispatchMs: await timeSinceKeyFirstDispatch(db, row.orderId),
+    delayBeforeRetryMs: 0,
+    sendTimeoutMs: request.sendTimeoutMs,
+    anotherAttemptFollows: true,
+    providerError: null,
+  };
+  const decision = decideUnknownOutcome(facts);
+  const note =
+    `no request made by this attempt: an earlier request under this idempotency key (dispatched ` +
+    `${latest.dispatchedAt.toISOString()}) may have been accepted, and the key's window no longer covers a ` +
+    `retry; ${describeUnknownDecision(decision, facts)}`;
+  return { dispatchedAt: latest.dispatchedAt, decision, note };
+}
+
+/**
+ * Settles a deferred unknown by the policy, as a new attempt that makes no request: the row names the
+ * policy and the request it is about (its dispatched_at), and the attempt's audit row says it sent nothing.
+ * A 'failed' settlement is then reclaimed on the next pass and sent (under the same key: the policy says the
+ * earlier request counts as not accepted); claim_issued_at stays as it was, so that reclaim is still later.
+ */
+export async function settleDeferredUnknown(
+  db: Database,
+  row: MailLogRow,
+  request: ClaimRequest,
+  deferred: DeferredUnknown,
+): Promise<boolean> {
+  const { decision, note } = deferred;
+  const { rowCount } = await runSql(
+    db,
+    sql`WITH settled AS (
+          UPDATE order_mail_log AS log
+             SET state = ${decision.state}, outcome = ${decision.outcome}, unknown_policy = ${decision.unknownPolicy},
+                 attempts = log.attempts + 1, claim_token = ${request.claimToken}, claimed_at = now(),
+                 dispatched_at = ${deferred.dispatchedAt}::timestamptz, provider_message_id = NULL,
+                 http_status = NULL, last_error = ${note}, updated_at = now()
+           WHERE ${asRead(row)} AND ${issuedBefore(request.issuedAt)}
+          RETURNING log.*
+        ), audit AS (
+          ${AUDIT_OF_SETTLED}
+          SELECT order_id, attempts, claim_token, resend_count, claimed_at, NULL, state, outcome, unknown_policy,
+                 last_error, ${request.recordedBy}, provider, provider_choice
+            FROM settled
+        )
+        SELECT 1 FROM settled`,
+  );
+  return rowCount === 1;
+}
