@@ -63,3 +63,17 @@ export function workerLogLine(
     meta: { component: 'worker', ...fields },
   });
 }
+
+/** Prints one of the worker's own lines on stdout. */
+export function logWorker(
+  level: 'info' | 'error',
+  message: string,
+  fields: Record<string, unknown> = {},
+): void {
+  console.log(workerLogLine(level, message, fields));
+}
+
+/** An error line: the message and what failed. */
+export function logWorkerError(message: string, error: unknown): void {
+  logWorker('error', message, { error: error instanceof Error ? error.message : String(error) });
+}
