@@ -12,7 +12,8 @@
 // Ours on top: the topic must be on the allow-list (SES_SNS_TOPIC_ARNS); a Timestamp farther from our clock than
 // WEBHOOK_MAX_AGE_MS is stale; a MessageId seen before is a replay (the delivery's token). Every refusal writes
 // nothing. The SES event inside (eventType Send, Delivery, Bounce, Complaint, Reject) is ours only when its
-// message tags carry one of our send keys naming the order its order_id tag names (src/webhooks/ourEvent.ts).
+// message tags carry one of our send keys naming the order its order_id tag names (read in
+// src/webhooks/sesEvent.ts, judged in src/webhooks/ourEvent.ts).
 //
 // Tests sign with a certificate of their own (dev/sandbox/testCertificate.ts) served from a loopback origin;
 // the receiver trusts it only when told so by trustTestCertificateOrigin, which only code can set: the
@@ -20,17 +21,9 @@
 import { createVerify, X509Certificate, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { request } from 'undici';
-import { sendKeyOfSesTag } from '../evidence/sendKey';
-import { SES_TAGS } from '../mail/providers/ses';
 import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
-import {
-  MalformedWebhookError,
-  optionalMessageId,
-  orderIdOrNull,
-  scrubbedReason,
-  type ProviderEvent,
-  type ProviderEventType,
-} from './providerEvent';
+import { MalformedWebhookError } from './providerEvent';
+import { parseSesEvent } from './sesEvent';
 import { isFresh, type AuthenticDelivery } from './signedDelivery';
 
 export const DEFAULT_SNS_CERT_HOST_PATTERN = '^sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?$';
@@ -245,86 +238,24 @@ export async function readSnsDelivery(input: {
   }
 }
 
-const SES_EVENT_TYPES: Readonly<Record<string, ProviderEventType>> = {
-  Send: 'accepted',
-  Delivery: 'delivered',
-  Bounce: 'bounced',
-  Complaint: 'complained',
-  // SES took the request, then refused to send it (a virus): the mail is dropped.
-  Reject: 'dropped',
-};
+/** How long the GET that confirms an SNS subscription may take. */
+const SUBSCRIBE_TIMEOUT_MS = 10_000;
 
-/** The SES event in an SNS Message, or why it is not one we keep (the ourEvent.ts checks come after). */
-export function parseSesEvent(text: string, snsMessageId: string): ProviderEvent | 'not-ours' | 'not-kept' {
-  let parsed: unknown;
+/** Confirms a subscription by a GET of the URL SNS signed (already checked to be on an SNS host). */
+export async function confirmSnsSubscription(
+  subscribeUrl: string,
+): Promise<'confirmed' | { status: number | null }> {
   try {
-    parsed = JSON.parse(text);
+    const response = await request(subscribeUrl, {
+      method: 'GET',
+      headersTimeout: SUBSCRIBE_TIMEOUT_MS,
+      bodyTimeout: SUBSCRIBE_TIMEOUT_MS,
+    });
+    await response.body.dump();
+    return response.statusCode >= 200 && response.statusCode < 300
+      ? 'confirmed'
+      : { status: response.statusCode };
   } catch {
-    throw new MalformedWebhookError('the SNS Message is not an SES event (not JSON)');
+    return { status: null };
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new MalformedWebhookError('the SNS Message is not an SES event');
-  }
-  const event = parsed as Record<string, unknown>;
-  const mail = (typeof event.mail === 'object' && event.mail !== null ? event.mail : {}) as Record<
-    string,
-    unknown
-  >;
-  const tags = (typeof mail.tags === 'object' && mail.tags !== null ? mail.tags : {}) as Record<
-    string,
-    unknown
-  >;
-  const tag = (name: string): string | null => {
-    const values = tags[name];
-    return Array.isArray(values) && values.length === 1 && typeof values[0] === 'string' ? values[0] : null;
-  };
-  const orderId = orderIdOrNull(tag(SES_TAGS.orderId));
-  if (orderId === null) return 'not-ours';
-  // Event publishing names it eventType; the older identity notifications notificationType.
-  const name = typeof event.eventType === 'string' ? event.eventType : event.notificationType;
-  const eventType = typeof name === 'string' ? SES_EVENT_TYPES[name] : undefined;
-  if (eventType === undefined) return 'not-kept';
-  const detail = (
-    typeof event[lowerFirst(name as string)] === 'object' && event[lowerFirst(name as string)] !== null
-      ? event[lowerFirst(name as string)]
-      : {}
-  ) as Record<string, unknown>;
-  // A soft bounce is retried by SES; only a permanent one says what became of the mail.
-  if (eventType === 'bounced' && detail.bounceType !== 'Permanent') return 'not-kept';
-  const sendKeyTag = tag(SES_TAGS.sendKey);
-  const occurred =
-    typeof detail.timestamp === 'string'
-      ? detail.timestamp
-      : typeof mail.timestamp === 'string'
-        ? mail.timestamp
-        : null;
-  const occurredAt = occurred === null ? new Date(NaN) : new Date(occurred);
-  if (!Number.isFinite(occurredAt.getTime()))
-    throw new MalformedWebhookError('an SES event has no usable timestamp');
-  return {
-    provider: 'ses',
-    providerEventId: snsMessageId,
-    orderId,
-    sendKey: sendKeyTag === null ? null : sendKeyOfSesTag(sendKeyTag),
-    providerMessageId: optionalMessageId(mail.messageId),
-    eventType,
-    occurredAt,
-    reason:
-      eventType === 'bounced'
-        ? scrubbedReason(detail.bounceType, detail.bounceSubType, firstDiagnostic(detail))
-        : eventType === 'dropped'
-          ? scrubbedReason(detail.reason)
-          : null,
-  };
-}
-
-function lowerFirst(text: string): string {
-  return text.charAt(0).toLowerCase() + text.slice(1);
-}
-
-function firstDiagnostic(bounce: Record<string, unknown>): unknown {
-  const recipients = bounce.bouncedRecipients;
-  if (!Array.isArray(recipients)) return undefined;
-  const first = recipients[0] as { diagnosticCode?: unknown } | undefined;
-  return first?.diagnosticCode;
 }

@@ -15,16 +15,29 @@
 // answers 503, so the provider delivers again later.
 import type { KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { request } from 'undici';
 import type { Database } from '../db/pool';
 import { describeDatabaseError } from '../db/pool';
-import { MAILGUN_MAX_BODY_BYTES, readMailgunDelivery } from './mailgunWebhook';
+import { MAILGUN_MAX_BODY_BYTES } from './mailgunWebhook';
 import { skippedTotal } from './ourEvent';
 import type { WebhookProvider } from './providerEvent';
 import { storeDelivery } from './providerEvents';
-import { readSendGridDelivery } from './sendgridWebhook';
-import { readSnsDelivery, SnsCertificates, type SnsSettings, type SnsVerdict } from './snsWebhook';
-import type { DeliveryVerdict } from './signedDelivery';
+import { readSignedDelivery } from './readSignedDelivery';
+import {
+  confirmSnsSubscription,
+  readSnsDelivery,
+  SnsCertificates,
+  type SnsSettings,
+  type SnsVerdict,
+} from './snsWebhook';
+import {
+  answer,
+  answerAndClose,
+  defaultLog,
+  providerOf,
+  readBody,
+  refusalOutcome,
+  tooLarge,
+} from './httpReplies';
 import { WebhookMetrics, type RequestOutcome } from './webhookMetrics';
 
 export interface WebhookServerOptions {
@@ -66,8 +79,6 @@ const DEFAULT_MAX_CONNECTIONS = 128;
 // supported); anything else is refused before its body is read. SNS posts its JSON as text/plain.
 const JSON_CONTENT_TYPE = /^application\/json\s*(;|$)/i;
 const SNS_CONTENT_TYPE = /^(text\/plain|application\/json)\s*(;|$)/i;
-/** How long the GET that confirms an SNS subscription may take. */
-const SUBSCRIBE_TIMEOUT_MS = 10_000;
 // Tokens are kept a little longer than the window, so clock steps between us and Postgres cannot open a gap.
 const TOKEN_SLACK_MS = 60_000;
 
@@ -171,15 +182,13 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         res,
       );
     }
-    const verdict = verdictFor(provider, req, body);
+    const verdict = readSignedDelivery(provider, { ...options, now: now() }, req.headers, body);
     if (verdict === null) {
       return refuse('not-configured', 404, { error: `no ${provider} endpoint: its key is not configured` });
     }
     if (!verdict.ok) {
       log('warn', 'Webhook delivery refused', { provider, status: verdict.status, problem: verdict.problem });
-      const outcome =
-        verdict.status === 400 ? 'malformed' : /stale/.test(verdict.problem) ? 'stale' : 'unsigned';
-      return refuse(outcome, verdict.status, { error: verdict.problem });
+      return refuse(refusalOutcome(verdict), verdict.status, { error: verdict.problem });
     }
     const stored = await storeDelivery(
       options.db,
@@ -233,26 +242,16 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         status: verdict.status,
         problem: verdict.problem,
       });
-      const outcome =
-        verdict.status === 400 ? 'malformed' : /stale/.test(verdict.problem) ? 'stale' : 'unsigned';
-      return refuse(outcome, verdict.status, { error: verdict.problem });
+      return refuse(refusalOutcome(verdict), verdict.status, { error: verdict.problem });
     }
     if (verdict.kind === 'subscribe') {
       // Confirming is a GET of the URL SNS signed, on an SNS host; nothing is stored.
-      let status: number | null;
-      try {
-        const response = await request(verdict.subscribeUrl, {
-          method: 'GET',
-          headersTimeout: SUBSCRIBE_TIMEOUT_MS,
-          bodyTimeout: SUBSCRIBE_TIMEOUT_MS,
+      const confirmed = await confirmSnsSubscription(verdict.subscribeUrl);
+      if (confirmed !== 'confirmed') {
+        log('warn', 'SNS subscription could not be confirmed', {
+          topicArn: verdict.topicArn,
+          status: confirmed.status,
         });
-        status = response.statusCode;
-        await response.body.dump();
-      } catch {
-        status = null;
-      }
-      if (status === null || status < 200 || status >= 300) {
-        log('warn', 'SNS subscription could not be confirmed', { topicArn: verdict.topicArn, status });
         metrics.request('ses', 'subscribe-failed');
         // SNS sends the confirmation again later.
         return answer(res, 502, { error: 'the subscription could not be confirmed; SNS will ask again' });
@@ -273,31 +272,6 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       new Date(now().getTime() - options.maxAgeMs - TOKEN_SLACK_MS),
     );
     return answerStored('ses', verdict.delivery, stored, refuse, res);
-  }
-
-  function verdictFor(
-    provider: WebhookProvider,
-    req: IncomingMessage,
-    rawBody: Buffer,
-  ): DeliveryVerdict | null {
-    if (provider === 'ses') return null;
-    if (provider === 'sendgrid') {
-      if (options.sendgridPublicKey === null) return null;
-      return readSendGridDelivery({
-        headers: req.headers,
-        rawBody,
-        publicKey: options.sendgridPublicKey,
-        now: now(),
-        maxAgeMs: options.maxAgeMs,
-      });
-    }
-    if (options.mailgunSigningKey === null) return null;
-    return readMailgunDelivery({
-      rawBody,
-      signingKey: options.mailgunSigningKey,
-      now: now(),
-      maxAgeMs: options.maxAgeMs,
-    });
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -322,71 +296,4 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       return closing;
     },
   };
-}
-
-function providerOf(req: IncomingMessage): WebhookProvider | null {
-  const path = (req.url ?? '/').split('?')[0];
-  return path === '/webhooks/sendgrid'
-    ? 'sendgrid'
-    : path === '/webhooks/mailgun'
-      ? 'mailgun'
-      : path === '/webhooks/ses'
-        ? 'ses'
-        : null;
-}
-
-/**
- * The body, or 'too-large' the moment it grows past the cap (what came is dropped and reading stops), or
- * 'gone' when the client went away or Node's request timeout cut it off.
- */
-function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large' | 'gone'> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        req.removeListener('data', onData);
-        req.pause();
-        chunks.length = 0;
-        resolve('too-large');
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', () => resolve('gone'));
-    req.on('close', () => resolve('gone'));
-  });
-}
-
-function tooLarge(req: IncomingMessage, res: ServerResponse, count: () => void): void {
-  count();
-  answerAndClose(req, res, 413, { error: 'payload too large' });
-}
-
-/** Answers, then closes the connection once the answer is out: the rest of the body is never read. */
-function answerAndClose(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
-  answer(res, status, body, { connection: 'close' });
-  res.once('finish', () => req.socket.destroySoon());
-}
-
-function answer(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-    ...headers,
-  });
-  res.end(text);
-}
-
-function defaultLog(level: string, message: string, fields: Record<string, unknown> = {}): void {
-  console.log(JSON.stringify({ level, component: 'webhooks', message, ...fields }));
 }
