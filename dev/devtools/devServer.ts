@@ -1,44 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { findTemporalCli } from './findTemporalCli';
 import { getFreePort } from '../../src/shared/freePort';
-import type { SearchAttributeDefinitions } from './searchAttributes';
+import type { ResolvedDevServerOptions, TemporalDevServer, TemporalDevServerOptions } from './devServerTypes';
 import { startSdkDevServer } from './sdkDevServer';
 import { waitForTemporal } from './waitForTemporal';
 
-export interface TemporalDevServerOptions {
-  port?: number;
-  /** A port for the Web UI; null runs headless. Default: a free port. */
-  uiPort?: number | null;
-  /** SQLite file that keeps state across restarts; in memory when unset. */
-  dbFilename?: string;
-  /** `--sqlite-pragma name=value` for the db file, e.g. { journal_mode: 'wal', synchronous: 'off' }. */
-  sqlitePragmas?: Record<string, string>;
-  searchAttributes?: SearchAttributeDefinitions;
-  namespace?: string;
-  logLevel?: string;
-  startupTimeoutMs?: number;
-}
-
-export interface TemporalDevServer {
-  address: string;
-  uiUrl: string | null;
-  namespace: string;
-  stop(): Promise<void>;
-  /** Same ports and database file; in-memory state is lost. Absent on the SDK-download fallback. */
-  restart?(): Promise<void>;
-}
-
-export interface ResolvedDevServerOptions {
-  ip: string;
-  port: number;
-  uiPort: number | null;
-  dbFilename: string | undefined;
-  sqlitePragmas: Record<string, string>;
-  searchAttributes: SearchAttributeDefinitions;
-  namespace: string;
-  logLevel: string;
-  startupTimeoutMs: number;
-}
+export type { ResolvedDevServerOptions, TemporalDevServer, TemporalDevServerOptions } from './devServerTypes';
 
 const IP = '127.0.0.1';
 // A healthy start takes 1-5 s; a busy 2-core CI machine needs far more than the SDK's 5 s wait.

@@ -1,6 +1,6 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { ResolvedDevServerOptions, TemporalDevServer } from './devServer';
+import type { ResolvedDevServerOptions, TemporalDevServer } from './devServerTypes';
 import { sdkSearchAttributeType } from './searchAttributes';
 
 /**
