@@ -2,7 +2,7 @@
 // workflow's status from Temporal. What the sandbox received comes from dev/demo/mailTarget.ts.
 import type { Client } from '@temporalio/client';
 import type { Database } from '../../src/db/pool';
-import type { AttemptFact, LogRowFact } from './report';
+import type { AttemptFact, LogRowFact } from './runFacts';
 
 /** The order mail workflows only: the reconciliation sweep's runs share the task queue in some runs. */
 const ORDER_WORKFLOW = 'WorkflowType = "orderConfirmationMail"';

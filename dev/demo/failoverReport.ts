@@ -3,7 +3,7 @@
 // previous attempt met at the primary; and the failover rule checked from the rows: no attempt went to another
 // provider than an earlier attempt of its key that may have arrived.
 import type { Database } from '../../src/db/pool';
-import type { InvariantResult, MessageFact } from './report';
+import type { InvariantResult, MessageFact } from './runFacts';
 
 export interface FailoverAttemptFact {
   orderId: string;

@@ -4,7 +4,6 @@
 import type { RunFact } from './facts';
 import { OPERATOR_ACTS, type OperatorActName } from './operatorTools';
 import type { OperatorActRecord } from './operators';
-import type { RunFacts, RunReport } from './report';
 import type { SweepFacts } from './sweep';
 
 export interface OperatorFacts {
@@ -259,23 +258,4 @@ function runWasOpen(runs: RunFact[], claimToken: string, at: string): boolean {
     runs.filter((run) => run.runId === runId),
     at,
   );
-}
-
-/** For each failed invariant, everything about its example orders: to read why, in the run's violations.json. */
-export function violationStories(report: RunReport, facts: RunFacts): Record<string, unknown[]> {
-  const stories: Record<string, unknown[]> = {};
-  for (const invariant of report.invariants.filter((result) => !result.holds)) {
-    stories[invariant.name] = invariant.violations.map((orderId) => ({
-      orderId,
-      row: facts.rows.find((row) => row.orderId === orderId) ?? null,
-      attempts: facts.attempts.filter((attempt) => attempt.orderId === orderId),
-      messages: facts.messages.filter((message) => message.orderId === orderId).map((message) => message.id),
-      requests: facts.requests
-        .filter((request) => request.orderId === orderId)
-        .map((request) => request.fault),
-      runs: facts.operators?.runs[orderId] ?? [],
-      acts: (facts.operators?.acts ?? []).filter((act) => act.orderId === orderId),
-    }));
-  }
-  return stories;
 }

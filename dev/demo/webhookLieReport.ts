@@ -4,7 +4,7 @@
 // posted and what the receiver answered. Pure, like the rest of the report.
 import type { WebhookLieCount, WebhookLiePosting } from '../sandbox/webhookLies';
 import { settlementOf } from './lieReport';
-import type { AttemptFact, InvariantResult } from './report';
+import type { AttemptFact, InvariantResult } from './runFacts';
 
 /** What the run's webhook path did and left behind. */
 export interface WebhookFacts {
