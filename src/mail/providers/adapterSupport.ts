@@ -2,7 +2,7 @@
 // take from a response short and free of anything but the id we asked for.
 
 import type { LookupEntry } from '../../evidence/lookupAnswer';
-import type { ResponseHeaders } from './mailProvider';
+import type { ResponseHeaders } from './providerTypes';
 
 export class MailClientConfigError extends Error {
   override readonly name = 'MailClientConfigError';

@@ -21,7 +21,7 @@ import { sendKeyOf } from '../../verification/sendKey';
 import { LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, lookupEntry, parseJsonObject, safeMessageId } from './adapterSupport';
-import type { MailProviderAdapter } from './mailProvider';
+import type { MailProviderAdapter } from './providerTypes';
 
 const SECOND_MS = 1000;
 const DAY_MS = 24 * 60 * 60 * SECOND_MS;

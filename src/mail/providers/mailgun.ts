@@ -29,7 +29,7 @@ import {
   parseJsonObject,
   safeMessageId,
 } from './adapterSupport';
-import type { MailProviderAdapter } from './mailProvider';
+import type { MailProviderAdapter } from './providerTypes';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 

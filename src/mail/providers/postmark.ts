@@ -17,7 +17,7 @@ import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, lookupEntry, parseJsonObject, safeMessageId } from './adapterSupport';
-import type { MailProviderAdapter } from './mailProvider';
+import type { MailProviderAdapter } from './providerTypes';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 

@@ -6,7 +6,8 @@ import { KEY_ALREADY_USED_ERRORS } from '../../shared/unknownOutcome';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, documentedName, parseJsonObject, safeMessageId } from './adapterSupport';
-import { MAIL_PROVIDER_FACTS, type MailProviderAdapter } from './mailProvider';
+import { MAIL_PROVIDER_FACTS } from './mailProvider';
+import type { MailProviderAdapter } from './providerTypes';
 
 /** The error names Resend documents; any other `name` is ignored. */
 export const RESEND_ERROR_NAMES: ReadonlySet<string> = new Set([

@@ -14,7 +14,7 @@ import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
 import type { OutgoingMail } from '../types';
 import { checkApiKey, headerValue, parseMailbox, safeMessageId, type Mailbox } from './adapterSupport';
-import type { MailProviderAdapter } from './mailProvider';
+import type { MailProviderAdapter } from './providerTypes';
 
 /**
  * SendGrid's documented statuses (twilio.com/docs/sendgrid/api-reference/how-to-use-the-sendgrid-v3-api/errors

@@ -26,7 +26,7 @@ import {
   safeMessageId,
 } from './adapterSupport';
 import type { AwsCredentialProvider } from './awsCredentials';
-import type { MailProviderAdapter, ProviderRequest, ResponseHeaders } from './mailProvider';
+import type { MailProviderAdapter, ProviderRequest, ResponseHeaders } from './providerTypes';
 
 export const SES_SEND_PATH = '/v2/email/outbound-emails';
 /** The name SES v2 requests are signed for (its endpoint is email.{region}, its signing name "ses"). */
