@@ -4,7 +4,7 @@
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { connectOrderMailClient } from '../client';
-import { ConfigError } from '../config/loadConfig';
+import { ConfigError } from '../config/envReader';
 import { loadOpsConfig } from '../config/loadOpsConfig';
 import { createDatabase } from '../db/pool';
 import { describePostgresFailure } from '../dependencyRetry';

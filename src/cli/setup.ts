@@ -5,7 +5,7 @@
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { connectOrderMailClient } from '../client';
-import { ConfigError } from '../config/loadConfig';
+import { ConfigError } from '../config/envReader';
 import { loadOpsConfig } from '../config/loadOpsConfig';
 import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/searchAttributes';
 import { DEFAULT_RECONCILE_SCHEDULE_ID, ensureReconcileSchedule } from '../temporal/reconcileSchedule';

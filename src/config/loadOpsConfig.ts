@@ -1,7 +1,8 @@
 // Configuration of the operator CLI (npm run ops) and of `npm run setup`. Pure, like loadConfig: takes the
 // environment and reports every problem at once. The names and defaults are the worker's (.env.example).
 import os from 'node:os';
-import { CONFIG_DEFAULTS, ConfigError } from './loadConfig';
+import { CONFIG_DEFAULTS } from './configDefaults';
+import { ConfigError } from './envReader';
 
 export interface OpsConfig {
   /** null where a command needs no database (setup). */

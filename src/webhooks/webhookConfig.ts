@@ -19,7 +19,7 @@
 //   WEBHOOK_METRICS_BIND_ADDRESS  host:port of GET /metrics (default 127.0.0.1:9466, loopback); "off" for none
 // At least one provider; a provider without its key (or topics) has no endpoint (404), never an unchecked one.
 import type { KeyObject } from 'node:crypto';
-import { ConfigError } from '../config/loadConfig';
+import { ConfigError } from '../config/envReader';
 import { sendGridPublicKey } from './sendgridWebhook';
 import { DEFAULT_SNS_CERT_HOST_PATTERN, type SnsSettings } from './snsWebhook';
 

@@ -1,0 +1,200 @@
+// The mail settings of the worker's configuration: each provider's own part (MAIL_PROVIDERS, read through its
+// view of the environment), its idempotency window, SES's region and credentials, the SMTP relay, and the
+// check that the send activity's timeout holds the transport's whole deadline.
+import type { MailApiConfig, SesSettings } from '../mail/createMailTransport';
+import { readAwsCredentialSource } from '../mail/providers/awsCredentials';
+import { sesConfigurationSetProblem, sesEndpoint, sesRegionProblem } from '../mail/providers/ses';
+import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';
+import {
+  MAIL_PROVIDER_FACTS,
+  MAILGUN_BASE_URLS,
+  type MailgunRegion,
+  type MailProviderName,
+} from '../mail/providers/mailProvider';
+import type { IdempotencyRetrySettings } from '../shared/workflowSettings';
+import { readVerificationConfig } from '../verification/verificationConfig';
+import { providerEnvView } from './providerList';
+import {
+  MIN_TIME_BEFORE_FENCE_MS,
+  minimumSendTimeoutMs,
+  SEND_COMPLETION_MARGIN_MS,
+  type SendTimeSettings,
+} from './sendTimeBudget';
+import { CONFIG_DEFAULTS } from './configDefaults';
+import { EnvReader } from './envReader';
+import type { ProviderConfig } from './workerConfig';
+
+/**
+ * The send activity's timeout must hold everything before the dispatch fence (loading the order, rendering,
+ * waiting for a connection, for SMTP connecting and logging in) and the transport's whole deadline after it,
+ * plus a margin to report the result (src/config/sendTimeBudget.ts). Too short, and Temporal would time out
+ * sends whose request is still running, recording an unknown for a mail that may never have left.
+ */
+export function sendTimeoutProblem(settings: SendTimeSettings): string | null {
+  const minimum = minimumSendTimeoutMs(settings);
+  if (settings.sendTimeoutMs >= minimum) return null;
+  const smtpPart =
+    settings.connectBeforeFenceMs > 0
+      ? ` + MAIL_CONNECT_TIMEOUT_MS (${settings.connectBeforeFenceMs}, SMTP connects before the fence)`
+      : '';
+  return (
+    `SEND_ACTIVITY_TIMEOUT_MS (${settings.sendTimeoutMs}) must be at least ${minimum}: MAIL_OVERALL_TIMEOUT_MS ` +
+    `(${settings.overallTimeoutMs}, everything after the dispatch fence) + ${SEND_COMPLETION_MARGIN_MS} (reporting the ` +
+    `result) + ${MIN_TIME_BEFORE_FENCE_MS} (loading the order, rendering and setting the fence)${smtpPart}. Otherwise ` +
+    'sends would give up before their fence, or Temporal would time out sends whose request is still running.'
+  );
+}
+
+/**
+ * One provider's own settings, read through its view of the environment (src/config/providerList.ts), so the
+ * problems name its own variables. With SMTP the HTTP part is filled as generic, nothing required.
+ */
+export function readProviderPart(
+  env: Record<string, string | undefined>,
+  provider: MailProviderName,
+  index: number,
+  context: { problems: string[]; useSmtp: boolean },
+): Omit<ProviderConfig, 'mailApi'> & {
+  mailApi: Omit<MailApiConfig, 'connectTimeoutMs' | 'headersTimeoutMs' | 'overallTimeoutMs' | 'connections'>;
+} {
+  const { useSmtp } = context;
+  const view = providerEnvView(env, provider, index);
+  const problems: string[] = [];
+  const read = new EnvReader(view.env, problems);
+  const mailgunRegion = read.oneOf<MailgunRegion>(
+    'MAILGUN_REGION',
+    ['us', 'eu'],
+    CONFIG_DEFAULTS.MAILGUN_REGION,
+  );
+  // MAIL_PROVIDER=ses: AWS_REGION, SES_CONFIGURATION_SET and the AWS credentials (src/mail/providers/ses.ts).
+  const ses = provider === 'ses' ? readSesSettings(read, view.env, problems) : null;
+  const defaultBaseUrl =
+    provider === 'mailgun'
+      ? MAILGUN_BASE_URLS[mailgunRegion]
+      : provider === 'ses'
+        ? sesEndpoint(ses?.region ?? 'us-east-1')
+        : MAIL_PROVIDER_FACTS[provider].defaultBaseUrl;
+  // Required only for the generic API; for a SaaS provider it overrides the default (a region, the sandbox).
+  const mailBaseUrl = useSmtp
+    ? (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? '')
+    : defaultBaseUrl === null
+      ? read.url('MAIL_API_BASE_URL', ['http:', 'https:'])
+      : (read.optionalUrl('MAIL_API_BASE_URL', ['http:', 'https:']) ?? defaultBaseUrl);
+  // SES signs with AWS credentials instead of an API key.
+  const apiKey =
+    useSmtp || provider === 'ses' ? (read.optional('MAIL_API_KEY') ?? '') : read.secret('MAIL_API_KEY');
+  const mailgunDomain =
+    provider === 'mailgun' ? read.required('MAILGUN_DOMAIN') : read.optional('MAILGUN_DOMAIN');
+  const idempotency = readIdempotencySettings(read, provider, problems);
+  const verification = useSmtp ? null : readVerificationConfig(view.env, provider, problems);
+  const mail = {
+    from: read.mailbox('MAIL_FROM') ?? CONFIG_DEFAULTS.MAIL_FROM,
+    replyTo: read.mailbox('MAIL_REPLY_TO'),
+    subject: read.headerText('MAIL_SUBJECT') ?? CONFIG_DEFAULTS.MAIL_SUBJECT,
+  };
+  context.problems.push(...problems.map((problem) => view.rename(problem)));
+  return {
+    name: provider,
+    mailApi: {
+      provider,
+      baseUrl: mailBaseUrl.replace(/\/+$/, ''),
+      apiKey,
+      mailgunDomain,
+      postmarkMessageStream:
+        read.optional('POSTMARK_MESSAGE_STREAM') ?? CONFIG_DEFAULTS.POSTMARK_MESSAGE_STREAM,
+      ses,
+    },
+    mail,
+    verification,
+    idempotency,
+  };
+}
+
+/**
+ * The idempotency window the workflow relies on: MAIL_IDEMPOTENCY_WINDOW_MS, by default the provider's
+ * documented one. Null when the provider has no keys or the window is set to 0 (keys are still sent, but an
+ * unknown outcome goes straight to the policy).
+ */
+function readIdempotencySettings(
+  read: EnvReader,
+  provider: MailProviderName,
+  problems: string[],
+): IdempotencyRetrySettings | null {
+  const documented = MAIL_PROVIDER_FACTS[provider].idempotency?.documentedWindowMs ?? null;
+  const windowMs = read.nonNegativeInt('MAIL_IDEMPOTENCY_WINDOW_MS', documented ?? 0);
+  const safetyMarginMs = read.nonNegativeInt(
+    'MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS',
+    CONFIG_DEFAULTS.MAIL_IDEMPOTENCY_SAFETY_MARGIN_MS,
+  );
+  if (documented === null) {
+    if (windowMs > 0) {
+      problems.push(
+        `MAIL_IDEMPOTENCY_WINDOW_MS must be empty or 0 for MAIL_PROVIDER=${provider}: it has no idempotency key.`,
+      );
+    }
+    return null;
+  }
+  if (windowMs > documented) {
+    problems.push(
+      `MAIL_IDEMPOTENCY_WINDOW_MS (${windowMs}) must not exceed the ${documented} ms that ${provider} documents.`,
+    );
+  }
+  return windowMs === 0 ? null : { windowMs, safetyMarginMs };
+}
+
+/** MAIL_PROVIDER=ses: the region (AWS_REGION, else AWS_DEFAULT_REGION), the configuration set, the credentials. */
+function readSesSettings(
+  read: EnvReader,
+  env: Record<string, string | undefined>,
+  problems: string[],
+): SesSettings | null {
+  const region = read.optional('AWS_REGION') ?? read.optional('AWS_DEFAULT_REGION');
+  if (region === null) problems.push('MAIL_PROVIDER=ses needs AWS_REGION (or AWS_DEFAULT_REGION).');
+  const regionProblem = region === null ? null : sesRegionProblem(region);
+  if (regionProblem !== null) problems.push(`AWS_REGION must be ${regionProblem}.`);
+  const configurationSet = read.required('SES_CONFIGURATION_SET');
+  const setProblem = configurationSet === '' ? null : sesConfigurationSetProblem(configurationSet);
+  if (setProblem !== null) problems.push(`SES_CONFIGURATION_SET must be ${setProblem}.`);
+  const credentials = readAwsCredentialSource(env, problems);
+  if (region === null || credentials === null) return null;
+  return { region, configurationSet, credentials };
+}
+
+/** MAIL_PROVIDER=smtp: the relay, its TLS and credentials; the deadlines are the MAIL_* ones. */
+export function readSmtpConfig(
+  read: EnvReader,
+  problems: string[],
+  deadlines: { connectTimeoutMs: number; headersTimeoutMs: number; overallTimeoutMs: number },
+): SmtpConfig {
+  const host = read.required('SMTP_HOST');
+  const secure = read.oneOf('SMTP_SECURE', ['true', 'false'], 'false') === 'true';
+  const port = read.positiveInt('SMTP_PORT', secure ? 465 : CONFIG_DEFAULTS.SMTP_PORT);
+  if (port > 65_535) problems.push(`SMTP_PORT must be at most 65535 (got ${port}).`);
+  const starttls = read.oneOf<SmtpConfig['starttls']>(
+    'SMTP_STARTTLS',
+    ['require', 'opportunistic', 'off'],
+    CONFIG_DEFAULTS.SMTP_STARTTLS,
+  );
+  const user = read.optional('SMTP_USER');
+  const password = read.optional('SMTP_PASSWORD');
+  if ((user === null) !== (password === null)) {
+    problems.push('SMTP_USER and SMTP_PASSWORD go together: set both (AUTH) or neither (no AUTH).');
+  }
+  if (user !== null && !secure && starttls !== 'require') {
+    problems.push(
+      'SMTP_USER is set but the session may be unencrypted: set SMTP_SECURE=true or SMTP_STARTTLS=require.',
+    );
+  }
+  return {
+    host,
+    port,
+    secure,
+    starttls,
+    user,
+    password,
+    poolSize: read.positiveInt('SMTP_POOL_SIZE', CONFIG_DEFAULTS.SMTP_POOL_SIZE),
+    connectTimeoutMs: deadlines.connectTimeoutMs,
+    replyTimeoutMs: deadlines.headersTimeoutMs,
+    overallTimeoutMs: deadlines.overallTimeoutMs,
+  };
+}
