@@ -1,5 +1,5 @@
 // What a worker runs with, once loadConfig (src/config/loadConfig.ts) has read and checked the environment.
-import type { ReconcileSettings } from '../activities/reconcileActivities';
+import type { ReconcileSettings } from '../activities/reconcileTypes';
 import type { MailApiConfig } from '../mail/createMailTransport';
 import { type MailSizeLimits } from '../mail/mailSizeLimits';
 import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';

@@ -1,0 +1,106 @@
+// What the reconciliation sweep's activities take and return (docs/design.md §7). Types and one constant only:
+// the sweep workflow reads them, and the configuration reads ReconcileSettings.
+import type { Client } from '@temporalio/client';
+import type { ConfirmedOrderCursor } from '../db/confirmedOrders';
+import type { SeenRow } from '../db/transitionFence';
+import type { Database } from '../db/pool';
+import type { OrderMailMetrics } from '../metrics/orderMailMetrics';
+import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
+import type { VerificationSettings } from '../shared/workflowSettings';
+
+export type { ConfirmedOrderCursor };
+
+/** StuckClaim.runStatus of a claim an outside writer (the case study's old workers) left 'sending'. */
+export const OUTSIDE_WRITER = 'OUTSIDE_WRITER';
+
+export interface ReconcileSettings {
+  /** Orders confirmed more recently than this are left to the order service's own start. */
+  graceMs: number;
+  /** Orders confirmed longer ago than this are never mailed by the sweep. */
+  lookbackMs: number;
+  /** Nor are orders confirmed before this instant (the go-live time), when set. */
+  confirmedSince: Date | null;
+  /** Orders per start batch, and 'sending' rows examined per sweep. */
+  batchSize: number;
+}
+
+export interface ReconcileDependencies {
+  db: Database;
+  /** Starts workflows and describes runs; bound to the worker's namespace. */
+  temporal: Client;
+  settings: ReconcileSettings;
+  /** Counts the orders a sweep could not start (order_mail_orders_left_without_mail_total). */
+  metrics?: OrderMailMetrics;
+}
+
+export interface StartBatchResult {
+  found: number;
+  started: number;
+  /** Orders whose only run closed without making a log row (before its first claim), started again. */
+  restarted: number;
+  /**
+   * Orders whose run closed without a log row although the sweep had already started them again once: not
+   * started a third time (something keeps the run from claiming), named for an operator.
+   */
+  closedWithoutRow: string[];
+  alreadyStarted: number;
+  /** Orders whose workflow id a workflow of another type holds: not started, and never counted as started. */
+  conflicts: WorkflowIdConflict[];
+  next: ConfirmedOrderCursor | null;
+}
+
+export interface WorkflowIdConflict {
+  orderId: string;
+  workflowType: string;
+  runId: string;
+}
+
+export interface StuckClaim {
+  orderId: string;
+  /**
+   * The run named by the claim token, and what Temporal says of it (a closed status, or NOT_FOUND). For an
+   * outside writer's claim (the case study's old workers, docs/adoption.md): the order's id, the claim token,
+   * and OUTSIDE_WRITER.
+   */
+  workflowId: string;
+  runId: string;
+  runStatus: string;
+  /** Whether that run had passed the dispatch fence: if so, its outcome is unknown. */
+  dispatched: boolean;
+  attempts: number;
+  claimedAt: string;
+  /** The row as the sweep read it: the fence its settlement is made under. */
+  seen: SeenRow;
+  /** The key the dispatched request carried, which the provider is asked by; null for an outside writer's. */
+  sendKey: string | null;
+}
+
+export interface StuckClaimsResult {
+  examined: number;
+  stuck: StuckClaim[];
+  /** More 'sending' rows than one sweep examines. */
+  more: boolean;
+  /** This worker's policy, for the sweep workflow to decide with (recorded in history). */
+  unknownOutcomePolicy: UnknownOutcomePolicy;
+  /**
+   * How this worker asks the provider (MAIL_VERIFY), for the sweep to ask about a dispatched claim before the
+   * policy settles it; null (or absent, in results recorded before the sweep could ask) when it cannot.
+   */
+  verification?: VerificationSettings | null;
+  /** How long after its dispatch a closed run's request may have been under way (the send timeout). */
+  requestMayLastMs?: number;
+  /** Dispatched claims of closed runs left for a later sweep: too young for the provider's log to be trusted. */
+  youngerThanSettleDelay?: number;
+}
+
+/** What the sweep needs of the mail worker it runs on: its policy, and who it is for the audit trail. */
+export interface ReconcileMailSettings {
+  settings: {
+    unknownOutcomePolicy: UnknownOutcomePolicy;
+    verification?: VerificationSettings | null;
+    sendTimeoutMs: number;
+  };
+  workerIdentity: string;
+  /** MAIL_DEPLOYMENT_ID, for the send key of a row whose fence recorded none. */
+  deploymentId?: string;
+}

@@ -1,0 +1,46 @@
+// The sweep's last step: settle one stuck claim as the sweep workflow decided, with the claim's own fence
+// (src/db/closedRunAttempt.ts).
+import { log } from '@temporalio/activity';
+import { settleClosedRunClaim, type ClosedRunSettlement } from '../db/closedRunAttempt';
+import type { UnknownOutcomeDecision, VerificationAnswer } from '../shared/unknownOutcome';
+import {
+  OUTSIDE_WRITER,
+  type ReconcileDependencies,
+  type ReconcileMailSettings,
+  type StuckClaim,
+} from './reconcileTypes';
+
+export function createSettleClosedRunClaim(deps: ReconcileDependencies, mail: ReconcileMailSettings) {
+  /**
+   * Settles one claim of a closed run as the sweep decided (src/db/orderMailClaim.ts, fenced like the claim):
+   * released if it never dispatched, settled by the policy if it did. 'changed' when someone claimed or
+   * settled the row since the sweep looked: then there is nothing left to do.
+   */
+  return async function settleClosedRunClaimActivity(input: {
+    claim: StuckClaim;
+    decision: UnknownOutcomeDecision;
+    /** What the provider said of the dispatched request, when the sweep asked it. */
+    answer?: VerificationAnswer;
+  }): Promise<ClosedRunSettlement> {
+    const { claim, decision } = input;
+    const why =
+      claim.runStatus === OUTSIDE_WRITER
+        ? `the old system's claim (${claim.runId}) recorded no outcome for ${deps.settings.graceMs} ms and was settled by the reconciliation sweep`
+        : `the run holding this claim (${claim.runId}) was ${claim.runStatus.toLowerCase()} and settled by the reconciliation sweep`;
+    const result = await settleClosedRunClaim(deps.db, claim.seen, {
+      decision,
+      answer: input.answer,
+      why,
+      recordedBy: `reconciliation sweep ${mail.workerIdentity}`,
+    });
+    log.info('Reconciliation settled a claim of a closed run', {
+      orderId: claim.orderId,
+      runId: claim.runId,
+      runStatus: claim.runStatus,
+      dispatched: claim.dispatched,
+      result: result.kind,
+      decision: decision.kind,
+    });
+    return result;
+  };
+}

@@ -1,0 +1,103 @@
+// The sweep's first job (G3): start the mail of confirmed orders that have no log row, one bounded batch at a
+// time, with the order service's own start and id policy.
+import { activityInfo, heartbeat, log } from '@temporalio/activity';
+import { OrderMailWorkflowIdTakenError, RESTARTED_BY_MEMO, startOrderConfirmationMail } from '../client';
+import { findConfirmedOrdersWithoutMail, type ConfirmedOrderCursor } from '../db/confirmedOrders';
+import { readMailLog } from '../db/orderMailLog';
+import { advanceReconcileProgress, sweepNotBefore } from '../db/reconcileProgress';
+import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
+import type { ReconcileDependencies, StartBatchResult, WorkflowIdConflict } from './reconcileTypes';
+
+export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies) {
+  /** One bounded batch: finds confirmed orders without a log row and starts each one's workflow. */
+  return async function startMailsForConfirmedOrders(input: {
+    after: ConfirmedOrderCursor | null;
+  }): Promise<StartBatchResult> {
+    const { settings } = deps;
+    const progress = { namespace: activityInfo().namespace, graceMs: settings.graceMs };
+    // Since the last complete sweep only (src/db/reconcileProgress.ts), within the look-back window.
+    const notBefore = await sweepNotBefore(deps.db, {
+      ...progress,
+      lookbackMs: settings.lookbackMs,
+      confirmedSince: settings.confirmedSince,
+    });
+    const batch = await findConfirmedOrdersWithoutMail(deps.db, {
+      graceMs: settings.graceMs,
+      notBefore,
+      after: input.after,
+      limit: settings.batchSize,
+    });
+    // The workflows go to the queue this worker polls; the same id policy as the order service's start, so
+    // a start that raced with it (or with an earlier sweep) is reported as already started, and sends nothing.
+    const taskQueue = activityInfo().taskQueue;
+    let started = 0;
+    let restarted = 0;
+    const closedWithoutRow: string[] = [];
+    const conflicts: WorkflowIdConflict[] = [];
+    for (const orderId of batch.orderIds) {
+      try {
+        const result = await startOrderConfirmationMail(deps.temporal, orderId, {
+          taskQueue,
+          // A run that closed before its first claim made no row, and nothing else will start the order: it
+          // is started again, once. A run that this sweep itself started again and that closed row-less too
+          // is named instead: starting it a third time would only repeat what stopped it.
+          restartClosedRun: {
+            by: 'reconciliation sweep',
+            approve: async (closed) => {
+              if ((await readMailLog(deps.db, orderId)) !== null) return false;
+              if (closed.memo?.[RESTARTED_BY_MEMO] !== undefined) {
+                closedWithoutRow.push(orderId);
+                return false;
+              }
+              return true;
+            },
+          },
+        });
+        if (result.status === 'started') {
+          started += 1;
+          log.info('Reconciliation started a missed order mail', { orderId, runId: result.runId });
+        } else if (result.status === 'restarted') {
+          restarted += 1;
+          log.info('Reconciliation started again an order mail whose run closed before its first claim', {
+            orderId,
+            runId: result.runId,
+            closedRunId: result.closedRunId,
+            closedRunStatus: result.closedRunStatus,
+          });
+        }
+      } catch (error) {
+        if (!(error instanceof OrderMailWorkflowIdTakenError)) throw error;
+        // Not ours to start, and retrying will not free the id: report it, and go on with the batch.
+        log.warn('Order mail not started: its workflow id is held by another workflow type', {
+          orderId,
+          workflowType: error.workflowType,
+          runId: error.runId,
+        });
+        conflicts.push({ orderId, workflowType: error.workflowType, runId: error.runId });
+      }
+      heartbeat();
+    }
+    const metrics = deps.metrics ?? noOrderMailMetrics;
+    for (const _ of closedWithoutRow) metrics.orderLeftWithoutMail('closed-without-row');
+    for (const _ of conflicts) metrics.orderLeftWithoutMail('workflow-id-taken');
+    if (closedWithoutRow.length > 0) {
+      log.warn('Order mails whose restarted run closed again before its first claim: not started again', {
+        orders: closedWithoutRow,
+        hint: 'see why the run closed (npm run ops -- status <orderId>), fix it, then npm run ops -- retry',
+      });
+    }
+    // The last batch of this sweep: every order up to the grace was looked at, and each one found missing
+    // was started (or is a conflict, logged and counted above, which no later sweep could start either).
+    if (batch.next === null) await advanceReconcileProgress(deps.db, progress);
+    return {
+      found: batch.orderIds.length,
+      started,
+      restarted,
+      closedWithoutRow,
+      alreadyStarted:
+        batch.orderIds.length - started - restarted - closedWithoutRow.length - conflicts.length,
+      conflicts,
+      next: batch.next,
+    };
+  };
+}
