@@ -7,18 +7,12 @@
 // request may have lasted until its send timeout: a second execution that found it ALREADY_DISPATCHED, a
 // closed run's). The mail workflow waits on a durable timer and asks again, a few times at most; the sweep
 // leaves the claim for a later sweep instead (waitForEvidence: false).
-import { ActivityFailure, condition, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
-import type { OrderMailActivities, VerificationWait, VerifyOrderMailInput } from '../activities';
+import { ActivityFailure, condition, TimeoutFailure } from '@temporalio/workflow';
+import type { VerificationWait, VerifyOrderMailInput } from '../activities';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
 import type { VerificationSettings } from '../shared/workflowSettings';
+import { verifier } from './commands';
 
-// Each try gets the lookup's own deadline plus this, to read Postgres before and after.
-const VERIFY_ATTEMPT_MARGIN_MS = 5_000;
-const VERIFY_RETRY = {
-  initialInterval: '1 second',
-  backoffCoefficient: 2,
-  maximumInterval: '10 seconds',
-} as const;
 // A "wait" names the moment "not found" may count (one wait normally suffices), or asks again a settle delay
 // later because the lookup shows no fresher known send yet (src/evidence/freshnessWitness.ts), which the activity
 // bounds by MAIL_VERIFY_DEADLINE_MS and then calls inconclusive. This cap only keeps a history finite should
@@ -80,13 +74,8 @@ async function askOnce(
   verification: VerificationSettings,
   input: VerifyOrderMailInput,
 ): Promise<VerificationAnswer | VerificationWait> {
-  const verifier = proxyActivities<OrderMailActivities>({
-    startToCloseTimeout: verification.lookupTimeoutMs + VERIFY_ATTEMPT_MARGIN_MS,
-    scheduleToCloseTimeout: verification.deadlineMs,
-    retry: VERIFY_RETRY,
-  });
   try {
-    return await verifier.verifyOrderMail(input);
+    return await verifier(verification).verifyOrderMail(input);
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
     // Past the schedule-to-close deadline Temporal stops retrying and hands over the last try's failure

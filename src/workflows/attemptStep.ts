@@ -1,0 +1,55 @@
+// The shapes one attempt hands to the loop: how the run ends (OrderMailResult) and how one attempt ended (Step).
+// Types only, so every module of the workflow can name them without importing each other.
+import type { ClaimResult, OrderMailActivities } from '../activities';
+import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
+import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import type { SendVerdict } from './sendVerdict';
+
+export interface OrderMailResult {
+  orderId: string;
+  /** 'sent': this run settled the mail as sent. 'already-sent': an earlier run had. 'claim-lost': someone
+   * else (an operator's resolve) settled the row while this run held it, so it stopped without recording. */
+  result: 'sent' | 'already-sent' | 'claim-lost';
+  outcome: LogOutcome | null;
+  /** The log row's attempt number this run ended on (attempts of the order, all runs). */
+  attempts: number;
+  /** The provider's id of the accepted mail, also when the claim was lost before it could be recorded. */
+  providerMessageId: string | null;
+  /** Why this run sent nothing, in words an operator reads in the Web UI's result panel. */
+  explanation?: string;
+}
+
+export type Claimed = Extract<ClaimResult, { kind: 'claimed' }>;
+export type OrphanToVerify = Extract<ClaimResult, { kind: 'verify-orphan' }>;
+export type Recorded = Exclude<
+  Awaited<ReturnType<OrderMailActivities['recordOrderMailOutcome']>>,
+  { kind: 'dispatch-changed' }
+>;
+export type NotAcceptedVerdict = Extract<SendVerdict, { kind: 'not-accepted' }>;
+
+/** The row an attempt works on: the order, the claim's token and the attempt number. */
+export interface AttemptRef {
+  orderId: string;
+  claimToken: string;
+  attempt: number;
+}
+
+/** How one attempt (claim → send → record) ended, for the loop to act on. */
+export type Step =
+  | { kind: 'finished'; result: OrderMailResult }
+  | { kind: 'held-at-same-time'; holder: string }
+  /** Cancelled between claim and send: the claim was released, nothing was sent. */
+  | { kind: 'released'; attempt: number }
+  /** This attempt sent nothing, and another claim holds the row: claim again (v1.0.0: `result` ended it). */
+  | { kind: 'lost-while-held'; result: OrderMailResult }
+  /** A closed run's dispatched attempt was verified and settled (null: someone else settled it): claim again. */
+  | { kind: 'orphan-settled'; attempt: number; settledAs: string | null }
+  /** Cancelled while waiting to ask about a closed run's attempt: left as it was, for the sweep to ask. */
+  | { kind: 'orphan-left'; attempt: number }
+  | {
+      kind: 'not-accepted';
+      attempt: number;
+      settings: OrderMailWorkflowSettings;
+      verdict: NotAcceptedVerdict;
+      recordedOutcome: MailOutcome;
+    };

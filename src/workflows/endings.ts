@@ -1,0 +1,209 @@
+// How a run ends when it does not simply return a result: the failures it fails with, and the Cancelled ending
+// with its explanation. One place, so what an operator reads for each ending can be checked side by side.
+import {
+  ApplicationFailure,
+  CancelledFailure,
+  isCancellation,
+  log,
+  sleep,
+  upsertMemo,
+} from '@temporalio/workflow';
+import { FailureType, type SendFailureDetails } from '../shared/failures';
+import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
+import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
+import type { NotAcceptedVerdict, OrderMailResult, Step } from './attemptStep';
+import { showNoClaim } from './showOrderMailState';
+
+/** The memo key under which a cancelled run says what it did (a cancelled run carries no result). */
+export const EXPLANATION_MEMO = 'orderMailExplanation';
+
+/** A durable wait; a cancel during it ends the run Cancelled (the row is already settled). */
+export async function waitOrEndCancelled(orderId: string, delayMs: number, when: string): Promise<void> {
+  try {
+    await sleep(delayMs);
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    throw endCancelled(
+      `Order ${orderId}: cancelled while waiting to claim again ${when}. Nothing is in flight: the log row ` +
+        'is settled as failed, and a reset or npm run ops -- retry sends the mail.',
+    );
+  }
+}
+
+/** What a cancel that arrived during an attempt leaves behind, said on the way out. */
+export function cancelledAfter(orderId: string, step: Step): CancelledFailure {
+  switch (step.kind) {
+    case 'released':
+      return endCancelled(
+        `Order ${orderId}: cancelled while claiming. No request was made; attempt ${step.attempt} is recorded as ` +
+          'failed/not_sent, and a reset or npm run ops -- retry sends the mail.',
+      );
+    case 'finished': {
+      const { result } = step;
+      const what =
+        result.result === 'sent'
+          ? `the mail had already been dispatched, was waited for and recorded as sent (outcome ${result.outcome}` +
+            `${result.providerMessageId === null ? '' : `, message id ${result.providerMessageId}`})`
+          : result.result === 'already-sent'
+            ? 'the mail was already recorded as sent, and this run sent nothing'
+            : 'the log row had been settled by someone else, and this run recorded nothing';
+      return endCancelled(`Order ${orderId}: cancelled during attempt ${result.attempts}; ${what}.`);
+    }
+    case 'lost-while-held':
+      return endCancelled(
+        `Order ${orderId}: cancelled after attempt ${step.result.attempts}, which sent nothing, found the row held ` +
+          "by another claim (a closed run's, after a reset). The sweep settles that claim; then a reset or " +
+          'npm run ops -- retry sends the mail.',
+      );
+    case 'orphan-settled':
+      return endCancelled(
+        `Order ${orderId}: cancelled while settling attempt ${step.attempt}, which a closed run had sent and ` +
+          `never recorded (${step.settledAs ?? 'settled by someone else meanwhile'}). This run sent nothing; ` +
+          'npm run ops -- status shows the row, and a reset or npm run ops -- retry sends the mail if it is owed.',
+      );
+    case 'orphan-left':
+      return endCancelled(
+        `Order ${orderId}: cancelled while waiting to ask the provider about attempt ${step.attempt}, which a ` +
+          'closed run had sent and never recorded. This run sent nothing and left that attempt as it was: the ' +
+          'reconciliation sweep asks the provider and settles it; npm run ops -- status shows the row.',
+      );
+    case 'held-at-same-time':
+      showNoClaim();
+      return endCancelled(
+        `Order ${orderId}: cancelled; the row is held by ${step.holder}, and this run sent nothing.`,
+      );
+    case 'not-accepted':
+      return endCancelled(
+        `Order ${orderId}: cancelled during attempt ${step.attempt}, which was waited for and recorded as ` +
+          `failed/${step.recordedOutcome} (${describeDetails(step.verdict.details)}). Nothing is in flight; a reset ` +
+          'or npm run ops -- retry sends the mail.',
+      );
+  }
+}
+
+/**
+ * Ends the run Cancelled. The TypeScript SDK (1.24) sends the cancellation with no details, so a cancelled run
+ * has no result or failure text of its own: the explanation goes into the run's memo, which the Web UI shows
+ * and `describe()` returns, and into the CancelledFailure for the workflow's own log.
+ */
+function endCancelled(explanation: string): CancelledFailure {
+  upsertMemo({ [EXPLANATION_MEMO]: explanation });
+  log.info('Order mail workflow cancelled', { explanation });
+  return new CancelledFailure(explanation);
+}
+
+export function claimLost(
+  orderId: string,
+  attempt: number,
+  outcome: LogOutcome | null,
+  providerMessageId: string | null,
+): OrderMailResult {
+  const accepted =
+    providerMessageId === null
+      ? ''
+      : ` The provider had accepted this run's mail (message id ${providerMessageId}); that answer is kept in the ` +
+        "attempt's audit row.";
+  return {
+    orderId,
+    result: 'claim-lost',
+    outcome,
+    attempts: attempt,
+    providerMessageId,
+    explanation:
+      `Order ${orderId}: the mail's log row was settled by someone else (an operator's resolve) while this run ` +
+      `held it, so this run did not change it.${accepted} The log row, its attempts and its operator acts say what happened.`,
+  };
+}
+
+export function validOrderIdOrFail(input: unknown): string {
+  try {
+    return parseOrderId(input);
+  } catch (error) {
+    if (error instanceof InvalidOrderIdError) {
+      throw ApplicationFailure.create({
+        type: FailureType.InvalidOrderId,
+        message: error.message,
+        nonRetryable: true,
+      });
+    }
+    throw error;
+  }
+}
+
+export function permanentFailure(
+  orderId: string,
+  outcome: MailOutcome,
+  verdict: NotAcceptedVerdict,
+): ApplicationFailure {
+  // The workflow fails with the send's own type (MailRejected, OrderNotFound), so the UI and callers see it
+  // first, with the activity's failure as its cause.
+  const what =
+    verdict.failureType === FailureType.MailRefused
+      ? 'the confirmation mail was refused before sending'
+      : outcome === 'rejected'
+        ? 'the mail API rejected the confirmation mail'
+        : 'the confirmation mail cannot be sent';
+  return ApplicationFailure.create({
+    type: verdict.failureType,
+    message: `Order ${orderId}: ${what} (${describeDetails(verdict.details)}). Fix the cause, then reset this workflow to send again.`,
+    nonRetryable: true,
+    details: [verdict.details],
+    cause: verdict.cause,
+  });
+}
+
+export function describeDetails(details: SendFailureDetails): string {
+  // Reasons from an HTTP answer already start with "HTTP <status>"; others name their status if they have one.
+  const hasStatus = details.httpStatus === null || details.reason.startsWith(`HTTP ${details.httpStatus}`);
+  return hasStatus ? details.reason : `HTTP ${details.httpStatus}: ${details.reason}`;
+}
+
+/** Another run of this workflow id holds the row at a time this run cannot tell apart from its own. */
+export function heldAtSameTimeFailure(orderId: string, holder: string): ApplicationFailure {
+  showNoClaim();
+  return ApplicationFailure.create({
+    type: FailureType.ClaimHeldElsewhere,
+    message:
+      `Order ${orderId}: the mail's row was claimed by another run of this workflow (${holder}) at ` +
+      'a time this run cannot tell apart from its own; this run sends nothing. If that run is closed, ' +
+      'the reconciliation sweep settles its claim; then retry: npm run ops -- retry.',
+    nonRetryable: true,
+  });
+}
+
+/** Another workflow holds the row: the mail is its to send. */
+export function heldByAnotherWorkflowFailure(orderId: string, holder: string): ApplicationFailure {
+  showNoClaim();
+  return ApplicationFailure.create({
+    type: FailureType.ClaimHeldElsewhere,
+    message: `Order ${orderId}: the mail is being sent by another workflow (${holder}); this run sends nothing.`,
+    nonRetryable: true,
+  });
+}
+
+/** Closed runs' attempts kept turning up: the row keeps changing under this run. */
+export function closedRunsKeptComingFailure(orderId: string, settledInARow: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.ClaimHeldElsewhere,
+    message:
+      `Order ${orderId}: ${settledInARow} attempts of closed runs were settled in a row and the row was ` +
+      'still not free to claim; this run sends nothing. See npm run ops -- status, then retry.',
+    nonRetryable: true,
+  });
+}
+
+/** This run used its attempts and the mail is still not sent. */
+export function gaveUpFailure(
+  orderId: string,
+  runAttempts: number,
+  details: SendFailureDetails,
+): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.MailNotSentGaveUp,
+    message:
+      `Order ${orderId}: the confirmation mail was not sent after ${runAttempts} attempts of this run ` +
+      `(last: ${describeDetails(details)}). Fix the cause, then reset this workflow to try again.`,
+    nonRetryable: true,
+    details: [details],
+  });
+}
