@@ -5,7 +5,7 @@ import { claimOrderMailRow } from '../db/orderMailClaim';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
-import { orderNotFoundFailure } from '../shared/failures';
+import { orderNotFoundFailure } from '../shared/sendOutcome';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import { providerNamesOf, verifiersOf, type ActivityDependencies } from './dependencies';
 import { recordResetOfRun } from './resetAct';

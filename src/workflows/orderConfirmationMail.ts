@@ -5,13 +5,13 @@ import type { OrderMailResult, Step } from './attemptStep';
 import {
   cancelledAfter,
   closedRunsKeptComingFailure,
-  describeDetails,
   gaveUpFailure,
   heldAtSameTimeFailure,
   permanentFailure,
   validOrderIdOrFail,
   waitOrEndCancelled,
 } from './endings';
+import { describeSendOutcome } from '../shared/sendOutcome';
 import { earlyAskOnProviderEvents } from './verificationWaits';
 
 export type { OrderMailResult } from './attemptStep';
@@ -107,18 +107,15 @@ async function afterNotAccepted(
   step: Extract<Step, { kind: 'not-accepted' }>,
   runAttempts: number,
 ): Promise<void> {
-  const { verdict, settings } = step;
-  const { details } = verdict;
-  if (step.recordedOutcome === 'rejected' || !details.retryable) {
-    throw permanentFailure(orderId, step.recordedOutcome, verdict);
-  }
-  if (runAttempts >= settings.maxSendAttempts) throw gaveUpFailure(orderId, runAttempts, details);
-  const delayMs = delayBeforeNextAttempt(settings, runAttempts, details.retryAfterMs);
+  const { sent, settings } = step;
+  if (step.recordedOutcome === 'rejected' || !sent.retryable) throw permanentFailure(orderId, step);
+  if (runAttempts >= settings.maxSendAttempts) throw gaveUpFailure(orderId, runAttempts, sent);
+  const delayMs = delayBeforeNextAttempt(settings, runAttempts, sent.retryAfterMs);
   log.info('Order mail not accepted; waiting before the next attempt', {
     orderId,
     attempt: step.attempt,
     delayMs,
     outcome: step.recordedOutcome,
   });
-  await waitOrEndCancelled(orderId, delayMs, `after attempt ${step.attempt} (${describeDetails(details)})`);
+  await waitOrEndCancelled(orderId, delayMs, `after attempt ${step.attempt} (${describeSendOutcome(sent)})`);
 }

@@ -13,7 +13,7 @@ import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { recordOutcome } from '../../src/db/orderMailRecord';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { sendFailure } from '../../src/shared/failures';
+import { notAcceptedOutcome, sendFailure } from '../../src/shared/sendOutcome';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { ActivityHolds } from '../support/heldActivities';
 import {
@@ -58,12 +58,14 @@ beforeAll(async () => {
       sendOrderMail: (input) => {
         if (!unknownBeforeTheFence.delete(input.orderId)) return real.sendOrderMail(input);
         return Promise.reject(
-          sendFailure({
-            outcome: 'unknown',
-            httpStatus: null,
-            errorCode: null,
-            reason: 'test: the send ended before its dispatch fence, its outcome unknown to it',
-          }),
+          sendFailure(
+            notAcceptedOutcome({
+              outcome: 'unknown',
+              httpStatus: null,
+              errorCode: null,
+              reason: 'test: the send ended before its dispatch fence, its outcome unknown to it',
+            }),
+          ),
         );
       },
     }),

@@ -1,6 +1,6 @@
-// The unknown-outcome path: how a send that was not accepted gets recorded. Rejected and not-sent are recorded
-// as they are; an unknown is decided by decideUnknownOutcome (src/shared/unknownOutcome.ts) from the row's
-// facts, after asking the provider where it can be asked.
+// How an attempt's send outcome gets recorded. Accepted, rejected and not-sent are recorded as they are; an
+// unknown is decided by decideUnknownOutcome (src/shared/unknownOutcome.ts) from the row's facts, after asking
+// the provider where it can be asked.
 import {
   decideUnknownOutcome,
   describeUnknownDecision,
@@ -8,47 +8,59 @@ import {
   type UnknownOutcomeFacts,
   type VerificationAnswer,
 } from '../shared/unknownOutcome';
-import type { SendFailureDetails } from '../shared/failures';
-import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
+import type { SendAccepted, SendNotAccepted } from '../shared/sendOutcome';
+import { delayBeforeNextAttempt } from '../shared/workflowSettings';
 import type { EarlyAsk } from './askProvider';
-import type { AttemptRef, Recorded } from './attemptStep';
+import type { AttemptRef, Claimed, Recorded } from './attemptStep';
 import { bookkeeping } from './commands';
 import { verifyWithProvider } from './verificationWaits';
 
+export interface Recording {
+  recorded: Recorded;
+  /** The accepted mail's id: the provider's answer, or what verification found; null when none is known. */
+  providerMessageId: string | null;
+  /** The attempt made no request, or the provider said (or was verified to say) it took nothing. */
+  sentNothing: boolean;
+}
+
 /**
- * Records a send that was not accepted. Rejected and not-sent are recorded as they are; an unknown outcome is
- * decided by decideUnknownOutcome from the row's facts (did the attempt pass the dispatch fence, how old is
- * the idempotency key), and recorded as decided. Where the provider can be asked (settings.verification), the
- * decision first says "verify": wait the settle delay, ask, and decide again with the answer. Should a stalled
- * send pass the fence in between, the record changes nothing and the decision is made again.
+ * Records the send's outcome. An unknown outcome is decided by decideUnknownOutcome from the row's facts (did
+ * the attempt pass the dispatch fence, how old is the idempotency key), and recorded as decided. Where the
+ * provider can be asked (settings.verification), the decision first says "verify": wait the settle delay, ask,
+ * and decide again with the answer. Should a stalled send pass the fence in between, the record changes
+ * nothing and the decision is made again.
  */
-export async function recordNotAccepted(
+export async function recordSendOutcome(
   base: AttemptRef,
-  details: SendFailureDetails,
-  settings: OrderMailWorkflowSettings,
-  next: {
-    anotherAttemptFollows: boolean;
-    delayMs: number;
-    sendKey: string;
-    cancelRequested: () => boolean;
-    early: EarlyAsk;
-  },
-): Promise<{ recorded: Recorded; providerMessageId: string | null; sentNothing: boolean }> {
-  const common = { ...base, httpStatus: details.httpStatus };
-  if (details.outcome !== 'unknown') {
+  sent: SendAccepted | SendNotAccepted,
+  claim: Claimed,
+  run: { runAttempts: number; cancelRequested: () => boolean; early: EarlyAsk },
+): Promise<Recording> {
+  if (sent.outcome !== 'unknown') {
+    const accepted = sent.outcome === 'accepted';
     const recorded = await bookkeeping.recordOrderMailOutcome({
-      ...common,
-      state: 'failed',
-      outcome: details.outcome,
+      ...base,
+      state: accepted ? 'sent' : 'failed',
+      outcome: sent.outcome,
       unknownPolicy: null,
-      providerMessageId: null,
-      error: details.reason,
+      providerMessageId: accepted ? sent.providerMessageId : null,
+      httpStatus: sent.httpStatus,
+      error: accepted ? null : sent.reason,
       expectDispatched: null,
     });
     if (recorded.kind === 'dispatch-changed')
       throw new Error('unreachable: nothing was expected of the fence');
-    return { recorded, providerMessageId: null, sentNothing: details.outcome === 'not_sent' };
+    return {
+      recorded,
+      providerMessageId: accepted ? sent.providerMessageId : null,
+      sentNothing: sent.outcome === 'not_sent',
+    };
   }
+  const { settings } = claim;
+  const next = {
+    anotherAttemptFollows: !run.cancelRequested() && run.runAttempts + 1 < settings.maxSendAttempts,
+    delayMs: delayBeforeNextAttempt(settings, run.runAttempts + 1, sent.retryAfterMs),
+  };
   // What the provider said, once asked: asked at most once per attempt.
   let answer: VerificationAnswer | null = null;
   // The fence moves at most once (not dispatched → dispatched), so the second decision stands.
@@ -62,23 +74,23 @@ export async function recordNotAccepted(
       delayBeforeRetryMs: next.delayMs,
       sendTimeoutMs: settings.sendTimeoutMs,
       anotherAttemptFollows: next.anotherAttemptFollows,
-      providerError: details.errorCode,
+      providerError: sent.errorCode,
       ...(settings.verification === null ? {} : { verification: { answer } }),
     };
     let step = decideUnknownOutcome(facts);
     if (step.kind === 'verify') {
       answer = await verifyWithProvider(
         base,
-        next.sendKey,
+        claim.idempotencyKey,
         settings.verification!,
-        next.cancelRequested,
-        next.early,
+        run.cancelRequested,
+        run.early,
         {
           // This execution saw its request end: "not found" may count that long after the dispatch, plus the
-          // settle delay. Absent (ALREADY_DISPATCHED, a timed-out send): only after the attempt's send timeout.
-          ...(details.requestEndedAfterFenceMs === undefined
+          // settle delay. Null (ALREADY_DISPATCHED, a timed-out send): only after the attempt's send timeout.
+          ...(sent.requestEndedAfterFenceMs === null
             ? {}
-            : { requestEndedWithinMs: details.requestEndedAfterFenceMs }),
+            : { requestEndedWithinMs: sent.requestEndedAfterFenceMs }),
         },
       );
       facts.verification = { answer };
@@ -89,14 +101,14 @@ export async function recordNotAccepted(
     const described = describeUnknownDecision(decision, facts);
     const providerMessageId = decision.kind === 'verified-accepted' ? decision.providerMessageId : null;
     const recorded = await bookkeeping.recordOrderMailOutcome({
-      ...common,
+      ...base,
+      httpStatus: sent.httpStatus,
       state: decision.state,
       outcome: decision.outcome,
       unknownPolicy: decision.unknownPolicy,
       verification: decision.verification ?? null,
       providerMessageId,
-      error:
-        decision.kind === 'not-sent' ? `${described} (${details.reason})` : `${details.reason}; ${described}`,
+      error: decision.kind === 'not-sent' ? `${described} (${sent.reason})` : `${sent.reason}; ${described}`,
       expectDispatched: attemptFacts.dispatched,
     });
     // Not sent: the request never left (the fence was not passed), or the provider said it has no such mail.
