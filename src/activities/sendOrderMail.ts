@@ -271,10 +271,7 @@ async function beforeDispatch<T>(step: string, work: () => Promise<T>): Promise<
 }
 
 /** The row as an operator (or another run) left it, for the workflow to show; best effort, nothing depends on it. */
-async function describeLostClaim(
-  deps: ActivityDependencies,
-  orderId: string,
-): Promise<SendClaimLost['row']> {
+async function describeLostClaim(deps: ActivityDependencies, orderId: string): Promise<SendClaimLost['row']> {
   try {
     const row = await readMailLog(deps.db, orderId);
     return { currentState: row?.state ?? null, currentOutcome: row?.outcome ?? null };

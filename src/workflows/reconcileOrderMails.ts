@@ -5,7 +5,8 @@ import type {
   StuckClaim,
 } from '../activities/reconcileActivities';
 import { OrderMailStuckOrders } from '../shared/searchAttributes';
-import { decideUnknownOutcome, type VerificationAnswer } from '../shared/unknownOutcome';
+import type { VerificationAnswer } from '../shared/unknownOutcome';
+import { sweptOrphanFacts } from '../shared/unknownOutcomeFacts';
 import { askProvider } from './askProvider';
 import type { VerificationWait } from '../activities';
 
@@ -86,8 +87,8 @@ export interface ReconcileReport {
  * it (the sweep does not start the mail itself: a terminate is an operator's decision about this run, which
  * the sweep only makes true in the row); dispatched → where the provider can be asked, looked up first
  * (found: sent/accepted; not found: failed/not_sent, for a retry to send), else and when that cannot decide
- * settled by the policy, decided here by the same function as the workflow's own unknowns. Each lands in the audit trail and on the OrderMailStuckOrders
- * search attribute. Running it twice changes nothing: every start is idempotent, every settlement fenced.
+ * settled by the policy: the facts are gathered here (sweptOrphanFacts) and decided by the same function as
+ * the workflow's own unknowns. Each lands in the audit trail and on the OrderMailStuckOrders search attribute. Running it twice changes nothing: every start is idempotent, every settlement fenced.
  */
 export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<ReconcileReport> {
   const counted = {
@@ -164,28 +165,18 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
       leftForLater += 1;
       continue;
     }
-    // No attempt follows a closed run's claim here, so what the provider cannot decide goes to the policy.
-    const decision = decideUnknownOutcome({
+    // No attempt follows a closed run's claim here, so what the provider cannot decide goes to the policy:
+    // decideUnknownOutcome decides by these facts, in the activity, and says how.
+    const facts = sweptOrphanFacts({
       dispatched: claim.dispatched,
       policy: found.unknownOutcomePolicy,
-      idempotency: null,
-      sinceKeyFirstDispatchMs: null,
-      delayBeforeRetryMs: 0,
-      sendTimeoutMs: 0,
-      anotherAttemptFollows: false,
-      providerError: null,
-      ...(answer === undefined ? {} : { verification: { answer } }),
-    });
-    if (decision.kind === 'verify') throw new Error('unreachable: verification answered, yet asked again');
-    const settled = await sweep.settleClosedRunClaim({
-      claim,
-      decision,
       ...(answer === undefined ? {} : { answer }),
     });
+    const settled = await sweep.settleClosedRunClaim({ claim, facts });
     stuck.push({
       ...claim,
       settlement: settled.kind,
-      ...(settled.kind === 'settled' ? { settledAs: decision.kind } : {}),
+      ...(settled.kind === 'settled' ? { settledAs: settled.decision.kind } : {}),
     });
   }
   if (stuck.length > 0 || counted.closedWithoutRow.length > 0) {

@@ -1,14 +1,13 @@
 // How an attempt's send outcome gets recorded. Accepted, rejected and not-sent are recorded as they are; an
 // unknown is decided by decideUnknownOutcome (src/shared/unknownOutcome.ts) from the row's facts, after asking
 // the provider where it can be asked.
+import type { SendAccepted, SendNotAccepted } from '../shared/sendOutcome';
 import {
   decideUnknownOutcome,
   describeUnknownDecision,
-  type UnknownOutcomeDecision,
-  type UnknownOutcomeFacts,
   type VerificationAnswer,
 } from '../shared/unknownOutcome';
-import type { SendAccepted, SendNotAccepted } from '../shared/sendOutcome';
+import { ownAttemptFacts, type AttemptOnRecord } from '../shared/unknownOutcomeFacts';
 import { delayBeforeNextAttempt } from '../shared/workflowSettings';
 import type { EarlyAsk } from './askProvider';
 import type { AttemptRef, Claimed, Recorded } from './attemptStep';
@@ -57,27 +56,24 @@ export async function recordSendOutcome(
     };
   }
   const { settings } = claim;
-  const next = {
-    anotherAttemptFollows: !run.cancelRequested() && run.runAttempts + 1 < settings.maxSendAttempts,
-    delayMs: delayBeforeNextAttempt(settings, run.runAttempts + 1, sent.retryAfterMs),
-  };
+  // Judged as the send came back, before any wait: how long a retry would wait, and whether one follows.
+  const delayBeforeRetryMs = delayBeforeNextAttempt(settings, run.runAttempts + 1, sent.retryAfterMs);
+  const anotherAttemptFollows = !run.cancelRequested() && run.runAttempts + 1 < settings.maxSendAttempts;
+  const facts = (attempt: AttemptOnRecord, answer: VerificationAnswer | null) =>
+    ownAttemptFacts({
+      attempt,
+      settings,
+      delayBeforeRetryMs,
+      anotherAttemptFollows,
+      providerError: sent.errorCode,
+      answer,
+    });
   // What the provider said, once asked: asked at most once per attempt.
   let answer: VerificationAnswer | null = null;
   // The fence moves at most once (not dispatched → dispatched), so the second decision stands.
   for (let decided = 0; ; decided++) {
-    const attemptFacts = await bookkeeping.readAttemptOutcomeFacts(base);
-    const facts: UnknownOutcomeFacts = {
-      dispatched: attemptFacts.dispatched,
-      policy: settings.unknownOutcomePolicy,
-      idempotency: settings.idempotency,
-      sinceKeyFirstDispatchMs: attemptFacts.sinceKeyFirstDispatchMs,
-      delayBeforeRetryMs: next.delayMs,
-      sendTimeoutMs: settings.sendTimeoutMs,
-      anotherAttemptFollows: next.anotherAttemptFollows,
-      providerError: sent.errorCode,
-      ...(settings.verification === null ? {} : { verification: { answer } }),
-    };
-    let step = decideUnknownOutcome(facts);
+    const attempt = await bookkeeping.readAttemptOutcomeFacts(base);
+    let step = decideUnknownOutcome(facts(attempt, answer));
     if (step.kind === 'verify') {
       answer = await verifyWithProvider(
         base,
@@ -93,12 +89,11 @@ export async function recordSendOutcome(
             : { requestEndedWithinMs: sent.requestEndedAfterFenceMs }),
         },
       );
-      facts.verification = { answer };
-      step = decideUnknownOutcome(facts);
+      step = decideUnknownOutcome(facts(attempt, answer));
       if (step.kind === 'verify') throw new Error('unreachable: verification answered, yet asked again');
     }
-    const decision: UnknownOutcomeDecision = step;
-    const described = describeUnknownDecision(decision, facts);
+    const decision = step;
+    const described = describeUnknownDecision(decision, facts(attempt, answer));
     const providerMessageId = decision.kind === 'verified-accepted' ? decision.providerMessageId : null;
     const recorded = await bookkeeping.recordOrderMailOutcome({
       ...base,
@@ -109,7 +104,7 @@ export async function recordSendOutcome(
       verification: decision.verification ?? null,
       providerMessageId,
       error: decision.kind === 'not-sent' ? `${described} (${sent.reason})` : `${sent.reason}; ${described}`,
-      expectDispatched: attemptFacts.dispatched,
+      expectDispatched: attempt.dispatched,
     });
     // Not sent: the request never left (the fence was not passed), or the provider said it has no such mail.
     const sentNothing = decision.outcome === 'not_sent';

@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, type ClaimResult } from '../../src/activities';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { decideUnknownOutcome } from '../../src/shared/unknownOutcome';
+import { ownAttemptFacts } from '../../src/shared/unknownOutcomeFacts';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
@@ -566,15 +567,22 @@ describe('record', () => {
     // What the workflow does after a start-to-close timeout: read the facts, decide, record.
     const facts = await exec(env, acts.readAttemptOutcomeFacts, { orderId, claimToken, attempt: 1 });
     expect(facts).toMatchObject({ held: true, dispatched: false, sinceKeyFirstDispatchMs: null });
-    const decision = decideUnknownOutcome({
-      ...facts,
-      policy: 'assume-sent',
-      idempotency: null,
-      delayBeforeRetryMs: 0,
-      sendTimeoutMs: 6_000,
-      anotherAttemptFollows: true,
-      providerError: null,
-    });
+    const decision = decideUnknownOutcome(
+      ownAttemptFacts({
+        attempt: facts,
+        settings: {
+          unknownOutcomePolicy: 'assume-sent',
+          idempotency: null,
+          sendTimeoutMs: 6_000,
+          verification: null,
+        },
+        delayBeforeRetryMs: 0,
+        anotherAttemptFollows: true,
+        providerError: null,
+        answer: null,
+      }),
+    );
+    if (decision.kind === 'verify') throw new Error('unreachable: nothing to verify with');
     const result = await exec(env, acts.recordOrderMailOutcome, {
       orderId,
       claimToken,
