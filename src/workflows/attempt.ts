@@ -145,7 +145,7 @@ async function send(
 async function claimOrFail(orderId: string): Promise<ClaimResult> {
   try {
     // The workflow's clock: the server's time of this workflow task (src/db/orderMailClaim.ts).
-    return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now(), verifyOrphans: true });
+    return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now() });
   } catch (error) {
     // A local activity's failure reaches the workflow as the activity's own ApplicationFailure (seen with
     // SDK 1.24); a regular activity's would be wrapped in an ActivityFailure. Both mean the same here.

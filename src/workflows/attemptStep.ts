@@ -40,7 +40,7 @@ export type Step =
   | { kind: 'held-at-same-time'; holder: string }
   /** Cancelled between claim and send: the claim was released, nothing was sent. */
   | { kind: 'released'; attempt: number }
-  /** This attempt sent nothing, and another claim holds the row: claim again (v1.0.0: `result` ended it). */
+  /** This attempt sent nothing, and another claim holds the row: claim again (`result`, once out of tries). */
   | { kind: 'lost-while-held'; result: OrderMailResult }
   /** A closed run's dispatched attempt was verified and settled (null: someone else settled it): claim again. */
   | { kind: 'orphan-settled'; attempt: number; settledAs: string | null }

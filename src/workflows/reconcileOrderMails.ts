@@ -32,9 +32,8 @@ export interface ReconcileInput {
   counted?: {
     found: number;
     started: number;
-    /** Absent in runs continued before the sweep restarted closed runs. */
-    restarted?: number;
-    closedWithoutRow?: string[];
+    restarted: number;
+    closedWithoutRow: string[];
     alreadyStarted: number;
     batches: number;
     /** Orders not started because a workflow of another type holds their id. */
@@ -92,9 +91,15 @@ export interface ReconcileReport {
  */
 export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<ReconcileReport> {
   const counted = {
-    ...(input.counted ?? { found: 0, started: 0, alreadyStarted: 0, batches: 0, conflicts: 0 }),
-    restarted: input.counted?.restarted ?? 0,
-    closedWithoutRow: input.counted?.closedWithoutRow ?? [],
+    ...(input.counted ?? {
+      found: 0,
+      started: 0,
+      restarted: 0,
+      closedWithoutRow: [],
+      alreadyStarted: 0,
+      batches: 0,
+      conflicts: 0,
+    }),
   };
   let after: ConfirmedOrderCursor | null = input.resumeAfter ?? null;
   const batchesPerRun = input.batchesPerRun ?? DEFAULT_BATCHES_PER_RUN;
@@ -102,8 +107,8 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
     const result = await sweep.startMailsForConfirmedOrders({ after });
     counted.found += result.found;
     counted.started += result.started;
-    counted.restarted += result.restarted ?? 0;
-    counted.closedWithoutRow = [...counted.closedWithoutRow, ...(result.closedWithoutRow ?? [])].slice(
+    counted.restarted += result.restarted;
+    counted.closedWithoutRow = [...counted.closedWithoutRow, ...result.closedWithoutRow].slice(
       0,
       MAX_STUCK_ORDERS_SHOWN,
     );
@@ -126,9 +131,9 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
   const found = await sweep.findStuckMailClaims();
   const { more } = found;
   const stuck: SettledStuckClaim[] = [];
-  const verification = found.verification ?? null;
+  const { verification } = found;
   const askable = (claim: StuckClaim): claim is StuckClaim & { sendKey: string } =>
-    claim.dispatched && claim.sendKey != null && verification !== null;
+    claim.dispatched && claim.sendKey !== null && verification !== null;
   // Where the provider can be asked, a dispatched request is looked up first (the activity found it old enough
   // for the provider's log to be trusted), a few at a time and together: each ask may take up to the
   // verification deadline, and a sweep asking a hundred in a row through a lookup outage would hold off the
@@ -149,7 +154,7 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
                 claimToken: claim.seen.claimToken,
                 attempt: claim.attempts,
                 sendKey: claim.sendKey,
-                requestMayLastMs: found.requestMayLastMs ?? 0,
+                requestMayLastMs: found.requestMayLastMs,
               },
               { waitForEvidence: false },
             ),
@@ -157,7 +162,7 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
       ),
     ),
   );
-  let leftForLater = found.youngerThanSettleDelay ?? 0;
+  let leftForLater = found.youngerThanSettleDelay;
   for (const claim of found.stuck) {
     const asked = answers.get(claim.orderId);
     const answer = asked?.kind === 'wait' ? undefined : asked;
