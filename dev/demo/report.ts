@@ -498,9 +498,9 @@ function verificationInvariants(
   closedByOperator: Set<string>,
 ): InvariantResult[] {
   // An attempt of a run an operator closed mid-send that was settled by the policy without the provider being
-  // asked (since v1.1.0 the run that takes it over and the sweep ask; what is left: a worker that cannot ask,
-  // a 1.0.x worker during a rolling deploy). Only that excuses a settlement here, and only on such an order;
-  // every customer without a mail still counts in the report's summary.
+  // asked (the run that takes it over and the sweep ask where they can; what is left: a worker that cannot
+  // ask). Only that excuses a settlement here, and only on such an order; every customer without a mail
+  // still counts in the report's summary.
   const policyPriced = (orderId: string): boolean =>
     closedByOperator.has(orderId) &&
     orders

@@ -5,7 +5,7 @@ import { claimOrderMailRow } from '../db/orderMailClaim';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
-import { orderNotFoundFailure } from '../shared/failures';
+import { orderNotFoundFailure } from '../shared/sendOutcome';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import { providerNamesOf, verifiersOf, type ActivityDependencies } from './dependencies';
 import { recordResetOfRun } from './resetAct';
@@ -17,12 +17,6 @@ export interface ClaimOrderMailInput {
    * workflow task, recorded in history. It orders the runs of one workflow id (src/db/orderMailClaim.ts).
    */
   issuedAtMs: number;
-  /**
-   * This workflow can verify a closed run's dispatched attempt before it is settled (it handles the
-   * 'verify-orphan' result). Absent in the input of runs recorded before it could; the claim then settles
-   * such an attempt by the policy, as it did.
-   */
-  verifyOrphans?: boolean;
 }
 
 export type ClaimResult =
@@ -77,7 +71,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
     const deploymentId = deps.deploymentId ?? DEFAULT_DEPLOYMENT_ID;
     const metrics = deps.metrics ?? noOrderMailMetrics;
     const claimToken = claimTokenOf(info.namespace, execution.workflowId, execution.runId);
-    const judgements = providerJudgementsOf(deps, input.verifyOrphans === true);
+    const judgements = providerJudgementsOf(deps);
     const workflowScope = workflowScopeOf(info.namespace, execution.workflowId);
 
     const decision = await claimOrderMailRow(
@@ -91,9 +85,9 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         idempotency: settings.idempotency,
         sendTimeoutMs: settings.sendTimeoutMs,
         recordedBy: deps.workerIdentity,
-        // Only where this worker can ask the provider, and the workflow will (per provider: byProvider).
-        verifyDispatchedOrphans:
-          input.verifyOrphans === true && settings.verification !== null && verifiersOf(deps).length > 0,
+        // The workflow asks about a closed run's dispatched attempt wherever this worker can ask its provider
+        // (per provider: byProvider); where it cannot, the policy settles it.
+        verifyDispatchedOrphans: settings.verification !== null && verifiersOf(deps).length > 0,
         byProvider: judgements,
         providers: providerNamesOf(deps),
       },
@@ -202,16 +196,13 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
  * Each configured provider's key window and whether an attempt there can be asked about (failover): the
  * claim judges an attempt by where it went. Empty with one provider: the worker's settings are its own.
  */
-function providerJudgementsOf(
-  deps: ActivityDependencies,
-  workflowVerifiesOrphans: boolean,
-): ReadonlyMap<string, ProviderJudgement> {
+function providerJudgementsOf(deps: ActivityDependencies): ReadonlyMap<string, ProviderJudgement> {
   const verifiable = new Set(verifiersOf(deps).map((verifier) => verifier.destination.provider));
   const judgements = new Map<string, ProviderJudgement>();
   for (const [provider, settings] of deps.providerSettings ?? []) {
     judgements.set(provider, {
       idempotency: settings.idempotency,
-      canVerify: workflowVerifiesOrphans && settings.verification !== null && verifiable.has(provider),
+      canVerify: settings.verification !== null && verifiable.has(provider),
     });
   }
   return judgements;

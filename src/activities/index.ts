@@ -8,7 +8,7 @@ import { createVerifyOrderMail } from './verifyOrderMail';
 
 export type { ActivityDependencies } from './dependencies';
 export type { ClaimOrderMailInput, ClaimResult } from './claimOrderMail';
-export type { SendOrderMailAccepted, SendOrderMailInput } from './sendOrderMail';
+export type { SendOrderMailInput } from './sendOrderMail';
 export type { RecordOrderMailOutcomeInput } from './recordOrderMailOutcome';
 export type { AttemptFacts } from './readAttemptFacts';
 export type { VerificationWait, VerifyOrderMailInput, VerifyOrderMailResult } from './verifyOrderMail';

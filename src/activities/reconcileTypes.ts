@@ -84,13 +84,13 @@ export interface StuckClaimsResult {
   unknownOutcomePolicy: UnknownOutcomePolicy;
   /**
    * How this worker asks the provider (MAIL_VERIFY), for the sweep to ask about a dispatched claim before the
-   * policy settles it; null (or absent, in results recorded before the sweep could ask) when it cannot.
+   * policy settles it; null when it cannot.
    */
-  verification?: VerificationSettings | null;
+  verification: VerificationSettings | null;
   /** How long after its dispatch a closed run's request may have been under way (the send timeout). */
-  requestMayLastMs?: number;
+  requestMayLastMs: number;
   /** Dispatched claims of closed runs left for a later sweep: too young for the provider's log to be trusted. */
-  youngerThanSettleDelay?: number;
+  youngerThanSettleDelay: number;
 }
 
 /** What the sweep needs of the mail worker it runs on: its policy, and who it is for the audit trail. */

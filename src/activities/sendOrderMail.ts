@@ -10,12 +10,14 @@ import { recipientAddressProblem } from '../mail/recipientAddress';
 import type { OutgoingMail } from '../mail/types';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import {
-  FailureType,
+  claimLostFailure,
   mailRefusedFailure,
+  notAcceptedOutcome,
   orderNotFoundFailure,
   sendFailure,
-  type ClaimLostDetails,
-} from '../shared/failures';
+  type SendAccepted,
+  type SendClaimLost,
+} from '../shared/sendOutcome';
 import { mailTransportsOf, type ActivityDependencies } from './dependencies';
 import { markDispatched, readAttemptProvider } from './dispatchFence';
 import { countSendAgainstProvider } from './providerHealthCount';
@@ -31,20 +33,15 @@ export interface SendOrderMailInput {
   idempotencyKey: string;
 }
 
-export interface SendOrderMailAccepted {
-  outcome: 'accepted';
-  httpStatus: number;
-  providerMessageId: string | null;
-}
-
 /**
  * Sends the order's confirmation mail at most once per claim attempt. Never retried by Temporal
  * (maximumAttempts: 1) and never a local activity. Everything before the dispatch fence is known not to have
  * reached the Mail API; the fence guarantees that only one execution of this attempt makes the request.
- * Only an accepted mail returns; every other outcome is thrown as a typed ApplicationFailure (shared/failures).
+ * Its outcome is one shape (SendOutcome, src/shared/sendOutcome.ts): returned when accepted, else thrown as
+ * the details of a typed ApplicationFailure, so the Web UI shows the send failed and why.
  */
 export function createSendOrderMail(deps: ActivityDependencies) {
-  return async function sendOrderMail(input: SendOrderMailInput): Promise<SendOrderMailAccepted> {
+  return async function sendOrderMail(input: SendOrderMailInput): Promise<SendAccepted> {
     const { orderId } = input;
     const metrics = deps.metrics ?? noOrderMailMetrics;
     // Temporal's own timeout for this execution (the workflow's setting, as history recorded it), measured
@@ -75,15 +72,17 @@ export function createSendOrderMail(deps: ActivityDependencies) {
         ? deps.mail
         : transports.find((transport) => transport.destination?.provider === provider);
     if (mailTransport === undefined) {
-      throw sendFailure({
-        outcome: 'not_sent',
-        httpStatus: null,
-        errorCode: 'PROVIDER_NOT_CONFIGURED',
-        reason:
-          `the claim chose provider ${provider} for this attempt, and this worker is not configured for it ` +
-          '(MAIL_PROVIDERS); nothing was sent',
-        retryAfterMs: null,
-      });
+      throw sendFailure(
+        notAcceptedOutcome({
+          outcome: 'not_sent',
+          httpStatus: null,
+          errorCode: 'PROVIDER_NOT_CONFIGURED',
+          reason:
+            `the claim chose provider ${provider} for this attempt, and this worker is not configured for it ` +
+            '(MAIL_PROVIDERS); nothing was sent',
+          retryAfterMs: null,
+        }),
+      );
     }
 
     const limits = deps.mailLimits ?? DEFAULT_MAIL_SIZE_LIMITS;
@@ -131,25 +130,22 @@ export function createSendOrderMail(deps: ActivityDependencies) {
           attempt: input.attempt,
         });
         metrics.claimConflict('claim-lost');
-        throw ApplicationFailure.create({
-          type: FailureType.ClaimLost,
-          message: `Order ${orderId}: the mail claim is no longer held by this attempt; no request was made.`,
-          nonRetryable: true,
-          details: [await describeLostClaim(deps, orderId)],
-        });
+        throw claimLostFailure(orderId, await describeLostClaim(deps, orderId));
       }
       if (fence === 'already-dispatched') {
         // This attempt's send ran before (an activity reset, a second worker): its request may have been
         // accepted, so this execution must not make another one. The outcome is unknown.
         log.warn('Attempt already dispatched; no second request made', { orderId, attempt: input.attempt });
         metrics.claimConflict('already-dispatched');
-        throw sendFailure({
-          outcome: 'unknown',
-          httpStatus: null,
-          errorCode: 'ALREADY_DISPATCHED',
-          reason:
-            'this attempt had already dispatched its request before; outcome unknown, no second request made',
-        });
+        throw sendFailure(
+          notAcceptedOutcome({
+            outcome: 'unknown',
+            httpStatus: null,
+            errorCode: 'ALREADY_DISPATCHED',
+            reason:
+              'this attempt had already dispatched its request before; outcome unknown, no second request made',
+          }),
+        );
       }
       dispatchedAt = performance.now();
     };
@@ -178,8 +174,10 @@ export function createSendOrderMail(deps: ActivityDependencies) {
     });
     if (result.outcome === 'accepted') return result;
     throw sendFailure(
-      result,
-      dispatchedAt === null || fenceCalledAt === null ? null : Math.ceil(performance.now() - fenceCalledAt),
+      notAcceptedOutcome(
+        result,
+        dispatchedAt === null || fenceCalledAt === null ? null : Math.ceil(performance.now() - fenceCalledAt),
+      ),
     );
   };
 }
@@ -260,18 +258,20 @@ async function beforeDispatch<T>(step: string, work: () => Promise<T>): Promise<
   } catch (error) {
     // A refusal made on the way (an order that cannot be mailed) is already the failure to throw.
     if (error instanceof ApplicationFailure) throw error;
-    throw sendFailure({
-      outcome: 'not_sent',
-      httpStatus: null,
-      errorCode: (error as { code?: string }).code ?? null,
-      reason: `could not ${step} before sending: ${describeDatabaseError(error)}`,
-      retryAfterMs: null,
-    });
+    throw sendFailure(
+      notAcceptedOutcome({
+        outcome: 'not_sent',
+        httpStatus: null,
+        errorCode: (error as { code?: string }).code ?? null,
+        reason: `could not ${step} before sending: ${describeDatabaseError(error)}`,
+        retryAfterMs: null,
+      }),
+    );
   }
 }
 
 /** The row as an operator (or another run) left it, for the workflow to show; best effort, nothing depends on it. */
-async function describeLostClaim(deps: ActivityDependencies, orderId: string): Promise<ClaimLostDetails> {
+async function describeLostClaim(deps: ActivityDependencies, orderId: string): Promise<SendClaimLost['row']> {
   try {
     const row = await readMailLog(deps.db, orderId);
     return { currentState: row?.state ?? null, currentOutcome: row?.outcome ?? null };

@@ -2,7 +2,7 @@
 // (src/db/closedRunAttempt.ts).
 import { log } from '@temporalio/activity';
 import { settleClosedRunClaim, type ClosedRunSettlement } from '../db/closedRunAttempt';
-import type { UnknownOutcomeDecision, VerificationAnswer } from '../shared/unknownOutcome';
+import type { AnsweredFacts } from '../shared/unknownOutcome';
 import {
   OUTSIDE_WRITER,
   type ReconcileDependencies,
@@ -12,24 +12,22 @@ import {
 
 export function createSettleClosedRunClaim(deps: ReconcileDependencies, mail: ReconcileMailSettings) {
   /**
-   * Settles one claim of a closed run as the sweep decided (src/db/orderMailClaim.ts, fenced like the claim):
-   * released if it never dispatched, settled by the policy if it did. 'changed' when someone claimed or
-   * settled the row since the sweep looked: then there is nothing left to do.
+   * Settles one claim of a closed run by the facts the sweep gathered (src/db/closedRunAttempt.ts, fenced like
+   * the claim): released if it never dispatched, settled by the provider's answer or the policy if it did.
+   * 'changed' when someone claimed or settled the row since the sweep looked: then there is nothing left to do.
    */
   return async function settleClosedRunClaimActivity(input: {
     claim: StuckClaim;
-    decision: UnknownOutcomeDecision;
-    /** What the provider said of the dispatched request, when the sweep asked it. */
-    answer?: VerificationAnswer;
+    /** A swept orphan's facts (sweptOrphanFacts), with the provider's answer where the sweep asked it. */
+    facts: AnsweredFacts;
   }): Promise<ClosedRunSettlement> {
-    const { claim, decision } = input;
+    const { claim, facts } = input;
     const why =
       claim.runStatus === OUTSIDE_WRITER
         ? `the old system's claim (${claim.runId}) recorded no outcome for ${deps.settings.graceMs} ms and was settled by the reconciliation sweep`
         : `the run holding this claim (${claim.runId}) was ${claim.runStatus.toLowerCase()} and settled by the reconciliation sweep`;
     const result = await settleClosedRunClaim(deps.db, claim.seen, {
-      decision,
-      answer: input.answer,
+      facts,
       why,
       recordedBy: `reconciliation sweep ${mail.workerIdentity}`,
     });
@@ -39,7 +37,7 @@ export function createSettleClosedRunClaim(deps: ReconcileDependencies, mail: Re
       runStatus: claim.runStatus,
       dispatched: claim.dispatched,
       result: result.kind,
-      decision: decision.kind,
+      ...(result.kind === 'changed' ? {} : { decision: result.decision.kind }),
     });
     return result;
   };

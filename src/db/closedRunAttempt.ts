@@ -7,9 +7,11 @@ import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import {
   decideUnknownOutcome,
   describeUnknownDecision,
+  type AnsweredFacts,
   type UnknownOutcomeDecision,
   type VerificationAnswer,
 } from '../shared/unknownOutcome';
+import { verifiedOrphanFacts } from '../shared/unknownOutcomeFacts';
 import { readMailLog, type MailLogRow } from './orderMailLog';
 import type { Database } from './pool';
 import { runSql, sql, type SqlFragment } from './sql';
@@ -89,19 +91,8 @@ export async function settleVerifiedOrphan(
   ) {
     return { kind: 'changed' };
   }
-  const facts = {
-    dispatched: true,
-    policy: input.policy,
-    idempotency: null,
-    sinceKeyFirstDispatchMs: null,
-    delayBeforeRetryMs: 0,
-    sendTimeoutMs: 0,
-    anotherAttemptFollows: true,
-    providerError: null,
-    verification: { answer: input.answer },
-  };
+  const facts = verifiedOrphanFacts({ policy: input.policy, answer: input.answer });
   const decision = decideUnknownOutcome(facts);
-  if (decision.kind === 'verify') throw new Error('unreachable: verification answered, yet asked again');
   const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
   const settled = await settleDispatchedOrphan(db, row, {
     decision,
@@ -118,29 +109,20 @@ export type ClosedRunSettlement =
 /**
  * The reconciliation sweep's transition (rule 3 without a successor): a 'sending' row whose holding run is
  * CLOSED (terminated, cancelled without cleanup, timed out) and that nobody claimed since. The caller asked
- * Temporal that the run is closed, and decided with decideUnknownOutcome, no attempt following; the fence is
- * the claim's: the row is still held by that run's token, at the same attempt, dispatched or not as the
- * caller read it. Never dispatched ('not-sent'): released as failed/not_sent, so the next claim (an
- * operator's retry or reset) takes it at once. Dispatched: settled as the decision says (with the provider's
- * answer where the sweep asked it, else by the policy).
+ * Temporal that the run is closed, and gives the facts of a swept orphan (sweptOrphanFacts, no attempt
+ * following, with the provider's answer where it asked); decideUnknownOutcome decides here. The fence is the
+ * claim's: the row is still held by that run's token, at the same attempt, dispatched or not as the caller
+ * read it. Never dispatched ('not-sent'): released as failed/not_sent, so the next claim (an operator's retry
+ * or reset) takes it at once. Dispatched: settled as the decision says (with the provider's answer where the
+ * sweep asked it, else by the policy).
  */
 export async function settleClosedRunClaim(
   db: Database,
   seen: SeenRow,
-  input: {
-    decision: UnknownOutcomeDecision;
-    /** What the provider said of the dispatched request, when the sweep asked (the decision is made with it). */
-    answer?: VerificationAnswer;
-    why: string;
-    recordedBy: string;
-  },
+  input: { facts: AnsweredFacts; why: string; recordedBy: string },
 ): Promise<ClosedRunSettlement> {
-  const { decision } = input;
-  const facts = {
-    sinceKeyFirstDispatchMs: null,
-    idempotency: null,
-    ...(input.answer === undefined ? {} : { verification: { answer: input.answer } }),
-  };
+  const { facts } = input;
+  const decision = decideUnknownOutcome(facts);
   if (decision.kind !== 'not-sent') {
     const settled =
       seen.dispatched &&

@@ -6,6 +6,7 @@ import {
   describeUnknownDecision,
   type UnknownOutcomeDecision,
 } from '../shared/unknownOutcome';
+import { deferredUnknownFacts } from '../shared/unknownOutcomeFacts';
 import { judgementFor, type ClaimRequest } from './claimRequest';
 import { timeSinceKeyFirstDispatch, type MailLogRow } from './orderMailLog';
 import type { Database } from './pool';
@@ -43,17 +44,13 @@ export async function deferredUnknownDecision(
   );
   const latest = rows[0];
   if (latest === undefined || latest.unknownPolicy !== 'idempotent-retry') return null;
-  const facts = {
-    dispatched: true,
+  const facts = deferredUnknownFacts({
     policy: request.policy,
     // The key's window at the provider the unknown attempt went to: the row is bound there (failover rule).
     idempotency: judgementFor(request, row.provider).idempotency,
     sinceKeyFirstDispatchMs: await timeSinceKeyFirstDispatch(db, row.orderId),
-    delayBeforeRetryMs: 0,
     sendTimeoutMs: request.sendTimeoutMs,
-    anotherAttemptFollows: true,
-    providerError: null,
-  };
+  });
   const decision = decideUnknownOutcome(facts);
   const note =
     `no request made by this attempt: an earlier request under this idempotency key (dispatched ` +

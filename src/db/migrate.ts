@@ -8,7 +8,7 @@ import { serviceConnectionOptions } from './pool';
 
 /**
  * Plain numbered SQL files, applied in order and never edited once landed (fix forward with a new file).
- * 0001-0005 are the v1.0 baseline, one file per table.
+ * 0001-0005 are one baseline file per table; with the files after them, they are the schema 2.0.0 ships.
  */
 export const MIGRATIONS_DIRECTORY = path.join(__dirname, 'migrations');
 

@@ -24,6 +24,7 @@
 // deferred unknown under the key (deferredUnknown.ts).
 import type { LogOutcome } from '../shared/mailOutcome';
 import { decideUnknownOutcome, describeUnknownDecision } from '../shared/unknownOutcome';
+import { orphanFactsAtClaim } from '../shared/unknownOutcomeFacts';
 import type { EarlierAttempt, ProviderChoice } from '../shared/providerChoice';
 import { judgementFor, type ClaimDecision, type ClaimObserver, type ClaimRequest } from './claimRequest';
 import { settleDispatchedOrphan } from './closedRunAttempt';
@@ -153,37 +154,31 @@ export async function claimOrderMailRow(
       observer.rowChanged();
       continue;
     }
+    // An orphan: judged by the provider it went to. The policy is the price of not knowing; where that
+    // provider can say, it is asked first. (A retry under the idempotency key needs no asking: the provider
+    // dedupes it, and decideUnknownOutcome prefers it.)
     const judgement = judgementFor(request, row.provider);
-    const facts = {
-      dispatched: true,
+    const facts = orphanFactsAtClaim({
       policy: request.policy,
       idempotency: judgement.idempotency,
       sinceKeyFirstDispatchMs: await timeSinceKeyFirstDispatch(db, orderId),
-      // This run sends next, if the decision lets it.
-      delayBeforeRetryMs: 0,
       sendTimeoutMs: request.sendTimeoutMs,
-      anotherAttemptFollows: true,
-      providerError: null,
-    };
-    if (judgement.canVerify) {
-      // The policy is the price of not knowing; where the provider can say, ask it first. (A retry under the
-      // idempotency key needs no asking: the provider dedupes it, and decideUnknownOutcome prefers it.)
-      const step = decideUnknownOutcome({ ...facts, verification: { answer: null } });
-      if (step.kind === 'verify') {
-        const sinceDispatchMs = await timeSinceAttemptDispatch(db, {
-          orderId,
-          claimToken: row.claimToken,
-          attempt: row.attempts,
-        });
-        if (sinceDispatchMs !== null) {
-          const { attempts: attempt, claimToken: holder, resendCount, provider } = row;
-          return { kind: 'verify-orphan', attempt, holder, resendCount, sinceDispatchMs, provider };
-        }
-        observer.rowChanged();
-        continue;
-      }
-    }
+      canVerify: judgement.canVerify,
+    });
     const decision = decideUnknownOutcome(facts);
+    if (decision.kind === 'verify') {
+      const sinceDispatchMs = await timeSinceAttemptDispatch(db, {
+        orderId,
+        claimToken: row.claimToken,
+        attempt: row.attempts,
+      });
+      if (sinceDispatchMs !== null) {
+        const { attempts: attempt, claimToken: holder, resendCount, provider } = row;
+        return { kind: 'verify-orphan', attempt, holder, resendCount, sinceDispatchMs, provider };
+      }
+      observer.rowChanged();
+      continue;
+    }
     const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
     const fence = issuedBefore(issuedAt);
     if (await settleDispatchedOrphan(db, row, { decision, note, recordedBy: request.recordedBy, fence })) {

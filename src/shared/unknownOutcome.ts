@@ -6,7 +6,8 @@
 // is then "verify" (wait the settle delay, ask), and asked again with the answer, which settles it as verified
 // accepted, verified not sent, or (inconclusive) by the policy after all. The workflow asks so for its own
 // attempt and, handed back by the claim, for one a closed run left dispatched; the sweep asks before it
-// decides. Without `verification` in the facts the policy decides at once.
+// decides. Without `verification` in the facts the policy decides at once. The facts of each situation are
+// built in one place, src/shared/unknownOutcomeFacts.ts.
 import type { UnknownOutcomePolicy, UnknownSettlement } from './mailOutcome';
 import type { IdempotencyRetrySettings } from './workflowSettings';
 
@@ -102,13 +103,15 @@ export type UnknownOutcomeDecision =
 /** Wait the provider's settle delay on a durable timer, ask it, then decide again with its answer. */
 export type UnknownOutcomeStep = UnknownOutcomeDecision | { kind: 'verify' };
 
+/** Facts without `verification`, or with the provider's answer: their decision is a settlement. */
+export type AnsweredFacts = UnknownOutcomeFacts & { verification?: { answer: VerificationAnswer } };
+
 /**
- * Without `verification` (the claim, the sweep) the answer is always a settlement; with it, the first answer
- * may be "verify" instead.
+ * Without `verification`, or with the provider's answer, the answer is always a settlement; with
+ * `verification` still unanswered, it may be "verify" instead. Each situation's facts are built by one builder
+ * (src/shared/unknownOutcomeFacts.ts).
  */
-export function decideUnknownOutcome(
-  facts: UnknownOutcomeFacts & { verification?: undefined },
-): UnknownOutcomeDecision;
+export function decideUnknownOutcome(facts: AnsweredFacts): UnknownOutcomeDecision;
 export function decideUnknownOutcome(facts: UnknownOutcomeFacts): UnknownOutcomeStep;
 export function decideUnknownOutcome(facts: UnknownOutcomeFacts): UnknownOutcomeStep {
   if (!facts.dispatched)

@@ -3,14 +3,13 @@
 import { ActivityFailure, ApplicationFailure, log } from '@temporalio/workflow';
 import type { ClaimResult } from '../activities';
 import { FailureType } from '../shared/failures';
-import { delayBeforeNextAttempt } from '../shared/workflowSettings';
+import { sendOutcomeOfFailure, type SendOutcome } from '../shared/sendOutcome';
 import type { EarlyAsk } from './askProvider';
-import type { Claimed, Step } from './attemptStep';
+import type { Claimed, OrderMailResult, Step } from './attemptStep';
 import { bookkeeping, sender } from './commands';
 import { claimLost, heldByAnotherWorkflowFailure } from './endings';
-import { verdictOfSendFailure, type SendVerdict } from './sendVerdict';
 import { showNoClaim, showOrderMailState, stateShownFor } from './showOrderMailState';
-import { recordNotAccepted } from './unknownOutcomePath';
+import { recordSendOutcome } from './recordSend';
 import { verifyOrphan } from './verificationWaits';
 
 /** One attempt of this run: claim, then (unless cancelled meanwhile) send and record. Non-cancellable. */
@@ -69,9 +68,9 @@ export async function oneAttempt(
     return { kind: 'released', attempt };
   }
 
-  const verdict = await send(orderId, claim);
-  if (verdict.kind === 'claim-lost') {
-    const { currentState, currentOutcome } = verdict.row;
+  const { sent, failure } = await send(orderId, claim);
+  if (sent.outcome === 'claim-lost') {
+    const { currentState, currentOutcome } = sent.row;
     if (currentState !== null && currentState !== 'sending') {
       showOrderMailState({ state: stateShownFor(currentState, currentOutcome), outcome: currentOutcome });
     }
@@ -81,109 +80,64 @@ export async function oneAttempt(
     return { kind: 'finished', result };
   }
 
-  if (verdict.kind === 'accepted') {
-    const recorded = await bookkeeping.recordOrderMailOutcome({
-      ...base,
-      state: 'sent',
-      outcome: 'accepted',
-      unknownPolicy: null,
-      providerMessageId: verdict.providerMessageId,
-      httpStatus: verdict.httpStatus,
-      error: null,
-      expectDispatched: null,
-    });
-    if (recorded.kind === 'recorded') {
-      showOrderMailState({
-        state: stateShownFor(recorded.state, recorded.outcome),
-        outcome: recorded.outcome,
-        httpStatus: verdict.httpStatus,
-      });
-      return {
-        kind: 'finished',
-        result: {
-          orderId,
-          result: 'sent',
-          outcome: recorded.outcome,
-          attempts: attempt,
-          providerMessageId: verdict.providerMessageId,
-        },
-      };
-    }
-    // The row is someone else's now; the provider's id went into the attempt's audit row instead.
-    if (
-      recorded.kind === 'claim-lost' &&
-      recorded.currentState !== null &&
-      recorded.currentState !== 'sending'
-    ) {
-      showOrderMailState({ state: recorded.currentState });
-    }
-    return { kind: 'finished', result: claimLost(orderId, attempt, 'accepted', verdict.providerMessageId) };
-  }
-
-  const anotherAttemptFollows = !cancelRequested() && runAttempts + 1 < settings.maxSendAttempts;
-  const { recorded, providerMessageId, sentNothing } = await recordNotAccepted(
-    base,
-    verdict.details,
-    settings,
-    {
-      anotherAttemptFollows,
-      delayMs: delayBeforeNextAttempt(settings, runAttempts + 1, verdict.details.retryAfterMs),
-      sendKey: claim.idempotencyKey,
-      cancelRequested,
-      early,
-    },
-  );
+  const { recorded, providerMessageId, sentNothing } = await recordSendOutcome(base, sent, claim, {
+    runAttempts,
+    cancelRequested,
+    early,
+  });
   if (recorded.kind === 'claim-lost') {
     if (recorded.currentState !== null && recorded.currentState !== 'sending') {
       showOrderMailState({ state: recorded.currentState });
     }
-    const result = claimLost(orderId, attempt, null, null);
-    if (recorded.currentState === 'sending' && sentNothing) {
-      return { kind: 'lost-while-held', result };
-    }
+    // The row is someone else's now; an accepted mail's id went into the attempt's audit row instead.
+    const result =
+      sent.outcome === 'accepted'
+        ? claimLost(orderId, attempt, 'accepted', sent.providerMessageId)
+        : claimLost(orderId, attempt, null, null);
+    if (recorded.currentState === 'sending' && sentNothing) return { kind: 'lost-while-held', result };
     return { kind: 'finished', result };
   }
   showOrderMailState({
     state: stateShownFor(recorded.state, recorded.outcome),
     outcome: recorded.outcome,
-    httpStatus: verdict.details.httpStatus,
+    httpStatus: sent.httpStatus,
   });
-  if (recorded.state === 'sent') {
-    return {
-      kind: 'finished',
-      result: {
-        orderId,
-        result: 'sent',
-        outcome: recorded.outcome,
-        attempts: attempt,
-        // The provider's id where verification found the mail; none when the policy assumed it sent.
-        providerMessageId,
-      },
+  if (recorded.state === 'sent' || sent.outcome === 'accepted') {
+    // The provider's id: its answer, or what verification found; none when the policy assumed it sent.
+    const result: OrderMailResult = {
+      orderId,
+      result: 'sent',
+      outcome: recorded.outcome,
+      attempts: attempt,
+      providerMessageId,
     };
+    return { kind: 'finished', result };
   }
-  return { kind: 'not-accepted', attempt, settings, verdict, recordedOutcome: recorded.outcome };
+  return { kind: 'not-accepted', attempt, settings, sent, cause: failure, recordedOutcome: recorded.outcome };
 }
 
 /**
  * The send, waited for to its real end: it is NEVER retried by Temporal (a retry after an unknown outcome
  * could send a second mail) and, running in the attempt's non-cancellable scope, never abandoned by a
- * cancel mid-request. Its options are the sender's (src/workflows/commands.ts).
+ * cancel mid-request. Its options are the sender's (src/workflows/commands.ts). Its outcome is the one shape
+ * the activity returns or carries in its failure (src/shared/sendOutcome.ts); the failure is kept as the cause
+ * of a run that fails for it.
  */
-async function send(orderId: string, claim: Claimed): Promise<SendVerdict> {
+async function send(
+  orderId: string,
+  claim: Claimed,
+): Promise<{ sent: SendOutcome; failure?: ActivityFailure }> {
   try {
-    const accepted = await sender(claim.settings.sendTimeoutMs).sendOrderMail({
+    const sent = await sender(claim.settings.sendTimeoutMs).sendOrderMail({
       orderId,
       claimToken: claim.claimToken,
       attempt: claim.attempt,
       idempotencyKey: claim.idempotencyKey,
     });
-    return {
-      kind: 'accepted',
-      httpStatus: accepted.httpStatus,
-      providerMessageId: accepted.providerMessageId,
-    };
+    return { sent };
   } catch (error) {
-    return verdictOfSendFailure(error);
+    if (!(error instanceof ActivityFailure)) throw error;
+    return { sent: sendOutcomeOfFailure(error), failure: error };
   }
 }
 
@@ -191,7 +145,7 @@ async function send(orderId: string, claim: Claimed): Promise<SendVerdict> {
 async function claimOrFail(orderId: string): Promise<ClaimResult> {
   try {
     // The workflow's clock: the server's time of this workflow task (src/db/orderMailClaim.ts).
-    return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now(), verifyOrphans: true });
+    return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now() });
   } catch (error) {
     // A local activity's failure reaches the workflow as the activity's own ApplicationFailure (seen with
     // SDK 1.24); a regular activity's would be wrapped in an ActivityFailure. Both mean the same here.

@@ -1,9 +1,10 @@
 // The shapes one attempt hands to the loop: how the run ends (OrderMailResult) and how one attempt ended (Step).
 // Types only, so every module of the workflow can name them without importing each other.
+import type { ActivityFailure } from '@temporalio/workflow';
 import type { ClaimResult, OrderMailActivities } from '../activities';
 import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
+import type { SendNotAccepted } from '../shared/sendOutcome';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
-import type { SendVerdict } from './sendVerdict';
 
 export interface OrderMailResult {
   orderId: string;
@@ -25,7 +26,6 @@ export type Recorded = Exclude<
   Awaited<ReturnType<OrderMailActivities['recordOrderMailOutcome']>>,
   { kind: 'dispatch-changed' }
 >;
-export type NotAcceptedVerdict = Extract<SendVerdict, { kind: 'not-accepted' }>;
 
 /** The row an attempt works on: the order, the claim's token and the attempt number. */
 export interface AttemptRef {
@@ -40,16 +40,19 @@ export type Step =
   | { kind: 'held-at-same-time'; holder: string }
   /** Cancelled between claim and send: the claim was released, nothing was sent. */
   | { kind: 'released'; attempt: number }
-  /** This attempt sent nothing, and another claim holds the row: claim again (v1.0.0: `result` ended it). */
+  /** This attempt sent nothing, and another claim holds the row: claim again (`result`, once out of tries). */
   | { kind: 'lost-while-held'; result: OrderMailResult }
   /** A closed run's dispatched attempt was verified and settled (null: someone else settled it): claim again. */
   | { kind: 'orphan-settled'; attempt: number; settledAs: string | null }
   /** Cancelled while waiting to ask about a closed run's attempt: left as it was, for the sweep to ask. */
   | { kind: 'orphan-left'; attempt: number }
+  /** Recorded as failed: `sent` is the send's outcome as the activity gave it, `recordedOutcome` the row's. */
   | {
       kind: 'not-accepted';
       attempt: number;
       settings: OrderMailWorkflowSettings;
-      verdict: NotAcceptedVerdict;
+      sent: SendNotAccepted;
+      /** The send activity's failure: the cause a run that fails for this outcome carries (the failure chain). */
+      cause?: ActivityFailure;
       recordedOutcome: MailOutcome;
     };

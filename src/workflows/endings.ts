@@ -8,10 +8,11 @@ import {
   sleep,
   upsertMemo,
 } from '@temporalio/workflow';
-import { FailureType, type SendFailureDetails } from '../shared/failures';
-import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
+import { FailureType } from '../shared/failures';
+import type { LogOutcome } from '../shared/mailOutcome';
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
-import type { NotAcceptedVerdict, OrderMailResult, Step } from './attemptStep';
+import { describeSendOutcome, type SendNotAccepted } from '../shared/sendOutcome';
+import type { OrderMailResult, Step } from './attemptStep';
 import { showNoClaim } from './showOrderMailState';
 
 /** The memo key under which a cancelled run says what it did (a cancelled run carries no result). */
@@ -75,7 +76,7 @@ export function cancelledAfter(orderId: string, step: Step): CancelledFailure {
     case 'not-accepted':
       return endCancelled(
         `Order ${orderId}: cancelled during attempt ${step.attempt}, which was waited for and recorded as ` +
-          `failed/${step.recordedOutcome} (${describeDetails(step.verdict.details)}). Nothing is in flight; a reset ` +
+          `failed/${step.recordedOutcome} (${describeSendOutcome(step.sent)}). Nothing is in flight; a reset ` +
           'or npm run ops -- retry sends the mail.',
       );
   }
@@ -132,30 +133,24 @@ export function validOrderIdOrFail(input: unknown): string {
 
 export function permanentFailure(
   orderId: string,
-  outcome: MailOutcome,
-  verdict: NotAcceptedVerdict,
+  step: Extract<Step, { kind: 'not-accepted' }>,
 ): ApplicationFailure {
   // The workflow fails with the send's own type (MailRejected, OrderNotFound), so the UI and callers see it
   // first, with the activity's failure as its cause.
+  const { sent } = step;
   const what =
-    verdict.failureType === FailureType.MailRefused
+    sent.failureType === FailureType.MailRefused
       ? 'the confirmation mail was refused before sending'
-      : outcome === 'rejected'
+      : step.recordedOutcome === 'rejected'
         ? 'the mail API rejected the confirmation mail'
         : 'the confirmation mail cannot be sent';
   return ApplicationFailure.create({
-    type: verdict.failureType,
-    message: `Order ${orderId}: ${what} (${describeDetails(verdict.details)}). Fix the cause, then reset this workflow to send again.`,
+    type: sent.failureType,
+    message: `Order ${orderId}: ${what} (${describeSendOutcome(sent)}). Fix the cause, then reset this workflow to send again.`,
     nonRetryable: true,
-    details: [verdict.details],
-    cause: verdict.cause,
+    details: [sent],
+    cause: step.cause,
   });
-}
-
-export function describeDetails(details: SendFailureDetails): string {
-  // Reasons from an HTTP answer already start with "HTTP <status>"; others name their status if they have one.
-  const hasStatus = details.httpStatus === null || details.reason.startsWith(`HTTP ${details.httpStatus}`);
-  return hasStatus ? details.reason : `HTTP ${details.httpStatus}: ${details.reason}`;
 }
 
 /** Another run of this workflow id holds the row at a time this run cannot tell apart from its own. */
@@ -196,14 +191,14 @@ export function closedRunsKeptComingFailure(orderId: string, settledInARow: numb
 export function gaveUpFailure(
   orderId: string,
   runAttempts: number,
-  details: SendFailureDetails,
+  sent: SendNotAccepted,
 ): ApplicationFailure {
   return ApplicationFailure.create({
     type: FailureType.MailNotSentGaveUp,
     message:
       `Order ${orderId}: the confirmation mail was not sent after ${runAttempts} attempts of this run ` +
-      `(last: ${describeDetails(details)}). Fix the cause, then reset this workflow to try again.`,
+      `(last: ${describeSendOutcome(sent)}). Fix the cause, then reset this workflow to try again.`,
     nonRetryable: true,
-    details: [details],
+    details: [sent],
   });
 }

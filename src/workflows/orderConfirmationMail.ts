@@ -1,17 +1,17 @@
-import { CancellationScope, log, patched } from '@temporalio/workflow';
+import { CancellationScope, log } from '@temporalio/workflow';
 import { delayBeforeNextAttempt } from '../shared/workflowSettings';
 import { oneAttempt } from './attempt';
 import type { OrderMailResult, Step } from './attemptStep';
 import {
   cancelledAfter,
   closedRunsKeptComingFailure,
-  describeDetails,
   gaveUpFailure,
   heldAtSameTimeFailure,
   permanentFailure,
   validOrderIdOrFail,
   waitOrEndCancelled,
 } from './endings';
+import { describeSendOutcome } from '../shared/sendOutcome';
 import { earlyAskOnProviderEvents } from './verificationWaits';
 
 export type { OrderMailResult } from './attemptStep';
@@ -24,12 +24,11 @@ const SAME_TIME_CLAIM_TRIES = 3;
 
 // An attempt of this run that sent nothing can find the row held by another claim: after a Reset, the new run
 // replays to the reset point and may redo a step of an attempt the closed run had moved past (it claimed its
-// next attempt, then the reset terminated it). v1.0.0 ended such a run 'claim-lost', Completed, and the
-// closed run's claim was later released by the sweep with nobody left to send. Since this patch the run
-// claims again: the claim takes the closed run's attempt over (or refuses another workflow's), so the mail
-// is still owed by an open run. Only after a request-less or definitely-not-sent attempt, and only while the
-// row is held ('sending'): a row settled by someone else (an operator's resolve) still ends the run.
-const CLAIM_AGAIN_AFTER_LOST_PATCH = 'claim-again-after-claim-lost';
+// next attempt, then the reset terminated it). Ending 'claim-lost' there would leave the closed run's claim to
+// the sweep, with nobody left to send; so the run claims again: the claim takes the closed run's attempt over
+// (or refuses another workflow's), and the mail is still owed by an open run. Only after a request-less or
+// definitely-not-sent attempt, and only while the row is held ('sending'): a row settled by someone else (an
+// operator's resolve) ends the run.
 const LOST_CLAIM_TRIES = 3;
 
 // A claim that finds a closed run's dispatched attempt, with a provider that can be asked, hands it back
@@ -79,7 +78,7 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
         await waitOrEndCancelled(orderId, SAME_TIME_CLAIM_WAIT_MS, 'before claiming again');
         continue;
       case 'lost-while-held':
-        if (!patched(CLAIM_AGAIN_AFTER_LOST_PATCH) || lostClaimTries >= LOST_CLAIM_TRIES) return step.result;
+        if (lostClaimTries >= LOST_CLAIM_TRIES) return step.result;
         lostClaimTries += 1;
         log.info(
           'Order mail claim held by another claim after an attempt that sent nothing; claiming again',
@@ -107,18 +106,15 @@ async function afterNotAccepted(
   step: Extract<Step, { kind: 'not-accepted' }>,
   runAttempts: number,
 ): Promise<void> {
-  const { verdict, settings } = step;
-  const { details } = verdict;
-  if (step.recordedOutcome === 'rejected' || !details.retryable) {
-    throw permanentFailure(orderId, step.recordedOutcome, verdict);
-  }
-  if (runAttempts >= settings.maxSendAttempts) throw gaveUpFailure(orderId, runAttempts, details);
-  const delayMs = delayBeforeNextAttempt(settings, runAttempts, details.retryAfterMs);
+  const { sent, settings } = step;
+  if (step.recordedOutcome === 'rejected' || !sent.retryable) throw permanentFailure(orderId, step);
+  if (runAttempts >= settings.maxSendAttempts) throw gaveUpFailure(orderId, runAttempts, sent);
+  const delayMs = delayBeforeNextAttempt(settings, runAttempts, sent.retryAfterMs);
   log.info('Order mail not accepted; waiting before the next attempt', {
     orderId,
     attempt: step.attempt,
     delayMs,
     outcome: step.recordedOutcome,
   });
-  await waitOrEndCancelled(orderId, delayMs, `after attempt ${step.attempt} (${describeDetails(details)})`);
+  await waitOrEndCancelled(orderId, delayMs, `after attempt ${step.attempt} (${describeSendOutcome(sent)})`);
 }

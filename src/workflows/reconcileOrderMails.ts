@@ -5,7 +5,8 @@ import type {
   StuckClaim,
 } from '../activities/reconcileActivities';
 import { OrderMailStuckOrders } from '../shared/searchAttributes';
-import { decideUnknownOutcome, type VerificationAnswer } from '../shared/unknownOutcome';
+import type { VerificationAnswer } from '../shared/unknownOutcome';
+import { sweptOrphanFacts } from '../shared/unknownOutcomeFacts';
 import { askProvider } from './askProvider';
 import type { VerificationWait } from '../activities';
 
@@ -31,9 +32,8 @@ export interface ReconcileInput {
   counted?: {
     found: number;
     started: number;
-    /** Absent in runs continued before the sweep restarted closed runs. */
-    restarted?: number;
-    closedWithoutRow?: string[];
+    restarted: number;
+    closedWithoutRow: string[];
     alreadyStarted: number;
     batches: number;
     /** Orders not started because a workflow of another type holds their id. */
@@ -86,14 +86,20 @@ export interface ReconcileReport {
  * it (the sweep does not start the mail itself: a terminate is an operator's decision about this run, which
  * the sweep only makes true in the row); dispatched → where the provider can be asked, looked up first
  * (found: sent/accepted; not found: failed/not_sent, for a retry to send), else and when that cannot decide
- * settled by the policy, decided here by the same function as the workflow's own unknowns. Each lands in the audit trail and on the OrderMailStuckOrders
- * search attribute. Running it twice changes nothing: every start is idempotent, every settlement fenced.
+ * settled by the policy: the facts are gathered here (sweptOrphanFacts) and decided by the same function as
+ * the workflow's own unknowns. Each lands in the audit trail and on the OrderMailStuckOrders search attribute. Running it twice changes nothing: every start is idempotent, every settlement fenced.
  */
 export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<ReconcileReport> {
   const counted = {
-    ...(input.counted ?? { found: 0, started: 0, alreadyStarted: 0, batches: 0, conflicts: 0 }),
-    restarted: input.counted?.restarted ?? 0,
-    closedWithoutRow: input.counted?.closedWithoutRow ?? [],
+    ...(input.counted ?? {
+      found: 0,
+      started: 0,
+      restarted: 0,
+      closedWithoutRow: [],
+      alreadyStarted: 0,
+      batches: 0,
+      conflicts: 0,
+    }),
   };
   let after: ConfirmedOrderCursor | null = input.resumeAfter ?? null;
   const batchesPerRun = input.batchesPerRun ?? DEFAULT_BATCHES_PER_RUN;
@@ -101,8 +107,8 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
     const result = await sweep.startMailsForConfirmedOrders({ after });
     counted.found += result.found;
     counted.started += result.started;
-    counted.restarted += result.restarted ?? 0;
-    counted.closedWithoutRow = [...counted.closedWithoutRow, ...(result.closedWithoutRow ?? [])].slice(
+    counted.restarted += result.restarted;
+    counted.closedWithoutRow = [...counted.closedWithoutRow, ...result.closedWithoutRow].slice(
       0,
       MAX_STUCK_ORDERS_SHOWN,
     );
@@ -125,9 +131,9 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
   const found = await sweep.findStuckMailClaims();
   const { more } = found;
   const stuck: SettledStuckClaim[] = [];
-  const verification = found.verification ?? null;
+  const { verification } = found;
   const askable = (claim: StuckClaim): claim is StuckClaim & { sendKey: string } =>
-    claim.dispatched && claim.sendKey != null && verification !== null;
+    claim.dispatched && claim.sendKey !== null && verification !== null;
   // Where the provider can be asked, a dispatched request is looked up first (the activity found it old enough
   // for the provider's log to be trusted), a few at a time and together: each ask may take up to the
   // verification deadline, and a sweep asking a hundred in a row through a lookup outage would hold off the
@@ -148,7 +154,7 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
                 claimToken: claim.seen.claimToken,
                 attempt: claim.attempts,
                 sendKey: claim.sendKey,
-                requestMayLastMs: found.requestMayLastMs ?? 0,
+                requestMayLastMs: found.requestMayLastMs,
               },
               { waitForEvidence: false },
             ),
@@ -156,7 +162,7 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
       ),
     ),
   );
-  let leftForLater = found.youngerThanSettleDelay ?? 0;
+  let leftForLater = found.youngerThanSettleDelay;
   for (const claim of found.stuck) {
     const asked = answers.get(claim.orderId);
     const answer = asked?.kind === 'wait' ? undefined : asked;
@@ -164,28 +170,18 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
       leftForLater += 1;
       continue;
     }
-    // No attempt follows a closed run's claim here, so what the provider cannot decide goes to the policy.
-    const decision = decideUnknownOutcome({
+    // No attempt follows a closed run's claim here, so what the provider cannot decide goes to the policy:
+    // decideUnknownOutcome decides by these facts, in the activity, and says how.
+    const facts = sweptOrphanFacts({
       dispatched: claim.dispatched,
       policy: found.unknownOutcomePolicy,
-      idempotency: null,
-      sinceKeyFirstDispatchMs: null,
-      delayBeforeRetryMs: 0,
-      sendTimeoutMs: 0,
-      anotherAttemptFollows: false,
-      providerError: null,
-      ...(answer === undefined ? {} : { verification: { answer } }),
-    });
-    if (decision.kind === 'verify') throw new Error('unreachable: verification answered, yet asked again');
-    const settled = await sweep.settleClosedRunClaim({
-      claim,
-      decision,
       ...(answer === undefined ? {} : { answer }),
     });
+    const settled = await sweep.settleClosedRunClaim({ claim, facts });
     stuck.push({
       ...claim,
       settlement: settled.kind,
-      ...(settled.kind === 'settled' ? { settledAs: decision.kind } : {}),
+      ...(settled.kind === 'settled' ? { settledAs: settled.decision.kind } : {}),
     });
   }
   if (stuck.length > 0 || counted.closedWithoutRow.length > 0) {

@@ -1,7 +1,7 @@
 // Verification waits, from the mail workflow: wait the provider's settle delay (or until a provider event of
 // the send asks for an early lookup), then ask the provider (askProvider). Used for this run's own unknown
 // sends and for an orphan: an attempt a closed run dispatched and never recorded.
-import { condition, defineSignal, log, patched, setHandler } from '@temporalio/workflow';
+import { condition, defineSignal, log, setHandler } from '@temporalio/workflow';
 import { PROVIDER_EVENT_SIGNAL } from '../shared/workflowContract';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
 import type { VerificationSettings } from '../shared/workflowSettings';
@@ -11,17 +11,12 @@ import { bookkeeping } from './commands';
 
 // A provider webhook event of the send in flight (PROVIDER_EVENT_SIGNAL, sent by the workers:
 // src/verification/earlyLookups.ts) ends the verification's wait early: the lookup is asked now, and its answer
-// judged as ever, so an event settles nothing alone. A run acts on it only under this patch: a history in which
-// an older build got the signal and ignored it replays as it ran. At most this many early asks per run.
-const EARLY_LOOKUP_PATCH = 'early-lookup-on-provider-event';
+// judged as ever, so an event settles nothing alone. At most this many early asks per run, so a stream of
+// events (each early ask an activity in the run's history) cannot grow it without end.
 const MAX_EARLY_ASKS = 3;
 const providerEventSignal = defineSignal(PROVIDER_EVENT_SIGNAL);
 
-/**
- * Listens for PROVIDER_EVENT_SIGNAL. An event asks for an early lookup only under EARLY_LOOKUP_PATCH, checked
- * the moment a wait would end for it (so a history where an older build got the signal and went on waiting
- * replays as it ran), and at most MAX_EARLY_ASKS times per run.
- */
+/** Listens for PROVIDER_EVENT_SIGNAL: an event asks for an early lookup, at most MAX_EARLY_ASKS times per run. */
 export function earlyAskOnProviderEvents(): EarlyAsk {
   let eventSeen = false;
   let asked = 0;
@@ -29,7 +24,7 @@ export function earlyAskOnProviderEvents(): EarlyAsk {
     eventSeen = true;
   });
   return {
-    requested: () => eventSeen && asked < MAX_EARLY_ASKS && patched(EARLY_LOOKUP_PATCH),
+    requested: () => eventSeen && asked < MAX_EARLY_ASKS,
     taken: () => {
       eventSeen = false;
       asked += 1;
@@ -62,14 +57,12 @@ export async function verifyWithProvider(
     settleDelayMs: verification.settleDelayMs,
     ...(orphan === undefined ? {} : { waitMs: orphan.waitMs }),
   });
-  // The run's own attempt waits exactly as recorded runs did (a timer of the settle delay, even when the
-  // cancel came first): a different command here would not replay. A closed run's attempt may need no wait.
-  // A provider event of the send ends the wait early (EarlyAsk): the lookup is asked now.
+  // The run's own attempt waits the settle delay; a closed run's, what is left of its send timeout and the
+  // settle delay since its dispatch (maybe nothing). A cancel that came first needs no timer; a provider
+  // event of the send ends the wait early (EarlyAsk): the lookup is asked now.
+  const waitMs = orphan?.waitMs ?? verification.settleDelayMs;
   const wake = (): boolean => cancelRequested() || early.requested();
-  const woke =
-    orphan === undefined
-      ? await condition(wake, verification.settleDelayMs)
-      : cancelRequested() || (orphan.waitMs > 0 && (await condition(wake, orphan.waitMs)));
+  const woke = cancelRequested() || (waitMs > 0 && (await condition(wake, waitMs)));
   if (woke && cancelRequested()) {
     return { kind: 'inconclusive', reason: 'the run was cancelled before the settle delay had passed' };
   }

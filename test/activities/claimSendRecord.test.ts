@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, type ClaimResult } from '../../src/activities';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { decideUnknownOutcome } from '../../src/shared/unknownOutcome';
+import { ownAttemptFacts } from '../../src/shared/unknownOutcomeFacts';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
@@ -384,11 +385,7 @@ describe('claim of a closed run’s dispatched attempt, where the provider can b
     const before = await readMailLog(database.db, orderId);
 
     const runB = run(orderId, 'run-b');
-    const b = await exec(runB, acts.claimOrderMail, {
-      orderId,
-      issuedAtMs: issuedAtOf.get(runB)!,
-      verifyOrphans: true,
-    });
+    const b = await claim(runB, acts, orderId);
     expect(b).toMatchObject({
       kind: 'verify-orphan',
       attempt: 1,
@@ -470,24 +467,12 @@ describe('claim of a closed run’s dispatched attempt, where the provider can b
     expect(await listAttempts(database.db, orderId)).toHaveLength(1);
   });
 
-  it('a worker that cannot ask (no verification configured) settles by the policy, whatever the run asks', async () => {
+  it('a worker that cannot ask (no verification configured) settles by the policy', async () => {
     const acts = activitiesWith('assume-sent');
-    const { orderId } = await dispatchedByClosedRun(acts);
-    const runB = run(orderId, 'run-b');
-    const b = await exec(runB, acts.claimOrderMail, {
-      orderId,
-      issuedAtMs: issuedAtOf.get(runB)!,
-      verifyOrphans: true,
-    });
-    expect(b).toMatchObject({ kind: 'already-sent', outcome: 'unknown' });
-    expect(await readMailLog(database.db, orderId)).toMatchObject({ unknownPolicy: 'assume-sent' });
-  });
-
-  it('a run recorded before it could verify (no verifyOrphans in its claim) still settles by the policy', async () => {
-    const acts = verifyingActivities('assume-sent');
     const { orderId } = await dispatchedByClosedRun(acts);
     const b = await claim(run(orderId, 'run-b'), acts, orderId);
     expect(b).toMatchObject({ kind: 'already-sent', outcome: 'unknown' });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ unknownPolicy: 'assume-sent' });
   });
 });
 
@@ -566,15 +551,22 @@ describe('record', () => {
     // What the workflow does after a start-to-close timeout: read the facts, decide, record.
     const facts = await exec(env, acts.readAttemptOutcomeFacts, { orderId, claimToken, attempt: 1 });
     expect(facts).toMatchObject({ held: true, dispatched: false, sinceKeyFirstDispatchMs: null });
-    const decision = decideUnknownOutcome({
-      ...facts,
-      policy: 'assume-sent',
-      idempotency: null,
-      delayBeforeRetryMs: 0,
-      sendTimeoutMs: 6_000,
-      anotherAttemptFollows: true,
-      providerError: null,
-    });
+    const decision = decideUnknownOutcome(
+      ownAttemptFacts({
+        attempt: facts,
+        settings: {
+          unknownOutcomePolicy: 'assume-sent',
+          idempotency: null,
+          sendTimeoutMs: 6_000,
+          verification: null,
+        },
+        delayBeforeRetryMs: 0,
+        anotherAttemptFollows: true,
+        providerError: null,
+        answer: null,
+      }),
+    );
+    if (decision.kind === 'verify') throw new Error('unreachable: nothing to verify with');
     const result = await exec(env, acts.recordOrderMailOutcome, {
       orderId,
       claimToken,

@@ -9,7 +9,8 @@ import { SEND_COMPLETION_MARGIN_MS } from '../../src/config/sendTimeBudget';
 import { readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { FailureType, type SendFailureDetails } from '../../src/shared/failures';
+import { FailureType } from '../../src/shared/failures';
+import type { SendNotAccepted } from '../../src/shared/sendOutcome';
 import {
   createOrder,
   openTestDatabase,
@@ -77,7 +78,7 @@ for (const [what, sendTimeoutMs] of [
       );
     expect(error).toBeInstanceOf(ApplicationFailure);
     expect((error as ApplicationFailure).type).toBe(FailureType.MailNotSent);
-    expect((error as ApplicationFailure).details?.[0] as SendFailureDetails).toMatchObject({
+    expect((error as ApplicationFailure).details?.[0] as SendNotAccepted).toMatchObject({
       outcome: 'not_sent',
       errorCode: 'FENCE_DEADLINE',
       retryable: true,

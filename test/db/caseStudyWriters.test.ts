@@ -12,6 +12,7 @@ import type { ClaimDecision } from '../../src/db/claimRequest';
 import { settleClosedRunClaim } from '../../src/db/closedRunAttempt';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { seenRowOf } from '../../src/db/transitionFence';
+import { sweptOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { recordOutcome } from '../../src/db/orderMailRecord';
 import { PYTHON_PEERS_DIRECTORY } from '../../dev/peers/pythonPeers';
@@ -178,7 +179,7 @@ describe('each interleaving of the two systems on one order', () => {
     // The sweep settles the quiet claim by the policy (here as failed, so ours may send), then ours claims it.
     const row = (await readMailLog(database.db, orderId))!;
     const settled = await settleClosedRunClaim(database.db, seenRowOf(row), {
-      decision: { kind: 'policy', state: 'failed', outcome: 'unknown', unknownPolicy: 'assume-failed' },
+      facts: sweptOrphanFacts({ dispatched: true, policy: 'assume-failed' }),
       why: 'test: the old claim was quiet',
       recordedBy: 'test sweep',
     });

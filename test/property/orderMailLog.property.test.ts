@@ -24,6 +24,7 @@ import { readAttemptFacts, recordOutcome, type RecordResult } from '../../src/db
 import type { Database } from '../../src/db/pool';
 import type { MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import { decideUnknownOutcome } from '../../src/shared/unknownOutcome';
+import { ownAttemptFacts, sweptOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
 import { CASE_STUDY_STATEMENTS } from '../peers/caseStudyKit';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 import { Turnstile } from './turnstile';
@@ -329,23 +330,30 @@ async function runScenario(scenario: Scenario): Promise<void> {
     verdict: 'accepted' | 'rejected' | 'not_sent' | 'unknown',
   ): Promise<RecordResult> => {
     const attemptOf = { orderId, claimToken: run.token, attempt };
-    // As the workflow does: an unknown is decided from the row's facts (src/shared/unknownOutcome.ts).
+    // As the workflow does: an unknown is decided from the row's facts (src/shared/unknownOutcome.ts), built as
+    // the workflow builds them (src/shared/unknownOutcomeFacts.ts); no provider to ask, no key to retry under.
     const decide = async () => {
       if (verdict !== 'unknown') {
         const state: 'sent' | 'failed' = verdict === 'accepted' ? 'sent' : 'failed';
         return { state, outcome: verdict, unknownPolicy: null, expectDispatched: null };
       }
       const facts = await readAttemptFacts(turnstile.gated(db, `${run.token} read facts`), attemptOf);
-      const decision = decideUnknownOutcome({
-        dispatched: facts.dispatched,
-        policy: scenario.policy,
-        idempotency: null,
-        sinceKeyFirstDispatchMs: facts.sinceKeyFirstDispatchMs,
-        delayBeforeRetryMs: 0,
-        sendTimeoutMs: 0,
-        anotherAttemptFollows: true,
-        providerError: null,
-      });
+      const decision = decideUnknownOutcome(
+        ownAttemptFacts({
+          attempt: facts,
+          settings: {
+            unknownOutcomePolicy: scenario.policy,
+            idempotency: null,
+            sendTimeoutMs: 60_000,
+            verification: null,
+          },
+          delayBeforeRetryMs: 0,
+          anotherAttemptFollows: true,
+          providerError: null,
+          answer: null,
+        }),
+      );
+      if (decision.kind === 'verify') throw new Error('unreachable: nothing to verify with');
       return { ...decision, expectDispatched: facts.dispatched };
     };
     const record = async (label: string, decided: Awaited<ReturnType<typeof decide>>) =>
@@ -449,18 +457,9 @@ async function runScenario(scenario: Scenario): Promise<void> {
   const sweepOutsideClaim = async (label: string, gate: boolean): Promise<void> => {
     const row = await readMailLog(db, orderId);
     if (row === null || row.state !== 'sending' || !isOutsideWriterToken(row.claimToken)) return;
-    const decision = decideUnknownOutcome({
-      dispatched: row.dispatchedAt !== null,
-      policy: scenario.policy,
-      idempotency: null,
-      sinceKeyFirstDispatchMs: null,
-      delayBeforeRetryMs: 0,
-      sendTimeoutMs: 0,
-      anotherAttemptFollows: false,
-      providerError: null,
-    });
+    const facts = sweptOrphanFacts({ dispatched: row.dispatchedAt !== null, policy: scenario.policy });
     const settled = await settleClosedRunClaim(gate ? turnstile.gated(db, label) : db, seenRowOf(row), {
-      decision,
+      facts,
       why: 'property: the old claim was quiet',
       recordedBy: 'property sweep',
     });

@@ -30,7 +30,7 @@ export const RECORDED_PATHS = [
   'unknown-verification-inconclusive-assume-sent',
   'reset-of-sent',
   'reset-after-rejected-then-accepted',
-  // A reset while the send was dispatched and unrecorded: the new run asks the provider, then claims (v1.1.0).
+  // A reset while the send was dispatched and unrecorded: the new run asks the provider, then claims.
   'reset-mid-send-verified-accepted',
   'cancel-during-claim',
   'cancel-during-send',
@@ -41,7 +41,7 @@ export const RECORDED_PATHS = [
   'record-reexecuted',
   // The reconciliation sweep (reconcileOrderMails), settling the claim of a terminated run.
   'sweep-settles-terminated-run',
-  // The sweep asking the provider about a terminated run's dispatched request (v1.1.0).
+  // The sweep asking the provider about a terminated run's dispatched request.
   'sweep-verifies-terminated-run',
 ] as const;
 

@@ -1,8 +1,8 @@
 // After a Reset, the new run replays to the reset point and may redo a step of an attempt the closed run had
 // already moved past: here, the record of an attempt that was not sent (a 429), while the row is held by the
-// closed run's NEXT claim, never dispatched. v1.0.0 ended the new run 'claim-lost' (Completed), the sweep
-// later released the closed run's claim, and nobody was left to send: a customer without a mail (seen in
-// CI's operator chaos). The row as the reset leaves it is laid out here directly, with the real workflow,
+// closed run's NEXT claim, never dispatched. Ending the new run 'claim-lost' (Completed) there would leave the
+// sweep to release the closed run's claim later, with nobody left to send: a customer without a mail (seen in
+// CI's operator chaos, before the run claimed again). The row as the reset leaves it is laid out here directly, with the real workflow,
 // Postgres and the sandbox; the run must claim again, take the closed run's attempt over and send once. The
 // same when the attempt's send ended unknown before its fence (CI met that too: decided not sent).
 import type { Client } from '@temporalio/client';
@@ -13,7 +13,7 @@ import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { recordOutcome } from '../../src/db/orderMailRecord';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { sendFailure } from '../../src/shared/failures';
+import { notAcceptedOutcome, sendFailure } from '../../src/shared/sendOutcome';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { ActivityHolds } from '../support/heldActivities';
 import {
@@ -58,12 +58,14 @@ beforeAll(async () => {
       sendOrderMail: (input) => {
         if (!unknownBeforeTheFence.delete(input.orderId)) return real.sendOrderMail(input);
         return Promise.reject(
-          sendFailure({
-            outcome: 'unknown',
-            httpStatus: null,
-            errorCode: null,
-            reason: 'test: the send ended before its dispatch fence, its outcome unknown to it',
-          }),
+          sendFailure(
+            notAcceptedOutcome({
+              outcome: 'unknown',
+              httpStatus: null,
+              errorCode: null,
+              reason: 'test: the send ended before its dispatch fence, its outcome unknown to it',
+            }),
+          ),
         );
       },
     }),

@@ -10,7 +10,8 @@ import type { MailSizeLimits } from '../../src/mail/mailSizeLimits';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
-import { FailureType, type SendFailureDetails } from '../../src/shared/failures';
+import { FailureType } from '../../src/shared/failures';
+import type { SendNotAccepted } from '../../src/shared/sendOutcome';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   connectTestClient,
@@ -75,7 +76,7 @@ async function expectRefused(orderId: string, failure: ApplicationFailure, error
   expect(failure.type).toBe(FailureType.MailRefused);
   expect(failure.message).toContain(`Order ${orderId}`);
   expect(failure.message).toMatch(/refused before sending/);
-  expect((failure.details?.[0] as SendFailureDetails).errorCode).toBe(errorCode);
+  expect((failure.details?.[0] as SendNotAccepted).errorCode).toBe(errorCode);
   expect(await readMailLog(database.db, orderId)).toMatchObject({
     state: 'failed',
     outcome: 'rejected',

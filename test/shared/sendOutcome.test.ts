@@ -1,5 +1,5 @@
-// The workflow's reading of a send failure (docs/design.md §5), and its backoff. What an unknown outcome becomes:
-// test/shared/unknownOutcome.test.ts.
+// One send's outcome (src/shared/sendOutcome.ts, docs/design.md §5) as the workflow reads it back from the send
+// activity's failure, and the backoff. What an unknown outcome becomes: test/shared/unknownOutcome.test.ts.
 import {
   ActivityFailure,
   ApplicationFailure,
@@ -8,9 +8,14 @@ import {
   TimeoutFailure,
 } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { FailureType, sendFailure } from '../../src/shared/failures';
+import { FailureType } from '../../src/shared/failures';
+import {
+  claimLostFailure,
+  notAcceptedOutcome,
+  sendFailure,
+  sendOutcomeOfFailure,
+} from '../../src/shared/sendOutcome';
 import { delayBeforeNextAttempt } from '../../src/shared/workflowSettings';
-import { verdictOfSendFailure } from '../../src/workflows/sendVerdict';
 
 function activityFailure(cause: Error): ActivityFailure {
   return new ActivityFailure(
@@ -23,30 +28,43 @@ function activityFailure(cause: Error): ActivityFailure {
   );
 }
 
-describe('verdictOfSendFailure', () => {
+describe('sendOutcomeOfFailure', () => {
   it('reads the typed details of the send’s own failures', () => {
-    const failure = sendFailure({
+    const failure = sendFailure(
+      notAcceptedOutcome({
+        outcome: 'not_sent',
+        httpStatus: 429,
+        errorCode: null,
+        reason: 'HTTP 429',
+        retryAfterMs: 2_000,
+      }),
+    );
+    const sent = sendOutcomeOfFailure(activityFailure(failure));
+    expect(sent).toMatchObject({
+      failureType: FailureType.MailNotSent,
       outcome: 'not_sent',
       httpStatus: 429,
-      errorCode: null,
-      reason: 'HTTP 429',
       retryAfterMs: 2_000,
-    });
-    const verdict = verdictOfSendFailure(activityFailure(failure));
-    expect(verdict).toMatchObject({
-      kind: 'not-accepted',
-      failureType: FailureType.MailNotSent,
-      details: { outcome: 'not_sent', httpStatus: 429, retryAfterMs: 2_000, retryable: true },
+      retryable: true,
     });
   });
 
+  it('reads back exactly the outcome the send activity carried in its failure', () => {
+    const carried = notAcceptedOutcome(
+      { outcome: 'unknown', httpStatus: 502, errorCode: null, reason: 'HTTP 502' },
+      1_234,
+    );
+    expect(sendOutcomeOfFailure(activityFailure(sendFailure(carried)))).toEqual(carried);
+  });
+
   it('treats a start-to-close timeout (the worker died mid-send) as unknown', () => {
-    const verdict = verdictOfSendFailure(
+    const sent = sendOutcomeOfFailure(
       activityFailure(new TimeoutFailure(undefined, undefined, 'START_TO_CLOSE')),
     );
-    expect(verdict).toMatchObject({
-      kind: 'not-accepted',
-      details: { outcome: 'unknown', errorCode: 'TIMEOUT_START_TO_CLOSE' },
+    expect(sent).toMatchObject({
+      failureType: FailureType.MailOutcomeUnknown,
+      outcome: 'unknown',
+      errorCode: 'TIMEOUT_START_TO_CLOSE',
     });
   });
 
@@ -55,23 +73,20 @@ describe('verdictOfSendFailure', () => {
       new CancelledFailure('WORKER_SHUTDOWN'),
       ApplicationFailure.create({ type: 'TypeError', message: 'boom' }),
     ]) {
-      expect(verdictOfSendFailure(activityFailure(cause))).toMatchObject({ details: { outcome: 'unknown' } });
+      expect(sendOutcomeOfFailure(activityFailure(cause))).toMatchObject({ outcome: 'unknown' });
     }
   });
 
   it('treats a send failure whose details are missing as unknown, not as rejected', () => {
     const bare = ApplicationFailure.create({ type: FailureType.MailRejected, message: 'no details' });
-    expect(verdictOfSendFailure(activityFailure(bare))).toMatchObject({ details: { outcome: 'unknown' } });
+    expect(sendOutcomeOfFailure(activityFailure(bare))).toMatchObject({ outcome: 'unknown' });
   });
 
   it('recognises a lost claim, with the row as the send found it', () => {
-    const withRow = ApplicationFailure.create({
-      type: FailureType.ClaimLost,
-      message: 'lost',
-      details: [{ currentState: 'failed', currentOutcome: 'resolved' }],
-    });
-    expect(verdictOfSendFailure(activityFailure(withRow))).toEqual({
-      kind: 'claim-lost',
+    const withRow = claimLostFailure('1', { currentState: 'failed', currentOutcome: 'resolved' });
+    expect(withRow.type).toBe(FailureType.ClaimLost);
+    expect(sendOutcomeOfFailure(activityFailure(withRow))).toEqual({
+      outcome: 'claim-lost',
       row: { currentState: 'failed', currentOutcome: 'resolved' },
     });
   });
