@@ -10,7 +10,7 @@ import type { Database } from './db/pool';
 import type { ProviderTransports } from './mail/providerTransports';
 import type { OrderMailMetrics } from './metrics/orderMailMetrics';
 import { PROVIDER_EVENT_SIGNAL } from './shared/workflowContract';
-import { assertSearchAttributesRegistered } from './temporal/searchAttributes';
+import { assertSearchAttributesRegistered } from './temporal/searchAttributeRegistration';
 import { resetHistoryReader } from './temporal/resetHistory';
 import type { Tracing } from './tracing/tracing';
 import { UnrecordedSendTracker } from './unrecordedSendTracker';

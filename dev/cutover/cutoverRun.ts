@@ -25,7 +25,7 @@ import { retryOrderMail } from '../../src/ops/retryOrderMail';
 import type { orderConfirmationMail, OrderMailResult } from '../../src/workflows/orderConfirmationMail';
 import { startTemporalDevServer } from '../devtools/devServer';
 import { startEmbeddedPostgres } from '../devtools/embeddedPostgres';
-import { devServerSearchAttributes } from '../devtools/searchAttributes';
+import { devServerSearchAttributes } from '../devtools/searchAttributeFlags';
 import { faultRates, type FaultMix } from '../demo/options';
 import { releaseEmbeddedPostgresSignalHooks } from '../demo/signalHooks';
 import { startRunSweeps } from '../demo/sweep';

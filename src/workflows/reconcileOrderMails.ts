@@ -4,7 +4,7 @@ import type {
   ReconcileActivities,
   StuckClaim,
 } from '../activities/reconcileActivities';
-import { OrderMailStuckOrders } from '../shared/searchAttributes';
+import { OrderMailStuckOrders } from '../shared/orderMailSearchAttributes';
 import { decideUnknownOutcome, type VerificationAnswer } from '../shared/unknownOutcome';
 import { askProvider } from './askProvider';
 import type { VerificationWait } from '../activities';

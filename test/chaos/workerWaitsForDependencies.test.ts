@@ -11,7 +11,7 @@ import { createDatabase, type Database } from '../../src/db/pool';
 import { startTemporalDevServer, type TemporalDevServer } from '../../dev/devtools/devServer';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../../dev/devtools/embeddedPostgres';
 import { getFreePort } from '../../src/shared/freePort';
-import { devServerSearchAttributes } from '../../dev/devtools/searchAttributes';
+import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { sampleOrder, waitFor } from '../support/testKit';

@@ -3,7 +3,7 @@
 import { isGrpcServiceError, type Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { ORDER_MAIL_SEARCH_ATTRIBUTES, type SearchAttributeKey } from '../shared/searchAttributes';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES, type SearchAttributeKey } from '../shared/orderMailSearchAttributes';
 
 type Key = SearchAttributeKey;
 
