@@ -12,7 +12,7 @@
 // redeliver a batch forever for one stranger in it. Whether a stored event settles anything is decided where
 // it is read (src/evidence/): message id equal to ours, time at or after the dispatch.
 import { mailgunMessageIdLocalPart } from '../evidence/sendKey';
-import type { ProviderEvent } from './providerEvent';
+import type { ProviderEvent } from './normalizedEvent';
 
 export type SkipReason =
   /** No order id or send key of ours: another system's mail, or an event type we do not keep. */

@@ -10,7 +10,7 @@ import {
   scrubbedReason,
   type ProviderEvent,
   type ProviderEventType,
-} from './providerEvent';
+} from './normalizedEvent';
 
 const SES_EVENT_TYPES: Readonly<Record<string, ProviderEventType>> = {
   Send: 'accepted',

@@ -22,7 +22,7 @@ import { createVerify, X509Certificate, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { request } from 'undici';
 import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
-import { MalformedWebhookError } from './providerEvent';
+import { MalformedWebhookError } from './normalizedEvent';
 import { parseSesEvent } from './sesEvent';
 import { isFresh, type AuthenticDelivery } from './signedDelivery';
 
