@@ -4,7 +4,7 @@
 // a webhook, or by the policy) and, since the sandbox knows what it accepted, whether that settlement was right.
 // Pure, and kept apart from report.ts so the run report's other sections can change without touching it.
 
-import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/sendKey';
+import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 
 export type VerificationFact = 'lookup' | 'webhook' | 'inconclusive' | null;

@@ -11,7 +11,7 @@
 // Anything else is skipped and counted by why; the delivery is still answered 2xx, so a provider does not
 // redeliver a batch forever for one stranger in it. Whether a stored event settles anything is decided where
 // it is read (src/evidence/): message id equal to ours, time at or after the dispatch.
-import { mailgunMessageIdLocalPart } from '../evidence/sendKey';
+import { mailgunMessageIdLocalPart } from '../evidence/messageIdentity';
 import type { ProviderEvent } from './normalizedEvent';
 
 export type SkipReason =

@@ -17,7 +17,7 @@ import type {
   ProviderLookupAdapter,
   VerificationFacts,
 } from '../../verification/providerLookup';
-import { mailgunMessageId } from '../../evidence/sendKey';
+import { mailgunMessageId } from '../../evidence/messageIdentity';
 import type { LookupEntry } from '../../evidence/lookupAnswer';
 import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';

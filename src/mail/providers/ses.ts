@@ -13,7 +13,7 @@
 
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { sesTagValue } from '../../evidence/sendKey';
+import { sesTagValue } from '../../evidence/messageIdentity';
 import type { VerificationFacts } from '../../verification/providerLookup';
 import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
