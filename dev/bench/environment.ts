@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { appendFileSync } from 'node:fs';
 import { Connection } from '@temporalio/client';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { startTemporalDevServer } from '../devtools/devServer';
 import { findTemporalCli } from '../devtools/findTemporalCli';

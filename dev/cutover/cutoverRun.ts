@@ -18,7 +18,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { startOrderConfirmationMail } from '../../src/client';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import { insertOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { retryOrderMail } from '../../src/ops/retryOrderMail';

@@ -6,7 +6,7 @@
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import { startTemporalDevServer, type TemporalDevServer } from '../devtools/devServer';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../devtools/embeddedPostgres';
 import { getFreePort } from '../../src/shared/freePort';

@@ -4,7 +4,7 @@
 // ports where nothing listens yet, then an embedded Postgres and a Temporal dev server start on those ports.
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, expect, it } from 'vitest';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { insertOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIRMED_ORDERS_QUERY_PATH } from '../../src/db/confirmedOrders';
-import { MIGRATIONS_DIRECTORY } from '../../src/db/migrate';
+import { MIGRATIONS_DIRECTORY } from '../../src/db/migrator';
 import { WORKER_READS_COLUMNS } from '../../src/db/orderColumns';
 
 describe('the columns the workers read', () => {

@@ -7,7 +7,7 @@ import { escapeIdentifier } from 'pg';
 import { inject } from 'vitest';
 import type { ActivityDependencies } from '../../src/activities';
 import type { ReconcileDependencies } from '../../src/activities/reconcileActivities';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import { insertOrder, type NewOrder } from '../../src/db/orders';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { setUpDatabaseRoles } from '../../src/db/roles';

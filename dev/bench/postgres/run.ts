@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, escapeIdentifier } from 'pg';
-import { migrate } from '../../../src/db/migrate';
+import { migrate } from '../../../src/db/migrator';
 import { createDatabase, type Database } from '../../../src/db/pool';
 import { startEmbeddedPostgres } from '../../devtools/embeddedPostgres';
 import { summarizeLatencies } from '../latency';
