@@ -19,7 +19,7 @@ import path from 'node:path';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { startOrderConfirmationMail } from '../../src/client';
 import { migrate } from '../../src/db/migrator';
-import { insertOrder } from '../../src/db/orders';
+import { insertOrder } from '../devtools/shopOrders';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { retryOrderMail } from '../../src/ops/retryOrderMail';
 import type { orderConfirmationMail, OrderMailResult } from '../../src/workflows/orderConfirmationMail';

@@ -5,7 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
-import { insertOrder, type NewOrder } from '../../src/db/orders';
+import { insertOrder, type NewOrder } from '../devtools/shopOrders';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { releaseEmbeddedPostgresSignalHooks } from './signalHooks';
 import { startClientFleet, type ClientFleet } from './clientFleet';

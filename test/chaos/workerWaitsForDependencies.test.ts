@@ -6,7 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrator';
 import { readMailLog } from '../../src/db/orderMailLog';
-import { insertOrder } from '../../src/db/orders';
+import { insertOrder } from '../../dev/devtools/shopOrders';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { startTemporalDevServer, type TemporalDevServer } from '../../dev/devtools/devServer';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../../dev/devtools/embeddedPostgres';

@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   createGenericMailApiClient,
   type GenericMailApiClientOptions,
-} from '../../src/mail/genericMailApiClient';
+} from '../../dev/devtools/genericMailApiClient';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
 
 const cleanups: Array<() => Promise<void>> = [];
