@@ -11,7 +11,7 @@ import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/orderMailSearchAttribute
 import { DEFAULT_RECONCILE_SCHEDULE_ID, ensureReconcileSchedule } from '../temporal/reconcileSchedule';
 import { ensureSearchAttributes } from '../temporal/searchAttributeRegistration';
 
-export const DEFAULT_RECONCILE_INTERVAL_MS = 300_000;
+const DEFAULT_RECONCILE_INTERVAL_MS = 300_000;
 
 export async function main(
   env: Record<string, string | undefined> = process.env,

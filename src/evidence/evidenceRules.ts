@@ -174,7 +174,7 @@ export interface StoredProviderEvent {
  * Providers stamp events to the second (SendGrid) and their clocks are not ours: an event up to this much
  * before the dispatch on Postgres's clock may still be of this request. Far less than any settle delay.
  */
-export const EVENT_CLOCK_TOLERANCE_MS = 2_000;
+const EVENT_CLOCK_TOLERANCE_MS = 2_000;
 
 export type WebhookVerdict =
   /** An authentic event of this attempt, from a provider without a lookup: it settles the send as accepted. */

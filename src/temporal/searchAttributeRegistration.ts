@@ -66,7 +66,7 @@ export async function ensureSearchAttributes(
 }
 
 /** Which of `keys` the namespace lacks, and which it has under another type. */
-export async function findSearchAttributeProblems(
+async function findSearchAttributeProblems(
   connection: HasOperatorService,
   namespace: string,
   keys: readonly Key[] = ORDER_MAIL_SEARCH_ATTRIBUTES,

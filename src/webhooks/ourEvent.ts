@@ -27,12 +27,12 @@ export type SkipReason =
 export type Skipped = Partial<Record<SkipReason, number>>;
 
 /** A provider retries a webhook for at most 72 hours (SendGrid); a day more for slow queues. */
-export const OLDEST_EVENT_MS = 4 * 24 * 3_600_000;
+const OLDEST_EVENT_MS = 4 * 24 * 3_600_000;
 const SEND_KEY_PREFIX = 'order-confirmation/';
 const DIGITS = /^[0-9]{1,19}$/;
 
 /** The order a send key of ours names, or null when it is not one of ours. */
-export function orderOfSendKey(sendKey: string): string | null {
+function orderOfSendKey(sendKey: string): string | null {
   if (!sendKey.startsWith(SEND_KEY_PREFIX)) return null;
   const parts = sendKey.slice(SEND_KEY_PREFIX.length).split('/');
   // [order], [order, resend count] (before deployment ids), [deployment, order, resend count].

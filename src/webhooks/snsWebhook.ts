@@ -77,7 +77,7 @@ export function snsStringToSign(message: Record<string, unknown>): string | null
 }
 
 /** Where a signing certificate (or a SubscribeURL) may come from; the reason when it may not. */
-export function whyUntrustedUrl(
+function whyUntrustedUrl(
   value: string,
   settings: SnsSettings,
   what: 'certificate' | 'subscribe',

@@ -62,7 +62,7 @@ export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
  * limit instead of failing at once. 500: Mailgun recommends retrying, but customers report 5xx answers for
  * mail that was still sent (research note §7), so 5xx stays unknown.
  */
-export const MAILGUN_STATUS_TABLE = extendStatusTable(
+const MAILGUN_STATUS_TABLE = extendStatusTable(
   LOOKUP_PROVIDER_STATUS_TABLE,
   'mailgun',
   { 404: 'not_sent' },
