@@ -127,8 +127,9 @@ export function endedWithoutMailByOperator(acts: OperatorActRecord[]): Set<strin
 
 /**
  * Orders one of whose runs an operator closed (terminate, or a reset, which terminates the run it resets):
- * a dispatched attempt of that run is settled by the next claim or the sweep by the policy, without asking the
- * provider (docs/design.md §9, "only the workflow's own attempt is verified").
+ * a dispatched attempt of that run may be settled by the next claim or the sweep by the policy, unasked or
+ * after an inconclusive answer (docs/design.md §5, "a closed run's unknown", and §9), and a customer left
+ * without a mail by it is then the operator's doing.
  */
 export function runClosedByOperator(acts: OperatorActRecord[]): Set<string> {
   const closes = new Set<OperatorActRecord['act']>([

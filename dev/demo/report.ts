@@ -509,8 +509,9 @@ function verificationInvariants(
   const missing = orders.filter(
     (order) => order.messageIds.length === 0 && !order.endedByOperator && !policyPriced(order.orderId),
   );
-  // A policy settlement is the policy's price (§9) also where an operator cancelled, terminated or resolved
-  // the order: a cancel during the settle delay leaves verification inconclusive, and the policy decides.
+  // A policy settlement is the policy's price (docs/design.md §9) also where an operator cancelled, terminated
+  // or resolved the order: a cancel during the settle delay leaves verification inconclusive, and the policy
+  // decides.
   const endedByOperator = new Set(
     orders.filter((order) => order.endedByOperator).map((order) => order.orderId),
   );
