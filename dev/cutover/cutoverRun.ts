@@ -26,7 +26,8 @@ import type { orderConfirmationMail, OrderMailResult } from '../../src/workflows
 import { startTemporalDevServer } from '../devtools/devServer';
 import { startEmbeddedPostgres } from '../devtools/embeddedPostgres';
 import { devServerSearchAttributes } from '../devtools/searchAttributeFlags';
-import { faultRates, type FaultMix } from '../demo/options';
+import { faultRates } from '../demo/profiles';
+import type { FaultMix } from '../demo/runOptions';
 import { releaseEmbeddedPostgresSignalHooks } from '../demo/signalHooks';
 import { startRunSweeps } from '../demo/sweep';
 import { startWorkerFleet, type WorkerFleet } from '../demo/workerFleet';

@@ -8,7 +8,7 @@
 // unpauseWithinMs), reset, update-options raising its maximum attempts. And a deliberate re-send of a sent
 // order: ops resolve --as failed, then ops retry.
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
-import type { OperatorSettings } from './options';
+import type { OperatorSettings } from './runOptions';
 import type { ActOutcome, OperatorActName, OperatorTools } from './operatorTools';
 
 export interface OperatorActRecord {

@@ -14,7 +14,7 @@ import { refusedLieTokens, type WebhookFacts } from './webhookLieReport';
 import { startClusterChaos, type ClusterChaos } from './clusterChaos';
 import { formatReport } from './formatReport';
 import { readInboxFacts } from './inbox';
-import type { RunOptions } from './options';
+import type { RunOptions } from './runOptions';
 import type { OperatorFacts } from './operatorReport';
 import { violationStories } from './violationStories';
 import { startOperators, type Operators } from './operators';

@@ -23,7 +23,7 @@ import {
 import { applyTemporalSchema } from '../stack/temporalSchema';
 import { startMailTarget, type DemoMailTarget } from './mailTarget';
 import { startFailoverTarget } from './failoverTarget';
-import type { FailoverSettings, FaultMix, MailTransportName } from './options';
+import type { FailoverSettings, FaultMix, MailTransportName } from './runOptions';
 import type { VerificationRunOptions } from './verificationOptions';
 
 const STOP_DEADLINE_MS = 15_000;
