@@ -1,7 +1,7 @@
 // The operator of the operator-chaos run (`npm run chaos -- --operators`): while orders flow under the usual
 // faults, it does what an operator can do to random in-flight orders, at random moments, one act at a time
 // (dev/demo/operatorTools.ts says how each is done). It keeps a log of every act and its outcome; the report
-// (dev/demo/operatorReport.ts) counts them and knows from it which orders an operator asked to re-send.
+// (dev/demo/report/operatorReport.ts) counts them and knows from it which orders an operator asked to re-send.
 //
 // Acts on a running order's run: cancel, terminate, reset to the first or the last workflow task, ops retry,
 // ops resolve (as sent or failed). Acts on a send activity in flight: pause (unpaused again within

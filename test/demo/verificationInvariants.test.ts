@@ -2,7 +2,8 @@
 // unknown outcome is settled as the provider had it. These cases check the invariants catch a customer without
 // a mail and a wrong "verified not sent", and pass a verified run.
 import { describe, expect, it } from 'vitest';
-import { buildReport, type AttemptFact, type RunFacts } from '../../dev/demo/report';
+import type { AttemptFact, RunFacts } from '../../dev/demo/report/facts';
+import { buildReport } from '../../dev/demo/report/report';
 
 const T0 = '2026-12-01T00:00:00.000Z';
 const T1 = '2026-12-01T00:00:05.000Z';
