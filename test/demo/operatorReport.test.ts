@@ -2,8 +2,13 @@
 // which orders an operator asked to re-send, and that each operator invariant catches what it names and lets
 // the rest pass.
 import { describe, expect, it } from 'vitest';
-import type { OperatorActRecord } from '../../dev/demo/operators';
-import type { AttemptFact, LogRowFact, RunFact, RunFacts } from '../../dev/demo/report/facts';
+import type {
+  AttemptFact,
+  LogRowFact,
+  OperatorActRecord,
+  RunFact,
+  RunFacts,
+} from '../../dev/demo/report/facts';
 import { actsBehind, resendsAskedFor } from '../../dev/demo/report/operatorReport';
 import { buildReport } from '../../dev/demo/report/report';
 

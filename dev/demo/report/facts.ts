@@ -5,7 +5,7 @@
 import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../../src/shared/mailOutcome';
 import type { WebhookLieCount, WebhookLiePosting } from '../../sandbox/webhookLies';
 import type { ClusterChaosCounts } from '../clusterChaos';
-import type { OperatorActRecord } from '../operators';
+import type { ActOutcome, OperatorActName } from '../operatorTools';
 import type { SweepFacts } from '../sweep';
 
 export interface LogRowFact {
@@ -170,6 +170,26 @@ export interface StartCounts {
   started: number;
   alreadyStarted: number;
   retriedCalls: number;
+}
+
+/** One act of the operator-chaos run's operator (operators.ts), as its log keeps it. */
+export interface OperatorActRecord {
+  act: OperatorActName;
+  orderId: string;
+  runId: string | null;
+  /** When the act was made (ISO), on this machine's clock, which Postgres and Temporal share here. */
+  at: string;
+  result: ActOutcome['result'];
+  /** The refusal's code, or what failed; null when done. */
+  detail: string | null;
+  /** A refusal's own words (Temporal's or the ops CLI's), for the run's operator-acts.json. */
+  message?: string;
+  /** A resolve's view of the row before it (from the act's audit row), to tell a resolve of a send in flight. */
+  rowBefore?: { state: string; dispatchedAt: string | null; claimToken: string } | null;
+  /** Part of a deliberate re-send: the resolve --as failed and the retry that follows it. */
+  resend?: boolean;
+  /** For an activity act: which activity (the send), so a pause can be matched with its unpause. */
+  activityId?: string;
 }
 
 /** In a run with operators (--operators): what they did, every run of every order, and the sweeps. */

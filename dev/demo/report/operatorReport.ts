@@ -3,9 +3,8 @@
 // stopped before any claim. Pure, like report.ts (test/demo/operatorReport.test.ts); the invariants only an
 // operator's acts can break are scenarioInvariants.ts's.
 import { OPERATOR_ACTS, type OperatorActName } from '../operatorTools';
-import type { OperatorActRecord } from '../operators';
 import type { SweepFacts } from '../sweep';
-import type { OperatorFacts, RunFact } from './facts';
+import type { OperatorActRecord, OperatorFacts, RunFact } from './facts';
 
 export interface ActCounts {
   done: number;

@@ -4,8 +4,7 @@
 // counts come from) and, when an invariant failed, violations.json (the whole story of its first orders).
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { OperatorActRecord } from '../operators';
-import type { RunFacts } from './facts';
+import type { OperatorActRecord, RunFacts } from './facts';
 import type { RunReport } from './report';
 
 /** The report as JSON, as `--json` prints it and report.json holds it. */
