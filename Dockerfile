@@ -12,7 +12,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 # Only src/: the tools in dev/ (demo, native stack, sandboxes, devtools, benchmark) are not in this stage, so
-# nothing of theirs can be compiled into dist/. The build copies the migrations next to dist/db/migrate.js.
+# nothing of theirs can be compiled into dist/. The build copies the migrations next to dist/db/migrator.js.
 COPY src ./src
 RUN npm run build && node dist/cli/bundle-workflows.js dist/workflow-bundle.js
 

@@ -95,7 +95,7 @@ export default tseslint.config(
       'src/client.ts',
       'src/shared/workflowContract.ts',
       'src/shared/orderId.ts',
-      'src/shared/searchAttributes.ts',
+      'src/shared/orderMailSearchAttributes.ts',
       'src/config/temporalConnection.ts',
       'src/config/connectionTargets.ts',
     ],

@@ -6,9 +6,9 @@ import { isGrpcServiceError } from '@temporalio/client';
 import { DependencyUnreachableError, postgresTarget } from './config/connectionTargets';
 
 /** The first retry comes this soon; each next one twice as late, up to the cap. */
-export const DEPENDENCY_RETRY_INITIAL_MS = 250;
+const DEPENDENCY_RETRY_INITIAL_MS = 250;
 /** Capped low, so a worker is serving within seconds of its dependency coming back. */
-export const DEPENDENCY_RETRY_MAX_MS = 5_000;
+const DEPENDENCY_RETRY_MAX_MS = 5_000;
 /** While one cause lasts, it is logged again this often (a new cause is logged at once). */
 const REPEAT_LOG_EVERY_MS = 30_000;
 

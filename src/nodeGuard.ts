@@ -3,7 +3,7 @@
 // that name neither Node nor its version (undici 8 reads zlib's zstd, which Node 20 lacks), or, worse, work
 // half-way. The one module that acts on import, on purpose: nothing else may run first.
 //
-// The minimum is package.json's `engines` (test/build/nodeGuard.test.ts holds them equal): the Node this
+// The minimum is package.json's `engines` (test/build/nodeVersion.test.ts holds them equal): the Node this
 // build is tested on. The npm scripts that run tests and tools pick that Node themselves
 // (scripts/with-node.sh); a production command runs on whatever `node` the host gives it.
 

@@ -33,7 +33,7 @@ import { runOnce } from './workerPair';
 import { installRuntime } from './workerRuntime';
 import { WorkerStatus } from './workerStatus';
 
-export async function runWorker(config: WorkerConfig, stop: AbortSignal): Promise<void> {
+async function runWorker(config: WorkerConfig, stop: AbortSignal): Promise<void> {
   // Before any client or worker exists: they take their interceptors from it. Flushed last, after the workers
   // stopped, so the spans of the sends that finished while stopping are exported too.
   const tracing = config.tracing === null ? null : await startTracing(config.tracing);

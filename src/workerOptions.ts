@@ -4,7 +4,7 @@ import { createActivities, type ActivityDependencies } from './activities';
 import { createReconcileActivities, type ReconcileDependencies } from './activities/reconcileActivities';
 import { DROPPED_WORKFLOW_SPANS, type Tracing } from './tracing/tracing';
 import { WORKFLOW_INTERCEPTOR_MODULES } from './tracing/workflowInterceptorModules';
-import type { UnrecordedSends } from './unrecordedSends';
+import type { UnrecordedSendTracker } from './unrecordedSendTracker';
 
 export interface OrderMailWorkerSetup {
   connection: NativeConnection;
@@ -20,7 +20,7 @@ export interface OrderMailWorkerSetup {
   /** The Mail API's rate limit, for every replica together; null for none. */
   sendRateLimitPerSecond?: number | null;
   /** Counts the sends run here until they are recorded, for a stopping worker to wait on. */
-  unrecordedSends?: UnrecordedSends;
+  unrecordedSends?: UnrecordedSendTracker;
   /** OpenTelemetry (src/tracing/tracing.ts), when OTEL_EXPORTER_OTLP_ENDPOINT turned it on. */
   tracing?: Tracing | null;
 }

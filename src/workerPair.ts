@@ -10,10 +10,10 @@ import type { Database } from './db/pool';
 import type { ProviderTransports } from './mail/providerTransports';
 import type { OrderMailMetrics } from './metrics/orderMailMetrics';
 import { PROVIDER_EVENT_SIGNAL } from './shared/workflowContract';
-import { assertSearchAttributesRegistered } from './temporal/searchAttributes';
+import { assertSearchAttributesRegistered } from './temporal/searchAttributeRegistration';
 import { resetHistoryReader } from './temporal/resetHistory';
 import type { Tracing } from './tracing/tracing';
-import { UnrecordedSends } from './unrecordedSends';
+import { UnrecordedSendTracker } from './unrecordedSendTracker';
 import { startEarlyLookups } from './verification/earlyLookups';
 import { logWorker as log, logWorkerError as logError } from './workerLog';
 import { orderMailWorkerPair } from './workerOptions';
@@ -93,7 +93,7 @@ async function runWorkerPair(
     namespace: config.temporal.namespace,
     ...(setup.tracing === null ? {} : { interceptors: setup.tracing.clientInterceptors }),
   });
-  const unrecorded = new UnrecordedSends();
+  const unrecorded = new UnrecordedSendTracker();
   const options = orderMailWorkerPair({
     connection,
     namespace: config.temporal.namespace,

@@ -2,7 +2,7 @@
 // migration step ran it refuses to start, at once and saying what to run; after `npm run db:migrate` ran as
 // the migration role it starts and sends an order's mail once.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { migrate } from '../src/db/migrate';
+import { migrate } from '../src/db/migrator';
 import { readMailLog } from '../src/db/orderMailLog';
 import { orderConfirmationMail } from '../src/workflows/orderConfirmationMail';
 import { startMailSandbox, type MailSandbox } from '../dev/sandbox/mailSandbox';

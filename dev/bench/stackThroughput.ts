@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { connectOrderMailClient, startOrderConfirmationMail } from '../../src/client';
-import { insertOrder } from '../../src/db/orders';
+import { insertOrder } from '../devtools/shopOrders';
 import { createDatabase } from '../../src/db/pool';
 import { startStack } from '../stack/stack';
 

@@ -1,6 +1,7 @@
 // `npm run demo` and `npm run chaos`: see dev/demo/runner.ts and docs/demo-and-chaos.md.
-import { parseRunOptions, USAGE, UsageError } from '../demo/options';
+import { parseRunOptions, UsageError } from '../demo/options';
 import { runDemo } from '../demo/runner';
+import { USAGE } from '../demo/usage';
 
 async function main(): Promise<number> {
   let options;

@@ -7,7 +7,7 @@
 // The acts come from a bag holding each of the four, refilled when empty, so each kind recurs evenly.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunningTemporalCluster } from '../stack/temporalCluster';
-import type { ClusterSettings } from './options';
+import type { ClusterSettings } from './runOptions';
 
 export type ClusterActKind = 'history-kill' | 'matching-kill' | 'frontend-restart' | 'rolling-restart';
 const ACT_KINDS: readonly ClusterActKind[] = [

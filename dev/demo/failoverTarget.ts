@@ -4,7 +4,8 @@
 // mid-run the primary goes down for a window: connections refused, then 503s, then accept-then-drop on every
 // request, a third of the window each.
 import { startMailSandbox, DEFAULT_SANDBOX_API_KEY, type MailSandbox } from '../sandbox/mailSandbox';
-import { faultRates, type FaultMix } from './options';
+import { faultRates } from './profiles';
+import type { FaultMix } from './runOptions';
 import type { DemoMailTarget } from './mailTarget';
 import { DEMO_MAILGUN_DOMAIN } from './verificationTarget';
 

@@ -6,12 +6,11 @@ import { startMailSandbox, DEFAULT_SANDBOX_API_KEY } from '../sandbox/mailSandbo
 import type { Fault } from '../sandbox/faults';
 import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
 import type { LookupRecord } from '../sandbox/lookups';
-import type { LiesTold } from './lieReport';
-import type { WebhookFacts } from './webhookLieReport';
 import type { RelayTarget } from '../sandbox/relayToInbox';
 import { startSmtpSandbox, type SmtpTransactionRecord } from '../sandbox/smtp/smtpSandbox';
-import { faultRates, HANG_MS, type FaultMix, type MailTransportName } from './options';
-import type { MessageFact, RequestFact, VerificationActivity } from './report';
+import { faultRates, HANG_MS } from './profiles';
+import type { FaultMix, MailTransportName } from './runOptions';
+import type { LiesTold, MessageFact, RequestFact, VerificationActivity, WebhookFacts } from './report/facts';
 import { smtpFaultRates } from './smtpFaultRates';
 import { startVerificationParts } from './verificationTarget';
 import { needsWebhookReceiver, type VerificationRunOptions } from './verificationOptions';
@@ -196,7 +195,7 @@ function describeFault(fault: Fault): string {
   }
 }
 
-/** The lies the lookups told, by kind, with the orders they were about (dev/demo/lieReport.ts). */
+/** The lies the lookups told, by kind, with the orders they were about (dev/demo/report/lieReport.ts). */
 function liesTold(lookups: LookupRecord[]): LiesTold {
   const told: LiesTold = Object.fromEntries(
     LOOKUP_LIE_KINDS.map((kind) => [kind, { told: 0, orderIds: [] }]),

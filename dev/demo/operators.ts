@@ -1,34 +1,17 @@
 // The operator of the operator-chaos run (`npm run chaos -- --operators`): while orders flow under the usual
 // faults, it does what an operator can do to random in-flight orders, at random moments, one act at a time
 // (dev/demo/operatorTools.ts says how each is done). It keeps a log of every act and its outcome; the report
-// (dev/demo/operatorReport.ts) counts them and knows from it which orders an operator asked to re-send.
+// (dev/demo/report/operatorReport.ts) counts them and knows from it which orders an operator asked to re-send.
 //
 // Acts on a running order's run: cancel, terminate, reset to the first or the last workflow task, ops retry,
 // ops resolve (as sent or failed). Acts on a send activity in flight: pause (unpaused again within
 // unpauseWithinMs), reset, update-options raising its maximum attempts. And a deliberate re-send of a sent
 // order: ops resolve --as failed, then ops retry.
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
-import type { OperatorSettings } from './options';
+import { choose, NAMES, type Choice } from './operatorChoices';
 import type { ActOutcome, OperatorActName, OperatorTools } from './operatorTools';
-
-export interface OperatorActRecord {
-  act: OperatorActName;
-  orderId: string;
-  runId: string | null;
-  /** When the act was made (ISO), on this machine's clock, which Postgres and Temporal share here. */
-  at: string;
-  result: ActOutcome['result'];
-  /** The refusal's code, or what failed; null when done. */
-  detail: string | null;
-  /** A refusal's own words (Temporal's or the ops CLI's), for the run's operator-acts.json. */
-  message?: string;
-  /** A resolve's view of the row before it (from the act's audit row), to tell a resolve of a send in flight. */
-  rowBefore?: { state: string; dispatchedAt: string | null; claimToken: string } | null;
-  /** Part of a deliberate re-send: the resolve --as failed and the retry that follows it. */
-  resend?: boolean;
-  /** For an activity act: which activity (the send), so a pause can be matched with its unpause. */
-  activityId?: string;
-}
+import type { OperatorActRecord } from './report/facts';
+import type { OperatorSettings } from './runOptions';
 
 export interface Operators {
   log(): OperatorActRecord[];
@@ -45,32 +28,6 @@ const LIST_EVERY_MS = 1_000;
 /** How many running orders it looks at for a send in flight before it gives that act up. */
 const SEND_CANDIDATES = 8;
 const UNPAUSE_TRIES = 10;
-
-type Choice =
-  | 'cancel'
-  | 'terminate'
-  | 'reset-first'
-  | 'reset-last'
-  | 'pause'
-  | 'activity-reset'
-  | 'update-options'
-  | 'retry'
-  | 'resolve'
-  | 'resend';
-
-/** How often each act is chosen: the activity acts are weighted up, since a send in flight is short. */
-const WEIGHTS: [Choice, number][] = [
-  ['cancel', 1],
-  ['terminate', 1],
-  ['reset-first', 1],
-  ['reset-last', 1],
-  ['pause', 1.5],
-  ['activity-reset', 1],
-  ['update-options', 1],
-  ['retry', 1],
-  ['resolve', 1.5],
-  ['resend', 1],
-];
 
 export function startOperators(options: {
   settings: OperatorSettings;
@@ -343,27 +300,4 @@ export function startOperators(options: {
       }
     },
   };
-}
-
-const NAMES: Record<Choice, OperatorActName> = {
-  cancel: 'workflow-cancel',
-  terminate: 'workflow-terminate',
-  'reset-first': 'workflow-reset-first',
-  'reset-last': 'workflow-reset-last',
-  pause: 'activity-pause',
-  'activity-reset': 'activity-reset',
-  'update-options': 'activity-update-options',
-  retry: 'ops-retry',
-  resolve: 'ops-resolve-sent',
-  resend: 'ops-resolve-failed',
-};
-
-function choose(draw: number): Choice {
-  const total = WEIGHTS.reduce((sum, [, weight]) => sum + weight, 0);
-  let left = draw * total;
-  for (const [choice, weight] of WEIGHTS) {
-    left -= weight;
-    if (left < 0) return choice;
-  }
-  return WEIGHTS[WEIGHTS.length - 1]![0];
 }

@@ -1,7 +1,8 @@
 // The runner's fault flags, read for the SMTP transport (`--transport smtp`): each HTTP fault becomes the SMTP
 // fault with the same meaning for the customer, so one mix drives either sandbox. The table is in USAGE too.
 import type { SmtpFaultRate } from '../sandbox/smtp/smtpFaults';
-import { HANG_MS, SLOW_MS, type FaultMix } from './options';
+import { HANG_MS, SLOW_MS } from './profiles';
+import type { FaultMix } from './runOptions';
 
 export function smtpFaultRates(mix: FaultMix): SmtpFaultRate[] {
   const rates: SmtpFaultRate[] = [

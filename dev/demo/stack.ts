@@ -6,12 +6,12 @@
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import { startTemporalDevServer, type TemporalDevServer } from '../devtools/devServer';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../devtools/embeddedPostgres';
 import { getFreePort } from '../../src/shared/freePort';
-import { devServerSearchAttributes } from '../devtools/searchAttributes';
-import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
+import { devServerSearchAttributes } from '../devtools/searchAttributeFlags';
+import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
 import { startMailDev } from '../devtools/mailDev';
 import { loadStackSettings } from '../stack/stackSettings';
 import { ensureStackTools } from '../stack/stackTools';
@@ -23,7 +23,7 @@ import {
 import { applyTemporalSchema } from '../stack/temporalSchema';
 import { startMailTarget, type DemoMailTarget } from './mailTarget';
 import { startFailoverTarget } from './failoverTarget';
-import type { FailoverSettings, FaultMix, MailTransportName } from './options';
+import type { FailoverSettings, FaultMix, MailTransportName } from './runOptions';
 import type { VerificationRunOptions } from './verificationOptions';
 
 const STOP_DEADLINE_MS = 15_000;

@@ -1,6 +1,6 @@
 // The runner's verification flags: which provider the workers send to (the sandbox emulates each), whether
 // they verify unknown outcomes with it, how long they wait before asking, and the faults of the verification
-// path itself (lookups that fail, webhooks lost or delivered twice). Kept apart from options.ts, which holds
+// path itself (lookups that fail, webhooks lost or delivered twice). Kept apart from options.ts, which parses
 // the runner's other flags.
 import {
   MAIL_PROVIDER_FACTS,

@@ -24,8 +24,8 @@ import {
 
 /** The sending domain the Mailgun emulation is configured with. */
 export const DEMO_MAILGUN_DOMAIN = 'mg.demo.example';
-// Short next to the send's deadlines in the runner (src/demo/runner.ts): a hung lookup is given up on, and
-// the activity retries it, well inside the verification deadline.
+// Short next to the send's deadlines of the run's workers (workerEnvironment.ts): a hung lookup is given up
+// on, and the activity retries it, well inside the verification deadline.
 const LOOKUP_TIMEOUT_MS = 2_000;
 // The product's default, not a shorter one: under --lying-provider a lookup lies on about a quarter of the asks,
 // and on a busy machine 60 s left a few unknowns with no honest answer yet, so the policy decided them and the

@@ -1,6 +1,6 @@
 // The dev server's options and handle, shared by the CLI launcher (devServer.ts) and the SDK fallback
 // (sdkDevServer.ts), so that neither imports the other back.
-import type { SearchAttributeDefinitions } from './searchAttributes';
+import type { SearchAttributeDefinitions } from './searchAttributeFlags';
 
 export interface TemporalDevServerOptions {
   port?: number;

@@ -1,7 +1,7 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { ResolvedDevServerOptions, TemporalDevServer } from './devServerTypes';
-import { sdkSearchAttributeType } from './searchAttributes';
+import { sdkSearchAttributeType } from './searchAttributeFlags';
 
 /**
  * Fallback for machines without a `temporal` binary but with internet access: the SDK downloads the CLI

@@ -6,7 +6,7 @@
 // trustTestCertificateOrigin; from its environment it never does.
 import { createSign, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sesTagValue } from '../../src/evidence/sendKey';
+import { sesTagValue } from '../../src/evidence/messageIdentity';
 import { SES_TAGS } from '../../src/mail/providers/ses';
 import { snsStringToSign } from '../../src/webhooks/snsWebhook';
 import type { ReceivedMessage } from './records';

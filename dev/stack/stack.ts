@@ -4,7 +4,7 @@
 import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, escapeIdentifier } from 'pg';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../devtools/embeddedPostgres';
 import { startMailSandbox, type MailSandbox } from '../sandbox/mailSandbox';
 import { setUpStackDatabaseRoles } from './stackRoles';

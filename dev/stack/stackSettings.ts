@@ -2,7 +2,7 @@
 // scripts/setup.sh --stack, `npm run stack` and docker-compose.yml (checked by a test) all follow.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { SearchAttributeDefinitions, SearchAttributeTypeName } from '../devtools/searchAttributes';
+import type { SearchAttributeDefinitions, SearchAttributeTypeName } from '../devtools/searchAttributeFlags';
 
 export const PROJECT_ROOT = path.join(__dirname, '..', '..');
 export const STACK_ENV_PATH = path.join(PROJECT_ROOT, 'deploy', 'stack.env');

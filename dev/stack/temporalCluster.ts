@@ -13,7 +13,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConnectionOptions } from '@temporalio/client';
 import { Client } from 'pg';
-import type { SearchAttributeDefinitions } from '../devtools/searchAttributes';
+import type { SearchAttributeDefinitions } from '../devtools/searchAttributeFlags';
 import { waitForTemporal } from '../devtools/waitForTemporal';
 import { getFreePorts } from './freePorts';
 import { startFrontendBalancer, type FrontendBalancer } from './frontendBalancer';

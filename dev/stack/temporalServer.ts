@@ -7,8 +7,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
-import type { SearchAttributeDefinitions } from '../devtools/searchAttributes';
-import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
+import type { SearchAttributeDefinitions } from '../devtools/searchAttributeFlags';
+import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
 import { waitForTemporal } from '../devtools/waitForTemporal';
 import { getFreePorts } from './freePorts';
 import { startManagedProcess, type ManagedProcess } from './managedProcess';
@@ -165,7 +165,7 @@ export async function registerSearchAttributes(
   try {
     for (;;) {
       try {
-        // The canonical list (src/shared/searchAttributes.ts); deploy/stack.env names the same ones for compose,
+        // The canonical list (src/shared/orderMailSearchAttributes.ts); deploy/stack.env names the same ones for compose,
         // and test/stack/composeDrift.test.ts keeps the two equal.
         await ensureSearchAttributes(connection, options.namespace);
         return;

@@ -2,7 +2,7 @@ import { activityInfo, log } from '@temporalio/activity';
 import type { ClaimDecision, ClaimHow, ProviderJudgement } from '../db/claimRequest';
 import { claimTokenOf, workflowScopeOf } from '../db/claimToken';
 import { claimOrderMailRow } from '../db/orderMailClaim';
-import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
+import { DEFAULT_DEPLOYMENT_ID } from '../evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import { orderNotFoundFailure } from '../shared/sendOutcome';

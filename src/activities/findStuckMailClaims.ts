@@ -5,7 +5,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { isOutsideWriterToken, parseClaimToken } from '../db/claimToken';
 import { seenRowOf } from '../db/transitionFence';
 import { listQuietSendingRows, timeSinceAttemptDispatch } from '../db/orderMailLog';
-import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
+import { DEFAULT_DEPLOYMENT_ID } from '../evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import {
   OUTSIDE_WRITER,

@@ -13,7 +13,7 @@ import type { ActivityDependencies } from './dependencies';
  * 503; or any 5xx); 'success': it answered for this mail (accepted, or refused this one mail); null: it says
  * nothing about the provider (a dropped connection, a timeout: both unknown).
  */
-export function healthSignalOf(result: SendResult): 'failure' | 'success' | null {
+function healthSignalOf(result: SendResult): 'failure' | 'success' | null {
   if (result.outcome === 'not_sent') return 'failure';
   if (result.httpStatus !== null && result.httpStatus >= 500) return 'failure';
   if (result.outcome === 'accepted' || result.outcome === 'rejected') return 'success';

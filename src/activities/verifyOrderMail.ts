@@ -2,7 +2,7 @@ import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { findWitnessCandidate } from '../db/freshnessWitness';
 import { readDispatchedAttempt } from '../db/orderMailLog';
-import { answerMayDecideLater, askAgainOrGiveUp, checkFreshness } from '../evidence/freshnessWitness';
+import { answerMayDecideLater, askAgainOrGiveUp, checkFreshness } from '../evidence/freshnessCheck';
 import {
   judgeLookup,
   judgeWebhookEvents,

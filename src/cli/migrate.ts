@@ -5,7 +5,7 @@
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { parseArgs } from 'node:util';
-import { migrate } from '../db/migrate';
+import { migrate } from '../db/migrator';
 import { describePostgresFailure } from '../dependencyRetry';
 
 const USAGE = `Usage: MIGRATION_DATABASE_URL=postgres://… npm run db:migrate [-- --adopt]

@@ -16,7 +16,7 @@ import {
 } from '../ops/pruneOrderMailHistory';
 import { processIo, type CliIo } from './cliIo';
 
-export const PRUNE_USAGE = `npm run prune -- --older-than <N>d|<N>h [--dry-run] [--batch-size N]
+const PRUNE_USAGE = `npm run prune -- --older-than <N>d|<N>h [--dry-run] [--batch-size N]
   Deletes the attempts (and provider webhook events) of order mails settled as sent and untouched for longer
   than --older-than (at least 7d). Log rows, and everything of mails that are failed or still sending, stay.
   --dry-run       count what would be deleted; delete nothing

@@ -7,11 +7,11 @@ import '../nodeGuard';
 import { connectOrderMailClient } from '../client';
 import { ConfigError } from '../config/envReader';
 import { loadOpsConfig } from '../config/loadOpsConfig';
-import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/searchAttributes';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/orderMailSearchAttributes';
 import { DEFAULT_RECONCILE_SCHEDULE_ID, ensureReconcileSchedule } from '../temporal/reconcileSchedule';
-import { ensureSearchAttributes } from '../temporal/searchAttributes';
+import { ensureSearchAttributes } from '../temporal/searchAttributeRegistration';
 
-export const DEFAULT_RECONCILE_INTERVAL_MS = 300_000;
+const DEFAULT_RECONCILE_INTERVAL_MS = 300_000;
 
 export async function main(
   env: Record<string, string | undefined> = process.env,

@@ -2,7 +2,7 @@
 // reports every problem at once, so an operator fixes a deployment in one go instead of one error per restart.
 // The one exception: the Temporal connection reads the certificate and TOML files the environment names, so a
 // wrong path is one of the problems reported at start-up.
-import { DEPLOYMENT_ID_PATTERN } from '../evidence/sendKey';
+import { DEPLOYMENT_ID_PATTERN } from '../evidence/messageIdentity';
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { TracingSettings } from '../tracing/tracing';
 import { readVerificationConfig } from '../verification/verificationConfig';

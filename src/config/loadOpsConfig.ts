@@ -14,7 +14,7 @@ export interface OpsConfig {
   operator: string;
 }
 
-export const OPS_CONFIG_DEFAULTS = { TEMPORAL_UI_URL: 'http://localhost:8233' } as const;
+const OPS_CONFIG_DEFAULTS = { TEMPORAL_UI_URL: 'http://localhost:8233' } as const;
 
 export function loadOpsConfig(env: Record<string, string | undefined>): OpsConfig {
   const problems: string[] = [];

@@ -27,7 +27,7 @@ const SHARED = ['MAIL_FROM', 'MAIL_REPLY_TO', 'MAIL_SUBJECT', 'MAIL_VERIFY'] as 
 const KEEPS_MAIL_PREFIX: ReadonlySet<string> = new Set(['MAIL_FROM', 'MAIL_REPLY_TO', 'MAIL_SUBJECT']);
 
 /** The provider's own name for a MAIL_* variable: POSTMARK_API_KEY for MAIL_API_KEY, MAILGUN_VERIFY for MAIL_VERIFY. */
-export function providerVariable(provider: string, name: string): string {
+function providerVariable(provider: string, name: string): string {
   return `${provider.toUpperCase()}_${KEEPS_MAIL_PREFIX.has(name) ? name : name.replace(/^MAIL_/, '')}`;
 }
 

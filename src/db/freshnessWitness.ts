@@ -1,9 +1,9 @@
-// The freshness witness's query (src/evidence/freshnessWitness.ts): the earliest send we KNOW was accepted (its
+// The freshness witness's query (src/evidence/freshnessCheck.ts): the earliest send we KNOW was accepted (its
 // attempt got a 2xx, recorded as sent by its own answer, not verified, not assumed by a policy), dispatched to
 // the same destination at or after the attempt asked about. The log row keeps its attempt's dispatch facts
 // (migration 0015) once it is sent, so one row is one candidate.
 import type { SendDestination } from '../evidence/destination';
-import type { WitnessSend } from '../evidence/freshnessWitness';
+import type { WitnessSend } from '../evidence/freshnessCheck';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
 

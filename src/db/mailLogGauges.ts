@@ -18,9 +18,9 @@
 import type { Database } from './pool';
 
 /** After a send timed out or ended, the record runs within seconds; a minute covers its retries. */
-export const STUCK_GRACE_MS = 60_000;
+const STUCK_GRACE_MS = 60_000;
 /** How much longer than its queue explains a claim may wait before it counts as left behind. */
-export const QUEUE_EXPLANATION_FACTOR = 2;
+const QUEUE_EXPLANATION_FACTOR = 2;
 
 export interface StuckSendingRows {
   /** Passed the fence longer ago than the send timeout + grace: the outcome is unknown and unrecorded. */

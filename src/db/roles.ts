@@ -21,7 +21,7 @@ export const WORKER_GROUP_ROLE = 'order_mail_worker';
 /** The group role migration 0025 grants the webhook receiver's privileges to. */
 export const WEBHOOK_GROUP_ROLE = 'order_mail_webhooks';
 
-export const MIN_PASSWORD_LENGTH = 16;
+const MIN_PASSWORD_LENGTH = 16;
 const PLACEHOLDER_PASSWORDS = [
   'change-me',
   'changeme',

@@ -2,7 +2,7 @@
 // migrated to this build's files (migrations are their own step, `npm run db:migrate`, with their own role:
 // a worker never runs DDL), its connections say they are this service's (src/db/pool.ts), and its role may do
 // what the worker does. Each failure is a configuration error with its own message: waiting fixes none.
-import { listMigrationFiles, MIGRATIONS_DIRECTORY } from './migrate';
+import { listMigrationFiles, MIGRATIONS_DIRECTORY } from './migrator';
 import { SHOP_TABLES, WORKER_READS_COLUMNS } from './orderColumns';
 import { SERVICE_WRITER_SETTING, type Database } from './pool';
 

@@ -16,12 +16,6 @@ export function sql(strings: TemplateStringsArray, ...values: unknown[]): SqlFra
   return new SqlFragment(strings, values);
 }
 
-/** Joins fragments with `separator` (plain SQL text, e.g. ' AND '). */
-export function joinSql(fragments: readonly SqlFragment[], separator: string): SqlFragment {
-  const strings = ['', ...fragments.slice(1).map(() => separator), ''];
-  return new SqlFragment(strings, fragments);
-}
-
 export interface BuiltStatement {
   text: string;
   values: unknown[];

@@ -10,8 +10,8 @@
 // - complete: every entry the filter matched was read, and the provider applied the filter (an entry of
 //   another send under a send filter, or of another order under an order filter, means it did not);
 // - ours: an entry matches only by our send key or the message id this attempt's request carried, compared
-//   exactly; the key names this deployment (src/evidence/sendKey.ts), so another system's mail on the same
-//   account is not ours;
+//   exactly; the key names this deployment (src/evidence/messageIdentity.ts), so another system's mail on the
+//   same account is not ours;
 // - after the request could have ended: "not found" counts only once the attempt's own send timeout (or the
 //   time its request was seen to end) and the provider's settle delay have passed since its dispatch; before
 //   that the verdict is to wait, whoever asks (a second execution of the attempt, ALREADY_DISPATCHED, included);
@@ -20,7 +20,7 @@
 //   the dispatch. With a provider that has a lookup, an event never settles alone: the lookup decides.
 import { whyCannotAsk, type SendDestination } from './destination';
 import type { LookupAnswer, LookupEntry } from './lookupAnswer';
-import { expectedMessageIdOf, sameMessageId } from './sendKey';
+import { expectedMessageIdOf, sameMessageId } from './messageIdentity';
 
 /** What the dispatch fence recorded about the attempt asked about, read with Postgres's now(). */
 export interface DispatchedAttempt {
@@ -174,7 +174,7 @@ export interface StoredProviderEvent {
  * Providers stamp events to the second (SendGrid) and their clocks are not ours: an event up to this much
  * before the dispatch on Postgres's clock may still be of this request. Far less than any settle delay.
  */
-export const EVENT_CLOCK_TOLERANCE_MS = 2_000;
+const EVENT_CLOCK_TOLERANCE_MS = 2_000;
 
 export type WebhookVerdict =
   /** An authentic event of this attempt, from a provider without a lookup: it settles the send as accepted. */

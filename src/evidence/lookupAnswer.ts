@@ -7,7 +7,7 @@ import type { SendDestination } from './destination';
 /** What we look a send up by; the lookup request is built from the attempt's recorded destination. */
 export interface LookupQuery {
   orderId: string;
-  /** The send key the attempt's request carried, as the fence recorded it (src/evidence/sendKey.ts). */
+  /** The send key the attempt's request carried, as the fence recorded it (src/mail/idempotencyKey.ts). */
   sendKey: string;
   /** Where that request went (recorded at the fence); the lookup asks exactly there. */
   destination: SendDestination;

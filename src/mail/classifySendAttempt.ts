@@ -1,5 +1,7 @@
-// Turns what one HTTP send observed into a SendResult (research note §8). Pure: the caller hands in the
-// phase facts, the error and the clock, so every row of the table can be tested without a network.
+// Turns what one HTTP send observed into a SendResult, by the rules of docs/design.md §5: a final status
+// decides by the outcome table; without one, a failure before the request started is not_sent and one after
+// it is unknown, whatever its error code. Pure: the caller hands in the phase facts, the error and the
+// clock, so every row of the table can be tested without a network.
 
 import type { SendResult } from '../shared/mailOutcome';
 import { GENERIC_STATUS_TABLE, outcomeForStatus, type SendOutcomeTable } from './sendOutcomeTable';

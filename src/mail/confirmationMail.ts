@@ -17,7 +17,7 @@ export interface MailIdentity {
   subject: string;
 }
 
-export function confirmationView(order: OrderForMail, identity: MailIdentity): ConfirmationView {
+function confirmationView(order: OrderForMail, identity: MailIdentity): ConfirmationView {
   let total = 0n;
   const items = order.items.map((item) => {
     const subtotal = item.unitPriceYen * BigInt(item.quantity);

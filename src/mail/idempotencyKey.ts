@@ -7,7 +7,7 @@
 // from its store and sends nothing; a re-send is a new key, so it really sends instead of getting the earlier
 // request's cached answer. Resend suggests the `<event-type>/<entity-id>` form
 // (resend.com/docs/dashboard/emails/idempotency-keys).
-import { DEPLOYMENT_ID_PATTERN } from '../evidence/sendKey';
+import { DEPLOYMENT_ID_PATTERN } from '../evidence/messageIdentity';
 
 export function orderConfirmationIdempotencyKey(
   deploymentId: string,

@@ -1,4 +1,4 @@
-// The one place that says what an HTTP status from a mail API means (docs/design.md §5, research note §8).
+// The one place that says what an HTTP status from a mail API means (docs/design.md §5, docs/providers.md).
 // Pure: no I/O, so the classifier, provider adapters and tests can share it.
 
 import type { MailOutcome } from '../shared/mailOutcome';

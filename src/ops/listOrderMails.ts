@@ -12,7 +12,7 @@ export interface ListedOrderMail {
   uiUrl: string;
 }
 
-export const DEFAULT_LIST_LIMIT = 50;
+const DEFAULT_LIST_LIMIT = 50;
 
 export async function listOrderMails(
   ctx: OpsContext,

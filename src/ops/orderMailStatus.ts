@@ -5,7 +5,7 @@ import { listOperatorActs, type OperatorActRow } from '../db/operatorActs';
 import { listAttempts, readMailLog, type AttemptRow, type MailLogRow } from '../db/orderMailLog';
 import { orderExists } from '../db/orders';
 import { parseOrderId } from '../shared/orderId';
-import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/searchAttributes';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/orderMailSearchAttributes';
 import { listProviderEvents, type ProviderEventRow } from '../webhooks/providerEvents';
 import { OpsRefusal, type OpsContext } from './opsContext';
 import { workflowUiUrl } from './workflowLinks';

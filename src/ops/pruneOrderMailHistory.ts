@@ -18,7 +18,7 @@ import type { Database } from '../db/pool';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 /** Shorter retention is refused: it would prune what an operator still looks at (the sweep's look-back is 7 d). */
-export const MIN_RETENTION_MS = 7 * DAY_MS;
+const MIN_RETENTION_MS = 7 * DAY_MS;
 export const DEFAULT_PRUNE_BATCH_SIZE = 1_000;
 
 export interface PruneRequest {

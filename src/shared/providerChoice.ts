@@ -58,7 +58,7 @@ export interface ProviderChoice {
 /** Outcomes that prove the attempt's request was not taken by its provider. */
 const KNOWN_NOT_SENT: ReadonlySet<AttemptOutcome> = new Set<AttemptOutcome>(['not_sent']);
 
-export function isKnownNotSent(outcome: AttemptOutcome): boolean {
+function isKnownNotSent(outcome: AttemptOutcome): boolean {
   return KNOWN_NOT_SENT.has(outcome);
 }
 

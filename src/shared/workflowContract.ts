@@ -3,7 +3,7 @@
 // order service installs the client, and the client must not pull in @temporalio/workflow or the worker.
 // test/client/workflowContract.test.ts holds these names to the workflow and the worker's defaults.
 import type { SearchAttributePair } from '@temporalio/common';
-import { OrderMailAttempts, OrderMailState } from './searchAttributes';
+import { OrderMailAttempts, OrderMailState } from './orderMailSearchAttributes';
 
 /** The workflow type the worker registers: the name of the function in src/workflows/orderConfirmationMail.ts. */
 export const ORDER_MAIL_WORKFLOW_TYPE = 'orderConfirmationMail';

@@ -8,7 +8,7 @@ import type { SendResult } from '../shared/mailOutcome';
 const tracer = trace.getTracer('order-confirmation-mail');
 
 /** The attribute names, in one place, so the test and the docs name the same ones. */
-export const MAIL_SPAN_ATTRIBUTES = {
+const MAIL_SPAN_ATTRIBUTES = {
   provider: 'mail.provider',
   orderId: 'order.id',
   outcome: 'mail.outcome',

@@ -40,7 +40,7 @@ const MAX_LOOKUP_BODY_BYTES = 512 * 1024;
  * How many pages one lookup reads at most. A send has a handful of attempts, so its answer is one page; a
  * provider that keeps handing out pages is not answering our question, and what was read is incomplete.
  */
-export const MAX_LOOKUP_PAGES = 20;
+const MAX_LOOKUP_PAGES = 20;
 
 export function createLookupClient(options: LookupClientOptions): LookupClient {
   const { origin, pathPrefix } = splitBaseUrl(options.baseUrl);

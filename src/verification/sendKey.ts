@@ -3,7 +3,7 @@
 // idempotency key (src/mail/idempotencyKey.ts), handed to the mail by the claim: the same for every automatic
 // attempt, so a lookup finds whichever attempt got through, and new for an operator's deliberate re-send, so a
 // lookup after a re-send is not fooled by the earlier send's message.
-import { DEFAULT_DEPLOYMENT_ID } from '../evidence/sendKey';
+import { DEFAULT_DEPLOYMENT_ID } from '../evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import type { OutgoingMail } from '../mail/types';
 

@@ -4,7 +4,7 @@
 import type { SendDestination } from '../evidence/destination';
 import type { MailApiConfig } from '../mail/createMailTransport';
 import { createProviderAdapter, destinationOfMailConfig } from '../mail/createMailTransport';
-import type { WebhookProvider } from '../webhooks/providerEvent';
+import type { WebhookProvider } from '../webhooks/normalizedEvent';
 import { createLookupClient, createLookupPool, type LookupClient } from './lookupClient';
 import type { VerificationConfig } from './verificationConfig';
 

@@ -1,7 +1,7 @@
 // The receiver's HTTP plumbing: which endpoint a request is for, reading a body under a cap (never to its end
 // once past it), and the JSON answers, with the connection closed when the rest of a body must not be read.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { WebhookProvider } from './providerEvent';
+import type { WebhookProvider } from './normalizedEvent';
 import type { RequestOutcome } from './webhookMetrics';
 
 export function providerOf(req: IncomingMessage): WebhookProvider | null {

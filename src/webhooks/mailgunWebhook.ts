@@ -23,7 +23,7 @@ import {
   scrubbedReason,
   type ProviderEvent,
   type ProviderEventType,
-} from './providerEvent';
+} from './normalizedEvent';
 import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
 import { isFresh, refused, type DeliveryVerdict } from './signedDelivery';
 

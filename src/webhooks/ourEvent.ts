@@ -11,8 +11,8 @@
 // Anything else is skipped and counted by why; the delivery is still answered 2xx, so a provider does not
 // redeliver a batch forever for one stranger in it. Whether a stored event settles anything is decided where
 // it is read (src/evidence/): message id equal to ours, time at or after the dispatch.
-import { mailgunMessageIdLocalPart } from '../evidence/sendKey';
-import type { ProviderEvent } from './providerEvent';
+import { mailgunMessageIdLocalPart } from '../evidence/messageIdentity';
+import type { ProviderEvent } from './normalizedEvent';
 
 export type SkipReason =
   /** No order id or send key of ours: another system's mail, or an event type we do not keep. */
@@ -27,12 +27,12 @@ export type SkipReason =
 export type Skipped = Partial<Record<SkipReason, number>>;
 
 /** A provider retries a webhook for at most 72 hours (SendGrid); a day more for slow queues. */
-export const OLDEST_EVENT_MS = 4 * 24 * 3_600_000;
+const OLDEST_EVENT_MS = 4 * 24 * 3_600_000;
 const SEND_KEY_PREFIX = 'order-confirmation/';
 const DIGITS = /^[0-9]{1,19}$/;
 
 /** The order a send key of ours names, or null when it is not one of ours. */
-export function orderOfSendKey(sendKey: string): string | null {
+function orderOfSendKey(sendKey: string): string | null {
   if (!sendKey.startsWith(SEND_KEY_PREFIX)) return null;
   const parts = sendKey.slice(SEND_KEY_PREFIX.length).split('/');
   // [order], [order, resend count] (before deployment ids), [deployment, order, resend count].

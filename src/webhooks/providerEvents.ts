@@ -2,7 +2,7 @@
 // them (migration 0006). A delivery is taken in ONE transaction: its token first (a replay finds it and
 // changes nothing), then its events, each stored once by the provider's event id.
 import type { Database } from '../db/pool';
-import type { ProviderEventType, WebhookProvider } from './providerEvent';
+import type { ProviderEventType, WebhookProvider } from './normalizedEvent';
 import type { AuthenticDelivery } from './signedDelivery';
 
 export type StoreResult =

@@ -4,7 +4,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { readMailgunDelivery } from './mailgunWebhook';
-import type { WebhookProvider } from './providerEvent';
+import type { WebhookProvider } from './normalizedEvent';
 import { readSendGridDelivery } from './sendgridWebhook';
 import type { DeliveryVerdict } from './signedDelivery';
 

@@ -20,12 +20,12 @@ import {
   scrubbedReason,
   type ProviderEvent,
   type ProviderEventType,
-} from './providerEvent';
+} from './normalizedEvent';
 import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
 import { isFresh, refused, type DeliveryVerdict } from './signedDelivery';
 
-export const SENDGRID_SIGNATURE_HEADER = 'x-twilio-email-event-webhook-signature';
-export const SENDGRID_TIMESTAMP_HEADER = 'x-twilio-email-event-webhook-timestamp';
+const SENDGRID_SIGNATURE_HEADER = 'x-twilio-email-event-webhook-signature';
+const SENDGRID_TIMESTAMP_HEADER = 'x-twilio-email-event-webhook-timestamp';
 
 const EVENT_TYPES: Readonly<Record<string, ProviderEventType>> = {
   processed: 'accepted',

@@ -1,7 +1,7 @@
 // The SES event inside an SNS notification (eventType Send, Delivery, Bounce, Complaint, Reject): which order
 // and send key its message tags name, what became of the mail, and when. The SNS envelope around it, with its
 // signature, is src/webhooks/snsWebhook.ts; whether the event is about one of our attempts, ourEvent.ts.
-import { sendKeyOfSesTag } from '../evidence/sendKey';
+import { sendKeyOfSesTag } from '../evidence/messageIdentity';
 import { SES_TAGS } from '../mail/providers/ses';
 import {
   MalformedWebhookError,
@@ -10,7 +10,7 @@ import {
   scrubbedReason,
   type ProviderEvent,
   type ProviderEventType,
-} from './providerEvent';
+} from './normalizedEvent';
 
 const SES_EVENT_TYPES: Readonly<Record<string, ProviderEventType>> = {
   Send: 'accepted',

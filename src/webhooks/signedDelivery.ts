@@ -1,7 +1,7 @@
 // What every signed webhook delivery comes down to, once its provider's rules are applied: refused (with the
 // status to answer and why), or authentic, with the token that makes a replay recognisable and its events.
 import type { Skipped } from './ourEvent';
-import type { ProviderEvent } from './providerEvent';
+import type { ProviderEvent } from './normalizedEvent';
 
 export interface AuthenticDelivery {
   /** Unique per signed delivery (Mailgun's token, SendGrid's signature): seen twice means replayed. */

@@ -22,7 +22,7 @@ import { createVerify, X509Certificate, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { request } from 'undici';
 import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
-import { MalformedWebhookError } from './providerEvent';
+import { MalformedWebhookError } from './normalizedEvent';
 import { parseSesEvent } from './sesEvent';
 import { isFresh, type AuthenticDelivery } from './signedDelivery';
 
@@ -77,7 +77,7 @@ export function snsStringToSign(message: Record<string, unknown>): string | null
 }
 
 /** Where a signing certificate (or a SubscribeURL) may come from; the reason when it may not. */
-export function whyUntrustedUrl(
+function whyUntrustedUrl(
   value: string,
   settings: SnsSettings,
   what: 'certificate' | 'subscribe',

@@ -3,7 +3,7 @@
 // replay tokens, and its role may NOT read the orders or touch the mail log. The last is the point of a role
 // of its own (migration 0025): an internet-facing process started with the workers' or the owner's login
 // would hold every customer's name and address, so it refuses to start instead of running with that power.
-import { listMigrationFiles, MIGRATIONS_DIRECTORY } from '../db/migrate';
+import { listMigrationFiles, MIGRATIONS_DIRECTORY } from '../db/migrator';
 import type { Database } from '../db/pool';
 import { WEBHOOK_GROUP_ROLE } from '../db/roles';
 import { SchemaNotReadyError } from '../db/schemaReady';

@@ -19,7 +19,7 @@ import type { Database } from '../db/pool';
 import { describeDatabaseError } from '../db/pool';
 import { MAILGUN_MAX_BODY_BYTES } from './mailgunWebhook';
 import { skippedTotal } from './ourEvent';
-import type { WebhookProvider } from './providerEvent';
+import type { WebhookProvider } from './normalizedEvent';
 import { storeDelivery } from './providerEvents';
 import { readSignedDelivery } from './readSignedDelivery';
 import {

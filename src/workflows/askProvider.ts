@@ -14,7 +14,7 @@ import type { VerificationSettings } from '../shared/workflowSettings';
 import { verifier } from './commands';
 
 // A "wait" names the moment "not found" may count (one wait normally suffices), or asks again a settle delay
-// later because the lookup shows no fresher known send yet (src/evidence/freshnessWitness.ts), which the activity
+// later because the lookup shows no fresher known send yet (src/evidence/freshnessCheck.ts), which the activity
 // bounds by MAIL_VERIFY_DEADLINE_MS and then calls inconclusive. This cap only keeps a history finite should
 // clocks disagree; past it the answer is inconclusive and the policy decides.
 const MAX_EVIDENCE_WAITS = 24;

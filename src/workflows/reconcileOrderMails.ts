@@ -4,7 +4,7 @@ import type {
   ReconcileActivities,
   StuckClaim,
 } from '../activities/reconcileActivities';
-import { OrderMailStuckOrders } from '../shared/searchAttributes';
+import { OrderMailStuckOrders } from '../shared/orderMailSearchAttributes';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
 import { sweptOrphanFacts } from '../shared/unknownOutcomeFacts';
 import { askProvider } from './askProvider';

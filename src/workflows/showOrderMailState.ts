@@ -12,7 +12,7 @@ import {
   OrderMailOutcome,
   OrderMailState,
   type OrderMailStateValue,
-} from '../shared/searchAttributes';
+} from '../shared/orderMailSearchAttributes';
 
 export interface OrderMailStateShown {
   state: OrderMailStateValue;

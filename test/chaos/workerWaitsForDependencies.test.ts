@@ -4,14 +4,14 @@
 // ports where nothing listens yet, then an embedded Postgres and a Temporal dev server start on those ports.
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, expect, it } from 'vitest';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import { readMailLog } from '../../src/db/orderMailLog';
-import { insertOrder } from '../../src/db/orders';
+import { insertOrder } from '../../dev/devtools/shopOrders';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { startTemporalDevServer, type TemporalDevServer } from '../../dev/devtools/devServer';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../../dev/devtools/embeddedPostgres';
 import { getFreePort } from '../../src/shared/freePort';
-import { devServerSearchAttributes } from '../../dev/devtools/searchAttributes';
+import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { sampleOrder, waitFor } from '../support/testKit';

@@ -1,4 +1,5 @@
-// .env.example must list every variable the worker reads (STYLE.md), so an operator sees them all in one place.
+// .env.example must list every variable the worker reads, with its default, so an operator sees them all in one
+// place.
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -11,7 +11,7 @@ import { Client as PgClient, escapeIdentifier } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createIsolatedDatabase, type IsolatedDatabase } from '../../dev/devtools/testDatabases';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import type { MigrationPrerequisitesError } from '../../src/db/migrationPrerequisites';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { createDatabase, type Database } from '../../src/db/pool';

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import type { ClaimDecision } from '../../src/db/claimRequest';
 import { settleClosedRunClaim } from '../../src/db/closedRunAttempt';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';

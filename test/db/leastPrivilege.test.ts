@@ -2,7 +2,7 @@
 // `npm run db:migrate` makes as its own role, and what the workers' role may and may not do there. The audit
 // tables refuse UPDATE and DELETE by grants AND by their trigger (a grant made by mistake opens nothing).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { assertSchemaReady, SchemaNotReadyError } from '../../src/db/schemaReady';
 import { advanceReconcileProgress, reconcileResumesFrom } from '../../src/db/reconcileProgress';

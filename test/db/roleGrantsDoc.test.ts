@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { readRoleGrants, renderRoleGrants, withRoleGrants } from '../../dev/devtools/roleGrants';
-import { migrate } from '../../src/db/migrate';
+import { migrate } from '../../src/db/migrator';
 import { WEBHOOK_GROUP_ROLE, WORKER_GROUP_ROLE } from '../../src/db/roles';
 import { openLeastPrivilegeDatabase, type LeastPrivilegeDatabase } from '../support/testKit';
 

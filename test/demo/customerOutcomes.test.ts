@@ -6,7 +6,7 @@ import {
   summarizeCustomers,
   type CustomerAttemptFact,
   type CustomerFacts,
-} from '../../dev/demo/customerOutcomes';
+} from '../../dev/demo/report/customerOutcomes';
 
 const at = (seconds: number): string => new Date(Date.UTC(2026, 11, 1, 12, 0, seconds)).toISOString();
 

@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import type { RunReport } from '../../dev/demo/report';
+import type { RunReport } from '../../dev/demo/report/report';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');

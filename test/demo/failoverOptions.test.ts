@@ -1,7 +1,9 @@
 // --failover: its defaults (the outage, accept-then-drop alone, no kills or restarts, 3 workers), the flags that
 // change them, and the mistakes it refuses.
 import { describe, expect, it } from 'vitest';
-import { FAILOVER_DEFAULTS, parseRunOptions, UsageError, type RunOptions } from '../../dev/demo/options';
+import { parseRunOptions, UsageError } from '../../dev/demo/options';
+import { FAILOVER_DEFAULTS } from '../../dev/demo/profiles';
+import type { RunOptions } from '../../dev/demo/runOptions';
 
 const parse = (...argv: string[]) => parseRunOptions(['--profile', 'chaos', ...argv]) as RunOptions;
 

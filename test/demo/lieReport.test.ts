@@ -1,8 +1,9 @@
-// The --lying-provider report section (dev/demo/lieReport.ts): every lie told is counted by kind, and each order
-// it was told about is counted once per way its unknown outcomes were settled, from the audit rows alone.
+// The --lying-provider report section (dev/demo/report/lieReport.ts): every lie told is counted by kind, and
+// each order it was told about is counted once per way its unknown outcomes were settled, from the audit rows
+// alone.
 import { describe, expect, it } from 'vitest';
-import { buildLieSection } from '../../dev/demo/lieReport';
-import type { AttemptFact } from '../../dev/demo/report';
+import type { AttemptFact } from '../../dev/demo/report/facts';
+import { buildLieSection } from '../../dev/demo/report/lieReport';
 
 function attempt(orderId: string, fields: Partial<AttemptFact>): AttemptFact {
   return {

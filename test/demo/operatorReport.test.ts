@@ -1,10 +1,16 @@
-// The operator-chaos report (dev/demo/operatorReport.ts with report.ts): which orders an operator asked to
-// re-send, and that each operator invariant catches what it names and lets the rest pass.
+// The operator-chaos report (dev/demo/report/operatorReport.ts with report.ts and scenarioInvariants.ts):
+// which orders an operator asked to re-send, and that each operator invariant catches what it names and lets
+// the rest pass.
 import { describe, expect, it } from 'vitest';
-import type { RunFact } from '../../dev/demo/facts';
-import { actsBehind, resendsAskedFor } from '../../dev/demo/operatorReport';
-import type { OperatorActRecord } from '../../dev/demo/operators';
-import { buildReport, type AttemptFact, type LogRowFact, type RunFacts } from '../../dev/demo/report';
+import type {
+  AttemptFact,
+  LogRowFact,
+  OperatorActRecord,
+  RunFact,
+  RunFacts,
+} from '../../dev/demo/report/facts';
+import { actsBehind, resendsAskedFor } from '../../dev/demo/report/operatorReport';
+import { buildReport } from '../../dev/demo/report/report';
 
 const T = (second: number): string => new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString();
 

@@ -1,6 +1,7 @@
 // The runner's flags: each profile's defaults, the per-fault overrides, and the mistakes it refuses.
 import { describe, expect, it } from 'vitest';
-import { faultRates, parseRunOptions, PROFILES, SLOW_MS, UsageError } from '../../dev/demo/options';
+import { parseRunOptions, UsageError } from '../../dev/demo/options';
+import { faultRates, PROFILES, SLOW_MS } from '../../dev/demo/profiles';
 import { smtpFaultRates } from '../../dev/demo/smtpFaultRates';
 
 describe('parseRunOptions', () => {

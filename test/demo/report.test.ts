@@ -1,7 +1,8 @@
 // The runner's verdict comes from buildReport: these cases check that each invariant of issue 4 catches what it
 // names (a duplicate, a row left sending, a lost message, an unexplained message) and lets the rest pass.
 import { describe, expect, it } from 'vitest';
-import { buildReport, type AttemptFact, type LogRowFact, type RunFacts } from '../../dev/demo/report';
+import type { AttemptFact, LogRowFact, RunFacts } from '../../dev/demo/report/facts';
+import { buildReport } from '../../dev/demo/report/report';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 
 interface OrderStory {

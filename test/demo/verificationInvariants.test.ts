@@ -2,7 +2,8 @@
 // unknown outcome is settled as the provider had it. These cases check the invariants catch a customer without
 // a mail and a wrong "verified not sent", and pass a verified run.
 import { describe, expect, it } from 'vitest';
-import { buildReport, type AttemptFact, type RunFacts } from '../../dev/demo/report';
+import type { AttemptFact, RunFacts } from '../../dev/demo/report/facts';
+import { buildReport } from '../../dev/demo/report/report';
 
 const T0 = '2026-12-01T00:00:00.000Z';
 const T1 = '2026-12-01T00:00:05.000Z';
@@ -207,8 +208,9 @@ describe('verification invariants', () => {
   });
 
   it('a run an operator reset mid-send, its attempt settled by the policy unasked: excused, and only on that order', () => {
-    // docs/design.md §9: the next claim settles a closed run's dispatched attempt by the policy, without
-    // asking the provider. Order 7 was reset (its run closed mid-send); order 8 has the same story and no act.
+    // docs/design.md §5 and §9: the next claim or the sweep may settle a closed run's dispatched attempt by
+    // the policy, without a conclusive answer from the provider. Order 7 was reset (its run closed mid-send);
+    // order 8 has the same story and no act.
     const policyUnasked = (orderId: string) => ({
       row: {
         orderId,

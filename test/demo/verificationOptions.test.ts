@@ -1,7 +1,8 @@
 // The runner's verification flags: the demo and chaos verify by default with a provider that can, the settle
 // delay stays longer than the sandbox's indexing lag, and the flags refuse what makes no sense.
 import { describe, expect, it } from 'vitest';
-import { parseRunOptions, PROFILES, UsageError } from '../../dev/demo/options';
+import { parseRunOptions, UsageError } from '../../dev/demo/options';
+import { PROFILES } from '../../dev/demo/profiles';
 import { verifies } from '../../dev/demo/verificationOptions';
 import { MAIL_PROVIDER_FACTS, MAIL_PROVIDER_NAMES } from '../../src/mail/providers/mailProvider';
 import { DEFAULT_INDEXING_LAG_MS } from '../../dev/sandbox/lookups';

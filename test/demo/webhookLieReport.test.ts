@@ -1,14 +1,12 @@
-// The webhook half of the --lying-provider report (dev/demo/webhookLieReport.ts) and what the sandbox's lies
-// say they carry (dev/sandbox/webhookLies.ts): each lie's event ids and replay token, every lie counted by kind
-// with how the receiver settled it, and the invariant that no refused webhook wrote a row.
+// The webhook half of the --lying-provider report (dev/demo/report/webhookLieReport.ts, its invariant in
+// scenarioInvariants.ts, the tokens looked up in readFacts.ts) and what the sandbox's lies say they carry
+// (dev/sandbox/webhookLies.ts): each lie's event ids and replay token, every lie counted by kind with how the
+// receiver settled it, and the invariant that no refused webhook wrote a row.
 import { describe, expect, it } from 'vitest';
-import type { AttemptFact } from '../../dev/demo/report';
-import {
-  buildWebhookLieSection,
-  noRefusedWebhookWroteARow,
-  refusedLieTokens,
-  type WebhookFacts,
-} from '../../dev/demo/webhookLieReport';
+import type { AttemptFact, WebhookFacts } from '../../dev/demo/report/facts';
+import { refusedLieTokens } from '../../dev/demo/report/readFacts';
+import { noRefusedWebhookWroteARow } from '../../dev/demo/report/scenarioInvariants';
+import { buildWebhookLieSection } from '../../dev/demo/report/webhookLieReport';
 import type { ReceivedMessage } from '../../dev/sandbox/records';
 import {
   emptyLieCounts,

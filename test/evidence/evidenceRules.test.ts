@@ -10,7 +10,7 @@ import {
   type EvidenceTiming,
 } from '../../src/evidence/evidenceRules';
 import type { LookupAnswer } from '../../src/evidence/lookupAnswer';
-import { mailgunMessageId } from '../../src/evidence/sendKey';
+import { mailgunMessageId } from '../../src/evidence/messageIdentity';
 
 const KEY = 'order-confirmation/production/700/0';
 const MAILGUN: SendDestination = {

@@ -1,4 +1,5 @@
-// Table test of the pure classifier against research note §8: every row that applies to request().
+// Table test of the pure classifier against docs/design.md §5's outcome table: every error class and status
+// that undici's request() can give, before and after the request started.
 
 import { errors } from 'undici';
 import { describe, expect, it } from 'vitest';
@@ -39,7 +40,7 @@ function abortDomException(): DOMException {
   return new DOMException('This operation was aborted', 'AbortError');
 }
 
-describe('final status classes (research note §8, docs/design.md §5)', () => {
+describe('final status classes (docs/design.md §5, docs/providers.md "Outcome tables")', () => {
   const rows: Array<[number, MailOutcome]> = [
     [200, 'accepted'],
     [201, 'accepted'],

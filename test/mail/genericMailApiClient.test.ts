@@ -6,7 +6,7 @@ import {
   createGenericMailApiClient,
   MailClientConfigError,
   type GenericMailApiClientOptions,
-} from '../../src/mail/genericMailApiClient';
+} from '../../dev/devtools/genericMailApiClient';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox, type MailSandboxOptions } from '../../dev/sandbox/mailSandbox';
 import { waitFor } from '../support/testKit';

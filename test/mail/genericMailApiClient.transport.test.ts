@@ -1,6 +1,6 @@
-// Transport behaviours the sandbox does not emulate, each against a small real loopback server
-// (research note §7): a TLS handshake that never completes, a broken body after a 2xx, a 2xx without an id,
-// the stale keep-alive race, and a TLS server that offers HTTP/2.
+// Transport behaviours the sandbox does not emulate, each against a small real loopback server (node:http
+// where it can play the part, raw TCP or TLS where it cannot): a TLS handshake that never completes, a broken
+// body after a 2xx, a 2xx without an id, the stale keep-alive race, and a TLS server that offers HTTP/2.
 
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   createGenericMailApiClient,
   type GenericMailApiClientOptions,
-} from '../../src/mail/genericMailApiClient';
+} from '../../dev/devtools/genericMailApiClient';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -82,7 +82,7 @@ async function httpServer(
 describe('connect phase', () => {
   it('a TLS handshake that never completes is a connect timeout: not_sent', async () => {
     // TCP connects at once on loopback, so the only reliable connect timeout is one in the TLS handshake,
-    // which undici's connect timer also covers (research note §1).
+    // which undici's connect timer also covers (it runs from the TCP connect until the TLS session is up).
     let bytesSeen = 0;
     const { port } = await tcpServer((socket) =>
       socket.on('data', (chunk: Buffer) => (bytesSeen += chunk.length)),
@@ -174,7 +174,8 @@ describe('after a 2xx', () => {
 
 describe('stale keep-alive socket', () => {
   it('a POST on a reused socket that the server closes on arrival is unknown, and is not re-sent', async () => {
-    // Raw TCP, because node:http cannot promise keep-alive and then close on the next request (note §3, §7).
+    // Raw TCP, because node:http cannot promise keep-alive and then close on the next request: with a short
+    // keepAliveTimeout it answers `Keep-Alive: timeout=0`, and undici then never reuses the socket at all.
     let connections = 0;
     let requestsAnswered = 0;
     const { port } = await tcpServer((socket) => {

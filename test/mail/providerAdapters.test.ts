@@ -5,7 +5,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/sendKey';
+import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { SANDBOX_AWS_ACCESS_KEY_ID, SANDBOX_SES_REGION } from '../../dev/sandbox/providers/ses';
 import { credentialFingerprint } from '../../src/evidence/destination';
-import { DEFAULT_DEPLOYMENT_ID, sendKeyOfSesTag } from '../../src/evidence/sendKey';
+import { DEFAULT_DEPLOYMENT_ID, sendKeyOfSesTag } from '../../src/evidence/messageIdentity';
 import { createMailTransport, type SesSettings } from '../../src/mail/createMailTransport';
 import { createHttpMailTransport } from '../../src/mail/httpMailTransport';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';

@@ -11,7 +11,7 @@ import type { MailTransport } from '../../src/mail/types';
 import type { OrderMailStatus } from '../../src/ops/orderMailStatus';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { getFreePort } from '../../src/shared/freePort';
-import { OrderMailState } from '../../src/shared/searchAttributes';
+import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   connectTestClient,

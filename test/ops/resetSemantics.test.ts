@@ -17,7 +17,7 @@ import {
   OrderMailHttpStatus,
   OrderMailOutcome,
   OrderMailState,
-} from '../../src/shared/searchAttributes';
+} from '../../src/shared/orderMailSearchAttributes';
 import { orderConfirmationMail, type OrderMailResult } from '../../src/workflows/orderConfirmationMail';
 import {
   createOrder,

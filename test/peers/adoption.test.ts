@@ -13,7 +13,7 @@ import {
   CASE_STUDY_TABLE_KEPT_AS,
   migrate,
   UnknownMailLogTableError,
-} from '../../src/db/migrate';
+} from '../../src/db/migrator';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';

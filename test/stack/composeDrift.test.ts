@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { devServerSearchAttributes } from '../../dev/devtools/searchAttributes';
+import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
 import {
   loadStackSettings,
   parseEnvFile,

@@ -9,8 +9,8 @@ import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node' with { 'resolution-mode': 'import' };
 import { startTemporalDevServer } from '../../dev/devtools/devServer';
 import { startEmbeddedPostgres } from '../../dev/devtools/embeddedPostgres';
-import { devServerSearchAttributes } from '../../dev/devtools/searchAttributes';
-import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
+import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
+import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
 import { WORKFLOW_INTERCEPTOR_MODULES } from '../../src/tracing/workflowInterceptorModules';
 
 interface Started<T> {
@@ -64,7 +64,7 @@ async function provideTemporal(
   if (address !== undefined && address !== '') {
     const connection = await Connection.connect({ address });
     try {
-      // The attributes the workflows upsert (src/shared/searchAttributes.ts); an unregistered upsert hangs.
+      // The attributes the workflows upsert (src/shared/orderMailSearchAttributes.ts); an unregistered upsert hangs.
       await ensureSearchAttributes(connection, namespace);
     } finally {
       await connection.close();

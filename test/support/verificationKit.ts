@@ -102,7 +102,7 @@ export function holdingFirstSend<Result>(
 }
 
 /**
- * The freshness witness a lookup's "not found" needs (src/evidence/freshnessWitness.ts): once `dispatched()`
+ * The freshness witness a lookup's "not found" needs (src/evidence/freshnessCheck.ts): once `dispatched()`
  * says the attempt's request left, sends another order to its 2xx through the same destination (`sendWitness`),
  * so the lookup can show a known-accepted send dispatched after the attempt. Resolves with `running`'s result.
  */

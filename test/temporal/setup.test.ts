@@ -6,12 +6,12 @@ import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
 import { google } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { main as setup } from '../../src/cli/setup';
-import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../../src/shared/searchAttributes';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../../src/shared/orderMailSearchAttributes';
 import { DEFAULT_RECONCILE_SCHEDULE_ID } from '../../src/temporal/reconcileSchedule';
 import {
   assertSearchAttributesRegistered,
   SearchAttributesMissingError,
-} from '../../src/temporal/searchAttributes';
+} from '../../src/temporal/searchAttributeRegistration';
 import { openTestDatabase, waitFor, type TestDatabase } from '../support/testKit';
 import { spawnWorkerProcess } from '../support/workerProcess';
 

@@ -17,7 +17,7 @@ import { startTemporalDevServer, type TemporalDevServer } from '../../dev/devtoo
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { resetHistoryReader } from '../../src/temporal/resetHistory';
-import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
+import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   createOrder,

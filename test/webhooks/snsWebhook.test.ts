@@ -8,7 +8,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { SANDBOX_SNS_TOPIC_ARN } from '../../dev/sandbox/sns';
-import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/sendKey';
+import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 import type { ReceivedMessage } from '../../dev/sandbox/records';
 import { listProviderEvents } from '../../src/webhooks/providerEvents';

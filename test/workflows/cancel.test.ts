@@ -8,7 +8,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, type ActivityDependencies } from '../../src/activities';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
-import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient';
+import { createGenericMailApiClient } from '../../dev/devtools/genericMailApiClient';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { EXPLANATION_MEMO, orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';

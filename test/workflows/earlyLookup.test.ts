@@ -14,7 +14,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { readMailLog } from '../../src/db/orderMailLog';
-import { mailgunMessageId } from '../../src/evidence/sendKey';
+import { mailgunMessageId } from '../../src/evidence/messageIdentity';
 import { PROVIDER_EVENT_SIGNAL } from '../../src/shared/workflowContract';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { startEarlyLookups, type EarlyLookups } from '../../src/verification/earlyLookups';

@@ -6,7 +6,7 @@
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
-import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/sendKey';
+import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 import type { MailTransport } from '../../src/mail/types';
 import type { OpsContext } from '../../src/ops/opsContext';

@@ -15,7 +15,7 @@ import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbo
 import type { MailTransport } from '../../src/mail/types';
 import { noOrderMailMetrics } from '../../src/metrics/orderMailMetrics';
 import { FailureType } from '../../src/shared/failures';
-import { ensureSearchAttributes } from '../../src/temporal/searchAttributes';
+import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
 import { ensureReconcileSchedule } from '../../src/temporal/reconcileSchedule';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import type { ReconcileReport } from '../../src/workflows/reconcileOrderMails';

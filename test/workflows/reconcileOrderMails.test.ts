@@ -12,7 +12,7 @@ import { advanceReconcileProgress, RECONCILE_OVERLAP_MS } from '../../src/db/rec
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
-import { OrderMailStuckOrders } from '../../src/shared/searchAttributes';
+import { OrderMailStuckOrders } from '../../src/shared/orderMailSearchAttributes';
 import { ensureReconcileSchedule } from '../../src/temporal/reconcileSchedule';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { reconcileOrderMails, type ReconcileReport } from '../../src/workflows/reconcileOrderMails';

@@ -110,7 +110,7 @@ async function terminatedMidSend(taskQueue: string, orderId: string): Promise<vo
 
 /**
  * Another order sent to its 2xx after the terminated run's request: the freshness witness the lookup must show
- * before its "not found" counts (src/evidence/freshnessWitness.ts).
+ * before its "not found" counts (src/evidence/freshnessCheck.ts).
  */
 async function sendWitness(taskQueue: string): Promise<void> {
   const orderId = await createOrder(database.db);

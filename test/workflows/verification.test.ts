@@ -129,7 +129,7 @@ async function runMail(orderId: string, worker: string) {
 
 /**
  * Runs the order's mail and, once its request reached the sandbox, another order's on the same worker to its
- * 2xx: the freshness witness a "not found" for the first needs (src/evidence/freshnessWitness.ts).
+ * 2xx: the freshness witness a "not found" for the first needs (src/evidence/freshnessCheck.ts).
  */
 async function runWithWitness(orderId: string, worker: string, on: MailSandbox = sandbox) {
   const run = runMail(orderId, worker);
@@ -271,7 +271,7 @@ describe.each(LOOKUP_PROVIDERS)('%s: an unknown outcome is verified with the loo
   it('a settle delay shorter than the provider’s indexing lag: "not found" does not count, it waits, one mail', async () => {
     // The delay is set below the provider's lag: the accepted mail is not indexed yet and the lookup says "not
     // found". Without a witness (a later send that got its 2xx, shown by the same lookup) that proves nothing:
-    // the workflow asks again until the lookup catches up and shows the mail (src/evidence/freshnessWitness.ts).
+    // the workflow asks again until the lookup catches up and shows the mail (src/evidence/freshnessCheck.ts).
     // Before the witness, this recorded "verified not sent" and the retry sent a second mail.
     const orderId = await createOrder(database.db);
     slowSandbox.queueFault(orderId, { kind: 'accept-then-drop' });

@@ -7,9 +7,9 @@ import { startOrderConfirmationMail } from '../../src/client';
 import { workflowScopeOf } from '../../src/db/claimToken';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { resolveMailLog } from '../../src/db/operatorActs';
-import { createGenericMailApiClient } from '../../src/mail/genericMailApiClient';
+import { createGenericMailApiClient } from '../../dev/devtools/genericMailApiClient';
 import type { MailTransport } from '../../src/mail/types';
-import { OrderMailState } from '../../src/shared/searchAttributes';
+import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   createOrder,

@@ -1,7 +1,8 @@
 // The plain loop: claim → POST → record, with no Temporal, over the SAME statements (src/db/orderMailClaim.ts,
 // src/activities/dispatchFence.ts, src/db/orderMailRecord.ts, src/db/orders.ts) and the SAME mail client
-// (src/mail) as the product's activities. It is what the seed's
-// v2 shape costs on this machine: what exactly-once via Temporal is compared against.
+// (src/mail's HTTP transport and generic adapter) as the product's activities. It is what the case study's
+// redesign (docs/design.md §1) costs on this machine without Temporal: what exactly-once via Temporal is
+// compared against.
 import { randomUUID } from 'node:crypto';
 import { markDispatched } from '../../../src/activities/dispatchFence';
 import { claimOrderMailRow } from '../../../src/db/orderMailClaim';

@@ -2,7 +2,7 @@
 // (CPU seconds, peak RSS), and configured like one (loadConfig: PG_POOL_MAX, MAIL_CONNECTIONS, timeouts).
 import { loadConfig } from '../../../src/config/loadConfig';
 import { createDatabase } from '../../../src/db/pool';
-import { createGenericMailApiClient } from '../../../src/mail/genericMailApiClient';
+import { createGenericMailApiClient } from '../../devtools/genericMailApiClient';
 import { defaultWorkerIdentity } from '../../../src/workerOptions';
 import { runClosedLoop, runOpenLoop, type PlainLoopDependencies } from './plainLoop';
 

@@ -1,14 +1,14 @@
 // `npm run bench:postgres`: our Postgres as it grows. Fills order_mail_log to each size (default 0, 1 and 10
 // million rows; order_mail_attempts to three times that) with a realistic mix of states (fill.ts), then
 // measures the claim, fence and record of new orders, the reconciliation sweep's queries and the stuck gauge
-// at each size (measure.ts), against the goal: within 1.5× of the empty table's figures. Heavy: run it under
-// `flock /work/heavy.lock`. `--data-dir DIR` keeps the filled cluster, so a second run (after an index
-// change, say) measures the same rows again without filling them.
+// at each size (measure.ts), against the goal: within 1.5× of the empty table's figures. Heavy: on a shared
+// machine, run it alone. `--data-dir DIR` keeps the filled cluster, so a second run (after an index change,
+// say) measures the same rows again without filling them.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, escapeIdentifier } from 'pg';
-import { migrate } from '../../../src/db/migrate';
+import { migrate } from '../../../src/db/migrator';
 import { createDatabase, type Database } from '../../../src/db/pool';
 import { startEmbeddedPostgres } from '../../devtools/embeddedPostgres';
 import { summarizeLatencies } from '../latency';

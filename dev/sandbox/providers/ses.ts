@@ -4,7 +4,7 @@
 // their name in x-amzn-ErrorType and {"message"} in the body (whose text echoes what it was sent, as AWS's
 // does). Accepted messages publish Send and Delivery (or Bounce) events through the sandbox's SNS
 // (dev/sandbox/webhooks.ts).
-import { sendKeyOfSesTag } from '../../../src/evidence/sendKey';
+import { sendKeyOfSesTag } from '../../../src/evidence/messageIdentity';
 import { SES_SEND_PATH, SES_SIGNING_SERVICE, SES_TAGS } from '../../../src/mail/providers/ses';
 import { isPlausibleAddress } from '../messageValidation';
 import { jsonObject, nonEmptyString, type ProviderAnswer, type ProviderEmulation } from './emulation';

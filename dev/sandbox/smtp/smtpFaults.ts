@@ -2,7 +2,7 @@
 // order first, else a draw from the rate plan (seeded, so a run can be repeated).
 //
 // Which order a transaction belongs to is known at different points: the envelope id (`MAIL FROM ... ENVID=`,
-// which the SMTP transport sets to the order's id, see src/mail/smtp/smtpEnvelope.ts) from MAIL on, the
+// which the SMTP transport sets to the order's id, see src/mail/smtp/smtpMessage.ts) from MAIL on, the
 // `X-Order-Id` header once the data is in. Before MAIL nothing names the order, so a greeting fault can only be
 // queued for "the next connections" or drawn by rate.
 

@@ -27,9 +27,9 @@ const SECOND_MS = 1000;
 const DAY_MS = 24 * 60 * 60 * SECOND_MS;
 
 /** The gateway contract's promise: an accepted message is visible to the lookup within this. */
-export const GENERIC_LOOKUP_VISIBLE_WITHIN_MS = 10 * SECOND_MS;
+const GENERIC_LOOKUP_VISIBLE_WITHIN_MS = 10 * SECOND_MS;
 /** The gateway contract's promise: the lookup remembers a message at least this long. */
-export const GENERIC_LOOKUP_RETENTION_MS = 7 * DAY_MS;
+const GENERIC_LOOKUP_RETENTION_MS = 7 * DAY_MS;
 
 export const GENERIC_VERIFICATION: VerificationFacts = Object.freeze({
   lookup: true,

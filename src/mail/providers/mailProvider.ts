@@ -26,7 +26,8 @@ const HOUR_MS = 60 * 60 * 1000;
 
 export const MAIL_PROVIDER_FACTS: Readonly<Record<MailProviderName, MailProviderFacts>> = Object.freeze({
   generic: { defaultBaseUrl: null, idempotency: null, verification: GENERIC_VERIFICATION },
-  // No documented idempotency key (research note §7; custom_args only help match webhook events later).
+  // No documented idempotency key (docs/providers.md, "Idempotency windows"); its custom_args only help match
+  // webhook events later.
   sendgrid: {
     defaultBaseUrl: 'https://api.sendgrid.com',
     idempotency: null,

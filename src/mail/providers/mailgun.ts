@@ -17,7 +17,7 @@ import type {
   ProviderLookupAdapter,
   VerificationFacts,
 } from '../../verification/providerLookup';
-import { mailgunMessageId } from '../../evidence/sendKey';
+import { mailgunMessageId } from '../../evidence/messageIdentity';
 import type { LookupEntry } from '../../evidence/lookupAnswer';
 import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, LOOKUP_PROVIDER_STATUS_TABLE } from '../sendOutcomeTable';
@@ -60,9 +60,9 @@ export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
  * 403 access denied, 413: rejected. 429: not sent, retry. 404 "can be temporal as our system is an
  * eventually-consistent system" (a freshly added domain): not sent, so it is retried up to the attempt
  * limit instead of failing at once. 500: Mailgun recommends retrying, but customers report 5xx answers for
- * mail that was still sent (research note §7), so 5xx stays unknown.
+ * mail that was still sent (docs/providers.md, "Outcome tables"), so 5xx stays unknown.
  */
-export const MAILGUN_STATUS_TABLE = extendStatusTable(
+const MAILGUN_STATUS_TABLE = extendStatusTable(
   LOOKUP_PROVIDER_STATUS_TABLE,
   'mailgun',
   { 404: 'not_sent' },

@@ -49,7 +49,7 @@ const POSTMARK_MAX_OFFSET = 10_000;
  * wording is that the message is lost "in most cases", so not always: unknown. ErrorCode 100 is
  * "Maintenance": nothing was processed, whatever status carries it, so it is not sent and worth retrying.
  */
-export const POSTMARK_STATUS_TABLE = extendStatusTable(
+const POSTMARK_STATUS_TABLE = extendStatusTable(
   LOOKUP_PROVIDER_STATUS_TABLE,
   'postmark',
   {},

@@ -10,7 +10,7 @@ import { MAIL_PROVIDER_FACTS } from './mailProvider';
 import type { MailProviderAdapter } from './providerTypes';
 
 /** The error names Resend documents; any other `name` is ignored. */
-export const RESEND_ERROR_NAMES: ReadonlySet<string> = new Set([
+const RESEND_ERROR_NAMES: ReadonlySet<string> = new Set([
   'invalid_idempotency_key',
   'validation_error',
   'missing_api_key',
@@ -48,7 +48,7 @@ export const RESEND_ERROR_NAMES: ReadonlySet<string> = new Set([
  *   … it is safe to retry this request later" → unknown: the first request may still be accepted, and within
  *   the key's window the workflow retries it under the same key.
  */
-export const RESEND_STATUS_TABLE = extendStatusTable(
+const RESEND_STATUS_TABLE = extendStatusTable(
   GENERIC_STATUS_TABLE,
   'resend',
   // Resend does not say its 503 comes before processing, and one from a load balancer can follow forwarding:

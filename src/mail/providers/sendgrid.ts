@@ -23,7 +23,7 @@ import type { MailProviderAdapter } from './providerTypes';
  * generic 4xx rule). 429: not sent, retry. 5xx: "the request you made was valid, but an error occurred when
  * SendGrid attempted to process it", so even 503 may follow processing: unknown.
  */
-export const SENDGRID_STATUS_TABLE = extendStatusTable(
+const SENDGRID_STATUS_TABLE = extendStatusTable(
   GENERIC_STATUS_TABLE,
   'sendgrid',
   { 503: 'unknown' },

@@ -13,7 +13,7 @@
 
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { sesTagValue } from '../../evidence/sendKey';
+import { sesTagValue } from '../../evidence/messageIdentity';
 import type { VerificationFacts } from '../../verification/providerLookup';
 import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
@@ -99,7 +99,7 @@ const DOCUMENTED_ERRORS = new Set([
  * says nothing about whether a message was taken before it, and it has no lookup, so unknown: the Send event
  * or the policy decides. A connection dropped after the request started is unknown (the shared classifier).
  */
-export const SES_STATUS_TABLE = extendStatusTable(
+const SES_STATUS_TABLE = extendStatusTable(
   GENERIC_STATUS_TABLE,
   'ses',
   { 429: 'not_sent', 501: 'unknown', 503: 'unknown' },
@@ -193,7 +193,7 @@ export function createSesAdapter(options: SesAdapterOptions): MailProviderAdapte
 }
 
 /** The documented error name of an SES answer, from its x-amzn-ErrorType header or its body; else null. */
-export function sesErrorName(headers: ResponseHeaders, body: string | null): string | null {
+function sesErrorName(headers: ResponseHeaders, body: string | null): string | null {
   const parsed = parseJsonObject(body);
   const candidates = [
     headerValue(headers, 'x-amzn-errortype'),
@@ -219,7 +219,7 @@ export function sesErrorName(headers: ResponseHeaders, body: string | null): str
  * A mailbox as SES wants it: the address as is, a display name outside ASCII as an RFC 2047 encoded word (SES
  * refuses raw non-ASCII in FromEmailAddress).
  */
-export function sesAddress(value: string): string {
+function sesAddress(value: string): string {
   const mailbox = parseMailbox(value);
   if (mailbox.name === null) return mailbox.email;
 

@@ -4,14 +4,14 @@
 // A stopping worker therefore stops its activity worker first, keeps its workflow worker going, and waits
 // here (bounded by the grace time) until every send it ran has been recorded, by itself or anyone else.
 import type { OrderMailActivities } from './activities';
-import { countStillSending, type SendAttemptKey } from './db/unrecordedSends';
+import { countStillSending, type SendAttemptKey } from './db/stillSendingCount';
 import type { Database } from './db/pool';
 
 // Long after any record would have run: such an entry was recorded elsewhere, or its run went away.
 const FORGET_AFTER_MS = 60 * 60_000;
 const POLL_EVERY_MS = 200;
 
-export class UnrecordedSends {
+export class UnrecordedSendTracker {
   private readonly sends = new Map<string, SendAttemptKey & { since: number }>();
 
   /** The activities, with their sends and records counted; otherwise unchanged. */

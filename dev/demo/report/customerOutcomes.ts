@@ -2,12 +2,11 @@
 // what the provider (the sandbox) accepted, whatever the log row says. "Missing" is an order whose customer got
 // no mail. And every send whose outcome was unknown at the time, by how it was settled (verified by a lookup or
 // a webhook, or by the policy) and, since the sandbox knows what it accepted, whether that settlement was right.
-// Pure, and kept apart from report.ts so the run report's other sections can change without touching it.
-
-import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/sendKey';
-import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
-
-export type VerificationFact = 'lookup' | 'webhook' | 'inconclusive' | null;
+// Pure, and kept apart from report.ts so the run report's other sections can change without touching it. Its
+// input is the few fields it reads of the run's facts (facts.ts), so a test can state a story in a few lines.
+import { DEFAULT_DEPLOYMENT_ID } from '../../../src/evidence/messageIdentity';
+import { orderConfirmationIdempotencyKey } from '../../../src/mail/idempotencyKey';
+import type { VerificationFact } from './facts';
 
 export interface CustomerRowFact {
   orderId: string;
@@ -209,57 +208,4 @@ function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
 
 function increment(counts: Record<string, number>, key: string): void {
   counts[key] = (counts[key] ?? 0) + 1;
-}
-
-/** The report's opening lines: what the customers got, then how the unknowns were settled. */
-export function formatCustomerOutcomes(
-  outcomes: CustomerOutcomes,
-  row: (label: string, value: string) => void,
-): void {
-  const { customers, missing, duplicated, unknowns } = outcomes;
-  row(
-    'Customers',
-    `${outcomes.orders} orders: ${customers.one} got one mail, ${customers.twoOrMore} got two or more, ` +
-      `${customers.none} got none`,
-  );
-  row(
-    'Missing',
-    missing.orders === 0
-      ? '0 customers without a mail'
-      : `${missing.orders} customers without a mail (their rows: ${entries(missing.byRow)}), e.g. ${missing.examples.join(', ')}`,
-  );
-  row(
-    'Duplicates',
-    duplicated.orders === 0
-      ? '0 customers with a second mail'
-      : `${duplicated.orders} customers with more than one mail (${duplicated.extraMails} extra), e.g. ` +
-          duplicated.examples.join(', '),
-  );
-  if (unknowns.attempts === 0) {
-    row('Unknown outcomes', 'none');
-    return;
-  }
-  const settled = (Object.entries(unknowns.settledBy) as [Settlement, SettlementCount][])
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([settlement, count]) => {
-      const judged =
-        count.notJudged === count.attempts
-          ? ''
-          : count.wrong === 0
-            ? ', all right'
-            : `, ${count.wrong} wrong`;
-      return `${settlement} ${count.attempts}${judged}`;
-    });
-  row(
-    'Unknown outcomes',
-    `${unknowns.attempts} sends ended without a definite answer; settled: ${settled.join(' · ')}` +
-      (unknowns.wrong > 0 ? ` (${unknowns.wrong} settled against what the provider had)` : ''),
-  );
-}
-
-function entries(counts: Record<string, number>): string {
-  return Object.entries(counts)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([key, value]) => `${key} ${value}`)
-    .join(' · ');
 }

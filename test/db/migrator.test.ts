@@ -7,7 +7,7 @@ import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/pro
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { migrate, MIGRATIONS_DIRECTORY, UnknownMigrationsError } from '../../src/db/migrate';
+import { migrate, MIGRATIONS_DIRECTORY, UnknownMigrationsError } from '../../src/db/migrator';
 import { createDatabase } from '../../src/db/pool';
 import { createIsolatedDatabase, type IsolatedDatabase } from '../../dev/devtools/testDatabases';
 

@@ -3,7 +3,7 @@
 import { isGrpcServiceError, type Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { ORDER_MAIL_SEARCH_ATTRIBUTES, type SearchAttributeKey } from '../shared/searchAttributes';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES, type SearchAttributeKey } from '../shared/orderMailSearchAttributes';
 
 type Key = SearchAttributeKey;
 
@@ -66,7 +66,7 @@ export async function ensureSearchAttributes(
 }
 
 /** Which of `keys` the namespace lacks, and which it has under another type. */
-export async function findSearchAttributeProblems(
+async function findSearchAttributeProblems(
   connection: HasOperatorService,
   namespace: string,
   keys: readonly Key[] = ORDER_MAIL_SEARCH_ATTRIBUTES,

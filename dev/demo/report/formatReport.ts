@@ -1,7 +1,8 @@
-// The report as a person reads it at the end of `npm run demo` / `npm run chaos`.
-import { formatFailoverSection } from './failoverReport';
-import { formatOperatorSection } from './formatOperatorReport';
-import { formatCustomerOutcomes } from './customerOutcomes';
+// The report as a person reads it at the end of `npm run demo` / `npm run chaos`: every section's text, and the
+// invariants with the summary line CI reads. The same report as JSON is reportFiles.ts's.
+import type { Settlement, SettlementCount, CustomerOutcomes } from './customerOutcomes';
+import type { FailoverSection } from './failoverReport';
+import type { OperatorSection } from './operatorReport';
 import type { RunReport } from './report';
 
 export function formatReport(report: RunReport): string {
@@ -23,7 +24,7 @@ export function formatReport(report: RunReport): string {
         : ` (${provider}, ${report.verification.verifies ? 'verifying' : 'not verifying'})`) +
       `, policy ${report.policy}`,
   );
-  // What the customers got leads: the provider's side, whatever the rows say (dev/demo/customerOutcomes.ts).
+  // What the customers got leads: the provider's side, whatever the rows say (customerOutcomes.ts).
   formatCustomerOutcomes(report.customers, row);
   row(
     'Orders',
@@ -142,5 +143,125 @@ export function formatReport(report: RunReport): string {
   lines.push('', report.ok ? 'All invariants hold.' : 'INVARIANTS FAILED.');
   // Alone on its line, in the form CI logs are read for.
   lines.push(`Invariants: ${passed} passed, ${report.invariants.length - passed} failed`);
+  return lines.join('\n');
+}
+
+/** The report's opening lines: what the customers got, then how the unknowns were settled. */
+function formatCustomerOutcomes(
+  outcomes: CustomerOutcomes,
+  row: (label: string, value: string) => void,
+): void {
+  const { customers, missing, duplicated, unknowns } = outcomes;
+  row(
+    'Customers',
+    `${outcomes.orders} orders: ${customers.one} got one mail, ${customers.twoOrMore} got two or more, ` +
+      `${customers.none} got none`,
+  );
+  row(
+    'Missing',
+    missing.orders === 0
+      ? '0 customers without a mail'
+      : `${missing.orders} customers without a mail (their rows: ${entries(missing.byRow)}), e.g. ${missing.examples.join(', ')}`,
+  );
+  row(
+    'Duplicates',
+    duplicated.orders === 0
+      ? '0 customers with a second mail'
+      : `${duplicated.orders} customers with more than one mail (${duplicated.extraMails} extra), e.g. ` +
+          duplicated.examples.join(', '),
+  );
+  if (unknowns.attempts === 0) {
+    row('Unknown outcomes', 'none');
+    return;
+  }
+  const settled = (Object.entries(unknowns.settledBy) as [Settlement, SettlementCount][])
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([settlement, count]) => {
+      const judged =
+        count.notJudged === count.attempts
+          ? ''
+          : count.wrong === 0
+            ? ', all right'
+            : `, ${count.wrong} wrong`;
+      return `${settlement} ${count.attempts}${judged}`;
+    });
+  row(
+    'Unknown outcomes',
+    `${unknowns.attempts} sends ended without a definite answer; settled: ${settled.join(' · ')}` +
+      (unknowns.wrong > 0 ? ` (${unknowns.wrong} settled against what the provider had)` : ''),
+  );
+}
+
+function entries(counts: Record<string, number>): string {
+  return Object.entries(counts)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([key, value]) => `${key} ${value}`)
+    .join(' · ');
+}
+
+/** The operator section (`npm run chaos -- --operators`): each act done, refused or failed, and the sweeps. */
+function formatOperatorSection(section: OperatorSection): string[] {
+  const lines = ['', `Operator acts: ${section.acts} made, ${section.done} done`];
+  for (const [act, counts] of Object.entries(section.perAct)) {
+    const refused = Object.entries(counts.refused)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([code, times]) => `${code} ${times}`)
+      .join(', ');
+    const made = counts.done + counts.failed + Object.values(counts.refused).reduce((sum, n) => sum + n, 0);
+    lines.push(
+      `  ${act.padEnd(26)}${String(counts.done).padStart(4)} done` +
+        (refused === '' ? '' : `; refused: ${refused}`) +
+        (counts.failed > 0 ? `; failed ${counts.failed}` : '') +
+        (counts.noTarget > 0 ? `; no target ${counts.noTarget}` : '') +
+        (made === 0 && counts.noTarget === 0 ? ' (never drawn)' : ''),
+    );
+  }
+  lines.push(
+    `  re-sends asked for        ${section.resendsAsked.resends} (on ${section.resendsAsked.orders} orders): ` +
+      'resolve --as failed, then retry; each allows one more message',
+  );
+  if (section.stoppedBeforeClaim > 0) {
+    lines.push(
+      `  stopped before any claim  ${section.stoppedBeforeClaim} orders (cancelled or terminated; no row, no mail)`,
+    );
+  }
+  if (section.resolvedSentWithoutMessage > 0) {
+    lines.push(`  resolved as sent, no mail ${section.resolvedSentWithoutMessage} (the operator's word)`);
+  }
+  const { sweeps } = section;
+  lines.push(
+    `  reconciliation sweeps     ${sweeps.scheduledRuns} by its Schedule` +
+      (sweeps.scheduleEveryMs > 0 ? ` (every ${sweeps.scheduleEveryMs / 1000} s)` : ' (none)') +
+      `, ${sweeps.finalRuns} at the end; attempts they settled ${sweeps.settledBySweep}; ` +
+      `'sending' rows left ${sweeps.sendingRowsLeft}` +
+      (sweeps.lastReport === null
+        ? ''
+        : `; the last found ${sweeps.lastReport.stuck} stuck under a closed run`),
+  );
+  for (const failure of section.failures) lines.push(`  failed: ${failure}`);
+  return lines;
+}
+
+/** The --failover section: per provider, its mails and attempts; the attempts that failed over, and why. */
+function formatFailoverSection(section: FailoverSection): string {
+  const lines = [
+    '',
+    `Failover (primary ${section.primary}, down ${section.outage.forSeconds} s from ${section.outage.atSeconds} s)`,
+  ];
+  for (const [provider, facts] of Object.entries(section.providers)) {
+    const attempts = Object.entries(facts.attempts)
+      .map(([outcome, count]) => `${outcome} ${count}`)
+      .join(', ');
+    lines.push(
+      `  ${provider.padEnd(10)} mails received ${facts.mailsReceived}; attempts: ${attempts || 'none'}`,
+    );
+  }
+  lines.push(`  attempts that failed over: ${section.failedOver.attempts}`);
+  for (const [reason, count] of Object.entries(section.failedOver.byReason)) {
+    lines.push(`    by the claim's reason  ${reason}: ${count}`);
+  }
+  for (const [cause, count] of Object.entries(section.failedOver.byCause)) {
+    lines.push(`    after                  ${cause}: ${count}`);
+  }
   return lines.join('\n');
 }

@@ -1,17 +1,10 @@
-// The operator section of a run report (`npm run chaos -- --operators`), kept apart from dev/demo/report.ts:
-// what the operator did (each act done, refused or failed), which orders it deliberately asked to re-send,
-// and the invariants that only operators' acts can break. Pure, like report.ts (test/demo/operatorReport.test.ts).
-import type { RunFact } from './facts';
-import { OPERATOR_ACTS, type OperatorActName } from './operatorTools';
-import type { OperatorActRecord } from './operators';
-import type { SweepFacts } from './sweep';
-
-export interface OperatorFacts {
-  acts: OperatorActRecord[];
-  /** Every run of every order's workflow: order id → its runs, newest first. */
-  runs: Record<string, RunFact[]>;
-  sweeps: SweepFacts;
-}
+// The operator section of a run report (`npm run chaos -- --operators`): what the operator did (each act done,
+// refused or failed), which orders it deliberately asked to re-send or ended without a mail, and which it
+// stopped before any claim. Pure, like report.ts (test/demo/operatorReport.test.ts); the invariants only an
+// operator's acts can break are scenarioInvariants.ts's.
+import { OPERATOR_ACTS, type OperatorActName } from '../operatorTools';
+import type { SweepFacts } from '../sweep';
+import type { OperatorActRecord, OperatorFacts, RunFact } from './facts';
 
 export interface ActCounts {
   done: number;
@@ -43,12 +36,6 @@ export interface OrderFacts {
   orderId: string;
   row: { state: string; outcome: string | null } | undefined;
   messages: number;
-}
-
-export interface OperatorInvariant {
-  name: string;
-  description: string;
-  broken: string[];
 }
 
 /**
@@ -100,7 +87,7 @@ export function actsBehind(acts: OperatorActRecord[], orderIds: string[]): Recor
 }
 
 /** Whether one of these runs was open at `at` (ISO times compare as strings). */
-function openRunAt(runs: RunFact[], at: string): boolean {
+export function openRunAt(runs: RunFact[], at: string): boolean {
   return runs.some((run) => run.startedAt <= at && (run.closedAt === null || run.closedAt > at));
 }
 
@@ -108,7 +95,6 @@ function isRerun(act: OperatorActName): boolean {
   return act === 'ops-retry' || act === 'workflow-reset-first' || act === 'workflow-reset-last';
 }
 
-/** Orders with no row whose runs are all closed, each by an operator's cancel or terminate. */
 /**
  * Orders an operator ended without a mail on purpose: a done cancel or terminate (the run stopped, whatever it
  * was doing), or a done resolve (the operator's word that the mail is sent, or failed and left so). A customer
@@ -127,8 +113,9 @@ export function endedWithoutMailByOperator(acts: OperatorActRecord[]): Set<strin
 
 /**
  * Orders one of whose runs an operator closed (terminate, or a reset, which terminates the run it resets):
- * a dispatched attempt of that run is settled by the next claim or the sweep by the policy, without asking the
- * provider (docs/design.md §9, "only the workflow's own attempt is verified").
+ * a dispatched attempt of that run may be settled by the next claim or the sweep by the policy, unasked or
+ * after an inconclusive answer (docs/design.md §5, "a closed run's unknown", and §9), and a customer left
+ * without a mail by it is then the operator's doing.
  */
 export function runClosedByOperator(acts: OperatorActRecord[]): Set<string> {
   const closes = new Set<OperatorActRecord['act']>([
@@ -141,6 +128,7 @@ export function runClosedByOperator(acts: OperatorActRecord[]): Set<string> {
   );
 }
 
+/** Orders with no row whose runs are all closed, each by an operator's cancel or terminate. */
 export function stoppedBeforeClaim(facts: OperatorFacts, orders: OrderFacts[]): Set<string> {
   const stopped = new Set(
     facts.acts
@@ -198,64 +186,4 @@ export function buildOperatorSection(facts: OperatorFacts, orders: OrderFacts[])
     sweeps: facts.sweeps,
     failures,
   };
-}
-
-/** The invariants only an operator's acts can break; report.ts adds them to the run's. */
-export function operatorInvariants(facts: OperatorFacts, orders: OrderFacts[]): OperatorInvariant[] {
-  const everyRunClosed: string[] = orders
-    .filter((order) => (facts.runs[order.orderId] ?? []).some((run) => run.status === 'RUNNING'))
-    .map((order) => order.orderId);
-
-  // A pause is matched by a later unpause of the same activity that was done, or refused because the activity
-  // had gone (it finished while paused, or its run closed): nothing is left paused.
-  const stillPaused = new Set<string>();
-  for (const act of [...facts.acts].sort((a, b) => a.at.localeCompare(b.at))) {
-    const key = `${act.orderId}/${act.runId}/${act.activityId}`;
-    if (act.act === 'activity-pause' && act.result === 'done') stillPaused.add(key);
-    if (act.act === 'activity-unpause' && act.result !== 'failed') stillPaused.delete(key);
-  }
-
-  // A resolve must be refused while a dispatched send of an open run is in flight (its outcome is about to be
-  // known; settling it by hand drops what the provider answers). The act's audit row says what it found.
-  const resolvedInFlight = facts.acts
-    .filter(
-      (act) =>
-        (act.act === 'ops-resolve-sent' || act.act === 'ops-resolve-failed') &&
-        act.result === 'done' &&
-        act.rowBefore?.state === 'sending' &&
-        act.rowBefore.dispatchedAt !== null &&
-        runWasOpen(facts.runs[act.orderId] ?? [], act.rowBefore.claimToken, act.at),
-    )
-    .map((act) => act.orderId);
-
-  return [
-    {
-      name: 'every-run-closed',
-      description: 'every run of every order workflow is closed (completed, failed, cancelled or terminated)',
-      broken: everyRunClosed,
-    },
-    {
-      name: 'every-paused-send-unpaused',
-      description: 'every send activity an operator paused was unpaused again (or had finished meanwhile)',
-      broken: [...stillPaused].map((key) => key.split('/')[0]!),
-    },
-    {
-      name: 'no-resolve-while-a-send-is-in-flight',
-      description:
-        'no resolve was done while a dispatched send of an open run was in flight (it must be refused)',
-      broken: [...new Set(resolvedInFlight)],
-    },
-  ];
-}
-
-/**
- * Whether the run named by a claim token ('<namespace>/<workflow id>/<run id>') was open at `at`. (A run made
- * by a reset to a point after the claim carries the old run's token: such a send in flight is not seen here.)
- */
-function runWasOpen(runs: RunFact[], claimToken: string, at: string): boolean {
-  const runId = claimToken.slice(claimToken.lastIndexOf('/') + 1);
-  return openRunAt(
-    runs.filter((run) => run.runId === runId),
-    at,
-  );
 }

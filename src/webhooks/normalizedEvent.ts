@@ -1,4 +1,6 @@
-// One provider event, as we keep it whatever the provider: what happened to which order's send. Pure.
+// One provider event normalized, as we keep it whatever the provider (what happened to which order's send),
+// and the readers that take each of its fields from a webhook body, refusing or dropping what cannot be ours.
+// Pure. Stored by providerEvents.ts.
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
 
 export type ProviderEventType = 'accepted' | 'delivered' | 'bounced' | 'dropped' | 'complained';

@@ -1,5 +1,5 @@
 import type { SearchAttributeType } from '@temporalio/common';
-import { ORDER_MAIL_SEARCH_ATTRIBUTES, type SearchAttributeKey } from '../../src/shared/searchAttributes';
+import { ORDER_MAIL_SEARCH_ATTRIBUTES, type SearchAttributeKey } from '../../src/shared/orderMailSearchAttributes';
 
 /** Type names as the CLI's `--search-attribute Name=Type` flag spells them. */
 export type SearchAttributeTypeName =
@@ -20,8 +20,8 @@ export const sdkSearchAttributeType = {
 
 /**
  * The dev server's `--search-attribute` flags for `keys` (by default the attributes the workflows upsert,
- * src/shared/searchAttributes.ts). The flags only take effect when the server creates the namespace; for a
- * server that already runs, use `ensureSearchAttributes` (src/temporal/searchAttributes.ts).
+ * src/shared/orderMailSearchAttributes.ts). The flags only take effect when the server creates the namespace; for a
+ * server that already runs, use `ensureSearchAttributes` (src/temporal/searchAttributeRegistration.ts).
  */
 export function devServerSearchAttributes(
   keys: readonly SearchAttributeKey[] = ORDER_MAIL_SEARCH_ATTRIBUTES,

@@ -1,21 +1,8 @@
-// The --failover part of the chaos report: per provider, the mails its sandbox received and the attempts that
-// went to it; the attempts that failed over to the second provider, by the claim's reason and by what the
-// previous attempt met at the primary; and the failover rule checked from the rows: no attempt went to another
-// provider than an earlier attempt of its key that may have arrived.
-import type { Database } from '../../src/db/pool';
-import type { InvariantResult, MessageFact } from './runFacts';
-
-export interface FailoverAttemptFact {
-  orderId: string;
-  attempt: number;
-  resendCount: number;
-  provider: string | null;
-  choice: string | null;
-  outcome: string;
-  httpStatus: number | null;
-  verification: string | null;
-  error: string | null;
-}
+// The --failover section of the report: per provider, the mails its sandbox received and the attempts that went
+// to it; the attempts that failed over to the second provider, by the claim's reason and by what the previous
+// attempt met at the primary; and the orders whose attempts left a provider that an earlier attempt of the
+// same key may have reached (the failover rule, which scenarioInvariants.ts holds the run to).
+import type { FailoverAttemptFact, FailoverFacts, MessageFact } from './facts';
 
 export interface FailoverSection {
   primary: string;
@@ -32,22 +19,7 @@ export interface FailoverSection {
   movedAfterPossibleSend: string[];
 }
 
-export async function readFailoverAttempts(db: Database, orderIds: string[]): Promise<FailoverAttemptFact[]> {
-  const { rows } = await db.query<FailoverAttemptFact>(
-    `SELECT order_id::text AS "orderId", attempt, resend_count AS "resendCount", provider, provider_choice AS choice,
-            outcome, http_status AS "httpStatus", verification, error
-       FROM order_mail_attempts WHERE order_id = ANY($1::bigint[]) ORDER BY order_id, attempt`,
-    [orderIds],
-  );
-  return rows;
-}
-
-export function buildFailoverSection(input: {
-  primary: string;
-  outage: { atMs: number; forMs: number };
-  attempts: FailoverAttemptFact[];
-  messages: MessageFact[];
-}): FailoverSection {
+export function buildFailoverSection(input: FailoverFacts & { messages: MessageFact[] }): FailoverSection {
   const providers: FailoverSection['providers'] = {};
   const entry = (name: string) => (providers[name] ??= { mailsReceived: 0, attempts: {} });
   for (const message of input.messages) entry(message.provider ?? '(one)').mailsReceived += 1;
@@ -100,43 +72,6 @@ function causeOf(previous: FailoverAttemptFact | undefined, primary: string): st
   if (previous.httpStatus !== null) return `${primary}: HTTP ${previous.httpStatus}`;
   const code = /\(([A-Z][A-Z0-9_]+)\)/.exec(previous.error ?? '')?.[1];
   return `${primary}: ${code ?? 'not sent'}`;
-}
-
-export function failoverInvariants(section: FailoverSection): InvariantResult[] {
-  const moved = section.movedAfterPossibleSend;
-  return [
-    {
-      name: 'never-left-a-possible-send',
-      description:
-        'no attempt went to another provider than an earlier attempt of its key that was not known not sent',
-      holds: moved.length === 0,
-      violations: moved.slice(0, 10),
-      violationCount: moved.length,
-    },
-  ];
-}
-
-export function formatFailoverSection(section: FailoverSection): string {
-  const lines = [
-    '',
-    `Failover (primary ${section.primary}, down ${section.outage.forSeconds} s from ${section.outage.atSeconds} s)`,
-  ];
-  for (const [provider, facts] of Object.entries(section.providers)) {
-    const attempts = Object.entries(facts.attempts)
-      .map(([outcome, count]) => `${outcome} ${count}`)
-      .join(', ');
-    lines.push(
-      `  ${provider.padEnd(10)} mails received ${facts.mailsReceived}; attempts: ${attempts || 'none'}`,
-    );
-  }
-  lines.push(`  attempts that failed over: ${section.failedOver.attempts}`);
-  for (const [reason, count] of Object.entries(section.failedOver.byReason)) {
-    lines.push(`    by the claim's reason  ${reason}: ${count}`);
-  }
-  for (const [cause, count] of Object.entries(section.failedOver.byCause)) {
-    lines.push(`    after                  ${cause}: ${count}`);
-  }
-  return lines.join('\n');
 }
 
 function increment(counts: Record<string, number>, key: string): void {

@@ -10,36 +10,13 @@
 // Histories survive the hosts; the server's own metrics start from zero whenever a host restarts.
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import type { TaskRedeliveries } from './facts';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 const { EventType, TimeoutType, WorkflowTaskFailedCause } = temporal.api.enums.v1;
 
-export interface TaskRedeliveries {
-  workflowsRead: number;
-  /** Histories that could not be read (their count is missing from the figures below). */
-  unreadable: number;
-  workflowTasks: {
-    scheduled: number;
-    timedOutStartToClose: number;
-    timedOutScheduleToStart: number;
-    /** Failed workflow tasks by cause (e.g. UNHANDLED_COMMAND, RESET_WORKFLOW). */
-    failed: Record<string, number>;
-  };
-  activityTasks: {
-    /** Activity attempts started (the last attempt of each scheduled activity is what a history records). */
-    scheduled: number;
-    /** Attempts after the first, by activity type. */
-    retriesByType: Record<string, number>;
-    retries: number;
-    /** Retries whose previous attempt timed out (the task was redelivered), by the timeout that ended it. */
-    retriedAfterTimeout: { startToClose: number; scheduleToStart: number; heartbeat: number };
-    /** Activities that timed out for good (no attempt left). */
-    timedOut: number;
-  };
-}
-
-export function emptyTaskRedeliveries(): TaskRedeliveries {
+function emptyTaskRedeliveries(): TaskRedeliveries {
   return {
     workflowsRead: 0,
     unreadable: 0,
@@ -55,7 +32,7 @@ export function emptyTaskRedeliveries(): TaskRedeliveries {
 }
 
 /** Adds one workflow history's tasks to `into`. */
-export function countTaskRedeliveries(events: HistoryEvent[], into: TaskRedeliveries): void {
+function countTaskRedeliveries(events: HistoryEvent[], into: TaskRedeliveries): void {
   into.workflowsRead += 1;
   const activityTypes = new Map<string, string>();
   for (const event of events) {

@@ -1,5 +1,5 @@
 // The one read a stopping worker makes before it lets go of its workflow tasks: which of the sends it ran
-// are still not recorded (src/unrecordedSends.ts).
+// are still not recorded (src/unrecordedSendTracker.ts).
 import type { Database } from './pool';
 
 export interface SendAttemptKey {

@@ -1,9 +1,9 @@
-// The freshness witness's pure rule (src/evidence/freshnessWitness.ts): "not found" counts only with a witness the
+// The freshness witness's pure rule (src/evidence/freshnessCheck.ts): "not found" counts only with a witness the
 // lookup shows; without one it is asked again a settle delay later, and past the deadline it is inconclusive.
 // And which answers may decide later (incomplete, or holding strangers) rather than being inconclusive at once.
 import { describe, expect, it } from 'vitest';
 import type { DispatchedAttempt, EvidenceTiming } from '../../src/evidence/evidenceRules';
-import { answerMayDecideLater, judgeFreshness, type WitnessSend } from '../../src/evidence/freshnessWitness';
+import { answerMayDecideLater, judgeFreshness, type WitnessSend } from '../../src/evidence/freshnessCheck';
 
 const destination = {
   provider: 'generic',

@@ -1,14 +1,15 @@
-// A MailTransport for the generic JSON mail API (the shape the sandbox speaks): the shared HTTP request path
-// with the generic adapter. Kept as its own entry point because tests and tools talk to the sandbox with it.
+// A MailTransport for the generic JSON mail API (the shape the sandbox speaks): the product's HTTP request path
+// (src/mail/httpMailTransport.ts) with its generic adapter, built from a few options instead of the worker's
+// config. Tests and tools (the plain loop of the benchmark) talk to the sandbox with it; the worker builds its
+// transports in src/mail/createMailTransport.ts, so this lives with the tools.
+import { destinationOfMailApi } from '../../src/evidence/destination';
+import { createHttpMailTransport, transportOptionProblems } from '../../src/mail/httpMailTransport';
+import { apiKeyProblem, MailClientConfigError } from '../../src/mail/providers/adapterSupport';
+import { createGenericAdapter } from '../../src/mail/providers/generic';
+import type { SendOutcomeTable } from '../../src/mail/sendOutcomeTable';
+import type { MailTransport } from '../../src/mail/types';
 
-import { destinationOfMailApi } from '../evidence/destination';
-import { createHttpMailTransport, transportOptionProblems } from './httpMailTransport';
-import { apiKeyProblem, MailClientConfigError } from './providers/adapterSupport';
-import { createGenericAdapter } from './providers/generic';
-import type { SendOutcomeTable } from './sendOutcomeTable';
-import type { MailTransport } from './types';
-
-export { MailClientConfigError } from './providers/adapterSupport';
+export { MailClientConfigError } from '../../src/mail/providers/adapterSupport';
 
 export interface GenericMailApiClientOptions {
   /** Origin plus an optional path prefix, e.g. `https://mail.example.com` or `http://127.0.0.1:4010/api`. */

@@ -2,20 +2,11 @@
 // report can say whether the inbox holds what the sandbox accepted, order by order. Only MailDev's REST API is
 // used (GET /api/email returns the whole inbox). Nothing here may cost the run its report: a relay that does
 // not finish is waited for only so long, and an inbox that cannot be read becomes a failed invariant.
-import type { RunningMailDev } from '../devtools/mailDev';
+import type { RunningMailDev } from '../../devtools/mailDev';
+import type { InboxFacts } from './facts';
 
 const RELAYS_SETTLE_MS = 30_000;
 const READ_TIMEOUT_MS = 30_000;
-
-export interface InboxFacts {
-  webUrl: string;
-  /** Order id (the X-Order-Id header both sandboxes relay) → messages in the inbox. */
-  messagesPerOrder: Record<string, number>;
-  /** Messages without an X-Order-Id header: none are expected. */
-  withoutOrderId: number;
-  /** Why the inbox could not be read, or null when it was. */
-  unreadable: string | null;
-}
 
 /** Waits for the relays started so far (bounded), then reads the whole inbox. Never rejects. */
 export async function readInboxFacts(

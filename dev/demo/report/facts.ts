@@ -1,0 +1,251 @@
+// The facts a run's report is computed from, one record each: a log row, an attempt's audit row, a message the
+// sandbox received, a request it answered, a workflow's runs, what the inbox holds, what the chaos and the
+// operators did, and RunFacts, which holds them all. Types only: readFacts.ts gathers them after a run (with
+// inbox.ts and taskRedeliveries.ts), report.ts summarizes them, invariants.ts judges them.
+import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../../src/shared/mailOutcome';
+import type { WebhookLieCount, WebhookLiePosting } from '../../sandbox/webhookLies';
+import type { ClusterChaosCounts } from '../clusterChaos';
+import type { ActOutcome, OperatorActName } from '../operatorTools';
+import type { SweepFacts } from '../sweep';
+
+export interface LogRowFact {
+  orderId: string;
+  state: 'sending' | 'sent' | 'failed';
+  /** 'resolved' when an operator settled the row by their word. */
+  outcome: LogOutcome | null;
+  attempts: number;
+  providerMessageId: string | null;
+  /** Whether the row's current attempt passed the dispatch fence (absent: not known, taken as no). */
+  dispatched?: boolean;
+}
+
+/** How an unknown outcome was verified: decided by a lookup or a webhook, tried in vain, or not at all. */
+export type VerificationFact = 'lookup' | 'webhook' | 'inconclusive' | null;
+
+export interface AttemptFact {
+  orderId: string;
+  attempt: number;
+  state: 'sent' | 'failed';
+  outcome: MailOutcome;
+  unknownPolicy: UnknownOutcomePolicy | null;
+  dispatched: boolean;
+  /** The provider's message id of an accepted attempt (absent: not known, counted by number instead). */
+  providerMessageId?: string | null;
+  /** How an unknown outcome was verified with the provider (lookup, webhook, inconclusive), or null. */
+  verification: VerificationFact;
+  /** When the attempt was settled, ISO 8601 (Postgres's clock, the same machine's as the sandbox's). */
+  finishedAt: string;
+  /** Operator re-sends before this attempt: which send (idempotency and send key) it was part of. */
+  resendCount?: number;
+}
+
+export interface MessageFact {
+  orderId: string;
+  id: string;
+  /** When the provider took it, ISO 8601. */
+  receivedAt: string;
+  /** The send key it carried (HTTP); null where none is known (SMTP). */
+  sendKey?: string | null;
+  /** Which provider's sandbox received it (--failover); absent with one provider. */
+  provider?: string;
+}
+
+/** How the sandbox ended one request to its mail API, and the fault it applied (null for none). */
+export interface RequestFact {
+  orderId: string | null;
+  fault: string | null;
+}
+
+/** One run of an order's workflow, as Temporal lists it. */
+export interface RunFact {
+  runId: string;
+  status: string;
+  startedAt: string;
+  /** Null while the run is open. */
+  closedAt: string | null;
+}
+
+export interface WorkflowFacts {
+  /** Workflow id → status name (COMPLETED, FAILED, RUNNING, TERMINATED, …) of its newest run. */
+  statuses: Record<string, string>;
+  /** Workflow id → all its runs, newest first (a reset leaves the run it replaced TERMINATED). */
+  runs: Record<string, RunFact[]>;
+}
+
+/** Under --lying-provider: what the sandbox said it told, per kind: how many lookups lied, about which orders. */
+export type LiesTold = Record<string, { told: number; orderIds: string[] }>;
+
+export interface VerificationActivity {
+  provider: string | null;
+  verifies: boolean;
+  /** Lookups the sandbox answered, and how many of them it faulted on purpose. */
+  lookups: number;
+  lookupFaults: number;
+  /** Webhook postings the sandbox made (duplicates and retries included), of which duplicates. */
+  webhookPosts: number;
+  webhookDuplicates: number;
+  /** Under --lying-provider: the lies the sandbox's lookups told, by kind (lieReport.ts). */
+  lies?: LiesTold;
+}
+
+/** Under --lying-provider with a provider that posts webhooks: what the run's webhook path did and left behind. */
+export interface WebhookFacts {
+  /** Per kind of lie, its postings by the receiver's answer (the sandbox's own count). */
+  lies: Record<string, WebhookLieCount>;
+  /** Every posting a lie made (a replay's genuine first posting included). */
+  liePostings: WebhookLiePosting[];
+  /** Event ids of the sandbox's genuine postings the receiver answered 2xx (retries and duplicates included). */
+  acceptedGenuineEventIds: string[];
+  /** Genuine postings answered 2xx. */
+  acceptedGenuinePostings: number;
+  /** The receiver's tables after the run. */
+  rows: {
+    /** provider_event_id of every row of order_mail_provider_events the run's receiver wrote. */
+    storedEventIds: string[];
+    /** Rows of order_mail_webhook_deliveries (replay tokens; old ones are forgotten, so at most the postings taken). */
+    deliveryRows: number;
+    /** The tokens of refused or failed lie postings that are in order_mail_webhook_deliveries: none, if all is right. */
+    refusedTokensStored: string[];
+  };
+}
+
+/** What the inbox (MailDev) holds after the run. */
+export interface InboxFacts {
+  webUrl: string;
+  /** Order id (the X-Order-Id header both sandboxes relay) → messages in the inbox. */
+  messagesPerOrder: Record<string, number>;
+  /** Messages without an X-Order-Id header: none are expected. */
+  withoutOrderId: number;
+  /** Why the inbox could not be read, or null when it was. */
+  unreadable: string | null;
+}
+
+export interface ChaosCounts {
+  workerKills: number;
+  workerRestarts: number;
+  /** Workers that exited without being killed (started while Temporal or Postgres was down), restarted. */
+  workerExits: number;
+  postgresRestarts: number;
+  temporalRestarts: number;
+  refusedWindows: number;
+}
+
+/** The workflow and activity tasks the server handed out again, as the histories record them (taskRedeliveries.ts). */
+export interface TaskRedeliveries {
+  workflowsRead: number;
+  /** Histories that could not be read (their count is missing from the figures below). */
+  unreadable: number;
+  workflowTasks: {
+    scheduled: number;
+    timedOutStartToClose: number;
+    timedOutScheduleToStart: number;
+    /** Failed workflow tasks by cause (e.g. UNHANDLED_COMMAND, RESET_WORKFLOW). */
+    failed: Record<string, number>;
+  };
+  activityTasks: {
+    /** Activity attempts started (the last attempt of each scheduled activity is what a history records). */
+    scheduled: number;
+    /** Attempts after the first, by activity type. */
+    retriesByType: Record<string, number>;
+    retries: number;
+    /** Retries whose previous attempt timed out (the task was redelivered), by the timeout that ended it. */
+    retriedAfterTimeout: { startToClose: number; scheduleToStart: number; heartbeat: number };
+    /** Activities that timed out for good (no attempt left). */
+    timedOut: number;
+  };
+}
+
+/** A --cluster run: the acts on the cluster's hosts, the tasks the server redelivered, the shards at the end. */
+export interface ClusterFacts {
+  acts: ClusterChaosCounts;
+  redeliveries: TaskRedeliveries;
+  historyShards: number;
+  /** History host → shards it owns once the run is over. */
+  shardsAtEnd: Record<string, number>;
+}
+
+export interface StartCounts {
+  clientProcesses: number;
+  startCalls: number;
+  started: number;
+  alreadyStarted: number;
+  retriedCalls: number;
+}
+
+/** One act of the operator-chaos run's operator (operators.ts), as its log keeps it. */
+export interface OperatorActRecord {
+  act: OperatorActName;
+  orderId: string;
+  runId: string | null;
+  /** When the act was made (ISO), on this machine's clock, which Postgres and Temporal share here. */
+  at: string;
+  result: ActOutcome['result'];
+  /** The refusal's code, or what failed; null when done. */
+  detail: string | null;
+  /** A refusal's own words (Temporal's or the ops CLI's), for the run's operator-acts.json. */
+  message?: string;
+  /** A resolve's view of the row before it (from the act's audit row), to tell a resolve of a send in flight. */
+  rowBefore?: { state: string; dispatchedAt: string | null; claimToken: string } | null;
+  /** Part of a deliberate re-send: the resolve --as failed and the retry that follows it. */
+  resend?: boolean;
+  /** For an activity act: which activity (the send), so a pause can be matched with its unpause. */
+  activityId?: string;
+}
+
+/** In a run with operators (--operators): what they did, every run of every order, and the sweeps. */
+export interface OperatorFacts {
+  acts: OperatorActRecord[];
+  /** Every run of every order's workflow: order id → its runs, newest first. */
+  runs: Record<string, RunFact[]>;
+  sweeps: SweepFacts;
+}
+
+/** One attempt as order_mail_attempts records it, with the provider it went to and why (--failover). */
+export interface FailoverAttemptFact {
+  orderId: string;
+  attempt: number;
+  resendCount: number;
+  provider: string | null;
+  choice: string | null;
+  outcome: string;
+  httpStatus: number | null;
+  verification: string | null;
+  error: string | null;
+}
+
+/** A --failover run: the primary, its outage, and every attempt with its provider. */
+export interface FailoverFacts {
+  primary: string;
+  outage: { atMs: number; forMs: number };
+  attempts: FailoverAttemptFact[];
+}
+
+export interface RunFacts {
+  profile: string;
+  /** How the workers sent: the HTTP Mail API or SMTP. */
+  transport: string;
+  policy: UnknownOutcomePolicy;
+  /** The provider the sandbox played, whether the workers verified unknown outcomes with it, and how. */
+  verification: VerificationActivity;
+  orderIds: string[];
+  rows: LogRowFact[];
+  attempts: AttemptFact[];
+  messages: MessageFact[];
+  requests: RequestFact[];
+  /** Workflow id → status name as Temporal lists it (COMPLETED, FAILED, RUNNING, …). */
+  workflows: Record<string, string>;
+  /** What the inbox (MailDev) holds, when the run had one. */
+  inbox: InboxFacts | null;
+  chaos: ChaosCounts;
+  starts: StartCounts;
+  workers: number;
+  elapsedMs: number;
+  /** What an operator did, in a run with operators (--operators); absent or null otherwise. */
+  operators?: OperatorFacts | null;
+  /** Under --lying-provider with a provider that posts webhooks: the webhook lies and the receiver's rows. */
+  webhooks?: WebhookFacts | null;
+  /** The cluster and what was done to it, in a --cluster run; absent or null otherwise. */
+  cluster?: ClusterFacts | null;
+  /** The providers' attempts in a --failover run; absent or null otherwise. */
+  failover?: FailoverFacts | null;
+}

@@ -1,0 +1,120 @@
+// The invariants only a scenario can break, which invariants.ts adds to the run's when the run is one: an
+// operator's acts (--operators), webhooks that lie (--lying-provider over Mailgun or SendGrid), and a second
+// provider (--failover). Pure, judged from the run's facts (facts.ts) and its sections.
+import type { FailoverSection } from './failoverReport';
+import type { OperatorFacts, RunFact, WebhookFacts } from './facts';
+import { judged, type InvariantResult } from './invariantResult';
+import { openRunAt } from './operatorReport';
+import { acceptedEventIds, acceptedPostings } from './webhookLieReport';
+
+/** The invariants only an operator's acts can break, each with the acts done on the orders that break it. */
+export function operatorInvariants(
+  facts: OperatorFacts,
+  orders: { orderId: string }[],
+  actsBehind: (broken: string[]) => Record<string, number>,
+): InvariantResult[] {
+  const everyRunClosed: string[] = orders
+    .filter((order) => (facts.runs[order.orderId] ?? []).some((run) => run.status === 'RUNNING'))
+    .map((order) => order.orderId);
+
+  // A pause is matched by a later unpause of the same activity that was done, or refused because the activity
+  // had gone (it finished while paused, or its run closed): nothing is left paused.
+  const stillPaused = new Set<string>();
+  for (const act of [...facts.acts].sort((a, b) => a.at.localeCompare(b.at))) {
+    const key = `${act.orderId}/${act.runId}/${act.activityId}`;
+    if (act.act === 'activity-pause' && act.result === 'done') stillPaused.add(key);
+    if (act.act === 'activity-unpause' && act.result !== 'failed') stillPaused.delete(key);
+  }
+
+  // A resolve must be refused while a dispatched send of an open run is in flight (its outcome is about to be
+  // known; settling it by hand drops what the provider answers). The act's audit row says what it found.
+  const resolvedInFlight = facts.acts
+    .filter(
+      (act) =>
+        (act.act === 'ops-resolve-sent' || act.act === 'ops-resolve-failed') &&
+        act.result === 'done' &&
+        act.rowBefore?.state === 'sending' &&
+        act.rowBefore.dispatchedAt !== null &&
+        runWasOpen(facts.runs[act.orderId] ?? [], act.rowBefore.claimToken, act.at),
+    )
+    .map((act) => act.orderId);
+
+  return [
+    judged(
+      'every-run-closed',
+      'every run of every order workflow is closed (completed, failed, cancelled or terminated)',
+      everyRunClosed,
+      actsBehind,
+    ),
+    judged(
+      'every-paused-send-unpaused',
+      'every send activity an operator paused was unpaused again (or had finished meanwhile)',
+      [...stillPaused].map((key) => key.split('/')[0]!),
+      actsBehind,
+    ),
+    judged(
+      'no-resolve-while-a-send-is-in-flight',
+      'no resolve was done while a dispatched send of an open run was in flight (it must be refused)',
+      [...new Set(resolvedInFlight)],
+      actsBehind,
+    ),
+  ];
+}
+
+/**
+ * Whether the run named by a claim token ('<namespace>/<workflow id>/<run id>') was open at `at`. (A run made
+ * by a reset to a point after the claim carries the old run's token: such a send in flight is not seen here.)
+ */
+function runWasOpen(runs: RunFact[], claimToken: string, at: string): boolean {
+  const runId = claimToken.slice(claimToken.lastIndexOf('/') + 1);
+  return openRunAt(
+    runs.filter((run) => run.runId === runId),
+    at,
+  );
+}
+
+/**
+ * No refused webhook wrote a row: every stored event is one of a posting the receiver took and no lie's own,
+ * every event taken is stored once, no refused lie's replay token is kept, and the token table holds no more
+ * rows than postings were taken.
+ */
+export function noRefusedWebhookWroteARow(facts: WebhookFacts): InvariantResult {
+  const accepted = acceptedEventIds(facts);
+  const lieOnly = new Set(
+    facts.liePostings
+      .filter((posting) => posting.isLie)
+      .flatMap((posting) => posting.eventIds)
+      .filter((id) => !accepted.has(id)),
+  );
+  const stored = new Set(facts.rows.storedEventIds);
+  const violations: string[] = [];
+  for (const id of facts.rows.storedEventIds) {
+    if (lieOnly.has(id)) violations.push(`event ${id} of a lie stored`);
+    else if (!accepted.has(id)) violations.push(`event ${id} stored, but no posting of it was taken`);
+  }
+  if (stored.size !== facts.rows.storedEventIds.length) violations.push('an event stored twice');
+  for (const id of accepted) if (!stored.has(id)) violations.push(`event ${id} taken (2xx) but not stored`);
+  for (const token of facts.rows.refusedTokensStored)
+    violations.push(`refused posting's token ${token} kept`);
+  const taken = acceptedPostings(facts);
+  if (facts.rows.deliveryRows > taken) {
+    violations.push(`${facts.rows.deliveryRows} replay tokens kept for ${taken} postings taken`);
+  }
+  return judged(
+    'no-refused-webhook-wrote-a-row',
+    'no webhook the receiver refused wrote a row: its events tables hold exactly the events of postings it ' +
+      'took (no lie believed), and no refused posting left a replay token',
+    violations,
+  );
+}
+
+/** The failover rule: an attempt leaves a provider only after every earlier attempt of its key was not sent. */
+export function failoverInvariants(section: FailoverSection): InvariantResult[] {
+  return [
+    judged(
+      'never-left-a-possible-send',
+      'no attempt went to another provider than an earlier attempt of its key that was not known not sent',
+      section.movedAfterPossibleSend,
+    ),
+  ];
+}

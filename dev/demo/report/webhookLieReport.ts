@@ -1,0 +1,97 @@
+// The webhook half of the --lying-provider report: every webhook lie the sandbox told (dev/sandbox/webhookLies.ts),
+// by kind, with how the receiver settled it and how the orders it named were settled, and the rows the
+// receiver's two tables hold against the events and postings it took. Pure, like the rest of the report; the
+// invariant that no lie wrote a row is scenarioInvariants.ts's.
+import { settlementOf } from './lieReport';
+import type { AttemptFact, WebhookFacts } from './facts';
+
+/** How the receiver settled a lie's postings, in the report's words. */
+export const WEBHOOK_SETTLEMENTS = {
+  refused: 'refused by the receiver (4xx), nothing written',
+  skipped: 'taken (2xx), not ours: nothing stored',
+  believed: 'believed: an event stored',
+  failed: 'receiver failed (5xx or no answer), nothing written',
+} as const;
+
+export interface WebhookLieSection {
+  /** Lie postings told, all kinds. */
+  told: number;
+  byKind: Record<
+    string,
+    {
+      told: number;
+      /** The lie's postings by how the receiver settled them. */
+      receiver: Record<string, number>;
+      /** Orders the lies were told about, and how those orders' unknown outcomes were settled. */
+      orders: number;
+      settled: Record<string, number>;
+    }
+  >;
+  rows: {
+    eventRows: number;
+    acceptedEvents: number;
+    deliveryRows: number;
+    acceptedPostings: number;
+  };
+}
+
+/** The events of every posting the receiver took (2xx): what its events table must hold, and nothing else. */
+export function acceptedEventIds(facts: WebhookFacts): Set<string> {
+  const accepted = new Set(facts.acceptedGenuineEventIds);
+  for (const posting of facts.liePostings) {
+    if (!posting.isLie && (posting.answer === 'skipped' || posting.answer === 'believed')) {
+      for (const id of posting.eventIds) accepted.add(id);
+    }
+  }
+  return accepted;
+}
+
+export function buildWebhookLieSection(facts: WebhookFacts, attempts: AttemptFact[]): WebhookLieSection {
+  const byOrder = new Map<string, AttemptFact[]>();
+  for (const attempt of attempts) {
+    const list = byOrder.get(attempt.orderId) ?? [];
+    list.push(attempt);
+    byOrder.set(attempt.orderId, list);
+  }
+  const byKind: WebhookLieSection['byKind'] = {};
+  let told = 0;
+  for (const [kind, count] of Object.entries(facts.lies)) {
+    told += count.posted;
+    const receiver: Record<string, number> = {};
+    for (const answer of Object.keys(WEBHOOK_SETTLEMENTS) as (keyof typeof WEBHOOK_SETTLEMENTS)[]) {
+      if (count[answer] > 0) receiver[WEBHOOK_SETTLEMENTS[answer]] = count[answer];
+    }
+    const orderIds = new Set(
+      facts.liePostings.filter((posting) => posting.kind === kind && posting.isLie).map((p) => p.orderId),
+    );
+    const settled: Record<string, number> = {};
+    for (const orderId of orderIds) {
+      const unknowns = (byOrder.get(orderId) ?? []).filter(
+        (attempt) => attempt.verification !== null || attempt.outcome === 'unknown',
+      );
+      const outcomes =
+        unknowns.length === 0 ? ['no unknown outcome (nothing to verify)'] : unknowns.map(settlementOf);
+      for (const outcome of new Set(outcomes)) settled[outcome] = (settled[outcome] ?? 0) + 1;
+    }
+    byKind[kind] = { told: count.posted, receiver, orders: orderIds.size, settled };
+  }
+  return {
+    told,
+    byKind,
+    rows: {
+      eventRows: facts.rows.storedEventIds.length,
+      acceptedEvents: acceptedEventIds(facts).size,
+      deliveryRows: facts.rows.deliveryRows,
+      acceptedPostings: acceptedPostings(facts),
+    },
+  };
+}
+
+/** Postings the receiver took (2xx), genuine and lies: at most this many replay tokens may be kept. */
+export function acceptedPostings(facts: WebhookFacts): number {
+  return (
+    facts.acceptedGenuinePostings +
+    facts.liePostings.filter((posting) => posting.answer === 'skipped' || posting.answer === 'believed')
+      .length
+  );
+}

@@ -1,0 +1,65 @@
+// The runner's --help: every flag of `npm run demo` and `npm run chaos`.
+import { SLOW_MS } from './profiles';
+import { VERIFICATION_USAGE } from './verificationOptions';
+
+export const USAGE = `Usage: npm run demo -- [flags]     (the demo profile)
+       npm run chaos -- [flags]    (the chaos profile: every fault at full strength)
+
+  --profile demo|chaos          start from this profile (set by the npm scripts)
+  --transport http|smtp         send through the HTTP Mail API sandbox (default) or over SMTP to the SMTP
+                                fault sandbox; the fault flags below then mean the SMTP faults in [brackets]
+  --inbox / --no-inbox          start MailDev and relay every accepted mail to it (demo on, chaos off)
+  --orders N                    orders to create and send (demo 200, chaos 2000)
+  --workers N                   worker processes (demo 3, chaos 4)
+  --clients N                   client processes; each starts every order once (3)
+  --start-rate N                starts per second of each client, 0 = unpaced (demo 0, chaos 5)
+  --worker-concurrency N        activities one worker runs at once (demo 100, chaos 20)
+  --policy assume-sent|assume-failed   UNKNOWN_OUTCOME_POLICY of the workers (assume-sent)
+  --accept-then-drop RATE       share of requests accepted, then the connection closed unanswered
+                                [message kept, socket closed before the 250 after the final '.']
+  --hang RATE                   accepted, answered only after the client gave up  [250 held back 10 s]
+  --5xx RATE                    500 (not processed) or 502 (processed), half each  [451 after the data]
+  --429 RATE                    429 with Retry-After: 1  [451 at RCPT, greylisting]
+  --503 RATE                    503  [421 greeting]
+  --drop RATE                   connection closed before anything was processed  [closed before DATA]
+  --slow RATE                   accepted and answered after ${SLOW_MS} ms, inside the client's deadline: no fault,
+                                a send in flight for a while  [250 after ${SLOW_MS} ms] (0; 25% with --operators)
+  --no-faults                   all of the rates above 0
+${VERIFICATION_USAGE}
+  --refuse-every S / --refuse-for S   refuse connections for a while, periodically (0 = off)
+  --kill-every S                SIGKILL a random worker every S seconds and start another (0 = off)
+  --restart-postgres AT         restart Postgres once AT (0..1) of the orders are done ('off' = never)
+  --restart-temporal AT         restart the Temporal dev server (with its db file) likewise; with --cluster,
+                                every host of the cluster at once
+  --cluster                     cluster chaos: the Temporal server as a cluster of processes on the run's
+                                Postgres (two frontends behind one address, two history hosts on 16 shards,
+                                two matching hosts, the worker service; needs the stack's tools, setup.sh
+                                --stack) and, while orders flow, at random moments: a history host SIGKILLed
+                                and started again, a matching host likewise, a frontend restarted, a rolling
+                                restart of every host. The report counts each act and the workflow and
+                                activity tasks the server redelivered (3 workers unless --workers)
+  --cluster-every S             mean pause between two acts on the cluster (15; 0 = the cluster, no acts)
+  --cluster-down-for S          how long a killed host stays down, at most (10)
+  --operators                   operator chaos: while orders flow, an operator acts on random in-flight orders
+                                through the real Temporal API and temporal CLI and through npm run ops: workflow
+                                cancel, terminate, reset to the first and to the last workflow task; pause,
+                                unpause, reset and update-options (more attempts) of the send activity; ops
+                                retry and ops resolve, and resolve-as-failed-then-retry re-sends. Every paused
+                                send is unpaused. Ends with a reconciliation sweep; the report counts every act
+  --operator-every S            mean pause between two operator acts (0.25)
+  --sweep-every S               run the reconciliation sweep's Schedule every S seconds during the run
+                                (0 = no Schedule; 15 with --operators)
+  --failover                    failover chaos: MAIL_PROVIDERS=postmark,mailgun, each its own sandbox, both verified
+                                by lookup; accept-then-drop on both throughout (--accept-then-drop, 0.1) and, mid-run,
+                                postmark down for a window (refused, then 503, then accept-then-drop, a third each).
+                                No other faults, kills or restarts unless flags ask. The report counts per provider
+                                the mails it received and the attempts that failed over, and why (3 workers)
+  --outage-at S / --outage-for S   when the primary goes down after the first start, and for how long (10 / 60)
+  --seed N                      seed of the sandbox's fault draws and of the operator's choices
+  --timeout S                   give up waiting after S seconds (the report then shows what is missing)
+  --keep                        leave everything running after the report, until Ctrl-C
+  --json                        print the report as JSON on stdout (everything else goes to stderr)
+  -h, --help
+
+Environment: DATABASE_URL and TEMPORAL_ADDRESS (+ TEMPORAL_NAMESPACE) use servers you already run instead
+of starting embedded Postgres and a Temporal dev server; their restarts are then skipped.`;
