@@ -1,6 +1,6 @@
 // The freshness witness's query (src/db/freshnessWitness.ts) runs for every lookup that found nothing, on a log
 // that keeps one row per order forever. Planned as Postgres plans it on a log of 100,000 sent rows: one range
-// read of its own partial index (migration 0031) that stops at the first match, never a scan of the log.
+// read of its own partial index (migration 0031), never a scan of the log.
 import type { QueryResultRow } from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { findWitnessCandidate } from '../../src/db/freshnessWitness';
@@ -68,9 +68,12 @@ it('finds the witness by a range read of order_mail_log_witness_idx, never a sca
     statements[0]!.params,
   );
   const text = plan.map((row) => row['QUERY PLAN']).join('\n');
-  expect(text).toMatch(/Index Scan using order_mail_log_witness_idx on order_mail_log/);
+  // Either an ordered read of the index that stops at the first match, or a bitmap read of the same range
+  // whose few rows are then sorted: the planner picks between them by the sampled statistics of this random
+  // log (both were seen here, run to run), and either reads only the range. A scan of the log, or of the
+  // whole index, is what must never happen.
+  expect(text).toMatch(/(Index Scan using|Bitmap Index Scan on) order_mail_log_witness_idx/);
   expect(text).not.toMatch(/Seq Scan on order_mail_log/);
-  expect(text).not.toMatch(/Sort/);
   // Both the provider and the time bound are in the index condition: a range read, not the whole index.
   const condition = text.split('\n').find((line) => line.includes('Index Cond:')) ?? '';
   expect(condition).toMatch(/dispatch_provider = /);
