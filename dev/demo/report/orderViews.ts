@@ -2,6 +2,7 @@
 // workflow's status, and what an operator did to it. Both the report's counts (report.ts) and the invariants'
 // judgement (invariants.ts) read the orders through this one view. Pure.
 import type { AttemptFact, LogRowFact, RunFacts } from './facts';
+import { groupBy } from './customerOutcomes';
 import { endedWithoutMailByOperator, resendsAskedFor, stoppedBeforeClaim } from './operatorReport';
 
 export interface OrderView {
@@ -107,12 +108,3 @@ function unexplainedMessages(
   return Math.max(0, others - withoutKnownId - unknownAttempts - inFlight);
 }
 
-function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const group = groups.get(key(item));
-    if (group) group.push(item);
-    else groups.set(key(item), [item]);
-  }
-  return groups;
-}
