@@ -18,7 +18,8 @@ export async function choose(
   earlier: EarlierAttempt[],
 ): Promise<ProviderChoice> {
   const configured = request.providers ?? [];
-  const standings = configured.length === 0 ? [] : await readProviderStandings(db);
+  // With one provider or none the rule has no choice to make: the health would be read for nothing.
+  const standings = configured.length < 2 ? [] : await readProviderStandings(db);
   return chooseProvider({ configured, earlier, standings });
 }
 

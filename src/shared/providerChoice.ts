@@ -31,7 +31,7 @@ export interface ProviderStanding {
 
 /**
  * Why the attempt goes where it goes, as the row's provider_choice records it:
- * - first: the first configured provider, nothing passed over;
+ * - first: the first configured provider, nothing passed over (or the only one, whatever its health);
  * - pinned: an operator pinned it (npm run ops -- provider pin);
  * - after-not-sent: this order's previous attempt was known not sent at another provider, so it tries the next;
  * - skipped-unhealthy / skipped-by-operator: providers before it in the list are skipped;
@@ -85,6 +85,12 @@ export function chooseProvider(input: {
   }
   if (configured.length === 0) {
     return { provider: null, reason: 'first', explanation: 'no provider is configured by name' };
+  }
+  if (configured.length === 1) {
+    // Every branch below ends at the one provider (pinned, healthy, or tried anyway when skipped), so the claim
+    // does not read the shared health for it (src/db/claimProviderChoice.ts): one statement less per order.
+    const only = configured[0]!;
+    return { provider: only, reason: 'first', explanation: `${only}, the only configured provider` };
   }
   const standing = new Map(input.standings.map((entry) => [entry.provider, entry]));
   const pinned = configured.find((provider) => standing.get(provider)?.operatorMode === 'pinned');

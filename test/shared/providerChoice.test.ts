@@ -22,6 +22,15 @@ describe('chooseProvider: a first attempt', () => {
       reason: 'first',
     });
   });
+  it('goes to the only configured provider whatever its health says (the claim does not read it)', () => {
+    for (const standings of [[standing('postmark', 'skipped')], [standing('postmark', 'auto', true)]]) {
+      expect(chooseProvider({ configured: ['postmark'], earlier: [], standings })).toEqual({
+        provider: 'postmark',
+        reason: 'first',
+        explanation: 'postmark, the only configured provider',
+      });
+    }
+  });
   it('passes over a failing primary, and an operator-skipped one', () => {
     const standings = [standing('postmark', 'auto', true)];
     expect(chooseProvider({ configured: LIST, earlier: [], standings })).toMatchObject({
