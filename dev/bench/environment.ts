@@ -133,6 +133,12 @@ export async function startBenchEnvironment(options: {
   }
 }
 
+// Both servers cache search attributes as production's does. The CLI's dev server and the stack's test config
+// read them from the database on every read instead (so a test may search right after registering one): the
+// product, which sets and upserts attributes on every order, paid that on each, the floor did not, and no
+// deployment does (docs/benchmarks.md, 2026-12-06). The attributes are registered before any worker starts.
+const PRODUCTION_SEARCH_ATTRIBUTE_CACHE = { 'system.forceSearchAttributesCacheRefreshOnRead': 'false' };
+
 async function startDevServer(dbFile: string | null, closers: (() => Promise<void>)[]): Promise<BenchServer> {
   const env = process.env;
   const namespace = env.TEMPORAL_NAMESPACE ?? 'default';
@@ -157,6 +163,7 @@ async function startDevServer(dbFile: string | null, closers: (() => Promise<voi
     uiPort: null,
     namespace,
     searchAttributes: devServerSearchAttributes(),
+    dynamicConfig: PRODUCTION_SEARCH_ATTRIBUTE_CACHE,
     ...(dbFile === null ? {} : { dbFilename: dbFile }),
   });
   closers.push(() => server.stop());
@@ -198,6 +205,7 @@ async function startStackServer(
     uiPort: null,
     postgresUrl: store.connectionString,
     settings,
+    productionDynamicConfig: true,
     log: (line) => appendFileSync(logFile, `${line}\n`),
   });
   closers.push(() => stack.stop());

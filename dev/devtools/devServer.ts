@@ -27,6 +27,7 @@ export async function startTemporalDevServer(
     dbFilename: options.dbFilename,
     sqlitePragmas: options.sqlitePragmas ?? {},
     searchAttributes: options.searchAttributes ?? {},
+    dynamicConfig: options.dynamicConfig ?? {},
     namespace: options.namespace ?? 'default',
     logLevel: options.logLevel ?? 'warn',
     startupTimeoutMs: options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
@@ -73,6 +74,10 @@ function devServerArguments(options: ResolvedDevServerOptions): string[] {
     // off for the same reason).
     '--dynamic-config-value',
     'frontend.enableServerVersionCheck=false',
+    ...Object.entries(options.dynamicConfig).flatMap(([key, value]) => [
+      '--dynamic-config-value',
+      `${key}=${value}`,
+    ]),
   ];
 }
 

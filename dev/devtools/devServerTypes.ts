@@ -11,6 +11,11 @@ export interface TemporalDevServerOptions {
   /** `--sqlite-pragma name=value` for the db file, e.g. { journal_mode: 'wal', synchronous: 'off' }. */
   sqlitePragmas?: Record<string, string>;
   searchAttributes?: SearchAttributeDefinitions;
+  /**
+   * `--dynamic-config-value KEY=JSON_VALUE` pairs, after the CLI's own defaults, e.g.
+   * { 'system.forceSearchAttributesCacheRefreshOnRead': 'false' } for a server that caches as production does.
+   */
+  dynamicConfig?: Record<string, string>;
   namespace?: string;
   logLevel?: string;
   startupTimeoutMs?: number;
@@ -32,6 +37,7 @@ export interface ResolvedDevServerOptions {
   dbFilename: string | undefined;
   sqlitePragmas: Record<string, string>;
   searchAttributes: SearchAttributeDefinitions;
+  dynamicConfig: Record<string, string>;
   namespace: string;
   logLevel: string;
   startupTimeoutMs: number;

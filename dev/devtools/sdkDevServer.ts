@@ -34,6 +34,10 @@ async function createLocalEnvironment(options: ResolvedDevServerOptions): Promis
         searchAttributes: Object.entries(options.searchAttributes).map(([name, type]) =>
           defineSearchAttributeKey(name, sdkSearchAttributeType[type]),
         ),
+        extraArgs: Object.entries(options.dynamicConfig).flatMap(([key, value]) => [
+          '--dynamic-config-value',
+          `${key}=${value}`,
+        ]),
       },
     });
   } catch (error) {

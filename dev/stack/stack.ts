@@ -60,6 +60,8 @@ export interface StackOptions {
   /** Worker settings (e.g. SEND_ACTIVITY_TIMEOUT_MS) on top of the inherited environment. */
   workerEnv?: Record<string, string>;
   settings?: StackSettings;
+  /** The single-process server with production's dynamic config only (TemporalServerOptions). Default false. */
+  productionDynamicConfig?: boolean;
   /** Echo every child's output to stderr. */
   echo?: boolean;
   log?: (line: string) => void;
@@ -214,6 +216,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         namespaceRetention: settings.namespaceRetention,
         searchAttributes: settings.searchAttributes,
         tls,
+        productionDynamicConfig: options.productionDynamicConfig,
         echo: options.echo,
         log,
       });

@@ -37,6 +37,11 @@ export interface TemporalServerOptions {
   tls?: TemporalServerTls & { clientCertFile: string; clientKeyFile: string };
   logLevel?: string;
   startupTimeoutMs?: number;
+  /**
+   * Production's dynamic config only (deploy/temporal/dynamicconfig.yaml), without DEV_ONLY_DYNAMIC_CONFIG:
+   * the bench measures the server as it would run, not with every read going to the database.
+   */
+  productionDynamicConfig?: boolean;
   echo?: boolean;
   log: (line: string) => void;
 }
@@ -73,7 +78,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   const dynamicConfigFile = path.join(configDirectory, 'dynamicconfig.yaml');
   await writeFile(
     dynamicConfigFile,
-    `${await readFile(DYNAMIC_CONFIG_PATH, 'utf8')}${DEV_ONLY_DYNAMIC_CONFIG}`,
+    `${await readFile(DYNAMIC_CONFIG_PATH, 'utf8')}${options.productionDynamicConfig === true ? '' : DEV_ONLY_DYNAMIC_CONFIG}`,
   );
   await writeFile(
     path.join(configDirectory, 'development.yaml'),
