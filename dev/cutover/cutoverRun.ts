@@ -26,7 +26,7 @@ import type { orderConfirmationMail, OrderMailResult } from '../../src/workflows
 import { startTemporalDevServer } from '../devtools/devServer';
 import { startEmbeddedPostgres } from '../devtools/embeddedPostgres';
 import { devServerSearchAttributes } from '../devtools/searchAttributeFlags';
-import { faultRates } from '../demo/profiles';
+import { faultRates, PROFILES } from '../demo/profiles';
 import type { FaultMix } from '../demo/runOptions';
 import { releaseEmbeddedPostgresSignalHooks } from '../demo/signalHooks';
 import { startRunSweeps } from '../demo/sweep';
@@ -60,16 +60,9 @@ export const CUTOVER_DEFAULTS: CutoverOptions = {
   newWorkers: 3,
   enqueueRate: 10,
   adoptAt: 0.1,
-  // The chaos profile's mix: accept-then-drop the most common, since it is the fault that sends.
-  faults: {
-    acceptThenDrop: 0.12,
-    hang: 0.04,
-    serverError: 0.04,
-    tooManyRequests: 0.04,
-    unavailable: 0.03,
-    dropWithoutProcessing: 0.02,
-    slow: 0,
-  },
+  // The chaos profile's mix (accept-then-drop the most common, since it is the fault that sends), read from
+  // it so that the two runs cannot drift apart.
+  faults: { ...PROFILES.chaos.faults },
   seed: 1,
   timeoutMs: 900_000,
 };
