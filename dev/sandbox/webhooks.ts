@@ -186,20 +186,26 @@ export class SandboxWebhooks {
       signSendGrid: (p: string, t: number) => this.signSendGrid(p, t),
       mailgunSigningKey: this.mailgunSigningKey,
     };
+    let genuineTaken = true;
     for (const request of lieRequests(kind, message, signing, new Date())) {
       const answer = lieAnswer(
         kind,
         await this.postOnce(url, message.provider as 'sendgrid' | 'mailgun', request),
       );
+      // A replay is a lie only about a posting the receiver took. One it never took (a 5xx while its database
+      // restarted) leaves it nothing to remember, and the same bytes again are, to it, a provider's retry of a
+      // genuine event: storing them is right, and judging that as a believed lie failed the chaos run.
+      const isLie = request.isLie && genuineTaken;
+      if (!request.isLie) genuineTaken = answer === 'skipped' || answer === 'believed';
       this.liePostingList.push({
         kind,
         orderId: message.orderId,
-        isLie: request.isLie,
+        isLie,
         eventIds: request.eventIds,
         token: request.token,
         answer,
       });
-      if (!request.isLie) continue;
+      if (!isLie) continue;
       const count = this.lieCounts[kind];
       count.posted += 1;
       count[answer] += 1;
