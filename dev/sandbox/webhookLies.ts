@@ -3,7 +3,7 @@
 // receiver gives (src/webhooks/): refused with a 4xx, or taken with nothing of it stored.
 //   forged           the message's event with a signature of the wrong key              → 401
 //   replayed         a genuine signed posting sent a second time, byte for byte         → 409
-//                    (a lie only when the receiver took the first: else it is a retry, dev/sandbox/webhooks.ts)
+//                    (not a lie when the receiver failed the first: then it is a retry, dev/sandbox/webhooks.ts)
 //   stale            the message's event signed an hour ago                             → 401
 //   oversized        a signed body of 2 MiB                                             → 413 (or a reset)
 //   malformed        a signed body that is not JSON                                     → 400

@@ -186,17 +186,18 @@ export class SandboxWebhooks {
       signSendGrid: (p: string, t: number) => this.signSendGrid(p, t),
       mailgunSigningKey: this.mailgunSigningKey,
     };
-    let genuineTaken = true;
+    let genuineFailed = false;
     for (const request of lieRequests(kind, message, signing, new Date())) {
       const answer = lieAnswer(
         kind,
         await this.postOnce(url, message.provider as 'sendgrid' | 'mailgun', request),
       );
-      // A replay is a lie only about a posting the receiver took. One it never took (a 5xx while its database
-      // restarted) leaves it nothing to remember, and the same bytes again are, to it, a provider's retry of a
-      // genuine event: storing them is right, and judging that as a believed lie failed the chaos run.
-      const isLie = request.isLie && genuineTaken;
-      if (!request.isLie) genuineTaken = answer === 'skipped' || answer === 'believed';
+      // A replay is a lie only about a posting the receiver answered. One it failed (a 5xx while its database
+      // restarted) left it nothing to remember, and the same bytes again are, to it, a provider's retry of a
+      // genuine event: storing them is right, and judging that as a believed lie failed the chaos run. (A
+      // genuine first it refused, then believed again, still counts: that would be the receiver's fault.)
+      const isLie = request.isLie && !genuineFailed;
+      if (!request.isLie) genuineFailed = answer === 'failed';
       this.liePostingList.push({
         kind,
         orderId: message.orderId,
