@@ -37,6 +37,21 @@ afterAll(async () => {
   await database?.close();
 });
 
+/** One mail through the provider's real client to the sandbox, which then tells its webhook lie about it. */
+async function sendOneMail(provider: 'sendgrid' | 'mailgun', orderId: string): Promise<void> {
+  const transport = testProviderMailClient(provider, sandbox.url);
+  await transport.send({
+    orderId,
+    to: 'customer@example.com',
+    from: 'shop@example.com',
+    replyTo: null,
+    subject: 'ご注文ありがとうございます',
+    text: 'x',
+    html: '<p>x</p>',
+  });
+  await transport.close();
+}
+
 it('tells every kind of lie for both providers; each is refused or skipped, none believed, counted by kind', async () => {
   const falselyNamed: string[] = [];
   for (const kind of WEBHOOK_LIE_KINDS) {
@@ -44,17 +59,7 @@ it('tells every kind of lie for both providers; each is refused or skipped, none
     for (const provider of ['sendgrid', 'mailgun'] as const) {
       const orderId = String((nextOrder += 2));
       falselyNamed.push(String(nextOrder + 1));
-      const transport = testProviderMailClient(provider, sandbox.url);
-      await transport.send({
-        orderId,
-        to: 'customer@example.com',
-        from: 'shop@example.com',
-        replyTo: null,
-        subject: 'ご注文ありがとうございます',
-        text: 'x',
-        html: '<p>x</p>',
-      });
-      await transport.close();
+      await sendOneMail(provider, orderId);
     }
     await sandbox.webhooksSettled();
   }
@@ -101,17 +106,7 @@ it("a replay of a posting the receiver never took is a provider's retry, not a l
       lossProbability: 1,
     });
     const orderId = String((nextOrder += 2));
-    const transport = testProviderMailClient('mailgun', sandbox.url);
-    await transport.send({
-      orderId,
-      to: 'customer@example.com',
-      from: 'shop@example.com',
-      replyTo: null,
-      subject: 'ご注文ありがとうございます',
-      text: 'x',
-      html: '<p>x</p>',
-    });
-    await transport.close();
+    await sendOneMail('mailgun', orderId);
     await sandbox.webhooksSettled();
     const postings = sandbox.webhookLiePostings().filter((posting) => posting.orderId === orderId);
     expect(postings.map((posting) => [posting.isLie, posting.answer])).toEqual([
