@@ -26,6 +26,7 @@ import {
   confirmSnsSubscription,
   readSnsDelivery,
   SnsCertificates,
+  snsTokenWindowMs,
   type SnsSettings,
   type SnsVerdict,
 } from './snsWebhook';
@@ -265,11 +266,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       metrics.request('ses', 'confirmed');
       return answer(res, 200, { unsubscribed: true });
     }
+    // SNS retries a message for up to SNS_MAX_RETRY_S under its first Timestamp: its MessageId is kept as long.
     const stored = await storeDelivery(
       options.db,
       'ses',
       verdict.delivery,
-      new Date(now().getTime() - options.maxAgeMs - TOKEN_SLACK_MS),
+      new Date(now().getTime() - snsTokenWindowMs(sns ?? {}, options.maxAgeMs) - TOKEN_SLACK_MS),
     );
     return answerStored('ses', verdict.delivery, stored, refuse, res);
   }
