@@ -1,6 +1,7 @@
 // SNS signing certificates by URL, for src/webhooks/snsWebhook.ts. Anyone can post a message naming a
 // certificate URL, so fetching is bounded: the URL has already been pinned to AWS's own form; one fetch is in
-// flight per URL (concurrent posts share it); a fetch has one deadline for connect, headers and body together;
+// flight per URL (concurrent posts share it) and at most a few in all (more are refused as busy, which the
+// receiver answers 503 so SNS delivers a genuine message again); a fetch has one deadline for connect, headers and body together;
 // a success is kept (SNS serves a new certificate under a new URL) and a failure is remembered for a while, so
 // posts naming it are refused without another fetch. The certificate's validity is judged at every use with
 // the caller's clock, so a kept certificate that has expired since it was fetched signs nothing.
@@ -15,12 +16,22 @@ export interface SnsCertificateOptions {
   /** Certificates kept (default 32) and failures remembered (default 1,024), oldest dropped first. */
   maxEntries?: number;
   maxFailures?: number;
+  /** Fetches in flight at once, all URLs together (default 4). */
+  maxInFlight?: number;
   /** Tests only: how a certificate's bytes are fetched (default: an HTTPS GET). */
   fetchPem?: (url: string, signal: AbortSignal) => Promise<Buffer>;
 }
 
 export class SnsCertificateError extends Error {
   override readonly name = 'SnsCertificateError';
+}
+
+/** Every fetch slot is taken: not the URL's failure, so not remembered; the caller asks to be sent again. */
+export class SnsCertificatesBusyError extends Error {
+  override readonly name = 'SnsCertificatesBusyError';
+  constructor() {
+    super('signing certificate fetches are busy');
+  }
 }
 
 const MAX_CERTIFICATE_BYTES = 16_384;
@@ -34,6 +45,7 @@ export class SnsCertificates {
   private readonly failureTtlMs: number;
   private readonly maxEntries: number;
   private readonly maxFailures: number;
+  private readonly maxInFlight: number;
   private readonly fetchPem: (url: string, signal: AbortSignal) => Promise<Buffer>;
   /** Fetches started, for metrics and tests. */
   fetches = 0;
@@ -43,6 +55,7 @@ export class SnsCertificates {
     this.failureTtlMs = options.failureTtlMs ?? 60_000;
     this.maxEntries = options.maxEntries ?? 32;
     this.maxFailures = options.maxFailures ?? 1_024;
+    this.maxInFlight = options.maxInFlight ?? 4;
     this.fetchPem = options.fetchPem ?? fetchPemOverHttps;
   }
 
@@ -70,6 +83,7 @@ export class SnsCertificates {
     }
     let pending = this.inFlight.get(url);
     if (pending === undefined) {
+      if (this.inFlight.size >= this.maxInFlight) return Promise.reject(new SnsCertificatesBusyError());
       this.fetches += 1;
       pending = this.fetchWithDeadline(url).then(
         (certificate) => {

@@ -28,7 +28,7 @@ import { request } from 'undici';
 import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
 import { MalformedWebhookError } from './normalizedEvent';
 import { parseSesEvent } from './sesEvent';
-import { SnsCertificates } from './snsCertificates';
+import { SnsCertificates, SnsCertificatesBusyError } from './snsCertificates';
 import type { AuthenticDelivery } from './signedDelivery';
 
 export { SnsCertificates };
@@ -66,7 +66,8 @@ export interface SnsSettings {
 }
 
 export type SnsVerdict =
-  | { ok: false; status: 400 | 401 | 403; problem: string }
+  /** 503: nothing was judged (every certificate fetch was busy); SNS delivers it again. */
+  | { ok: false; status: 400 | 401 | 403 | 503; problem: string }
   | { ok: true; kind: 'notification'; delivery: AuthenticDelivery; topicArn: string }
   | { ok: true; kind: 'subscribe'; subscribeUrl: string; topicArn: string }
   | { ok: true; kind: 'unsubscribed'; topicArn: string };
@@ -75,7 +76,7 @@ const TYPES = new Set(['Notification', 'SubscriptionConfirmation', 'UnsubscribeC
 const MESSAGE_ID = /^[A-Za-z0-9-]{1,100}$/;
 const TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/;
 
-function refused(status: 400 | 401 | 403, problem: string): SnsVerdict {
+function refused(status: 400 | 401 | 403 | 503, problem: string): SnsVerdict {
   return { ok: false, status, problem };
 }
 
@@ -196,7 +197,10 @@ export async function readSnsDelivery(input: {
   let key: KeyObject;
   try {
     key = await input.certificates.publicKey(certUrl, input.now);
-  } catch {
+  } catch (error) {
+    if (error instanceof SnsCertificatesBusyError) {
+      return refused(503, 'signing certificate fetches are busy; deliver again later');
+    }
     return refused(401, 'the signing certificate could not be fetched or read');
   }
   if (

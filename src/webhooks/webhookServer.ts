@@ -243,7 +243,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         status: verdict.status,
         problem: verdict.problem,
       });
-      return refuse(refusalOutcome(verdict), verdict.status, { error: verdict.problem });
+      const outcome = verdict.status === 503 ? 'certificate-busy' : refusalOutcome(verdict);
+      return refuse(outcome, verdict.status, { error: verdict.problem });
     }
     if (verdict.kind === 'subscribe') {
       // Confirming is a GET of the URL SNS signed, on an SNS host; nothing is stored.

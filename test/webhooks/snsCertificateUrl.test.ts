@@ -7,6 +7,7 @@
 import { createSign, X509Certificate, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { makeTestCertificate } from '../../dev/sandbox/testCertificate';
+import { SnsCertificatesBusyError } from '../../src/webhooks/snsCertificates';
 import {
   DEFAULT_SNS_CERT_HOST_PATTERN,
   readSnsDelivery,
@@ -183,5 +184,24 @@ describe("SNS's retries", () => {
       now,
     );
     expect(shorter.verdict).toMatchObject({ ok: false, status: 401 });
+  });
+});
+
+describe('certificate fetches busy', () => {
+  it('is answered 503 (SNS delivers it again), not 401 (SNS would drop it)', async () => {
+    class Busy extends SnsCertificates {
+      override publicKey(): Promise<KeyObject> {
+        return Promise.reject(new SnsCertificatesBusyError());
+      }
+    }
+    const verdict = await readSnsDelivery({
+      headers: {},
+      rawBody: Buffer.from(JSON.stringify(signedNotification(`https://sns.us-east-1.amazonaws.com/${PEM}`))),
+      settings: { topicArns: new Set([TOPIC]), certHostPattern: new RegExp(DEFAULT_SNS_CERT_HOST_PATTERN) },
+      certificates: new Busy(),
+      now: new Date(),
+      maxAgeMs: MAX_AGE_MS,
+    });
+    expect(verdict).toMatchObject({ ok: false, status: 503 });
   });
 });

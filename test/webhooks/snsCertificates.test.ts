@@ -1,5 +1,5 @@
 // Fetching SNS signing certificates (src/webhooks/snsCertificates.ts) over real loopback HTTP: one fetch in
-// flight per URL, a success kept, a failure remembered for a while (so unsigned posts cannot make the receiver
+// flight per URL and four in all, a success kept, a failure remembered for a while (so unsigned posts cannot make the receiver
 // fetch again and again), one deadline for the whole fetch (a server that trickles its body cannot hold it),
 // and the certificate's validity judged at every use with the caller's clock, not only when it was fetched.
 import { createServer, type Server } from 'node:http';
@@ -20,7 +20,7 @@ beforeAll(async () => {
     hits.set(path, (hits.get(path) ?? 0) + 1);
     if (path.startsWith('/ok')) {
       // Slow enough that concurrent uses overlap the one fetch.
-      setTimeout(() => res.writeHead(200).end(certificate.pem), 100);
+      setTimeout(() => res.writeHead(200).end(certificate.pem), path.startsWith('/ok-slow') ? 400 : 100);
     } else if (path.startsWith('/trickle')) {
       // A byte every 200 ms for 12 s: each read is quick, the whole never ends in time.
       res.writeHead(200);
@@ -79,6 +79,18 @@ describe('SNS signing certificates', () => {
     // The default deadline is 5 s for connect, headers and body together; the trickle would last 12 s.
     expect(Date.now() - started).toBeLessThan(6_500);
   }, 20_000);
+
+  it('at most four fetches are in flight: a fifth URL meanwhile is refused as busy, unfetched, and fetched later', async () => {
+    const certificates = new SnsCertificates();
+    const now = new Date();
+    const four = [1, 2, 3, 4].map((n) => certificates.publicKey(`${origin}/ok-slow-${n}.pem`, now));
+    await expect(certificates.publicKey(`${origin}/ok-slow-5.pem`, now)).rejects.toThrow(/busy/);
+    await Promise.all(four);
+    expect(hits.get('/ok-slow-5.pem')).toBeUndefined();
+    // Busy is not a failure of the URL: once a fetch is free, it is fetched.
+    await certificates.publicKey(`${origin}/ok-slow-5.pem`, now);
+    expect(hits.get('/ok-slow-5.pem')).toBe(1);
+  });
 
   it("the certificate's validity is judged at every use, not only at the fetch", async () => {
     const certificates = new SnsCertificates();
