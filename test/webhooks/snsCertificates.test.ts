@@ -1,7 +1,8 @@
 // Fetching SNS signing certificates (src/webhooks/snsCertificates.ts) over real loopback HTTP: one fetch in
-// flight per URL and four in all, a success kept, a failure remembered for a while (so unsigned posts cannot make the receiver
-// fetch again and again), one deadline for the whole fetch (a server that trickles its body cannot hold it),
-// and the certificate's validity judged at every use with the caller's clock, not only when it was fetched.
+// flight per URL and four in all, a success kept, a failure remembered for a while (so unsigned posts cannot
+// make the receiver fetch again and again), one deadline for the whole fetch (a server that trickles its body
+// cannot hold it), and the certificate's validity judged at every use with the caller's clock, not only when
+// it was fetched.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
