@@ -14,7 +14,7 @@ export async function storeDelivery(
   db: Database,
   provider: WebhookProvider,
   delivery: AuthenticDelivery,
-  /** Tokens signed before this are forgotten: a request that old is refused for its timestamp anyway. */
+  /** This provider's tokens signed before this are forgotten: a request that old is refused for its timestamp. */
   forgetTokensSignedBefore: Date,
 ): Promise<StoreResult> {
   // Nothing of ours in it: nothing to guard against a replay of, so nothing is written. Except Mailgun's token:
@@ -50,7 +50,9 @@ export async function storeDelivery(
       );
       newEvents += inserted.rowCount ?? 0;
     }
-    await client.query(`DELETE FROM order_mail_webhook_deliveries WHERE signed_at < $1`, [
+    // Each provider forgets only its own tokens: their windows differ (SNS retries for an hour).
+    await client.query(`DELETE FROM order_mail_webhook_deliveries WHERE provider = $1 AND signed_at < $2`, [
+      provider,
       forgetTokensSignedBefore,
     ]);
     return { kind: 'stored', newEvents, knownEvents: delivery.events.length - newEvents } as const;

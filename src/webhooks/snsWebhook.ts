@@ -6,11 +6,15 @@
 //     (Notification: Message, MessageId, Subject if present, Timestamp, TopicArn, Type; the confirmations add
 //     SubscribeURL and Token);
 //   - SignatureVersion 1 is RSA with SHA1, 2 is RSA with SHA256, base64 in Signature;
-//   - the certificate comes from SigningCertURL, which must be https on an SNS host (by default
-//     ^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$) and end in .pem; it is fetched once and cached;
+//   - the certificate comes from SigningCertURL, pinned to the form AWS uses and nothing wider:
+//     https://sns.<region>.amazonaws.com[.cn]/SimpleNotificationService-<hex>.pem, no port, userinfo, query or
+//     fragment (a looser host pattern let S3's names for a bucket called "sns" through: anyone's certificate);
+//     SNS_CERT_HOST_PATTERN may only narrow it; fetching is bounded in src/webhooks/snsCertificates.ts;
 //   - a SubscriptionConfirmation is confirmed by a GET of its SubscribeURL, on the same kind of host.
-// Ours on top: the topic must be on the allow-list (SES_SNS_TOPIC_ARNS); a Timestamp farther from our clock than
-// WEBHOOK_MAX_AGE_MS is stale; a MessageId seen before is a replay (the delivery's token). Every refusal writes
+// Ours on top: the topic must be on the allow-list (SES_SNS_TOPIC_ARNS); SignatureVersion 1 may be refused
+// (SNS_REQUIRE_SIGNATURE_V2); SNS keeps a message's first Timestamp on every retry, so a Timestamp is taken for
+// SNS_MAX_RETRY_S (plus the clock window WEBHOOK_MAX_AGE_MS) after it, and the replay guard keeps MessageIds as
+// long (snsTokenWindowMs); a MessageId seen before is a replay (the delivery's token). Every refusal writes
 // nothing. The SES event inside (eventType Send, Delivery, Bounce, Complaint, Reject) is ours only when its
 // message tags carry one of our send keys naming the order its order_id tag names (read in
 // src/webhooks/sesEvent.ts, judged in src/webhooks/ourEvent.ts).
@@ -18,21 +22,42 @@
 // Tests sign with a certificate of their own (dev/sandbox/testCertificate.ts) served from a loopback origin;
 // the receiver trusts it only when told so by trustTestCertificateOrigin, which only code can set: the
 // receiver's environment configuration refuses it (src/webhooks/webhookConfig.ts).
-import { createVerify, X509Certificate, type KeyObject } from 'node:crypto';
+import { createVerify, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { request } from 'undici';
 import { countSkip, whyNotOurs, type Skipped } from './ourEvent';
 import { MalformedWebhookError } from './normalizedEvent';
 import { parseSesEvent } from './sesEvent';
-import { isFresh, type AuthenticDelivery } from './signedDelivery';
+import { SnsCertificates, SnsCertificatesBusyError } from './snsCertificates';
+import type { AuthenticDelivery } from './signedDelivery';
 
+export { SnsCertificates };
+
+/** SNS_CERT_HOST_PATTERN's default: no narrowing beyond the pinned form (every SNS region). */
 export const DEFAULT_SNS_CERT_HOST_PATTERN = '^sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?$';
+/** SNS_MAX_RETRY_S's default: a custom HTTP/S delivery policy retries for an hour at most. */
+export const DEFAULT_SNS_MAX_RETRY_MS = 3_600_000;
+
+/**
+ * A region as AWS names them: two letters, one or more words, a number (us-east-1, cn-north-1,
+ * us-gov-west-1). Not S3's `s3`, `s3-<region>`, `s3-accelerate`, `s3-website-…`, which start "s3".
+ */
+const AWS_REGION = '[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}';
+const SNS_HOST = new RegExp(`^sns\\.(${AWS_REGION})\\.amazonaws\\.com(\\.cn)?$`);
+const SNS_CERT_PATH = /^\/SimpleNotificationService-[0-9a-f]{1,64}\.pem$/;
 
 export interface SnsSettings {
   /** The topics whose notifications are taken (SES_SNS_TOPIC_ARNS); any other is refused. */
   topicArns: ReadonlySet<string>;
-  /** Hosts the signing certificate and the SubscribeURL may be on (SNS_CERT_HOST_PATTERN). */
+  /**
+   * Narrows the hosts the signing certificate and the SubscribeURL may be on (SNS_CERT_HOST_PATTERN): a URL
+   * must match it and AWS's own form, whatever the pattern says.
+   */
   certHostPattern: RegExp;
+  /** Refuse SignatureVersion 1 (RSA-SHA1) (SNS_REQUIRE_SIGNATURE_V2); default false. */
+  requireSignatureVersion2?: boolean;
+  /** How long after its Timestamp SNS may still be retrying a message (SNS_MAX_RETRY_S); default 1 h. */
+  maxRetryMs?: number;
   /**
    * Tests only: one origin (http or https, loopback) whose certificates and SubscribeURLs are trusted besides
    * the SNS hosts. Never from the environment.
@@ -41,7 +66,8 @@ export interface SnsSettings {
 }
 
 export type SnsVerdict =
-  | { ok: false; status: 400 | 401 | 403; problem: string }
+  /** 503: nothing was judged (every certificate fetch was busy); SNS delivers it again. */
+  | { ok: false; status: 400 | 401 | 403 | 503; problem: string }
   | { ok: true; kind: 'notification'; delivery: AuthenticDelivery; topicArn: string }
   | { ok: true; kind: 'subscribe'; subscribeUrl: string; topicArn: string }
   | { ok: true; kind: 'unsubscribed'; topicArn: string };
@@ -50,7 +76,7 @@ const TYPES = new Set(['Notification', 'SubscriptionConfirmation', 'UnsubscribeC
 const MESSAGE_ID = /^[A-Za-z0-9-]{1,100}$/;
 const TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/;
 
-function refused(status: 400 | 401 | 403, problem: string): SnsVerdict {
+function refused(status: 400 | 401 | 403 | 503, problem: string): SnsVerdict {
   return { ok: false, status, problem };
 }
 
@@ -76,10 +102,17 @@ export function snsStringToSign(message: Record<string, unknown>): string | null
   return text;
 }
 
+/** Whether `hostname` is an SNS endpoint as AWS names them, in the partition of its region. */
+function isSnsHost(hostname: string): boolean {
+  const match = SNS_HOST.exec(hostname);
+  // China's regions are the only ones under amazonaws.com.cn, and only they are.
+  return match !== null && match[1]!.startsWith('cn-') === (match[2] !== undefined);
+}
+
 /** Where a signing certificate (or a SubscribeURL) may come from; the reason when it may not. */
-function whyUntrustedUrl(
+export function whyUntrustedSnsUrl(
   value: string,
-  settings: SnsSettings,
+  settings: Pick<SnsSettings, 'certHostPattern' | 'trustTestCertificateOrigin'>,
   what: 'certificate' | 'subscribe',
 ): string | null {
   let url: URL;
@@ -88,67 +121,30 @@ function whyUntrustedUrl(
   } catch {
     return `the ${what} URL is not a URL`;
   }
-  if (what === 'certificate' && !url.pathname.endsWith('.pem'))
-    return 'the certificate URL does not end in .pem';
   if (url.username !== '' || url.password !== '') return `the ${what} URL carries credentials`;
   const test = settings.trustTestCertificateOrigin ?? null;
-  if (test !== null && url.origin === test) return null;
+  if (test !== null && url.origin === test) {
+    return what === 'certificate' && !url.pathname.endsWith('.pem')
+      ? 'the certificate URL does not end in .pem'
+      : null;
+  }
   if (url.protocol !== 'https:') return `the ${what} URL is not https`;
   if (url.port !== '') return `the ${what} URL names a port`;
-  if (!settings.certHostPattern.test(url.hostname)) return `the ${what} URL's host is not an SNS host`;
+  if (!isSnsHost(url.hostname) || !settings.certHostPattern.test(url.hostname)) {
+    return `the ${what} URL's host is not an SNS host`;
+  }
+  if (what === 'certificate') {
+    // Exactly as AWS writes it: nothing a normalisation could turn into another resource.
+    if (url.href !== value || url.search !== '' || url.hash !== '' || !SNS_CERT_PATH.test(url.pathname)) {
+      return 'the certificate URL is not /SimpleNotificationService-<hex>.pem on an SNS host';
+    }
+  }
   return null;
 }
 
-/** Signing certificates by URL, fetched once (SNS rotates them rarely, under a new URL). */
-export class SnsCertificates {
-  private readonly cache = new Map<string, Promise<KeyObject>>();
-
-  constructor(
-    private readonly fetchTimeoutMs = 5_000,
-    private readonly maxEntries = 32,
-  ) {}
-
-  async publicKey(url: string, now: Date): Promise<KeyObject> {
-    let entry = this.cache.get(url);
-    if (entry === undefined) {
-      if (this.cache.size >= this.maxEntries) this.cache.delete(this.cache.keys().next().value!);
-      entry = this.fetch(url, now);
-      this.cache.set(url, entry);
-      // A failed fetch is not kept: the next delivery tries again.
-      entry.catch(() => this.cache.delete(url));
-    }
-    return entry;
-  }
-
-  get size(): number {
-    return this.cache.size;
-  }
-
-  private async fetch(url: string, now: Date): Promise<KeyObject> {
-    const response = await request(url, {
-      method: 'GET',
-      headersTimeout: this.fetchTimeoutMs,
-      bodyTimeout: this.fetchTimeoutMs,
-      maxRedirections: 0,
-    } as Parameters<typeof request>[1]);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body) {
-      size += (chunk as Buffer).length;
-      if (size > 16_384) {
-        response.body.destroy();
-        throw new Error('the signing certificate is larger than a certificate');
-      }
-      chunks.push(chunk as Buffer);
-    }
-    if (response.statusCode !== 200)
-      throw new Error(`the signing certificate answered HTTP ${response.statusCode}`);
-    const certificate = new X509Certificate(Buffer.concat(chunks));
-    if (new Date(certificate.validTo).getTime() < now.getTime() || new Date(certificate.validFrom) > now) {
-      throw new Error('the signing certificate is not valid now');
-    }
-    return certificate.publicKey;
-  }
+/** How long a MessageId is kept against replay: as long as its Timestamp is taken. */
+export function snsTokenWindowMs(settings: Pick<SnsSettings, 'maxRetryMs'>, maxAgeMs: number): number {
+  return (settings.maxRetryMs ?? DEFAULT_SNS_MAX_RETRY_MS) + maxAgeMs;
 }
 
 export async function readSnsDelivery(input: {
@@ -186,9 +182,12 @@ export async function readSnsDelivery(input: {
   const version = message.SignatureVersion;
   const algorithm = version === '1' ? 'sha1' : version === '2' ? 'sha256' : null;
   if (algorithm === null) return refused(401, 'an unknown SignatureVersion');
+  if (algorithm === 'sha1' && input.settings.requireSignatureVersion2 === true) {
+    return refused(401, 'SignatureVersion 1 (SHA1) is refused: SNS_REQUIRE_SIGNATURE_V2 is set');
+  }
   const certUrl = message.SigningCertURL ?? message.SigningCertUrl;
   if (typeof certUrl !== 'string') return refused(401, 'no SigningCertURL');
-  const untrusted = whyUntrustedUrl(certUrl, input.settings, 'certificate');
+  const untrusted = whyUntrustedSnsUrl(certUrl, input.settings, 'certificate');
   if (untrusted !== null) return refused(401, untrusted);
   const text = snsStringToSign(message);
   const signature = typeof message.Signature === 'string' ? Buffer.from(message.Signature, 'base64') : null;
@@ -198,7 +197,10 @@ export async function readSnsDelivery(input: {
   let key: KeyObject;
   try {
     key = await input.certificates.publicKey(certUrl, input.now);
-  } catch {
+  } catch (error) {
+    if (error instanceof SnsCertificatesBusyError) {
+      return refused(503, 'signing certificate fetches are busy; deliver again later');
+    }
     return refused(401, 'the signing certificate could not be fetched or read');
   }
   if (
@@ -208,12 +210,16 @@ export async function readSnsDelivery(input: {
   ) {
     return refused(401, 'the signature does not verify');
   }
-  // Checked after the signature, so only SNS's own clock is judged, never a forger's.
-  if (!isFresh(signedAt, input.now, input.maxAgeMs)) return refused(401, 'the signature timestamp is stale');
+  // Checked after the signature, so only SNS's own clock is judged, never a forger's. A retry keeps the first
+  // Timestamp, so the past reaches as far as SNS retries; the future only as far as clocks disagree.
+  const age = input.now.getTime() - signedAt.getTime();
+  if (age > snsTokenWindowMs(input.settings, input.maxAgeMs) || -age > input.maxAgeMs) {
+    return refused(401, 'the signature timestamp is stale');
+  }
 
   if (type === 'SubscriptionConfirmation') {
     const subscribeUrl = message.SubscribeURL as string;
-    const why = whyUntrustedUrl(subscribeUrl, input.settings, 'subscribe');
+    const why = whyUntrustedSnsUrl(subscribeUrl, input.settings, 'subscribe');
     if (why !== null) return refused(401, why);
     return { ok: true, kind: 'subscribe', subscribeUrl, topicArn };
   }

@@ -6,10 +6,16 @@
 //   MAILGUN_WEBHOOK_SIGNING_KEY   Mailgun's HTTP webhook signing key
 //   SES_SNS_TOPIC_ARNS            comma-separated SNS topic ARNs whose notifications of SES events are taken at
 //                                 /webhooks/ses; any other topic is refused
-//   SNS_CERT_HOST_PATTERN         hosts SNS signing certificates and SubscribeURLs may come from (default
-//                                 ^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$); a pattern that would also match a
+//   SNS_CERT_HOST_PATTERN         narrows the hosts SNS signing certificates and SubscribeURLs may come from;
+//                                 a URL must also have AWS's own form (sns.<region>.amazonaws.com[.cn],
+//                                 snsWebhook.ts), whatever the pattern says; a pattern that would also match a
 //                                 host outside AWS (localhost, an address, another domain) is refused. There is
 //                                 no setting to trust another origin: only tests can, in code (snsWebhook.ts).
+//   SNS_REQUIRE_SIGNATURE_V2      true: refuse SignatureVersion 1 (SHA1); set the topic's SignatureVersion to 2
+//                                 first (default false)
+//   SNS_MAX_RETRY_S               how long after its Timestamp an SNS message is still taken, and its MessageId
+//                                 kept against replay: SNS retries under the first Timestamp (default 3600, the
+//                                 longest an HTTP/S delivery policy retries)
 //   WEBHOOK_MAX_AGE_MS            how far a signature's timestamp may be from our clock (default 300000)
 //   WEBHOOK_MAX_BODY_BYTES        a larger body is refused while it is read (default 1048576; SendGrid's
 //                                 batches stay under 768 KB)
@@ -21,7 +27,9 @@
 import type { KeyObject } from 'node:crypto';
 import { ConfigError } from '../config/envReader';
 import { sendGridPublicKey } from './sendgridWebhook';
-import { DEFAULT_SNS_CERT_HOST_PATTERN, type SnsSettings } from './snsWebhook';
+import { DEFAULT_SNS_CERT_HOST_PATTERN, DEFAULT_SNS_MAX_RETRY_MS, type SnsSettings } from './snsWebhook';
+
+const SNS_ONLY_NAMES = ['SNS_CERT_HOST_PATTERN', 'SNS_REQUIRE_SIGNATURE_V2', 'SNS_MAX_RETRY_S'];
 
 export interface WebhookConfig {
   databaseUrl: string;
@@ -159,8 +167,22 @@ function readSnsSettings(read: (name: string) => string | null, problems: string
   const topics = read('SES_SNS_TOPIC_ARNS');
   const patternText = read('SNS_CERT_HOST_PATTERN');
   if (topics === null) {
-    if (patternText !== null) problems.push('SNS_CERT_HOST_PATTERN is set without SES_SNS_TOPIC_ARNS.');
+    for (const name of SNS_ONLY_NAMES) {
+      if (read(name) !== null) problems.push(`${name} is set without SES_SNS_TOPIC_ARNS.`);
+    }
     return null;
+  }
+  const versionText = read('SNS_REQUIRE_SIGNATURE_V2')?.toLowerCase() ?? 'false';
+  if (versionText !== 'true' && versionText !== 'false') {
+    problems.push(`SNS_REQUIRE_SIGNATURE_V2 must be true or false (got ${JSON.stringify(versionText)}).`);
+  }
+  const retryText = read('SNS_MAX_RETRY_S');
+  const maxRetryS = retryText === null ? DEFAULT_SNS_MAX_RETRY_MS / 1_000 : Number(retryText);
+  if (retryText !== null && (!/^[0-9]+$/.test(retryText) || maxRetryS < 60 || maxRetryS > 86_400)) {
+    problems.push(
+      `SNS_MAX_RETRY_S must be an integer from 60 to 86400, at least the subscription's delivery policy's ` +
+        `retry time (got ${JSON.stringify(retryText)}).`,
+    );
   }
   const topicArns = topics
     .split(',')
@@ -193,5 +215,10 @@ function readSnsSettings(read: (name: string) => string | null, problems: string
       );
     }
   }
-  return { topicArns: new Set(topicArns), certHostPattern };
+  return {
+    topicArns: new Set(topicArns),
+    certHostPattern,
+    requireSignatureVersion2: versionText === 'true',
+    maxRetryMs: maxRetryS * 1_000,
+  };
 }

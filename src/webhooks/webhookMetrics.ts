@@ -24,7 +24,9 @@ export type RequestOutcome =
   | 'database-error'
   /** SNS: a subscription (or its end) confirmed; or the confirming GET failed. */
   | 'confirmed'
-  | 'subscribe-failed';
+  | 'subscribe-failed'
+  /** SNS: every signing certificate fetch was in flight; answered 503, so SNS delivers it again. */
+  | 'certificate-busy';
 
 export class WebhookMetrics {
   private readonly requests = new Map<string, number>();

@@ -26,6 +26,7 @@ import {
   confirmSnsSubscription,
   readSnsDelivery,
   SnsCertificates,
+  snsTokenWindowMs,
   type SnsSettings,
   type SnsVerdict,
 } from './snsWebhook';
@@ -242,7 +243,8 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
         status: verdict.status,
         problem: verdict.problem,
       });
-      return refuse(refusalOutcome(verdict), verdict.status, { error: verdict.problem });
+      const outcome = verdict.status === 503 ? 'certificate-busy' : refusalOutcome(verdict);
+      return refuse(outcome, verdict.status, { error: verdict.problem });
     }
     if (verdict.kind === 'subscribe') {
       // Confirming is a GET of the URL SNS signed, on an SNS host; nothing is stored.
@@ -265,11 +267,12 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
       metrics.request('ses', 'confirmed');
       return answer(res, 200, { unsubscribed: true });
     }
+    // SNS retries a message for up to SNS_MAX_RETRY_S under its first Timestamp: its MessageId is kept as long.
     const stored = await storeDelivery(
       options.db,
       'ses',
       verdict.delivery,
-      new Date(now().getTime() - options.maxAgeMs - TOKEN_SLACK_MS),
+      new Date(now().getTime() - snsTokenWindowMs(sns ?? {}, options.maxAgeMs) - TOKEN_SLACK_MS),
     );
     return answerStored('ses', verdict.delivery, stored, refuse, res);
   }

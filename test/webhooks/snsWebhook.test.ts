@@ -11,13 +11,15 @@ import { SANDBOX_SNS_TOPIC_ARN } from '../../dev/sandbox/sns';
 import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 import type { ReceivedMessage } from '../../dev/sandbox/records';
-import { listProviderEvents } from '../../src/webhooks/providerEvents';
+import { listProviderEvents, storeDelivery } from '../../src/webhooks/providerEvents';
 import { loadWebhookConfig } from '../../src/webhooks/webhookConfig';
 import { DEFAULT_SNS_CERT_HOST_PATTERN } from '../../src/webhooks/snsWebhook';
 import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webhookServer';
 import { openTestDatabase, testProviderMailClient, waitFor, type TestDatabase } from '../support/testKit';
 
 const MAX_AGE_MS = 300_000;
+/** SNS_MAX_RETRY_S's default: SNS retries an HTTP/S delivery for an hour at most. */
+const MAX_RETRY_MS = 3_600_000;
 
 let database: TestDatabase;
 let sandbox: MailSandbox;
@@ -188,13 +190,67 @@ describe('SES events through SNS', () => {
     await expectRefused(sendNotification(orderId), 401, /not https|not an SNS host/, untrusting);
   });
 
-  it('stale: a genuine signature over a Timestamp older than the window is refused, nothing written', async () => {
+  it('stale: a genuine signature over a Timestamp older than SNS retries (SNS_MAX_RETRY_S) is refused, nothing written', async () => {
     const orderId = String((nextOrder += 10));
     await expectRefused(
-      sendNotification(orderId, { timestamp: new Date(Date.now() - MAX_AGE_MS - 60_000) }),
+      sendNotification(orderId, { timestamp: new Date(Date.now() - MAX_RETRY_MS - MAX_AGE_MS - 60_000) }),
       401,
       /stale/,
     );
+  });
+
+  it("a genuine retry SNS makes 50 minutes after publishing is stored once; its replay stays a replay after every provider's token clean-up", async () => {
+    const orderId = String((nextOrder += 10));
+    // SNS keeps the first Timestamp on every retry: after a receiver outage, the retry is that old.
+    const published = new Date(Date.now() - 50 * 60_000);
+    const late = sandbox.sns.notification(
+      sandbox.sns.sesEvent(heldMessage(orderId, { receivedAt: published.toISOString() }), 'Send', published),
+      { timestamp: published },
+    );
+    expect(await post(late)).toMatchObject({ status: 200, body: { stored: 1 } });
+    // Other deliveries clean up old tokens: a fresh SES one, and a Mailgun one (its tokens are always written).
+    expect((await post(sendNotification(String((nextOrder += 10))))).status).toBe(200);
+    await storeDelivery(
+      database.db,
+      'mailgun',
+      { token: `clean-up-${orderId}`, signedAt: new Date(), events: [], skipped: {} },
+      new Date(Date.now() - MAX_AGE_MS - 60_000),
+    );
+    await expectRefused(late, 409, /replay/);
+    expect(await listProviderEvents(database.db, orderId)).toHaveLength(1);
+  });
+
+  it('with requireSignatureVersion2, SignatureVersion 1 is refused over HTTP and 2 is stored', async () => {
+    const strict = await startWebhookServer({
+      db: database.db,
+      host: '127.0.0.1',
+      port: 0,
+      sendgridPublicKey: null,
+      mailgunSigningKey: null,
+      sns: {
+        topicArns: new Set([SANDBOX_SNS_TOPIC_ARN]),
+        certHostPattern: new RegExp(DEFAULT_SNS_CERT_HOST_PATTERN),
+        trustTestCertificateOrigin: sandbox.url,
+        requireSignatureVersion2: true,
+      },
+      maxAgeMs: MAX_AGE_MS,
+      log: () => undefined,
+    });
+    try {
+      const orderId = String((nextOrder += 10));
+      await expectRefused(
+        sendNotification(orderId, { signatureVersion: '1' }),
+        401,
+        /SignatureVersion/,
+        strict,
+      );
+      expect(await post(sendNotification(orderId, { signatureVersion: '2' }), strict)).toMatchObject({
+        status: 200,
+        body: { stored: 1 },
+      });
+    } finally {
+      await strict.close();
+    }
   });
 
   it('replayed: the same MessageId a second time is refused, the first stored once', async () => {
@@ -266,6 +322,24 @@ describe('the receiver configuration', () => {
     expect([...config.sns!.topicArns]).toEqual([SANDBOX_SNS_TOPIC_ARN]);
     expect(config.sns!.certHostPattern.test('sns.eu-west-1.amazonaws.com')).toBe(true);
     expect(config.sns!.trustTestCertificateOrigin).toBeUndefined();
+  });
+
+  it('SNS_MAX_RETRY_S (default 3600) and SNS_REQUIRE_SIGNATURE_V2 (default false), each checked', () => {
+    const topics = { ...base, SES_SNS_TOPIC_ARNS: SANDBOX_SNS_TOPIC_ARN };
+    expect(loadWebhookConfig(topics).sns).toMatchObject({
+      maxRetryMs: 3_600_000,
+      requireSignatureVersion2: false,
+    });
+    expect(
+      loadWebhookConfig({ ...topics, SNS_MAX_RETRY_S: '1800', SNS_REQUIRE_SIGNATURE_V2: 'true' }).sns,
+    ).toMatchObject({ maxRetryMs: 1_800_000, requireSignatureVersion2: true });
+    const both = () =>
+      loadWebhookConfig({ ...topics, SNS_MAX_RETRY_S: '1h', SNS_REQUIRE_SIGNATURE_V2: 'yes please' });
+    expect(both).toThrow(/SNS_MAX_RETRY_S must be/);
+    expect(both).toThrow(/SNS_REQUIRE_SIGNATURE_V2 must be/);
+    expect(() => loadWebhookConfig({ ...base, SNS_MAX_RETRY_S: '600' })).toThrow(
+      /SNS_MAX_RETRY_S is set without SES_SNS_TOPIC_ARNS/,
+    );
   });
 
   it('refuses any attempt to trust a test origin from the environment, and a certificate pattern wider than AWS', () => {
