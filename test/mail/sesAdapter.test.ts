@@ -13,7 +13,8 @@ import { createMailTransport, type SesSettings } from '../../src/mail/createMail
 import { createHttpMailTransport } from '../../src/mail/httpMailTransport';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 import { createAwsCredentialProvider } from '../../src/mail/providers/awsCredentials';
-import { createSesAdapter } from '../../src/mail/providers/ses';
+import { createSesAdapter, SES_SIGNATURE_TIME_ERROR } from '../../src/mail/providers/ses';
+import { outcomeForStatus } from '../../src/mail/sendOutcomeTable';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
 import { TEST_SES_CONFIGURATION_SET, testSesSettings } from '../support/testKit';
 
@@ -89,30 +90,72 @@ describe('SES v2 against the sandbox', () => {
     expect(api.messages()).toEqual([]);
   });
 
-  it('a request signed with a clock 10 minutes off is refused as expired: rejected, nothing held', async () => {
-    const api = await sandbox();
+  it.each([
+    ['behind', -10],
+    ['ahead', 10],
+  ])(
+    'a request signed with a clock 10 minutes %s is refused for its time: not sent (retried), never rejected, nothing held',
+    async (_direction, minutes) => {
+      const api = await sandbox();
+      const adapter = createSesAdapter({
+        region: SANDBOX_SES_REGION,
+        configurationSet: TEST_SES_CONFIGURATION_SET,
+        credentials: async () => ({ accessKeyId: SANDBOX_AWS_ACCESS_KEY_ID, secretAccessKey: SECRET }),
+        now: () => new Date(Date.now() + minutes * 60_000),
+      });
+      const transport = createHttpMailTransport({
+        adapter,
+        baseUrl: api.url,
+        connectTimeoutMs: 1_000,
+        headersTimeoutMs: 1_000,
+        overallTimeoutMs: 3_000,
+        connections: 1,
+      });
+      cleanups.push(() => transport.close());
+      const result = await transport.send(mail('803'));
+      expect(result).toMatchObject({
+        outcome: 'not_sent',
+        httpStatus: 403,
+        errorCode: SES_SIGNATURE_TIME_ERROR,
+      });
+      expect(api.messages()).toEqual([]);
+    },
+  );
+
+  it("AWS's signature-time refusals, as its services word them, are not sent; a wrong signature stays rejected", () => {
     const adapter = createSesAdapter({
       region: SANDBOX_SES_REGION,
       configurationSet: TEST_SES_CONFIGURATION_SET,
       credentials: async () => ({ accessKeyId: SANDBOX_AWS_ACCESS_KEY_ID, secretAccessKey: SECRET }),
-      now: () => new Date(Date.now() - 10 * 60_000),
     });
-    const transport = createHttpMailTransport({
-      adapter,
-      baseUrl: api.url,
-      connectTimeoutMs: 1_000,
-      headersTimeoutMs: 1_000,
-      overallTimeoutMs: 3_000,
-      connections: 1,
-    });
-    cleanups.push(() => transport.close());
-    const result = await transport.send(mail('803'));
-    expect(result).toMatchObject({
-      outcome: 'rejected',
-      httpStatus: 403,
-      errorCode: 'SignatureDoesNotMatch',
-    });
-    expect(api.messages()).toEqual([]);
+    const outcome = (status: number, type: string, message: string) =>
+      outcomeForStatus(
+        status,
+        adapter.statusTable,
+        adapter.readProviderError(status, JSON.stringify({ message }), { 'x-amzn-errortype': type }),
+      );
+    const expired =
+      'Signature expired: 20261206T040000Z is now earlier than 20261206T041000Z (20261206T041500Z - 5 min.)';
+    const early =
+      'Signature not yet current: 20261206T042000Z is still later than 20261206T041000Z (20261206T040500Z + 5 min.)';
+    expect([
+      outcome(403, 'InvalidSignatureException:http://internal.amazon.com/', expired),
+      outcome(400, 'InvalidSignatureException', early),
+      outcome(403, 'SignatureDoesNotMatch', expired),
+      outcome(
+        403,
+        'RequestTimeTooSkewed',
+        'The difference between the request time and the current time is too large.',
+      ),
+      outcome(400, 'RequestExpired', 'Request has expired.'),
+    ]).toEqual(['not_sent', 'not_sent', 'not_sent', 'not_sent', 'not_sent']);
+    expect(
+      outcome(
+        403,
+        'SignatureDoesNotMatch',
+        'The request signature we calculated does not match the signature you provided.',
+      ),
+    ).toBe('rejected');
   });
 
   it('an address SES refuses: 400 MessageRejected, a definite refusal that names why and not the address', async () => {
