@@ -101,7 +101,19 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         sendKey: attempt.sendKey,
         provider: verifier.webhookProvider,
       });
-      const verdict = judgeWebhookEvents({ attempt, events, providerHasLookup: verifier.lookup !== null });
+      const verdict = judgeWebhookEvents({
+        attempt,
+        events,
+        providerHasLookup: verifier.lookup !== null,
+        asking: verifier.destination,
+      });
+      if (verdict.kind === 'none' && verdict.elsewhere > 0) {
+        log.warn('Provider events naming this send came from another configuration set or account: ignored', {
+          orderId,
+          attempt: input.attempt,
+          elsewhere: verdict.elsewhere,
+        });
+      }
       if (verdict.kind === 'found') {
         log.info('Order mail verified accepted by a webhook event', {
           orderId,

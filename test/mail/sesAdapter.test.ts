@@ -6,7 +6,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { SANDBOX_AWS_ACCESS_KEY_ID, SANDBOX_SES_REGION } from '../../dev/sandbox/providers/ses';
+import {
+  SANDBOX_AWS_ACCESS_KEY_ID,
+  SANDBOX_AWS_ACCOUNT_ID,
+  SANDBOX_SES_REGION,
+} from '../../dev/sandbox/providers/ses';
 import { credentialFingerprint } from '../../src/evidence/destination';
 import { DEFAULT_DEPLOYMENT_ID, sendKeyOfSesTag } from '../../src/evidence/messageIdentity';
 import { createMailTransport, type SesSettings } from '../../src/mail/createMailTransport';
@@ -197,7 +201,7 @@ describe('SES v2 against the sandbox', () => {
     expect(api.requests()).toEqual([]);
   });
 
-  it('records where it went: provider ses, the endpoint origin, region/configuration set, a fingerprint of the access key id', async () => {
+  it('records where it went: provider ses, the endpoint origin, region/configuration set, a fingerprint of the access key id, the sending account', async () => {
     const api = await sandbox();
     const transport = sesClient(api.url);
     expect(transport.destination).toEqual({
@@ -205,6 +209,7 @@ describe('SES v2 against the sandbox', () => {
       origin: api.url,
       scope: `${SANDBOX_SES_REGION}/${TEST_SES_CONFIGURATION_SET}`,
       credentialFingerprint: credentialFingerprint(`aws-access-key:${SANDBOX_AWS_ACCESS_KEY_ID}`),
+      account: SANDBOX_AWS_ACCOUNT_ID,
     });
     expect(JSON.stringify(transport.destination)).not.toContain(SECRET);
   });

@@ -12,6 +12,10 @@ import { checkSigV4 } from './sigv4';
 
 export const SANDBOX_AWS_ACCESS_KEY_ID = 'AKIASANDBOXEXAMPLE01';
 export const SANDBOX_SES_REGION = 'us-east-1';
+/** The AWS account the sandbox's SES sends from: every event it publishes names it (mail.sendingAccountId). */
+export const SANDBOX_AWS_ACCOUNT_ID = '000000000000';
+/** The configuration set the sandbox's SES events name (the tests' SES_CONFIGURATION_SET). */
+export const SANDBOX_SES_CONFIGURATION_SET = 'order-mail-events';
 
 const DEFAULT_ERRORS: Readonly<Record<number, string>> = {
   400: 'BadRequestException',
