@@ -6,6 +6,7 @@ import { answerMayDecideLater, askAgainOrGiveUp, checkFreshness } from '../evide
 import {
   judgeLookup,
   judgeWebhookEvents,
+  notFoundCountsFrom,
   whyLookupCannotDecide,
   type EvidenceTiming,
 } from '../evidence/evidenceRules';
@@ -130,6 +131,16 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
       }
     }
     if (verifier.lookup === null) {
+      // A missing event proves nothing, and before the settle delay has passed it does not even let the policy
+      // decide: an early ask (woken by an event that did not count, from elsewhere or of another send) waits on.
+      const countsFrom = notFoundCountsFrom(attempt, timing);
+      if (read.now.getTime() < countsFrom.getTime()) {
+        return {
+          kind: 'wait',
+          waitMs: countsFrom.getTime() - read.now.getTime() + WAIT_MARGIN_MS,
+          reason: `no ${verifier.webhookProvider ?? 'provider'} event of this send counts yet, and its settle delay has not passed`,
+        };
+      }
       return inconclusive(
         orderId,
         `no ${verifier.webhookProvider ?? 'provider'} event for this send within the settle delay, and a missing ` +
