@@ -96,6 +96,8 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         : { requestEndedWithinMs: input.requestEndedWithinMs }),
       fallbackSendTimeoutMs: Math.max(input.requestMayLastMs ?? 0, deps.settings.sendTimeoutMs),
     };
+    // Events of this send from another SES configuration set or account: said in the attempt's audit row.
+    let fromElsewhere = 0;
     if (verifier.webhookProvider !== null) {
       const events = await listSendEvents(deps.db, {
         orderId,
@@ -109,6 +111,7 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         asking: verifier.destination,
       });
       if (verdict.kind === 'none' && verdict.elsewhere > 0) {
+        fromElsewhere = verdict.elsewhere;
         log.warn('Provider events naming this send came from another configuration set or account: ignored', {
           orderId,
           attempt: input.attempt,
@@ -144,7 +147,10 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
       return inconclusive(
         orderId,
         `no ${verifier.webhookProvider ?? 'provider'} event for this send within the settle delay, and a missing ` +
-          'event proves nothing (the provider retries its webhooks for hours)',
+          'event proves nothing (the provider retries its webhooks for hours)' +
+          (fromElsewhere === 0
+            ? ''
+            : `; ${fromElsewhere} event(s) naming it came from another configuration set or account and were ignored`),
       );
     }
     const elsewhere = whyLookupCannotDecide(attempt, verifier.destination);

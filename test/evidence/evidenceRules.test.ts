@@ -6,6 +6,7 @@ import {
   judgeLookup,
   judgeWebhookEvents,
   notFoundCountsFrom,
+  whyLookupCannotDecide,
   type DispatchedAttempt,
   type EvidenceTiming,
 } from '../../src/evidence/evidenceRules';
@@ -49,6 +50,20 @@ const entries = (
 ): Extract<LookupAnswer, { kind: 'entries' }> => ({ kind: 'entries', filteredBy, complete, entries: list });
 
 describe('from where the attempt went', () => {
+  it('SES: sent from another account, it cannot be asked about here; recorded before accounts were, it can', () => {
+    const ses: SendDestination = {
+      provider: 'ses',
+      origin: 'https://email.eu-west-1.amazonaws.com',
+      scope: 'eu-west-1/order-mail-events',
+      credentialFingerprint: credentialFingerprint('AKIAEXAMPLE'),
+      account: '111122223333',
+    };
+    expect(whyLookupCannotDecide(attemptTo({ ...ses, account: '444455556666' }), ses)).toMatch(
+      /account 444455556666, asking 111122223333/,
+    );
+    expect(whyLookupCannotDecide(attemptTo({ ...ses, account: null }), ses)).toBeNull();
+  });
+
   it.each([
     ['another provider', { ...GENERIC, provider: 'postmark' }, /provider generic, asking postmark/],
     ['another origin (region)', { ...GENERIC, origin: 'https://eu.mail.example.com' }, /origin/],

@@ -236,6 +236,11 @@ describe('SES: an event counts only from the attempt’s configuration set and s
         },
         { attempt: 2, state: 'sent', outcome: 'accepted' },
       ]);
+      // The attempt's audit row says why the event did not count.
+      const attempts = await attemptsWithVerification(database.db, orderId);
+      expect(attempts[0]!.error).toMatch(
+        /1 event\(s\) naming it came from another configuration set or account/,
+      );
     },
   );
 
