@@ -162,6 +162,16 @@ describe('SES v2 against the sandbox', () => {
     ).toBe('rejected');
   });
 
+  it('a configuration set the account does not have: 404 NotFound, rejected, nothing held', async () => {
+    const api = await sandbox();
+    const result = await sesClient(api.url, {
+      ...testSesSettings(SECRET),
+      configurationSet: 'staging-events',
+    }).send(mail('805'));
+    expect(result).toMatchObject({ outcome: 'rejected', httpStatus: 404, errorCode: 'NotFound' });
+    expect(api.messages()).toEqual([]);
+  });
+
   it('an address SES refuses: 400 MessageRejected, a definite refusal that names why and not the address', async () => {
     const api = await sandbox();
     const result = await sesClient(api.url).send(mail('804', { to: 'not-an-address@nowhere' }));

@@ -85,6 +85,21 @@ export const sesEmulation: ProviderEmulation = {
         return { ok: false, orderId, answer: sesFailure(400, 'BadRequestException', `Missing ${field}`) };
       }
     }
+    // The sandbox's account has one configuration set, whose name its events carry: SES refuses any other.
+    if (
+      body.ConfigurationSetName !== undefined &&
+      body.ConfigurationSetName !== SANDBOX_SES_CONFIGURATION_SET
+    ) {
+      return {
+        ok: false,
+        orderId,
+        answer: sesFailure(
+          404,
+          'NotFoundException',
+          `Configuration set <${JSON.stringify(body.ConfigurationSetName)}> does not exist.`,
+        ),
+      };
+    }
     if (!isPlausibleAddress(to!)) {
       return {
         ok: false,
