@@ -8,6 +8,7 @@ import { createSign, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sesTagValue } from '../../src/evidence/messageIdentity';
 import { SES_TAGS } from '../../src/mail/providers/ses';
+import { SANDBOX_AWS_ACCOUNT_ID, SANDBOX_SES_CONFIGURATION_SET } from './providers/ses';
 import { snsStringToSign } from '../../src/webhooks/snsWebhook';
 import type { ReceivedMessage } from './records';
 import { makeTestCertificate, type TestCertificate } from './testCertificate';
@@ -75,10 +76,18 @@ export class SandboxSns {
     return false;
   }
 
-  /** The SES event of an accepted message, as event publishing writes it, with the message's tags. */
-  sesEvent(message: ReceivedMessage, eventType: SesEventType, at = new Date()): Record<string, unknown> {
+  /**
+   * The SES event of an accepted message, as event publishing writes it, with the message's tags, the sending
+   * account and configuration set (the sandbox's, unless `source` says another: an event from elsewhere).
+   */
+  sesEvent(
+    message: ReceivedMessage,
+    eventType: SesEventType,
+    at = new Date(),
+    source: { account?: string; configurationSet?: string } = {},
+  ): Record<string, unknown> {
     const tags: Record<string, string[]> = {
-      'ses:configuration-set': ['order-mail-events'],
+      'ses:configuration-set': [source.configurationSet ?? SANDBOX_SES_CONFIGURATION_SET],
       [SES_TAGS.orderId]: [message.orderId],
       ...(message.sendKey === null ? {} : { [SES_TAGS.sendKey]: [sesTagValue(message.sendKey)] }),
     };
@@ -108,6 +117,7 @@ export class SandboxSns {
       mail: {
         timestamp: message.receivedAt,
         source: message.from,
+        sendingAccountId: source.account ?? SANDBOX_AWS_ACCOUNT_ID,
         messageId: message.id,
         destination: [message.to],
         tags,

@@ -20,7 +20,7 @@ export interface DispatchRecord {
  * One statement, fenced by (claim token, attempt, 'sending', not yet dispatched). A 'sending' row whose
  * dispatched_at stays NULL is therefore known never to have reached the provider, which is what lets a newer
  * run take it over and the record call an attempt that ended before it "not sent". The same statement records
- * where the request goes (migration 0015): whoever asks about it later asks there (src/evidence/).
+ * where the request goes (migrations 0015, 0052): whoever asks about it later asks there (src/evidence/).
  */
 export async function markDispatched(
   db: Database,
@@ -40,6 +40,7 @@ export async function markDispatched(
                dispatch_provider = ${destination?.provider ?? null}, dispatch_origin = ${destination?.origin ?? null},
                dispatch_scope = ${destination?.scope ?? null},
                dispatch_credential_fingerprint = ${destination?.credentialFingerprint ?? null},
+               dispatch_account = ${destination?.account ?? null},
                dispatch_send_key = ${sendKey}, dispatch_send_timeout_ms = ${Math.ceil(sendTimeoutMs)}
          WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
            AND state = 'sending' AND dispatched_at IS NULL

@@ -6,6 +6,7 @@ import { answerMayDecideLater, askAgainOrGiveUp, checkFreshness } from '../evide
 import {
   judgeLookup,
   judgeWebhookEvents,
+  notFoundCountsFrom,
   whyLookupCannotDecide,
   type EvidenceTiming,
 } from '../evidence/evidenceRules';
@@ -95,13 +96,28 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         : { requestEndedWithinMs: input.requestEndedWithinMs }),
       fallbackSendTimeoutMs: Math.max(input.requestMayLastMs ?? 0, deps.settings.sendTimeoutMs),
     };
+    // Events of this send from another SES configuration set or account: said in the attempt's audit row.
+    let fromElsewhere = 0;
     if (verifier.webhookProvider !== null) {
       const events = await listSendEvents(deps.db, {
         orderId,
         sendKey: attempt.sendKey,
         provider: verifier.webhookProvider,
       });
-      const verdict = judgeWebhookEvents({ attempt, events, providerHasLookup: verifier.lookup !== null });
+      const verdict = judgeWebhookEvents({
+        attempt,
+        events,
+        providerHasLookup: verifier.lookup !== null,
+        asking: verifier.destination,
+      });
+      if (verdict.kind === 'none' && verdict.elsewhere > 0) {
+        fromElsewhere = verdict.elsewhere;
+        log.warn('Provider events naming this send came from another configuration set or account: ignored', {
+          orderId,
+          attempt: input.attempt,
+          elsewhere: verdict.elsewhere,
+        });
+      }
       if (verdict.kind === 'found') {
         log.info('Order mail verified accepted by a webhook event', {
           orderId,
@@ -118,10 +134,23 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
       }
     }
     if (verifier.lookup === null) {
+      // A missing event proves nothing, and before the settle delay has passed it does not even let the policy
+      // decide: an early ask (woken by an event that did not count, from elsewhere or of another send) waits on.
+      const countsFrom = notFoundCountsFrom(attempt, timing);
+      if (read.now.getTime() < countsFrom.getTime()) {
+        return {
+          kind: 'wait',
+          waitMs: countsFrom.getTime() - read.now.getTime() + WAIT_MARGIN_MS,
+          reason: `no ${verifier.webhookProvider ?? 'provider'} event of this send counts yet, and its settle delay has not passed`,
+        };
+      }
       return inconclusive(
         orderId,
         `no ${verifier.webhookProvider ?? 'provider'} event for this send within the settle delay, and a missing ` +
-          'event proves nothing (the provider retries its webhooks for hours)',
+          'event proves nothing (the provider retries its webhooks for hours)' +
+          (fromElsewhere === 0
+            ? ''
+            : `; ${fromElsewhere} event(s) naming it came from another configuration set or account and were ignored`),
       );
     }
     const elsewhere = whyLookupCannotDecide(attempt, verifier.destination);

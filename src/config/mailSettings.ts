@@ -66,7 +66,7 @@ export function readProviderPart(
     ['us', 'eu'],
     CONFIG_DEFAULTS.MAILGUN_REGION,
   );
-  // MAIL_PROVIDER=ses: AWS_REGION, SES_CONFIGURATION_SET and the AWS credentials (src/mail/providers/ses.ts).
+  // MAIL_PROVIDER=ses: AWS_REGION, SES_CONFIGURATION_SET, SES_ACCOUNT_ID and the AWS credentials (src/mail/providers/ses.ts).
   const ses = provider === 'ses' ? readSesSettings(read, view.env, problems) : null;
   const defaultBaseUrl =
     provider === 'mailgun'
@@ -142,6 +142,8 @@ function readIdempotencySettings(
   return windowMs === 0 ? null : { windowMs, safetyMarginMs };
 }
 
+const SES_ACCOUNT_ID = /^[0-9]{12}$/;
+
 /** MAIL_PROVIDER=ses: the region (AWS_REGION, else AWS_DEFAULT_REGION), the configuration set, the credentials. */
 function readSesSettings(
   read: EnvReader,
@@ -155,9 +157,16 @@ function readSesSettings(
   const configurationSet = read.required('SES_CONFIGURATION_SET');
   const setProblem = configurationSet === '' ? null : sesConfigurationSetProblem(configurationSet);
   if (setProblem !== null) problems.push(`SES_CONFIGURATION_SET must be ${setProblem}.`);
+  // The account SES sends from: an SES event counts for an attempt only when it names it (src/evidence/).
+  const accountId = read.required('SES_ACCOUNT_ID');
+  if (accountId !== '' && !SES_ACCOUNT_ID.test(accountId)) {
+    problems.push(
+      `SES_ACCOUNT_ID must be the 12-digit AWS account id SES sends from (got ${JSON.stringify(accountId)}).`,
+    );
+  }
   const credentials = readAwsCredentialSource(env, problems);
   if (region === null || credentials === null) return null;
-  return { region, configurationSet, credentials };
+  return { region, configurationSet, accountId, credentials };
 }
 
 /** MAIL_PROVIDER=smtp: the relay, its TLS and credentials; the deadlines are the MAIL_* ones. */

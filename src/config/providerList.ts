@@ -10,7 +10,7 @@
 //       the sender, the subject and the verification switch; every provider falls back to the MAIL_* name.
 //
 // The provider-specific names that existed before (MAILGUN_DOMAIN, MAILGUN_REGION, POSTMARK_MESSAGE_STREAM,
-// AWS_REGION, SES_CONFIGURATION_SET, the AWS credentials) already name their provider and are read as they are.
+// AWS_REGION, SES_CONFIGURATION_SET, SES_ACCOUNT_ID, the AWS credentials) already name their provider and are read as they are.
 import { MAIL_PROVIDER_NAMES, type MailProviderName } from '../mail/providers/mailProvider';
 
 const OWN_ONLY = [

@@ -204,6 +204,7 @@ export async function readDispatchedAttempt(
     origin: string | null;
     scope: string | null;
     credentialFingerprint: string | null;
+    account: string | null;
     sendKey: string | null;
     sendTimeoutMs: number | null;
     keyFirstDispatchedAt: Date;
@@ -212,7 +213,7 @@ export async function readDispatchedAttempt(
     db,
     sql`SELECT log.dispatched_at AS "dispatchedAt", log.dispatch_provider AS provider, log.dispatch_origin AS origin,
                log.dispatch_scope AS scope, log.dispatch_credential_fingerprint AS "credentialFingerprint",
-               log.dispatch_send_key AS "sendKey", log.dispatch_send_timeout_ms AS "sendTimeoutMs",
+               log.dispatch_account AS account, log.dispatch_send_key AS "sendKey", log.dispatch_send_timeout_ms AS "sendTimeoutMs",
                LEAST(log.dispatched_at,
                      (SELECT min(earlier.dispatched_at) FROM order_mail_attempts AS earlier
                        WHERE earlier.order_id = log.order_id AND earlier.resend_count = log.resend_count))
@@ -232,6 +233,7 @@ export async function readDispatchedAttempt(
           origin: row.origin,
           scope: row.scope,
           credentialFingerprint: row.credentialFingerprint,
+          account: row.account,
         };
   return {
     attempt: {

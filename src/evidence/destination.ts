@@ -18,6 +18,11 @@ export interface SendDestination {
    * a different key may belong to another account or server, which holds none of this key's messages.
    */
   credentialFingerprint: string | null;
+  /**
+   * The provider account the request was sent from, where the provider's events name it (SES: the account id,
+   * migration 0052); else null or absent. Null on SES attempts dispatched before it was recorded.
+   */
+  account?: string | null;
 }
 
 /**
@@ -29,6 +34,13 @@ export function credentialFingerprint(secret: string): string {
     .update(`order-confirmation-mail credential\u0000${secret}`)
     .digest('hex');
   return `sha256:${digest.slice(0, 16)}`;
+}
+
+/** The SES configuration set a destination's scope (`<region>/<configuration set>`) names; null for others. */
+export function sesConfigurationSetOf(destination: SendDestination): string | null {
+  if (destination.provider !== 'ses' || destination.scope === null) return null;
+  const slash = destination.scope.indexOf('/');
+  return slash < 0 ? null : destination.scope.slice(slash + 1);
 }
 
 /** The origin (scheme://host:port) of a base URL; the path prefix is not part of where a request went. */
@@ -44,7 +56,7 @@ export function destinationOfMailApi(config: {
   mailgunDomain?: string | null;
   postmarkMessageStream?: string;
   /** SES: its region and configuration set, and what identifies its credentials (awsCredentialIdentity). */
-  ses?: { region: string; configurationSet: string; credentialIdentity: string } | null;
+  ses?: { region: string; configurationSet: string; accountId: string; credentialIdentity: string } | null;
 }): SendDestination {
   if (config.provider === 'ses' && config.ses !== undefined && config.ses !== null) {
     // A configuration set lives in one region: the pair says where the request's events come from.
@@ -53,6 +65,7 @@ export function destinationOfMailApi(config: {
       origin: originOf(config.baseUrl),
       scope: `${config.ses.region}/${config.ses.configurationSet}`,
       credentialFingerprint: credentialFingerprint(config.ses.credentialIdentity),
+      account: config.ses.accountId,
     };
   }
   const scope =
@@ -91,6 +104,10 @@ export function whyCannotAsk(recorded: SendDestination | null, asking: SendDesti
     differs.push(
       `another API key (${recorded.credentialFingerprint ?? 'none'}, asking ${asking.credentialFingerprint ?? 'none'})`,
     );
+  }
+  // An attempt recorded before its account was (NULL) is taken to be this worker's, as its events are judged.
+  if ((recorded.account ?? null) !== null && recorded.account !== (asking.account ?? null)) {
+    differs.push(`account ${recorded.account}, asking ${asking.account ?? '(none)'}`);
   }
   if (differs.length === 0) return null;
   return (

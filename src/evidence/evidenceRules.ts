@@ -17,8 +17,10 @@
 //   that the verdict is to wait, whoever asks (a second execution of the attempt, ALREADY_DISPATCHED, included);
 // - within the provider's retention since the key's first request;
 // - authentic, for webhook events: its send key and message id are this attempt's, and it happened at or after
-//   the dispatch. With a provider that has a lookup, an event never settles alone: the lookup decides.
-import { whyCannotAsk, type SendDestination } from './destination';
+//   the dispatch; an SES event also names the attempt's configuration set and sending account (anyone allowed
+//   to publish to the topic signs as genuinely as SES). With a provider that has a lookup, an event never
+//   settles alone: the lookup decides.
+import { sesConfigurationSetOf, whyCannotAsk, type SendDestination } from './destination';
 import type { LookupAnswer, LookupEntry } from './lookupAnswer';
 import { expectedMessageIdOf, sameMessageId } from './messageIdentity';
 
@@ -168,6 +170,9 @@ export interface StoredProviderEvent {
   providerMessageId: string | null;
   occurredAt: Date;
   eventType: string;
+  /** SES: the account and configuration set the event names (null for other providers, and before 0052). */
+  sendingAccount?: string | null;
+  configurationSet?: string | null;
 }
 
 /**
@@ -181,8 +186,11 @@ export type WebhookVerdict =
   | { kind: 'found'; event: StoredProviderEvent }
   /** An event of this attempt, from a provider that has a lookup: ask the lookup (now), it decides. */
   | { kind: 'ask-lookup'; event: StoredProviderEvent }
-  /** No event of this attempt; `ignored` counts the stored events of the send that did not qualify. */
-  | { kind: 'none'; ignored: number };
+  /**
+   * No event of this attempt; `ignored` counts the stored events of the send that did not qualify, `elsewhere`
+   * those of them that came from another configuration set or account than the attempt's (SES).
+   */
+  | { kind: 'none'; ignored: number; elsewhere: number };
 
 /** Which of the send's stored webhook events count for this attempt, and for how much. */
 export function judgeWebhookEvents(input: {
@@ -190,21 +198,60 @@ export function judgeWebhookEvents(input: {
   events: StoredProviderEvent[];
   /** The provider can also be asked by lookup (Mailgun): then an event never settles alone. */
   providerHasLookup: boolean;
+  /**
+   * Where the asking worker sends: its account stands in for an SES attempt's that was dispatched before the
+   * fence recorded one (migration 0052).
+   */
+  asking?: SendDestination | null;
 }): WebhookVerdict {
   const { attempt } = input;
   const expectedId =
     attempt.destination === null ? null : expectedMessageIdOf(attempt.destination, attempt.sendKey);
   const notBefore = attempt.dispatchedAt.getTime() - EVENT_CLOCK_TOLERANCE_MS;
+  const fromElsewhere = input.events.filter(
+    (event) => whyEventFromElsewhere(event, attempt, input.asking ?? null) !== null,
+  );
   const ours = input.events.filter(
     (event) =>
+      !fromElsewhere.includes(event) &&
       event.sendKey === attempt.sendKey &&
       (expectedId === null ||
         (event.providerMessageId !== null && sameMessageId(event.providerMessageId, expectedId))) &&
       event.occurredAt.getTime() >= notBefore,
   );
   const first = ours[0];
-  if (first === undefined) return { kind: 'none', ignored: input.events.length };
+  if (first === undefined) {
+    return { kind: 'none', ignored: input.events.length, elsewhere: fromElsewhere.length };
+  }
   return input.providerHasLookup ? { kind: 'ask-lookup', event: first } : { kind: 'found', event: first };
+}
+
+/**
+ * Why an event cannot be of this attempt for where it came from, or null when it may be. SES only: its event
+ * must name the configuration set the attempt's fence recorded and its sending account (the asking worker's
+ * SES_ACCOUNT_ID for an attempt dispatched before the account was recorded). Whoever else may publish to the
+ * topic (another app, a staging deployment, another account's SES) makes events just as genuinely signed.
+ */
+export function whyEventFromElsewhere(
+  event: StoredProviderEvent,
+  attempt: DispatchedAttempt,
+  asking: SendDestination | null,
+): string | null {
+  const destination = attempt.destination;
+  if (destination === null || destination.provider !== 'ses') return null;
+  const configurationSet = sesConfigurationSetOf(destination);
+  const account =
+    destination.account ?? (asking !== null && asking.provider === 'ses' ? (asking.account ?? null) : null);
+  if (configurationSet === null || account === null) {
+    return 'the attempt records no SES configuration set or account, so no SES event can be tied to it';
+  }
+  if ((event.configurationSet ?? null) !== configurationSet) {
+    return `the event is from configuration set ${event.configurationSet ?? '(none)'}, the attempt's is ${configurationSet}`;
+  }
+  if ((event.sendingAccount ?? null) !== account) {
+    return `the event is from account ${event.sendingAccount ?? '(none)'}, the attempt's is ${account}`;
+  }
+  return null;
 }
 
 function describeRequestEnd(attempt: DispatchedAttempt, timing: EvidenceTiming): string {

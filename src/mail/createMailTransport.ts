@@ -41,6 +41,8 @@ export interface SesSettings {
   region: string;
   /** SES_CONFIGURATION_SET: the set whose event destination publishes to the SNS topic the receiver takes. */
   configurationSet: string;
+  /** SES_ACCOUNT_ID: the AWS account SES sends from, which its events name (mail.sendingAccountId). */
+  accountId: string;
   /** Holds secrets (static keys, a container token): never log it. */
   credentials: AwsCredentialSource;
   /** Keys from somewhere else than `credentials` (tests); default: fetched from `credentials`. */
@@ -88,6 +90,7 @@ export function destinationOfMailConfig(config: MailApiConfig): SendDestination 
         : {
             region: ses.region,
             configurationSet: ses.configurationSet,
+            accountId: ses.accountId,
             credentialIdentity: awsCredentialIdentity(ses.credentials),
           },
   });

@@ -15,6 +15,11 @@ export interface ProviderEvent {
   eventType: ProviderEventType;
   occurredAt: Date;
   reason: string | null;
+  /**
+   * SES: the account that sent the mail (mail.sendingAccountId) and the configuration set it named (its
+   * ses:configuration-set tag). An event counts only for an attempt dispatched from the same (src/evidence/).
+   */
+  source?: { account: string; configurationSet: string };
 }
 
 /** A webhook body we refuse as a whole (400): nothing of it is written. */

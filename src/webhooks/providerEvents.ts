@@ -34,8 +34,9 @@ export async function storeDelivery(
     for (const event of delivery.events) {
       const inserted = await client.query(
         `INSERT INTO order_mail_provider_events
-           (provider, provider_event_id, order_id, send_key, provider_message_id, event_type, occurred_at, reason)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+           (provider, provider_event_id, order_id, send_key, provider_message_id, event_type, occurred_at, reason,
+            sending_account, configuration_set)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          ON CONFLICT (provider, provider_event_id) DO NOTHING`,
         [
           event.provider,
@@ -46,6 +47,8 @@ export async function storeDelivery(
           event.eventType,
           event.occurredAt,
           event.reason,
+          event.source?.account ?? null,
+          event.source?.configurationSet ?? null,
         ],
       );
       newEvents += inserted.rowCount ?? 0;
@@ -68,11 +71,15 @@ export interface ProviderEventRow {
   occurredAt: Date;
   receivedAt: Date;
   reason: string | null;
+  /** SES: the account and configuration set the event names; null for other providers (migration 0052). */
+  sendingAccount: string | null;
+  configurationSet: string | null;
 }
 
 const EVENT_COLUMNS = `provider, provider_event_id AS "providerEventId", send_key AS "sendKey",
   provider_message_id AS "providerMessageId", event_type AS "eventType", occurred_at AS "occurredAt",
-  received_at AS "receivedAt", reason`;
+  received_at AS "receivedAt", reason, sending_account AS "sendingAccount",
+  configuration_set AS "configurationSet"`;
 
 // Providers stamp events to the second (SendGrid), and posts arrive in any order, so events of the same time
 // are put in the order they must have happened: taken, then what became of it, then a complaint.

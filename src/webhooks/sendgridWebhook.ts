@@ -7,8 +7,8 @@
 //
 // SendGrid documents no timestamp tolerance; the window is ours (WEBHOOK_MAX_AGE_MS). A redelivery is signed
 // anew, so its signature is new while its events keep their sg_event_id: stored once. The very same signed
-// request seen twice is a replay and refused.
-import { createPublicKey, verify, type KeyObject } from 'node:crypto';
+// request seen twice is a replay and refused, however its signature is spelled (sendGridReplayToken).
+import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import {
   epochSeconds,
@@ -46,6 +46,48 @@ export function sendGridPublicKey(text: string): KeyObject {
   return key;
 }
 
+/** The order of P-256's group: s and n - s both verify, so a signature is taken as (r, the smaller of them). */
+const P256_ORDER = BigInt('0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551');
+
+/**
+ * What makes a SendGrid delivery's signature the same signature however it is spelled: base64 with or without
+ * padding or stray characters, DER with other integer padding, or ECDSA's twin (r, n - s), which verifies just
+ * as well. A hash of (r, low s) as 32-byte integers; of the decoded bytes when they are not DER (they then do
+ * not verify either).
+ */
+export function sendGridReplayToken(signatureBytes: Buffer): string {
+  const pair = ecdsaDerPair(signatureBytes);
+  const canonical =
+    pair === null
+      ? signatureBytes
+      : Buffer.concat([
+          fixedWidth(pair.r),
+          fixedWidth(pair.s > P256_ORDER / 2n ? P256_ORDER - pair.s : pair.s),
+        ]);
+  return `sha256:${createHash('sha256').update(canonical).digest('hex')}`;
+}
+
+/** (r, s) of a DER ECDSA-Sig-Value (SEQUENCE of two INTEGERs, short lengths as P-256 needs); else null. */
+function ecdsaDerPair(bytes: Buffer): { r: bigint; s: bigint } | null {
+  if (bytes.length < 8 || bytes[0] !== 0x30 || bytes[1] !== bytes.length - 2) return null;
+  const integers: bigint[] = [];
+  let at = 2;
+  while (at < bytes.length && integers.length < 2) {
+    const length = bytes[at + 1];
+    if (bytes[at] !== 0x02 || length === undefined || length === 0 || length > 0x7f) return null;
+    const end = at + 2 + length;
+    if (end > bytes.length) return null;
+    integers.push(BigInt(`0x${bytes.subarray(at + 2, end).toString('hex')}`));
+    at = end;
+  }
+  if (integers.length !== 2 || at !== bytes.length) return null;
+  return { r: integers[0]!, s: integers[1]! };
+}
+
+function fixedWidth(value: bigint): Buffer {
+  return Buffer.from(value.toString(16).padStart(64, '0').slice(-64), 'hex');
+}
+
 export function readSendGridDelivery(input: {
   headers: IncomingHttpHeaders;
   rawBody: Buffer;
@@ -72,7 +114,10 @@ export function readSendGridDelivery(input: {
 
   try {
     const { events, skipped } = parseEvents(input.rawBody, { signedAt, maxAgeMs: input.maxAgeMs });
-    return { ok: true, delivery: { token: signature, signedAt, events, skipped } };
+    return {
+      ok: true,
+      delivery: { token: sendGridReplayToken(signatureBytes), signedAt, events, skipped },
+    };
   } catch (error) {
     if (error instanceof MalformedWebhookError) return refused(400, error.message);
     throw error;

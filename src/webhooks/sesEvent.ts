@@ -1,8 +1,9 @@
 // The SES event inside an SNS notification (eventType Send, Delivery, Bounce, Complaint, Reject): which order
-// and send key its message tags name, what became of the mail, and when. The SNS envelope around it, with its
+// and send key its message tags name, what became of the mail, and when, and where it was sent from (the
+// sending account and the configuration set SES puts on every event; an event without them is not ours). The SNS envelope around it, with its
 // signature, is src/webhooks/snsWebhook.ts; whether the event is about one of our attempts, ourEvent.ts.
 import { sendKeyOfSesTag } from '../evidence/messageIdentity';
-import { SES_TAGS } from '../mail/providers/ses';
+import { SES_TAGS, sesConfigurationSetProblem } from '../mail/providers/ses';
 import {
   MalformedWebhookError,
   optionalMessageId,
@@ -11,6 +12,10 @@ import {
   type ProviderEvent,
   type ProviderEventType,
 } from './normalizedEvent';
+
+/** The tag SES adds to every event of a send that named a configuration set. */
+const SES_CONFIGURATION_SET_TAG = 'ses:configuration-set';
+const ACCOUNT_ID = /^[0-9]{12}$/;
 
 const SES_EVENT_TYPES: Readonly<Record<string, ProviderEventType>> = {
   Send: 'accepted',
@@ -47,6 +52,11 @@ export function parseSesEvent(text: string, snsMessageId: string): ProviderEvent
   };
   const orderId = orderIdOrNull(tag(SES_TAGS.orderId));
   if (orderId === null) return 'not-ours';
+  // Every send of ours names a configuration set, and SES names the account on every event: without both, the
+  // event cannot be tied to where an attempt went.
+  const account = typeof mail.sendingAccountId === 'string' ? mail.sendingAccountId : '';
+  const configurationSet = tag(SES_CONFIGURATION_SET_TAG) ?? '';
+  if (!ACCOUNT_ID.test(account) || sesConfigurationSetProblem(configurationSet) !== null) return 'not-ours';
   // Event publishing names it eventType; the older identity notifications notificationType.
   const name = typeof event.eventType === 'string' ? event.eventType : event.notificationType;
   const eventType = typeof name === 'string' ? SES_EVENT_TYPES[name] : undefined;
@@ -82,6 +92,7 @@ export function parseSesEvent(text: string, snsMessageId: string): ProviderEvent
         : eventType === 'dropped'
           ? scrubbedReason(detail.reason)
           : null,
+    source: { account, configurationSet },
   };
 }
 

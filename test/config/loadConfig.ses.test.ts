@@ -12,20 +12,31 @@ describe('MAIL_PROVIDER=ses', () => {
       ...BASE,
       AWS_REGION: 'eu-west-1',
       SES_CONFIGURATION_SET: 'order-mail-events',
+      SES_ACCOUNT_ID: '111122223333',
       AWS_ACCESS_KEY_ID: 'AKIAEXAMPLE',
       AWS_SECRET_ACCESS_KEY: 'secret-example',
     });
     expect(config.mailApi).toMatchObject({
       provider: 'ses',
       baseUrl: 'https://email.eu-west-1.amazonaws.com',
-      ses: { region: 'eu-west-1', configurationSet: 'order-mail-events', credentials: { kind: 'static' } },
+      ses: {
+        region: 'eu-west-1',
+        configurationSet: 'order-mail-events',
+        accountId: '111122223333',
+        credentials: { kind: 'static' },
+      },
     });
     expect(config.verification?.facts).toMatchObject({ lookup: false, webhook: 'ses' });
     expect(config.workflow.idempotency).toBeNull();
   });
 
   it('web identity and container credentials are read from AWS’s usual variables', () => {
-    const common = { ...BASE, AWS_DEFAULT_REGION: 'us-west-2', SES_CONFIGURATION_SET: 'events' };
+    const common = {
+      ...BASE,
+      AWS_DEFAULT_REGION: 'us-west-2',
+      SES_CONFIGURATION_SET: 'events',
+      SES_ACCOUNT_ID: '111122223333',
+    };
     expect(
       loadConfig({
         ...common,
@@ -49,8 +60,24 @@ describe('MAIL_PROVIDER=ses', () => {
     expect(problems).toEqual([
       'AWS_REGION must be an AWS region such as eu-west-1 (got "Europe").',
       'SES_CONFIGURATION_SET is required.',
+      'SES_ACCOUNT_ID is required.',
       'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together: set both or neither.',
     ]);
     expect(JSON.stringify(problems)).not.toContain('secret-example');
+  });
+
+  it('SES_ACCOUNT_ID must be a 12-digit account id: the account every SES event of ours must name', () => {
+    expect(
+      problemsOf({
+        ...BASE,
+        AWS_REGION: 'eu-west-1',
+        SES_CONFIGURATION_SET: 'events',
+        SES_ACCOUNT_ID: 'arn:aws:iam::111122223333:root',
+        AWS_ACCESS_KEY_ID: 'AKIAEXAMPLE',
+        AWS_SECRET_ACCESS_KEY: 'secret-example',
+      }),
+    ).toEqual([
+      'SES_ACCOUNT_ID must be the 12-digit AWS account id SES sends from (got "arn:aws:iam::111122223333:root").',
+    ]);
   });
 });

@@ -6,6 +6,7 @@ import {
   judgeLookup,
   judgeWebhookEvents,
   notFoundCountsFrom,
+  whyLookupCannotDecide,
   type DispatchedAttempt,
   type EvidenceTiming,
 } from '../../src/evidence/evidenceRules';
@@ -49,6 +50,20 @@ const entries = (
 ): Extract<LookupAnswer, { kind: 'entries' }> => ({ kind: 'entries', filteredBy, complete, entries: list });
 
 describe('from where the attempt went', () => {
+  it('SES: sent from another account, it cannot be asked about here; recorded before accounts were, it can', () => {
+    const ses: SendDestination = {
+      provider: 'ses',
+      origin: 'https://email.eu-west-1.amazonaws.com',
+      scope: 'eu-west-1/order-mail-events',
+      credentialFingerprint: credentialFingerprint('AKIAEXAMPLE'),
+      account: '111122223333',
+    };
+    expect(whyLookupCannotDecide(attemptTo({ ...ses, account: '444455556666' }), ses)).toMatch(
+      /account 444455556666, asking 111122223333/,
+    );
+    expect(whyLookupCannotDecide(attemptTo({ ...ses, account: null }), ses)).toBeNull();
+  });
+
   it.each([
     ['another provider', { ...GENERIC, provider: 'postmark' }, /provider generic, asking postmark/],
     ['another origin (region)', { ...GENERIC, origin: 'https://eu.mail.example.com' }, /origin/],
@@ -245,14 +260,64 @@ describe('webhook events', () => {
         events: [event({ occurredAt: new Date(0) })],
         providerHasLookup: false,
       }),
-    ).toEqual({ kind: 'none', ignored: 1 });
+    ).toEqual({ kind: 'none', ignored: 1, elsewhere: 0 });
     expect(
       judgeWebhookEvents({
         attempt: attemptTo(sendgrid),
         events: [event({ sendKey: 'order-confirmation/production/777/0' })],
         providerHasLookup: false,
       }),
-    ).toEqual({ kind: 'none', ignored: 1 });
+    ).toEqual({ kind: 'none', ignored: 1, elsewhere: 0 });
+  });
+
+  describe('SES: only from the attempt’s configuration set and sending account', () => {
+    const ses: SendDestination = {
+      provider: 'ses',
+      origin: 'https://email.eu-west-1.amazonaws.com',
+      scope: 'eu-west-1/order-mail-events',
+      credentialFingerprint: credentialFingerprint('AKIAEXAMPLE'),
+      account: '111122223333',
+    };
+    const sesEvent = (sendingAccount: string | null, configurationSet: string | null) => ({
+      ...event({ providerMessageId: 'ses-1' }),
+      sendingAccount,
+      configurationSet,
+    });
+    const judge = (
+      destination: SendDestination,
+      ev: ReturnType<typeof sesEvent>,
+      asking: SendDestination | null = ses,
+    ) =>
+      judgeWebhookEvents({ attempt: attemptTo(destination), events: [ev], providerHasLookup: false, asking });
+
+    it.each([
+      ['another account', sesEvent('444455556666', 'order-mail-events')],
+      [
+        'another configuration set (a staging deployment on the same topic)',
+        sesEvent('111122223333', 'staging'),
+      ],
+      ['neither recorded (an event stored before migration 0052)', sesEvent(null, null)],
+    ])('%s: not this attempt’s, counted as from elsewhere', (_, ev) => {
+      expect(judge(ses, ev)).toEqual({ kind: 'none', ignored: 1, elsewhere: 1 });
+    });
+
+    it('the same event from its own set and account settles it', () => {
+      expect(judge(ses, sesEvent('111122223333', 'order-mail-events'))).toMatchObject({ kind: 'found' });
+    });
+
+    it('dispatched before the account was recorded: judged by its set and the configured account', () => {
+      const before = { ...ses, account: null };
+      expect(judge(before, sesEvent('111122223333', 'order-mail-events'))).toMatchObject({ kind: 'found' });
+      expect(judge(before, sesEvent('444455556666', 'order-mail-events'))).toMatchObject({
+        kind: 'none',
+        elsewhere: 1,
+      });
+      // No account anywhere to judge by: nothing counts.
+      expect(judge(before, sesEvent('111122223333', 'order-mail-events'), null)).toMatchObject({
+        kind: 'none',
+        elsewhere: 1,
+      });
+    });
   });
 
   it('Mailgun: only with our Message-Id, and even then it only asks the lookup, never settles alone', () => {
@@ -263,7 +328,7 @@ describe('webhook events', () => {
         events: [event({ providerMessageId: 'forged@mg.example.com' })],
         providerHasLookup: true,
       }),
-    ).toEqual({ kind: 'none', ignored: 1 });
+    ).toEqual({ kind: 'none', ignored: 1, elsewhere: 0 });
     expect(
       judgeWebhookEvents({
         attempt: attemptTo(MAILGUN),

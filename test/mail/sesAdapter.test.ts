@@ -6,14 +6,19 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { SANDBOX_AWS_ACCESS_KEY_ID, SANDBOX_SES_REGION } from '../../dev/sandbox/providers/ses';
+import {
+  SANDBOX_AWS_ACCESS_KEY_ID,
+  SANDBOX_AWS_ACCOUNT_ID,
+  SANDBOX_SES_REGION,
+} from '../../dev/sandbox/providers/ses';
 import { credentialFingerprint } from '../../src/evidence/destination';
 import { DEFAULT_DEPLOYMENT_ID, sendKeyOfSesTag } from '../../src/evidence/messageIdentity';
 import { createMailTransport, type SesSettings } from '../../src/mail/createMailTransport';
 import { createHttpMailTransport } from '../../src/mail/httpMailTransport';
 import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
 import { createAwsCredentialProvider } from '../../src/mail/providers/awsCredentials';
-import { createSesAdapter } from '../../src/mail/providers/ses';
+import { createSesAdapter, SES_SIGNATURE_TIME_ERROR } from '../../src/mail/providers/ses';
+import { outcomeForStatus } from '../../src/mail/sendOutcomeTable';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
 import { TEST_SES_CONFIGURATION_SET, testSesSettings } from '../support/testKit';
 
@@ -89,29 +94,81 @@ describe('SES v2 against the sandbox', () => {
     expect(api.messages()).toEqual([]);
   });
 
-  it('a request signed with a clock 10 minutes off is refused as expired: rejected, nothing held', async () => {
-    const api = await sandbox();
+  it.each([
+    ['behind', -10],
+    ['ahead', 10],
+  ])(
+    'a request signed with a clock 10 minutes %s is refused for its time: not sent (retried), never rejected, nothing held',
+    async (_direction, minutes) => {
+      const api = await sandbox();
+      const adapter = createSesAdapter({
+        region: SANDBOX_SES_REGION,
+        configurationSet: TEST_SES_CONFIGURATION_SET,
+        credentials: async () => ({ accessKeyId: SANDBOX_AWS_ACCESS_KEY_ID, secretAccessKey: SECRET }),
+        now: () => new Date(Date.now() + minutes * 60_000),
+      });
+      const transport = createHttpMailTransport({
+        adapter,
+        baseUrl: api.url,
+        connectTimeoutMs: 1_000,
+        headersTimeoutMs: 1_000,
+        overallTimeoutMs: 3_000,
+        connections: 1,
+      });
+      cleanups.push(() => transport.close());
+      const result = await transport.send(mail('803'));
+      expect(result).toMatchObject({
+        outcome: 'not_sent',
+        httpStatus: 403,
+        errorCode: SES_SIGNATURE_TIME_ERROR,
+      });
+      expect(api.messages()).toEqual([]);
+    },
+  );
+
+  it("AWS's signature-time refusals, as its services word them, are not sent; a wrong signature stays rejected", () => {
     const adapter = createSesAdapter({
       region: SANDBOX_SES_REGION,
       configurationSet: TEST_SES_CONFIGURATION_SET,
       credentials: async () => ({ accessKeyId: SANDBOX_AWS_ACCESS_KEY_ID, secretAccessKey: SECRET }),
-      now: () => new Date(Date.now() - 10 * 60_000),
     });
-    const transport = createHttpMailTransport({
-      adapter,
-      baseUrl: api.url,
-      connectTimeoutMs: 1_000,
-      headersTimeoutMs: 1_000,
-      overallTimeoutMs: 3_000,
-      connections: 1,
-    });
-    cleanups.push(() => transport.close());
-    const result = await transport.send(mail('803'));
-    expect(result).toMatchObject({
-      outcome: 'rejected',
-      httpStatus: 403,
-      errorCode: 'SignatureDoesNotMatch',
-    });
+    const outcome = (status: number, type: string, message: string) =>
+      outcomeForStatus(
+        status,
+        adapter.statusTable,
+        adapter.readProviderError(status, JSON.stringify({ message }), { 'x-amzn-errortype': type }),
+      );
+    const expired =
+      'Signature expired: 20261206T040000Z is now earlier than 20261206T041000Z (20261206T041500Z - 5 min.)';
+    const early =
+      'Signature not yet current: 20261206T042000Z is still later than 20261206T041000Z (20261206T040500Z + 5 min.)';
+    expect([
+      outcome(403, 'InvalidSignatureException:http://internal.amazon.com/', expired),
+      outcome(400, 'InvalidSignatureException', early),
+      outcome(403, 'SignatureDoesNotMatch', expired),
+      outcome(
+        403,
+        'RequestTimeTooSkewed',
+        'The difference between the request time and the current time is too large.',
+      ),
+      outcome(400, 'RequestExpired', 'Request has expired.'),
+    ]).toEqual(['not_sent', 'not_sent', 'not_sent', 'not_sent', 'not_sent']);
+    expect(
+      outcome(
+        403,
+        'SignatureDoesNotMatch',
+        'The request signature we calculated does not match the signature you provided.',
+      ),
+    ).toBe('rejected');
+  });
+
+  it('a configuration set the account does not have: 404 NotFound, rejected, nothing held', async () => {
+    const api = await sandbox();
+    const result = await sesClient(api.url, {
+      ...testSesSettings(SECRET),
+      configurationSet: 'staging-events',
+    }).send(mail('805'));
+    expect(result).toMatchObject({ outcome: 'rejected', httpStatus: 404, errorCode: 'NotFound' });
     expect(api.messages()).toEqual([]);
   });
 
@@ -154,7 +211,7 @@ describe('SES v2 against the sandbox', () => {
     expect(api.requests()).toEqual([]);
   });
 
-  it('records where it went: provider ses, the endpoint origin, region/configuration set, a fingerprint of the access key id', async () => {
+  it('records where it went: provider ses, the endpoint origin, region/configuration set, a fingerprint of the access key id, the sending account', async () => {
     const api = await sandbox();
     const transport = sesClient(api.url);
     expect(transport.destination).toEqual({
@@ -162,6 +219,7 @@ describe('SES v2 against the sandbox', () => {
       origin: api.url,
       scope: `${SANDBOX_SES_REGION}/${TEST_SES_CONFIGURATION_SET}`,
       credentialFingerprint: credentialFingerprint(`aws-access-key:${SANDBOX_AWS_ACCESS_KEY_ID}`),
+      account: SANDBOX_AWS_ACCOUNT_ID,
     });
     expect(JSON.stringify(transport.destination)).not.toContain(SECRET);
   });

@@ -18,7 +18,12 @@ import { createSmtpMailTransport, type SmtpConfig } from '../../src/mail/smtp/sm
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { SANDBOX_AWS_ACCESS_KEY_ID, SANDBOX_SES_REGION } from '../../dev/sandbox/providers/ses';
+import {
+  SANDBOX_AWS_ACCESS_KEY_ID,
+  SANDBOX_AWS_ACCOUNT_ID,
+  SANDBOX_SES_CONFIGURATION_SET,
+  SANDBOX_SES_REGION,
+} from '../../dev/sandbox/providers/ses';
 import type { SesSettings } from '../../src/mail/createMailTransport';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
@@ -143,13 +148,14 @@ export function testProviderMailClient(
   });
 }
 
-export const TEST_SES_CONFIGURATION_SET = 'order-mail-events';
+export const TEST_SES_CONFIGURATION_SET = SANDBOX_SES_CONFIGURATION_SET;
 
 /** SES settings signing with the sandbox's static AWS keys: its access key id, `secret` as the secret key. */
 export function testSesSettings(secret = 'sandbox-key'): SesSettings {
   return {
     region: SANDBOX_SES_REGION,
     configurationSet: TEST_SES_CONFIGURATION_SET,
+    accountId: SANDBOX_AWS_ACCOUNT_ID,
     credentials: {
       kind: 'static',
       accessKeyId: SANDBOX_AWS_ACCESS_KEY_ID,

@@ -80,6 +80,22 @@ function signedSendGrid(body: string, timestamp = nowSeconds()): Record<string, 
   };
 }
 
+const P256_ORDER = BigInt('0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551');
+
+/** The other ECDSA signature of the same message: (r, n - s), DER-encoded, in base64. */
+function twinSignature(base64: string): string {
+  const der = Buffer.from(base64, 'base64');
+  const rLength = der[3]!;
+  const r = der.subarray(4, 4 + rLength);
+  const s = BigInt(`0x${der.subarray(6 + rLength).toString('hex')}`);
+  const twinHex = (P256_ORDER - s).toString(16).padStart(64, '0');
+  // A DER INTEGER is signed: a leading byte >= 0x80 needs a zero before it.
+  const twin = Buffer.from(Number.parseInt(twinHex.slice(0, 2), 16) >= 0x80 ? `00${twinHex}` : twinHex, 'hex');
+  const body = Buffer.concat([Buffer.from([0x02, r.length]), r, Buffer.from([0x02, twin.length]), twin]);
+  const twinDer = Buffer.concat([Buffer.from([0x30, body.length]), body]);
+  return twinDer.toString('base64');
+}
+
 function mailgunBody(
   eventData: Record<string, unknown>,
   signing: { timestamp?: number; token?: string } = {},
@@ -208,6 +224,26 @@ describe('refused with a 4xx, nothing written', () => {
       () => post('/webhooks/sendgrid', noEventId, signedSendGrid(noEventId)),
       400,
     );
+    expect(await listProviderEvents(database.db, orderId)).toHaveLength(1);
+  });
+
+  it('SendGrid: the same signed request with its signature spelled otherwise is still a replay', async () => {
+    const orderId = String(nextOrder++);
+    const body = JSON.stringify([sendGridEvent(orderId)]);
+    const signed = signedSendGrid(body);
+    const signature = signed['x-twilio-email-event-webhook-signature']!;
+    expect((await post('/webhooks/sendgrid', body, signed)).status).toBe(200);
+    const respelled = [
+      // base64 without its padding, with spaces in it: the same bytes.
+      signature.replace(/=+$/, ''),
+      `${signature.slice(0, 20)} ${signature.slice(20)}`,
+      // ECDSA's twin signature (r, n - s): other bytes that verify just the same.
+      twinSignature(signature),
+    ];
+    for (const spelling of respelled) {
+      const headers = { ...signed, 'x-twilio-email-event-webhook-signature': spelling };
+      await refusedWithNothingWritten(() => post('/webhooks/sendgrid', body, headers), 409);
+    }
     expect(await listProviderEvents(database.db, orderId)).toHaveLength(1);
   });
 

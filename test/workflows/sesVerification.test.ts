@@ -1,11 +1,14 @@
 // Amazon SES end to end: the worker sends through the sandbox's SES emulation (SigV4 checked), the sandbox's SNS
-// posts the Send event to the receiver, and the workflow's unknown outcome is settled by it. Real HTTP, real
-// Postgres, a real Temporal dev server; assertions on the messages the sandbox holds, its requests, the log
-// row's recorded destination and the attempts.
+// posts the Send event to the receiver, and the workflow's unknown outcome is settled by it; a Send event as
+// genuinely signed but from another account or configuration set settles nothing. Real HTTP, real Postgres, a
+// real Temporal dev server; assertions on the messages the sandbox holds, its requests, the log row's recorded
+// destination and the attempts.
 import type { Client } from '@temporalio/client';
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { SANDBOX_SES_REGION } from '../../dev/sandbox/providers/ses';
+import type { ReceivedMessage } from '../../dev/sandbox/records';
+import { SANDBOX_AWS_ACCOUNT_ID, SANDBOX_SES_REGION } from '../../dev/sandbox/providers/ses';
 import { SANDBOX_SNS_TOPIC_ARN } from '../../dev/sandbox/sns';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
@@ -20,6 +23,7 @@ import {
   TEST_SES_CONFIGURATION_SET,
   testProviderMailClient,
   testSettings,
+  waitFor,
   type TestDatabase,
 } from '../support/testKit';
 import { attemptsWithVerification, testVerifier } from '../support/verificationKit';
@@ -109,11 +113,18 @@ describe('SES: an unknown outcome settled by the Send event SNS delivers', () =>
         providerMessageId: messages[0]!.id,
       },
     ]);
-    const { rows } = await database.db.query<{ provider: string; scope: string }>(
-      `SELECT dispatch_provider AS provider, dispatch_scope AS scope FROM order_mail_log WHERE order_id = $1`,
+    const { rows } = await database.db.query<{ provider: string; scope: string; account: string }>(
+      `SELECT dispatch_provider AS provider, dispatch_scope AS scope, dispatch_account AS account
+         FROM order_mail_log WHERE order_id = $1`,
       [orderId],
     );
-    expect(rows).toEqual([{ provider: 'ses', scope: `${SANDBOX_SES_REGION}/${TEST_SES_CONFIGURATION_SET}` }]);
+    expect(rows).toEqual([
+      {
+        provider: 'ses',
+        scope: `${SANDBOX_SES_REGION}/${TEST_SES_CONFIGURATION_SET}`,
+        account: SANDBOX_AWS_ACCOUNT_ID,
+      },
+    ]);
   });
 
   it('dropped before SES processed it: no Send event by the deadline, which proves nothing, so the policy decides', async () => {
@@ -141,6 +152,104 @@ describe('SES: an unknown outcome settled by the Send event SNS delivers', () =>
     expect(sandbox.messagesFor(assumed)).toEqual([]);
     expect(await attemptsWithVerification(database.db, assumed)).toMatchObject([
       { attempt: 1, outcome: 'unknown', unknownPolicy: 'assume-sent', verification: 'inconclusive' },
+    ]);
+  });
+});
+
+/**
+ * Starts the order's run with its request dropped before SES took it, and once the attempt has passed its fence
+ * posts a Send event for its very send key, signed by SNS for our topic, from `source` (another account or
+ * configuration set, or ours). Returns the run's result.
+ */
+async function runWithHandMadeSendEvent(
+  orderId: string,
+  policy: UnknownOutcomePolicy,
+  source: { account?: string; configurationSet?: string },
+) {
+  sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
+  const handle = await client.workflow.start(orderConfirmationMail, {
+    workflowId: orderId,
+    taskQueue: workers.get(policy)!,
+    args: [orderId],
+  });
+  const sendKey = await waitFor('the attempt past its dispatch fence', async () => {
+    const { rows } = await database.db.query<{ sendKey: string }>(
+      `SELECT dispatch_send_key AS "sendKey" FROM order_mail_log
+        WHERE order_id = $1 AND state = 'sending' AND dispatched_at IS NOT NULL`,
+      [orderId],
+    );
+    return rows[0]?.sendKey;
+  });
+  const held = {
+    id: `0100018c-elsewhere-${orderId}-000000`,
+    orderId,
+    to: 'customer@example.com',
+    from: 'shop@example.com',
+    sendKey,
+    receivedAt: new Date().toISOString(),
+  } as ReceivedMessage;
+  const message = sandbox.sns.notification(sandbox.sns.sesEvent(held, 'Send', new Date(), source));
+  const answer = await request(`${receiver.url}/webhooks/ses`, {
+    method: 'POST',
+    headers: sandbox.sns.headers(message),
+    body: JSON.stringify(message),
+    signal: AbortSignal.timeout(5_000),
+  });
+  await answer.body.dump();
+  // Authentic and of our tags: taken (and stored), whatever it will count for.
+  expect(answer.statusCode).toBe(200);
+  const { rows } = await database.db.query<{ account: string; configurationSet: string }>(
+    `SELECT sending_account AS account, configuration_set AS "configurationSet"
+       FROM order_mail_provider_events WHERE order_id = $1`,
+    [orderId],
+  );
+  expect(rows).toEqual([
+    {
+      account: source.account ?? SANDBOX_AWS_ACCOUNT_ID,
+      configurationSet: source.configurationSet ?? TEST_SES_CONFIGURATION_SET,
+    },
+  ]);
+  return handle.result();
+}
+
+describe('SES: an event counts only from the attempt’s configuration set and sending account', () => {
+  it.each([
+    ['another account (its SES allowed to publish to our topic)', { account: '444455556666' }],
+    [
+      'another configuration set (a staging deployment on the same topic)',
+      { configurationSet: 'staging-events' },
+    ],
+  ])(
+    '%s: the genuinely signed Send event moves no row; the policy decides, and the customer gets one mail',
+    async (_, source) => {
+      const orderId = await createOrder(database.db);
+      const result = await runWithHandMadeSendEvent(orderId, 'assume-failed', source);
+      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(await attemptsWithVerification(database.db, orderId)).toMatchObject([
+        {
+          attempt: 1,
+          state: 'failed',
+          outcome: 'unknown',
+          unknownPolicy: 'assume-failed',
+          verification: 'inconclusive',
+        },
+        { attempt: 2, state: 'sent', outcome: 'accepted' },
+      ]);
+      // The attempt's audit row says why the event did not count.
+      const attempts = await attemptsWithVerification(database.db, orderId);
+      expect(attempts[0]!.error).toMatch(
+        /1 event\(s\) naming it came from another configuration set or account/,
+      );
+    },
+  );
+
+  it('the same event from our account and configuration set settles the attempt as accepted', async () => {
+    const orderId = await createOrder(database.db);
+    const result = await runWithHandMadeSendEvent(orderId, 'assume-failed', {});
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
+    expect(await attemptsWithVerification(database.db, orderId)).toMatchObject([
+      { attempt: 1, state: 'sent', outcome: 'accepted', verification: 'webhook' },
     ]);
   });
 });

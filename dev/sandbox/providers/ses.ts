@@ -12,6 +12,10 @@ import { checkSigV4 } from './sigv4';
 
 export const SANDBOX_AWS_ACCESS_KEY_ID = 'AKIASANDBOXEXAMPLE01';
 export const SANDBOX_SES_REGION = 'us-east-1';
+/** The AWS account the sandbox's SES sends from: every event it publishes names it (mail.sendingAccountId). */
+export const SANDBOX_AWS_ACCOUNT_ID = '000000000000';
+/** The configuration set the sandbox's SES events name (the tests' SES_CONFIGURATION_SET). */
+export const SANDBOX_SES_CONFIGURATION_SET = 'order-mail-events';
 
 const DEFAULT_ERRORS: Readonly<Record<number, string>> = {
   400: 'BadRequestException',
@@ -80,6 +84,21 @@ export const sesEmulation: ProviderEmulation = {
       if (value === null) {
         return { ok: false, orderId, answer: sesFailure(400, 'BadRequestException', `Missing ${field}`) };
       }
+    }
+    // The sandbox's account has one configuration set, whose name its events carry: SES refuses any other.
+    if (
+      body.ConfigurationSetName !== undefined &&
+      body.ConfigurationSetName !== SANDBOX_SES_CONFIGURATION_SET
+    ) {
+      return {
+        ok: false,
+        orderId,
+        answer: sesFailure(
+          404,
+          'NotFoundException',
+          `Configuration set <${JSON.stringify(body.ConfigurationSetName)}> does not exist.`,
+        ),
+      };
     }
     if (!isPlausibleAddress(to!)) {
       return {

@@ -67,11 +67,19 @@ export function checkSigV4(
   const signedAt = Date.parse(
     `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
   );
-  if (Math.abs(now.getTime() - signedAt) > SIGV4_MAX_SKEW_MS) {
+  // AWS's own wording, which is all that tells this refusal from a wrong key: the name is the same.
+  if (now.getTime() - signedAt > SIGV4_MAX_SKEW_MS) {
     return {
       status: 403,
       code: 'SignatureDoesNotMatch',
-      message: 'Signature expired: the request time is too far from now',
+      message: `Signature expired: ${amzDate} is now earlier than ${amzDateOf(now.getTime() - SIGV4_MAX_SKEW_MS)} (${amzDateOf(now.getTime())} - 5 min.)`,
+    };
+  }
+  if (signedAt - now.getTime() > SIGV4_MAX_SKEW_MS) {
+    return {
+      status: 403,
+      code: 'SignatureDoesNotMatch',
+      message: `Signature not yet current: ${amzDate} is still later than ${amzDateOf(now.getTime() + SIGV4_MAX_SKEW_MS)} (${amzDateOf(now.getTime())} + 5 min.)`,
     };
   }
   const signedHeaders = signedHeaderList!.split(';');
@@ -109,6 +117,13 @@ export function checkSigV4(
     };
   }
   return null;
+}
+
+function amzDateOf(ms: number): string {
+  return new Date(ms)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.[0-9]{3}/, '');
 }
 
 function hmac(key: string | Buffer, text: string): Buffer {

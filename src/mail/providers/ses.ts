@@ -87,13 +87,25 @@ const DOCUMENTED_ERRORS = new Set([
   'AccessDenied',
   'InvalidClientTokenId',
   'RequestExpired',
+  'RequestTimeTooSkewed',
 ]);
+
+/**
+ * Our name for a signature refused for its time alone (our clock is off, or the request sat too long before it
+ * left): AWS calls it InvalidSignature or SignatureDoesNotMatch and says so only in the message, which for this
+ * error quotes nothing but timestamps ("Signature expired: … is now earlier than …", "Signature not yet
+ * current: … is still later than …").
+ */
+export const SES_SIGNATURE_TIME_ERROR = 'SignatureExpired';
+const SIGNATURE_TIME_MESSAGE = /^Signature (expired|not yet current)\b/;
 
 /**
  * SES's statuses and error names (SES API v2 reference, SendEmail "Errors", and AWS's common errors):
  * 200 accepted with its MessageId. 429 TooManyRequests, and Throttling whatever status carries it: not sent,
  * retry (AWS advises backing off). An expired temporary token was refused before anything was processed: not
- * sent, and the retry signs with fresh keys. 400 MessageRejected (an unverified address, a sandboxed account),
+ * sent, and the retry signs with fresh keys. So was a signature refused for its time (RequestExpired,
+ * RequestTimeTooSkewed, "Signature expired"): not sent, retried, never a permanent rejection of the order for
+ * a worker clock that is minutes off. 400 MessageRejected (an unverified address, a sandboxed account),
  * MailFromDomainNotVerified, AccountSuspended, SendingPaused, BadRequest, LimitExceeded, and 403 signature or
  * access errors: rejected, with the name as the reason (the generic 4xx rule). Every 5xx, 503 included: SES
  * says nothing about whether a message was taken before it, and it has no lookup, so unknown: the Send event
@@ -110,6 +122,8 @@ const SES_STATUS_TABLE = extendStatusTable(
       Throttling: 'not_sent',
       ExpiredToken: 'not_sent',
       RequestExpired: 'not_sent',
+      RequestTimeTooSkewed: 'not_sent',
+      [SES_SIGNATURE_TIME_ERROR]: 'not_sent',
     },
   },
 );
@@ -210,9 +224,21 @@ function sesErrorName(headers: ResponseHeaders, body: string | null): string | n
       .split('#')
       .pop()!
       .replace(/Exception$/, '');
-    if (DOCUMENTED_ERRORS.has(bare)) return bare;
+    if (!DOCUMENTED_ERRORS.has(bare)) continue;
+    if ((bare === 'SignatureDoesNotMatch' || bare === 'InvalidSignature') && signatureTimeRefused(parsed)) {
+      return SES_SIGNATURE_TIME_ERROR;
+    }
+    return bare;
   }
   return null;
+}
+
+/** Whether the answer's message says the signature was refused for its time; the message is not kept. */
+function signatureTimeRefused(parsed: Record<string, unknown> | null): boolean {
+  const error = parsed?.Error as { Message?: unknown } | undefined;
+  return [parsed?.message, parsed?.Message, error?.Message].some(
+    (message) => typeof message === 'string' && SIGNATURE_TIME_MESSAGE.test(message),
+  );
 }
 
 /**
