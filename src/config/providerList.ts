@@ -117,3 +117,32 @@ export function readProviderList(
   }
   return list.length > 0 ? list : [fallback];
 }
+
+/**
+ * MAIL_PROVIDERS_DRAINING (docs/providers.md#draining-a-provider): providers of the list that finish what is
+ * bound to them (their send and lookup settings stay) and take no new attempts. Each must be in the list, and
+ * at least one provider must stay to take new orders. Problems are appended.
+ */
+export function readDrainingProviders(
+  value: string | null,
+  list: readonly string[],
+  problems: string[],
+): string[] {
+  if (value === null || value.trim() === '') return [];
+  const names = value.split(',').map((name) => name.trim());
+  const draining: string[] = [];
+  for (const name of names) {
+    if (!list.includes(name)) {
+      problems.push(
+        `MAIL_PROVIDERS_DRAINING names ${JSON.stringify(name)}, which is not in MAIL_PROVIDERS ` +
+          `(${list.join(', ')}): a draining provider keeps its settings there until nothing is bound to it.`,
+      );
+    } else if (!draining.includes(name)) draining.push(name);
+  }
+  if (draining.length > 0 && draining.length === list.length) {
+    problems.push(
+      'MAIL_PROVIDERS_DRAINING names every provider of MAIL_PROVIDERS: at least one must take new orders.',
+    );
+  }
+  return draining;
+}
