@@ -27,7 +27,8 @@ export class OpsRefusal extends Error {
       | 'NOT_RESETTABLE'
       | 'CHANGED_MEANWHILE'
       | 'REASON_REQUIRED'
-      | 'PROVIDER_NOT_CONFIGURED',
+      | 'PROVIDER_NOT_CONFIGURED'
+      | 'PROVIDER_DRAINING',
     message: string,
   ) {
     super(message);
