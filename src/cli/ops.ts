@@ -96,6 +96,7 @@ export async function main(
         taskQueue: config.temporal.taskQueue,
         uiBaseUrl: config.uiBaseUrl,
         operator,
+        configured: configuredProviders(env),
       };
       io.out(await run(ctx, command));
       return 0;
@@ -154,4 +155,12 @@ if (require.main === module) {
       process.exitCode = 1;
     },
   );
+}
+
+/** MAIL_PROVIDERS (or MAIL_PROVIDER) of the ops environment, for status's hints; null when unset or unreadable. */
+function configuredProviders(env: Record<string, string | undefined>): string[] | null {
+  if (!(env.MAIL_PROVIDERS?.trim() || env.MAIL_PROVIDER?.trim())) return null;
+  const problems: string[] = [];
+  const list = readProviderList(env, problems, 'generic').map(String);
+  return problems.length === 0 ? list : null;
 }

@@ -13,6 +13,8 @@ export interface OpsContext {
   uiBaseUrl: string;
   /** Who is acting, for the audit rows and the reset's reason. */
   operator: string;
+  /** MAIL_PROVIDERS as the ops environment names it (the workers' list), or null/absent when it names none. */
+  configured?: readonly string[] | null;
 }
 
 /** A command that was understood but is not done, with an explanation for the operator. Nothing changed. */

@@ -4,8 +4,9 @@
 // new orders go to mailgun. Real HTTP to one sandbox per provider, real Postgres, a Temporal dev server.
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ActivityDependencies } from '../../src/activities';
+import { main } from '../../src/cli/ops';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import { FailureType } from '../../src/shared/failures';
@@ -136,6 +137,22 @@ describe('an order bound to a provider no longer in MAIL_PROVIDERS', () => {
       attempts: 1,
     });
     expect(await listAttempts(database.db, orderId)).toHaveLength(1);
+
+    // `npm run ops -- status`, with the workers' MAIL_PROVIDERS, says why and what to do.
+    const out: string[] = [];
+    const env = {
+      DATABASE_URL: database.connectionString,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+      TEMPORAL_TASK_QUEUE: removed.taskQueue,
+      MAIL_PROVIDERS: 'mailgun',
+    };
+    const io = { out: (text: string) => out.push(text), err: (text: string) => out.push(text) };
+    expect(await main(['status', orderId, '--json'], env, io)).toBe(0);
+    const status = JSON.parse(out.join('')) as { nextStep: string; workflow: { status: string } };
+    expect(status.workflow.status).toBe('FAILED');
+    expect(status.nextStep).toContain('Bound to postmark');
+    expect(status.nextStep).toContain('ProviderNotConfigured');
   }, 40_000);
 
   it('a worker that drains postmark finishes it at postmark, and sends new orders to mailgun', async () => {
