@@ -18,6 +18,7 @@ import { isTransientPostgresError, retryUntilAvailable } from './dependencyRetry
 import { postgresTarget, temporalTarget } from './config/connectionTargets';
 import { countStuckSending } from './db/mailLogGauges';
 import { createDatabase } from './db/pool';
+import { checkNoRowsBoundElsewhere } from './db/boundProviders';
 import { assertSchemaReady } from './db/schemaReady';
 import { createProviderTransports } from './mail/providerTransports';
 import {
@@ -112,6 +113,17 @@ async function runWorkerTraced(
           'Postgres',
           async () => {
             await assertSchemaReady(db);
+            // Nor with open rows bound to a provider it lacks (ProvidersStillBoundError), unless forced.
+            const configured = providers.transports.flatMap((transport) =>
+              transport.destination === undefined ? [] : [transport.destination.provider],
+            );
+            const forced = await checkNoRowsBoundElsewhere(db, configured, config.forceStartReason);
+            if (forced.length > 0) {
+              log('error', 'Starting although open rows are bound to providers this worker does not have', {
+                reason: config.forceStartReason,
+                bound: forced,
+              });
+            }
             return true;
           },
           isTransientPostgresError,

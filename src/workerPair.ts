@@ -102,6 +102,7 @@ async function runWorkerPair(
       db,
       mail: setup.providers.transports[0]!,
       mailProviders: setup.providers.transports,
+      drainingProviders: config.drainingProviders,
       verifiers: setup.providers.verifiers,
       providerSettings: setup.providers.settings,
       providerMailIdentity: setup.providers.identities,

@@ -5,7 +5,7 @@ import { claimOrderMailRow } from '../db/orderMailClaim';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
-import { orderNotFoundFailure } from '../shared/sendOutcome';
+import { orderNotFoundFailure, providerNotConfiguredFailure } from '../shared/sendOutcome';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import { providerNamesOf, verifiersOf, type ActivityDependencies } from './dependencies';
 import { recordResetOfRun } from './resetAct';
@@ -90,6 +90,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         verifyDispatchedOrphans: settings.verification !== null && verifiersOf(deps).length > 0,
         byProvider: judgements,
         providers: providerNamesOf(deps),
+        draining: deps.drainingProviders ?? [],
       },
       {
         settled(settled) {
@@ -128,6 +129,16 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
     switch (decision.kind) {
       case 'order-not-found':
         throw orderNotFoundFailure(orderId);
+      case 'no-provider':
+        // Non-retryable: the run fails at once with this type (the Web UI, ops), instead of attempts that
+        // each fail not sent until the run gives up. Nothing was written; a worker with the provider can finish.
+        log.error('Order mail bound to a provider this worker is not configured for; failing the order', {
+          orderId,
+          provider: decision.provider,
+          why: decision.explanation,
+        });
+        metrics.orderBoundToUnconfiguredProvider(decision.provider);
+        throw providerNotConfiguredFailure(orderId, decision.provider, decision.explanation);
       case 'claimed': {
         log.info('Order mail claimed', {
           orderId,

@@ -37,6 +37,11 @@ export interface ActivityDependencies {
    * chooses among their providers and the send uses the one the row names. Absent: `mail` alone.
    */
   mailProviders?: readonly MailTransport[];
+  /**
+   * MAIL_PROVIDERS_DRAINING: providers of `mailProviders` that finish what is bound to them and take no new
+   * attempts (docs/providers.md, "Draining a provider"). Absent: none.
+   */
+  drainingProviders?: readonly string[];
   /** One verifier per provider that can be asked; the verify activity takes the one of the attempt's destination. */
   verifiers?: readonly Verifier[];
   /** The sender and subject of each provider by name (<PROVIDER>_MAIL_FROM, …); else `mailIdentity`. */

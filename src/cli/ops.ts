@@ -16,7 +16,7 @@ import { readOrderMailStatus } from '../ops/orderMailStatus';
 import { resolveOrderMail } from '../ops/resolveOrderMail';
 import { retryOrderMail } from '../ops/retryOrderMail';
 import { formatProviderStatus, runProviderAct } from '../ops/providerOps';
-import { readProviderList } from '../config/providerList';
+import { lookupRetentionMs, readDrainingProviders, readProviderList } from '../config/providerList';
 import { processIo, type CliIo } from './cliIo';
 
 export async function main(
@@ -56,6 +56,10 @@ export async function main(
     const listProblems: string[] = [];
     const named = env.MAIL_PROVIDERS?.trim() || env.MAIL_PROVIDER?.trim();
     const configured = named ? readProviderList(env, listProblems, 'generic').map(String) : null;
+    const draining =
+      configured === null
+        ? []
+        : readDrainingProviders(env.MAIL_PROVIDERS_DRAINING ?? null, configured, listProblems);
     if (listProblems.length > 0) {
       io.err(listProblems.join('\n'));
       await db.close();
@@ -63,7 +67,12 @@ export async function main(
     }
     try {
       const operator = command.operator?.trim() || config.operator;
-      const status = await runProviderAct(db, command.provider, { operator, configured });
+      const status = await runProviderAct(db, command.provider, {
+        operator,
+        configured,
+        draining,
+        retentionMs: (provider) => lookupRetentionMs(env, provider, configured?.indexOf(provider) ?? 0),
+      });
       io.out(command.json ? JSON.stringify(status, null, 2) : formatProviderStatus(status));
       return 0;
     } catch (error) {
@@ -87,6 +96,7 @@ export async function main(
         taskQueue: config.temporal.taskQueue,
         uiBaseUrl: config.uiBaseUrl,
         operator,
+        configured: configuredProviders(env),
       };
       io.out(await run(ctx, command));
       return 0;
@@ -145,4 +155,12 @@ if (require.main === module) {
       process.exitCode = 1;
     },
   );
+}
+
+/** MAIL_PROVIDERS (or MAIL_PROVIDER) of the ops environment, for status's hints; null when unset or unreadable. */
+function configuredProviders(env: Record<string, string | undefined>): string[] | null {
+  if (!(env.MAIL_PROVIDERS?.trim() || env.MAIL_PROVIDER?.trim())) return null;
+  const problems: string[] = [];
+  const list = readProviderList(env, problems, 'generic').map(String);
+  return problems.length === 0 ? list : null;
 }

@@ -6,7 +6,7 @@ import { DEPLOYMENT_ID_PATTERN } from '../evidence/messageIdentity';
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { TracingSettings } from '../tracing/tracing';
 import { readVerificationConfig } from '../verification/verificationConfig';
-import { readProviderList } from './providerList';
+import { readDrainingProviders, readProviderList } from './providerList';
 import { CONFIG_DEFAULTS } from './configDefaults';
 import { ConfigError, EnvReader } from './envReader';
 import { readProviderPart, readSmtpConfig, sendTimeoutProblem } from './mailSettings';
@@ -132,6 +132,8 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     },
     mailApi: { ...first.mailApi, ...transportSettings },
     providers: parts.map((part) => ({ ...part, mailApi: { ...part.mailApi, ...transportSettings } })),
+    drainingProviders: readDrainingProviders(read.optional('MAIL_PROVIDERS_DRAINING'), list, problems),
+    forceStartReason: read.optional('MAIL_PROVIDERS_FORCE_START_REASON'),
     providerHealth: {
       skipAfterFailures: read.positiveInt(
         'MAIL_PROVIDER_SKIP_AFTER_FAILURES',

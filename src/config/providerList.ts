@@ -11,7 +11,11 @@
 //
 // The provider-specific names that existed before (MAILGUN_DOMAIN, MAILGUN_REGION, POSTMARK_MESSAGE_STREAM,
 // AWS_REGION, SES_CONFIGURATION_SET, SES_ACCOUNT_ID, the AWS credentials) already name their provider and are read as they are.
-import { MAIL_PROVIDER_NAMES, type MailProviderName } from '../mail/providers/mailProvider';
+import {
+  MAIL_PROVIDER_FACTS,
+  MAIL_PROVIDER_NAMES,
+  type MailProviderName,
+} from '../mail/providers/mailProvider';
 
 const OWN_ONLY = [
   'MAIL_API_KEY',
@@ -116,4 +120,52 @@ export function readProviderList(
     );
   }
   return list.length > 0 ? list : [fallback];
+}
+
+/**
+ * MAIL_PROVIDERS_DRAINING (docs/providers.md#draining-a-provider): providers of the list that finish what is
+ * bound to them (their send and lookup settings stay) and take no new attempts. Each must be in the list, and
+ * at least one provider must stay to take new orders. Problems are appended.
+ */
+export function readDrainingProviders(
+  value: string | null,
+  list: readonly string[],
+  problems: string[],
+): string[] {
+  if (value === null || value.trim() === '') return [];
+  const names = value.split(',').map((name) => name.trim());
+  const draining: string[] = [];
+  for (const name of names) {
+    if (!list.includes(name)) {
+      problems.push(
+        `MAIL_PROVIDERS_DRAINING names ${JSON.stringify(name)}, which is not in MAIL_PROVIDERS ` +
+          `(${list.join(', ')}): a draining provider keeps its settings there until nothing is bound to it.`,
+      );
+    } else if (!draining.includes(name)) draining.push(name);
+  }
+  if (draining.length > 0 && draining.length === list.length) {
+    problems.push(
+      'MAIL_PROVIDERS_DRAINING names every provider of MAIL_PROVIDERS: at least one must take new orders.',
+    );
+  }
+  return draining;
+}
+
+/**
+ * How long `provider`'s lookup remembers a message, as a worker with this environment reads it
+ * (<PROVIDER>_VERIFY_RETENTION_MS, else the provider's documented figure); null where it has no lookup that
+ * forgets (webhook evidence only) or is unknown. `index` is its place in MAIL_PROVIDERS, -1 when not in it (the
+ * first may use MAIL_VERIFY_RETENTION_MS). An unreadable value counts as the default: this is for reports, not for sending.
+ */
+export function lookupRetentionMs(
+  env: Record<string, string | undefined>,
+  provider: string,
+  index: number,
+): number | null {
+  if (!(MAIL_PROVIDER_NAMES as readonly string[]).includes(provider)) return null;
+  const facts = MAIL_PROVIDER_FACTS[provider as MailProviderName].verification;
+  if (facts === null || facts.retentionMs === null) return null;
+  // Not in the list (-1): only its own name counts, as for any provider after the first.
+  const value = Number(providerEnvView(env, provider, index < 0 ? 1 : index).env.MAIL_VERIFY_RETENTION_MS);
+  return Number.isInteger(value) && value > 0 ? value : facts.retentionMs;
 }

@@ -26,6 +26,16 @@ export interface WorkerConfig {
    * above: each with its own API settings, sender and verification. One entry without failover (and with SMTP).
    */
   providers: ProviderConfig[];
+  /**
+   * MAIL_PROVIDERS_DRAINING: providers of `providers` that finish the attempts bound to them and take no new
+   * ones (docs/providers.md#draining-a-provider).
+   */
+  drainingProviders: string[];
+  /**
+   * MAIL_PROVIDERS_FORCE_START_REASON: why this worker starts although open rows are bound to a provider it is
+   * not configured for (src/db/boundProviders.ts); logged. Null: it refuses to start.
+   */
+  forceStartReason: string | null;
   /** When a failing provider is skipped by new attempts (MAIL_PROVIDER_SKIP_*, src/db/providerHealth.ts). */
   providerHealth: HealthSettings;
   /** Set when MAIL_PROVIDER=smtp: the worker then sends over SMTP and `mailApi` is not used. Holds the password. */

@@ -1,6 +1,11 @@
 // Failover's part in the claim: which provider the attempt about to be claimed goes to, by the pure rule
 // (src/shared/providerChoice.ts), from the order's earlier attempts and the providers' shared health.
-import { chooseProvider, type EarlierAttempt, type ProviderChoice } from '../shared/providerChoice';
+import {
+  chooseProvider,
+  type EarlierAttempt,
+  type NoProviderChoice,
+  type ProviderChoice,
+} from '../shared/providerChoice';
 import type { ClaimRequest, ClaimedProvider } from './claimRequest';
 import type { MailLogRow } from './orderMailLog';
 import type { Database } from './pool';
@@ -16,11 +21,27 @@ export async function choose(
   db: Database,
   request: ClaimRequest,
   earlier: EarlierAttempt[],
-): Promise<ProviderChoice> {
+): Promise<ProviderChoice | NoProviderChoice> {
   const configured = request.providers ?? [];
-  // With one provider or none the rule has no choice to make: the health would be read for nothing.
-  const standings = configured.length < 2 ? [] : await readProviderStandings(db);
-  return chooseProvider({ configured, earlier, standings });
+  const draining = request.draining ?? [];
+  // With one provider taking new attempts or none the rule has no choice to make: the health would be read
+  // for nothing.
+  const choosable = configured.filter((provider) => !draining.includes(provider)).length;
+  const standings = choosable < 2 ? [] : await readProviderStandings(db);
+  return chooseProvider({ configured, draining, earlier, standings });
+}
+
+/** The claim's answer when no provider may take the attempt: nothing is written. */
+export function noProvider(choice: NoProviderChoice): {
+  kind: 'no-provider';
+  provider: string;
+  explanation: string;
+} {
+  return { kind: 'no-provider', provider: choice.provider, explanation: choice.explanation };
+}
+
+export function isNoProvider(choice: ProviderChoice | NoProviderChoice): choice is NoProviderChoice {
+  return choice.reason === 'bound-unconfigured' || choice.reason === 'all-draining';
 }
 
 export function claimedAt(choice: ProviderChoice): ClaimedProvider {

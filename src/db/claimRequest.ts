@@ -51,6 +51,11 @@ export interface ClaimRequest {
    * named (a test's fake transport) and the row's provider stays NULL.
    */
   providers?: readonly string[];
+  /**
+   * MAIL_PROVIDERS_DRAINING: providers of `providers` that finish the attempts bound to them and take no new
+   * ones (docs/providers.md, "Draining a provider").
+   */
+  draining?: readonly string[];
 }
 
 export type ClaimHow = 'first-claim' | 'reclaimed-failed' | 'took-over-undispatched' | 'own-claim';
@@ -93,6 +98,11 @@ export type ClaimDecision =
       /** Where the orphan went (the row's provider): it is asked there, on that provider's settle delay. */
       provider: string | null;
     }
+  /**
+   * The mail is bound to `provider` (an earlier attempt may have reached it) and the claimer is not configured
+   * for it, or no provider takes new attempts: nothing changed, and the order fails at once.
+   */
+  | { kind: 'no-provider'; provider: string; explanation: string }
   | { kind: 'order-not-found' };
 
 /** An attempt whose unknown outcome this claim settled (a closed run's dispatched claim, or a deferred one). */

@@ -29,7 +29,7 @@ import type { EarlierAttempt, ProviderChoice } from '../shared/providerChoice';
 import { judgementFor, type ClaimDecision, type ClaimObserver, type ClaimRequest } from './claimRequest';
 import { settleDispatchedOrphan } from './closedRunAttempt';
 import { deferredUnknownDecision, settleDeferredUnknown } from './deferredUnknown';
-import { choose, claimedAt, earlierAttempts } from './claimProviderChoice';
+import { choose, claimedAt, earlierAttempts, isNoProvider, noProvider } from './claimProviderChoice';
 import {
   readMailLog,
   timeSinceAttemptDispatch,
@@ -68,6 +68,7 @@ export async function claimOrderMailRow(
     if (row === null) {
       let inserted: boolean;
       const choice = await choose(db, request, []);
+      if (isNoProvider(choice)) return noProvider(choice);
       try {
         inserted = await insertFirstClaim(db, request, choice);
       } catch (error) {
@@ -105,6 +106,9 @@ export async function claimOrderMailRow(
     }
 
     if (row.state === 'failed') {
+      // Before anything else: an unknown bound to a provider this claimer lacks is not its to settle either.
+      const choice = await choose(db, request, await earlierAttempts(db, row));
+      if (isNoProvider(choice)) return noProvider(choice);
       const deferred = await deferredUnknownDecision(db, row, request);
       if (deferred !== null && deferred.decision.kind === 'policy') {
         if (await settleDeferredUnknown(db, row, request, deferred)) {
@@ -116,7 +120,6 @@ export async function claimOrderMailRow(
         } else observer.rowChanged();
         continue;
       }
-      const choice = await choose(db, request, await earlierAttempts(db, row));
       const attempt = await reclaimFailed(db, row, request, choice);
       if (attempt !== null) {
         return {
@@ -141,6 +144,7 @@ export async function claimOrderMailRow(
         outcome: 'not_sent',
       };
       const choice = await choose(db, request, [...(await earlierAttempts(db, row)), abandoned]);
+      if (isNoProvider(choice)) return noProvider(choice);
       const attempt = await takeOverUndispatched(db, row, request, choice);
       if (attempt !== null) {
         return {
@@ -156,7 +160,11 @@ export async function claimOrderMailRow(
     }
     // An orphan: judged by the provider it went to. The policy is the price of not knowing; where that
     // provider can say, it is asked first. (A retry under the idempotency key needs no asking: the provider
-    // dedupes it, and decideUnknownOutcome prefers it.)
+    // dedupes it, and decideUnknownOutcome prefers it.) Where that provider is not configured here, this claimer
+    // can neither ask it nor judge its key: the order fails at once, for a worker that has it to settle.
+    const dispatched: EarlierAttempt = { attempt: row.attempts, provider: row.provider, outcome: 'unknown' };
+    const bound = await choose(db, request, [...(await earlierAttempts(db, row)), dispatched]);
+    if (isNoProvider(bound)) return noProvider(bound);
     const judgement = judgementFor(request, row.provider);
     const facts = orphanFactsAtClaim({
       policy: request.policy,

@@ -38,6 +38,12 @@ export const ORDER_MAIL_METRICS = {
    * but `first` rising is failover at work.
    */
   providerChoices: 'order_mail_provider_choices_total',
+  /**
+   * Counter {provider}: claims that found the order's mail bound to a provider the worker is not configured
+   * for, and failed the order at once (ProviderNotConfigured). Should stay 0: drain a provider, never remove it
+   * while rows are bound to it (docs/providers.md, "Draining a provider").
+   */
+  ordersBoundToUnconfiguredProvider: 'order_mail_orders_bound_to_unconfigured_provider_total',
   /** Counter {provider}: sends that counted against a provider's health (not sent: refused, 5xx, 429). */
   providerFailures: 'order_mail_provider_failures_total',
   /** Counter {provider}: times a provider's failures in a row reached the threshold, so new attempts skip it. */
@@ -65,6 +71,7 @@ export interface OrderMailMetrics {
   sendFinished(outcome: MailOutcome, durationSeconds: number, provider?: string): void;
   providerChosen(provider: string, reason: string): void;
   providerFailed(provider: string, skipStarted: boolean): void;
+  orderBoundToUnconfiguredProvider(provider: string): void;
   unknownOutcomeSettled(
     settledBy: UnknownSettledBy,
     verification?: 'lookup' | 'webhook' | 'inconclusive' | 'none',
@@ -112,6 +119,11 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     undefined,
     'New attempts by the provider the claim chose, and why',
   );
+  const boundToUnconfigured = meter.createCounter(
+    ORDER_MAIL_METRICS.ordersBoundToUnconfiguredProvider,
+    undefined,
+    'Orders failed at once because their mail is bound to a provider the worker is not configured for',
+  );
   const providerFailures = meter.createCounter(
     ORDER_MAIL_METRICS.providerFailures,
     undefined,
@@ -140,6 +152,9 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
       providerFailures.add(1, { provider });
       if (skipStarted) providerSkips.add(1, { provider });
     },
+    orderBoundToUnconfiguredProvider(provider) {
+      boundToUnconfigured.add(1, { provider });
+    },
     unknownOutcomeSettled(settledBy, verification = 'none') {
       unknownOutcomes.add(1, { settled_by: settledBy, verification });
     },
@@ -161,6 +176,7 @@ export const noOrderMailMetrics: OrderMailMetrics = {
   sendFinished: () => undefined,
   providerChosen: () => undefined,
   providerFailed: () => undefined,
+  orderBoundToUnconfiguredProvider: () => undefined,
   unknownOutcomeSettled: () => undefined,
   claimConflict: () => undefined,
   setStuckSendingRows: () => undefined,

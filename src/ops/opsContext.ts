@@ -13,6 +13,8 @@ export interface OpsContext {
   uiBaseUrl: string;
   /** Who is acting, for the audit rows and the reset's reason. */
   operator: string;
+  /** MAIL_PROVIDERS as the ops environment names it (the workers' list), or null/absent when it names none. */
+  configured?: readonly string[] | null;
 }
 
 /** A command that was understood but is not done, with an explanation for the operator. Nothing changed. */
@@ -27,7 +29,8 @@ export class OpsRefusal extends Error {
       | 'NOT_RESETTABLE'
       | 'CHANGED_MEANWHILE'
       | 'REASON_REQUIRED'
-      | 'PROVIDER_NOT_CONFIGURED',
+      | 'PROVIDER_NOT_CONFIGURED'
+      | 'PROVIDER_DRAINING',
     message: string,
   ) {
     super(message);

@@ -51,7 +51,10 @@ export async function readOrderMailStatus(ctx: OpsContext, orderIdInput: string)
     providerEvents,
     workflow,
     uiUrl: workflowUiUrl(ctx.uiBaseUrl, ctx.namespace, orderId, workflow?.runId ?? null),
-    nextStep: undeliveredStep(orderId, row, providerEvents) ?? nextStepFor(orderId, row, workflow),
+    nextStep:
+      undeliveredStep(orderId, row, providerEvents) ??
+      unconfiguredProviderStep(orderId, row, ctx.configured ?? null) ??
+      nextStepFor(orderId, row, workflow),
   };
 }
 
@@ -93,6 +96,30 @@ function undeliveredStep(orderId: string, row: MailLogRow | null, events: Provid
     `The provider took the mail but ${latest.eventType === 'bounced' ? 'the recipient bounced it' : 'dropped it'}` +
     `${why}: the customer has no mail. Fix the address or the suppression, then send again: ` +
     `npm run ops -- resolve ${orderId} --as failed --reason "…", then npm run ops -- retry ${orderId} --reason "…"`
+  );
+}
+
+/**
+ * An order whose attempt may have reached a provider the workers no longer list: their claim fails it at once
+ * (ProviderNotConfigured), and a retry does the same until a worker has that provider again.
+ */
+function unconfiguredProviderStep(
+  orderId: string,
+  row: MailLogRow | null,
+  configured: readonly string[] | null,
+): string | null {
+  if (row === null || row.provider === null || configured === null || configured.includes(row.provider)) {
+    return null;
+  }
+  const mayHaveReached =
+    (row.state === 'sending' && row.dispatchedAt !== null) ||
+    (row.state === 'failed' && row.outcome !== 'not_sent');
+  if (!mayHaveReached) return null;
+  return (
+    `Bound to ${row.provider}, which MAIL_PROVIDERS (${configured.join(', ')}) no longer lists: its attempt may ` +
+    `have reached ${row.provider}, so no other provider may take it, and a worker without ${row.provider} fails ` +
+    `it at once (ProviderNotConfigured). Put ${row.provider} back as draining (MAIL_PROVIDERS_DRAINING, ` +
+    `docs/operating.md#draining-a-provider), then: npm run ops -- retry ${orderId} --reason "…"`
   );
 }
 

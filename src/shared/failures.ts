@@ -17,6 +17,14 @@ export const FailureType = {
    * or it is larger than the configured limits). Permanent: an operator fixes the order, then resets.
    */
   MailRefused: 'MailRefused',
+  /**
+   * Thrown by the claim, before anything is written: the order's mail is bound to a provider this worker is
+   * not configured for (removed from MAIL_PROVIDERS), because an earlier attempt may have reached it and is not
+   * known not sent. No other provider may take it (a second mail); retrying here cannot help. A worker that
+   * keeps the provider's settings (MAIL_PROVIDERS_DRAINING) finishes it after `npm run ops -- retry`
+   * (docs/providers.md, "Draining a provider").
+   */
+  ProviderNotConfigured: 'ProviderNotConfigured',
   /** The order does not exist, so there is nothing to send. */
   OrderNotFound: 'OrderNotFound',
   /** The workflow was started with something that is not an order id. */

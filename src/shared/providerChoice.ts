@@ -9,6 +9,9 @@
 // of those are recorded as outcome `not_sent`. Anything else (an unknown the policy settled as failed, a retry
 // under the key, a rejection) binds the mail to that attempt's provider: a second provider taking it could
 // make a second mail, while the same provider either dedupes it (a key) or shows both sends to its lookup.
+// A mail bound to a provider the claimer is not configured for (removed from MAIL_PROVIDERS) therefore has no
+// provider to go to: the answer says so and the claim fails the order at once (docs/providers.md, "Draining").
+// A draining provider (MAIL_PROVIDERS_DRAINING) keeps what is bound to it and takes nothing new.
 import type { AttemptOutcome } from './mailOutcome';
 
 /** One earlier attempt of the order under the current send key (resend count), as its audit row says. */
@@ -55,6 +58,17 @@ export interface ProviderChoice {
   explanation: string;
 }
 
+/**
+ * No provider may take the attempt: an earlier attempt may have reached `provider`, and the claimer is not
+ * configured for it. Nothing may be claimed: another provider could make a second mail.
+ */
+export interface NoProviderChoice {
+  provider: string;
+  /** all-draining: every provider drains (loadConfig refuses that), so none may take a new attempt. */
+  reason: 'bound-unconfigured' | 'all-draining';
+  explanation: string;
+}
+
 /** Outcomes that prove the attempt's request was not taken by its provider. */
 const KNOWN_NOT_SENT: ReadonlySet<AttemptOutcome> = new Set<AttemptOutcome>(['not_sent']);
 
@@ -65,16 +79,28 @@ function isKnownNotSent(outcome: AttemptOutcome): boolean {
 export function chooseProvider(input: {
   /** MAIL_PROVIDERS in order; the first is the primary. */
   configured: readonly string[];
+  /** MAIL_PROVIDERS_DRAINING: configured providers that keep their bound attempts and take no new ones. */
+  draining?: readonly string[];
   /** The order's earlier attempts under the current key, any order. */
   earlier: readonly EarlierAttempt[];
   standings: readonly ProviderStanding[];
-}): ProviderChoice {
-  const { configured } = input;
+}): ProviderChoice | NoProviderChoice {
+  const draining = new Set(input.draining ?? []);
   const earlier = [...input.earlier].sort((a, b) => a.attempt - b.attempt);
   const binding = earlier.filter((attempt) => !isKnownNotSent(attempt.outcome)).at(-1);
   if (binding !== undefined) {
     // Not recorded (before migration 0045): it went where the workers sent then, the single provider, the first.
-    const provider = binding.provider ?? configured[0] ?? null;
+    const provider = binding.provider ?? input.configured[0] ?? null;
+    if (provider !== null && input.configured.length > 0 && !input.configured.includes(provider)) {
+      return {
+        provider,
+        reason: 'bound-unconfigured',
+        explanation:
+          `attempt ${binding.attempt} ended ${binding.outcome} at ${provider} and may have reached it, and ` +
+          `${provider} is not in MAIL_PROVIDERS (${input.configured.join(', ')}): no other provider may take ` +
+          'this mail; a worker with its settings (MAIL_PROVIDERS_DRAINING) must finish it',
+      };
+    }
     return {
       provider,
       reason: 'bound',
@@ -83,14 +109,26 @@ export function chooseProvider(input: {
         'have reached it, so this attempt goes there too and nowhere else',
     };
   }
-  if (configured.length === 0) {
+  // New attempts go only to providers that take new orders; MAIL_PROVIDERS_DRAINING never lists them all.
+  const configured = input.configured.filter((provider) => !draining.has(provider));
+  if (input.configured.length === 0) {
     return { provider: null, reason: 'first', explanation: 'no provider is configured by name' };
+  }
+  if (configured.length === 0) {
+    // loadConfig refuses such a list; a claimer given one anyway must not send to a draining provider.
+    const first = input.configured[0]!;
+    return {
+      provider: first,
+      reason: 'all-draining',
+      explanation: `every provider of MAIL_PROVIDERS is draining (MAIL_PROVIDERS_DRAINING): none takes a new attempt`,
+    };
   }
   if (configured.length === 1) {
     // Every branch below ends at the one provider (pinned, healthy, or tried anyway when skipped), so the claim
     // does not read the shared health for it (src/db/claimProviderChoice.ts): one statement less per order.
     const only = configured[0]!;
-    return { provider: only, reason: 'first', explanation: `${only}, the only configured provider` };
+    const why = draining.size === 0 ? 'the only configured provider' : 'the only one not draining';
+    return { provider: only, reason: 'first', explanation: `${only}, ${why}` };
   }
   const standing = new Map(input.standings.map((entry) => [entry.provider, entry]));
   const pinned = configured.find((provider) => standing.get(provider)?.operatorMode === 'pinned');

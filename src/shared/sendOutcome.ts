@@ -81,6 +81,23 @@ export function sendFailure(sent: SendNotAccepted, message: string = sent.reason
   return ApplicationFailure.create({ type: sent.failureType, message, nonRetryable: true, details: [sent] });
 }
 
+/**
+ * The claim found the order's mail bound to a provider this worker is not configured for: nothing was claimed
+ * or sent, and no retry here can change that. Its details name the provider for ops and the Web UI.
+ */
+export function providerNotConfiguredFailure(
+  orderId: string,
+  provider: string,
+  explanation: string,
+): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.ProviderNotConfigured,
+    message: `Order ${orderId}: nothing was claimed or sent: ${explanation}.`,
+    nonRetryable: true,
+    details: [{ provider }],
+  });
+}
+
 /** The order does not exist: nothing to send, and no retry can change that (thrown by the claim and the send). */
 export function orderNotFoundFailure(orderId: string): ApplicationFailure {
   const reason = `order ${orderId} does not exist`;

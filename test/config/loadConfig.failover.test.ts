@@ -88,3 +88,27 @@ describe('MAIL_PROVIDERS', () => {
     expect(problems.join('\n')).not.toContain('secret');
   });
 });
+
+describe('MAIL_PROVIDERS_DRAINING and MAIL_PROVIDERS_FORCE_START_REASON', () => {
+  it('reads the draining providers of the list and the force reason; none by default', () => {
+    expect(loadConfig(TWO)).toMatchObject({ drainingProviders: [], forceStartReason: null });
+    expect(
+      loadConfig({
+        ...TWO,
+        MAIL_PROVIDERS_DRAINING: ' mailgun ',
+        MAIL_PROVIDERS_FORCE_START_REASON: 'mailgun account closed by the vendor',
+      }),
+    ).toMatchObject({
+      drainingProviders: ['mailgun'],
+      forceStartReason: 'mailgun account closed by the vendor',
+    });
+  });
+  it('refuses a draining provider outside MAIL_PROVIDERS, and a list that drains every provider', () => {
+    expect(problemsOf({ ...TWO, MAIL_PROVIDERS_DRAINING: 'ses' })).toEqual([
+      expect.stringContaining('MAIL_PROVIDERS_DRAINING names "ses", which is not in MAIL_PROVIDERS'),
+    ]);
+    expect(problemsOf({ ...TWO, MAIL_PROVIDERS_DRAINING: 'postmark,mailgun' })).toEqual([
+      expect.stringContaining('MAIL_PROVIDERS_DRAINING names every provider'),
+    ]);
+  });
+});

@@ -8,10 +8,11 @@ import {
   readProviderHealth,
   readProviderStandings,
 } from '../../src/db/providerHealth';
+import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { parseOpsCommand, UsageError } from '../../src/ops/opsCommand';
 import { OpsRefusal } from '../../src/ops/opsContext';
 import { formatProviderStatus, runProviderAct } from '../../src/ops/providerOps';
-import { openTestDatabase, type TestDatabase } from '../support/testKit';
+import { createOrder, openTestDatabase, type TestDatabase } from '../support/testKit';
 
 let database: TestDatabase;
 const configured = ['postmark', 'mailgun'];
@@ -96,5 +97,68 @@ describe('the shared health', () => {
     await countProviderSuccess(database.db, 'postmark');
     const after = (await readProviderHealth(database.db)).find((row) => row.provider === 'postmark');
     expect(after).toMatchObject({ consecutiveFailures: 0, skippedNow: false });
+  });
+});
+
+describe('status: what is still bound to each provider (draining)', () => {
+  async function sendingAt(provider: string): Promise<void> {
+    const orderId = await createOrder(database.db);
+    const workflowScope = `default/${orderId}/`;
+    const decision = await claimOrderMailRow(database.db, {
+      orderId,
+      claimToken: `${workflowScope}run-1`,
+      workflowScope,
+      issuedAt: new Date(),
+      policy: 'assume-failed',
+      idempotency: null,
+      sendTimeoutMs: 8_000,
+      recordedBy: 'test',
+      providers: [provider],
+    });
+    expect(decision).toMatchObject({ kind: 'claimed', provider });
+  }
+
+  it('counts open rows per provider, one no longer configured included, and shows the draining ones', async () => {
+    await sendingAt('mailgun');
+    await sendingAt('mailgun');
+    await sendingAt('postmark');
+    const status = await runProviderAct(
+      database.db,
+      { act: 'status' },
+      {
+        operator: 'tester',
+        configured: ['postmark', 'ses'],
+        draining: ['ses'],
+        retentionMs: (provider) => (provider === 'postmark' ? 7 * 86_400_000 : null),
+      },
+    );
+    expect(status.bound.find((entry) => entry.provider === 'mailgun')).toMatchObject({
+      sending: 2,
+      failedBound: 0,
+      policySettled: 0,
+    });
+    expect(status.bound.find((entry) => entry.provider === 'postmark')).toMatchObject({
+      sending: 1,
+      retentionMs: 7 * 86_400_000,
+      lookup: true,
+    });
+    expect(status.bound.find((entry) => entry.provider === 'ses')).toMatchObject({
+      sending: 0,
+      lookup: false,
+    });
+    const text = formatProviderStatus(status);
+    expect(text).toContain('mailgun (NOT in MAIL_PROVIDERS): 2 open row(s)');
+    expect(text).toContain('Draining (MAIL_PROVIDERS_DRAINING, no new attempts): ses');
+  });
+
+  it('refuses to pin a draining provider and writes nothing', async () => {
+    const before = await readProviderHealth(database.db);
+    const act = runProviderAct(
+      database.db,
+      { act: 'pin', provider: 'mailgun' },
+      { operator: 'tester', configured, draining: ['mailgun'] },
+    );
+    await expect(act).rejects.toMatchObject({ code: 'PROVIDER_DRAINING' });
+    expect(await readProviderHealth(database.db)).toEqual(before);
   });
 });

@@ -114,13 +114,56 @@ describe('chooseProvider: after earlier attempts under the same key', () => {
       chooseProvider({ configured: LIST, earlier: [attempt(1, null, 'unknown')], standings: healthy }),
     ).toMatchObject({ provider: 'postmark', reason: 'bound' });
   });
-  it('stays bound to a provider that is no longer configured (the send then fails not sent)', () => {
+});
+
+describe('chooseProvider: draining, and providers no longer configured', () => {
+  const outcomesThatBind: AttemptOutcome[] = ['unknown', 'rejected', 'accepted'];
+  it.each(outcomesThatBind)(
+    'an attempt that ended %s at a provider no longer configured leaves no provider to go to',
+    (outcome) => {
+      const earlier = [attempt(1, 'mailgun', outcome), attempt(2, 'mailgun', 'not_sent')];
+      const choice = chooseProvider({ configured: ['postmark', 'ses'], earlier, standings: healthy });
+      expect(choice).toMatchObject({ provider: 'mailgun', reason: 'bound-unconfigured' });
+    },
+  );
+  it('an order whose every attempt is known not sent at a removed provider goes to a configured one', () => {
+    const earlier = [attempt(1, 'mailgun', 'not_sent')];
+    expect(chooseProvider({ configured: ['postmark', 'ses'], earlier, standings: healthy })).toMatchObject({
+      provider: 'postmark',
+    });
+  });
+  it('a draining provider keeps the attempts bound to it', () => {
+    const earlier = [attempt(1, 'mailgun', 'unknown')];
     expect(
-      chooseProvider({
-        configured: ['mailgun'],
-        earlier: [attempt(1, 'postmark', 'unknown')],
-        standings: healthy,
-      }),
-    ).toMatchObject({ provider: 'postmark', reason: 'bound' });
+      chooseProvider({ configured: LIST, draining: ['mailgun'], earlier, standings: healthy }),
+    ).toMatchObject({ provider: 'mailgun', reason: 'bound' });
+  });
+  it('a draining provider takes no fresh choice: not first, pinned, after-not-sent or all-unavailable', () => {
+    const draining = ['postmark'];
+    expect(chooseProvider({ configured: LIST, draining, earlier: [], standings: healthy })).toMatchObject({
+      provider: 'mailgun',
+      reason: 'first',
+    });
+    const pinned = [standing('postmark', 'pinned')];
+    expect(chooseProvider({ configured: LIST, draining, earlier: [], standings: pinned })).toMatchObject({
+      provider: 'mailgun',
+    });
+    const afterNotSent = [attempt(1, 'mailgun', 'not_sent')];
+    expect(
+      chooseProvider({ configured: LIST, draining, earlier: afterNotSent, standings: healthy }),
+    ).toMatchObject({ provider: 'ses', reason: 'after-not-sent' });
+    const allSkipped = [standing('mailgun', 'auto', true), standing('ses', 'auto', true)];
+    expect(chooseProvider({ configured: LIST, draining, earlier: [], standings: allSkipped })).toMatchObject({
+      provider: 'mailgun',
+      reason: 'all-unavailable',
+    });
+    expect(
+      chooseProvider({ configured: ['postmark', 'ses'], draining, earlier: [], standings: healthy }),
+    ).toMatchObject({ provider: 'ses', reason: 'first' });
+  });
+  it('a list that is all draining gives no provider for a new attempt', () => {
+    expect(
+      chooseProvider({ configured: ['mailgun'], draining: ['mailgun'], earlier: [], standings: healthy }),
+    ).toMatchObject({ reason: 'all-draining' });
   });
 });
