@@ -40,7 +40,12 @@ function signedNotification(
     mail: {
       timestamp: at.toISOString(),
       messageId: 'forged-1',
-      tags: { order_id: ['4242'], send_key: [Buffer.from(sendKey).toString('base64url')] },
+      sendingAccountId: '111122223333',
+      tags: {
+        'ses:configuration-set': ['order-mail-events'],
+        order_id: ['4242'],
+        send_key: [Buffer.from(sendKey).toString('base64url')],
+      },
     },
     send: {},
   };
