@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
+import { defaultDeploymentIdOf } from '../../src/config/loadConfig';
 import { createSandboxControlClient } from '../sandbox/sandboxControlClient';
 import { startBenchEnvironment, SANDBOX_API_KEY } from './environment';
 import { loadAverage, machineFacts } from './machine';
@@ -76,7 +77,11 @@ async function main(): Promise<number> {
   for (const server of environment.servers) {
     const connection = await Connection.connect({ address: server.address });
     const client = new Client({ connection, namespace: server.namespace });
-    const temporalEnv = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
+    const temporalEnv = {
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_NAMESPACE: server.namespace,
+      MAIL_DEPLOYMENT_ID: defaultDeploymentIdOf(server.namespace),
+    };
     const floorQueue = `bench-floor-${server.name}-${runTag}`;
     const productQueue = `bench-product-${server.name}-${runTag}`;
     const floorPool = new TemporalWorkerPool(

@@ -24,6 +24,7 @@ const DOCUMENTED = {
   TEMPORAL_DB_PASSWORD: 'temporal-server-4d2a9e61b7',
   MAIL_SANDBOX_API_KEY: 'sandbox-key',
   MAIL_API_KEY_IN_COMPOSE: 'sandbox-key',
+  MAIL_DEPLOYMENT_ID: 'shop-local',
 };
 
 let project: string;
