@@ -4,7 +4,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
-import { defaultDeploymentIdOf } from '../../src/config/loadConfig';
 import { createSandboxControlClient } from '../sandbox/sandboxControlClient';
 import { startBenchEnvironment, SANDBOX_API_KEY } from './environment';
 import { loadAverage, machineFacts } from './machine';
@@ -65,6 +64,8 @@ async function main(): Promise<number> {
     DATABASE_URL: environment.databaseUrl,
     MAIL_API_BASE_URL: environment.sandboxUrl,
     MAIL_API_KEY: SANDBOX_API_KEY,
+    // One name for every variant's send keys; each server's namespace records it for its own.
+    MAIL_DEPLOYMENT_ID: 'bench',
     // The sandbox indexes a message 1 s after it took it; the generic API's documented 30 s settle delay is
     // for a real gateway, and would only make the unknown path's cost run (and CI's smoke) wait. The Actions
     // counted do not depend on it.
@@ -77,11 +78,7 @@ async function main(): Promise<number> {
   for (const server of environment.servers) {
     const connection = await Connection.connect({ address: server.address });
     const client = new Client({ connection, namespace: server.namespace });
-    const temporalEnv = {
-      TEMPORAL_ADDRESS: server.address,
-      TEMPORAL_NAMESPACE: server.namespace,
-      MAIL_DEPLOYMENT_ID: defaultDeploymentIdOf(server.namespace),
-    };
+    const temporalEnv = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
     const floorQueue = `bench-floor-${server.name}-${runTag}`;
     const productQueue = `bench-product-${server.name}-${runTag}`;
     const floorPool = new TemporalWorkerPool(
