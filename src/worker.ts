@@ -19,6 +19,7 @@ import { postgresTarget, temporalTarget } from './config/connectionTargets';
 import { countStuckSending } from './db/mailLogGauges';
 import { createDatabase } from './db/pool';
 import { checkNoRowsBoundElsewhere } from './db/boundProviders';
+import { assertDeploymentIdOfNamespace } from './db/deploymentIds';
 import { assertSchemaReady } from './db/schemaReady';
 import { createProviderTransports } from './mail/providerTransports';
 import {
@@ -108,7 +109,8 @@ async function runWorkerTraced(
         const waitOptions = { stop, onWaiting: status.waiting.bind(status) };
         // A worker runs no DDL: the migrations are their own step, with their own role (npm run db:migrate).
         // It refuses to start on a schema that is not migrated to its build, or a role that may not do its
-        // work (SchemaNotReadyError, a configuration error). Its first use of Postgres: here it waits for it.
+        // work (SchemaNotReadyError, a configuration error), or with another deployment id than its namespace's
+        // (DeploymentIdMismatchError). Its first use of Postgres: here it waits for it.
         const ready = await retryUntilAvailable(
           'Postgres',
           async () => {
@@ -124,6 +126,10 @@ async function runWorkerTraced(
                 bound: forced,
               });
             }
+            await assertDeploymentIdOfNamespace(db, {
+              namespace: config.temporal.namespace,
+              deploymentId: config.deploymentId,
+            });
             return true;
           },
           isTransientPostgresError,

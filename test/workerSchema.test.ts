@@ -42,6 +42,7 @@ function startWorker(taskQueue: string): WorkerProcess {
     DATABASE_URL: database.workerUrl,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
     TEMPORAL_TASK_QUEUE: taskQueue,
     MAIL_API_BASE_URL: sandbox.url,
     MAIL_API_KEY: 'sandbox-key',

@@ -64,6 +64,8 @@ async function main(): Promise<number> {
     DATABASE_URL: environment.databaseUrl,
     MAIL_API_BASE_URL: environment.sandboxUrl,
     MAIL_API_KEY: SANDBOX_API_KEY,
+    // One name for every variant's send keys; each server's namespace records it for its own.
+    MAIL_DEPLOYMENT_ID: 'bench',
     // The sandbox indexes a message 1 s after it took it; the generic API's documented 30 s settle delay is
     // for a real gateway, and would only make the unknown path's cost run (and CI's smoke) wait. The Actions
     // counted do not depend on it.

@@ -335,6 +335,7 @@ function newWorkerEnv(
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_NAMESPACE: 'default',
+    MAIL_DEPLOYMENT_ID: 'default',
     TEMPORAL_TASK_QUEUE: taskQueue,
     MAIL_API_BASE_URL: mailUrl,
     MAIL_API_KEY: DEFAULT_SANDBOX_API_KEY,

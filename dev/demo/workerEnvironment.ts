@@ -2,6 +2,7 @@
 // environment, with deadlines short enough under faults that a run finishes.
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { defaultDeploymentIdOf } from '../../src/config/loadConfig';
 import type { RunOptions } from './runOptions';
 import type { Stack } from './stack';
 import { RUN_SWEEP_GRACE_MS } from './sweep';
@@ -29,6 +30,7 @@ export function workerEnvironment(
     DATABASE_URL: stack.databaseUrl,
     TEMPORAL_ADDRESS: stack.temporal.address,
     TEMPORAL_NAMESPACE: stack.temporal.namespace,
+    MAIL_DEPLOYMENT_ID: defaultDeploymentIdOf(stack.temporal.namespace),
     TEMPORAL_TASK_QUEUE: taskQueue,
     ...stack.mail.workerEnv,
     UNKNOWN_OUTCOME_POLICY: options.policy,

@@ -3,6 +3,7 @@
 // /metrics, /healthz and /readyz; the stack waits until every one is ready.
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { defaultDeploymentIdOf } from '../../src/config/loadConfig';
 import { getFreePorts } from './freePorts';
 import { startManagedProcess, type ManagedProcess } from './managedProcess';
 import { PROJECT_ROOT } from './stackSettings';
@@ -30,6 +31,8 @@ export function stackWorkerEnvironment(
     DATABASE_URL: connections.databaseUrl,
     TEMPORAL_ADDRESS: connections.temporalAddress,
     TEMPORAL_NAMESPACE: connections.namespace,
+    // The deployment's name in send keys: the stack's namespace, as it was before it had to be set.
+    MAIL_DEPLOYMENT_ID: defaultDeploymentIdOf(connections.namespace),
     MAIL_API_BASE_URL: connections.mailApiBaseUrl,
     MAIL_API_KEY: connections.mailApiKey,
     WORKER_HTTP_BIND_ADDRESS: httpBindAddress,

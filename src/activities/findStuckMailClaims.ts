@@ -4,7 +4,12 @@ import { activityInfo, heartbeat } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { isOutsideWriterToken, parseClaimToken } from '../db/claimToken';
 import { seenRowOf } from '../db/transitionFence';
-import { listQuietSendingRows, timeSinceAttemptDispatch } from '../db/orderMailLog';
+import {
+  listQuietSendingRows,
+  timeSinceAttemptDispatch,
+  type MailLogRow,
+  type QuietRowCursor,
+} from '../db/orderMailLog';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
 import {
@@ -15,6 +20,12 @@ import {
   type StuckClaimsResult,
 } from './reconcileTypes';
 
+/**
+ * Pages of quiet 'sending' rows one sweep reads at most (each a batch): open runs' rows beyond them wait for
+ * the next sweep (docs/design.md §7).
+ */
+const MAX_QUIET_ROW_PAGES = 20;
+
 export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: ReconcileMailSettings) {
   /**
    * Rows in 'sending' whose claiming run is closed. Temporal runs at most one open run per workflow id, and a
@@ -22,89 +33,109 @@ export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: Rec
    */
   return async function findStuckMailClaims(): Promise<StuckClaimsResult> {
     const namespace = activityInfo().namespace;
-    const rows = await listQuietSendingRows(deps.db, {
-      namespace,
-      olderThanMs: deps.settings.graceMs,
-      limit: deps.settings.batchSize,
-    });
+    const limit = deps.settings.batchSize;
     const stuck: StuckClaim[] = [];
     const verification = mail.settings.verification ?? null;
     // Nobody waited for a closed run's send: its request may have been under way until its send timeout.
     const requestMayLastMs = mail.settings.sendTimeoutMs;
     let youngerThanSettleDelay = 0;
-    for (const row of rows) {
-      if (isOutsideWriterToken(row.claimToken)) {
-        // The old system's attempt, quiet for the grace period: it has no fence, so it counts as dispatched
-        // and its outcome is unknown. It is settled by the policy like a closed run's dispatched claim.
-        // VERIFICATION HOOK (branch verify): such a request carries no send key of ours, but it does carry
-        // metadata.order_id; where the provider can be asked by that, this is where to ask before the policy.
-        stuck.push({
-          orderId: row.orderId,
-          workflowId: row.orderId,
-          runId: row.claimToken,
-          runStatus: OUTSIDE_WRITER,
-          dispatched: row.dispatchedAt !== null,
-          attempts: row.attempts,
-          claimedAt: row.claimedAt.toISOString(),
-          seen: seenRowOf(row),
-          sendKey: null,
-        });
-        continue;
-      }
-      const token = parseClaimToken(row.claimToken);
-      // An operator's token is never left 'sending'; another namespace's run is that namespace's sweep's.
-      if (token === null || token.namespace !== namespace) continue;
-      const run = { workflowId: token.workflowId, runId: token.runId };
-      const runStatus = await runStatusOf(deps.temporal, run.workflowId, run.runId);
-      // (A later run of this order may be open, a reset's: its claim would take this one over. Settling it
-      // here is the same: the sweep asks the provider as that run would, and that run's claim then finds
-      // the row settled and reclaims it, or finds it sent.)
-      if (runStatus !== 'RUNNING') {
-        // Where the provider will be asked, ask once its log can be trusted: a younger request waits for a
-        // later sweep (every few minutes) rather than be settled by the policy now.
-        if (verification !== null && row.dispatchedAt !== null) {
-          const sinceDispatchMs = await timeSinceAttemptDispatch(deps.db, {
-            orderId: row.orderId,
-            claimToken: row.claimToken,
-            attempt: row.attempts,
-          });
-          // The attempt's own send timeout, as its fence recorded it (src/evidence/evidenceRules.ts,
-          // notFoundCountsFrom); this worker's only for a row dispatched before it was recorded.
-          const mayLastMs = row.dispatchSendTimeoutMs ?? requestMayLastMs;
-          if (sinceDispatchMs !== null && sinceDispatchMs < mayLastMs + verification.settleDelayMs) {
-            youngerThanSettleDelay += 1;
-            continue;
-          }
-        }
-        stuck.push({
-          orderId: row.orderId,
-          ...run,
-          runStatus,
-          dispatched: row.dispatchedAt !== null,
-          attempts: row.attempts,
-          claimedAt: row.claimedAt.toISOString(),
-          seen: seenRowOf(row),
-          // The key the request really carried, as its fence recorded it; computed only for an older row.
-          sendKey:
-            row.dispatchSendKey ??
-            orderConfirmationIdempotencyKey(
-              mail.deploymentId ?? DEFAULT_DEPLOYMENT_ID,
-              row.orderId,
-              row.resendCount,
-            ),
-        });
-      }
-      heartbeat();
+    let examined = 0;
+    // Quiet rows of open runs (waiting out a settle delay, a backoff) are passed over page after page, so they
+    // cannot fill the sweep and hide a closed run's row behind them; at most a batch of stuck claims a sweep.
+    let after: QuietRowCursor | null = null;
+    let more = false;
+    for (let page = 0; page < MAX_QUIET_ROW_PAGES && stuck.length < limit; page++) {
+      const { rows, next } = await listQuietSendingRows(deps.db, {
+        namespace,
+        olderThanMs: deps.settings.graceMs,
+        limit,
+        after,
+      });
+      examined += rows.length;
+      const left = await examine(rows);
+      after = next;
+      more = left || next !== null;
+      if (next === null || left) break;
     }
     return {
-      examined: rows.length,
+      examined,
       stuck,
-      more: rows.length === deps.settings.batchSize,
+      more,
       unknownOutcomePolicy: mail.settings.unknownOutcomePolicy,
       verification,
       requestMayLastMs,
       youngerThanSettleDelay,
     };
+
+    /** Adds the page's stuck claims; true when the batch filled before the page's end. */
+    async function examine(rows: MailLogRow[]): Promise<boolean> {
+      for (const [index, row] of rows.entries()) {
+        heartbeat();
+        if (stuck.length >= limit) return index < rows.length;
+        if (isOutsideWriterToken(row.claimToken)) {
+          // The old system's attempt, quiet for the grace period: it has no fence, so it counts as dispatched
+          // and its outcome is unknown. It is settled by the policy like a closed run's dispatched claim.
+          // VERIFICATION HOOK (branch verify): such a request carries no send key of ours, but it does carry
+          // metadata.order_id; where the provider can be asked by that, this is where to ask before the policy.
+          stuck.push({
+            orderId: row.orderId,
+            workflowId: row.orderId,
+            runId: row.claimToken,
+            runStatus: OUTSIDE_WRITER,
+            dispatched: row.dispatchedAt !== null,
+            attempts: row.attempts,
+            claimedAt: row.claimedAt.toISOString(),
+            seen: seenRowOf(row),
+            sendKey: null,
+          });
+          continue;
+        }
+        const token = parseClaimToken(row.claimToken);
+        // An operator's token is never left 'sending'; another namespace's run is that namespace's sweep's.
+        if (token === null || token.namespace !== namespace) continue;
+        const run = { workflowId: token.workflowId, runId: token.runId };
+        const runStatus = await runStatusOf(deps.temporal, run.workflowId, run.runId);
+        // (A later run of this order may be open, a reset's: its claim would take this one over. Settling it
+        // here is the same: the sweep asks the provider as that run would, and that run's claim then finds
+        // the row settled and reclaims it, or finds it sent.)
+        if (runStatus !== 'RUNNING') {
+          // Where the provider will be asked, ask once its log can be trusted: a younger request waits for a
+          // later sweep (every few minutes) rather than be settled by the policy now.
+          if (verification !== null && row.dispatchedAt !== null) {
+            const sinceDispatchMs = await timeSinceAttemptDispatch(deps.db, {
+              orderId: row.orderId,
+              claimToken: row.claimToken,
+              attempt: row.attempts,
+            });
+            // The attempt's own send timeout, as its fence recorded it (src/evidence/evidenceRules.ts,
+            // notFoundCountsFrom); this worker's only for a row dispatched before it was recorded.
+            const mayLastMs = row.dispatchSendTimeoutMs ?? requestMayLastMs;
+            if (sinceDispatchMs !== null && sinceDispatchMs < mayLastMs + verification.settleDelayMs) {
+              youngerThanSettleDelay += 1;
+              continue;
+            }
+          }
+          stuck.push({
+            orderId: row.orderId,
+            ...run,
+            runStatus,
+            dispatched: row.dispatchedAt !== null,
+            attempts: row.attempts,
+            claimedAt: row.claimedAt.toISOString(),
+            seen: seenRowOf(row),
+            // The key the request really carried, as its fence recorded it; computed only for an older row.
+            sendKey:
+              row.dispatchSendKey ??
+              orderConfirmationIdempotencyKey(
+                mail.deploymentId ?? DEFAULT_DEPLOYMENT_ID,
+                row.orderId,
+                row.resendCount,
+              ),
+          });
+        }
+      }
+      return false;
+    }
   };
 }
 

@@ -1,4 +1,4 @@
-import { log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { findWitnessCandidate } from '../db/freshnessWitness';
 import { readDispatchedAttempt } from '../db/orderMailLog';
@@ -13,6 +13,7 @@ import {
 import { FailureType } from '../shared/failures';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
 import { VERIFICATION_DEFAULTS } from '../verification/verificationConfig';
+import { VERIFY_ACTIVITY_MARGIN_MS } from '../shared/workflowSettings';
 import { listSendEvents } from '../webhooks/providerEvents';
 import { whyCannotAsk } from '../evidence/destination';
 import { verifiersOf, type ActivityDependencies } from './dependencies';
@@ -66,6 +67,7 @@ const WAIT_MARGIN_MS = 250;
 export function createVerifyOrderMail(deps: ActivityDependencies) {
   return async function verifyOrderMail(input: VerifyOrderMailInput): Promise<VerifyOrderMailResult> {
     const { orderId } = input;
+    const deadline = lookupDeadline();
     const verifiers = verifiersOf(deps);
     if (verifiers.length === 0) {
       return inconclusive(orderId, 'this worker has no verification configured (MAIL_VERIFY is off)');
@@ -157,11 +159,10 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
     if (elsewhere !== null || attempt.destination === null) {
       return inconclusive(orderId, elsewhere ?? 'the attempt has no recorded destination');
     }
-    const answer = await verifier.lookup.lookUp({
-      orderId,
-      sendKey: attempt.sendKey,
-      destination: attempt.destination,
-    });
+    const answer = await verifier.lookup.lookUp(
+      { orderId, sendKey: attempt.sendKey, destination: attempt.destination },
+      deadline,
+    );
     if (answer.kind === 'failed') {
       log.warn('Order mail lookup failed; retried until the verification deadline', {
         orderId,
@@ -221,7 +222,7 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
           ordering: verifier.witnessOrdering,
           findCandidate: (bounds) =>
             findWitnessCandidate(deps.db, { orderId, destination: attempt.destination!, bounds }),
-          lookUp: (query) => lookup.lookUp(query),
+          lookUp: (query) => lookup.lookUp(query, deadline),
         });
         if (freshness.kind === 'wait') {
           log.info('Order mail lookup found nothing, but shows no fresher known send; asking again later', {
@@ -234,11 +235,10 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         if (freshness.kind === 'inconclusive') return inconclusive(orderId, freshness.reason);
         // Asked once more, now that the witness shows: a provider that was behind (or answered from elsewhere)
         // a moment ago and has caught up since would show our message too. Only "not found" again counts.
-        const again = await lookup.lookUp({
-          orderId,
-          sendKey: attempt.sendKey,
-          destination: attempt.destination,
-        });
+        const again = await lookup.lookUp(
+          { orderId, sendKey: attempt.sendKey, destination: attempt.destination },
+          deadline,
+        );
         const recheck =
           again.kind === 'failed'
             ? ({ kind: 'inconclusive', reason: again.reason } as const)
@@ -271,6 +271,17 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
       }
     }
   };
+}
+
+/**
+ * One deadline for every lookup of this try (all pages, the witness, the second ask): the try's start-to-close
+ * timeout (verifyActivityTimeoutMs, set by the workflow) less the margin kept for Postgres, so the try ends by
+ * its own answer before Temporal times it out. The server caps that timeout at the schedule-to-close deadline;
+ * a try shorter than the margin keeps half of it for its lookups.
+ */
+function lookupDeadline(): AbortSignal {
+  const tryMs = Context.current().info.startToCloseTimeoutMs;
+  return AbortSignal.timeout(Math.max(tryMs - VERIFY_ACTIVITY_MARGIN_MS, Math.floor(tryMs / 2), 1));
 }
 
 function inconclusive(orderId: string, reason: string): VerificationAnswer {

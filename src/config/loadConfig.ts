@@ -25,6 +25,11 @@ function readTracingSettings(read: EnvReader): TracingSettings | null {
   return endpoint === null ? null : { endpoint, serviceName, zipkinEndpoint, batchDelayMs };
 }
 
+/** What MAIL_DEPLOYMENT_ID defaulted to up to 2.0 (and still does with SMTP only): the namespace, sanitised. */
+export function defaultDeploymentIdOf(namespace: string): string {
+  return namespace.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63);
+}
+
 export function loadConfig(env: Record<string, string | undefined>): WorkerConfig {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
@@ -108,8 +113,18 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     connections: read.positiveInt('MAIL_CONNECTIONS', CONFIG_DEFAULTS.MAIL_CONNECTIONS),
   };
   const connection = read.temporalConnection();
-  const deploymentId =
-    read.optional('MAIL_DEPLOYMENT_ID') ?? connection.namespace.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63);
+  // Every send key names the deployment, and a provider account may be shared (staging, a second cluster):
+  // a default would give two deployments the same keys, so with a provider it is set on purpose. SMTP sends
+  // carry no key. Upgrading from 2.0: set it to what it defaulted to (README, "Changing it after 2.0").
+  const givenDeploymentId = read.optional('MAIL_DEPLOYMENT_ID');
+  if (givenDeploymentId === null && list.some((name) => name !== 'smtp')) {
+    problems.push(
+      "MAIL_DEPLOYMENT_ID is required with a mail provider: this deployment's name in every send key, unique " +
+        'among everything that sends through the same provider account. Upgrading from 2.0, set it to the ' +
+        `value it defaulted to, the namespace: ${defaultDeploymentIdOf(connection.namespace)}.`,
+    );
+  }
+  const deploymentId = givenDeploymentId ?? defaultDeploymentIdOf(connection.namespace);
   if (!DEPLOYMENT_ID_PATTERN.test(deploymentId)) {
     problems.push(
       `MAIL_DEPLOYMENT_ID must be 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit ` +

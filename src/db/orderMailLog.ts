@@ -166,27 +166,52 @@ export async function listMailLog(
 }
 
 /**
- * Rows in 'sending' not touched for `olderThanMs`, oldest first, at most `limit`: candidates for a claim whose
- * run closed without settling it (the reconciliation sweep asks Temporal about each, and settles them). With
- * `namespace`, only claims of that namespace's runs and outside writers' (legacy:…): a run of another
- * namespace sharing this database is unknown to this namespace's Temporal, and must not be taken for closed.
+ * Where a page of quiet 'sending' rows ended: the last row's updated_at (in microseconds since the epoch, as
+ * Postgres keeps it: a Date would round it and skip or repeat rows) and order id. The next page starts after it.
+ */
+export interface QuietRowCursor {
+  updatedAtMicros: string;
+  orderId: string;
+}
+
+/**
+ * Rows in 'sending' not touched for `olderThanMs`, oldest first, at most `limit`, after `after` when given:
+ * candidates for a claim whose run closed without settling it (the reconciliation sweep asks Temporal about
+ * each, and settles them). Paged by a keyset on (updated_at, order_id), so rows of open runs at the front do
+ * not hide the rest. With `namespace`, only claims of that namespace's runs and outside writers' (legacy:…): a
+ * run of another namespace sharing this database is unknown to this namespace's Temporal, and must not be
+ * taken for closed. `next` is where the following page starts; null when this one was not full.
  */
 export async function listQuietSendingRows(
   db: Database,
-  input: { olderThanMs: number; limit: number; namespace?: string },
-): Promise<MailLogRow[]> {
+  input: { olderThanMs: number; limit: number; namespace?: string; after?: QuietRowCursor | null },
+): Promise<{ rows: MailLogRow[]; next: QuietRowCursor | null }> {
   const namespace = input.namespace ?? null;
-  const { rows } = await runSql<MailLogRow>(
+  const afterMicros = input.after?.updatedAtMicros ?? null;
+  const afterOrderId = input.after?.orderId ?? null;
+  const { rows } = await runSql<MailLogRow & { updatedAtMicros: string }>(
     db,
-    sql`SELECT ${ROW_COLUMNS} FROM order_mail_log
+    sql`SELECT ${ROW_COLUMNS},
+               ((extract(epoch FROM updated_at) * 1000000)::numeric(20, 0))::text AS "updatedAtMicros"
+          FROM order_mail_log
          WHERE state = 'sending'
            AND updated_at < now() - make_interval(secs => ${input.olderThanMs}::double precision / 1000)
            AND (${namespace}::text IS NULL OR starts_with(claim_token, ${namespace}::text || '/')
                 OR starts_with(claim_token, 'legacy:'))
+           AND (${afterMicros}::bigint IS NULL
+                OR (updated_at, order_id) > (timestamptz 'epoch' + ${afterMicros}::bigint * interval '1 microsecond',
+                                             ${afterOrderId}::bigint))
          ORDER BY updated_at, order_id
          LIMIT ${input.limit}`,
   );
-  return rows;
+  const last = rows.at(-1);
+  return {
+    rows: rows.map(({ updatedAtMicros: _cursor, ...row }) => row),
+    next:
+      rows.length < input.limit || last === undefined
+        ? null
+        : { updatedAtMicros: last.updatedAtMicros, orderId: last.orderId },
+  };
 }
 
 /**

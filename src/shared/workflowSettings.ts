@@ -32,10 +32,21 @@ export interface OrderMailWorkflowSettings {
 export interface VerificationSettings {
   /** How long after the send its provider's lookup (or webhook) can be trusted to have seen it. */
   settleDelayMs: number;
-  /** One lookup's deadline; the verify activity's start-to-close timeout is a little longer. */
+  /**
+   * The deadline of all lookups of one verify try together (every page, every lookup); the activity's
+   * start-to-close timeout is this plus VERIFY_ACTIVITY_MARGIN_MS (verifyActivityTimeoutMs).
+   */
   lookupTimeoutMs: number;
   /** How long a failing lookup is retried before verification gives up and the policy decides. */
   deadlineMs: number;
+}
+
+/** What the verify activity's start-to-close timeout keeps beyond its lookups' deadline: Postgres reads. */
+export const VERIFY_ACTIVITY_MARGIN_MS = 5_000;
+
+/** The verify activity's start-to-close timeout: the workflow sets it, the activity fits its lookups in it. */
+export function verifyActivityTimeoutMs(verification: Pick<VerificationSettings, 'lookupTimeoutMs'>): number {
+  return verification.lookupTimeoutMs + VERIFY_ACTIVITY_MARGIN_MS;
 }
 
 export interface IdempotencyRetrySettings {

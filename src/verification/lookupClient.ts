@@ -20,7 +20,11 @@ import type {
 export type LookupResult = LookupAnswer;
 
 export interface LookupClient {
-  lookUp(query: LookupQuery): Promise<LookupResult>;
+  /**
+   * Reads every page within one deadline: the client's own timeout from the call on, or `deadline` when it
+   * comes first (the verify activity's, shared by all the lookups of one try).
+   */
+  lookUp(query: LookupQuery, deadline?: AbortSignal): Promise<LookupResult>;
 }
 
 export interface LookupClientOptions {
@@ -29,7 +33,7 @@ export interface LookupClientOptions {
   baseUrl: string;
   /** For the base URL's origin; the caller owns it and closes it (createLookupPool). */
   dispatcher: Dispatcher;
-  /** Deadline for the whole lookup, body included. */
+  /** Deadline for the whole lookup, every page and body included. */
   timeoutMs: number;
 }
 
@@ -48,6 +52,7 @@ export function createLookupClient(options: LookupClientOptions): LookupClient {
   const fetchPage = async (
     request: LookupRequest | { url: string; headers: Record<string, string> },
     query: LookupQuery,
+    signal: AbortSignal,
   ): Promise<LookupResult | LookupPage> => {
     let path: string;
     if ('url' in request) {
@@ -76,7 +81,7 @@ export function createLookupClient(options: LookupClientOptions): LookupClient {
         method: 'GET',
         path,
         headers: request.headers,
-        signal: AbortSignal.timeout(options.timeoutMs),
+        signal,
       });
       status = response.statusCode;
       headers = response.headers;
@@ -101,16 +106,34 @@ export function createLookupClient(options: LookupClientOptions): LookupClient {
     return adapter.readAnswer(status, body, query, request);
   };
   return {
-    async lookUp(query) {
+    async lookUp(query, deadline) {
+      // One deadline for all pages: a provider answering each page just in time must not hold the caller past
+      // its own (the verify activity's start-to-close timeout, docs/design.md §6).
+      const own = AbortSignal.timeout(options.timeoutMs);
+      const signal = deadline === undefined ? own : AbortSignal.any([own, deadline]);
       // Every page is read before anything is judged: "not found" on page one says nothing about page two.
       const entries: LookupEntry[] = [];
+      let filteredBy: LookupPage['filteredBy'] = 'send';
       let request: LookupPage['next'] = adapter.buildRequest(query);
       for (let page = 1; ; page += 1) {
-        const answer = await fetchPage(request, query);
+        const answer: LookupResult | LookupPage = signal.aborted
+          ? ({ kind: 'failed', reason: 'no answer within its deadline', retryAfterMs: null } as const)
+          : await fetchPage(request, query, signal);
+        // Past the deadline after some pages: what was read is an incomplete answer (it may still show ours).
+        if (answer.kind === 'failed' && page > 1 && signal.aborted) {
+          return {
+            kind: 'entries',
+            filteredBy,
+            complete: false,
+            incompleteReason: `the lookup's deadline passed after ${page - 1} pages; the rest was not read`,
+            entries,
+          };
+        }
         if (answer.kind === 'failed') return answer;
         if (answer.kind === 'unanswerable') return answer;
         entries.push(...answer.entries);
         if (answer.kind === 'entries') return { ...answer, entries };
+        filteredBy = answer.filteredBy;
         if (page >= MAX_LOOKUP_PAGES) {
           return {
             kind: 'entries',

@@ -10,7 +10,7 @@
 //   MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON  says why (a sandbox that indexes at once, a measured account).
 //   MAIL_VERIFY_RETENTION_MS       how long the provider's lookup remembers a message on your plan; default: the
 //                                  shortest of its plans (Mailgun: 1 day). Past it, "not found" is not evidence.
-//   MAIL_VERIFY_LOOKUP_TIMEOUT_MS  deadline of one lookup request (default 10000).
+//   MAIL_VERIFY_LOOKUP_TIMEOUT_MS  deadline of all lookups of one verify try, every page (default 10000).
 //   MAIL_VERIFY_DEADLINE_MS        how long the verify activity keeps retrying a failing lookup before the
 //                                  policy decides after all (default 300000).
 //   MAIL_VERIFY_CONNECTIONS        connections of the lookup pool (default 2).

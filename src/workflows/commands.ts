@@ -4,7 +4,7 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { OrderMailActivities } from '../activities';
 import { FailureType } from '../shared/failures';
-import type { VerificationSettings } from '../shared/workflowSettings';
+import { verifyActivityTimeoutMs, type VerificationSettings } from '../shared/workflowSettings';
 
 // Claim, record and the read of an attempt's facts are idempotent (fenced by the claim token and attempt), so
 // Temporal retries them as long as Postgres takes to answer; 30 s covers the pool's statement (10 s) and
@@ -36,8 +36,6 @@ export function sender(sendTimeoutMs: number) {
   });
 }
 
-// Each try of the lookup gets the lookup's own deadline plus this, to read Postgres before and after.
-const VERIFY_ATTEMPT_MARGIN_MS = 5_000;
 // Asking again is harmless (a read), so tries back off quickly; 10 s at most keeps a few tries inside the
 // verification deadline.
 const VERIFY_RETRY = {
@@ -53,7 +51,8 @@ const VERIFY_RETRY = {
  */
 export function verifier(verification: VerificationSettings) {
   return proxyActivities<OrderMailActivities>({
-    startToCloseTimeout: verification.lookupTimeoutMs + VERIFY_ATTEMPT_MARGIN_MS,
+    // The lookups' one deadline plus a margin to read Postgres; the activity ends its lookups within it.
+    startToCloseTimeout: verifyActivityTimeoutMs(verification),
     scheduleToCloseTimeout: verification.deadlineMs,
     retry: VERIFY_RETRY,
   });

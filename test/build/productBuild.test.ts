@@ -158,6 +158,7 @@ describe('the production npm scripts, on the production install alone', () => {
       DATABASE_URL: isolated.connectionString,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+      MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
       TEMPORAL_TASK_QUEUE: taskQueue,
       RECONCILE_SCHEDULE_ID: scheduleId,
       MAIL_API_BASE_URL: sandbox.url,

@@ -90,6 +90,7 @@ describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s'
 
     const env = {
       TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+      MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
       TEMPORAL_TASK_QUEUE: taskQueue,
       MAIL_API_BASE_URL: sandbox.url,
       MAIL_API_KEY: 'sandbox-key',

@@ -44,6 +44,7 @@ it('a worker killed mid-send: after the send timeout the order is settled by ass
     DATABASE_URL: database.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
     TEMPORAL_TASK_QUEUE: taskQueue,
     MAIL_API_BASE_URL: sandbox.url,
     MAIL_API_KEY: 'sandbox-key',

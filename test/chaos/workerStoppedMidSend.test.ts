@@ -42,6 +42,7 @@ it('SIGTERM mid-send with one worker: the send finishes and its row is terminal 
     DATABASE_URL: database.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
     TEMPORAL_TASK_QUEUE: taskQueue,
     WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     MAIL_API_BASE_URL: sandbox.url,

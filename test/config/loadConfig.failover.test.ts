@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/loadConfig';
 import { problemsOf } from '../support/configProblems';
 
-const BASE = { DATABASE_URL: 'postgres://u:p@localhost:5432/shop' };
+const BASE = { DATABASE_URL: 'postgres://u:p@localhost:5432/shop', MAIL_DEPLOYMENT_ID: 'test-deployment' };
 const TWO = {
   ...BASE,
   MAIL_PROVIDERS: 'postmark,mailgun',

@@ -7,6 +7,7 @@ import { problemsOf } from '../support/configProblems';
 
 const BASE = {
   DATABASE_URL: 'postgres://u:p@localhost:5432/shop',
+  MAIL_DEPLOYMENT_ID: 'test-deployment',
   MAIL_API_KEY: 'key-123',
 };
 

@@ -4,7 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/loadConfig';
 import { problemsOf } from '../support/configProblems';
 
-const BASE = { DATABASE_URL: 'postgres://u:p@localhost:5432/shop', MAIL_PROVIDER: 'ses' };
+const BASE = {
+  DATABASE_URL: 'postgres://u:p@localhost:5432/shop',
+  MAIL_PROVIDER: 'ses',
+  MAIL_DEPLOYMENT_ID: 'test-deployment',
+};
 
 describe('MAIL_PROVIDER=ses', () => {
   it('static keys: the region endpoint, the configuration set, no MAIL_API_KEY, verified by SNS events', () => {

@@ -72,14 +72,24 @@ describe('MAIL_PROVIDER=smtp', () => {
     // The same timeouts over HTTP need no connect before the fence: 3000 + 1000 + 2000 fits in 8000.
     const { MAIL_PROVIDER: _smtp, SMTP_HOST: _host, ...http } = env;
     expect(() =>
-      loadConfig({ ...http, MAIL_API_BASE_URL: 'https://mail.example.com', MAIL_API_KEY: 'k' }),
+      loadConfig({
+        ...http,
+        MAIL_API_BASE_URL: 'https://mail.example.com',
+        MAIL_API_KEY: 'k',
+        MAIL_DEPLOYMENT_ID: 'test-deployment',
+      }),
     ).not.toThrow();
     expect(() => loadConfig({ ...env, MAIL_CONNECT_TIMEOUT_MS: '2000' })).not.toThrow();
   });
 
   it('other providers have no SMTP part', () => {
     expect(
-      loadConfig({ DATABASE_URL: BASE.DATABASE_URL, MAIL_API_KEY: 'k', MAIL_API_BASE_URL: 'http://x' }).smtp,
+      loadConfig({
+        DATABASE_URL: BASE.DATABASE_URL,
+        MAIL_DEPLOYMENT_ID: 'test-deployment',
+        MAIL_API_KEY: 'k',
+        MAIL_API_BASE_URL: 'http://x',
+      }).smtp,
     ).toBeNull();
   });
 });

@@ -4,6 +4,7 @@ import { problemsOf } from '../support/configProblems';
 
 const REQUIRED = {
   DATABASE_URL: 'postgres://user:secret@db:5432/shop',
+  MAIL_DEPLOYMENT_ID: 'test-deployment',
   MAIL_API_BASE_URL: 'https://mail.example.com/',
   MAIL_API_KEY: 'key-123',
 };
@@ -84,13 +85,31 @@ describe('loadConfig', () => {
       SEND_MAX_ATTEMPTS: '0',
       TEMPORAL_METRICS_BIND_ADDRESS: '9464',
     });
-    expect(problems).toHaveLength(6);
+    expect(problems).toHaveLength(7);
     expect(problems.join('\n')).toMatch(/DATABASE_URL.*postgres/);
+    expect(problems.join('\n')).toMatch(/MAIL_DEPLOYMENT_ID is required with a mail provider/);
     expect(problems.join('\n')).toMatch(/MAIL_API_BASE_URL is not a valid URL/);
     expect(problems.join('\n')).toMatch(/MAIL_API_KEY is required/);
     expect(problems.join('\n')).toMatch(/UNKNOWN_OUTCOME_POLICY must be one of assume-sent, assume-failed/);
     expect(problems.join('\n')).toMatch(/SEND_MAX_ATTEMPTS must be a positive integer/);
     expect(problems.join('\n')).toMatch(/TEMPORAL_METRICS_BIND_ADDRESS must look like host:port/);
+  });
+
+  it('requires MAIL_DEPLOYMENT_ID with a mail provider, naming the value it defaulted to; not with SMTP only', () => {
+    const { MAIL_DEPLOYMENT_ID: _id, ...withoutId } = REQUIRED;
+    expect(problemsOf({ ...withoutId, TEMPORAL_NAMESPACE: 'shop/prod' })).toEqual([
+      expect.stringMatching(/^MAIL_DEPLOYMENT_ID is required .* the namespace: shop-prod\.$/),
+    ]);
+    expect(
+      problemsOf({ ...withoutId, MAIL_PROVIDERS: 'postmark,smtp', POSTMARK_API_KEY: 'k' }).join('\n'),
+    ).toMatch(/MAIL_DEPLOYMENT_ID is required/);
+    const smtpOnly = {
+      DATABASE_URL: REQUIRED.DATABASE_URL,
+      MAIL_PROVIDER: 'smtp',
+      SMTP_HOST: 'smtp.example.com',
+    };
+    expect(loadConfig({ ...smtpOnly, TEMPORAL_NAMESPACE: 'shop/prod' }).deploymentId).toBe('shop-prod');
+    expect(loadConfig({ ...REQUIRED, MAIL_DEPLOYMENT_ID: 'shop-eu' }).deploymentId).toBe('shop-eu');
   });
 
   it('keeps the send timeout above the HTTP deadline and the shutdown grace above the send timeout', () => {

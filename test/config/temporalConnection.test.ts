@@ -115,6 +115,7 @@ describe('the Temporal connection settings', () => {
     ).toThrow(TemporalConnectionConfigError);
     const env = isolated({
       DATABASE_URL: 'postgres://u:p@localhost/shop',
+      MAIL_DEPLOYMENT_ID: 'test-deployment',
       MAIL_API_BASE_URL: 'http://127.0.0.1:4010',
       MAIL_API_KEY: 'k',
       TEMPORAL_TLS_CLIENT_CERT_PATH: path.join(directory, 'missing.pem'),

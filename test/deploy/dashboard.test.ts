@@ -43,6 +43,7 @@ beforeAll(async () => {
     DATABASE_URL: database.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
     TEMPORAL_TASK_QUEUE: taskQueue,
     WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     WORKER_HTTP_BIND_ADDRESS: httpAddress,

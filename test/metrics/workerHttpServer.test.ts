@@ -73,6 +73,7 @@ describe('/metrics', () => {
   it('binds loopback when given only a port, and reads the refresh interval', () => {
     const config = loadConfig({
       DATABASE_URL: 'postgres://u:p@localhost/shop',
+      MAIL_DEPLOYMENT_ID: 'test-deployment',
       MAIL_API_BASE_URL: 'http://127.0.0.1:4010',
       MAIL_API_KEY: 'sandbox-key',
       WORKER_HTTP_BIND_ADDRESS: '9464',
@@ -83,6 +84,7 @@ describe('/metrics', () => {
     expect(
       loadConfig({
         DATABASE_URL: 'postgres://u:p@localhost/shop',
+        MAIL_DEPLOYMENT_ID: 'test-deployment',
         MAIL_API_BASE_URL: 'http://127.0.0.1:4010',
         MAIL_API_KEY: 'sandbox-key',
       }).worker,

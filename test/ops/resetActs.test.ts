@@ -33,6 +33,7 @@ beforeAll(async () => {
     DATABASE_URL: database.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
     TEMPORAL_TASK_QUEUE: taskQueue,
     MAIL_API_BASE_URL: sandbox.url,
     MAIL_API_KEY: 'sandbox-key',

@@ -60,6 +60,7 @@ function workerEnv(taskQueue: string, overrides: Record<string, string>): Record
     DATABASE_URL: database.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
     TEMPORAL_TASK_QUEUE: taskQueue,
     MAIL_API_BASE_URL: sandbox.url,
     MAIL_CONNECT_TIMEOUT_MS: '1000',

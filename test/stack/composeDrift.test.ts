@@ -150,6 +150,18 @@ describe('docker-compose.yml and the native stack agree', () => {
     expect(tlsNames.filter((name) => !documented.includes(name))).toEqual([]);
   });
 
+  it('on who holds which secret: the Temporal server its own login, the sandbox its own key', () => {
+    // The server logs in as the login temporal-schema makes, never as the superuser of .env.
+    expect(environment('temporal').POSTGRES_USER).toBe(environment('temporal-schema').TEMPORAL_DB_USER);
+    expect(environment('temporal').POSTGRES_USER).not.toMatch(/POSTGRES_USER/);
+    expect(environment('temporal').POSTGRES_PWD).toMatch(/^\$\{TEMPORAL_DB_PASSWORD:\?/);
+    expect(JSON.stringify(environment('temporal'))).not.toMatch(/POSTGRES_PASSWORD/);
+    // The sandbox records what it receives: it gets a key of its own, never the workers' MAIL_API_KEY.
+    expect(environment('mail-sandbox').SANDBOX_API_KEY).toMatch(/^\$\{MAIL_SANDBOX_API_KEY:\?/);
+    expect(JSON.stringify(environment('mail-sandbox'))).not.toMatch(/MAIL_API_KEY/);
+    expect(environment('worker').MAIL_API_KEY).not.toMatch(/\$\{MAIL_API_KEY[:}]/);
+  });
+
   it("on the names the one-shot jobs' scripts read: each comes from deploy/stack.env or the service", () => {
     const stackEnv = Object.keys(parseEnvFile(readFileSync(STACK_ENV_PATH, 'utf8')));
     const jobs = { 'temporal-schema': 'setup-postgres.sh', 'temporal-namespace': 'create-namespace.sh' };

@@ -56,6 +56,8 @@ describe("docker-compose.yml's one-shot jobs", () => {
       DB_PORT: postgres.port,
       POSTGRES_USER: decodeURIComponent(postgres.username),
       SQL_PASSWORD: decodeURIComponent(postgres.password),
+      TEMPORAL_DB_USER: 'compose_temporal_server',
+      TEMPORAL_DB_PASSWORD: 'compose-server-5e1b7c93a2',
       TEMPORAL_DB: 'compose_temporal',
       TEMPORAL_VISIBILITY_DB: 'compose_temporal_visibility',
       APP_DB: 'compose_shop',
@@ -72,6 +74,11 @@ describe("docker-compose.yml's one-shot jobs", () => {
       expect(await schemaVersion(composeDatabase)).toBe(await schemaVersion(stackDatabase));
     }
     expect(await databaseExists('compose_shop')).toBe(true);
+    // The server's own login owns Temporal's databases and every table in them, and is no superuser.
+    for (const database of ['compose_temporal', 'compose_temporal_visibility']) {
+      expect(await ownersIn(database)).toEqual(['compose_temporal_server']);
+    }
+    expect(await isSuperuser('compose_temporal_server')).toBe(false);
   });
 
   it('temporal-namespace: creates the namespace and registers the search attributes; again is a no-op', async () => {
@@ -119,5 +126,26 @@ async function databaseExists(database: string): Promise<boolean> {
   return withDatabase('postgres', async (client) => {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
     return (rowCount ?? 0) > 0;
+  });
+}
+
+/** Who owns the database and its tables, each name once. */
+async function ownersIn(database: string): Promise<string[]> {
+  return withDatabase(database, async (client) => {
+    const { rows } = await client.query<{ owner: string }>(
+      `SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = current_database()
+       UNION SELECT tableowner FROM pg_tables WHERE schemaname = 'public'`,
+    );
+    return rows.map((row) => row.owner);
+  });
+}
+
+async function isSuperuser(role: string): Promise<boolean | undefined> {
+  return withDatabase('postgres', async (client) => {
+    const { rows } = await client.query<{ rolsuper: boolean }>(
+      'SELECT rolsuper FROM pg_roles WHERE rolname = $1',
+      [role],
+    );
+    return rows[0]?.rolsuper;
   });
 }

@@ -1,6 +1,6 @@
 // `docker compose up` with the settings docs/production.md names, as far as it goes without a Docker engine:
 // `docker-compose config` resolves the compose file with a .env made by those steps (cp .env.example .env,
-// then the four values the page says to set), and the one-shot jobs that gave up before (db-roles refused
+// then the values the page says to set), and the one-shot jobs that gave up before (db-roles refused
 // .env.example's placeholder passwords) run their own commands natively with exactly the environment
 // compose gives them, against a Postgres of this test's own (the roles are cluster-wide): db-roles, then
 // migrate, then a worker's login reads what it must and nothing more.
@@ -21,7 +21,10 @@ const DOCUMENTED = {
   POSTGRES_PASSWORD: 'pg-superuser-7f3a9c41d2',
   MIGRATOR_DB_PASSWORD: 'migrator-2b8e41d6c9a05',
   WORKER_DB_PASSWORD: 'worker-9c5d0a7e13f7b2',
-  MAIL_API_KEY: 'sandbox-key',
+  TEMPORAL_DB_PASSWORD: 'temporal-server-4d2a9e61b7',
+  MAIL_SANDBOX_API_KEY: 'sandbox-key',
+  MAIL_API_KEY_IN_COMPOSE: 'sandbox-key',
+  MAIL_DEPLOYMENT_ID: 'shop-local',
 };
 
 let project: string;

@@ -49,6 +49,7 @@ function workerEnvironment(): Record<string, string> {
     DATABASE_URL: database.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: namespace,
+    MAIL_DEPLOYMENT_ID: namespace,
     TEMPORAL_TASK_QUEUE: taskQueue,
     MAIL_API_BASE_URL: 'http://127.0.0.1:9',
     MAIL_API_KEY: 'unused',

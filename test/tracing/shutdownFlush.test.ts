@@ -51,6 +51,7 @@ it('SIGTERM during a send: the spans of the finished activities and of the drain
     DATABASE_URL: database.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
     TEMPORAL_TASK_QUEUE: taskQueue,
     WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     MAIL_API_BASE_URL: sandbox.url,

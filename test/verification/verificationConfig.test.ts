@@ -63,6 +63,7 @@ describe('readVerificationConfig', () => {
   it('reaches the worker configuration, and its problems are loadConfig’s', () => {
     const base = {
       DATABASE_URL: 'postgres://u:p@localhost/shop',
+      MAIL_DEPLOYMENT_ID: 'test-deployment',
       MAIL_API_KEY: 'k',
       MAIL_API_BASE_URL: 'http://x',
     };
@@ -76,6 +77,7 @@ describe('readVerificationConfig', () => {
 describe('a settle delay below what the provider documents, and retention per plan (issue 22, finding 4)', () => {
   const base = {
     DATABASE_URL: 'postgres://u:p@localhost/shop',
+    MAIL_DEPLOYMENT_ID: 'test-deployment',
     MAIL_API_KEY: 'k',
     MAIL_PROVIDER: 'mailgun',
     MAILGUN_DOMAIN: 'mg.example.com',
