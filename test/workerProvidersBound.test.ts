@@ -42,6 +42,7 @@ function startWorker(extra: Record<string, string>): WorkerProcess {
     MAIL_PROVIDER: 'postmark',
     MAIL_API_BASE_URL: 'http://127.0.0.1:9',
     MAIL_API_KEY: 'sandbox-key',
+    MAIL_DEPLOYMENT_ID: 'test-provider-bound',
     MAIL_VERIFY_SETTLE_DELAY_MS: '1000',
     MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON: 'test: nothing is sent',
     WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
