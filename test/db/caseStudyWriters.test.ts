@@ -34,7 +34,7 @@ let oldSystem: OutsideWriter;
 beforeAll(async () => {
   database = await openCaseStudyDatabase('case_study_writers');
   await migrate(database.connectionString, { adopt: true });
-  oldSystem = await openOutsideWriter(database.connectionString);
+  oldSystem = await openOutsideWriter(database.caseStudyConnectionString);
 });
 afterAll(async () => {
   await oldSystem?.close();
