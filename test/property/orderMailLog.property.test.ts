@@ -4,7 +4,7 @@
 // it; retried and duplicated), the dispatch fence (activities/dispatchFence; re-executed, as an activity
 // reset would), the record (db/orderMailRecord, after the workflow's decision of an unknown outcome;
 // retried). Beside them, in some cases, the case study's old worker (docs/adoption.md) runs jobs for the same
-// order with nothing but the case study's four statements, through a plain connection (an outside writer to
+// order with nothing but the case study's four statements, under a login of its own (an outside writer to
 // order_mail_log's trigger), and the reconciliation sweep settles an outside claim left 'sending' at any time
 // (a grace period too short included). fast-check chooses the scenario and the interleaving, statement by
 // statement, against real Postgres; the invariants are checked after every statement.
