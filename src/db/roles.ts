@@ -259,6 +259,16 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     for (const { name } of owned) {
       await client.query(`ALTER TABLE ${escapeIdentifier(name)} OWNER TO ${migratorRole}`);
     }
+    // And their functions (the triggers'): a later migration replaces one only as its owner (0050 does).
+    const { rows: functions } = await client.query<{ signature: string }>(
+      `SELECT p.oid::regprocedure::text AS signature FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE n.nspname = current_schema() AND p.proowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+          AND p.proname LIKE 'order\\_mail\\_%'
+        ORDER BY 1`,
+    );
+    for (const { signature } of functions) {
+      await client.query(`ALTER FUNCTION ${signature} OWNER TO ${migratorRole}`);
+    }
     await client.query('COMMIT');
     return {
       database: migrator.database,

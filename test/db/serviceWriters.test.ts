@@ -3,17 +3,26 @@
 // old session setting, a superuser, the table's owner) is an outside writer and never moves a row this service
 // holds. Each case runs against real Postgres under logins of its own.
 import { randomUUID } from 'node:crypto';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client as PgClient, escapeIdentifier } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { readMailLog } from '../../src/db/orderMailLog';
-import { CASE_STUDY_TABLE_KEPT_AS } from '../../src/db/migrator';
+import {
+  CASE_STUDY_TABLE_KEPT_AS,
+  listMigrationFiles,
+  migrate,
+  MIGRATIONS_DIRECTORY,
+} from '../../src/db/migrator';
 import { createDatabase } from '../../src/db/pool';
-import { MIGRATION_GROUP_ROLE, WORKER_GROUP_ROLE } from '../../src/db/roles';
+import { MIGRATION_GROUP_ROLE, setUpDatabaseRoles, WORKER_GROUP_ROLE } from '../../src/db/roles';
 import { assertSchemaReady, SchemaNotReadyError } from '../../src/db/schemaReady';
 import {
   createOrder,
   createOutsideLogin,
+  openLeastPrivilegeDatabase,
   openTestDatabase,
   type OutsideLogin,
   type TestDatabase,
@@ -229,6 +238,43 @@ describe('a member of the service groups by explicit grant is this service', () 
     const before = await readMailLog(database.db, orderId);
     expect(await recordFailedAs(admin, orderId)).toBe(0);
     expect(await readMailLog(database.db, orderId)).toEqual(before);
+  });
+});
+
+describe('the roles npm run db:roles makes', () => {
+  it('are the service: the migration login by order_mail_migration, the workers by order_mail_worker', async () => {
+    const roles = await openLeastPrivilegeDatabase('service_writers_roles');
+    try {
+      await migrate(roles.migrationUrl);
+      const { rows } = await roles.admin.query<{ migrator: boolean; worker: boolean }>(
+        'SELECT order_mail_is_service_role($1) AS migrator, order_mail_is_service_role($2) AS worker',
+        [new URL(roles.migrationUrl).username, roles.workerUser],
+      );
+      expect(rows[0]).toEqual({ migrator: true, worker: true });
+    } finally {
+      await roles.close();
+    }
+  });
+
+  it('an earlier build migrated as the admin: db:roles hands over its tables and their functions, and the migration login applies 0050', async () => {
+    const roles = await openLeastPrivilegeDatabase('service_writers_upgrade');
+    const before = await mkdtemp(join(tmpdir(), 'migrations-before-0050-'));
+    try {
+      for (const name of (await listMigrationFiles()).filter((file) => file < '0050')) {
+        await copyFile(join(MIGRATIONS_DIRECTORY, name), join(before, name));
+      }
+      await migrate(roles.adminUrl, { directory: before });
+      await setUpDatabaseRoles({
+        adminUrl: roles.adminUrl,
+        migrationUrl: roles.migrationUrl,
+        workerUrl: roles.workerUrl,
+      });
+      const report = await migrate(roles.migrationUrl);
+      expect(report.applied).toContain('0050_order_mail_service_writers.sql');
+    } finally {
+      await rm(before, { recursive: true, force: true });
+      await roles.close();
+    }
   });
 });
 
