@@ -179,3 +179,14 @@ BEGIN
   END IF;
   RETURN NULL;
 END $$;
+
+-- A migration login outside the groups still migrates, but what a later migration writes to order_mail_log
+-- would be an outside writer's: say so now.
+DO $check$
+BEGIN
+  IF NOT order_mail_is_service_role(session_user) THEN
+    RAISE WARNING 'the migration login % is not a member of order_mail_migration: order_mail_log''s trigger takes its writes for an outside writer''s', session_user
+      USING HINT = 'GRANT order_mail_migration TO ' || quote_ident(session_user) || '; or run npm run db:roles (docs/production.md).';
+  END IF;
+END
+$check$;
