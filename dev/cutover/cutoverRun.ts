@@ -122,12 +122,12 @@ export async function runCutover(options: CutoverOptions, say: Say): Promise<Cut
     say(`logs in ${path.relative(process.cwd(), runDirectory)}; sandbox ${sandbox.url}`);
     const db = createDatabase({ connectionString: postgres.connectionString, applicationName: 'cutover' });
     stops.push(() => db.close());
-    await createShopTables(db);
+    const caseStudyUrl = await createShopTables(db, postgres.connectionString);
     const orderIds = await createOrders(db, options.orders);
     say(`the shop: ${orderIds.length} confirmed orders, the case study's order_mail_log, no rows yet`);
 
     // 1. The old system alone.
-    const oldWorkers = startOldWorkers(options.oldWorkers, postgres.connectionString, redis, sandbox.url);
+    const oldWorkers = startOldWorkers(options.oldWorkers, caseStudyUrl, redis, sandbox.url);
     stops.push(() => Promise.all(oldWorkers.map((worker) => worker.stop(15_000))));
     const feeder = feedQueue(redis, orderIds, options.enqueueRate);
     const adoptAfter = Math.ceil(options.orders * options.adoptAt);
@@ -234,11 +234,23 @@ export async function runCutover(options: CutoverOptions, say: Say): Promise<Cut
   }
 }
 
-async function createShopTables(db: Database): Promise<void> {
+/**
+ * The shop's tables, and the case study's order_mail_log owned by the case study's own login (in none of this
+ * service's groups, docs/adoption.md): its workers run as it. Returns that login's URL.
+ */
+async function createShopTables(db: Database, adminUrl: string): Promise<string> {
   for (const file of ['0001_orders.sql', '0002_order_items.sql']) {
     await db.query(await readFile(path.join(PROJECT_ROOT, 'src', 'db', 'migrations', file), 'utf8'));
   }
   await db.query(await readFile(path.join(PYTHON_PEERS_DIRECTORY, 'order_mail_log.sql'), 'utf8'));
+  const password = randomBytes(18).toString('base64url');
+  await db.query(`CREATE ROLE ${CASE_STUDY_LOGIN} LOGIN PASSWORD '${password}'`);
+  await db.query(`ALTER TABLE order_mail_log OWNER TO ${CASE_STUDY_LOGIN}`);
+  await db.query(`GRANT SELECT ON orders, order_items TO ${CASE_STUDY_LOGIN}`);
+  const url = new URL(adminUrl);
+  url.username = CASE_STUDY_LOGIN;
+  url.password = password;
+  return url.toString();
 }
 
 async function createOrders(db: Database, count: number): Promise<string[]> {
@@ -254,6 +266,9 @@ async function createOrders(db: Database, count: number): Promise<string[]> {
   }
   return ids;
 }
+
+/** The case study's login (the cluster is this run's own). */
+const CASE_STUDY_LOGIN = 'case_study_app';
 
 function startOldWorkers(count: number, databaseUrl: string, redis: RedisServer, mailUrl: string) {
   return Array.from({ length: count }, (_, index): PeerProcess => {

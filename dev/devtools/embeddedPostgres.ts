@@ -4,6 +4,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getFreePort } from '../../src/shared/freePort';
+import { grantServiceMembership } from './serviceMembership';
 
 export interface EmbeddedPostgresOptions {
   port?: number;
@@ -109,9 +110,19 @@ export async function startEmbeddedPostgres(
     if (options.persistent !== true) await rm(dataDir, { recursive: true, force: true });
     throw error;
   }
+  const connectionString = `postgres://${USER}:${password}@${HOST}:${port}/postgres`;
+  try {
+    // The superuser is what tests and dev tools run this service as: a member of its worker group, openly.
+    await grantServiceMembership(connectionString);
+  } catch (error) {
+    process.removeListener('exit', stopOnExit);
+    await cluster.stop();
+    if (options.persistent !== true) await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  }
 
   return {
-    connectionString: `postgres://${USER}:${password}@${HOST}:${port}/postgres`,
+    connectionString,
     async stop() {
       process.removeListener('exit', stopOnExit);
       await cluster.stop();

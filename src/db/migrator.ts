@@ -4,7 +4,6 @@ import path from 'node:path';
 import { Client, escapeIdentifier } from 'pg';
 import { describeCaseStudyTable, type CaseStudyTable } from './caseStudyTable';
 import { findMissingPrerequisites, MigrationPrerequisitesError } from './migrationPrerequisites';
-import { serviceConnectionOptions } from './pool';
 
 /**
  * Plain numbered SQL files, applied in order and never edited once landed (fix forward with a new file).
@@ -114,8 +113,6 @@ export async function migrate(
     connectionString,
     application_name: 'order-mail-migrate',
     connectionTimeoutMillis: 10_000,
-    // A migration that writes order_mail_log writes it as this service, not as an outside writer (0009).
-    options: serviceConnectionOptions(connectionString),
   });
   const onNotice = options.onNotice;
   if (onNotice !== undefined)

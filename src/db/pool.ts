@@ -1,16 +1,5 @@
 import { Pool, type PoolClient, type QueryResultRow } from 'pg';
 
-/**
- * Every connection of this service says so, in the session setting `order_mail.writer`. order_mail_log's
- * trigger (migration 0009) treats a write from a session without it as one of an outside writer (the case
- * study's old workers, a hand-typed fix): it never lets such a write move a row this service holds, so a
- * writer that knows nothing of claim tokens and fences cannot make this service send twice.
- */
-export const SERVICE_WRITER_SETTING = {
-  name: 'order_mail.writer',
-  value: 'order-confirmation-mail',
-} as const;
-
 export interface DatabaseOptions {
   connectionString: string;
   /** Shows up in pg_stat_activity, so a DBA can tell which process holds a connection. */
@@ -38,7 +27,6 @@ export function createDatabase(
   const pool = new Pool({
     connectionString: options.connectionString,
     application_name: options.applicationName,
-    options: serviceConnectionOptions(options.connectionString),
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     statement_timeout: options.statementTimeoutMs ?? 10_000,
@@ -83,21 +71,6 @@ export function createDatabase(
       await pool.end();
     },
   };
-}
-
-/**
- * The startup `options` of every connection this service makes: the connection string's own (a search_path,
- * say), with the writer setting added. pg would otherwise let one replace the other.
- */
-export function serviceConnectionOptions(connectionString: string): string {
-  let own: string | null = null;
-  try {
-    own = new URL(connectionString).searchParams.get('options');
-  } catch {
-    // Not a URL: only the writer setting is sent.
-  }
-  const ours = `-c ${SERVICE_WRITER_SETTING.name}=${SERVICE_WRITER_SETTING.value}`;
-  return own === null || own.trim() === '' ? ours : `${own} ${ours}`;
 }
 
 export function describeDatabaseError(error: unknown): string {

@@ -20,6 +20,15 @@ import { SHOP_TABLES, WORKER_READS_COLUMNS } from './orderColumns';
 export const WORKER_GROUP_ROLE = 'order_mail_worker';
 /** The group role migration 0025 grants the webhook receiver's privileges to. */
 export const WEBHOOK_GROUP_ROLE = 'order_mail_webhooks';
+/** The group of the migration login (migration 0050): it grants nothing, it says the login is this service's. */
+export const MIGRATION_GROUP_ROLE = 'order_mail_migration';
+/** The operators' group, where one exists: its members' writes are this service's too. */
+export const OPERATOR_GROUP_ROLE = 'order_mail_operators';
+/**
+ * Who order_mail_log's trigger takes for this service (migration 0050, docs/design.md "Who is the service"): a
+ * login that is, by explicit grant, a member of one of these. Superuser status and ownership do not count.
+ */
+export const SERVICE_GROUP_ROLES = [WORKER_GROUP_ROLE, OPERATOR_GROUP_ROLE, MIGRATION_GROUP_ROLE] as const;
 
 const MIN_PASSWORD_LENGTH = 16;
 const PLACEHOLDER_PASSWORDS = [
@@ -161,8 +170,8 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     const created: string[] = [];
     const exists = async (role: string): Promise<boolean> =>
       ((await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role])).rowCount ?? 0) > 0;
-    // Both groups always: migrations 0010 and 0025 grant to them, and the migration role may not make roles.
-    for (const group of [WORKER_GROUP_ROLE, WEBHOOK_GROUP_ROLE]) {
+    // The groups always: migrations 0010, 0025 and 0050 need them, and the migration role may not make roles.
+    for (const group of [WORKER_GROUP_ROLE, WEBHOOK_GROUP_ROLE, MIGRATION_GROUP_ROLE]) {
       if (!(await exists(group))) await client.query(`CREATE ROLE ${escapeIdentifier(group)} NOLOGIN`);
     }
     for (const login of [migrator, worker, ...(webhooks === null ? [] : [webhooks])]) {
@@ -186,6 +195,8 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     // Before PostgreSQL 15 every role may create in public; the workers' role must not.
     await client.query('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
     await client.query(`GRANT ${escapeIdentifier(WORKER_GROUP_ROLE)} TO ${escapeIdentifier(worker.user)}`);
+    // What the migrations write to order_mail_log is this service's (0050): by membership, not ownership.
+    await client.query(`GRANT ${escapeIdentifier(MIGRATION_GROUP_ROLE)} TO ${migratorRole}`);
     if (webhooks !== null) {
       // Its own group only: never order_mail_worker, whose grants include every customer's address.
       const login = escapeIdentifier(webhooks.user);
@@ -247,6 +258,16 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     );
     for (const { name } of owned) {
       await client.query(`ALTER TABLE ${escapeIdentifier(name)} OWNER TO ${migratorRole}`);
+    }
+    // And their functions (the triggers'): a later migration replaces one only as its owner (0050 does).
+    const { rows: functions } = await client.query<{ signature: string }>(
+      `SELECT p.oid::regprocedure::text AS signature FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE n.nspname = current_schema() AND p.proowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+          AND p.proname LIKE 'order\\_mail\\_%'
+        ORDER BY 1`,
+    );
+    for (const { signature } of functions) {
+      await client.query(`ALTER FUNCTION ${signature} OWNER TO ${migratorRole}`);
     }
     await client.query('COMMIT');
     return {

@@ -1,10 +1,11 @@
 // What a worker checks of its database before it serves (docs/production.md, least privilege): the schema is
 // migrated to this build's files (migrations are their own step, `npm run db:migrate`, with their own role:
-// a worker never runs DDL), its connections say they are this service's (src/db/pool.ts), and its role may do
-// what the worker does. Each failure is a configuration error with its own message: waiting fixes none.
-import { listMigrationFiles, MIGRATIONS_DIRECTORY } from './migrator';
+// a worker never runs DDL), its login is one the trigger takes for this service's (migration 0050), no writer
+// of an adopted table is, and its role may do what the worker does. Each failure is a configuration error with its own message: waiting fixes none.
+import { CASE_STUDY_TABLE_KEPT_AS, listMigrationFiles, MIGRATIONS_DIRECTORY } from './migrator';
 import { SHOP_TABLES, WORKER_READS_COLUMNS } from './orderColumns';
-import { SERVICE_WRITER_SETTING, type Database } from './pool';
+import type { Database } from './pool';
+import { MIGRATION_GROUP_ROLE, SERVICE_GROUP_ROLES, WORKER_GROUP_ROLE } from './roles';
 
 export class SchemaNotReadyError extends Error {
   override readonly name = 'SchemaNotReadyError';
@@ -32,12 +33,10 @@ const NEEDED_PRIVILEGES: readonly [table: string, privileges: readonly string[]]
 
 /** Throws SchemaNotReadyError saying what is missing and what to run; Postgres errors as they come. */
 export async function assertSchemaReady(db: Database, directory = MIGRATIONS_DIRECTORY): Promise<void> {
-  const { rows: tables } = await db.query<{ migrations: string | null; user: string; writer: string | null }>(
-    `SELECT to_regclass('order_mail_schema_migrations')::text AS migrations, session_user AS "user",
-            current_setting($1, true) AS writer`,
-    [SERVICE_WRITER_SETTING.name],
+  const { rows: tables } = await db.query<{ migrations: string | null; user: string }>(
+    `SELECT to_regclass('order_mail_schema_migrations')::text AS migrations, session_user AS "user"`,
   );
-  const { migrations, user, writer } = tables[0]!;
+  const { migrations, user } = tables[0]!;
   if (migrations === null) {
     throw new SchemaNotReadyError(`The database has no order mail schema yet. ${MIGRATE_HINT}`);
   }
@@ -51,13 +50,7 @@ export async function assertSchemaReady(db: Database, directory = MIGRATIONS_DIR
       `The database is not migrated to this build: ${pending.join(', ')} not applied yet. ${MIGRATE_HINT}`,
     );
   }
-  if (writer !== SERVICE_WRITER_SETTING.value) {
-    throw new SchemaNotReadyError(
-      `This worker's database sessions do not carry ${SERVICE_WRITER_SETTING.name}=${SERVICE_WRITER_SETTING.value} ` +
-        "(a connection pooler that drops startup options?), so order_mail_log's trigger would take its writes " +
-        "for an outside writer's. Connect to Postgres directly, or pass the option through the pooler.",
-    );
-  }
+  await assertServiceWriters(db, user);
   // One privilege per check: has_table_privilege with a list is true when ANY of them is held.
   const wanted = NEEDED_PRIVILEGES.flatMap(([table, privileges]) =>
     privileges.map((privilege) => [table, privilege]),
@@ -92,6 +85,51 @@ export async function assertSchemaReady(db: Database, directory = MIGRATIONS_DIR
         'Grant it the worker role: GRANT order_mail_worker TO ' +
         `${user}; (docs/production.md). The columns of orders and order_items are granted by the migration where ` +
         'its role owns them; otherwise by their owner (npm run db:migrate names the statements).',
+    );
+  }
+}
+
+/**
+ * order_mail_log's trigger takes a write for this service's by who writes (migration 0050): this worker's login
+ * must be a member of the service's groups by explicit grant, or its claims would be taken for an outside
+ * writer's; and no role that writes the adopted case study's table (its previous owner, any role granted to
+ * write it) may be one, or the old workers' statements would be taken for ours and move our rows.
+ */
+async function assertServiceWriters(db: Database, user: string): Promise<void> {
+  const { rows: me } = await db.query<{ service: boolean }>(
+    'SELECT order_mail_is_service_role(session_user) AS service',
+  );
+  if (me[0]?.service !== true) {
+    throw new SchemaNotReadyError(
+      `Database login ${user} is not a member of ${WORKER_GROUP_ROLE} by explicit grant (being a superuser or ` +
+        "the tables' owner does not count), so order_mail_log's trigger would take this worker's writes for an " +
+        `outside writer's. Run the worker as a login in ${WORKER_GROUP_ROLE}: GRANT ${WORKER_GROUP_ROLE} TO ${user}; ` +
+        '(docs/production.md).',
+    );
+  }
+  // The adopted table's owner is the migration login after `npm run db:roles` handed it over; otherwise (no
+  // hand-over) the owner is the role the old workers ran as.
+  const { rows: writers } = await db.query<{ role: string }>(
+    `WITH adopted AS (SELECT oid, relowner, relacl FROM pg_class WHERE oid = to_regclass($1)),
+          writers AS (
+            SELECT relowner AS role FROM adopted
+             WHERE NOT EXISTS (SELECT FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid
+                                WHERE g.rolname = $2 AND m.member = adopted.relowner)
+            UNION
+            SELECT grant_.grantee FROM adopted, aclexplode(adopted.relacl) AS grant_
+             WHERE grant_.privilege_type IN ('INSERT', 'UPDATE') AND grant_.grantee <> 0
+               AND grant_.grantee <> adopted.relowner)
+     SELECT DISTINCT pg_get_userbyid(role) AS role FROM writers
+      WHERE order_mail_is_service_role(pg_get_userbyid(role)) ORDER BY 1`,
+    [CASE_STUDY_TABLE_KEPT_AS, MIGRATION_GROUP_ROLE],
+  );
+  if (writers.length > 0) {
+    const names = writers.map((row) => row.role).join(', ');
+    throw new SchemaNotReadyError(
+      `The adopted table ${CASE_STUDY_TABLE_KEPT_AS} is written by ${names}, which order_mail_log's trigger takes ` +
+        `for this service (a member of ${SERVICE_GROUP_ROLES.join(', ')}): the case study's old workers, running as ` +
+        `it, would move this service's rows and a customer could get a second mail. Run the old workers under a ` +
+        `login of their own in none of these groups, and REVOKE the group from ${names} (docs/adoption.md).`,
     );
   }
 }

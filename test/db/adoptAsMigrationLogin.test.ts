@@ -183,7 +183,7 @@ describe('adopting a shop whose orders belong to its own role, as the migration 
       await mail?.close();
       await sandbox?.close();
     }
-    // The old workers (the shop's role, a plain connection: not this service's sessions) keep their statements.
+    // The old workers (the shop's role: in none of the service's groups) keep their statements.
     const oldWorker = new PgClient({ connectionString: shopUrl });
     await oldWorker.connect();
     try {

@@ -1,8 +1,8 @@
 // Side by side (docs/adoption.md): the case study's old workers and this service write one adopted
 // order_mail_log. Each interleaving below is played statement by statement against real Postgres: the old
-// system's statements through a plain connection (as its Python workers have), ours through the service's
-// own claim, fence and record. A request counts when the writer would call the mail API: the old system
-// after its claim changed a row, ours after the dispatch fence let it through.
+// system's statements under the case study's own login (as its Python workers run), ours through the
+// service's own claim, fence and record. A request counts when the writer would call the mail API: the old
+// system after its claim changed a row, ours after the dispatch fence let it through.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +34,7 @@ let oldSystem: OutsideWriter;
 beforeAll(async () => {
   database = await openCaseStudyDatabase('case_study_writers');
   await migrate(database.connectionString, { adopt: true });
-  oldSystem = await openOutsideWriter(database.connectionString);
+  oldSystem = await openOutsideWriter(database.caseStudyConnectionString);
 });
 afterAll(async () => {
   await oldSystem?.close();

@@ -73,7 +73,7 @@ interface Shop {
 async function shopBeforeAdoption(prefix: string): Promise<Shop> {
   const database = await openCaseStudyDatabase(prefix);
   cleanups.push(() => database.close());
-  const oldSystem: OutsideWriter = await openOutsideWriter(database.connectionString);
+  const oldSystem: OutsideWriter = await openOutsideWriter(database.caseStudyConnectionString);
   try {
     const orders: Shop['orders'] = { sent: [], failed: [], sending: [], none: [] };
     for (let i = 0; i < 2; i++) {

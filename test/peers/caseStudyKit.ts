@@ -4,10 +4,11 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Client as PgClient } from 'pg';
+import { Client as PgClient, escapeIdentifier } from 'pg';
 import { inject } from 'vitest';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { createIsolatedDatabase } from '../../dev/devtools/testDatabases';
+import { createOutsideLogin } from '../support/testKit';
 import { DEFAULT_SANDBOX_API_KEY } from '../../dev/sandbox/mailSandbox';
 import { PYTHON_PEERS_DIRECTORY, spawnPythonPeer, type PeerProcess } from '../../dev/peers/pythonPeers';
 import type { RedisServer } from '../../dev/peers/redisServer';
@@ -22,7 +23,13 @@ export const CASE_STUDY_MAIL_LOG_DDL = path.join(PYTHON_PEERS_DIRECTORY, 'order_
 
 export interface CaseStudyDatabase {
   db: Database;
+  /** This service's login (the run's admin, a member of order_mail_worker). */
   connectionString: string;
+  /**
+   * The case study's own login, which owns its order_mail_log and is in none of this service's groups: its
+   * workers and its statements run as it, as they would in the shop (docs/adoption.md).
+   */
+  caseStudyConnectionString: string;
   close(): Promise<void>;
 }
 
@@ -33,23 +40,30 @@ export async function openCaseStudyDatabase(prefix: string): Promise<CaseStudyDa
     connectionString: isolated.connectionString,
     applicationName: `test ${prefix}`,
   });
+  const caseStudyLogin = await createOutsideLogin(db, isolated.connectionString, 'case_study');
   try {
     for (const ddl of ORDERS_DDL) await db.query(await readFile(ddl, 'utf8'));
     await db.query(await readFile(CASE_STUDY_MAIL_LOG_DDL, 'utf8'));
+    const login = escapeIdentifier(caseStudyLogin.user);
+    await db.query(`ALTER TABLE order_mail_log OWNER TO ${login}`);
+    await db.query(`GRANT SELECT ON orders, order_items TO ${login}`);
     // Order ids far apart per file, as openTestDatabase does, in case a test also starts workflows for them.
     const offset = 1_000_000 + Math.floor(Math.random() * 8_000_000_000) * 1_000;
     await db.query(`SELECT setval(pg_get_serial_sequence('orders', 'id'), $1)`, [offset]);
   } catch (error) {
     await db.close();
     await isolated.drop();
+    await caseStudyLogin.drop();
     throw error;
   }
   return {
     db,
     connectionString: isolated.connectionString,
+    caseStudyConnectionString: caseStudyLogin.connectionString,
     async close() {
       await db.close();
       await isolated.drop();
+      await caseStudyLogin.drop();
     },
   };
 }
@@ -144,8 +158,8 @@ export const CASE_STUDY_STATEMENTS = {
 } as const;
 
 /**
- * A writer that knows only the case study's statements: a plain connection (not this service's pool, so
- * without its writer setting), as the old Python workers or an operator's psql have.
+ * A writer that knows only the case study's statements, under a login in none of this service's groups (the
+ * case study's own, `caseStudyConnectionString`), as the old Python workers or an operator's psql have.
  */
 export interface OutsideWriter {
   /** The case study's claim: the INSERT, then the UPDATE of a failed row; true when one changed a row. */

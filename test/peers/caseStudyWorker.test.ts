@@ -54,7 +54,7 @@ async function runWorkers(options: {
 }): Promise<Map<string, CaseStudyRow>> {
   const queue = newQueueName();
   running = startCaseStudyWorkers(options.workers, {
-    databaseUrl: database.connectionString,
+    databaseUrl: database.caseStudyConnectionString,
     redis,
     queue,
     mailApiBaseUrl: sandbox.url,

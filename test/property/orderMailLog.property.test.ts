@@ -4,7 +4,7 @@
 // it; retried and duplicated), the dispatch fence (activities/dispatchFence; re-executed, as an activity
 // reset would), the record (db/orderMailRecord, after the workflow's decision of an unknown outcome;
 // retried). Beside them, in some cases, the case study's old worker (docs/adoption.md) runs jobs for the same
-// order with nothing but the case study's four statements, through a plain connection (an outside writer to
+// order with nothing but the case study's four statements, under a login of its own (an outside writer to
 // order_mail_log's trigger), and the reconciliation sweep settles an outside claim left 'sending' at any time
 // (a grace period too short included). fast-check chooses the scenario and the interleaving, statement by
 // statement, against real Postgres; the invariants are checked after every statement.
@@ -26,7 +26,12 @@ import type { MailOutcome, UnknownOutcomePolicy } from '../../src/shared/mailOut
 import { decideUnknownOutcome } from '../../src/shared/unknownOutcome';
 import { ownAttemptFacts, sweptOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
 import { CASE_STUDY_STATEMENTS } from '../peers/caseStudyKit';
-import { openTestDatabase, type TestDatabase } from '../support/testKit';
+import {
+  createOutsideLogin,
+  openTestDatabase,
+  type OutsideLogin,
+  type TestDatabase,
+} from '../support/testKit';
 import { Turnstile } from './turnstile';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? '500');
@@ -157,7 +162,8 @@ function oldRequestFate(fate: Exclude<OldJobFate, 'died-before-request'>): Fate 
 
 let database: TestDatabase;
 let db: Database;
-/** The old worker's connection: not this service's pool, so without its writer setting. */
+/** The old worker's connection, under a login of its own in none of this service's groups. */
+let oldWorkerLogin: OutsideLogin;
 let oldWorkerConnection: PgClient;
 let oldWorker: Database;
 /** How often each transition happened over all cases, printed at the end: shows the races were reached. */
@@ -169,8 +175,10 @@ const count = (what: string): void => {
 beforeAll(async () => {
   database = await openTestDatabase('property');
   db = database.db;
+  oldWorkerLogin = await createOutsideLogin(db, database.connectionString, 'old_worker');
+  await db.query(`GRANT SELECT, INSERT, UPDATE ON order_mail_log TO ${oldWorkerLogin.user}`);
   oldWorkerConnection = new PgClient({
-    connectionString: database.connectionString,
+    connectionString: oldWorkerLogin.connectionString,
     application_name: 'old worker',
   });
   await oldWorkerConnection.connect();
@@ -187,6 +195,7 @@ afterAll(async () => {
   console.info(`transitions over all cases: ${JSON.stringify(tally)}`);
   await oldWorkerConnection?.end();
   await database?.close();
+  await oldWorkerLogin?.drop();
 });
 
 it(`keeps the order_mail_log invariants under random interleavings of racing runs (${RUNS} cases)`, async () => {

@@ -9,6 +9,7 @@ import { Connection } from '@temporalio/client';
 import type { TestProject } from 'vitest/node' with { 'resolution-mode': 'import' };
 import { startTemporalDevServer } from '../../dev/devtools/devServer';
 import { startEmbeddedPostgres } from '../../dev/devtools/embeddedPostgres';
+import { grantServiceMembership } from '../../dev/devtools/serviceMembership';
 import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
 import { WORKFLOW_INTERCEPTOR_MODULES } from '../../src/tracing/workflowInterceptorModules';
@@ -52,7 +53,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
 }
 
 async function provideDatabase(databaseUrl: string | undefined): Promise<Started<string>> {
-  if (databaseUrl !== undefined && databaseUrl !== '') return { value: databaseUrl, stop: nothingToStop };
+  if (databaseUrl !== undefined && databaseUrl !== '') {
+    // The tests run this service as that login: a member of its worker group, as the embedded one is made.
+    await grantServiceMembership(databaseUrl);
+    return { value: databaseUrl, stop: nothingToStop };
+  }
   const postgres = await startEmbeddedPostgres();
   return { value: postgres.connectionString, stop: () => postgres.stop() };
 }

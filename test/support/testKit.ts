@@ -1,6 +1,6 @@
 // Shared set-up for tests that need the real parts: an isolated Postgres database per test file, a Temporal
 // client, an in-process worker on its own task queue, and the Mail API sandbox over loopback.
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { escapeIdentifier } from 'pg';
@@ -53,6 +53,45 @@ export async function openTestDatabase(prefix: string): Promise<TestDatabase> {
     async close() {
       await db.close();
       await isolated.drop();
+    },
+  };
+}
+
+export interface OutsideLogin {
+  user: string;
+  connectionString: string;
+  /** Drops the login; call after the database it wrote is dropped (or its grants are gone). */
+  drop(): Promise<void>;
+}
+
+/**
+ * A login of its own, in none of this service's groups (a writer the trigger of migration 0050 takes for an
+ * outside one), on the database `connectionString` names. Roles belong to the cluster: the name is unique.
+ */
+export async function createOutsideLogin(
+  admin: Database,
+  connectionString: string,
+  prefix: string,
+): Promise<OutsideLogin> {
+  const user = `${prefix}_${randomUUID().slice(0, 8)}`;
+  const password = randomBytes(18).toString('base64url');
+  await admin.query(`CREATE ROLE ${escapeIdentifier(user)} LOGIN PASSWORD '${password}'`);
+  const url = new URL(connectionString);
+  url.username = user;
+  url.password = password;
+  return {
+    user,
+    connectionString: url.toString(),
+    async drop() {
+      const cluster = createDatabase({
+        connectionString: inject('databaseUrl'),
+        applicationName: 'test roles',
+      });
+      try {
+        await cluster.query(`DROP ROLE IF EXISTS ${escapeIdentifier(user)}`);
+      } finally {
+        await cluster.close();
+      }
     },
   };
 }
