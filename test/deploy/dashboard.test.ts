@@ -28,7 +28,10 @@ interface Panel {
   panels?: Panel[];
   fieldConfig?: {
     defaults?: { unit?: string };
-    overrides?: { matcher: { id: string; options?: unknown }; properties: { id: string; value?: unknown }[] }[];
+    overrides?: {
+      matcher: { id: string; options?: unknown };
+      properties: { id: string; value?: unknown }[];
+    }[];
   };
 }
 
