@@ -21,6 +21,7 @@ import {
 import { spawnWorkerProcess, type WorkerProcess } from '../support/workerProcess';
 
 const DASHBOARD = path.join(__dirname, '..', '..', 'deploy', 'grafana', 'order-confirmation-mail.json');
+const PRODUCTION_DOC = path.join(__dirname, '..', '..', 'docs', 'production.md');
 
 interface Panel {
   title: string;
@@ -212,4 +213,18 @@ it("each latency panel's unit is the unit its histogram's scraped buckets are in
   expect(checked.length).toBeGreaterThan(5);
   const wrong = checked.filter(({ declared, scraped }) => declared !== scraped);
   expect(wrong).toEqual([]);
+}, 60_000);
+
+it("docs/production.md's metrics table names every metric the worker exports", async () => {
+  // Runs after the paths above, so the scrape holds what a worker that has worked exports.
+  const text = await (await fetch(`http://${httpAddress}/metrics`)).text();
+  const families = new Set(
+    text
+      .split('\n')
+      .filter((line) => line !== '' && !line.startsWith('#'))
+      .map((line) => (/^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line)?.[0] ?? '').replace(/_(bucket|sum|count)$/, '')),
+  );
+  const doc = readFileSync(PRODUCTION_DOC, 'utf8');
+  const table = new Set([...doc.matchAll(/^\s*\| `([a-z_:]+)` \|/gm)].map(([, name = '']) => name));
+  expect([...families].filter((name) => !table.has(name)).sort()).toEqual([]);
 }, 60_000);
