@@ -44,11 +44,12 @@ export function readTracingSettings(read: EnvReader, problems: string[]): Tracin
     : exporters.includes('otlp') || tracesEndpoint !== null || endpoint !== null;
   if (!on) return null;
   // The signal's own variable wins over the general one, as for the endpoint.
-  const protocolVariable = read.optional('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL')
-    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
-    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocolVariable =
+    read.optional('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') !== null
+      ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+      : 'OTEL_EXPORTER_OTLP_PROTOCOL';
   const protocol = read.optional(protocolVariable) ?? 'http/protobuf';
-  const refusal = PROTOCOLS[protocol];
+  const refusal = Object.hasOwn(PROTOCOLS, protocol) ? PROTOCOLS[protocol] : undefined;
   if (refusal === undefined) {
     problems.push(`${protocolVariable} must be http/protobuf (got ${protocol}).`);
   } else if (refusal !== null) {

@@ -168,6 +168,11 @@ describe('loadConfig', () => {
       /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf \(got udp\)/,
     ],
     [
+      'OTEL_EXPORTER_OTLP_PROTOCOL=toString (no lookup on the prototype)',
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'toString', OTEL_TRACES_EXPORTER: 'otlp' },
+      /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf \(got toString\)/,
+    ],
+    [
       'OTEL_EXPORTER_OTLP_ENDPOINT not a URL',
       { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
       /OTEL_EXPORTER_OTLP_ENDPOINT must be a http: or https:/,
