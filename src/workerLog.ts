@@ -3,6 +3,7 @@
 // default prints each entry's fields with util.inspect over a dozen lines, which a log pipeline splits into a
 // dozen records, so "what happened to order 42" was no single search.
 import { types } from 'node:util';
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
 
 /**
@@ -45,9 +46,20 @@ function plainValue(_key: string, value: unknown): unknown {
   return value;
 }
 
-/** The logger the worker installs in the Temporal runtime: INFO and above, one JSON line each, on stdout. */
+/**
+ * The logger the worker installs in the Temporal runtime: INFO and above, one JSON line each, on stdout. A
+ * line made within a span (an activity's, with tracing on) carries its `trace_id` and `span_id`, so the log
+ * pipeline leads to the trace. The SDK calls it synchronously, in the caller's context; tracing off, the
+ * API has no active span and nothing is added.
+ */
 export function jsonLogger(write: (line: string) => void = (line) => process.stdout.write(line + '\n')) {
-  return new DefaultLogger('INFO', (entry) => write(jsonLogLine(entry)));
+  return new DefaultLogger('INFO', (entry) => write(jsonLogLine(withSpanIds(entry))));
+}
+
+function withSpanIds(entry: LogEntry): LogEntry {
+  const span = trace.getActiveSpan()?.spanContext();
+  if (span === undefined || !isSpanContextValid(span)) return entry;
+  return { ...entry, meta: { ...entry.meta, trace_id: span.traceId, span_id: span.spanId } };
 }
 
 /** A line of the worker's own (start, stop, dependencies), in the same shape as the SDK's. */

@@ -21,7 +21,7 @@ export interface OrderMailWorkerSetup {
   sendRateLimitPerSecond?: number | null;
   /** Counts the sends run here until they are recorded, for a stopping worker to wait on. */
   unrecordedSends?: UnrecordedSendTracker;
-  /** OpenTelemetry (src/tracing/tracing.ts), when OTEL_EXPORTER_OTLP_ENDPOINT turned it on. */
+  /** OpenTelemetry (src/tracing/tracing.ts), when the OTEL_* variables turned it on. */
   tracing?: Tracing | null;
 }
 

@@ -4,26 +4,17 @@
 // wrong path is one of the problems reported at start-up.
 import { DEPLOYMENT_ID_PATTERN } from '../evidence/messageIdentity';
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
-import type { TracingSettings } from '../tracing/tracing';
 import { readVerificationConfig } from '../verification/verificationConfig';
 import { readDrainingProviders, readProviderList } from './providerList';
 import { CONFIG_DEFAULTS } from './configDefaults';
 import { ConfigError, EnvReader } from './envReader';
 import { readProviderPart, readSmtpConfig, sendTimeoutProblem } from './mailSettings';
+import { readTracingSettings } from './tracingSettings';
 import type { WorkerConfig } from './workerConfig';
 
 export { CONFIG_DEFAULTS } from './configDefaults';
 export { ConfigError } from './envReader';
 export type { ProviderConfig, WorkerConfig } from './workerConfig';
-
-/** The OpenTelemetry SDK's standard variables, the four this worker reads: on with an endpoint, else off. */
-function readTracingSettings(read: EnvReader): TracingSettings | null {
-  const endpoint = read.optionalUrl('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']);
-  const serviceName = read.optional('OTEL_SERVICE_NAME') ?? CONFIG_DEFAULTS.OTEL_SERVICE_NAME;
-  const zipkinEndpoint = read.optionalUrl('OTEL_EXPORTER_ZIPKIN_ENDPOINT', ['http:', 'https:']);
-  const batchDelayMs = read.positiveInt('OTEL_BSP_SCHEDULE_DELAY', CONFIG_DEFAULTS.OTEL_BSP_SCHEDULE_DELAY);
-  return endpoint === null ? null : { endpoint, serviceName, zipkinEndpoint, batchDelayMs };
-}
 
 /** What MAIL_DEPLOYMENT_ID defaulted to up to 2.0 (and still does with SMTP only): the namespace, sanitised. */
 export function defaultDeploymentIdOf(namespace: string): string {
@@ -164,7 +155,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     },
     verification,
     deploymentId,
-    tracing: readTracingSettings(read),
+    tracing: readTracingSettings(read, problems),
     workflow: {
       unknownOutcomePolicy: policy,
       sendTimeoutMs,

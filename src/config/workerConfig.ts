@@ -51,7 +51,7 @@ export interface WorkerConfig {
    * Temporal namespace.
    */
   deploymentId: string;
-  /** OpenTelemetry traces over OTLP (src/tracing/tracing.ts); null when OTEL_EXPORTER_OTLP_ENDPOINT is unset. */
+  /** OpenTelemetry traces over OTLP (src/tracing/tracing.ts); null when off (src/config/tracingSettings.ts). */
   tracing: TracingSettings | null;
   workflow: OrderMailWorkflowSettings;
   /** The reconciliation sweep's activities (src/activities/reconcileActivities.ts). */

@@ -1,7 +1,7 @@
 // OpenTelemetry for a process of this project (the worker, the start-mail CLI), through Temporal's own
-// interceptors (@temporalio/interceptors-opentelemetry). On only when OTEL_EXPORTER_OTLP_ENDPOINT is set:
-// then a tracer provider is registered that exports over OTLP (HTTP/protobuf) in batches, and, with
-// OTEL_EXPORTER_ZIPKIN_ENDPOINT set too, the same spans to a Zipkin (its JSON API). Off, nothing of
+// interceptors (@temporalio/interceptors-opentelemetry). On as the OTEL_* variables say (src/config/
+// tracingSettings.ts): then a tracer provider is registered that exports over OTLP (HTTP/protobuf) in batches,
+// and, with OTEL_EXPORTER_ZIPKIN_ENDPOINT set too, the same spans to a Zipkin (its JSON API). Off, nothing of
 // the OpenTelemetry SDK is loaded, no interceptor runs in the process and the spans the transports open
 // (src/tracing/mailSpan.ts) go to the API's no-op tracer.
 //
@@ -13,9 +13,10 @@ import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 export interface TracingSettings {
-  /** OTEL_EXPORTER_OTLP_ENDPOINT: the collector's base URL; traces go to `<endpoint>/v1/traces`. */
-  endpoint: string;
-  /** OTEL_SERVICE_NAME, or the process's default (src/config/loadConfig.ts). */
+  /**
+   * OTEL_SERVICE_NAME, or the process's default (src/config/configDefaults.ts). The resource takes the variable
+   * through the resources package's environment detector; this is the name when it is unset.
+   */
   serviceName: string;
   /**
    * OTEL_EXPORTER_ZIPKIN_ENDPOINT: a Zipkin's span intake (`http://zipkin:9411/api/v2/spans`) that gets every
@@ -46,18 +47,19 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
   const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
   const { W3CTraceContextPropagator } = await import('@opentelemetry/core');
   const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
-  const { Resource } = await import('@opentelemetry/resources');
+  const { Resource, detectResourcesSync, envDetectorSync } = await import('@opentelemetry/resources');
   const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
   const temporalOtel = await import('@temporalio/interceptors-opentelemetry');
 
-  const resource = new Resource({ 'service.name': settings.serviceName });
+  // The SDK's own attributes, then this process's default name, then OTEL_SERVICE_NAME and
+  // OTEL_RESOURCE_ATTRIBUTES (the later wins).
+  const resource = Resource.default()
+    .merge(new Resource({ 'service.name': settings.serviceName }))
+    .merge(detectResourcesSync({ detectors: [envDetectorSync] }));
   const batch = { scheduledDelayMillis: settings.batchDelayMs ?? 1_000 };
-  const processors: SpanProcessor[] = [
-    new BatchSpanProcessor(
-      new OTLPTraceExporter({ url: `${settings.endpoint.replace(/\/+$/, '')}/v1/traces` }),
-      batch,
-    ),
-  ];
+  // No URL here: the exporter reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT plus
+  // /v1/traces, with their headers, timeout and compression, as the specification says.
+  const processors: SpanProcessor[] = [new BatchSpanProcessor(new OTLPTraceExporter(), batch)];
   if (settings.zipkinEndpoint) {
     const { ZipkinExporter } = await import('@opentelemetry/exporter-zipkin');
     processors.push(new BatchSpanProcessor(new ZipkinExporter({ url: settings.zipkinEndpoint }), batch));

@@ -8,7 +8,10 @@ import { expect, it } from 'vitest';
 const root = path.join(__dirname, '..', '..');
 
 it('.env.example lists every variable loadConfig reads', () => {
-  const source = readFileSync(path.join(root, 'src/config/loadConfig.ts'), 'utf8');
+  // loadConfig.ts and the modules it hands a part of the environment to with its reader.
+  const source = ['src/config/loadConfig.ts', 'src/config/tracingSettings.ts']
+    .map((file) => readFileSync(path.join(root, file), 'utf8'))
+    .join('\n');
   const read = new Set(
     [...source.matchAll(/read\.\w+(?:<[^>]*>)?\(\s*'([A-Z0-9_]+)'/g)].flatMap((match) => match[1] ?? []),
   );

@@ -53,12 +53,7 @@ describe('loadConfig', () => {
   it('reads the tracing variables: off without an OTLP endpoint, a Zipkin as well, the batch delay', () => {
     expect(loadConfig(REQUIRED).tracing).toBeNull();
     expect(loadConfig({ ...REQUIRED, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual(
-      {
-        endpoint: 'http://collector:4318',
-        serviceName: 'order-confirmation-mail-worker',
-        zipkinEndpoint: null,
-        batchDelayMs: 1_000,
-      },
+      { serviceName: 'order-confirmation-mail-worker', zipkinEndpoint: null, batchDelayMs: 1_000 },
     );
     expect(
       loadConfig({
@@ -75,6 +70,152 @@ describe('loadConfig', () => {
     });
     expect(problems.some((problem) => problem.includes('OTEL_EXPORTER_ZIPKIN_ENDPOINT'))).toBe(true);
     expect(problems.some((problem) => problem.includes('OTEL_BSP_SCHEDULE_DELAY'))).toBe(true);
+  });
+
+  // Each OTEL_* variable the worker honours, and whether tracing is then on.
+  it.each([
+    ['nothing set: off', {}, false],
+    ['the general endpoint: on', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }, true],
+    [
+      'the traces endpoint alone: on',
+      { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' },
+      true,
+    ],
+    [
+      'OTEL_TRACES_EXPORTER=otlp without an endpoint: on, to the default',
+      { OTEL_TRACES_EXPORTER: 'otlp' },
+      true,
+    ],
+    [
+      'OTEL_TRACES_EXPORTER=none with an endpoint: off',
+      { OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' },
+      false,
+    ],
+    [
+      'OTEL_TRACES_EXPORTER=" OTLP " (trimmed, any case): on',
+      { OTEL_TRACES_EXPORTER: ' OTLP ', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' },
+      true,
+    ],
+    [
+      'OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf',
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' },
+      true,
+    ],
+    [
+      'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf wins over a general grpc',
+      {
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+      },
+      true,
+    ],
+    [
+      'a protocol the worker cannot use, with tracing off: not its business',
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+      false,
+    ],
+    [
+      'OTEL_SERVICE_NAME',
+      { OTEL_SERVICE_NAME: 'mail-eu', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' },
+      true,
+    ],
+    [
+      'OTEL_RESOURCE_ATTRIBUTES, percent-encoded, quoted, a trailing comma',
+      {
+        OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,team="mail%20ops",',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+      },
+      true,
+    ],
+  ] as const)('tracing: %s', (_case, env, on) => {
+    const tracing = loadConfig({ ...REQUIRED, ...env }).tracing;
+    expect(tracing !== null).toBe(on);
+    if ('OTEL_SERVICE_NAME' in env) expect(tracing?.serviceName).toBe(env.OTEL_SERVICE_NAME);
+  });
+
+  // Each refusal, at start, with a message naming the variable and what to do instead.
+  it.each([
+    [
+      'OTEL_TRACES_EXPORTER=zipkin',
+      { OTEL_TRACES_EXPORTER: 'zipkin' },
+      /OTEL_TRACES_EXPORTER names zipkin.*use otlp \(a Collector forwards to Zipkin\) or none/,
+    ],
+    ['OTEL_TRACES_EXPORTER=jaeger', { OTEL_TRACES_EXPORTER: 'jaeger' }, /OTEL_TRACES_EXPORTER names jaeger/],
+    [
+      'OTEL_TRACES_EXPORTER=console beside otlp',
+      { OTEL_TRACES_EXPORTER: 'otlp,console' },
+      /OTEL_TRACES_EXPORTER names console/,
+    ],
+    ['OTEL_TRACES_EXPORTER=otlp,none', { OTEL_TRACES_EXPORTER: 'otlp,none' }, /names both none and otlp/],
+    [
+      'OTEL_EXPORTER_OTLP_PROTOCOL=grpc',
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' },
+      /OTEL_EXPORTER_OTLP_PROTOCOL is grpc.*use http\/protobuf/,
+    ],
+    [
+      'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc',
+      { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' },
+      /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL is grpc/,
+    ],
+    [
+      'OTEL_EXPORTER_OTLP_PROTOCOL=http/json (its exporter is not shipped)',
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' },
+      /OTEL_EXPORTER_OTLP_PROTOCOL is http\/json, which needs @opentelemetry\/exporter-trace-otlp-http/,
+    ],
+    [
+      'OTEL_EXPORTER_OTLP_PROTOCOL=udp',
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'udp', OTEL_TRACES_EXPORTER: 'otlp' },
+      /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf \(got udp\)/,
+    ],
+    [
+      'OTEL_EXPORTER_OTLP_PROTOCOL=toString (no lookup on the prototype)',
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'toString', OTEL_TRACES_EXPORTER: 'otlp' },
+      /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf \(got toString\)/,
+    ],
+    [
+      'OTEL_EXPORTER_OTLP_ENDPOINT not a URL',
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
+      /OTEL_EXPORTER_OTLP_ENDPOINT must be a http: or https:/,
+    ],
+    [
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT not a URL',
+      { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'not a url' },
+      /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is not a valid URL/,
+    ],
+    [
+      'OTEL_RESOURCE_ATTRIBUTES without =',
+      { OTEL_RESOURCE_ATTRIBUTES: 'prod' },
+      /OTEL_RESOURCE_ATTRIBUTES must be key=value pairs/,
+    ],
+    [
+      'OTEL_RESOURCE_ATTRIBUTES with a space',
+      { OTEL_RESOURCE_ATTRIBUTES: 'team=mail ops' },
+      /OTEL_RESOURCE_ATTRIBUTES: team must be printable ASCII/,
+    ],
+    [
+      'OTEL_RESOURCE_ATTRIBUTES with bad percent-encoding',
+      { OTEL_RESOURCE_ATTRIBUTES: 'team=mail%zz' },
+      /the value of team is not valid percent-encoding/,
+    ],
+    [
+      'OTEL_BSP_SCHEDULE_DELAY not positive',
+      { OTEL_BSP_SCHEDULE_DELAY: '0' },
+      /OTEL_BSP_SCHEDULE_DELAY must be a positive integer/,
+    ],
+  ] as const)('tracing refuses %s', (_case, env, message) => {
+    expect(problemsOf({ ...REQUIRED, ...env })).toEqual([expect.stringMatching(message)]);
+  });
+
+  it('reports every tracing problem at once', () => {
+    expect(
+      problemsOf({
+        ...REQUIRED,
+        OTEL_TRACES_EXPORTER: 'zipkin,otlp',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_RESOURCE_ATTRIBUTES: 'prod',
+      }),
+    ).toHaveLength(3);
   });
 
   it('reports every problem at once', () => {

@@ -1,7 +1,8 @@
 // deploy/grafana/order-confirmation-mail.json, against what a running worker really exports: a worker process
 // sends orders down each path (accepted, rejected, not sent then accepted, unknown), its /metrics is scraped,
 // and every metric each panel's query names must be in that scrape. A dashboard whose query names a metric
-// nobody exports shows "No data" at 3 a.m. and nobody can tell an idle system from a wrong name.
+// nobody exports shows "No data" at 3 a.m. and nobody can tell an idle system from a wrong name; one whose
+// unit is not its histogram's shows a latency 1000× off.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -20,11 +21,19 @@ import {
 import { spawnWorkerProcess, type WorkerProcess } from '../support/workerProcess';
 
 const DASHBOARD = path.join(__dirname, '..', '..', 'deploy', 'grafana', 'order-confirmation-mail.json');
+const PRODUCTION_DOC = path.join(__dirname, '..', '..', 'docs', 'production.md');
 
 interface Panel {
   title: string;
-  targets?: { expr: string }[];
+  targets?: { expr: string; refId: string }[];
   panels?: Panel[];
+  fieldConfig?: {
+    defaults?: { unit?: string };
+    overrides?: {
+      matcher: { id: string; options?: unknown };
+      properties: { id: string; value?: unknown }[];
+    }[];
+  };
 }
 
 let database: TestDatabase;
@@ -157,3 +166,66 @@ it('every query of the dashboard names only metrics a running worker exports', a
   // The task queue is a dashboard variable, never a constant.
   for (const { panel, expr } of queries) expect(expr, panel).not.toMatch(/task_queue\s*=~?\s*"(?!\$)/);
 }, 120_000);
+
+/** The unit Grafana shows a target in: an override for its refId, else the panel's. */
+function unitOf(panel: Panel, refId: string): string | undefined {
+  const override = (panel.fieldConfig?.overrides ?? []).find(
+    (candidate) => candidate.matcher.id === 'byFrameRefID' && candidate.matcher.options === refId,
+  );
+  const property = override?.properties.find((candidate) => candidate.id === 'unit');
+  return (property?.value as string | undefined) ?? panel.fieldConfig?.defaults?.unit;
+}
+
+/**
+ * The unit a histogram's buckets are really in, from what the scrape shows: a unit suffix in its name, else its
+ * bucket bounds. A duration in whole milliseconds has bounds ≥ 1 reaching past 1000; one in seconds has bounds
+ * below 1 (nobody buckets a mail or a task at under a millisecond).
+ */
+function scrapedUnit(name: string, bounds: number[]): 's' | 'ms' | 'unknown' {
+  if (name.endsWith('_seconds')) return 's';
+  if (name.endsWith('_milliseconds')) return 'ms';
+  if (bounds.length === 0) return 'unknown';
+  if (Math.min(...bounds) < 1) return 's';
+  if (bounds.every(Number.isInteger) && Math.max(...bounds) >= 1000) return 'ms';
+  return 'unknown';
+}
+
+it("each latency panel's unit is the unit its histogram's scraped buckets are in", async () => {
+  // Runs after the test above: every path has run, so each histogram the dashboard names has buckets.
+  const text = await (await fetch(`http://${httpAddress}/metrics`)).text();
+  const boundsOf = (histogram: string): number[] =>
+    text
+      .split('\n')
+      .filter((line) => line.startsWith(`${histogram}_bucket{`))
+      .map((line) => /le="([^"]+)"/.exec(line)?.[1] ?? '+Inf')
+      .filter((le) => le !== '+Inf')
+      .map(Number);
+
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[] };
+  const checked = panelsOf(dashboard.panels).flatMap((panel) =>
+    (panel.targets ?? []).flatMap((target) =>
+      [...target.expr.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)_bucket\b/g)].map(([, histogram = '']) => ({
+        target: `${panel.title} [${target.refId}]: ${histogram}`,
+        declared: unitOf(panel, target.refId),
+        scraped: scrapedUnit(histogram, boundsOf(histogram)),
+      })),
+    ),
+  );
+  expect(checked.length).toBeGreaterThan(5);
+  const wrong = checked.filter(({ declared, scraped }) => declared !== scraped);
+  expect(wrong).toEqual([]);
+}, 60_000);
+
+it("docs/production.md's metrics table names every metric the worker exports", async () => {
+  // Runs after the paths above, so the scrape holds what a worker that has worked exports.
+  const text = await (await fetch(`http://${httpAddress}/metrics`)).text();
+  const families = new Set(
+    text
+      .split('\n')
+      .filter((line) => line !== '' && !line.startsWith('#'))
+      .map((line) => (/^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line)?.[0] ?? '').replace(/_(bucket|sum|count)$/, '')),
+  );
+  const doc = readFileSync(PRODUCTION_DOC, 'utf8');
+  const table = new Set([...doc.matchAll(/^\s*\| `([a-z_:]+)` \|/gm)].map(([, name = '']) => name));
+  expect([...families].filter((name) => !table.has(name)).sort()).toEqual([]);
+}, 60_000);

@@ -1,6 +1,9 @@
 // The worker's log lines (src/workerLog.ts): pure formatting, so plain unit tests. That the worker process
 // really prints them so is asserted on its output in test/secrets/canary.test.ts.
 import { runInNewContext } from 'node:vm';
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { jsonLogger, jsonLogLine, workerLogLine } from '../../src/workerLog';
@@ -104,5 +107,36 @@ describe('jsonLogLine', () => {
       component: 'worker',
       taskQueue: 'q',
     });
+  });
+
+  it('a line made within a span carries its trace and span ids (tracing on); one outside carries none', async () => {
+    // What src/tracing/tracing.ts registers when tracing is on: a context manager and a real provider.
+    const contextManager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(contextManager);
+    const tracer = new BasicTracerProvider().getTracer('test');
+    const lines: string[] = [];
+    const logger = jsonLogger((line) => lines.push(line));
+    try {
+      const ids = await tracer.startActiveSpan('activity', async (span) => {
+        await Promise.resolve(); // across an await, as in an activity
+        logger.info('Order mail claimed', { orderId: '1' });
+        span.end();
+        return span.spanContext();
+      });
+      logger.info('Worker stopping');
+      const [inSpan, outside] = lines.map(parse);
+      expect(inSpan).toMatchObject({
+        message: 'Order mail claimed',
+        trace_id: ids.traceId,
+        span_id: ids.spanId,
+      });
+      expect(outside).toMatchObject({ message: 'Worker stopping' });
+      expect(outside).not.toHaveProperty('trace_id');
+      expect(outside).not.toHaveProperty('span_id');
+    } finally {
+      contextManager.disable();
+      context.disable();
+      trace.disable();
+    }
   });
 });

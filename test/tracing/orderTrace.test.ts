@@ -68,9 +68,10 @@ beforeAll(async () => {
     OTEL_SERVICE_NAME: WORKER_SERVICE,
   });
   await worker.started;
-  // This process plays the order service, with an OpenTelemetry SDK of its own.
+  // This process plays the order service, with an OpenTelemetry SDK of its own; its exporter reads the
+  // endpoint from the environment, as the worker's does.
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = jaeger.otlpEndpoint;
   orderService = await startTracing({
-    endpoint: jaeger.otlpEndpoint,
     serviceName: 'order-service',
     zipkinEndpoint: zipkin.spansEndpoint,
   });
@@ -86,6 +87,7 @@ afterAll(async () => {
   await worker?.exited;
   await client?.connection.close();
   await orderService?.shutdown();
+  delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
   await sandbox?.close();
   await database?.close();
   await jaeger?.stop();
