@@ -1,5 +1,10 @@
 import { CancellationScope, log } from '@temporalio/workflow';
-import { delayBeforeNextAttempt } from '../shared/workflowSettings';
+import {
+  delayBeforeNextAttempt,
+  delayBeforeOrderLookAgain,
+  orderVisibleWaitOf,
+  type OrderMailRunOptions,
+} from '../shared/workflowSettings';
 import { oneAttempt } from './attempt';
 import type { OrderMailResult, Step } from './attemptStep';
 import {
@@ -7,8 +12,10 @@ import {
   closedRunsKeptComingFailure,
   gaveUpFailure,
   heldAtSameTimeFailure,
+  orderNeverVisibleFailure,
   permanentFailure,
   validOrderIdOrFail,
+  waitForOrderOrEndCancelled,
   waitOrEndCancelled,
 } from './endings';
 import { describeSendOutcome } from '../shared/sendOutcome';
@@ -47,9 +54,19 @@ const ORPHAN_VERIFY_TRIES = 3;
  * that run left it, for the sweep): each attempt runs shielded from it (a cancel during the claim
  * releases the claim, a dispatched send is waited for and recorded truthfully, a record completes), and the
  * run then ends Cancelled with an explanation in its memo. During the backoff the row is already settled.
+ *
+ * A claim that finds no order (the order service started the mail a moment before its commit was visible)
+ * waits on a durable timer and claims again, up to the bound (`options.orderVisibleWaitMs`, by default
+ * ORDER_VISIBLE_WAIT_MS); an order still missing then fails the run OrderNotFound.
  */
-export async function orderConfirmationMail(orderIdInput: string): Promise<OrderMailResult> {
+export async function orderConfirmationMail(
+  orderIdInput: string,
+  options?: OrderMailRunOptions,
+): Promise<OrderMailResult> {
   const orderId = validOrderIdOrFail(orderIdInput);
+  const orderWaitMs = orderVisibleWaitOf(options);
+  let orderLooks = 0;
+  let firstNotFoundAtMs: number | null = null;
   // Cancellation requests reach this scope; the attempts run in non-cancellable scopes of their own.
   const run = CancellationScope.current();
   const cancelRequested = (): boolean => run.consideredCancelled;
@@ -72,6 +89,19 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
         return step.result;
       case 'released':
         throw new Error('unreachable: a claim is released only when the run is cancelled');
+      case 'order-not-visible': {
+        orderLooks += 1;
+        // The workflow's clock: server time of each workflow task, recorded in history.
+        firstNotFoundAtMs ??= Date.now();
+        const waitedMs = Date.now() - firstNotFoundAtMs;
+        if (waitedMs >= orderWaitMs) throw orderNeverVisibleFailure(orderId, step.failure, waitedMs);
+        log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, waitedMs });
+        await waitForOrderOrEndCancelled(
+          orderId,
+          Math.min(delayBeforeOrderLookAgain(orderLooks), orderWaitMs - waitedMs),
+        );
+        continue;
+      }
       case 'held-at-same-time':
         sameTimeTries += 1;
         if (sameTimeTries >= SAME_TIME_CLAIM_TRIES) throw heldAtSameTimeFailure(orderId, step.holder);

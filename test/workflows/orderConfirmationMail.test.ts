@@ -16,6 +16,7 @@ import type { MailTransport } from '../../src/mail/types';
 import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
+import type { OrderMailRunOptions } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   connectTestClient,
@@ -43,21 +44,48 @@ afterAll(async () => {
   await bed?.close();
 });
 
-async function runMail(orderId: string, policy: UnknownOutcomePolicy = 'assume-sent') {
+// A short bound for orders that never appear, so the test does not wait the default 5 minutes.
+const SHORT_ORDER_WAIT_MS = 3_000;
+
+async function runMail(
+  orderId: string,
+  policy: UnknownOutcomePolicy = 'assume-sent',
+  options?: OrderMailRunOptions,
+) {
   return client.workflow.execute(orderConfirmationMail, {
     workflowId: orderId,
     taskQueue: workers[policy].taskQueue,
-    args: [orderId],
+    args: options === undefined ? [orderId] : [orderId, options],
   });
 }
 
-async function failureOfRun(orderId: string, policy: UnknownOutcomePolicy = 'assume-sent') {
-  const error = await runMail(orderId, policy).then(
+async function failureOfRun(
+  orderId: string,
+  policy: UnknownOutcomePolicy = 'assume-sent',
+  options?: OrderMailRunOptions,
+) {
+  const error = await runMail(orderId, policy, options).then(
     () => undefined,
     (caught: unknown) => caught,
   );
   expect(error).toBeInstanceOf(WorkflowFailedError);
   return (error as WorkflowFailedError).cause as ApplicationFailure;
+}
+
+/** The shop's commit of an order whose id the mail was started with before it. */
+async function insertOrderWithId(orderId: string): Promise<void> {
+  await database.db.transaction(async (db) => {
+    await db.query(
+      `INSERT INTO orders (id, customer_name, customer_email, status, confirmed_at)
+       VALUES ($1, '山田 太郎', 'late@example.com', 'confirmed', now())`,
+      [orderId],
+    );
+    await db.query(
+      `INSERT INTO order_items (order_id, line_no, product_name, quantity, unit_price_yen)
+       VALUES ($1, 1, '有機緑茶 100g', 1, 1200)`,
+      [orderId],
+    );
+  });
 }
 
 describe('orderConfirmationMail', () => {
@@ -222,12 +250,34 @@ describe('orderConfirmationMail', () => {
     expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', attempts: 1 });
   });
 
-  it('a missing order: a Failed workflow with OrderNotFound, nothing sent, nothing written', async () => {
+  it('a missing order: waits its bound, then a Failed workflow with OrderNotFound, nothing sent, nothing written', async () => {
     const orderId = '8999999999999999';
-    const failure = await failureOfRun(orderId);
+    const startedAt = Date.now();
+    const failure = await failureOfRun(orderId, 'assume-sent', { orderVisibleWaitMs: SHORT_ORDER_WAIT_MS });
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(SHORT_ORDER_WAIT_MS);
     expect(failure.type).toBe(FailureType.OrderNotFound);
     expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
     expect(await readMailLog(database.db, orderId)).toBeNull();
+    expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('FAILED');
+  });
+
+  it('an order that becomes visible 2 s after the start: one mail within seconds of it, a sent row', async () => {
+    // Started before its order exists, as the order service may do a moment before its commit is visible.
+    const orderId = String(BigInt(await createOrder(database.db)) + 1_000n);
+    const handle = await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: workers['assume-sent'].taskQueue,
+      args: [orderId],
+    });
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await insertOrderWithId(orderId);
+    const visibleAt = Date.now();
+    const result = await handle.result();
+    // The wait's backoff reaches 2 s by then (0.5, 1, 2 s): the next claim finds the order within it.
+    expect(Date.now() - visibleAt).toBeLessThan(8_000);
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', attempts: 1 });
   });
 
   it('a malformed order id: the client refuses it and starts nothing; the workflow refuses it too', async () => {
