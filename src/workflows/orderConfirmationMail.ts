@@ -66,7 +66,7 @@ export async function orderConfirmationMail(
   const orderId = validOrderIdOrFail(orderIdInput);
   const orderWaitMs = orderVisibleWaitOf(options);
   let orderLooks = 0;
-  let firstNotFoundAtMs: number | null = null;
+  let orderWaitedMs = 0;
   // Cancellation requests reach this scope; the attempts run in non-cancellable scopes of their own.
   const run = CancellationScope.current();
   const cancelRequested = (): boolean => run.consideredCancelled;
@@ -90,16 +90,13 @@ export async function orderConfirmationMail(
       case 'released':
         throw new Error('unreachable: a claim is released only when the run is cancelled');
       case 'order-not-visible': {
+        // Waited = the timers slept so far: the same on every replay, and within a claim's time of the clock's.
+        if (orderWaitedMs >= orderWaitMs) throw orderNeverVisibleFailure(orderId, step.failure, orderWaitedMs);
         orderLooks += 1;
-        // The workflow's clock: server time of each workflow task, recorded in history.
-        firstNotFoundAtMs ??= Date.now();
-        const waitedMs = Date.now() - firstNotFoundAtMs;
-        if (waitedMs >= orderWaitMs) throw orderNeverVisibleFailure(orderId, step.failure, waitedMs);
-        log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, waitedMs });
-        await waitForOrderOrEndCancelled(
-          orderId,
-          Math.min(delayBeforeOrderLookAgain(orderLooks), orderWaitMs - waitedMs),
-        );
+        const delayMs = delayBeforeOrderLookAgain(orderLooks);
+        log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, delayMs });
+        await waitForOrderOrEndCancelled(orderId, delayMs);
+        orderWaitedMs += delayMs;
         continue;
       }
       case 'held-at-same-time':
