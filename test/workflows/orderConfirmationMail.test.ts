@@ -162,6 +162,35 @@ describe('orderConfirmationMail', () => {
     });
   }
 
+  it('a run that failed after its claim (rejected; attempts spent) is never started again by a start', async () => {
+    const rejected = await createOrder(database.db);
+    sandbox.queueFault(rejected, { kind: 'status', status: 422 });
+    const gaveUp = await createOrder(database.db);
+    sandbox.queueFault(gaveUp, { kind: 'status', status: 429 }, 5);
+    for (const orderId of [rejected, gaveUp]) {
+      const started = await startOrderConfirmationMail(client, orderId, {
+        taskQueue: workers['assume-sent'].taskQueue,
+      });
+      expect(started.status).toBe('started');
+      await client.workflow.getHandle(orderId).result().catch(() => undefined);
+      const before = {
+        requests: sandbox.requests().filter((request) => request.orderId === orderId).length,
+        row: await readMailLog(database.db, orderId),
+      };
+      expect(before.row).toMatchObject({ state: 'failed' });
+      // The order service may start an order as often as it likes: the failed run stays the order's only run.
+      for (let start = 0; start < 3; start++) {
+        expect(
+          await startOrderConfirmationMail(client, orderId, { taskQueue: workers['assume-sent'].taskQueue }),
+        ).toEqual({ status: 'already-started', orderId, runId: started.runId, runStatus: 'FAILED' });
+      }
+      expect((await client.workflow.getHandle(orderId).describe()).runId).toBe(started.runId);
+      expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(before.requests);
+      expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+      expect(await readMailLog(database.db, orderId)).toEqual(before.row);
+    }
+  });
+
   it('an invalid recipient is refused before sending, not retried (test/workflows/refusedBeforeSending.test.ts)', async () => {
     const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
     const failure = await failureOfRun(orderId);
