@@ -88,10 +88,12 @@ export async function orderConfirmationMail(
       case 'finished':
         return step.result;
       case 'released':
-        throw new Error('unreachable: a claim is released only when the run is cancelled');
+        // Only a cancelled run releases its claim (ended just above): not an error, a Cancelled ending.
+        throw cancelledAfter(orderId, step);
       case 'order-not-visible': {
         // Waited = the timers slept so far: the same on every replay, and within a claim's time of the clock's.
-        if (orderWaitedMs >= orderWaitMs) throw orderNeverVisibleFailure(orderId, step.failure, orderWaitedMs);
+        if (orderWaitedMs >= orderWaitMs)
+          throw orderNeverVisibleFailure(orderId, step.failure, orderWaitedMs);
         orderLooks += 1;
         const delayMs = delayBeforeOrderLookAgain(orderLooks);
         log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, delayMs });
@@ -116,7 +118,8 @@ export async function orderConfirmationMail(
         );
         continue;
       case 'orphan-left':
-        throw new Error('unreachable: an orphan is left only when the run is cancelled');
+        // Only a cancelled run leaves an orphan (ended just above).
+        throw cancelledAfter(orderId, step);
       case 'orphan-settled':
         orphanTries += 1;
         if (orphanTries > ORPHAN_VERIFY_TRIES) throw closedRunsKeptComingFailure(orderId, orphanTries);

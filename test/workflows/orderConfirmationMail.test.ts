@@ -3,7 +3,8 @@
 // workflow's status.
 import { activityInfo } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, type ClaimOrderMailInput } from '../../src/activities';
 import {
@@ -17,13 +18,14 @@ import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { OrderMailRunOptions } from '../../src/shared/workflowSettings';
-import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
+import { EXPLANATION_MEMO, orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   connectTestClient,
   createOrder,
   openWorkflowTestBed,
   startTestWorker,
   testSettings,
+  waitFor,
   type TestDatabase,
   type WorkflowTestBed,
 } from '../support/testKit';
@@ -44,6 +46,7 @@ afterAll(async () => {
   await bed?.close();
 });
 
+const EventType = temporal.api.enums.v1.EventType;
 // A short bound for orders that never appear, so the test does not wait the default 5 minutes.
 const SHORT_ORDER_WAIT_MS = 3_000;
 
@@ -162,6 +165,30 @@ describe('orderConfirmationMail', () => {
     });
   }
 
+  it('cancelled while waiting for its order: Cancelled with nothing claimed, no row, nothing sent', async () => {
+    const orderId = String(BigInt(await createOrder(database.db)) + 3_000n);
+    const handle = await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: workers['assume-sent'].taskQueue,
+      args: [orderId],
+    });
+    await waitFor('the run to wait for its order', async () => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      return events.some((event) => event.eventType === EventType.EVENT_TYPE_TIMER_STARTED)
+        ? true
+        : undefined;
+    });
+    await handle.cancel();
+    const error: unknown = await handle.result().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(WorkflowFailedError);
+    expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    const described = await handle.describe();
+    expect(described.status.name).toBe('CANCELLED');
+    expect(String(described.memo?.[EXPLANATION_MEMO])).toContain('waiting for the order to become visible');
+    expect(await readMailLog(database.db, orderId)).toBeNull();
+    expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
+  });
+
   it('a run that failed after its claim (rejected; attempts spent) is never started again by a start', async () => {
     const rejected = await createOrder(database.db);
     sandbox.queueFault(rejected, { kind: 'status', status: 422 });
@@ -172,7 +199,10 @@ describe('orderConfirmationMail', () => {
         taskQueue: workers['assume-sent'].taskQueue,
       });
       expect(started.status).toBe('started');
-      await client.workflow.getHandle(orderId).result().catch(() => undefined);
+      await client.workflow
+        .getHandle(orderId)
+        .result()
+        .catch(() => undefined);
       const before = {
         requests: sandbox.requests().filter((request) => request.orderId === orderId).length,
         row: await readMailLog(database.db, orderId),
@@ -185,7 +215,9 @@ describe('orderConfirmationMail', () => {
         ).toEqual({ status: 'already-started', orderId, runId: started.runId, runStatus: 'FAILED' });
       }
       expect((await client.workflow.getHandle(orderId).describe()).runId).toBe(started.runId);
-      expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(before.requests);
+      expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(
+        before.requests,
+      );
       expect(sandbox.messagesFor(orderId)).toHaveLength(0);
       expect(await readMailLog(database.db, orderId)).toEqual(before.row);
     }
