@@ -83,9 +83,11 @@ export type StartResult =
   | { status: 'started'; orderId: string; runId: string }
   /**
    * A run of the order's mail exists: open (runStatus RUNNING) or closed (COMPLETED, FAILED, TERMINATED,
-   * CANCELLED, TIMED_OUT). Nothing was started. A closed run may have closed before its first claim (it
-   * failed OrderNotFound because it started before the order was visible, or it was terminated): the
-   * reconciliation sweep, which can see the log, starts such an order again (docs/operating.md).
+   * CANCELLED, TIMED_OUT). Nothing was started, and a closed run is never started again by this call. A run
+   * that starts before its order is visible waits for it (up to 5 minutes) and is RUNNING meanwhile. A
+   * closed run may have closed before its first claim (its order did not appear within that wait, or it was
+   * terminated): the reconciliation sweep, which can see the log, starts such an order again
+   * (docs/operating.md).
    */
   | { status: 'already-started'; orderId: string; runId: string; runStatus: string }
   /** Only with `restartClosedRun`: the closed run it approved was followed by this new run. */

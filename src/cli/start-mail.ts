@@ -1,6 +1,7 @@
 // `npm run start-mail -- <orderId> [<orderId> ...]` (or ids on stdin, one per line): starts each order's
 // confirmation mail. Safe to repeat: an order already started is reported, not sent again.
-// Exit codes: 0 every id started or already started, 1 a start failed, 2 bad input (nothing started).
+// Exit codes: EXIT below (0 started or running/completed, 1 a start failed or Temporal unreachable, 2 bad input,
+// 3 an order's run closed without a mail).
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { createInterface } from 'node:readline';
@@ -12,7 +13,25 @@ import {
   startOrderConfirmationMail,
 } from '../client';
 
-const USAGE = 'Usage: npm run start-mail -- <orderId> [<orderId> ...]   (or ids on stdin, one per line)';
+const EXIT = {
+  ok: 0,
+  /** A start failed: Temporal unreachable, or the order's id held by another workflow type. */
+  startFailed: 1,
+  /** Bad input: nothing was started. */
+  badInput: 2,
+  /** An order's run had already closed without sending its mail (failed, terminated, cancelled, timed out). */
+  closedWithoutMail: 3,
+} as const;
+
+// A run that completed settled the mail (sent, already sent, or an operator's resolve); any other closed run
+// sent nothing, and a start never starts it again: an operator looks, then retries.
+const CLOSED_WITHOUT_MAIL = new Set(['FAILED', 'TERMINATED', 'CANCELLED', 'TIMED_OUT']);
+
+const USAGE = `Usage: npm run start-mail -- <orderId> [<orderId> ...]   (or ids on stdin, one per line)
+Starts each order's confirmation mail; an order already started is reported, never sent again.
+Exit codes: ${EXIT.ok} every order started, running or completed; ${EXIT.startFailed} a start failed (Temporal \
+unreachable, id held by another workflow type); ${EXIT.badInput} bad input, nothing started; \
+${EXIT.closedWithoutMail} an order's run closed without a mail (see npm run ops -- status <orderId>).`;
 
 /** Bad input: nothing was started. */
 class InputError extends Error {
@@ -31,7 +50,12 @@ async function readIds(args: string[]): Promise<string[]> {
 }
 
 async function main(): Promise<void> {
-  const raw = await readIds(process.argv.slice(2));
+  const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(USAGE);
+    return;
+  }
+  const raw = await readIds(args);
   // Validate everything before starting anything, so a typo in the middle leaves nothing half-done.
   const invalid = raw.flatMap((id) => {
     try {
@@ -45,11 +69,26 @@ async function main(): Promise<void> {
 
   const client = await connectOrderMailClient();
   let taken = 0;
+  let closedWithoutMail = 0;
   try {
     for (const id of raw) {
       try {
         const result = await startOrderConfirmationMail(client, id);
-        console.log(`${result.orderId}\t${result.status}\trun ${result.runId}`);
+        if (result.status === 'already-started') {
+          console.log(`${result.orderId}\t${result.status}\trun ${result.runId}\t${result.runStatus}`);
+          if (CLOSED_WITHOUT_MAIL.has(result.runStatus)) {
+            closedWithoutMail += 1;
+            console.error(
+              `Order ${result.orderId}: its run ${result.runId} closed ${result.runStatus} without sending the mail, ` +
+                'and a start never starts it again. See why: npm run ops -- status ' +
+                `${result.orderId} (and the run in the Web UI). Once the cause is fixed: npm run ops -- retry ` +
+                `${result.orderId}. A run that closed before its order was visible is started again by the ` +
+                'reconciliation sweep.',
+            );
+          }
+        } else {
+          console.log(`${result.orderId}\t${result.status}\trun ${result.runId}`);
+        }
       } catch (error) {
         // One order's id held by another workflow type says nothing about the others: go on, fail at the end.
         if (!(error instanceof OrderMailWorkflowIdTakenError)) throw error;
@@ -61,10 +100,11 @@ async function main(): Promise<void> {
   } finally {
     await client.connection.close();
   }
-  if (taken > 0) process.exitCode = 1;
+  if (taken > 0) process.exitCode = EXIT.startFailed;
+  else if (closedWithoutMail > 0) process.exitCode = EXIT.closedWithoutMail;
 }
 
 main().catch((error: unknown) => {
   console.error(error instanceof Error ? error.message : String(error));
-  process.exit(error instanceof InputError ? 2 : 1);
+  process.exit(error instanceof InputError ? EXIT.badInput : EXIT.startFailed);
 });

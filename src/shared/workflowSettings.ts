@@ -72,3 +72,31 @@ export function delayBeforeNextAttempt(
   const backoff = Math.min(settings.retryMaxIntervalMs, exponential);
   return Math.max(backoff, retryAfterMs ?? 0);
 }
+
+/**
+ * What a start may carry besides the order id (the workflow's second argument, optional). Only for runs that
+ * need another bound than the default, such as tests; the order service's starts pass none.
+ */
+export interface OrderMailRunOptions {
+  /** How long a run waits for its order's row to become visible before it fails OrderNotFound. */
+  orderVisibleWaitMs?: number;
+}
+
+// The order service may start the mail a moment before its own transaction's row is visible; a commit that is
+// not visible after 5 minutes is no longer "a moment", and the run ends visibly (failed OrderNotFound).
+export const ORDER_VISIBLE_WAIT_MS = 5 * 60_000;
+// Claims again after 0.5 s, 1 s, 2 s, then every 5 s: the mail goes out within seconds of the row appearing,
+// and a run that waits the whole bound makes about 60 claims, a small history.
+const ORDER_VISIBLE_RETRY_INITIAL_MS = 500;
+const ORDER_VISIBLE_RETRY_MAX_MS = 5_000;
+
+/** The bound a run waits for its order: the start's own, if it carries a positive one, else the default. */
+export function orderVisibleWaitOf(options: OrderMailRunOptions | undefined): number {
+  const wait = options?.orderVisibleWaitMs;
+  return typeof wait === 'number' && Number.isFinite(wait) && wait > 0 ? wait : ORDER_VISIBLE_WAIT_MS;
+}
+
+/** The durable wait before claiming again after the `tries`-th claim that found no order (1, 2, ...). */
+export function delayBeforeOrderLookAgain(tries: number): number {
+  return Math.min(ORDER_VISIBLE_RETRY_MAX_MS, ORDER_VISIBLE_RETRY_INITIAL_MS * 2 ** Math.max(0, tries - 1));
+}

@@ -1,6 +1,6 @@
 // One attempt of the run: claim, then (unless cancelled meanwhile) send through the dispatch fence and record.
 // It turns every way an attempt can end into one Step for the loop's table (src/workflows/orderConfirmationMail.ts).
-import { ActivityFailure, ApplicationFailure, log } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, log, patched } from '@temporalio/workflow';
 import type { ClaimResult } from '../activities';
 import { FailureType } from '../shared/failures';
 import { sendOutcomeOfFailure, type SendOutcome } from '../shared/sendOutcome';
@@ -20,6 +20,7 @@ export async function oneAttempt(
   early: EarlyAsk,
 ): Promise<Step> {
   const claim = await claimOrFail(orderId);
+  if (claim.kind === 'order-not-visible') return claim;
   if (claim.kind === 'already-sent') {
     log.info('Order mail was already sent; this run sends nothing', { orderId, outcome: claim.outcome });
     showOrderMailState({
@@ -141,8 +142,17 @@ async function send(
   }
 }
 
-/** The claim, with a missing order turned into the workflow's own OrderNotFound failure. */
-async function claimOrFail(orderId: string): Promise<ClaimResult> {
+// Runs whose history predates it failed OrderNotFound at the first claim that found no order; newer runs wait for
+// the order a bounded time (src/workflows/orderConfirmationMail.ts).
+export const ORDER_NOT_VISIBLE_YET_WAITS = 'order-not-visible-yet-waits';
+
+/**
+ * The claim, with a missing order turned into the workflow's own OrderNotFound failure: handed to the loop,
+ * which waits for the order and claims again, or (a history from before the wait) thrown at once.
+ */
+async function claimOrFail(
+  orderId: string,
+): Promise<ClaimResult | Extract<Step, { kind: 'order-not-visible' }>> {
   try {
     // The workflow's clock: the server's time of this workflow task (src/db/orderMailClaim.ts).
     return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now() });
@@ -151,13 +161,15 @@ async function claimOrFail(orderId: string): Promise<ClaimResult> {
     // SDK 1.24); a regular activity's would be wrapped in an ActivityFailure. Both mean the same here.
     const failure = error instanceof ActivityFailure ? error.cause : error;
     if (failure instanceof ApplicationFailure && failure.type === FailureType.OrderNotFound) {
-      showNoClaim();
-      throw ApplicationFailure.create({
+      const notFound = ApplicationFailure.create({
         type: FailureType.OrderNotFound,
         message: failure.message,
         nonRetryable: true,
         cause: error instanceof Error ? error : undefined,
       });
+      if (patched(ORDER_NOT_VISIBLE_YET_WAITS)) return { kind: 'order-not-visible', failure: notFound };
+      showNoClaim();
+      throw notFound;
     }
     throw error;
   }

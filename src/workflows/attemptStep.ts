@@ -1,6 +1,6 @@
 // The shapes one attempt hands to the loop: how the run ends (OrderMailResult) and how one attempt ended (Step).
 // Types only, so every module of the workflow can name them without importing each other.
-import type { ActivityFailure } from '@temporalio/workflow';
+import type { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
 import type { ClaimResult, OrderMailActivities } from '../activities';
 import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
 import type { SendNotAccepted } from '../shared/sendOutcome';
@@ -38,6 +38,8 @@ export interface AttemptRef {
 export type Step =
   | { kind: 'finished'; result: OrderMailResult }
   | { kind: 'held-at-same-time'; holder: string }
+  /** The claim found no order row (not visible yet, or never): `failure` is what the run fails with at the bound. */
+  | { kind: 'order-not-visible'; failure: ApplicationFailure }
   /** Cancelled between claim and send: the claim was released, nothing was sent. */
   | { kind: 'released'; attempt: number }
   /** This attempt sent nothing, and another claim holds the row: claim again (`result`, once out of tries). */

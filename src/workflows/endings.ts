@@ -31,6 +31,41 @@ export async function waitOrEndCancelled(orderId: string, delayMs: number, when:
   }
 }
 
+/** The wait for an order's row to become visible; a cancel during it ends the run Cancelled (no row exists). */
+export async function waitForOrderOrEndCancelled(orderId: string, delayMs: number): Promise<void> {
+  try {
+    await sleep(delayMs);
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    throw endCancelled(orderNotVisibleCancelled(orderId));
+  }
+}
+
+function orderNotVisibleCancelled(orderId: string): string {
+  showNoClaim();
+  return (
+    `Order ${orderId}: cancelled while waiting for the order to become visible. Nothing was claimed or sent ` +
+    'and no log row exists; once the order exists, the reconciliation sweep starts its mail again.'
+  );
+}
+
+/** The order's row did not become visible within the run's bound: the run fails OrderNotFound, visibly. */
+export function orderNeverVisibleFailure(
+  orderId: string,
+  notFound: ApplicationFailure,
+  waitedMs: number,
+): ApplicationFailure {
+  showNoClaim();
+  return ApplicationFailure.create({
+    type: FailureType.OrderNotFound,
+    message:
+      `${notFound.message} Waited ${Math.round(waitedMs / 1000)} s for the order to become visible; nothing ` +
+      'was claimed. Once the order exists, the reconciliation sweep starts its mail again.',
+    nonRetryable: true,
+    cause: notFound.cause,
+  });
+}
+
 /** What a cancel that arrived during an attempt leaves behind, said on the way out. */
 export function cancelledAfter(orderId: string, step: Step): CancelledFailure {
   switch (step.kind) {
@@ -68,6 +103,8 @@ export function cancelledAfter(orderId: string, step: Step): CancelledFailure {
           'closed run had sent and never recorded. This run sent nothing and left that attempt as it was: the ' +
           'reconciliation sweep asks the provider and settles it; npm run ops -- status shows the row.',
       );
+    case 'order-not-visible':
+      return endCancelled(orderNotVisibleCancelled(orderId));
     case 'held-at-same-time':
       showNoClaim();
       return endCancelled(

@@ -1,5 +1,10 @@
 import { CancellationScope, log } from '@temporalio/workflow';
-import { delayBeforeNextAttempt } from '../shared/workflowSettings';
+import {
+  delayBeforeNextAttempt,
+  delayBeforeOrderLookAgain,
+  orderVisibleWaitOf,
+  type OrderMailRunOptions,
+} from '../shared/workflowSettings';
 import { oneAttempt } from './attempt';
 import type { OrderMailResult, Step } from './attemptStep';
 import {
@@ -7,8 +12,10 @@ import {
   closedRunsKeptComingFailure,
   gaveUpFailure,
   heldAtSameTimeFailure,
+  orderNeverVisibleFailure,
   permanentFailure,
   validOrderIdOrFail,
+  waitForOrderOrEndCancelled,
   waitOrEndCancelled,
 } from './endings';
 import { describeSendOutcome } from '../shared/sendOutcome';
@@ -47,9 +54,19 @@ const ORPHAN_VERIFY_TRIES = 3;
  * that run left it, for the sweep): each attempt runs shielded from it (a cancel during the claim
  * releases the claim, a dispatched send is waited for and recorded truthfully, a record completes), and the
  * run then ends Cancelled with an explanation in its memo. During the backoff the row is already settled.
+ *
+ * A claim that finds no order (the order service started the mail a moment before its commit was visible)
+ * waits on a durable timer and claims again, up to the bound (`options.orderVisibleWaitMs`, by default
+ * ORDER_VISIBLE_WAIT_MS); an order still missing then fails the run OrderNotFound.
  */
-export async function orderConfirmationMail(orderIdInput: string): Promise<OrderMailResult> {
+export async function orderConfirmationMail(
+  orderIdInput: string,
+  options?: OrderMailRunOptions,
+): Promise<OrderMailResult> {
   const orderId = validOrderIdOrFail(orderIdInput);
+  const orderWaitMs = orderVisibleWaitOf(options);
+  let orderLooks = 0;
+  let orderWaitedMs = 0;
   // Cancellation requests reach this scope; the attempts run in non-cancellable scopes of their own.
   const run = CancellationScope.current();
   const cancelRequested = (): boolean => run.consideredCancelled;
@@ -71,7 +88,19 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
       case 'finished':
         return step.result;
       case 'released':
-        throw new Error('unreachable: a claim is released only when the run is cancelled');
+        // Only a cancelled run releases its claim (ended just above): not an error, a Cancelled ending.
+        throw cancelledAfter(orderId, step);
+      case 'order-not-visible': {
+        // Waited = the timers slept so far: the same on every replay, and within a claim's time of the clock's.
+        if (orderWaitedMs >= orderWaitMs)
+          throw orderNeverVisibleFailure(orderId, step.failure, orderWaitedMs);
+        orderLooks += 1;
+        const delayMs = delayBeforeOrderLookAgain(orderLooks);
+        log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, delayMs });
+        await waitForOrderOrEndCancelled(orderId, delayMs);
+        orderWaitedMs += delayMs;
+        continue;
+      }
       case 'held-at-same-time':
         sameTimeTries += 1;
         if (sameTimeTries >= SAME_TIME_CLAIM_TRIES) throw heldAtSameTimeFailure(orderId, step.holder);
@@ -89,7 +118,8 @@ export async function orderConfirmationMail(orderIdInput: string): Promise<Order
         );
         continue;
       case 'orphan-left':
-        throw new Error('unreachable: an orphan is left only when the run is cancelled');
+        // Only a cancelled run leaves an orphan (ended just above).
+        throw cancelledAfter(orderId, step);
       case 'orphan-settled':
         orphanTries += 1;
         if (orphanTries > ORPHAN_VERIFY_TRIES) throw closedRunsKeptComingFailure(orderId, orphanTries);

@@ -2,8 +2,10 @@
 // pipe), never a silent success: the command says so and exits non-zero, and starts nothing.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { expect, inject, it } from 'vitest';
 import { getFreePort } from '../../src/shared/freePort';
+import { ORDER_MAIL_WORKFLOW_TYPE } from '../../src/shared/workflowContract';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
 
@@ -53,4 +55,27 @@ it('a Temporal that does not answer: the error names the address and the variabl
   expect(code).toBe(1);
   expect(stderr).toContain(`Cannot reach Temporal at ${address} (TEMPORAL_ADDRESS)`);
   expect(stdout).toBe('');
+});
+
+it('an order whose run closed without a mail: exit 3, its run status and where to look, distinct from 0 and 1', async () => {
+  const connection = await Connection.connect({ address: inject('temporalAddress') });
+  const client = new Client({ connection, namespace: inject('temporalNamespace') });
+  try {
+    // A run of the mail workflow that closed before it sent anything (here: terminated before any worker ran it).
+    const orderId = String(700_000_000_000 + Math.floor(Math.random() * 1_000_000_000));
+    const handle = await client.workflow.start(ORDER_MAIL_WORKFLOW_TYPE, {
+      workflowId: orderId,
+      taskQueue: `start-mail-closed-${orderId}`,
+      args: [orderId],
+    });
+    await handle.terminate('test: closed without a mail');
+    const { code, stdout, stderr } = await startMail(null, [orderId]);
+    expect(code).toBe(3);
+    expect(stdout).toContain(`${orderId}\talready-started\trun ${handle.firstExecutionRunId}\tTERMINATED`);
+    expect(stderr).toContain(`npm run ops -- status ${orderId}`);
+    // Nothing was started again: the closed run is still the order's only run.
+    expect((await client.workflow.getHandle(orderId).describe()).runId).toBe(handle.firstExecutionRunId);
+  } finally {
+    await connection.close();
+  }
 });

@@ -43,6 +43,10 @@ export const RECORDED_PATHS = [
   'sweep-settles-terminated-run',
   // The sweep asking the provider about a terminated run's dispatched request.
   'sweep-verifies-terminated-run',
+  // Started before its order was visible: the run waits on timers and claims again until the order appears.
+  'order-visible-after-wait',
+  // Started for an order that never appears: the run waits its (short) bound, then fails OrderNotFound.
+  'order-never-visible',
 ] as const;
 
 export type RecordedPath = (typeof RECORDED_PATHS)[number];

@@ -468,6 +468,40 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     ]);
     return sweepId;
   },
+  async 'order-visible-after-wait'() {
+    const orderId = String(BigInt(await createOrder(database.db)) + 1_000n);
+    await start(orderId, 'sent');
+    // Inserted during the second wait (1 s), so the path is: two claims that find nothing, two timers, a send.
+    await waitFor('the second wait for the order', async () => {
+      const events = (await client.workflow.getHandle(orderId).fetchHistory()).events ?? [];
+      const timers = events.filter((event) => event.eventType === EventType.EVENT_TYPE_TIMER_STARTED);
+      return timers.length >= 2 ? true : undefined;
+    });
+    await database.db.transaction(async (db) => {
+      await db.query(
+        `INSERT INTO orders (id, customer_name, customer_email, status, confirmed_at)
+         VALUES ($1, '山田 太郎', 'late@example.com', 'confirmed', now())`,
+        [orderId],
+      );
+      await db.query(
+        `INSERT INTO order_items (order_id, line_no, product_name, quantity, unit_price_yen)
+         VALUES ($1, 1, '有機緑茶 100g', 1, 1200)`,
+        [orderId],
+      );
+    });
+    return settled(orderId);
+  },
+  async 'order-never-visible'() {
+    const orderId = String(BigInt(await createOrder(database.db)) + 2_000n);
+    await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: workers.sent.taskQueue,
+      // A 1 s bound: claims at 0 s and 0.5 s find nothing, the one after the 1 s wait ends the run.
+      args: [orderId, { orderVisibleWaitMs: 1_000 }],
+      typedSearchAttributes: [...ORDER_MAIL_ATTRIBUTES_AT_START],
+    });
+    return settled(orderId);
+  },
 };
 
 describe('every stored history is what today’s workflow does on its path', () => {

@@ -3,7 +3,8 @@
 // workflow's status.
 import { activityInfo } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, type ClaimOrderMailInput } from '../../src/activities';
 import {
@@ -16,13 +17,15 @@ import type { MailTransport } from '../../src/mail/types';
 import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
-import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
+import type { OrderMailRunOptions } from '../../src/shared/workflowSettings';
+import { EXPLANATION_MEMO, orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   connectTestClient,
   createOrder,
   openWorkflowTestBed,
   startTestWorker,
   testSettings,
+  waitFor,
   type TestDatabase,
   type WorkflowTestBed,
 } from '../support/testKit';
@@ -43,21 +46,49 @@ afterAll(async () => {
   await bed?.close();
 });
 
-async function runMail(orderId: string, policy: UnknownOutcomePolicy = 'assume-sent') {
+const EventType = temporal.api.enums.v1.EventType;
+// A short bound for orders that never appear, so the test does not wait the default 5 minutes.
+const SHORT_ORDER_WAIT_MS = 3_000;
+
+async function runMail(
+  orderId: string,
+  policy: UnknownOutcomePolicy = 'assume-sent',
+  options?: OrderMailRunOptions,
+) {
   return client.workflow.execute(orderConfirmationMail, {
     workflowId: orderId,
     taskQueue: workers[policy].taskQueue,
-    args: [orderId],
+    args: options === undefined ? [orderId] : [orderId, options],
   });
 }
 
-async function failureOfRun(orderId: string, policy: UnknownOutcomePolicy = 'assume-sent') {
-  const error = await runMail(orderId, policy).then(
+async function failureOfRun(
+  orderId: string,
+  policy: UnknownOutcomePolicy = 'assume-sent',
+  options?: OrderMailRunOptions,
+) {
+  const error = await runMail(orderId, policy, options).then(
     () => undefined,
     (caught: unknown) => caught,
   );
   expect(error).toBeInstanceOf(WorkflowFailedError);
   return (error as WorkflowFailedError).cause as ApplicationFailure;
+}
+
+/** The shop's commit of an order whose id the mail was started with before it. */
+async function insertOrderWithId(orderId: string): Promise<void> {
+  await database.db.transaction(async (db) => {
+    await db.query(
+      `INSERT INTO orders (id, customer_name, customer_email, status, confirmed_at)
+       VALUES ($1, '山田 太郎', 'late@example.com', 'confirmed', now())`,
+      [orderId],
+    );
+    await db.query(
+      `INSERT INTO order_items (order_id, line_no, product_name, quantity, unit_price_yen)
+       VALUES ($1, 1, '有機緑茶 100g', 1, 1200)`,
+      [orderId],
+    );
+  });
 }
 
 describe('orderConfirmationMail', () => {
@@ -133,6 +164,64 @@ describe('orderConfirmationMail', () => {
       expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('FAILED');
     });
   }
+
+  it('cancelled while waiting for its order: Cancelled with nothing claimed, no row, nothing sent', async () => {
+    const orderId = String(BigInt(await createOrder(database.db)) + 3_000n);
+    const handle = await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: workers['assume-sent'].taskQueue,
+      args: [orderId],
+    });
+    await waitFor('the run to wait for its order', async () => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      return events.some((event) => event.eventType === EventType.EVENT_TYPE_TIMER_STARTED)
+        ? true
+        : undefined;
+    });
+    await handle.cancel();
+    const error: unknown = await handle.result().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(WorkflowFailedError);
+    expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    const described = await handle.describe();
+    expect(described.status.name).toBe('CANCELLED');
+    expect(String(described.memo?.[EXPLANATION_MEMO])).toContain('waiting for the order to become visible');
+    expect(await readMailLog(database.db, orderId)).toBeNull();
+    expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
+  });
+
+  it('a run that failed after its claim (rejected; attempts spent) is never started again by a start', async () => {
+    const rejected = await createOrder(database.db);
+    sandbox.queueFault(rejected, { kind: 'status', status: 422 });
+    const gaveUp = await createOrder(database.db);
+    sandbox.queueFault(gaveUp, { kind: 'status', status: 429 }, 5);
+    for (const orderId of [rejected, gaveUp]) {
+      const started = await startOrderConfirmationMail(client, orderId, {
+        taskQueue: workers['assume-sent'].taskQueue,
+      });
+      expect(started.status).toBe('started');
+      await client.workflow
+        .getHandle(orderId)
+        .result()
+        .catch(() => undefined);
+      const before = {
+        requests: sandbox.requests().filter((request) => request.orderId === orderId).length,
+        row: await readMailLog(database.db, orderId),
+      };
+      expect(before.row).toMatchObject({ state: 'failed' });
+      // The order service may start an order as often as it likes: the failed run stays the order's only run.
+      for (let start = 0; start < 3; start++) {
+        expect(
+          await startOrderConfirmationMail(client, orderId, { taskQueue: workers['assume-sent'].taskQueue }),
+        ).toEqual({ status: 'already-started', orderId, runId: started.runId, runStatus: 'FAILED' });
+      }
+      expect((await client.workflow.getHandle(orderId).describe()).runId).toBe(started.runId);
+      expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(
+        before.requests,
+      );
+      expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+      expect(await readMailLog(database.db, orderId)).toEqual(before.row);
+    }
+  });
 
   it('an invalid recipient is refused before sending, not retried (test/workflows/refusedBeforeSending.test.ts)', async () => {
     const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
@@ -222,12 +311,34 @@ describe('orderConfirmationMail', () => {
     expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', attempts: 1 });
   });
 
-  it('a missing order: a Failed workflow with OrderNotFound, nothing sent, nothing written', async () => {
+  it('a missing order: waits its bound, then a Failed workflow with OrderNotFound, nothing sent, nothing written', async () => {
     const orderId = '8999999999999999';
-    const failure = await failureOfRun(orderId);
+    const startedAt = Date.now();
+    const failure = await failureOfRun(orderId, 'assume-sent', { orderVisibleWaitMs: SHORT_ORDER_WAIT_MS });
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(SHORT_ORDER_WAIT_MS);
     expect(failure.type).toBe(FailureType.OrderNotFound);
     expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
     expect(await readMailLog(database.db, orderId)).toBeNull();
+    expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('FAILED');
+  });
+
+  it('an order that becomes visible 2 s after the start: one mail within seconds of it, a sent row', async () => {
+    // Started before its order exists, as the order service may do a moment before its commit is visible.
+    const orderId = String(BigInt(await createOrder(database.db)) + 1_000n);
+    const handle = await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: workers['assume-sent'].taskQueue,
+      args: [orderId],
+    });
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await insertOrderWithId(orderId);
+    const visibleAt = Date.now();
+    const result = await handle.result();
+    // The wait's backoff reaches 2 s by then (0.5, 1, 2 s): the next claim finds the order within it.
+    expect(Date.now() - visibleAt).toBeLessThan(8_000);
+    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', attempts: 1 });
   });
 
   it('a malformed order id: the client refuses it and starts nothing; the workflow refuses it too', async () => {

@@ -110,7 +110,8 @@ describe('closed runs that made no log row', () => {
     await client.workflow.start(orderConfirmationMail, {
       workflowId: early,
       taskQueue: worker.taskQueue,
-      args: [early],
+      // A short wait for the order, so the run fails OrderNotFound before the order is inserted below.
+      args: [early, { orderVisibleWaitMs: 1_000 }],
     });
     const failure: unknown = await client.workflow
       .getHandle(early)
