@@ -65,6 +65,7 @@ beforeAll(async () => {
     WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     MAIL_API_BASE_URL: sandbox.url,
     MAIL_API_KEY: 'sandbox-key',
+    MAIL_DEPLOYMENT_ID: 'test-otlp-environment',
     MAIL_VERIFY: 'off',
     // Only the signal's own endpoint: the general one, empty, is no fallback.
     OTEL_EXPORTER_OTLP_ENDPOINT: '',
