@@ -129,6 +129,7 @@ interface ClientManifest {
   dependencies?: Record<string, string>;
   devDependencies: Record<string, string>;
   peerDependencies: Record<string, string>;
+  publishConfig: { registry: string };
 }
 
 async function clientManifest(): Promise<ClientManifest> {
@@ -252,6 +253,11 @@ describe('@order-confirmation-mail/client (npm)', () => {
     );
     const lowestPeer = await lowestPeerVersion();
     for (const range of Object.values(manifest.peerDependencies)) expect(range).toBe(`>=${lowestPeer} <2`);
+    // Published only where scripts/release-clients.sh says (--registry "$NPM_REGISTRY"): a plain
+    // `npm publish` goes to a name that never resolves, not to the public registry.
+    expect(new URL(manifest.publishConfig.registry).hostname).toMatch(/\.invalid$/);
+    const changelog = await readFile(path.join(PROJECT_ROOT, 'CHANGELOG.md'), 'utf8');
+    expect(changelog).toContain(`\n## ${root.version}\n`);
   });
 
   it(
@@ -399,6 +405,15 @@ describe('order-confirmation-mail-client (Python)', () => {
     };
     expect(/^version = "([^"]+)"$/m.exec(pyproject)?.[1]).toBe(root.version);
     expect(path.basename(wheel)).toBe(`order_confirmation_mail_client-${root.version}-py3-none-any.whl`);
+    // The licence as an SPDX expression with its file (PEP 639): the table form stops building in 2027.
+    const { stdout: metadata } = await run('python3', [
+      '-c',
+      'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]).decode())',
+      wheel,
+      `order_confirmation_mail_client-${root.version}.dist-info/METADATA`,
+    ]);
+    expect(metadata).toMatch(/^License-Expression: LicenseRef-Proprietary$/m);
+    expect(metadata).toMatch(/^License-File: LICENSE$/m);
   });
 
   // The lowest temporalio of the package's range and the newest pip finds (the same release while the range's
