@@ -316,6 +316,9 @@ describe('@order-confirmation-mail/client (npm)', () => {
             .stdout,
       );
 
+      // npm brought the peers at the newest release of the range: one copy of each.
+      expect(await installedCopies(directory, '@temporalio/client')).toHaveLength(1);
+      expect(await installedCopies(directory, '@temporalio/common')).toHaveLength(1);
       // What the order service takes on: the client and the Temporal SDK's client side, no worker.
       const installed = await readdir(path.join(directory, 'node_modules', '@temporalio'));
       expect(installed.sort()).not.toEqual(expect.arrayContaining(['worker']));
