@@ -14,8 +14,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const dist = path.join(here, 'dist');
 const pkg = JSON.parse(readFileSync(path.join(here, 'package.json'), 'utf8'));
 const entry = path.join(here, '..', '..', 'src', 'client.ts');
-// The optional peer (tracing: true) stays an import too: loaded only by a client that traces.
-const external = [...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies ?? {})];
+// Temporal's packages are peers the order service brings (its own Client passes in), so they stay imports;
+// the optional one (tracing: true) is loaded only by a client that traces.
+const external = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {})];
 
 rmSync(dist, { recursive: true, force: true });
 for (const [format, file] of [

@@ -124,6 +124,104 @@ async function directorySizeMb(directory: string): Promise<number> {
   return Number(stdout.split('\t')[0]) / 1024;
 }
 
+interface ClientManifest {
+  version: string;
+  dependencies?: Record<string, string>;
+  devDependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+  publishConfig: { registry: string };
+}
+
+async function clientManifest(): Promise<ClientManifest> {
+  return JSON.parse(
+    await readFile(path.join(PROJECT_ROOT, 'packages', 'client', 'package.json'), 'utf8'),
+  ) as ClientManifest;
+}
+
+/** The lowest Temporal version the client's peer range admits (`>=X <2`). */
+async function lowestPeerVersion(): Promise<string> {
+  const range = (await clientManifest()).peerDependencies['@temporalio/client'] ?? '';
+  const lowest = /^>=(\d+\.\d+\.\d+) <2$/.exec(range)?.[1];
+  if (lowest === undefined) throw new Error(`unexpected peer range ${JSON.stringify(range)}`);
+  return lowest;
+}
+
+/** Each installed copy of a package in a consumer, as `npm ls` finds them: name@version per path. */
+async function installedCopies(directory: string, name: string): Promise<string[]> {
+  const { stdout } = await run('npm', ['ls', name, '--all', '--parseable', '--long'], { cwd: directory });
+  return [
+    ...new Set(
+      stdout
+        .trim()
+        .split('\n')
+        .filter((line) => line.includes(`:${name}@`)),
+    ),
+  ]
+    .map((line) => line.split(':')[1]!)
+    .sort();
+}
+
+/**
+ * An order service on a given Temporal release (its own @temporalio/client, common and envconfig at one
+ * version) installs the client: one copy of Temporal's client and common, and its own Client passes in
+ * (TS2345 when the package brought a second copy), strict with skipLibCheck as services compile.
+ */
+async function serviceOnTemporal(name: string, temporal: string): Promise<string> {
+  const directory = await npmConsumer(
+    name,
+    {
+      name: `${name}-shop`,
+      private: true,
+      type: 'module',
+      dependencies: {
+        '@temporalio/client': temporal,
+        '@temporalio/common': temporal,
+        '@temporalio/envconfig': temporal,
+      },
+    },
+    ['@types/node@24.19.4'],
+  );
+  await writeFile(
+    path.join(directory, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        noUncheckedIndexedAccess: true,
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        outDir: 'out',
+        types: ['node'],
+        skipLibCheck: true,
+      },
+      files: ['start.ts'],
+    }),
+  );
+  await writeFile(
+    path.join(directory, 'start.ts'),
+    [
+      "import { Client, Connection } from '@temporalio/client';",
+      "import { connectOrderMailClient, startOrderConfirmationMail, type StartResult } from '@order-confirmation-mail/client';",
+      "// The service's own Client, and ours is one of its Clients.",
+      'const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });',
+      'const client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE! });',
+      'const ours: Client = await connectOrderMailClient();',
+      'await ours.connection.close();',
+      'try {',
+      '  const result: StartResult = await startOrderConfirmationMail(client, process.argv[2]);',
+      '  console.log(JSON.stringify(result));',
+      '} finally {',
+      '  await connection.close();',
+      '}',
+    ].join('\n'),
+  );
+  const tsc = path.join(PROJECT_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  await run(process.execPath, [tsc, '-p', directory]).catch((error: Error & { stdout?: string }) => {
+    throw new Error(`the consumer does not type-check:\n${error.stdout ?? error.message}`, { cause: error });
+  });
+  return directory;
+}
+
 describe('@order-confirmation-mail/client (npm)', () => {
   it('packs its built code alone: the ES module, the CommonJS file, their types', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball]);
@@ -138,22 +236,32 @@ describe('@order-confirmation-mail/client (npm)', () => {
       ]),
     );
     expect(files.filter((file) => !/^package\/(dist\/|package\.json$|README\.md$)/.test(file))).toEqual([]);
-    const manifest = JSON.parse(
-      await readFile(path.join(PROJECT_ROOT, 'packages', 'client', 'package.json'), 'utf8'),
-    ) as { version: string; dependencies: Record<string, string> };
+    const manifest = await clientManifest();
     const root = JSON.parse(await readFile(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
       version: string;
       dependencies: Record<string, string>;
     };
-    // Versioned with the worker, on the worker's SDK.
+    // Versioned with the worker; Temporal's packages are the order service's own (peers, over a range), and
+    // the repository builds and tests the client on the worker's SDK.
     expect(manifest.version).toBe(root.version);
-    for (const [name, version] of Object.entries(manifest.dependencies)) {
+    expect(manifest.dependencies ?? {}).toEqual({});
+    for (const [name, version] of Object.entries(manifest.devDependencies)) {
       expect({ name, version }).toEqual({ name, version: root.dependencies[name] });
     }
+    expect(Object.keys(manifest.peerDependencies).sort()).toEqual(
+      Object.keys(manifest.devDependencies).sort(),
+    );
+    const lowestPeer = await lowestPeerVersion();
+    for (const range of Object.values(manifest.peerDependencies)) expect(range).toBe(`>=${lowestPeer} <2`);
+    // Published only where scripts/release-clients.sh says (--registry "$NPM_REGISTRY"): a plain
+    // `npm publish` goes to a name that never resolves, not to the public registry.
+    expect(new URL(manifest.publishConfig.registry).hostname).toMatch(/\.invalid$/);
+    const changelog = await readFile(path.join(PROJECT_ROOT, 'CHANGELOG.md'), 'utf8');
+    expect(changelog).toContain(`\n## ${root.version}\n`);
   });
 
   it(
-    'a TypeScript consumer, strict, as an ES module: it type-checks, and starts an order once',
+    'a TypeScript consumer, strict, as an ES module, on the newest Temporal of the peer range (npm brings the peers): it type-checks, and starts an order once',
     async () => {
       const directory = await npmConsumer('ts-esm', { name: 'ts-esm-shop', private: true, type: 'module' }, [
         '@types/node@24.19.4',
@@ -208,6 +316,9 @@ describe('@order-confirmation-mail/client (npm)', () => {
             .stdout,
       );
 
+      // npm brought the peers at the newest release of the range: one copy of each.
+      expect(await installedCopies(directory, '@temporalio/client')).toHaveLength(1);
+      expect(await installedCopies(directory, '@temporalio/common')).toHaveLength(1);
       // What the order service takes on: the client and the Temporal SDK's client side, no worker.
       const installed = await readdir(path.join(directory, 'node_modules', '@temporalio'));
       expect(installed.sort()).not.toEqual(expect.arrayContaining(['worker']));
@@ -217,6 +328,42 @@ describe('@order-confirmation-mail/client (npm)', () => {
       console.log(`client package: the TypeScript consumer's node_modules is ${sizeMb.toFixed(1)} MB`);
       // 266 MB when the worker's whole package was the only thing to install (issue 24).
       expect(sizeMb).toBeLessThan(60);
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+
+  it(
+    'an order service on the previous Temporal minor (1.23): one copy of the SDK, and its own Client passes in',
+    async () => {
+      const directory = await serviceOnTemporal('previous-minor', '~1.23.0');
+      expect(await installedCopies(directory, '@temporalio/client')).toEqual([
+        expect.stringMatching(/^@temporalio\/client@1\.23\.\d+$/),
+      ]);
+      expect(await installedCopies(directory, '@temporalio/common')).toEqual([
+        expect.stringMatching(/^@temporalio\/common@1\.23\.\d+$/),
+      ]);
+      await startsOneMail(
+        async (orderId) =>
+          (await run(process.execPath, ['out/start.js', orderId], { cwd: directory, env: consumerEnv() }))
+            .stdout,
+      );
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+
+  it(
+    'an order service on the lowest Temporal release the peer range admits: it type-checks and starts once',
+    async () => {
+      const lowestPeer = await lowestPeerVersion();
+      const directory = await serviceOnTemporal('lowest-peer', lowestPeer);
+      expect(await installedCopies(directory, '@temporalio/client')).toEqual([
+        `@temporalio/client@${lowestPeer}`,
+      ]);
+      await startsOneMail(
+        async (orderId) =>
+          (await run(process.execPath, ['out/start.js', orderId], { cwd: directory, env: consumerEnv() }))
+            .stdout,
+      );
     },
     INSTALL_TIMEOUT_MS,
   );
@@ -261,18 +408,40 @@ describe('order-confirmation-mail-client (Python)', () => {
     };
     expect(/^version = "([^"]+)"$/m.exec(pyproject)?.[1]).toBe(root.version);
     expect(path.basename(wheel)).toBe(`order_confirmation_mail_client-${root.version}-py3-none-any.whl`);
+    // The licence as an SPDX expression with its file (PEP 639): the table form stops building in 2027.
+    const { stdout: metadata } = await run('python3', [
+      '-c',
+      'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]).decode())',
+      wheel,
+      `order_confirmation_mail_client-${root.version}.dist-info/METADATA`,
+    ]);
+    expect(metadata).toMatch(/^License-Expression: LicenseRef-Proprietary$/m);
+    expect(metadata).toMatch(/^License-File: LICENSE$/m);
   });
 
-  it(
-    'a fresh venv installs the wheel (and temporalio) and starts an order once',
-    async () => {
-      const venv = path.join(work, 'python-shop');
+  // The lowest temporalio of the package's range and the newest pip finds (the same release while the range's
+  // floor is the newest one).
+  it.each(['lowest', 'newest'] as const)(
+    'a fresh venv installs the wheel with the %s temporalio of its range and starts an order once',
+    async (bound) => {
+      const venv = path.join(work, `python-shop-${bound}`);
       await run('python3', ['-m', 'venv', venv]);
       const python = path.join(venv, 'bin', 'python');
-      await run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', wheel], {
+      const pyproject = await readFile(path.join(PYTHON_PACKAGE, 'pyproject.toml'), 'utf8');
+      const floor = /"temporalio>=([\d.]+),<2"/.exec(pyproject)?.[1];
+      expect(floor).toBeDefined();
+      const pin = bound === 'lowest' ? [`temporalio==${floor}`] : [];
+      await run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', wheel, ...pin], {
         timeout: INSTALL_TIMEOUT_MS,
       });
-      const script = path.join(work, 'start.py');
+      const { stdout: installed } = await run(python, [
+        '-c',
+        'import importlib.metadata as m; print(m.version("temporalio"))',
+      ]);
+      const release = (version: string) => version.trim().replace(/(\.0)+$/, '');
+      if (bound === 'lowest') expect(release(installed)).toBe(release(floor!));
+      console.log(`client package: Python consumer (${bound}) on temporalio ${installed.trim()}`);
+      const script = path.join(work, `start-${bound}.py`);
       await writeFile(
         script,
         [
