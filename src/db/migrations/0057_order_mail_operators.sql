@@ -68,13 +68,23 @@ CREATE TRIGGER order_mail_observed_resets_append_only BEFORE UPDATE OR DELETE ON
 REVOKE INSERT ON order_mail_operator_acts FROM order_mail_worker;
 GRANT SELECT, INSERT ON order_mail_observed_resets TO order_mail_worker;
 
--- What `npm run ops` does, and nothing more: read the mail tables; resolve (one UPDATE of the row, the cut-off
--- attempt's audit row, the act); retry's act; the providers' operator mode. Tables later migrations make are
--- readable too.
-GRANT SELECT ON order_mail_log, order_mail_attempts, order_mail_late_answers, order_mail_operator_acts,
-                order_mail_observed_resets, order_mail_provider_events, order_mail_provider_health,
-                order_mail_schema_migrations
-  TO order_mail_operators;
+-- What `npm run ops` does, and nothing more: read the mail tables (every one this role made, but the webhook
+-- receiver's replay tokens; and those later migrations make); resolve (one UPDATE of the row, the cut-off
+-- attempt's audit row, the act); retry's act; the providers' operator mode.
+DO $read$
+DECLARE
+  mail_table TEXT;
+BEGIN
+  FOR mail_table IN
+    SELECT c.relname FROM pg_class AS c
+     WHERE c.relnamespace = to_regnamespace(current_schema()) AND c.relkind IN ('r', 'p')
+       AND c.relname LIKE 'order\_mail\_%' AND c.relname <> 'order_mail_webhook_deliveries'
+       AND pg_has_role(current_user, c.relowner, 'USAGE')
+  LOOP
+    EXECUTE format('GRANT SELECT ON %I TO order_mail_operators', mail_table);
+  END LOOP;
+END
+$read$;
 GRANT UPDATE ON order_mail_log TO order_mail_operators;
 GRANT INSERT ON order_mail_attempts, order_mail_operator_acts TO order_mail_operators;
 GRANT INSERT, UPDATE ON order_mail_provider_health TO order_mail_operators;
