@@ -11,6 +11,9 @@ import { listObservedResets, listOperatorActs } from '../../src/db/operatorActs'
 import { readMailLog } from '../../src/db/orderMailLog';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
 import { retryOrderMail } from '../../src/ops/retryOrderMail';
+import { formatStatus } from '../../src/ops/formatOpsOutput';
+import type { OpsContext } from '../../src/ops/opsContext';
+import { readOrderMailStatus } from '../../src/ops/orderMailStatus';
 import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
@@ -55,6 +58,17 @@ afterAll(async () => {
   await workerLogin?.drop();
 });
 
+function opsContext(operator: string): OpsContext {
+  return {
+    db: database.db,
+    client,
+    namespace: inject('temporalNamespace'),
+    taskQueue,
+    uiBaseUrl: 'http://localhost:8233',
+    operator,
+  };
+}
+
 /** An order whose mail failed (the sandbox refuses its address), with the address then fixed. */
 async function failedThenFixed(): Promise<{ orderId: string; firstRunId: string }> {
   const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
@@ -88,21 +102,20 @@ it('a reset made with the API, as the Web UI makes it, leaves one observed reset
     },
   ]);
   expect(await listOperatorActs(database.db, orderId)).toEqual([]);
+  // `ops status` shows it, apart from the operators' acts.
+  const status = await readOrderMailStatus(opsContext('alice'), orderId);
+  expect(status.observedResets).toHaveLength(1);
+  expect(status.acts).toEqual([]);
+  expect(formatStatus(status)).toMatch(
+    new RegExp(
+      `reset of run ${firstRunId} into ${newRunId} \\(Temporal identity history-service; recorded by ${workerLogin!.user}\\): address fixed, send again`,
+    ),
+  );
 });
 
 it('a reset made by ops retry is recorded once, as the CLI retry act', async () => {
   const { orderId } = await failedThenFixed();
-  const retried = await retryOrderMail(
-    {
-      db: database.db,
-      client,
-      namespace: inject('temporalNamespace'),
-      taskQueue,
-      uiBaseUrl: 'http://localhost:8233',
-      operator: 'alice',
-    },
-    { orderId, reason: 'address fixed' },
-  );
+  const retried = await retryOrderMail(opsContext('alice'), { orderId, reason: 'address fixed' });
   expect(retried.kind).toBe('reset');
   expect(await client.workflow.getHandle(orderId).result()).toMatchObject({ result: 'sent' });
   expect(sandbox.messagesFor(orderId)).toHaveLength(1);
