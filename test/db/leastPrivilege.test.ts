@@ -348,4 +348,27 @@ describe('npm run db:roles', () => {
     );
     expect(rows).toEqual([]);
   });
+
+  it("an operator's login: weak refused, and never the workers' group", async () => {
+    const url = (user: string, password: string) => {
+      const parsed = new URL(database.adminUrl);
+      parsed.username = user;
+      parsed.password = password;
+      return parsed.toString();
+    };
+    await expect(
+      setUpDatabaseRoles({
+        adminUrl: database.adminUrl,
+        migrationUrl: database.migrationUrl,
+        workerUrl: database.workerUrl,
+        operatorUrl: url('test_weak_operator', 'change-me'),
+      }),
+    ).rejects.toThrow(/OPS_DATABASE_URL's password is a placeholder/);
+    const { rows } = await database.admin.query<{ groups: string[] }>(
+      `SELECT array(SELECT g.rolname::text FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid
+                     WHERE m.member = (SELECT oid FROM pg_roles WHERE rolname = $1) ORDER BY 1) AS groups`,
+      [database.operatorUser],
+    );
+    expect(rows[0]!.groups).toEqual(['order_mail_operators']);
+  });
 });
