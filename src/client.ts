@@ -41,6 +41,8 @@ export interface ConnectOptions {
    * registered; this library registers none and exports nothing itself.
    */
   tracing?: boolean;
+  /** The client identity Temporal records on this client's requests; default Temporal's (pid@host). */
+  identity?: string;
 }
 
 /**
@@ -69,6 +71,7 @@ export async function connectOrderMailClient(options: ConnectOptions = {}): Prom
   return new Client({
     connection,
     namespace: options.namespace ?? settings.namespace,
+    ...(options.identity === undefined ? {} : { identity: options.identity }),
     ...(options.tracing === true ? { interceptors: await tracingInterceptors() } : {}),
   });
 }

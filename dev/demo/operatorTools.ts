@@ -106,12 +106,12 @@ export function createOperatorTools(options: OperatorToolsOptions): OperatorTool
     const out: string[] = [];
     const err: string[] = [];
     const env = {
-      DATABASE_URL: options.databaseUrl,
+      // The demo's admin login stands in for an operator's own (docs/operating.md, "Who you are").
+      OPS_DATABASE_URL: options.databaseUrl,
       TEMPORAL_ADDRESS: options.address,
       TEMPORAL_NAMESPACE: options.namespace,
       TEMPORAL_TASK_QUEUE: options.taskQueue,
       TEMPORAL_UI_URL: options.uiUrl ?? 'http://127.0.0.1:8233',
-      OPERATOR: options.operator,
     };
     const io = { out: (text: string) => out.push(text), err: (text: string) => err.push(text) };
     let timer: NodeJS.Timeout | undefined;

@@ -2,7 +2,8 @@
 //   ADMIN_DATABASE_URL=postgres://postgres:…@host/shop \
 //   MIGRATION_DATABASE_URL=postgres://order_mail_migrator:…@host/shop \
 //   DATABASE_URL=postgres://order_mail_app:…@host/shop \
-//   WEBHOOK_DATABASE_URL=postgres://order_mail_hooks:…@host/shop npm run db:roles   (optional: npm run webhooks)
+//   WEBHOOK_DATABASE_URL=postgres://order_mail_hooks:…@host/shop \     (optional: npm run webhooks)
+//   OPS_DATABASE_URL=postgres://alice:…@host/shop npm run db:roles       (optional: one operator's own login)
 // Run it once per database (again to change a password); then npm run db:migrate, then the workers.
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
@@ -21,6 +22,7 @@ async function main(): Promise<void> {
     ...(process.env.WEBHOOK_DATABASE_URL?.trim()
       ? { webhookUrl: process.env.WEBHOOK_DATABASE_URL.trim() }
       : {}),
+    ...(process.env.OPS_DATABASE_URL?.trim() ? { operatorUrl: process.env.OPS_DATABASE_URL.trim() } : {}),
   }).catch((error: unknown) => {
     // Only the admin URL is connected to; the other two give users and passwords.
     throw new Error(describePostgresFailure(error, adminUrl, 'ADMIN_DATABASE_URL'), { cause: error });
@@ -29,6 +31,7 @@ async function main(): Promise<void> {
     `Database ${report.database}: migrations run as ${report.migrator}, workers as ${report.worker} ` +
       `(member of order_mail_worker)` +
       `${report.webhooks === null ? '' : `, the webhook receiver as ${report.webhooks} (member of order_mail_webhooks)`}` +
+      `${report.operator === null ? '' : `, the operator ${report.operator} (member of order_mail_operators)`}` +
       `${report.created.length ? `; made ${report.created.join(', ')}` : ''}` +
       `${report.ownershipMoved.length ? `; ${report.migrator} now owns ${report.ownershipMoved.join(', ')}` : ''}` +
       `${report.caseStudyTableFrom === null ? '' : `; the case study's order_mail_log now belongs to ${report.migrator} for adoption, and ${report.caseStudyTableFrom} may still write it`}.`,

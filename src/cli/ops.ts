@@ -1,12 +1,15 @@
 // `npm run ops -- status|list|retry|resolve …`: the operator CLI. Thin: the grammar is src/ops/opsCommand.ts,
 // the acts are src/ops/*, and this file wires them to the environment and the terminal.
+// It runs as the operator's own login (OPS_DATABASE_URL), never the workers' (DATABASE_URL): who acted is that
+// login, as the database knows it, and Temporal is told the same name as the client's identity.
 // Exit codes: 0 done, 1 refused or failed (nothing changed unless it says so), 2 bad arguments.
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
+import os from 'node:os';
 import { connectOrderMailClient } from '../client';
 import { ConfigError } from '../config/envReader';
 import { loadOpsConfig } from '../config/loadOpsConfig';
-import { createDatabase } from '../db/pool';
+import { createDatabase, type Database } from '../db/pool';
 import { describePostgresFailure } from '../dependencyRetry';
 import { formatList, formatResolve, formatRetry, formatStatus } from '../ops/formatOpsOutput';
 import { listOrderMails } from '../ops/listOrderMails';
@@ -46,11 +49,26 @@ export async function main(
     return 2;
   }
   if (config.databaseUrl === null) {
-    io.err('DATABASE_URL is required: the mail log in Postgres is the source of truth.');
+    // No fallback to DATABASE_URL: the workers' login may write no act (migration 0057), so a retry under it
+    // would reset the workflow and then fail to record who did it; and its password has no place with operators.
+    io.err(
+      'OPS_DATABASE_URL is required: your own database login, a member of order_mail_operators (docs/operating.md, ' +
+        '"Who you are"). The workers\' DATABASE_URL is not used: acts are recorded under the login that makes them.',
+    );
     return 2;
   }
 
   const db = createDatabase({ connectionString: config.databaseUrl, applicationName: 'order-mail-ops' });
+  let operator: string;
+  try {
+    operator = await whoIsActing(
+      db,
+      command.name !== 'status' && command.name !== 'list' && !isProviderStatus(command),
+    );
+  } catch (error) {
+    await db.close();
+    return reportFailure(io, error, config.databaseUrl);
+  }
   if (command.name === 'provider') {
     // Postgres only: the providers' health is shared through it, and Temporal has no part in it.
     const listProblems: string[] = [];
@@ -66,7 +84,6 @@ export async function main(
       return 2;
     }
     try {
-      const operator = command.operator?.trim() || config.operator;
       const status = await runProviderAct(db, command.provider, {
         operator,
         configured,
@@ -86,9 +103,10 @@ export async function main(
       address: config.temporal.address,
       addressSetting: 'TEMPORAL_ADDRESS',
       namespace: config.temporal.namespace,
+      // What Temporal records of this client's requests (a start's, a cancel's) names the operator's login.
+      identity: opsIdentity(operator),
     });
     try {
-      const operator = ('operator' in command ? command.operator?.trim() : undefined) || config.operator;
       const ctx: OpsContext = {
         db,
         client,
@@ -110,14 +128,45 @@ export async function main(
   }
 }
 
-/** A refusal says which rule refused; an unreachable Postgres is named by its address and DATABASE_URL (no password). */
+/** A refusal says which rule refused; an unreachable Postgres is named by its address and OPS_DATABASE_URL (no password). */
 function reportFailure(io: CliIo, error: unknown, databaseUrl: string): number {
   if (error instanceof OpsRefusal) {
     io.err(`Refused (${error.code}): ${error.message}`);
     return 1;
   }
-  io.err(`Failed: ${describePostgresFailure(error, databaseUrl, 'DATABASE_URL')}`);
+  io.err(`Failed: ${describePostgresFailure(error, databaseUrl, 'OPS_DATABASE_URL')}`);
   return 1;
+}
+
+/** The Temporal client identity of the ops CLI run by `login`: what the history shows of who acted. */
+export function opsIdentity(login: string): string {
+  return `order-mail-ops ${login}@${os.hostname()}`;
+}
+
+function isProviderStatus(command: OpsCommand): boolean {
+  return command.name === 'provider' && command.provider.act === 'status';
+}
+
+/**
+ * The login this CLI acts as, as the database knows it. A command that acts is refused before it touches
+ * anything when that login may not record an act (the workers' login, since 0057): a retry would otherwise
+ * reset the workflow and then fail to write who did it.
+ */
+async function whoIsActing(db: Database, acts: boolean): Promise<string> {
+  const { rows } = await db.query<{ login: string; mayAct: boolean }>(
+    `SELECT session_user AS login,
+            to_regclass('order_mail_operator_acts') IS NOT NULL
+              AND has_table_privilege('order_mail_operator_acts', 'INSERT') AS "mayAct"`,
+  );
+  const { login, mayAct } = rows[0]!;
+  if (acts && !mayAct) {
+    throw new OpsRefusal(
+      'NOT_AN_OPERATOR',
+      `The database login ${login} may not record operator acts, so nothing was done. Run npm run ops with ` +
+        'OPS_DATABASE_URL set to your own login, a member of order_mail_operators (docs/operating.md, "Who you are").',
+    );
+  }
+  return login;
 }
 
 async function run(

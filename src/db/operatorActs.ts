@@ -2,13 +2,14 @@
 // order_mail_operator_acts. Like every state change, resolve is ONE statement fenced on what the operator saw.
 // Resolving as failed is the deliberate "it did not arrive, send it again": it bumps the row's resend count,
 // so the next claim's request carries a new idempotency key (src/mail/idempotencyKey.ts) and really sends.
+// Who acted is the session's login, set by the database (migration 0057), never a name the caller passes.
 import { randomUUID } from 'node:crypto';
 import type { LogOutcome } from '../shared/mailOutcome';
 import type { MailLogState } from './orderMailLog';
 import type { Database } from './pool';
 import { buildSql, runSql, sql } from './sql';
 
-/** 'reset': a reset made outside the ops CLI (the Web UI), recorded by the claim of the run it started. */
+/** 'reset': a reset made outside the ops CLI, as recorded before 0057; now order_mail_observed_resets. */
 export type OperatorActKind = 'retry' | 'resolve' | 'reset';
 
 /** The log row as an act saw it, kept in the audit table (no personal data: the row holds none). */
@@ -27,7 +28,10 @@ export interface OperatorActRow {
   id: string;
   orderId: string;
   act: OperatorActKind;
-  /** The name the act was given (--operator, $OPERATOR, the OS user; for a reset, Temporal's identity). */
+  /**
+   * The login the act was written with (0057); on acts from before it, the name the CLI was told (and on a
+   * 'reset', Temporal's identity).
+   */
   operator: string;
   /** The database role the act was written with (set by the database); null on acts from before 0011. */
   dbSessionUser: string | null;
@@ -45,7 +49,6 @@ const ACT_COLUMNS = sql`id::text AS id, order_id::text AS "orderId", act, operat
 export interface ResolveInput {
   orderId: string;
   as: 'sent' | 'failed';
-  operator: string;
   reason: string;
   /** The row as the operator's tool read it; the statement changes nothing if it is no longer so. */
   seen: { state: MailLogState; attempts: number; claimToken: string; dispatched: boolean };
@@ -63,7 +66,7 @@ export async function resolveMailLog(db: Database, input: ResolveInput): Promise
   const { seen } = input;
   const resend = input.as === 'failed' ? 1 : 0;
   const cutOffOutcome = seen.dispatched ? 'unknown' : 'not_sent';
-  const cutOffNote = `ended by an operator while in flight (resolved as ${input.as}): ${input.reason}`;
+  const cutOffNote = `while in flight (resolved as ${input.as}): ${input.reason}`;
   const { rows } = await runSql<OperatorActRow>(
     db,
     sql`WITH resolved AS (
@@ -71,7 +74,8 @@ export async function resolveMailLog(db: Database, input: ResolveInput): Promise
              SET state = ${input.as}, outcome = 'resolved', unknown_policy = NULL, verification = NULL,
                  -- Never a prefix of a run's token ('<namespace>/<workflow id>/<run id>'): no run takes it for its own.
                  claim_token = ${`operator:${randomUUID()}`}, resend_count = log.resend_count + ${resend}::int,
-                 last_error = ${`resolved as ${input.as} by ${input.operator}: ${input.reason}`}, updated_at = now()
+                 last_error = ${`resolved as ${input.as} by `}::text || session_user || ${`: ${input.reason}`}::text,
+                 updated_at = now()
             FROM (SELECT * FROM order_mail_log WHERE order_id = ${input.orderId} FOR UPDATE) AS previous
            WHERE log.order_id = ${input.orderId} AND previous.order_id = log.order_id
              AND log.state = ${seen.state} AND log.attempts = ${seen.attempts} AND log.claim_token = ${seen.claimToken}
@@ -82,12 +86,13 @@ export async function resolveMailLog(db: Database, input: ResolveInput): Promise
                                            state, outcome, error, recorded_by, provider, provider_choice)
           SELECT ${input.orderId}, (before->>'attempts')::int, before->>'claim_token', (before->>'resend_count')::int,
                  (before->>'claimed_at')::timestamptz, (before->>'dispatched_at')::timestamptz, ${input.as},
-                 ${cutOffOutcome}, ${cutOffNote}, ${`operator:${input.operator}`}, before->>'provider',
+                 ${cutOffOutcome}, 'ended by operator ' || session_user || ' ' || ${cutOffNote}::text,
+                 'operator:' || session_user, before->>'provider',
                  before->>'provider_choice'
             FROM resolved WHERE before->>'state' = 'sending'
         )
-        INSERT INTO order_mail_operator_acts (order_id, act, operator, reason, row_before, row_after)
-        SELECT ${input.orderId}, 'resolve', ${input.operator}, ${input.reason}, before, after FROM resolved
+        INSERT INTO order_mail_operator_acts (order_id, act, reason, row_before, row_after)
+        SELECT ${input.orderId}, 'resolve', ${input.reason}, before, after FROM resolved
         RETURNING ${ACT_COLUMNS}`,
   );
   return rows[0] ?? null;
@@ -98,17 +103,16 @@ export async function insertRetryAct(
   db: Database,
   input: {
     orderId: string;
-    operator: string;
     reason: string;
     rowBefore: MailLogSnapshot | null;
     details: Record<string, unknown>;
   },
 ): Promise<OperatorActRow> {
   const { rows } = await db.query<OperatorActRow>(
-    `INSERT INTO order_mail_operator_acts (order_id, act, operator, reason, row_before, details)
-     VALUES ($1, 'retry', $2, $3, $4, $5)
+    `INSERT INTO order_mail_operator_acts (order_id, act, reason, row_before, details)
+     VALUES ($1, 'retry', $2, $3, $4)
      RETURNING ${buildSql(ACT_COLUMNS).text}`,
-    [input.orderId, input.operator, input.reason, input.rowBefore, input.details],
+    [input.orderId, input.reason, input.rowBefore, input.details],
   );
   return rows[0]!;
 }
@@ -155,32 +159,77 @@ export async function followsAnotherRunUnrecorded(
            AND NOT EXISTS (SELECT 1 FROM order_mail_operator_acts
                             WHERE order_id = ${input.orderId}
                               AND (details ->> 'newRunId' = ${input.runId}
-                                   OR details -> 'reset' ->> 'newRunId' = ${input.runId})) AS follows`,
+                                   OR details -> 'reset' ->> 'newRunId' = ${input.runId}))
+           AND NOT EXISTS (SELECT 1 FROM order_mail_observed_resets
+                            WHERE order_id = ${input.orderId} AND new_run_id = ${input.runId}) AS follows`,
   );
   return rows[0]?.follows === true;
 }
 
+export interface ObservedResetRow {
+  id: string;
+  orderId: string;
+  newRunId: string;
+  baseRunId: string;
+  reason: string;
+  /** The identity Temporal's history gives the reset (its own, e.g. "history-service"; not the requester's). */
+  temporalIdentity: string;
+  resetEventId: string | null;
+  resetAt: Date | null;
+  baseRunTerminated: { reason: string; identity: string } | null;
+  /** The database login that wrote the row (set by the database): a worker's. */
+  recordedBy: string;
+  /** The Temporal identity of the worker whose claim saw the reset. */
+  workerIdentity: string | null;
+  observedAt: Date;
+  rowAfter: MailLogSnapshot | null;
+}
+
+const OBSERVED_COLUMNS = sql`id::text AS id, order_id::text AS "orderId", new_run_id AS "newRunId",
+  base_run_id AS "baseRunId", reason, temporal_identity AS "temporalIdentity",
+  reset_event_id::text AS "resetEventId", reset_at AS "resetAt", base_run_terminated AS "baseRunTerminated",
+  recorded_by AS "recordedBy", worker_identity AS "workerIdentity", observed_at AS "observedAt",
+  row_after AS "rowAfter"`;
+
 /**
- * The act of a reset made outside the ops CLI (the Web UI, `temporal workflow reset`), from what Temporal's
- * history recorded: its reason, and its identity. Once per run (a unique index); null when it was there.
+ * A reset made outside the ops CLI (the Web UI, `temporal workflow reset`) as a worker observed it in Temporal's
+ * history: its reason and Temporal's identity, under the worker's own login (migration 0057): an observation,
+ * not an operator's act. Once per run (a unique key); null when it was there.
  */
-export async function insertResetAct(
+export async function insertObservedReset(
   db: Database,
   input: {
     orderId: string;
-    identity: string;
+    newRunId: string;
+    baseRunId: string;
     reason: string;
+    temporalIdentity: string;
+    resetEventId: number | null;
+    resetAt: string | null;
+    baseRunTerminated: { reason: string; identity: string } | null;
+    workerIdentity: string | null;
     rowAfter: MailLogSnapshot | null;
-    details: Record<string, unknown> & { newRunId: string };
   },
-): Promise<OperatorActRow | null> {
-  const { rows } = await runSql<OperatorActRow>(
+): Promise<ObservedResetRow | null> {
+  const { rows } = await runSql<ObservedResetRow>(
     db,
-    sql`INSERT INTO order_mail_operator_acts (order_id, act, operator, reason, row_after, details)
-        VALUES (${input.orderId}, 'reset', ${input.identity}, ${input.reason}, ${input.rowAfter}::jsonb,
-                ${input.details}::jsonb)
-        ON CONFLICT (order_id, (details ->> 'newRunId')) WHERE act = 'reset' DO NOTHING
-        RETURNING ${ACT_COLUMNS}`,
+    sql`INSERT INTO order_mail_observed_resets (order_id, new_run_id, base_run_id, reason, temporal_identity,
+                                                reset_event_id, reset_at, base_run_terminated, worker_identity,
+                                                row_after)
+        VALUES (${input.orderId}, ${input.newRunId}, ${input.baseRunId}, ${input.reason}, ${input.temporalIdentity},
+                ${input.resetEventId}, ${input.resetAt}::timestamptz, ${input.baseRunTerminated}::jsonb,
+                ${input.workerIdentity}, ${input.rowAfter}::jsonb)
+        ON CONFLICT (order_id, new_run_id) DO NOTHING
+        RETURNING ${OBSERVED_COLUMNS}`,
   );
   return rows[0] ?? null;
+}
+
+export async function listObservedResets(db: Database, orderId: string): Promise<ObservedResetRow[]> {
+  const { rows } = await runSql<ObservedResetRow>(
+    db,
+    sql`SELECT ${OBSERVED_COLUMNS} FROM order_mail_observed_resets WHERE order_id = ${orderId}
+         ORDER BY observed_at, id`,
+  );
+  return rows;
 }

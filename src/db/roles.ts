@@ -5,6 +5,9 @@
 //                           orders and writes the mail tables, and may do nothing else;
 //   WEBHOOK_DATABASE_URL    (optional) the webhook receiver's login, a member of order_mail_webhooks
 //                           (migration 0025): it appends provider events and replay tokens, nothing more.
+//   OPS_DATABASE_URL        (optional) one operator's own login, a member of order_mail_operators (migration
+//                           0057): `npm run ops` runs as it, and its acts are recorded under it. Run once per
+//                           operator.
 // Each URL's user and password become a login role (created, or its password set). The guard refuses a
 // password that is empty, short, a placeholder (the ones .env.example ships, `change-me`) or the user's name,
 // the admin's included, so a stack never runs on a default password.
@@ -22,7 +25,7 @@ export const WORKER_GROUP_ROLE = 'order_mail_worker';
 export const WEBHOOK_GROUP_ROLE = 'order_mail_webhooks';
 /** The group of the migration login (migration 0050): it grants nothing, it says the login is this service's. */
 export const MIGRATION_GROUP_ROLE = 'order_mail_migration';
-/** The operators' group, where one exists: its members' writes are this service's too. */
+/** The operators' group (migration 0057): each operator's own login, which `npm run ops` runs as. */
 export const OPERATOR_GROUP_ROLE = 'order_mail_operators';
 /**
  * Who order_mail_log's trigger takes for this service (migration 0050, docs/design.md "Who is the service"): a
@@ -89,6 +92,8 @@ export interface RoleUrls {
   workerUrl: string;
   /** The webhook receiver's login; absent: not made. */
   webhookUrl?: string;
+  /** One operator's own login; absent: not made. */
+  operatorUrl?: string;
 }
 
 export interface RoleSetupReport {
@@ -97,6 +102,8 @@ export interface RoleSetupReport {
   worker: string;
   /** The webhook receiver's login, when its URL was given. */
   webhooks: string | null;
+  /** The operator's login, when its URL was given. */
+  operator: string | null;
   /** Login roles that did not exist and were made. */
   created: string[];
   /** Mail tables made before the roles existed (by the admin), now owned by the migration role. */
@@ -131,13 +138,21 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
   const migrator = loginOf('MIGRATION_DATABASE_URL', urls.migrationUrl);
   const worker = loginOf('DATABASE_URL', urls.workerUrl);
   const webhooks = urls.webhookUrl === undefined ? null : loginOf('WEBHOOK_DATABASE_URL', urls.webhookUrl);
+  const operator = urls.operatorUrl === undefined ? null : loginOf('OPS_DATABASE_URL', urls.operatorUrl);
   const problems = [
     weakPasswordProblem('ADMIN_DATABASE_URL', admin.user, admin.password),
     weakPasswordProblem('MIGRATION_DATABASE_URL', migrator.user, migrator.password),
     weakPasswordProblem('DATABASE_URL', worker.user, worker.password),
     webhooks === null ? null : weakPasswordProblem('WEBHOOK_DATABASE_URL', webhooks.user, webhooks.password),
+    operator === null ? null : weakPasswordProblem('OPS_DATABASE_URL', operator.user, operator.password),
   ].filter((problem): problem is string => problem !== null);
-  const logins = [admin, migrator, worker, ...(webhooks === null ? [] : [webhooks])];
+  const logins = [
+    admin,
+    migrator,
+    worker,
+    ...(webhooks === null ? [] : [webhooks]),
+    ...(operator === null ? [] : [operator]),
+  ];
   if (new Set(logins.map((login) => login.database)).size !== 1) {
     problems.push(
       `the URLs must name the same database (they name ${logins.map((login) => login.database).join(', ')})`,
@@ -146,7 +161,7 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
   const users = logins.map((login) => login.user);
   if (new Set(users).size !== users.length) {
     problems.push(
-      `the admin, the migration role, the worker role and the webhook role must be distinct roles (${users.join(', ')})`,
+      `the admin, the migration role, the worker role, the webhook role and the operator must be distinct roles (${users.join(', ')})`,
     );
   }
   if (worker.user === WORKER_GROUP_ROLE) {
@@ -154,6 +169,10 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
   }
   if (webhooks !== null && [WORKER_GROUP_ROLE, WEBHOOK_GROUP_ROLE].includes(webhooks.user)) {
     problems.push(`the webhook receiver's login must not be a group role itself`);
+  }
+  const groups: string[] = [WORKER_GROUP_ROLE, WEBHOOK_GROUP_ROLE, MIGRATION_GROUP_ROLE, OPERATOR_GROUP_ROLE];
+  if (operator !== null && groups.includes(operator.user)) {
+    problems.push(`the operator's login must not be a group role itself`);
   }
   if (problems.length > 0) {
     throw new RoleSetupError(`Database roles not set up (nothing changed): ${problems.join('; ')}.`);
@@ -170,11 +189,16 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     const created: string[] = [];
     const exists = async (role: string): Promise<boolean> =>
       ((await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role])).rowCount ?? 0) > 0;
-    // The groups always: migrations 0010, 0025 and 0050 need them, and the migration role may not make roles.
-    for (const group of [WORKER_GROUP_ROLE, WEBHOOK_GROUP_ROLE, MIGRATION_GROUP_ROLE]) {
+    // The groups always: migrations 0010, 0025, 0050 and 0057 need them, and the migration role may not make roles.
+    for (const group of groups) {
       if (!(await exists(group))) await client.query(`CREATE ROLE ${escapeIdentifier(group)} NOLOGIN`);
     }
-    for (const login of [migrator, worker, ...(webhooks === null ? [] : [webhooks])]) {
+    for (const login of [
+      migrator,
+      worker,
+      ...(webhooks === null ? [] : [webhooks]),
+      ...(operator === null ? [] : [operator]),
+    ]) {
       const role = escapeIdentifier(login.user);
       // Never a superuser or a role maker: the point of these two is what they may not do. The password
       // goes as its verifier only.
@@ -204,6 +228,13 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
       await client.query(`GRANT ${escapeIdentifier(WEBHOOK_GROUP_ROLE)} TO ${login}`);
       await client.query(`REVOKE ${escapeIdentifier(WORKER_GROUP_ROLE)} FROM ${login}`);
     }
+    if (operator !== null) {
+      // Its own group only: an operator's acts are its own, and the workers' role may write none (0057).
+      const login = escapeIdentifier(operator.user);
+      await client.query(`GRANT CONNECT ON DATABASE ${database} TO ${login}`);
+      await client.query(`GRANT ${escapeIdentifier(OPERATOR_GROUP_ROLE)} TO ${login}`);
+      await client.query(`REVOKE ${escapeIdentifier(WORKER_GROUP_ROLE)} FROM ${login}`);
+    }
     // The orders are the shop's: the workers read the columns the service uses and no other (a card number,
     // an address kept beside them), and the mail tables' foreign keys need REFERENCES on orders.id. The admin
     // grants them where it may (a superuser, or their owner); otherwise db:migrate names them for the owner.
@@ -223,6 +254,8 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
         );
         if (table === 'orders' && columns.some((column) => column.name === 'id')) {
           await client.query(`GRANT REFERENCES (id) ON orders TO ${migratorRole}`);
+          // `npm run ops` asks whether an order exists, and nothing more of the shop's tables.
+          await client.query(`GRANT SELECT (id) ON orders TO ${escapeIdentifier(OPERATOR_GROUP_ROLE)}`);
         }
       });
     }
@@ -275,6 +308,7 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
       migrator: migrator.user,
       worker: worker.user,
       webhooks: webhooks?.user ?? null,
+      operator: operator?.user ?? null,
       created,
       ownershipMoved: owned.map((row) => row.name),
       caseStudyTableFrom,

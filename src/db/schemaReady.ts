@@ -16,13 +16,16 @@ const MIGRATE_HINT =
   'Run the migrations first, as their own step and role: MIGRATION_DATABASE_URL=postgres://… npm run db:migrate ' +
   '(docs/production.md).';
 
-// What a worker (its claim, send, record, the sweep) and the ops CLI need, and nothing more.
+// What a worker (its claim, send, record, the sweep) needs, and nothing more.
 // The shop's tables are read column by column (src/db/orderColumns.ts), checked below.
 const NEEDED_PRIVILEGES: readonly [table: string, privileges: readonly string[]][] = [
   ['order_mail_log', ['SELECT', 'INSERT', 'UPDATE']],
   ['order_mail_attempts', ['SELECT', 'INSERT']],
   ['order_mail_late_answers', ['SELECT', 'INSERT']],
-  ['order_mail_operator_acts', ['SELECT', 'INSERT']],
+  // Acts are the operators' own, under their logins (migration 0057); a worker reads them and records only
+  // the resets it observes in Temporal's history.
+  ['order_mail_operator_acts', ['SELECT']],
+  ['order_mail_observed_resets', ['SELECT', 'INSERT']],
   // Webhook evidence is read only: storing it is the receiver's, under its own role (migration 0032).
   ['order_mail_provider_events', ['SELECT']],
   ['order_mail_reconcile_progress', ['SELECT', 'INSERT', 'UPDATE']],

@@ -1,6 +1,6 @@
 // Plain-text output of the operator CLI. Every line is something an operator acts on; --json gives the same
 // facts to scripts.
-import type { OperatorActRow } from '../db/operatorActs';
+import type { ObservedResetRow, OperatorActRow } from '../db/operatorActs';
 import type { MailLogRow } from '../db/orderMailLog';
 import type { ListedOrderMail } from './listOrderMails';
 import type { OrderMailStatus } from './orderMailStatus';
@@ -61,6 +61,10 @@ export function formatStatus(status: OrderMailStatus): string {
     lines.push('  operator acts:');
     for (const act of status.acts) lines.push(`    ${describeAct(act)}`);
   }
+  if (status.observedResets.length > 0) {
+    lines.push('  resets made in Temporal (the Web UI, temporal workflow reset), as a worker saw them:');
+    for (const reset of status.observedResets) lines.push(`    ${describeObservedReset(reset)}`);
+  }
   lines.push(`  next step:  ${status.nextStep}`);
   return lines.join('\n');
 }
@@ -115,8 +119,16 @@ function describeAct(act: OperatorActRow): string {
     act.act === 'resolve' && act.rowBefore !== null && act.rowAfter !== null
       ? ` (${act.rowBefore.state}/${act.rowBefore.outcome ?? '-'} → ${act.rowAfter.state}/${act.rowAfter.outcome ?? '-'})`
       : '';
-  // Who the act said it was, and who the database says wrote it (they differ when the name was only claimed).
+  // Who the act said it was, and who the database says wrote it (they differ only on acts from before 0057).
   const dbUser = act.dbSessionUser === null ? '' : ` (database role ${act.dbSessionUser})`;
   const where = act.act === 'reset' ? ' in Temporal (the Web UI, or temporal workflow reset)' : '';
   return `act #${act.id} ${act.actedAt.toISOString()} ${act.act}${where} by ${act.operator}${dbUser}${change}: ${act.reason}`;
+}
+
+function describeObservedReset(reset: ObservedResetRow): string {
+  const at = (reset.resetAt ?? reset.observedAt).toISOString();
+  return (
+    `${at} reset of run ${reset.baseRunId} into ${reset.newRunId} (Temporal identity ${reset.temporalIdentity}; ` +
+    `recorded by ${reset.recordedBy}): ${reset.reason}`
+  );
 }

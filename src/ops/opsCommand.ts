@@ -13,7 +13,6 @@ export type OpsCommand =
       name: 'retry';
       orderId: string;
       reason: string;
-      operator: string | undefined;
       json: boolean;
     }
   | {
@@ -21,10 +20,9 @@ export type OpsCommand =
       orderId: string;
       as: ResolveAs;
       reason: string;
-      operator: string | undefined;
       json: boolean;
     }
-  | { name: 'provider'; provider: ProviderAct; operator: string | undefined; json: boolean };
+  | { name: 'provider'; provider: ProviderAct; json: boolean };
 
 /** `provider …`: see or steer the failover's provider health (src/ops/providerOps.ts). */
 export type ProviderAct =
@@ -48,8 +46,9 @@ export const OPS_USAGE = `Usage: npm run ops -- <command> [options]
   provider pin <provider> | skip <provider>           send new attempts to it / past it (failover, MAIL_PROVIDERS)
   provider auto [<provider>]                          back to automatic: that provider, or every one
 
-Options: --json (machine-readable output), --operator NAME (who you are; default $OPERATOR, else your OS user).
-Environment: DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_UI_URL.`;
+Options: --json (machine-readable output).
+Environment: OPS_DATABASE_URL (your own login: every act is recorded under it), TEMPORAL_ADDRESS,
+TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_UI_URL.`;
 
 const FILTERS: readonly MailLogFilter[] = ['failed', 'unknown', 'sending', 'sent'];
 const MAX_LIMIT = 1_000;
@@ -65,6 +64,13 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
     throw new UsageError(`${name}: ${error instanceof Error ? error.message : String(error)}`);
   }
   const { values, positionals } = parsed;
+  if (values.operator !== undefined) {
+    // Gone: a name anyone may type is not who acted. Said plainly, so an old script fails before acting.
+    throw new UsageError(
+      `${name}: --operator is no longer taken: every act is recorded under your own database login ` +
+        '(OPS_DATABASE_URL, docs/operating.md).',
+    );
+  }
   const json = values.json ?? false;
   switch (name) {
     case 'status':
@@ -85,7 +91,6 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
         name,
         orderId: onlyOrderId(name, positionals),
         reason: requiredReason(name, values.reason),
-        operator: values.operator,
         json,
       };
     case 'resolve':
@@ -94,11 +99,10 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
         orderId: onlyOrderId(name, positionals),
         as: oneOf('--as', values.as, ['sent', 'failed'] as const, name),
         reason: requiredReason(name, values.reason),
-        operator: values.operator,
         json,
       };
     case 'provider':
-      return { name, provider: parseProviderAct(positionals), operator: values.operator, json };
+      return { name, provider: parseProviderAct(positionals), json };
     default:
       throw new UsageError(`Unknown command "${name}". Commands: status, list, retry, resolve, provider.`);
   }

@@ -11,7 +11,10 @@ export interface OpsContext {
   taskQueue: string;
   /** Base URL of the Temporal Web UI, for links (e.g. http://localhost:8233). */
   uiBaseUrl: string;
-  /** Who is acting, for the audit rows and the reset's reason. */
+  /**
+   * Who is acting: the database login (session_user) the CLI runs as, for the reset's reason and identity. The
+   * audit rows take it from the database themselves (migration 0057).
+   */
   operator: string;
   /** MAIL_PROVIDERS as the ops environment names it (the workers' list), or null/absent when it names none. */
   configured?: readonly string[] | null;
@@ -30,7 +33,8 @@ export class OpsRefusal extends Error {
       | 'CHANGED_MEANWHILE'
       | 'REASON_REQUIRED'
       | 'PROVIDER_NOT_CONFIGURED'
-      | 'PROVIDER_DRAINING',
+      | 'PROVIDER_DRAINING'
+      | 'NOT_AN_OPERATOR',
     message: string,
   ) {
     super(message);

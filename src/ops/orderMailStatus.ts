@@ -1,7 +1,12 @@
 // `npm run ops -- status <orderId>`: everything an operator needs about one order's mail, from the log (the
 // source of truth) and from Temporal (what the workflow is doing, what the Web UI shows).
 import { describeOrderConfirmationMail } from '../client';
-import { listOperatorActs, type OperatorActRow } from '../db/operatorActs';
+import {
+  listObservedResets,
+  listOperatorActs,
+  type ObservedResetRow,
+  type OperatorActRow,
+} from '../db/operatorActs';
 import { listAttempts, readMailLog, type AttemptRow, type MailLogRow } from '../db/orderMailLog';
 import { orderExists } from '../db/orders';
 import { parseOrderId } from '../shared/orderId';
@@ -24,6 +29,8 @@ export interface OrderMailStatus {
   row: MailLogRow | null;
   attempts: AttemptRow[];
   acts: OperatorActRow[];
+  /** Resets made outside the ops CLI (the Web UI), as a worker observed them in Temporal's history. */
+  observedResets: ObservedResetRow[];
   /** What the provider reported by webhook (accepted, delivered, bounced, dropped, complained), oldest first. */
   providerEvents: ProviderEventRow[];
   /** null: never started, or closed longer ago than the namespace's retention. */
@@ -36,10 +43,11 @@ export interface OrderMailStatus {
 export async function readOrderMailStatus(ctx: OpsContext, orderIdInput: string): Promise<OrderMailStatus> {
   const orderId = parseOrderId(orderIdInput);
   if (!(await orderExists(ctx.db, orderId))) throw unknownOrder(orderId);
-  const [row, attempts, acts, providerEvents, workflow] = await Promise.all([
+  const [row, attempts, acts, observedResets, providerEvents, workflow] = await Promise.all([
     readMailLog(ctx.db, orderId),
     listAttempts(ctx.db, orderId),
     listOperatorActs(ctx.db, orderId),
+    listObservedResets(ctx.db, orderId),
     listProviderEvents(ctx.db, orderId),
     describeWorkflow(ctx, orderId),
   ]);
@@ -48,6 +56,7 @@ export async function readOrderMailStatus(ctx: OpsContext, orderIdInput: string)
     row,
     attempts,
     acts,
+    observedResets,
     providerEvents,
     workflow,
     uiUrl: workflowUiUrl(ctx.uiBaseUrl, ctx.namespace, orderId, workflow?.runId ?? null),

@@ -40,7 +40,6 @@ export async function resolveOrderMail(
   const act = await resolveMailLog(ctx.db, {
     orderId,
     as: input.as,
-    operator: ctx.operator,
     reason,
     seen: {
       state: row.state,

@@ -46,7 +46,6 @@ export async function retryOrderMail(
     const newRunId = started.status === 'started' ? started.runId : null;
     const act = await insertRetryAct(ctx.db, {
       orderId,
-      operator: ctx.operator,
       reason,
       rowBefore,
       details: { started: started.status, newRunId },
@@ -63,13 +62,13 @@ export async function retryOrderMail(
     runId: workflow.runId,
     // The prefix tells the new run's claim that this reset is recorded by the act below (resetAct.ts).
     reason: `${OPS_RETRY_RESET_REASON_PREFIX}${who}`,
+    // The operator's login, as the CLI's client names itself (src/cli/ops.ts).
     identity: `order-mail-ops ${ctx.operator}@${os.hostname()}`,
   });
   // Written after Temporal accepted the reset; should this insert fail, the reset's reason in the workflow's
   // history still says who did it and why.
   const act = await insertRetryAct(ctx.db, {
     orderId,
-    operator: ctx.operator,
     reason,
     rowBefore,
     details: {

@@ -20,12 +20,15 @@ import {
 
 let database: LeastPrivilegeDatabase;
 let worker: Database;
+let operator: Database;
 
 beforeAll(async () => {
   database = await openLeastPrivilegeDatabase('least_privilege');
   worker = createDatabase({ connectionString: database.workerUrl, applicationName: 'test worker role' });
+  operator = createDatabase({ connectionString: database.operatorUrl, applicationName: 'test operator' });
 });
 afterAll(async () => {
+  await operator?.close();
   await worker?.close();
   await database?.close();
 });
@@ -96,13 +99,14 @@ describe('the workers role', () => {
         [orderId, token],
       ),
     ).toBe('ok');
+    // Operator acts are the operators' own (0057): a taken-over worker writes none in anyone's name.
     expect(
       await outcome(
         worker,
         `INSERT INTO order_mail_operator_acts (order_id, act, operator, reason) VALUES ($1, 'retry', 'x', 'y')`,
         [orderId],
       ),
-    ).toBe('ok');
+    ).toBe(PERMISSION_DENIED);
     expect(
       await outcome(
         worker,
@@ -220,7 +224,7 @@ describe('the workers role', () => {
        VALUES ($1, 1, 'default/x/run-1', 0, now(), 'failed', 'not_sent', 'test')`,
       [orderId],
     );
-    await worker.query(
+    await operator.query(
       `INSERT INTO order_mail_operator_acts (order_id, act, operator, reason) VALUES ($1, 'retry', 'x', 'y')`,
       [orderId],
     );
@@ -261,14 +265,53 @@ describe('the workers role', () => {
     }
   });
 
-  it('an operator act records the database session_user beside the name it was given', async () => {
+  it('a reset the worker observed is recorded under its own login, whatever the insert says', async () => {
     const orderId = await createOrder(database.admin);
-    const { rows } = await worker.query<{ operator: string; db_session_user: string }>(
+    const { rows } = await worker.query<{ recorded_by: string }>(
+      `INSERT INTO order_mail_observed_resets (order_id, new_run_id, base_run_id, reason, temporal_identity, recorded_by)
+       VALUES ($1, 'run-2', 'run-1', 'address fixed', 'history-service', 'forged') RETURNING recorded_by`,
+      [orderId],
+    );
+    expect(rows[0]).toEqual({ recorded_by: database.workerUser });
+  });
+});
+
+describe("an operator's own login", () => {
+  it('an act records the login, whatever the insert names', async () => {
+    const orderId = await createOrder(database.admin);
+    const { rows } = await operator.query<{ operator: string; db_session_user: string }>(
       `INSERT INTO order_mail_operator_acts (order_id, act, operator, reason, db_session_user)
        VALUES ($1, 'retry', 'someone else', 'test', 'forged') RETURNING operator, db_session_user`,
       [orderId],
     );
-    expect(rows[0]).toEqual({ operator: 'someone else', db_session_user: database.workerUser });
+    expect(rows[0]).toEqual({ operator: database.operatorUser, db_session_user: database.operatorUser });
+  });
+
+  it('reads the mail tables and whether an order exists, and nothing more of the shop', async () => {
+    const orderId = await createOrder(database.admin);
+    expect(await outcome(operator, 'SELECT id FROM orders WHERE id = $1', [orderId])).toBe('ok');
+    expect(await outcome(operator, 'SELECT customer_email FROM orders WHERE id = $1', [orderId])).toBe(
+      PERMISSION_DENIED,
+    );
+    expect(await outcome(operator, 'SELECT * FROM order_mail_observed_resets')).toBe('ok');
+    // It settles rows (resolve is an UPDATE); it never claims one, and no audit row is changed.
+    expect(
+      await outcome(
+        operator,
+        `INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at)
+         VALUES ($1, 'sending', 1, 'x', now())`,
+        [orderId],
+      ),
+    ).toBe(PERMISSION_DENIED);
+    expect(
+      await outcome(
+        operator,
+        `INSERT INTO order_mail_observed_resets (order_id, new_run_id, base_run_id, reason,
+                                 temporal_identity) VALUES ($1, 'a', 'b', 'c', 'd')`,
+        [orderId],
+      ),
+    ).toBe(PERMISSION_DENIED);
+    expect(await outcome(operator, 'DELETE FROM order_mail_operator_acts')).toBe(PERMISSION_DENIED);
   });
 });
 
@@ -304,5 +347,28 @@ describe('npm run db:roles', () => {
       `SELECT rolname FROM pg_roles WHERE rolname IN ('test_weak_migrator', 'test_weak_worker')`,
     );
     expect(rows).toEqual([]);
+  });
+
+  it("an operator's login: weak refused, and never the workers' group", async () => {
+    const url = (user: string, password: string) => {
+      const parsed = new URL(database.adminUrl);
+      parsed.username = user;
+      parsed.password = password;
+      return parsed.toString();
+    };
+    await expect(
+      setUpDatabaseRoles({
+        adminUrl: database.adminUrl,
+        migrationUrl: database.migrationUrl,
+        workerUrl: database.workerUrl,
+        operatorUrl: url('test_weak_operator', 'change-me'),
+      }),
+    ).rejects.toThrow(/OPS_DATABASE_URL's password is a placeholder/);
+    const { rows } = await database.admin.query<{ groups: string[] }>(
+      `SELECT array(SELECT g.rolname::text FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid
+                     WHERE m.member = (SELECT oid FROM pg_roles WHERE rolname = $1) ORDER BY 1) AS groups`,
+      [database.operatorUser],
+    );
+    expect(rows[0]!.groups).toEqual(['order_mail_operators']);
   });
 });

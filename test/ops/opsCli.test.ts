@@ -15,12 +15,14 @@ import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   connectTestClient,
+  createOperatorLogin,
   createOrder,
   openTestDatabase,
   startTestWorker,
   testMailClient,
   testSettings,
   waitFor,
+  type OutsideLogin,
   type RunningTestWorker,
   type TestDatabase,
 } from '../support/testKit';
@@ -32,6 +34,9 @@ let mail: MailTransport;
 let client: Client;
 let worker: RunningTestWorker;
 let env: Record<string, string>;
+/** The operator's own login the CLI runs as (OPS_DATABASE_URL), and the login the test itself writes with. */
+let operator: OutsideLogin;
+let adminLogin: string;
 
 beforeAll(async () => {
   database = await openTestDatabase('ops_cli');
@@ -39,13 +44,16 @@ beforeAll(async () => {
   mail = testMailClient(sandbox.url);
   client = await connectTestClient();
   worker = await startTestWorker({ db: database.db, mail, settings: testSettings() });
+  operator = await createOperatorLogin(database.db, database.connectionString, 'alice');
+  adminLogin = (await database.db.query<{ login: string }>('SELECT session_user AS login')).rows[0]!.login;
   env = {
-    DATABASE_URL: database.connectionString,
+    OPS_DATABASE_URL: operator.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: inject('temporalNamespace'),
     TEMPORAL_TASK_QUEUE: worker.taskQueue,
     TEMPORAL_UI_URL: UI,
-    OPERATOR: 'alice',
+    // Read no more: the act names the login, whoever this says it is.
+    OPERATOR: 'mallory',
   };
 });
 
@@ -55,6 +63,7 @@ afterAll(async () => {
   await mail.close();
   await sandbox.close();
   await database.close();
+  await operator?.drop();
 });
 
 async function ops(...argv: string[]) {
@@ -156,15 +165,15 @@ describe('arguments', () => {
 });
 
 describe('unreachable dependencies', () => {
-  it('a Postgres that does not answer: the error names its address and DATABASE_URL, never the password', async () => {
+  it('a Postgres that does not answer: the error names its address and OPS_DATABASE_URL, never the password', async () => {
     const port = await getFreePort();
     const { code, err } = await opsWith(
-      { DATABASE_URL: `postgres://ops:hunter2-secret@127.0.0.1:${port}/shop` },
+      { OPS_DATABASE_URL: `postgres://ops:hunter2-secret@127.0.0.1:${port}/shop` },
       'status',
       '1',
     );
     expect(code).toBe(1);
-    expect(err).toContain(`Cannot reach Postgres at 127.0.0.1:${port}/shop (DATABASE_URL)`);
+    expect(err).toContain(`Cannot reach Postgres at 127.0.0.1:${port}/shop (OPS_DATABASE_URL)`);
     expect(err).not.toContain('hunter2');
   });
 });
@@ -244,14 +253,7 @@ describe('retry', () => {
       orderId,
     ]);
 
-    const { code, out } = await ops(
-      'retry',
-      orderId,
-      '--reason',
-      'address corrected (ticket 42)',
-      '--operator',
-      'bob',
-    );
+    const { code, out } = await ops('retry', orderId, '--reason', 'address corrected (ticket 42)');
     expect(code).toBe(0);
     expect(out).toContain('reset run');
     const result = await client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
@@ -262,7 +264,7 @@ describe('retry', () => {
     const [act] = await listOperatorActs(database.db, orderId);
     expect(act).toMatchObject({
       act: 'retry',
-      operator: 'bob',
+      operator: operator.user,
       reason: 'address corrected (ticket 42)',
       rowBefore: { state: 'failed', outcome: 'rejected', attempts: 1 },
       details: { reset: { previousRunId: oldRunId, previousStatus: 'FAILED' } },
@@ -283,12 +285,12 @@ describe('resolve', () => {
       'provider log shows delivery',
     );
     expect(code).toBe(0);
-    expect(out).toContain('resolve by alice');
+    expect(out).toContain(`resolve by ${operator.user}`);
     expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'resolved' });
     expect(await listOperatorActs(database.db, orderId)).toMatchObject([
       {
         act: 'resolve',
-        operator: 'alice',
+        operator: operator.user,
         reason: 'provider log shows delivery',
         rowBefore: { state: 'sent', outcome: 'unknown', unknown_policy: 'assume-sent' },
         rowAfter: { state: 'sent', outcome: 'resolved' },
@@ -384,7 +386,6 @@ describe('resolve while a send is in flight', () => {
     const act = await resolveMailLog(database.db, {
       orderId,
       as: 'sent',
-      operator: 'dba',
       reason: 'moved by hand',
       seen: { state: row.state, attempts: row.attempts, claimToken: row.claimToken, dispatched: true },
     });
@@ -406,7 +407,7 @@ describe('resolve while a send is in flight', () => {
         attempt: 1,
         state: 'sent',
         outcome: 'unknown',
-        recordedBy: 'operator:dba',
+        recordedBy: `operator:${adminLogin}`,
         late: { outcome: 'accepted', providerMessageId: message!.id, httpStatus: 202 },
       },
     ]);

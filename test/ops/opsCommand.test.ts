@@ -37,6 +37,16 @@ describe('parseOpsCommand', () => {
     expect(usageErrorOf(['status', '12', '--bogus']).message).toMatch(/Unknown option '--bogus'/);
   });
 
+  it('--operator is refused: who acts is the database login, not a name typed', () => {
+    for (const argv of [
+      ['retry', '42', '--reason', 'r', '--operator', 'bob'],
+      ['resolve', '42', '--as', 'sent', '--reason', 'r', '--operator', 'bob'],
+      ['provider', 'pin', 'postmark', '--operator', 'bob'],
+    ]) {
+      expect(usageErrorOf(argv).message).toMatch(/--operator is no longer taken.*OPS_DATABASE_URL/);
+    }
+  });
+
   it('parses a good status command', () => {
     expect(parseOpsCommand(['status', '42', '--json'])).toEqual({
       name: 'status',

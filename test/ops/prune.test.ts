@@ -81,7 +81,8 @@ let mails: Record<string, Mail>;
 
 beforeEach(async () => {
   await database.db.query(
-    `TRUNCATE order_mail_late_answers, order_mail_operator_acts, order_mail_attempts, order_mail_log, order_items, orders`,
+    `TRUNCATE order_mail_late_answers, order_mail_operator_acts, order_mail_observed_resets, order_mail_attempts,
+              order_mail_log, order_items, orders`,
   );
   mails = {
     oldAccepted: await mail('sent', 'accepted', 120),

@@ -1,19 +1,26 @@
-// A reset made outside the ops CLI (the Web UI's Reset; here the same API request) leaves an operator act with
-// its reason, written by the new run's claim from Temporal's history (src/activities/resetAct.ts); a reset made
-// by `ops retry` is recorded once, as the CLI's 'retry' act. A real worker process, so the reader is wired as
-// deployed (src/worker.ts); the Web UI's own path is test/ui/resetFromWebUi.test.ts.
+// A reset made outside the ops CLI (the Web UI's Reset; here the same API request) leaves an observed reset with
+// its reason, written by the new run's claim from Temporal's history under the worker's own login
+// (src/activities/resetAct.ts), and no operator act: the workers' role may write none (migration 0057). A reset
+// made by `ops retry` is recorded once, as the CLI's 'retry' act. A real worker process under a login of the
+// workers' group, so the reader and the grants are as deployed (src/worker.ts); the Web UI's own path is
+// test/ui/resetFromWebUi.test.ts.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { listOperatorActs } from '../../src/db/operatorActs';
+import { listObservedResets, listOperatorActs } from '../../src/db/operatorActs';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
 import { retryOrderMail } from '../../src/ops/retryOrderMail';
+import { formatStatus } from '../../src/ops/formatOpsOutput';
+import type { OpsContext } from '../../src/ops/opsContext';
+import { readOrderMailStatus } from '../../src/ops/orderMailStatus';
 import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   createOrder,
+  createOutsideLogin,
   openWorkflowTestBed,
+  type OutsideLogin,
   type TestDatabase,
   type WorkflowTestBed,
 } from '../support/testKit';
@@ -24,13 +31,16 @@ let database: TestDatabase;
 let sandbox: MailSandbox;
 let client: Client;
 let worker: WorkerProcess | undefined;
+let workerLogin: OutsideLogin | undefined;
 const taskQueue = `reset-acts-${randomUUID()}`;
 
 beforeAll(async () => {
   bed = await openWorkflowTestBed('reset_acts');
   ({ database, sandbox, client } = bed);
+  workerLogin = await createOutsideLogin(database.db, database.connectionString, 'workers');
+  await database.db.query(`GRANT order_mail_worker TO ${workerLogin.user}`);
   worker = spawnWorkerProcess({
-    DATABASE_URL: database.connectionString,
+    DATABASE_URL: workerLogin.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: inject('temporalNamespace'),
     MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
@@ -45,7 +55,19 @@ afterAll(async () => {
   worker?.child.kill('SIGKILL');
   await worker?.exited;
   await bed?.close();
+  await workerLogin?.drop();
 });
+
+function opsContext(operator: string): OpsContext {
+  return {
+    db: database.db,
+    client,
+    namespace: inject('temporalNamespace'),
+    taskQueue,
+    uiBaseUrl: 'http://localhost:8233',
+    operator,
+  };
+}
 
 /** An order whose mail failed (the sandbox refuses its address), with the address then fixed. */
 async function failedThenFixed(): Promise<{ orderId: string; firstRunId: string }> {
@@ -58,7 +80,7 @@ async function failedThenFixed(): Promise<{ orderId: string; firstRunId: string 
   return { orderId, firstRunId: (await client.workflow.getHandle(orderId).describe()).runId };
 }
 
-it('a reset made with the API, as the Web UI makes it, leaves one reset act with its reason', async () => {
+it('a reset made with the API, as the Web UI makes it, leaves one observed reset with its reason, no act', async () => {
   const { orderId, firstRunId } = await failedThenFixed();
   const { newRunId } = await resetToFirstWorkflowTask(client, {
     workflowId: orderId,
@@ -68,35 +90,39 @@ it('a reset made with the API, as the Web UI makes it, leaves one reset act with
   });
   expect(await client.workflow.getHandle(orderId, newRunId).result()).toMatchObject({ result: 'sent' });
   expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-  const acts = await listOperatorActs(database.db, orderId);
-  expect(acts).toMatchObject([
+  expect(await listObservedResets(database.db, orderId)).toMatchObject([
     {
-      act: 'reset',
       reason: 'address fixed, send again',
-      details: { baseRunId: firstRunId, newRunId },
+      baseRunId: firstRunId,
+      newRunId,
+      // Temporal's own identity on the reset event, and the worker's login that saw it: nobody's act.
+      temporalIdentity: 'history-service',
+      recordedBy: workerLogin!.user,
       rowAfter: { state: 'sending' },
     },
   ]);
-  expect(acts[0]!.dbSessionUser).not.toBeNull();
+  expect(await listOperatorActs(database.db, orderId)).toEqual([]);
+  // `ops status` shows it, apart from the operators' acts.
+  const status = await readOrderMailStatus(opsContext('alice'), orderId);
+  expect(status.observedResets).toHaveLength(1);
+  expect(status.acts).toEqual([]);
+  expect(formatStatus(status)).toMatch(
+    new RegExp(
+      `reset of run ${firstRunId} into ${newRunId} \\(Temporal identity history-service; recorded by ${workerLogin!.user}\\): address fixed, send again`,
+    ),
+  );
 });
 
 it('a reset made by ops retry is recorded once, as the CLI retry act', async () => {
   const { orderId } = await failedThenFixed();
-  const retried = await retryOrderMail(
-    {
-      db: database.db,
-      client,
-      namespace: inject('temporalNamespace'),
-      taskQueue,
-      uiBaseUrl: 'http://localhost:8233',
-      operator: 'alice',
-    },
-    { orderId, reason: 'address fixed' },
-  );
+  const retried = await retryOrderMail(opsContext('alice'), { orderId, reason: 'address fixed' });
   expect(retried.kind).toBe('reset');
   expect(await client.workflow.getHandle(orderId).result()).toMatchObject({ result: 'sent' });
   expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  // Written by this test's own login (the database's, whatever ctx.operator says); no observed reset.
+  const login = (await database.db.query<{ login: string }>('SELECT session_user AS login')).rows[0]!.login;
   expect(await listOperatorActs(database.db, orderId)).toMatchObject([
-    { act: 'retry', operator: 'alice', reason: 'address fixed' },
+    { act: 'retry', operator: login, reason: 'address fixed' },
   ]);
+  expect(await listObservedResets(database.db, orderId)).toEqual([]);
 });

@@ -71,7 +71,7 @@ it('a bounced mail: status lists the provider events and says why the customer h
   );
   const out: string[] = [];
   const env = {
-    DATABASE_URL: database.connectionString,
+    OPS_DATABASE_URL: database.connectionString,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: inject('temporalNamespace'),
     TEMPORAL_TASK_QUEUE: worker.taskQueue,

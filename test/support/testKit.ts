@@ -96,6 +96,20 @@ export async function createOutsideLogin(
   };
 }
 
+/**
+ * An operator's own login (migration 0057): a member of order_mail_operators, which `npm run ops` runs as
+ * (OPS_DATABASE_URL) and whose name every act records. The database must be migrated (0057 grants the group).
+ */
+export async function createOperatorLogin(
+  admin: Database,
+  connectionString: string,
+  prefix: string,
+): Promise<OutsideLogin> {
+  const login = await createOutsideLogin(admin, connectionString, prefix);
+  await admin.query(`GRANT order_mail_operators TO ${escapeIdentifier(login.user)}`);
+  return login;
+}
+
 let orderCounter = 0;
 
 export function sampleOrder(overrides: Partial<NewOrder> = {}): NewOrder {
@@ -332,6 +346,9 @@ export interface LeastPrivilegeDatabase {
   /** The workers' login, a member of order_mail_worker. */
   workerUrl: string;
   workerUser: string;
+  /** An operator's own login, a member of order_mail_operators (db:roles with OPS_DATABASE_URL). */
+  operatorUrl: string;
+  operatorUser: string;
   close(): Promise<void>;
 }
 
@@ -351,7 +368,14 @@ export async function openLeastPrivilegeDatabase(prefix: string): Promise<LeastP
   const migrationUrl = urlFor(`test_migrator_${suffix}`);
   const workerUser = `test_worker_${suffix}`;
   const workerUrl = urlFor(workerUser);
-  await setUpDatabaseRoles({ adminUrl: isolated.connectionString, migrationUrl, workerUrl });
+  const operatorUser = `test_operator_${suffix}`;
+  const operatorUrl = urlFor(operatorUser);
+  await setUpDatabaseRoles({
+    adminUrl: isolated.connectionString,
+    migrationUrl,
+    workerUrl,
+    operatorUrl,
+  });
   const admin = createDatabase({
     connectionString: isolated.connectionString,
     applicationName: `test ${prefix}`,
@@ -362,6 +386,8 @@ export async function openLeastPrivilegeDatabase(prefix: string): Promise<LeastP
     migrationUrl,
     workerUrl,
     workerUser,
+    operatorUrl,
+    operatorUser,
     async close() {
       await admin.close();
       await isolated.drop();
@@ -370,7 +396,7 @@ export async function openLeastPrivilegeDatabase(prefix: string): Promise<LeastP
         applicationName: 'test roles',
       });
       try {
-        for (const user of [workerUser, new URL(migrationUrl).username]) {
+        for (const user of [workerUser, operatorUser, new URL(migrationUrl).username]) {
           await roles.query(`DROP ROLE IF EXISTS ${escapeIdentifier(user)}`);
         }
       } finally {

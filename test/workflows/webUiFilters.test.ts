@@ -108,7 +108,6 @@ beforeAll(async () => {
   await resolveMailLog(db, {
     orderId: resolved,
     as: 'sent',
-    operator: 'ops',
     reason: 'checked with the provider',
     seen: {
       state: 'sending',
