@@ -10,6 +10,7 @@ import { resolveMailLog } from '../../src/db/operatorActs';
 import { createGenericMailApiClient } from '../../dev/devtools/genericMailApiClient';
 import type { MailTransport } from '../../src/mail/types';
 import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
+import { ORDER_MAIL_ATTRIBUTES_AT_START } from '../../src/shared/workflowContract';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   createOrder,
@@ -117,9 +118,15 @@ beforeAll(async () => {
     },
   });
   await startOrderConfirmationMail(client, resolved, { taskQueue: queue });
-  // An order that does not exist: the run fails before any claim.
+  // An order that does not exist: the run fails before any claim, after a short wait for the order (its
+  // default bound is minutes), started as the client starts it, with the first attributes.
   orders.notFound = String(Number(await createOrder(db)) + 500);
-  await startOrderConfirmationMail(client, orders.notFound, { taskQueue: queue });
+  await client.workflow.start(orderConfirmationMail, {
+    workflowId: orders.notFound,
+    taskQueue: queue,
+    args: [orders.notFound, { orderVisibleWaitMs: 1_000 }],
+    typedSearchAttributes: [...ORDER_MAIL_ATTRIBUTES_AT_START],
+  });
 
   for (const name of [
     'accepted',
