@@ -33,7 +33,7 @@ it(
   'builds dist/ before the ops CLI when it is missing or stale, and not otherwise',
   async () => {
     const first = await run('npm', ['run', '--silent', 'ops', '--', '--help'], { cwd: checkout });
-    expect(first.stdout).toContain('--operator');
+    expect(first.stdout).toContain('OPS_DATABASE_URL');
     const builtAt = await stampTime();
 
     await run('npm', ['run', '--silent', 'ops', '--', '--help'], { cwd: checkout });

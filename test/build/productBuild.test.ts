@@ -156,6 +156,8 @@ describe('the production npm scripts, on the production install alone', () => {
     client = await connectTestClient();
     env = {
       DATABASE_URL: isolated.connectionString,
+      // `ops status` only reads; the test database's admin login stands in for an operator's.
+      OPS_DATABASE_URL: isolated.connectionString,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TEMPORAL_NAMESPACE: inject('temporalNamespace'),
       MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),

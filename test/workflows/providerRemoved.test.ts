@@ -142,6 +142,8 @@ describe('an order bound to a provider no longer in MAIL_PROVIDERS', () => {
     const out: string[] = [];
     const env = {
       DATABASE_URL: database.connectionString,
+      // status only reads; the test database's admin login stands in for an operator's.
+      OPS_DATABASE_URL: database.connectionString,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TEMPORAL_NAMESPACE: inject('temporalNamespace'),
       TEMPORAL_TASK_QUEUE: removed.taskQueue,
