@@ -212,16 +212,19 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         return { kind: 'wait', waitMs, reason: verdict.reason };
       }
       case 'not_found': {
-        // "Not found" counts only with a witness that the lookup has caught up past this attempt's end.
+        // "Not found" counts only with a witness that the lookup has caught up past this attempt's dispatch.
         const lookup = verifier.lookup;
         const freshness = await checkFreshness({
           attempt,
           timing,
           freshness: freshnessTiming,
           now: read.now,
-          ordering: verifier.witnessOrdering,
-          findCandidate: (bounds) =>
-            findWitnessCandidate(deps.db, { orderId, destination: attempt.destination!, bounds }),
+          findCandidate: () =>
+            findWitnessCandidate(deps.db, {
+              orderId,
+              dispatchedAt: attempt.dispatchedAt,
+              destination: attempt.destination!,
+            }),
           lookUp: (query) => lookup.lookUp(query, deadline),
         });
         if (freshness.kind === 'wait') {
