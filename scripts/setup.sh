@@ -8,7 +8,7 @@
 # deploy/stack.env. With --deploy-checks, promtool and docker-compose, which check the deploy files. With
 # --python, what the Python peers in dev/peers/python need: a virtual environment with their pinned
 # requirements, and a Redis server (the case study's job queue). Used by `npm test` (pretest),
-# `npm run setup:tools`, `npm run demo`, `npm run stack`, scripts/with-node.sh and `.ci/run`. Idempotent, and
+# `npm run install-tools`, `npm run demo`, `npm run stack`, scripts/with-node.sh and `.ci/run`. Idempotent, and
 # quick when all is present.
 #
 # With --tracing, Jaeger (v2: an OTLP receiver and its query API, built from the Go module proxy), which the

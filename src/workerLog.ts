@@ -47,13 +47,36 @@ function plainValue(_key: string, value: unknown): unknown {
 }
 
 /**
- * The logger the worker installs in the Temporal runtime: INFO and above, one JSON line each, on stdout. A
+ * The logger the worker installs in the Temporal runtime: LOG_LEVEL and above (INFO by default), one JSON line each, on stdout. A
  * line made within a span (an activity's, with tracing on) carries its `trace_id` and `span_id`, so the log
  * pipeline leads to the trace. The SDK calls it synchronously, in the caller's context; tracing off, the
  * API has no active span and nothing is added.
  */
-export function jsonLogger(write: (line: string) => void = (line) => process.stdout.write(line + '\n')) {
-  return new DefaultLogger('INFO', (entry) => write(jsonLogLine(withSpanIds(entry))));
+export function jsonLogger(
+  write: (line: string) => void = (line) => process.stdout.write(line + '\n'),
+  level: LogLevel = 'INFO',
+) {
+  const threshold = LOG_LEVELS.indexOf(level);
+  return new DefaultLogger('TRACE', (entry) => {
+    const shown = demoted(entry);
+    if (LOG_LEVELS.indexOf(shown.level) >= threshold) write(jsonLogLine(withSpanIds(shown)));
+  });
+}
+
+export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * The SDK's start-up lines that are no news to an operator, at DEBUG: webpack's build stats of a bundle made at
+ * start (one long line), the activity worker's "No workflows registered" (it has none by design), and "No
+ * Nexus services registered" (the service has none).
+ */
+function demoted(entry: LogEntry): LogEntry {
+  const noNews =
+    (entry.level === 'INFO' && /^asset workflow-bundle-/.test(entry.message)) ||
+    (entry.level === 'WARN' && entry.message.startsWith('No workflows registered')) ||
+    (entry.level === 'INFO' && entry.message.startsWith('No Nexus services registered'));
+  return noNews ? { ...entry, level: 'DEBUG' } : entry;
 }
 
 function withSpanIds(entry: LogEntry): LogEntry {

@@ -19,13 +19,17 @@ const CORE_LOGS = { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } as c
 export async function installRuntime(config: WorkerConfig): Promise<string | null> {
   const { metricsBindAddress, httpBindAddress } = config.worker;
   if (metricsBindAddress === null && httpBindAddress === null) {
-    Runtime.install({ shutdownSignals: [], logger: jsonLogger(), telemetryOptions: { logging: CORE_LOGS } });
+    Runtime.install({
+      shutdownSignals: [],
+      logger: jsonLogger(undefined, config.worker.logLevel),
+      telemetryOptions: { logging: CORE_LOGS },
+    });
     return null;
   }
   const bindAddress = metricsBindAddress ?? `127.0.0.1:${await getFreePort('127.0.0.1')}`;
   Runtime.install({
     shutdownSignals: [],
-    logger: jsonLogger(),
+    logger: jsonLogger(undefined, config.worker.logLevel),
     telemetryOptions: {
       logging: CORE_LOGS,
       metrics: {

@@ -44,7 +44,7 @@ async function createLocalEnvironment(options: ResolvedDevServerOptions): Promis
     const reason = error instanceof Error ? error.message : String(error);
     throw new Error(
       'No temporal CLI found ($TEMPORAL_CLI_PATH, PATH, Go bin directory), and the SDK could not start one ' +
-        `either: ${reason}\nInstall it with \`npm run setup:tools\` (needs Go) and run again.`,
+        `either: ${reason}\nInstall it with \`npm run install-tools\` (needs Go) and run again.`,
       { cause: error },
     );
   }

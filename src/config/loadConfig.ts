@@ -191,6 +191,9 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         CONFIG_DEFAULTS.WORKER_GAUGE_REFRESH_INTERVAL_MS,
       ),
       workflowBundlePath: read.optional('WORKFLOW_BUNDLE_PATH'),
+      logLevel: read
+        .oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info')
+        .toUpperCase() as WorkerConfig['worker']['logLevel'],
       pgPoolMax: read.positiveInt('PG_POOL_MAX', CONFIG_DEFAULTS.PG_POOL_MAX),
       pgStatementTimeoutMs: read.positiveInt(
         'PG_STATEMENT_TIMEOUT_MS',

@@ -70,6 +70,8 @@ export interface WorkerConfig {
     gaugeRefreshIntervalMs: number;
     /** A workflow bundle made at build time (production image); null bundles the sources at start-up. */
     workflowBundlePath: string | null;
+    /** LOG_LEVEL: the least severe line the worker prints. */
+    logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
     pgPoolMax: number;
     pgStatementTimeoutMs: number;
     /** Sends per second for the whole task queue, enforced by the Temporal server; null for no limit. */

@@ -276,6 +276,14 @@ describe('loadConfig', () => {
     ).toBe('assume-failed');
   });
 
+  it('reads LOG_LEVEL: info by default, debug to error, nothing else', () => {
+    expect(loadConfig(REQUIRED).worker.logLevel).toBe('INFO');
+    expect(loadConfig({ ...REQUIRED, LOG_LEVEL: 'debug' }).worker.logLevel).toBe('DEBUG');
+    expect(problemsOf({ ...REQUIRED, LOG_LEVEL: 'verbose' }).join('\n')).toMatch(
+      /LOG_LEVEL must be one of debug, info, warn, error/,
+    );
+  });
+
   it('reads the send rate limit: none by default, decimals allowed, nothing but a positive number', () => {
     expect(loadConfig(REQUIRED).worker.sendRateLimitPerSecond).toBeNull();
     expect(

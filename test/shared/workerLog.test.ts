@@ -100,6 +100,30 @@ describe('jsonLogLine', () => {
     ]);
   });
 
+  it("LOG_LEVEL's threshold holds, and the SDK's start-up noise is DEBUG, not INFO or WARN", () => {
+    const lines: string[] = [];
+    const logger = jsonLogger((line) => lines.push(line));
+    logger.info('asset workflow-bundle-791e29c12775185c95c1.js 1.82 MiB [emitted] [immutable] (name: main)');
+    logger.warn('No workflows registered, not polling for workflow tasks', { taskQueue: 'q' });
+    logger.info('No Nexus services registered, not polling for Nexus tasks');
+    logger.warn('Workflow task failed', { orderId: '3' });
+    expect(lines.map(parse)).toEqual([
+      expect.objectContaining({ level: 'warn', message: 'Workflow task failed' }),
+    ]);
+
+    const debugLines: string[] = [];
+    const debug = jsonLogger((line) => debugLines.push(line), 'DEBUG');
+    debug.info('asset workflow-bundle-1.js 1.82 MiB');
+    debug.warn('No workflows registered, not polling for workflow tasks');
+    expect(debugLines.map(parse).map((line) => line.level)).toEqual(['debug', 'debug']);
+
+    const quiet: string[] = [];
+    const warnOnly = jsonLogger((line) => quiet.push(line), 'WARN');
+    warnOnly.info('Order mail claimed', { orderId: '1' });
+    warnOnly.error('Order mail outcome recorded late', { orderId: '2' });
+    expect(quiet.map(parse)).toMatchObject([{ level: 'error', orderId: '2' }]);
+  });
+
   it("the worker's own lines have the same shape, with component worker", () => {
     expect(parse(workerLogLine('info', 'Worker started', { taskQueue: 'q' }))).toMatchObject({
       level: 'info',
