@@ -42,8 +42,8 @@ export interface OrderMailStatus {
 
 export async function readOrderMailStatus(ctx: OpsContext, orderIdInput: string): Promise<OrderMailStatus> {
   const orderId = parseOrderId(orderIdInput);
-  if (!(await orderExists(ctx.db, orderId))) throw unknownOrder(orderId);
-  const [row, attempts, acts, observedResets, providerEvents, workflow] = await Promise.all([
+  const [exists, row, attempts, acts, observedResets, providerEvents, workflow] = await Promise.all([
+    orderExists(ctx.db, orderId),
     readMailLog(ctx.db, orderId),
     listAttempts(ctx.db, orderId),
     listOperatorActs(ctx.db, orderId),
@@ -51,6 +51,8 @@ export async function readOrderMailStatus(ctx: OpsContext, orderIdInput: string)
     listProviderEvents(ctx.db, orderId),
     describeWorkflow(ctx, orderId),
   ]);
+  // A run for an order not in orders (started before its commit, or for a mistaken id) is still shown.
+  if (!exists && row === null && workflow === null) throw unknownOrder(orderId);
   return {
     orderId,
     row,
@@ -61,6 +63,7 @@ export async function readOrderMailStatus(ctx: OpsContext, orderIdInput: string)
     workflow,
     uiUrl: workflowUiUrl(ctx.uiBaseUrl, ctx.namespace, orderId, workflow?.runId ?? null),
     nextStep:
+      missingOrderStep(orderId, exists, workflow) ??
       undeliveredStep(orderId, row, providerEvents) ??
       unconfiguredProviderStep(orderId, row, ctx.configured ?? null) ??
       nextStepFor(orderId, row, workflow),
@@ -89,6 +92,18 @@ export async function describeWorkflow(
 
 export function unknownOrder(orderId: string): OpsRefusal {
   return new OpsRefusal('UNKNOWN_ORDER', `Order ${orderId} does not exist in orders; nothing to do.`);
+}
+
+function missingOrderStep(
+  orderId: string,
+  exists: boolean,
+  workflow: OrderMailWorkflowSummary | null,
+): string | null {
+  if (exists) return null;
+  const notInOrders = `Order ${orderId} is not in orders (or not visible to this login)`;
+  if (workflow?.status === 'RUNNING')
+    return `${notInOrders}: its run waits for it and mails within seconds of it appearing, or ends OrderNotFound after its bound.`;
+  return `${notInOrders}: its run ended ${workflow?.status ?? ''} without claiming. For a real order, the reconciliation sweep starts its mail again once it is committed; a mistaken id needs nothing.`;
 }
 
 /**

@@ -199,6 +199,19 @@ describe('status', () => {
     expect(text.out).toContain(`Order ${orderId}`);
     expect(text.out).toContain(status.uiUrl);
   });
+
+  it("an order not in orders whose run exists (started before the order's commit): its run, and why", async () => {
+    const missing = '8000000000000002';
+    const handle = await mailOf(missing);
+    try {
+      const status = await opsJson<OrderMailStatus>('status', missing);
+      expect(status.row).toBeNull();
+      expect(status.workflow).toMatchObject({ runId: handle.firstExecutionRunId, status: 'RUNNING' });
+      expect(status.nextStep).toMatch(/not in orders/);
+    } finally {
+      await handle.terminate('test over');
+    }
+  });
 });
 
 describe('list', () => {
