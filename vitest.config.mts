@@ -3,8 +3,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The production stack's tests start their own Temporal server on Postgres: `npm run test:stack`
-    // (vitest.stack.config.mts).
+    // The production stack's tests start their own Temporal server on Postgres, and the trace viewer test
+    // needs a Jaeger built from source: `npm run test:stack` (vitest.stack.config.mts).
     exclude: [...configDefaults.exclude, 'test/stack/**'],
     // Temporal's native core (workers, NativeConnection) does not work inside worker threads.
     pool: 'forks',

@@ -1,6 +1,7 @@
 // `npm run test:stack`: the tests of the production stack (test/stack), each file on a native stack of its
-// own (dev/stack: the Temporal server on Postgres, the standalone UI, worker processes). Slow, so apart
-// from `npm test`; .ci/run runs both.
+// own (dev/stack: the Temporal server on Postgres, the standalone UI, worker processes), and the tests that
+// need a tool built for them (Jaeger, for the trace viewer test). Slow, so apart from `npm test`; .ci/run runs
+// both, and test/layout/testSuites.test.ts holds every test file to exactly one of the two.
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({

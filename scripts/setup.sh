@@ -12,11 +12,9 @@
 # quick when all is present.
 #
 # With --tracing, Jaeger (v2: an OTLP receiver and its query API, built from the Go module proxy), which the
-# trace tests (test/tracing/) read one order's trace back from (`npm test`'s pretest asks for it), and Zipkin
-# (its server's executable jar from Maven Central, fetched by mvn, sha256-pinned), whose own web UI the trace
-# test opens in Chromium. A cold Jaeger build takes about 10 minutes on 2 cores, once; the Zipkin jar is a
-# 131 MB download; each says so when it starts. Jaeger's binary has no web UI: its UI assets come from a
-# separate build that is on none of the registries this project installs from, so the picture is Zipkin's.
+# trace viewer test (test/stack/traceViewer.test.ts) reads one order's trace back from: `npm run test:stack`
+# asks for it, `npm test` does not (its trace tests decode the exporter's requests in-process). A cold Jaeger
+# build takes about 10 minutes on 2 cores, once, and says so when it starts.
 #
 #   bash scripts/setup.sh [--browser] [--stack] [--deploy-checks] [--python] [--tracing]
 #
@@ -34,11 +32,8 @@ TEMPORAL_CLI_MODULE=github.com/temporalio/cli/cmd/temporal@v1.5.1
 BROWSER_PACKAGES=(chromium fonts-noto-cjk)
 # Installed with the browser (--browser is what `npm test` asks for): test/chaos/workerClocksApart.test.ts.
 CLOCK_PACKAGES=(libfaketime)
-# Jaeger v2 (--tracing): the OTLP receiver and query API the trace tests send one order's trace to.
+# Jaeger v2 (--tracing): the OTLP receiver and query API the trace viewer test sends one order's trace to.
 JAEGER_VERSION=1.76.0
-# Zipkin (--tracing): the trace viewer whose UI the trace test shows the same trace in (Java 17+ runs it).
-ZIPKIN_VERSION=3.5.1
-ZIPKIN_JAR_SHA256=7ac633a6832647e71e50012a5e3e91fbc7054414955261724526030faf271d8d
 
 want_browser=false
 want_stack=false
@@ -53,7 +48,7 @@ for argument in "$@"; do
     --python) want_python=true ;;
     --tracing) want_tracing=true ;;
     -h | --help)
-      sed -n '2,21p' "$0"
+      sed -n '2,19p' "$0"
       exit 0
       ;;
     *)
@@ -274,60 +269,6 @@ ensure_jaeger() {
   rm -rf "$source"
   mv -T "$staging" "$target" 2>/dev/null || rm -rf "$staging"
   echo "jaeger: built in $((SECONDS - started)) s: $target/jaeger"
-}
-
-# Zipkin's server as Maven Central publishes it: the `exec` jar of io.zipkin:zipkin-server, a Spring Boot
-# application with the Lens UI inside. mvn fetches it into a throw-away local repository (Maven checks the
-# registry's SHA-1 as it downloads); the jar is kept only when its sha256 is the pinned one. A JRE and mvn come
-# from Debian when missing.
-ensure_zipkin() {
-  local target="$stack_tools_dir/zipkin-$ZIPKIN_VERSION"
-  if [[ -f $target/zipkin.jar ]]; then
-    echo "zipkin: $target/zipkin.jar"
-    ensure_java_for_zipkin
-    return
-  fi
-  ensure_java_for_zipkin
-  echo "zipkin: downloading io.zipkin:zipkin-server:$ZIPKIN_VERSION:exec from Maven Central (131 MB, sha256-pinned)"
-  local started=$SECONDS download staging="$target.partial.$$"
-  download=$(mktemp -d)
-  mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$download/repository" dependency:get \
-    -Dartifact="io.zipkin:zipkin-server:$ZIPKIN_VERSION:jar:exec" -Dtransitive=false >/dev/null
-  local jar="$download/repository/io/zipkin/zipkin-server/$ZIPKIN_VERSION/zipkin-server-$ZIPKIN_VERSION-exec.jar"
-  if [[ $(sha256sum "$jar" | cut -d' ' -f1) != "$ZIPKIN_JAR_SHA256" ]]; then
-    rm -rf "$download"
-    echo "zipkin: the downloaded jar's sha256 is not the pinned $ZIPKIN_JAR_SHA256" >&2
-    exit 1
-  fi
-  rm -rf "$staging"
-  mkdir -p "$staging"
-  mv "$jar" "$staging/zipkin.jar"
-  rm -rf "$download"
-  mv -T "$staging" "$target" 2>/dev/null || rm -rf "$staging"
-  echo "zipkin: downloaded in $((SECONDS - started)) s: $target/zipkin.jar"
-}
-
-# Zipkin 3 needs Java 17 or later; mvn fetches its jar. Debian's default JRE and maven when either is missing.
-ensure_java_for_zipkin() {
-  local missing=()
-  if ! command -v java >/dev/null 2>&1; then missing+=(default-jre-headless); fi
-  if ! command -v mvn >/dev/null 2>&1; then missing+=(maven); fi
-  if ((${#missing[@]} > 0)); then
-    if ! command -v apt-get >/dev/null 2>&1 || [[ $(id -u) != 0 ]]; then
-      echo "zipkin: ${missing[*]} missing; install a Java 17+ runtime and Maven" >&2
-      exit 1
-    fi
-    echo "zipkin: installing ${missing[*]} with apt-get"
-    local apt=(apt-get -qq -o DPkg::Lock::Timeout=300)
-    DEBIAN_FRONTEND=noninteractive "${apt[@]}" update
-    DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-  local major
-  major=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = \([0-9]*\).*/\1/p')
-  if [[ -z $major ]] || ((major < 17)); then
-    echo "zipkin: $(command -v java) is Java ${major:-unknown}; Zipkin $ZIPKIN_VERSION needs 17 or later" >&2
-    exit 1
-  fi
 }
 
 # temporal-sql-tool applies the schema files of the same server version; they live in the server module,
@@ -558,7 +499,4 @@ if [[ $want_python == true ]]; then
   ensure_python_venv
   ensure_redis_server
 fi
-if [[ $want_tracing == true ]]; then
-  ensure_jaeger
-  ensure_zipkin
-fi
+if [[ $want_tracing == true ]]; then ensure_jaeger; fi

@@ -14,6 +14,15 @@ const PROTOCOLS: Record<string, string | null> = {
   grpc: "is grpc, which this worker does not ship: use http/protobuf, on the collector's OTLP/HTTP port (4318)",
 };
 
+/** The way to a Zipkin, named wherever a setting asks this worker to feed one itself. */
+const ZIPKIN_PATH =
+  'use otlp to an OpenTelemetry Collector whose zipkin exporter feeds the Zipkin (docs/production.md#traces)';
+
+/** Variables an earlier release read, refused when set so that a setting cannot silently stop working. */
+const RETIRED: Record<string, string> = {
+  OTEL_EXPORTER_ZIPKIN_ENDPOINT: `is no longer read: the worker exports only over OTLP; for a Zipkin, ${ZIPKIN_PATH}.`,
+};
+
 /**
  * On when OTEL_TRACES_EXPORTER says `otlp`, or, unset, when an OTLP endpoint is set; off with `none` or with
  * neither. Every problem goes into `problems`.
@@ -25,15 +34,17 @@ export function readTracingSettings(read: EnvReader, problems: string[]): Tracin
     .filter((name) => name !== '');
   for (const name of exporters.filter((exporter) => exporter !== 'otlp' && exporter !== 'none')) {
     problems.push(
-      `OTEL_TRACES_EXPORTER names ${name}, which this worker does not ship: use otlp (a Collector forwards to ${name === 'zipkin' ? 'Zipkin' : 'other backends'}) or none.`,
+      `OTEL_TRACES_EXPORTER names ${name}, which this worker does not ship: ${name === 'zipkin' ? ZIPKIN_PATH : 'use otlp (an OpenTelemetry Collector forwards to other backends)'}, or none.`,
     );
+  }
+  for (const [variable, refusal] of Object.entries(RETIRED)) {
+    if (read.optional(variable) !== null) problems.push(`${variable} ${refusal}`);
   }
   if (exporters.includes('none') && exporters.includes('otlp')) {
     problems.push('OTEL_TRACES_EXPORTER names both none and otlp: name one.');
   }
   const tracesEndpoint = read.optionalUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']);
   const endpoint = read.optionalUrl('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']);
-  const zipkinEndpoint = read.optionalUrl('OTEL_EXPORTER_ZIPKIN_ENDPOINT', ['http:', 'https:']);
   const batchDelayMs = read.positiveInt('OTEL_BSP_SCHEDULE_DELAY', CONFIG_DEFAULTS.OTEL_BSP_SCHEDULE_DELAY);
   const serviceName = read.optional('OTEL_SERVICE_NAME') ?? CONFIG_DEFAULTS.OTEL_SERVICE_NAME;
   const resourceAttributes = read.optional('OTEL_RESOURCE_ATTRIBUTES');
@@ -55,7 +66,7 @@ export function readTracingSettings(read: EnvReader, problems: string[]): Tracin
   } else if (refusal !== null) {
     problems.push(`${protocolVariable} ${refusal}.`);
   }
-  return { serviceName, zipkinEndpoint, batchDelayMs };
+  return { serviceName, batchDelayMs };
 }
 
 /**

@@ -1,7 +1,7 @@
 // OpenTelemetry for a process of this project (the worker, the start-mail CLI), through Temporal's own
 // interceptors (@temporalio/interceptors-opentelemetry). On as the OTEL_* variables say (src/config/
-// tracingSettings.ts): then a tracer provider is registered that exports over OTLP (HTTP/protobuf) in batches,
-// and, with OTEL_EXPORTER_ZIPKIN_ENDPOINT set too, the same spans to a Zipkin (its JSON API). Off, nothing of
+// tracingSettings.ts): then a tracer provider is registered that exports over OTLP (HTTP/protobuf) in batches;
+// any other backend (a Zipkin, say) sits behind an OpenTelemetry Collector. Off, nothing of
 // the OpenTelemetry SDK is loaded, no interceptor runs in the process and the spans the transports open
 // (src/tracing/mailSpan.ts) go to the API's no-op tracer.
 //
@@ -10,7 +10,6 @@
 import type { ClientInterceptors } from '@temporalio/client';
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry';
 import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
-import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 export interface TracingSettings {
   /**
@@ -18,11 +17,6 @@ export interface TracingSettings {
    * through the resources package's environment detector; this is the name when it is unset.
    */
   serviceName: string;
-  /**
-   * OTEL_EXPORTER_ZIPKIN_ENDPOINT: a Zipkin's span intake (`http://zipkin:9411/api/v2/spans`) that gets every
-   * span as well, or null. For a shop whose trace viewer is a Zipkin; OTLP stays the main path.
-   */
-  zipkinEndpoint?: string | null;
   /** OTEL_BSP_SCHEDULE_DELAY: how long a span may wait in the batch before export (ms); default 1000. */
   batchDelayMs?: number;
 }
@@ -59,13 +53,9 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
   const batch = { scheduledDelayMillis: settings.batchDelayMs ?? 1_000 };
   // No URL here: the exporter reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT plus
   // /v1/traces, with their headers, timeout and compression, as the specification says.
-  const processors: SpanProcessor[] = [new BatchSpanProcessor(new OTLPTraceExporter(), batch)];
-  if (settings.zipkinEndpoint) {
-    const { ZipkinExporter } = await import('@opentelemetry/exporter-zipkin');
-    processors.push(new BatchSpanProcessor(new ZipkinExporter({ url: settings.zipkinEndpoint }), batch));
-  }
+  const processor = new BatchSpanProcessor(new OTLPTraceExporter(), batch);
   const provider = new BasicTracerProvider({ resource });
-  for (const processor of processors) provider.addSpanProcessor(processor);
+  provider.addSpanProcessor(processor);
   // The context manager carries the activity's span down to the provider request's span across awaits.
   api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   api.propagation.setGlobalPropagator(new W3CTraceContextPropagator());
@@ -81,12 +71,10 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
         }),
       ],
     },
-    // The workflow's spans come out of the sandbox finished: each exporter's batch gets them.
-    workflowSpanSinks: { exporter: temporalOtel.makeWorkflowExporter(allOf(processors), resource) },
+    // The workflow's spans come out of the sandbox finished: the same batch gets them.
+    workflowSpanSinks: { exporter: temporalOtel.makeWorkflowExporter(processor, resource) },
     clientInterceptors: { workflow: [new temporalOtel.OpenTelemetryWorkflowClientInterceptor()] },
-    // Every exporter gets to send what it holds, even when another's collector is down (a rejection of one
-    // must not end the process before the others are done).
-    shutdown: () => settleEach(processors, (processor) => processor.shutdown()),
+    shutdown: () => processor.shutdown(),
   };
 }
 
@@ -98,23 +86,3 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
 export const DROPPED_WORKFLOW_SPANS: InjectedSinks<OpenTelemetrySinks> = {
   exporter: { export: { fn: () => undefined, callDuringReplay: false } },
 };
-
-/** One span processor that hands every call to each of the given ones (the SDK's own is not exported). */
-function allOf(processors: SpanProcessor[]): SpanProcessor {
-  return {
-    onStart: (span, context) => processors.forEach((processor) => processor.onStart(span, context)),
-    onEnd: (span) => processors.forEach((processor) => processor.onEnd(span)),
-    forceFlush: () => settleEach(processors, (processor) => processor.forceFlush()),
-    shutdown: () => settleEach(processors, (processor) => processor.shutdown()),
-  };
-}
-
-/** Runs the call on every processor, waits for all of them, then fails with the first failure, if any. */
-async function settleEach(
-  processors: SpanProcessor[],
-  call: (processor: SpanProcessor) => Promise<void>,
-): Promise<void> {
-  const results = await Promise.allSettled(processors.map(call));
-  const failed = results.find((result) => result.status === 'rejected');
-  if (failed !== undefined) throw failed.reason;
-}

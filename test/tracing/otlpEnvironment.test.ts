@@ -1,9 +1,8 @@
 // The worker's OTLP export configured only by the OpenTelemetry specification's variables, against a loopback
-// HTTP receiver in this process (no Jaeger): OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is taken as the full URL (a path
-// no default would make), the body is OTLP protobuf, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are on the
-// resource, and a log line the worker made within an activity names a trace that was exported.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+// HTTP receiver in this process (test/support/otlpReceiver.ts, decoding the exporter's own protobuf):
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is taken as the full URL (a path no default would make), the body is OTLP
+// protobuf, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are on the resource, and a log line the worker made
+// within an activity names a span that was exported.
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
@@ -16,21 +15,14 @@ import {
   waitFor,
   type TestDatabase,
 } from '../support/testKit';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlpReceiver';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/workerProcess';
 
 const TRACES_PATH = '/collector/otlp-traces';
 const SERVICE_NAME = `mail-otlp-env-${process.pid}`;
 const ENVIRONMENT = `otlp-env-test-${process.pid}`;
 
-interface Received {
-  method: string;
-  path: string;
-  contentType: string;
-  body: Buffer;
-}
-
-let receiver: Server;
-const received: Received[] = [];
+let receiver: OtlpReceiver;
 let database: TestDatabase;
 let sandbox: MailSandbox;
 let client: Client;
@@ -38,22 +30,7 @@ let worker: WorkerProcess;
 const taskQueue = `otlp-env-${process.pid}-${Date.now()}`;
 
 beforeAll(async () => {
-  receiver = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      received.push({
-        method: request.method ?? '',
-        path: request.url ?? '',
-        contentType: request.headers['content-type'] ?? '',
-        body: Buffer.concat(chunks),
-      });
-      // An empty ExportTraceServiceResponse: full success.
-      response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  const { port } = receiver.address() as AddressInfo;
+  receiver = await startOtlpReceiver();
   database = await openTestDatabase('otlp_environment');
   sandbox = await startMailSandbox();
   client = await connectTestClient();
@@ -69,7 +46,7 @@ beforeAll(async () => {
     MAIL_VERIFY: 'off',
     // Only the signal's own endpoint: the general one, empty, is no fallback.
     OTEL_EXPORTER_OTLP_ENDPOINT: '',
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}${TRACES_PATH}`,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.endpoint}${TRACES_PATH}`,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
     OTEL_TRACES_EXPORTER: 'otlp',
     OTEL_SERVICE_NAME: SERVICE_NAME,
@@ -85,7 +62,7 @@ afterAll(async () => {
   await client?.connection.close();
   await sandbox?.close();
   await database?.close();
-  await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+  await receiver?.close();
 });
 
 it("spans go to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as OTLP protobuf, with the environment's resource, and the activity's log line names their trace", async () => {
@@ -106,23 +83,31 @@ it("spans go to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as OTLP protobuf, with the en
   );
   expect(recorded.trace_id).toMatch(/^[0-9a-f]{32}$/);
   expect(recorded.span_id).toMatch(/^[0-9a-f]{16}$/);
-  const traceIdBytes = Buffer.from(String(recorded.trace_id), 'hex');
 
-  // Spans are ids as raw bytes in the protobuf body: the trace the log line names was exported.
-  await waitFor('the receiver to hold the log line’s trace', () =>
-    Promise.resolve(received.some((request) => request.body.includes(traceIdBytes)) || undefined),
+  // The span the log line names was exported, in the trace it names.
+  await waitFor('the receiver to hold the log line’s span', () =>
+    Promise.resolve(receiver.spans().find((span) => span.spanId === recorded.span_id)),
   );
-  expect(received.length).toBeGreaterThan(0);
-  for (const request of received) {
+  expect(receiver.spans().find((span) => span.spanId === recorded.span_id)).toMatchObject({
+    traceId: recorded.trace_id,
+    name: 'RunActivity:recordOrderMailOutcome',
+  });
+  expect(receiver.failures).toEqual([]);
+  expect(receiver.exports.length).toBeGreaterThan(0);
+  for (const request of receiver.exports) {
     expect(request).toMatchObject({
       method: 'POST',
       path: TRACES_PATH,
       contentType: 'application/x-protobuf',
     });
-    // Every export carries the resource: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES (percent-decoded).
-    expect(request.body.includes(Buffer.from(SERVICE_NAME))).toBe(true);
-    expect(request.body.includes(Buffer.from('deployment.environment'))).toBe(true);
-    expect(request.body.includes(Buffer.from(ENVIRONMENT))).toBe(true);
-    expect(request.body.includes(Buffer.from('mail ops'))).toBe(true);
+    // Every span carries the resource: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES (percent-decoded).
+    expect(request.spans.length).toBeGreaterThan(0);
+    for (const span of request.spans) {
+      expect(span.resource).toMatchObject({
+        'service.name': SERVICE_NAME,
+        'deployment.environment': ENVIRONMENT,
+        team: 'mail ops',
+      });
+    }
   }
 }, 120_000);

@@ -1,17 +1,17 @@
 // One order's trace over SMTP: a worker process with MAIL_PROVIDER=smtp sends through the SMTP fault sandbox
-// (a real smtp-server on loopback) and exports over OTLP to a real Jaeger v2. The trace must hold the
+// (a real smtp-server on loopback) and exports over OTLP to a receiver in this process
+// (test/support/otlpReceiver.ts, which decodes the exporter's own protobuf). The trace must hold the
 // workflow, claim, send and record, and inside the send one `mail.smtp.send` span: the provider, the order,
 // the outcome and the relay's reply code, and nothing of the message (recipient, sender, subject, text).
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { startJaeger, type RunningJaeger } from '../../dev/devtools/jaeger';
 import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
 import { CONFIG_DEFAULTS } from '../../src/config/loadConfig';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
+import { onlySpan, startOtlpReceiver, waitForSpans, type OtlpReceiver } from '../support/otlpReceiver';
 import { connectTestClient, createOrder, openTestDatabase, type TestDatabase } from '../support/testKit';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/workerProcess';
-import { findTrace, onlySpan, spanTag, waitForSpans } from './jaegerApi';
 
 const WORKER_SERVICE = 'order-confirmation-mail-worker-smtp';
 const CUSTOMER = {
@@ -20,7 +20,7 @@ const CUSTOMER = {
   items: [{ productName: '抹茶羊羹 3本入', quantity: 2, unitPriceYen: 1_200 }],
 };
 
-let jaeger: RunningJaeger;
+let receiver: OtlpReceiver;
 let database: TestDatabase;
 let sandbox: SmtpSandbox;
 let worker: WorkerProcess;
@@ -28,7 +28,7 @@ let client: Client;
 const taskQueue = `smtp-trace-${process.pid}-${Date.now()}`;
 
 beforeAll(async () => {
-  jaeger = await startJaeger();
+  receiver = await startOtlpReceiver();
   database = await openTestDatabase('smtp_trace');
   sandbox = await startSmtpSandbox();
   worker = spawnWorkerProcess({
@@ -43,7 +43,7 @@ beforeAll(async () => {
     // Plain SMTP on loopback, no AUTH: the sandbox offers neither TLS nor credentials.
     SMTP_SECURE: 'false',
     SMTP_STARTTLS: 'off',
-    OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
     OTEL_SERVICE_NAME: WORKER_SERVICE,
   });
   await worker.started;
@@ -56,7 +56,7 @@ afterAll(async () => {
   await client?.connection.close();
   await sandbox?.close();
   await database?.close();
-  await jaeger?.stop();
+  await receiver?.close();
 });
 
 it("an order's SMTP send is one mail.smtp.send span inside the send activity, with the reply code and no part of the message", async () => {
@@ -70,8 +70,9 @@ it("an order's SMTP send is one mail.smtp.send span inside the send activity, wi
   expect(received).toContain(CONFIG_DEFAULTS.MAIL_FROM);
 
   const found = await waitForSpans(
-    'Jaeger to hold the SMTP trace',
-    () => findTrace(jaeger.queryUrl, WORKER_SERVICE, { 'order.id': orderId }),
+    receiver,
+    'the receiver to hold the SMTP trace',
+    () => receiver.traceWith(WORKER_SERVICE, { 'order.id': orderId }),
     [
       'RunWorkflow:orderConfirmationMail',
       'RunActivity:claimOrderMail',
@@ -81,18 +82,18 @@ it("an order's SMTP send is one mail.smtp.send span inside the send activity, wi
     ],
   );
   const transaction = onlySpan(found, 'mail.smtp.send');
-  expect(transaction.references.map((r) => r.spanID)).toContain(
-    onlySpan(found, 'RunActivity:sendOrderMail').spanID,
-  );
-  expect(spanTag(transaction, 'span.kind')).toBe('client');
-  expect(spanTag(transaction, 'mail.provider')).toBe('smtp');
-  expect(spanTag(transaction, 'order.id')).toBe(orderId);
-  expect(spanTag(transaction, 'mail.outcome')).toBe('accepted');
-  expect(spanTag(transaction, 'mail.smtp.reply_code')).toBe(250);
+  expect(receiver.failures).toEqual([]);
+  expect(transaction.parentSpanId).toBe(onlySpan(found, 'RunActivity:sendOrderMail').spanId);
+  expect(transaction.resource['service.name']).toBe(WORKER_SERVICE);
+  expect(transaction.kind).toBe('client');
+  expect(transaction.attributes['mail.provider']).toBe('smtp');
+  expect(transaction.attributes['order.id']).toBe(orderId);
+  expect(transaction.attributes['mail.outcome']).toBe('accepted');
+  expect(transaction.attributes['mail.smtp.reply_code']).toBe(250);
   // SMTP's status is the reply code; there is no HTTP status and no error on an accepted message.
-  expect(spanTag(transaction, 'http.response.status_code')).toBeUndefined();
-  expect(spanTag(transaction, 'mail.error_code')).toBeUndefined();
-  expect(found.spans.filter((s) => s.operationName === 'mail.http.request')).toEqual([]);
+  expect(transaction.attributes['http.response.status_code']).toBeUndefined();
+  expect(transaction.attributes['mail.error_code']).toBeUndefined();
+  expect(found.filter((span) => span.name === 'mail.http.request')).toEqual([]);
 
   const everything = JSON.stringify(found);
   for (const secret of [
