@@ -116,6 +116,10 @@ export function findKubecheck(env: NodeJS.ProcessEnv = process.env): string | nu
   for (const file of ['go.mod', 'go.sum', 'main.go']) {
     hash.update(readFileSync(path.join(PROJECT_ROOT, 'dev', 'kubecheck', file)));
   }
-  const binary = path.join(stackToolsDirectory(env), `kubecheck-${hash.digest('hex').slice(0, 16)}`, 'kubecheck');
+  const binary = path.join(
+    stackToolsDirectory(env),
+    `kubecheck-${hash.digest('hex').slice(0, 16)}`,
+    'kubecheck',
+  );
   return isExecutableFile(binary) ? binary : null;
 }
