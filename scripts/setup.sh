@@ -54,7 +54,7 @@ for argument in "$@"; do
     --python) want_python=true ;;
     --tracing) want_tracing=true ;;
     -h | --help)
-      sed -n '2,21p' "$0"
+      sed -n '2,22p' "$0"
       exit 0
       ;;
     *)

@@ -58,3 +58,41 @@ it("the worker's stop grace outlasts WORKER_SHUTDOWN_GRACE_MS by a margin", () =
     grace / 1000 + 10,
   );
 });
+
+it('the probes ask the paths the worker and the receiver serve, on the ports their settings bind', () => {
+  interface Container {
+    ports: { name: string; containerPort: number }[];
+    startupProbe?: { httpGet: { path: string; port: string } };
+    livenessProbe: { httpGet: { path: string; port: string } };
+    readinessProbe: { httpGet: { path: string; port: string } };
+  }
+  const containerOf = (file: string): Container =>
+    (
+      parse(readFileSync(path.join(ROOT, 'deploy', 'kubernetes', file), 'utf8').split('\n---\n')[0]!) as {
+        spec: { template: { spec: { containers: Container[] } } };
+      }
+    ).spec.template.spec.containers[0]!;
+  const portOf = (envFile: string, name: string): number =>
+    Number(
+      new RegExp(`^${name}=0\\.0\\.0\\.0:(\\d+)$`, 'm').exec(
+        readFileSync(path.join(KUBERNETES_BASE, envFile), 'utf8'),
+      )?.[1],
+    );
+
+  // src/metrics/workerHttpServer.ts: /healthz (alive, also while waiting), /readyz (polling, dependencies up).
+  const worker = containerOf('worker/deployment.yaml');
+  expect(worker.ports).toEqual([
+    { name: 'http', containerPort: portOf('worker.env', 'WORKER_HTTP_BIND_ADDRESS') },
+  ]);
+  expect(worker.startupProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+  expect(worker.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+  expect(worker.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
+  // src/webhooks/webhookServer.ts serves both on its own port; its metrics on another.
+  const receiver = containerOf('base/webhooks.yaml');
+  expect(receiver.ports).toEqual([
+    { name: 'webhooks', containerPort: portOf('webhooks.env', 'WEBHOOK_BIND_ADDRESS') },
+    { name: 'metrics', containerPort: portOf('webhooks.env', 'WEBHOOK_METRICS_BIND_ADDRESS') },
+  ]);
+  expect(receiver.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'webhooks' });
+  expect(receiver.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'webhooks' });
+});
