@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { arch, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,7 +21,7 @@ import {
 } from '../../dev/sandbox/providers/ses';
 import { getFreePorts } from '../../dev/stack/freePorts';
 import { startManagedProcess, type ManagedProcess } from '../../dev/stack/managedProcess';
-import { PROJECT_ROOT } from '../../dev/stack/stackSettings';
+import { parseEnvFile, PROJECT_ROOT } from '../../dev/stack/stackSettings';
 import { stackWorkerEnvironment, waitUntilReady } from '../../dev/stack/workerFleet';
 import { startOrderConfirmationMail } from '../../src/client';
 import { readMailLog } from '../../src/db/orderMailLog';
@@ -112,10 +112,11 @@ async function startWorker(name: string, env: Record<string, string>): Promise<v
   const [port = 0] = await getFreePorts(1, '127.0.0.1');
   const child = startFromImage(name, 'dist/worker.js', {
     ...stackWorkerEnvironment(testStack.stack.connections, `127.0.0.1:${port}`),
+    ...env,
     // The image's ENV: the prebuilt bundle, never the bundler.
     WORKFLOW_BUNDLE_PATH: path.join(app, 'dist', 'workflow-bundle.js'),
     TEMPORAL_TASK_QUEUE: `image-${name}`,
-    ...env,
+    WORKER_HTTP_BIND_ADDRESS: `127.0.0.1:${port}`,
   });
   await waitUntilReady(
     { index: 0, httpUrl: `http://127.0.0.1:${port}`, process: child },
@@ -151,8 +152,17 @@ describe('the image node_modules after scripts/prune-image-modules.mjs', () => {
     expect(probe.stdout).toContain('webpack is not in this image');
   });
 
-  it('a worker sends over the generic API and exports its spans over OTLP (HTTP/protobuf)', async () => {
-    await startWorker('generic', { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces` });
+  it("a worker with the Kubernetes ConfigMap's settings sends over the generic API and exports its spans over OTLP (HTTP/protobuf)", async () => {
+    // deploy/kubernetes/base/worker.env as the pod gets it (its empty values included: empty = the default),
+    // with this stack's addresses and a collector on top.
+    const configMap = parseEnvFile(
+      await readFile(path.join(PROJECT_ROOT, 'deploy', 'kubernetes', 'base', 'worker.env'), 'utf8'),
+    );
+    await startWorker('generic', {
+      ...configMap,
+      ...stackWorkerEnvironment(testStack.stack.connections, '127.0.0.1:0'),
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces`,
+    });
     const orderId = await sendOne('image-generic');
     expect(testStack.stack.sandbox?.messagesFor(orderId)).toHaveLength(1);
     const deadline = Date.now() + 30_000;
