@@ -24,11 +24,18 @@ USER node
 EXPOSE 4010
 CMD ["node", "--import", "tsx", "dev/cli/sandbox.ts"]
 
-# --- dependencies: production only -------------------------------------------------------------------------
+# --- dependencies: production only, slimmed to what the image runs -----------------------------------------
+# scripts/prune-image-modules.mjs keeps the core bridge's native module of the target architecture alone
+# (TARGETARCH: amd64 or arm64, set by `docker buildx build --platform`) and drops the workflow bundler's
+# toolchain (the image runs the prebuilt bundle): 311 MB of node_modules become 76 MB (docs/production.md).
+# test/stack/imageModules.test.ts runs the same script on a production install and every feature from it.
 FROM node:${NODE_VERSION}-bookworm-slim AS dependencies
+ARG TARGETARCH
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY scripts/prune-image-modules.mjs /tmp/prune-image-modules.mjs
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force \
+  && node /tmp/prune-image-modules.mjs /app "${TARGETARCH:-$(dpkg --print-architecture)}"
 
 # --- runtime ------------------------------------------------------------------------------------------------
 FROM node:${NODE_VERSION}-bookworm-slim

@@ -5,7 +5,8 @@
 # libfaketime (preloaded by the test that runs worker processes with their clocks apart). With
 # --stack, also what the production stack needs natively (`npm run stack`, `npm run test:stack`): the Temporal
 # server, temporal-sql-tool and the standalone Web UI server built by `go install` at the versions in
-# deploy/stack.env. With --deploy-checks, promtool and docker-compose, which check the deploy files. With
+# deploy/stack.env. With --deploy-checks, promtool, docker-compose and kubecheck (dev/kubecheck, built with
+# Go: kustomize build plus a strict offline check of deploy/kubernetes), which check the deploy files. With
 # --python, what the Python peers in dev/peers/python need: a virtual environment with their pinned
 # requirements, and a Redis server (the case study's job queue). Used by `npm test` (pretest),
 # `npm run install-tools`, `npm run demo`, `npm run stack`, scripts/with-node.sh and `.ci/run`. Idempotent, and
@@ -48,7 +49,7 @@ for argument in "$@"; do
     --python) want_python=true ;;
     --tracing) want_tracing=true ;;
     -h | --help)
-      sed -n '2,19p' "$0"
+      sed -n '2,20p' "$0"
       exit 0
       ;;
     *)
@@ -337,6 +338,34 @@ ensure_docker_compose() {
   echo "docker-compose: $(command -v docker-compose)"
 }
 
+# kubecheck (dev/kubecheck) validates deploy/kubernetes offline: kustomize's build and Kubernetes' own Go types,
+# both from the Go module proxy (no schema is downloaded at run time). Built into a folder named after its
+# sources' hash, so a change of them builds a new one; dev/stack/stackTools.ts's findKubecheck computes the same.
+kubecheck_folder() {
+  echo "kubecheck-$(cat "$project_root"/dev/kubecheck/{go.mod,go.sum,main.go} | sha256sum | cut -c1-16)"
+}
+
+ensure_kubecheck() {
+  local target
+  target="$stack_tools_dir/$(kubecheck_folder)"
+  if is_executable_file "$target/kubecheck"; then
+    echo "kubecheck: $target/kubecheck"
+    return
+  fi
+  if ! command -v go >/dev/null 2>&1; then
+    echo 'kubecheck: no Go toolchain to build it (needs Go >= 1.24)' >&2
+    exit 1
+  fi
+  echo 'kubecheck: building it with go build (about 40 s on 2 cores, once)'
+  local staging="$target.partial.$$" started=$SECONDS
+  rm -rf "$staging"
+  mkdir -p "$staging"
+  (cd "$project_root/dev/kubecheck" && go build -o "$staging/kubecheck" .)
+  rm -rf "$target"
+  mv "$staging" "$target"
+  echo "kubecheck: built in $((SECONDS - started)) s: $target/kubecheck"
+}
+
 ensure_stack_tools() {
   # The versions come from the one file that docker-compose.yml is checked against.
   local TEMPORAL_SERVER_VERSION TEMPORAL_UI_VERSION
@@ -494,6 +523,7 @@ if [[ $want_stack == true ]]; then ensure_stack_tools; fi
 if [[ $want_deploy_checks == true ]]; then
   ensure_promtool
   ensure_docker_compose
+  ensure_kubecheck
 fi
 if [[ $want_python == true ]]; then
   ensure_python_venv

@@ -1,7 +1,8 @@
 // Where the stack's binaries are: the folders scripts/setup.sh (--stack) installs into, one per tool and
 // version (the Temporal server and the UI server are both built as `server`, so they cannot share one).
 import { execFile } from 'node:child_process';
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -107,4 +108,18 @@ export function findPromtool(env: NodeJS.ProcessEnv = process.env): string | nul
   }
   const unpacked = path.join(stackToolsDirectory(env), 'promtool', 'promtool');
   return isExecutableFile(unpacked) ? unpacked : null;
+}
+
+/** kubecheck as `scripts/setup.sh --deploy-checks` builds it: in a folder named after its sources' hash. */
+export function findKubecheck(env: NodeJS.ProcessEnv = process.env): string | null {
+  const hash = createHash('sha256');
+  for (const file of ['go.mod', 'go.sum', 'main.go']) {
+    hash.update(readFileSync(path.join(PROJECT_ROOT, 'dev', 'kubecheck', file)));
+  }
+  const binary = path.join(
+    stackToolsDirectory(env),
+    `kubecheck-${hash.digest('hex').slice(0, 16)}`,
+    'kubecheck',
+  );
+  return isExecutableFile(binary) ? binary : null;
 }

@@ -169,3 +169,8 @@ export function lookupRetentionMs(
   const value = Number(providerEnvView(env, provider, index < 0 ? 1 : index).env.MAIL_VERIFY_RETENTION_MS);
   return Number.isInteger(value) && value > 0 ? value : facts.retentionMs;
 }
+
+/** Every name provider `provider` may have of its own (POSTMARK_API_KEY, POSTMARK_MAIL_FROM, ...): what a deployment passes through. */
+export function providerVariableNames(provider: MailProviderName): string[] {
+  return [...OWN_ONLY, ...SHARED].map((name) => providerVariable(provider, name));
+}
