@@ -68,7 +68,6 @@ class Checker {
       root === undefined
         ? undefined
         : (scope.get(root) ?? (Object.hasOwn(this.fields, root) ? this.fields[root] : undefined));
-    let path = root ?? '';
     for (const name of rest) {
       if (type === undefined) break;
       if (Array.isArray(type)) {
@@ -79,13 +78,11 @@ class Checker {
       } else {
         type = undefined;
       }
-      path += `.${name}`;
     }
     if (type === undefined) {
       this.problem(token, `unknown field ${access.getText()} (known: ${this.known(scope)})`);
       return null;
     }
-    void path;
     return type;
   }
 
