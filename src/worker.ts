@@ -22,6 +22,7 @@ import { checkNoRowsBoundElsewhere } from './db/boundProviders';
 import { assertDeploymentIdOfNamespace } from './db/deploymentIds';
 import { assertSchemaReady } from './db/schemaReady';
 import { createProviderTransports } from './mail/providerTransports';
+import { DEFAULT_TEMPLATE_DIR, loadMailTemplates, type MailTemplates } from './mail/template/mailTemplates';
 import {
   createOrderMailMetrics,
   noOrderMailMetrics,
@@ -35,12 +36,16 @@ import { runOnce } from './workerPair';
 import { installRuntime } from './workerRuntime';
 import { WorkerStatus } from './workerStatus';
 
-async function runWorker(config: WorkerConfig, stop: AbortSignal): Promise<void> {
+async function runWorker(
+  config: WorkerConfig,
+  mailTemplates: MailTemplates,
+  stop: AbortSignal,
+): Promise<void> {
   // Before any client or worker exists: they take their interceptors from it. Flushed last, after the workers
   // stopped, so the spans of the sends that finished while stopping are exported too.
   const tracing = config.tracing === null ? null : await startTracing(config.tracing);
   try {
-    await runWorkerTraced(config, stop, tracing);
+    await runWorkerTraced(config, mailTemplates, stop, tracing);
   } finally {
     await tracing?.shutdown().catch((error: unknown) => logError('Exporting the last spans failed', error));
   }
@@ -48,6 +53,7 @@ async function runWorker(config: WorkerConfig, stop: AbortSignal): Promise<void>
 
 async function runWorkerTraced(
   config: WorkerConfig,
+  mailTemplates: MailTemplates,
   stop: AbortSignal,
   tracing: Tracing | null,
 ): Promise<void> {
@@ -142,6 +148,7 @@ async function runWorkerTraced(
             config,
             db,
             providers,
+            mailTemplates,
             metrics,
             workerIdentity,
             mailProvider,
@@ -187,7 +194,9 @@ if (require.main === module) {
     .then(() => {
       // Configuration errors end the process at once: no waiting fixes them.
       const config = loadConfig(process.env);
-      return runWorker(config, stopOnSignals());
+      // Templates are read and checked once, here: a changed template takes effect at the next start.
+      const mailTemplates = loadMailTemplates(config.mailTemplateDir ?? DEFAULT_TEMPLATE_DIR);
+      return runWorker(config, mailTemplates, stopOnSignals());
     })
     .then(
       () => process.exit(0),

@@ -2,6 +2,7 @@
 // workflow worker and the activity worker), and stop them in order: the activity worker first, letting its
 // running sends finish; the workflow worker once every send this process ran is recorded, bounded by the
 // shutdown grace. A round that lost Temporal says so, and the composition root (src/worker.ts) starts another.
+import type { MailTemplates } from './mail/template/mailTemplates';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { WorkerConfig } from './config/loadConfig';
@@ -26,6 +27,7 @@ export interface RoundSetup {
   config: WorkerConfig;
   db: Database;
   providers: ProviderTransports;
+  mailTemplates: MailTemplates;
   metrics: OrderMailMetrics;
   workerIdentity: string;
   mailProvider: string;
@@ -109,6 +111,7 @@ async function runWorkerPair(
       providerHealth: config.providerHealth,
       mailIdentity: config.mail,
       mailLimits: config.mailLimits,
+      mailTemplates: setup.mailTemplates,
       settings: config.workflow,
       workerIdentity: setup.workerIdentity,
       deploymentId: config.deploymentId,

@@ -2,6 +2,7 @@ import type { Database } from '../db/pool';
 import type { HealthSettings } from '../db/providerHealth';
 import type { MailIdentity } from '../mail/confirmationMail';
 import type { MailSizeLimits } from '../mail/mailSizeLimits';
+import type { MailTemplates } from '../mail/template/mailTemplates';
 import type { MailTransport } from '../mail/types';
 import type { OrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
@@ -13,6 +14,8 @@ export interface ActivityDependencies {
   db: Database;
   mail: MailTransport;
   mailIdentity: MailIdentity;
+  /** The shop's templates (MAIL_TEMPLATE_DIR), loaded at start; the shipped Japanese ones when absent. */
+  mailTemplates?: MailTemplates;
   /** How large a mail may get (MAIL_MAX_ORDER_ITEMS, MAIL_MAX_RENDERED_BYTES); the defaults when absent. */
   mailLimits?: MailSizeLimits;
   settings: OrderMailWorkflowSettings;

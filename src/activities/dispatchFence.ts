@@ -12,6 +12,8 @@ export interface DispatchRecord {
   /** Null for a transport that names no destination (a test's fake): a lookup about it is inconclusive. */
   destination: SendDestination | null;
   sendKey: string;
+  /** The template the request's mail was rendered from (its name and SHA-256), recorded with the attempt. */
+  template?: { name: string; sha256: string } | null;
   /** Temporal's timeout for this execution of the send activity. */
   sendTimeoutMs: number;
 }
@@ -33,7 +35,7 @@ export async function markDispatched(
     provider?: string | null;
   },
 ): Promise<DispatchFenceResult> {
-  const { destination, sendKey, sendTimeoutMs } = input.dispatch;
+  const { destination, sendKey, sendTimeoutMs, template } = input.dispatch;
   const { rowCount } = await runSql(
     db,
     sql`UPDATE order_mail_log SET dispatched_at = now(), updated_at = now(),
@@ -41,7 +43,9 @@ export async function markDispatched(
                dispatch_scope = ${destination?.scope ?? null},
                dispatch_credential_fingerprint = ${destination?.credentialFingerprint ?? null},
                dispatch_account = ${destination?.account ?? null},
-               dispatch_send_key = ${sendKey}, dispatch_send_timeout_ms = ${Math.ceil(sendTimeoutMs)}
+               dispatch_send_key = ${sendKey}, dispatch_send_timeout_ms = ${Math.ceil(sendTimeoutMs)},
+               dispatch_template_name = ${template?.name ?? null},
+               dispatch_template_sha256 = ${template?.sha256 ?? null}
          WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
            AND state = 'sending' AND dispatched_at IS NULL
            AND provider IS NOT DISTINCT FROM ${input.provider ?? null}::text`,

@@ -5,6 +5,7 @@ import { readMailLog } from '../db/orderMailLog';
 import { loadOrderForMail, type OrderForMail } from '../db/orders';
 import { describeDatabaseError } from '../db/pool';
 import { renderConfirmationMail, type MailIdentity } from '../mail/confirmationMail';
+import { defaultMailTemplates, MailRenderError, type MailTemplates } from '../mail/template/mailTemplates';
 import { DEFAULT_MAIL_SIZE_LIMITS, renderedBytes, type MailSizeLimits } from '../mail/mailSizeLimits';
 import { recipientAddressProblem } from '../mail/recipientAddress';
 import type { OutgoingMail } from '../mail/types';
@@ -91,11 +92,13 @@ export function createSendOrderMail(deps: ActivityDependencies) {
       loadOrderForMail(deps.db, orderId, limits.maxOrderItems + 1),
     );
     if (order === null) throw orderNotFoundFailure(orderId);
+    const templates = deps.mailTemplates ?? defaultMailTemplates();
     const mail = await beforeFence('render the mail', async () => ({
       ...renderMailWithinLimits(
         order,
         (provider === null ? undefined : deps.providerMailIdentity?.get(provider)) ?? deps.mailIdentity,
         limits,
+        templates,
       ),
       idempotencyKey: input.idempotencyKey,
     }));
@@ -117,6 +120,7 @@ export function createSendOrderMail(deps: ActivityDependencies) {
           dispatch: {
             destination: mailTransport.destination ?? null,
             sendKey: input.idempotencyKey,
+            template: { name: templates.name, sha256: templates.sha256 },
             sendTimeoutMs,
           },
         });
@@ -212,13 +216,15 @@ async function withinDeadline<T>(
 
 /**
  * The mail, or a permanent refusal when the order cannot be mailed as it is: more items than the limit (found
- * before rendering), a recipient that is not exactly one plain address, or a rendered mail over the byte
- * limit. Each is checked before the dispatch fence, so the row proves nothing was sent.
+ * before rendering), a recipient that is not exactly one plain address, a value the template cannot render
+ * (a link that is not https), or a rendered mail over the byte limit. Each is checked before the dispatch
+ * fence, so the row proves nothing was sent.
  */
 function renderMailWithinLimits(
   order: OrderForMail,
   identity: MailIdentity,
   limits: MailSizeLimits,
+  templates: MailTemplates,
 ): OutgoingMail {
   const { orderId } = order;
   if (order.items.length > limits.maxOrderItems) {
@@ -236,7 +242,17 @@ function renderMailWithinLimits(
       `the order's recipient address (orders.customer_email) ${problem}; it must be exactly one plain address like name@example.com`,
     );
   }
-  const mail = renderConfirmationMail(order, identity);
+  let mail: OutgoingMail;
+  try {
+    mail = renderConfirmationMail(order, identity, templates);
+  } catch (error) {
+    if (!(error instanceof MailRenderError)) throw error;
+    throw mailRefusedFailure(
+      orderId,
+      error.code,
+      `the template ${templates.name} cannot render this order: ${error.message}`,
+    );
+  }
   const bytes = renderedBytes(mail);
   if (bytes > limits.maxRenderedBytes) {
     throw mailRefusedFailure(

@@ -1,4 +1,4 @@
-// `npm run ops -- status|list|retry|resolve …`: the operator CLI. Thin: the grammar is src/ops/opsCommand.ts,
+// `npm run ops -- status|preview|list|retry|resolve …`: the operator CLI. Thin: the grammar is src/ops/opsCommand.ts,
 // the acts are src/ops/*, and this file wires them to the environment and the terminal.
 // It runs as the operator's own login (OPS_DATABASE_URL), never the workers' (DATABASE_URL): who acted is that
 // login, as the database knows it, and Temporal is told the same name as the client's identity.
@@ -18,6 +18,18 @@ import { OpsRefusal, type OpsContext } from '../ops/opsContext';
 import { readOrderMailStatus } from '../ops/orderMailStatus';
 import { resolveOrderMail } from '../ops/resolveOrderMail';
 import { retryOrderMail } from '../ops/retryOrderMail';
+import {
+  formatPreview,
+  loadPreviewSettings,
+  previewOrderMail,
+  type PreviewSettings,
+} from '../ops/previewOrderMail';
+import {
+  loadMailTemplates,
+  MailRenderError,
+  MailTemplateError,
+  type MailTemplates,
+} from '../mail/template/mailTemplates';
 import { formatProviderStatus, runProviderAct } from '../ops/providerOps';
 import { lookupRetentionMs, readDrainingProviders, readProviderList } from '../config/providerList';
 import { processIo, type CliIo } from './cliIo';
@@ -39,6 +51,7 @@ export async function main(
     io.out(OPS_USAGE);
     return 0;
   }
+  if (command.name === 'preview') return preview(command, env, io);
 
   let config;
   try {
@@ -128,6 +141,41 @@ export async function main(
   }
 }
 
+/** Renders an order's mail with the worker's settings; no act, no Temporal, nothing sent. */
+async function preview(
+  command: { orderId: string; json: boolean },
+  env: Record<string, string | undefined>,
+  io: CliIo,
+): Promise<number> {
+  let settings: PreviewSettings;
+  let templates: MailTemplates;
+  try {
+    settings = loadPreviewSettings(env);
+    templates = loadMailTemplates(settings.templateDir);
+  } catch (error) {
+    if (!(error instanceof ConfigError) && !(error instanceof MailTemplateError)) throw error;
+    io.err(error.message);
+    return 2;
+  }
+  const db = createDatabase({
+    connectionString: settings.databaseUrl,
+    applicationName: 'order-mail-ops preview',
+  });
+  try {
+    const rendered = await previewOrderMail(db, command.orderId, settings.identity, templates);
+    io.out(command.json ? JSON.stringify(rendered, null, 2) : formatPreview(rendered));
+    return 0;
+  } catch (error) {
+    if (error instanceof MailRenderError) {
+      io.err(`Cannot render (${error.code}): ${error.message}`);
+      return 1;
+    }
+    return reportFailure(io, error, settings.databaseUrl);
+  } finally {
+    await db.close();
+  }
+}
+
 /** A refusal says which rule refused; an unreachable Postgres is named by its address and OPS_DATABASE_URL (no password). */
 function reportFailure(io: CliIo, error: unknown, databaseUrl: string): number {
   if (error instanceof OpsRefusal) {
@@ -171,7 +219,7 @@ async function whoIsActing(db: Database, acts: boolean): Promise<string> {
 
 async function run(
   ctx: OpsContext,
-  command: Exclude<OpsCommand, { name: 'help' | 'provider' }>,
+  command: Exclude<OpsCommand, { name: 'help' | 'provider' | 'preview' }>,
 ): Promise<string> {
   const json = (value: unknown) => JSON.stringify(value, null, 2);
   switch (command.name) {

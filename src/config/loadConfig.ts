@@ -153,6 +153,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       maxOrderItems: read.positiveInt('MAIL_MAX_ORDER_ITEMS', CONFIG_DEFAULTS.MAIL_MAX_ORDER_ITEMS),
       maxRenderedBytes: read.positiveInt('MAIL_MAX_RENDERED_BYTES', CONFIG_DEFAULTS.MAIL_MAX_RENDERED_BYTES),
     },
+    mailTemplateDir: read.optional('MAIL_TEMPLATE_DIR'),
     verification,
     deploymentId,
     tracing: readTracingSettings(read, problems),

@@ -43,6 +43,11 @@ export interface WorkerConfig {
   mail: { from: string; replyTo: string | null; subject: string };
   /** How large one mail may get; an order over a limit is refused before sending (src/mail/mailSizeLimits.ts). */
   mailLimits: MailSizeLimits;
+  /**
+   * MAIL_TEMPLATE_DIR: the shop's mail templates (src/mail/template/mailTemplates.ts), loaded and checked at
+   * start. Null: the Japanese template the repository ships.
+   */
+  mailTemplateDir: string | null;
   /** How unknown outcomes are verified with the provider (MAIL_VERIFY_*); null when they are not. */
   verification: VerificationConfig | null;
   /**

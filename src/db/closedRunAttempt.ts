@@ -15,7 +15,7 @@ import { verifiedOrphanFacts } from '../shared/unknownOutcomeFacts';
 import { readMailLog, type MailLogRow } from './orderMailLog';
 import type { Database } from './pool';
 import { runSql, sql, type SqlFragment } from './sql';
-import { AUDIT_OF_SETTLED, asRead, issuedBefore, type SeenRow } from './transitionFence';
+import { AUDIT_OF_SETTLED, asRead, issuedBefore, TEMPLATE_OF_SETTLED, type SeenRow } from './transitionFence';
 
 /**
  * A closed run's claim that HAD dispatched: its outcome is unknown, so `decision` (from
@@ -42,10 +42,11 @@ export async function settleDispatchedOrphan(
         ), audit AS (
           INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
                                            state, outcome, unknown_policy, verification, provider_message_id,
-                                           error, recorded_by, provider, provider_choice)
+                                           error, recorded_by, provider, provider_choice, template_name,
+                                           template_sha256)
           SELECT order_id, attempts, claim_token, resend_count, claimed_at, dispatched_at, state, outcome,
                  unknown_policy, verification, provider_message_id, last_error, ${input.recordedBy}, provider,
-                 provider_choice
+                 provider_choice, ${TEMPLATE_OF_SETTLED}
             FROM settled
         )
         SELECT 1 FROM settled`,

@@ -83,12 +83,15 @@ export async function resolveMailLog(db: Database, input: ResolveInput): Promise
           RETURNING to_jsonb(previous) AS before, to_jsonb(log) AS after
         ), cut_off AS (
           INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
-                                           state, outcome, error, recorded_by, provider, provider_choice)
+                                           state, outcome, error, recorded_by, provider, provider_choice,
+                                           template_name, template_sha256)
           SELECT ${input.orderId}, (before->>'attempts')::int, before->>'claim_token', (before->>'resend_count')::int,
                  (before->>'claimed_at')::timestamptz, (before->>'dispatched_at')::timestamptz, ${input.as},
                  ${cutOffOutcome}, 'ended by operator ' || session_user || ' ' || ${cutOffNote}::text,
                  'operator:' || session_user, before->>'provider',
-                 before->>'provider_choice'
+                 before->>'provider_choice',
+                 CASE WHEN before->>'dispatched_at' IS NOT NULL THEN before->>'dispatch_template_name' END,
+                 CASE WHEN before->>'dispatched_at' IS NOT NULL THEN before->>'dispatch_template_sha256' END
             FROM resolved WHERE before->>'state' = 'sending'
         )
         INSERT INTO order_mail_operator_acts (order_id, act, reason, row_before, row_after)

@@ -6,6 +6,7 @@ import type { VerificationRecord } from '../shared/unknownOutcome';
 import { readMailLog, timeSinceKeyFirstDispatch, type MailLogState } from './orderMailLog';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
+import { TEMPLATE_OF_SETTLED } from './transitionFence';
 
 export interface AttemptFacts {
   /** The row is still this attempt's, in 'sending'. */
@@ -96,10 +97,11 @@ export async function recordOutcome(db: Database, input: OutcomeToRecord): Promi
         ), audit AS (
           INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
                                            state, outcome, unknown_policy, verification, provider_message_id,
-                                           http_status, error, recorded_by, provider, provider_choice)
+                                           http_status, error, recorded_by, provider, provider_choice,
+                                           template_name, template_sha256)
           SELECT order_id, attempts, claim_token, resend_count, claimed_at, dispatched_at, state, outcome,
                  unknown_policy, verification, provider_message_id, http_status, last_error, ${input.recordedBy},
-                 provider, provider_choice
+                 provider, provider_choice, ${TEMPLATE_OF_SETTLED}
             FROM settled
         )
         SELECT state, outcome FROM settled`,

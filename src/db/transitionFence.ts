@@ -35,6 +35,13 @@ export function issuedBefore(issuedAt: Date): SqlFragment {
   return sql`log.claim_issued_at < ${issuedAt}::timestamptz`;
 }
 
+/**
+ * The template that rendered a settled attempt's mail (migration 0061), from the row's dispatch columns: only
+ * when this attempt dispatched, since a claim leaves the previous attempt's dispatch columns in place.
+ */
+export const TEMPLATE_OF_SETTLED = sql`CASE WHEN dispatched_at IS NOT NULL THEN dispatch_template_name END,
+                 CASE WHEN dispatched_at IS NOT NULL THEN dispatch_template_sha256 END`;
+
 /** The audit row of the attempt a statement settles, from its RETURNING columns (CTE `settled`). */
 export const AUDIT_OF_SETTLED = sql`INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at,
          dispatched_at, state, outcome, unknown_policy, error, recorded_by, provider, provider_choice)`;

@@ -1,14 +1,11 @@
-// The 「ご注文ありがとうございます」 mail of one order: the order turned into a view (names on one line, yen
-// amounts, the JST date), rendered by the template into a text and an HTML part. Deterministic: the same
-// order and identity render the same bytes. The wording and layout live in orderConfirmationTemplate.ts.
+// The 「ご注文ありがとうございます」 mail of one order: the order turned into the view templates render from
+// (names on one line, amounts as money with their currency, the order time as an instant), rendered by the
+// shop's templates (src/mail/template/, the shipped Japanese one by default) into a subject, a text and an HTML
+// part. Deterministic: the same order, identity and templates render the same bytes.
 import type { OrderForMail } from '../db/orders';
 import { displayText } from './displayText';
-import { formatJstDateTime, formatYen } from './japaneseFormat';
-import {
-  renderConfirmationHtml,
-  renderConfirmationText,
-  type ConfirmationView,
-} from './orderConfirmationTemplate';
+import type { MailView } from './template/mailFields';
+import { defaultMailTemplates, type MailTemplates } from './template/mailTemplates';
 import type { OutgoingMail } from './types';
 
 export interface MailIdentity {
@@ -17,38 +14,43 @@ export interface MailIdentity {
   subject: string;
 }
 
-function confirmationView(order: OrderForMail, identity: MailIdentity): ConfirmationView {
+const YEN = 'JPY';
+
+export function confirmationView(order: OrderForMail, identity: MailIdentity): MailView {
   let total = 0n;
   const items = order.items.map((item) => {
     const subtotal = item.unitPriceYen * BigInt(item.quantity);
     total += subtotal;
     return {
-      productName: displayText(item.productName),
+      name: displayText(item.productName),
       quantity: item.quantity,
-      unitPrice: formatYen(item.unitPriceYen),
-      subtotal: formatYen(subtotal),
+      unitPrice: { amountMinor: item.unitPriceYen, currency: YEN },
+      subtotal: { amountMinor: subtotal, currency: YEN },
     };
   });
   return {
-    subject: identity.subject,
-    customerName: displayText(order.customerName),
-    orderNumber: order.orderId,
-    orderedAt: formatJstDateTime(order.orderedAt),
+    mail: { subject: identity.subject, repliesWelcome: identity.replyTo !== null },
+    order: {
+      id: order.orderId,
+      customerName: displayText(order.customerName),
+      orderedAt: order.orderedAt,
+      total: { amountMinor: total, currency: YEN },
+    },
     items,
-    total: formatYen(total),
-    repliesWelcome: identity.replyTo !== null,
   };
 }
 
-export function renderConfirmationMail(order: OrderForMail, identity: MailIdentity): OutgoingMail {
-  const view = confirmationView(order, identity);
+export function renderConfirmationMail(
+  order: OrderForMail,
+  identity: MailIdentity,
+  templates: MailTemplates = defaultMailTemplates(),
+): OutgoingMail {
+  const parts = templates.render(confirmationView(order, identity));
   return {
     orderId: order.orderId,
     to: order.customerEmail,
     from: identity.from,
     replyTo: identity.replyTo,
-    subject: identity.subject,
-    text: renderConfirmationText(view),
-    html: renderConfirmationHtml(view),
+    ...parts,
   };
 }

@@ -11,7 +11,7 @@ export interface OutgoingMail {
   subject: string;
   /** The plain-text part. */
   text: string;
-  /** The HTML part, every interpolated value already escaped (src/mail/orderConfirmationTemplate.ts). */
+  /** The HTML part, every value escaped by the template engine (src/mail/template/mailTemplates.ts). */
   html: string;
   /**
    * The key a provider that dedupes by key gets (src/mail/idempotencyKey.ts), from the claim: the same for

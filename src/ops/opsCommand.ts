@@ -8,6 +8,7 @@ import { MAIL_PROVIDER_NAMES } from '../mail/providers/mailProvider';
 export type OpsCommand =
   | { name: 'help' }
   | { name: 'status'; orderId: string; json: boolean }
+  | { name: 'preview'; orderId: string; json: boolean }
   | { name: 'list'; filter: MailLogFilter; since: Date | null; limit: number | undefined; json: boolean }
   | {
       name: 'retry';
@@ -39,6 +40,8 @@ export class UsageError extends Error {
 export const OPS_USAGE = `Usage: npm run ops -- <command> [options]
 
   status  <orderId>                                   the log row, attempts, operator acts, workflow, UI link
+  preview <orderId>                                   the order's mail as the worker renders it; sends nothing
+                                                      (runs with the worker's DATABASE_URL and MAIL_* settings)
   list    --state failed|unknown|sending|sent [--since 24h|7d|2026-11-01T00:00Z] [--limit 50]
   retry   <orderId> --reason "…"                      reset the workflow to its first workflow task (UI: Reset)
   resolve <orderId> --as sent|failed --reason "…"     settle the row by your word (the only way to move 'sent')
@@ -74,6 +77,7 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
   const json = values.json ?? false;
   switch (name) {
     case 'status':
+    case 'preview':
       return { name, orderId: onlyOrderId(name, positionals), json };
     case 'list': {
       if (positionals.length > 0)
@@ -104,7 +108,9 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
     case 'provider':
       return { name, provider: parseProviderAct(positionals), json };
     default:
-      throw new UsageError(`Unknown command "${name}". Commands: status, list, retry, resolve, provider.`);
+      throw new UsageError(
+        `Unknown command "${name}". Commands: status, preview, list, retry, resolve, provider.`,
+      );
   }
 }
 

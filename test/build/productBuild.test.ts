@@ -101,8 +101,12 @@ describe('npm run build', () => {
     expect(devFiles).toEqual([]);
   });
 
-  it('copies the migrations and the reconciliation query once, next to the code that reads them', async () => {
-    for (const folder of [path.join('db', 'migrations'), path.join('db', 'queries')]) {
+  it('copies the migrations, the reconciliation query and the shipped mail template once, next to the code that reads them', async () => {
+    for (const folder of [
+      path.join('db', 'migrations'),
+      path.join('db', 'queries'),
+      path.join('mail', 'templates'),
+    ]) {
       const source = (await filesUnder(path.join(project, 'src', folder))).sort();
       expect(source.length).toBeGreaterThan(0);
       expect((await filesUnder(path.join(project, 'dist', folder))).sort()).toEqual(source);

@@ -1,0 +1,35 @@
+// What a mail template may name: the fields of the view a mail is rendered from, with their types. Templates
+// are checked against these when they load (src/mail/template/checkTemplate.ts), so a misspelt or unknown
+// field stops the worker at start instead of failing one customer's mail.
+import type { Money } from './templateHelpers';
+
+export type ScalarType = 'text' | 'number' | 'boolean' | 'money' | 'instant';
+/** A group of named fields; a list is a one-element tuple holding its elements' fields. */
+export interface Fields {
+  readonly [name: string]: ScalarType | Fields | readonly [Fields];
+}
+
+/** The fields of every mail: what the order contract delivers (the order and its items) and the mail's own. */
+export const MAIL_FIELDS = {
+  mail: { subject: 'text', repliesWelcome: 'boolean' },
+  order: { id: 'text', customerName: 'text', orderedAt: 'instant', total: 'money' },
+  items: [{ name: 'text', quantity: 'number', unitPrice: 'money', subtotal: 'money' }],
+} as const satisfies Fields;
+
+/** The values a template renders from; their shape is MAIL_FIELDS. */
+export interface MailView {
+  mail: { subject: string; repliesWelcome: boolean };
+  order: { id: string; customerName: string; orderedAt: Date; total: Money };
+  items: { name: string; quantity: number; unitPrice: Money; subtotal: Money }[];
+}
+
+/** The fields Liquid gives inside a {% for %} loop. */
+export const FORLOOP_FIELDS = {
+  index: 'number',
+  index0: 'number',
+  rindex: 'number',
+  rindex0: 'number',
+  first: 'boolean',
+  last: 'boolean',
+  length: 'number',
+} as const satisfies Fields;
