@@ -145,8 +145,8 @@ export function createSendOrderMail(deps: ActivityDependencies) {
             httpStatus: null,
             errorCode: SEND_HELD,
             reason:
-              `an operator holds every send${provider === null ? '' : ` through ${provider}`} (npm run ops -- hold); ` +
-              'no request was made, and the run waits for the hold to be lifted',
+              `an operator holds sends${provider === null ? '' : ` through ${provider}`} (npm run ops -- hold): no ` +
+              'request was made, and the run waits for the hold to be lifted',
             retryAfterMs: null,
           }),
         );
