@@ -115,3 +115,29 @@ export async function readRowProviders(
   );
   return new Map(rows.map((row) => [row.orderId, row.provider]));
 }
+
+export interface SendHoldGauge {
+  scope: HoldScope;
+  /** How long the hold has been in force. */
+  heldSeconds: number;
+  /**
+   * Orders whose last attempt the fence refused under it: settled not sent, with no request, since the hold
+   * began, through a provider it covers. Their runs wait for resume (a run that gave up for another reason
+   * meanwhile would count too; under a hold none makes a request).
+   */
+  heldOrders: number;
+}
+
+/** One row per hold in force, for the worker's gauges (deploy/prometheus/alerts.yml, OrderMailSendHoldLong). */
+export async function readSendHoldGauges(db: Database): Promise<SendHoldGauge[]> {
+  const { rows } = await runSql<SendHoldGauge>(
+    db,
+    sql`SELECT hold.scope, extract(epoch FROM now() - hold.held_at)::float8 AS "heldSeconds",
+               (SELECT count(*) FROM order_mail_log AS log
+                 WHERE log.state = 'failed' AND log.updated_at >= hold.held_at AND log.outcome = 'not_sent'
+                   AND log.dispatched_at IS NULL AND (hold.scope = '*' OR log.provider = hold.scope))::int
+                 AS "heldOrders"
+          FROM order_mail_send_holds AS hold`,
+  );
+  return rows;
+}

@@ -9,6 +9,7 @@ import { main } from '../../src/cli/ops';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { createDatabase } from '../../src/db/pool';
 import type { MailTransport } from '../../src/mail/types';
+import { readSendHoldGauges } from '../../src/db/sendHolds';
 import { holdSends } from '../../src/ops/sendHold';
 import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
@@ -20,6 +21,7 @@ import {
   createOutsideLogin,
   openTestDatabase,
   startTestWorker,
+  testMailClient,
   testProviderMailClient,
   testSettings,
   waitFor,
@@ -27,6 +29,7 @@ import {
   type RunningTestWorker,
   type TestDatabase,
 } from '../support/testKit';
+import { testVerifier } from '../support/verificationKit';
 
 let database: TestDatabase;
 let sandbox: MailSandbox;
@@ -35,13 +38,24 @@ let operator: OutsideLogin;
 let workerLogin: OutsideLogin;
 const transports: MailTransport[] = [];
 const stops: (() => Promise<void>)[] = [];
-const workers = {} as Record<'resend' | 'postmark', RunningTestWorker>;
+const workers = {} as Record<'resend' | 'postmark' | 'verifying', RunningTestWorker>;
+// The sandbox indexes within 1 s by default; the verifying worker waits 1.5 s before it asks.
+const VERIFY = { settleDelayMs: 1_500, lookupTimeoutMs: 800, deadlineMs: 3_000 };
 
-async function startWorker(provider: 'resend' | 'postmark', taskQueue?: string): Promise<RunningTestWorker> {
+async function startWorker(
+  provider: 'resend' | 'postmark',
+  taskQueue?: string,
+  subject = 'ご注文ありがとうございます',
+): Promise<RunningTestWorker> {
   const mail = testProviderMailClient(provider, sandbox.url);
   transports.push(mail);
   const running = await startTestWorker(
-    { db: database.db, mail, settings: testSettings({ maxSendAttempts: 2 }) },
+    {
+      db: database.db,
+      mail,
+      settings: testSettings({ maxSendAttempts: 2 }),
+      mailIdentity: { from: 'shop@example.com', replyTo: null, subject },
+    },
     { taskQueue },
   );
   stops.push(() => running.stop());
@@ -57,6 +71,17 @@ beforeAll(async () => {
   await database.db.query(`GRANT order_mail_worker TO ${workerLogin.user}`);
   workers.resend = await startWorker('resend');
   workers.postmark = await startWorker('postmark');
+  const generic = testMailClient(sandbox.url);
+  transports.push(generic);
+  const verifier = testVerifier('generic', sandbox.url, { settings: VERIFY });
+  stops.push(() => verifier.close());
+  workers.verifying = await startTestWorker({
+    db: database.db,
+    mail: generic,
+    settings: testSettings({ verification: VERIFY }),
+    verifier: verifier.verifier,
+  });
+  stops.push(() => workers.verifying.stop());
 }, 120_000);
 
 afterAll(async () => {
@@ -142,6 +167,7 @@ describe('a hold on every send', () => {
       });
     }
     expect(sendRequests()).toBe(requestsAtHold);
+    expect(await readSendHoldGauges(database.db)).toMatchObject([{ scope: '*', heldOrders: 3 }]);
 
     const resumed = await ops(operator, 'resume', '--reason', 'template fixed', '--rate', '50');
     expect(resumed).toMatchObject({ code: 0, err: '' });
@@ -216,20 +242,54 @@ describe('a hold on every send', () => {
     await mailedOnce([heldOrder]);
   });
 
-  it('survives a worker restart: the new worker holds too, and resume mails every held order once', async () => {
+  it('survives a worker restart: the new worker holds too; resume mails every held order once, as fixed meanwhile', async () => {
     const taskQueue = `hold-restart-${Date.now()}`;
-    const first = await startWorker('resend', taskQueue);
+    const first = await startWorker('resend', taskQueue, 'Wrong price');
     expect(await ops(operator, 'hold', '--reason', 'across a restart')).toMatchObject({ code: 0 });
     const requestsAtHold = sendRequests();
     const before = await start(first);
     await waitHeld(before);
     await first.stop();
-    const second = await startWorker('resend', taskQueue);
+    // The fix ships during the hold (here: the subject); the held mails are rendered at their send, by it.
+    const second = await startWorker('resend', taskQueue, 'Fixed price');
     const after = await start(second);
     await waitHeld(after);
     expect(sendRequests()).toBe(requestsAtHold);
     expect(await ops(operator, 'resume', '--reason', 'restart done')).toMatchObject({ code: 0 });
     await mailedOnce([before, after]);
+    for (const orderId of [before, after]) {
+      expect(sandbox.messagesFor(orderId).map((message) => message.subject)).toEqual(['Fixed price']);
+    }
+  });
+
+  it('lets verification lookups go on: an unknown outcome from before the hold is settled by the lookup', async () => {
+    const orderId = await createOrder(database.db);
+    // The provider takes the mail and drops the connection: unknown, then the lookup after the settle delay.
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    await client.workflow.start(orderConfirmationMail, {
+      workflowId: orderId,
+      taskQueue: workers.verifying.taskQueue,
+      args: [orderId],
+    });
+    await waitFor('the request dispatched', async () =>
+      (await readMailLog(database.db, orderId))?.dispatchedAt != null ? true : undefined,
+    );
+    const lookupsBefore = sandbox.lookups().length;
+    const held = await holdSends(database.db, { scope: '*', reason: 'during verification' });
+    try {
+      // hold waited for it: the lookup was made under the hold, and its answer (not the policy) settled it.
+      expect(held.inFlight).toEqual([]);
+      expect(sandbox.lookups().length).toBeGreaterThan(lookupsBefore);
+      expect(await readMailLog(database.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'accepted',
+        unknownPolicy: null,
+      });
+    } finally {
+      await lift();
+    }
+    expect(await client.workflow.getHandle(orderId).result()).toMatchObject({ result: 'sent' });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
   it('a worker’s login can neither set nor lift a hold', async () => {
