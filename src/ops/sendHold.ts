@@ -111,10 +111,23 @@ export async function resumeSends(
         (holds.length === 0 ? 'none.' : holds.map((hold) => describeScope(hold.scope)).join(', ') + '.'),
     );
   }
+  const { stillHeld, signalled } = await releaseHeldRuns(ctx, input.ratePerSecond);
+  return { scope: input.scope, lifted, stillHeld, signalled };
+}
+
+/**
+ * Signals every run that shows it waits out a hold (OrderMailState = "held") and whose provider no hold in force
+ * covers, at most `ratePerSecond` a second, looking again until a look finds none it has not signalled.
+ * Also for a resume cut off after the hold was lifted: a second call signals what the first did not.
+ */
+export async function releaseHeldRuns(
+  ctx: { db: Database; client: Client },
+  ratePerSecond: number = DEFAULT_RESUME_RATE_PER_SECOND,
+): Promise<{ stillHeld: SendHoldRow[]; signalled: string[] }> {
   const stillHeld = await readSendHolds(ctx.db);
   const covered = (provider: string | null) =>
     stillHeld.some((hold) => hold.scope === EVERY_PROVIDER || hold.scope === provider);
-  const intervalMs = 1000 / (input.ratePerSecond ?? DEFAULT_RESUME_RATE_PER_SECOND);
+  const intervalMs = 1000 / ratePerSecond;
   const signalled = new Set<string>();
   if (!stillHeld.some((hold) => hold.scope === EVERY_PROVIDER)) {
     for (let look = 0; look < RESUME_LOOKS; look++) {
@@ -133,7 +146,7 @@ export async function resumeSends(
       await delay(RESUME_LOOK_AGAIN_MS);
     }
   }
-  return { scope: input.scope, lifted, stillHeld, signalled: [...signalled] };
+  return { stillHeld, signalled: [...signalled] };
 }
 
 /** Order ids of open mail runs that show they wait out a hold (the Web UI filter OrderMailState = "held"). */
