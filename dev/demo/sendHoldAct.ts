@@ -61,7 +61,11 @@ export function startSendHoldAct(options: {
           `${held.inFlight.length} attempt(s) still in flight; resume in ${settings.forMs / 1000} s`,
       );
       await sleep(settings.forMs);
-      const requestsDuringHold = mail.requests().length - requestsAtHold;
+      // A request of an attempt hold listed as still in flight was dispatched before the hold: counted apart.
+      const listed = new Set(held.inFlight.map((attempt) => attempt.orderId));
+      const whileHeld = mail.requests().slice(requestsAtHold);
+      const requestsDuringHold = whileHeld.filter((request) => !listed.has(request.orderId ?? '')).length;
+      const requestsOfListedInFlight = whileHeld.length - requestsDuringHold;
       const lookupsDuringHold = mail.verificationActivity().lookups - lookupsAtHold;
       const heldOrders = (await again(() => readSendHoldGauges(db)))[0]?.heldOrders ?? 0;
       const resumeAskedAtMs = since();
@@ -83,6 +87,7 @@ export function startSendHoldAct(options: {
         resumeAskedAtMs,
         resumedAtMs: since(),
         requestsDuringHold,
+        requestsOfListedInFlight,
         lookupsDuringHold,
         heldOrdersAtResume: heldOrders,
         signalled: resumed.signalled.length,
@@ -97,6 +102,7 @@ export function startSendHoldAct(options: {
         resumeAskedAtMs: null,
         resumedAtMs: null,
         requestsDuringHold: 0,
+        requestsOfListedInFlight: 0,
         lookupsDuringHold: 0,
         heldOrdersAtResume: 0,
         signalled: 0,

@@ -16,6 +16,7 @@ const HELD: SendHoldFacts = {
   resumeAskedAtMs: 161_000,
   resumedAtMs: 163_000,
   requestsDuringHold: 0,
+  requestsOfListedInFlight: 0,
   lookupsDuringHold: 12,
   heldOrdersAtResume: 180,
   signalled: 180,

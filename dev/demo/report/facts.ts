@@ -66,8 +66,13 @@ export interface SendHoldFacts {
   inFlightAtHold: string[];
   resumeAskedAtMs: number | null;
   resumedAtMs: number | null;
-  /** Send requests the sandbox received from hold's return until resume was asked for: must be 0. */
+  /**
+   * Send requests the sandbox received from hold's return until resume was asked for, but those of the attempts
+   * hold listed as still in flight (dispatched before it): must be 0.
+   */
   requestsDuringHold: number;
+  /** Requests in that time of the attempts hold listed as dispatched before it and still in flight. */
+  requestsOfListedInFlight: number;
   /** Lookups the sandbox answered in the same time: verification goes on under a hold. */
   lookupsDuringHold: number;
   heldOrdersAtResume: number;

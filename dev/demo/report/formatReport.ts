@@ -130,7 +130,7 @@ export function formatReport(report: RunReport): string {
       `Hold: asked at ${at(hold.holdAskedAtMs)}, returned at ${at(hold.heldAtMs)} ` +
         `(${hold.inFlightAtHold.length} attempt(s) still in flight), resumed at ${at(hold.resumedAtMs)}; ` +
         `${hold.requestsDuringHold} send request(s) and ${hold.lookupsDuringHold} lookup(s) at the provider while ` +
-        `held; ${hold.heldOrdersAtResume} order(s) held at resume, ${hold.signalled} run(s) signalled` +
+        `held (and ${hold.requestsOfListedInFlight} of the attempts listed in flight); ${hold.heldOrdersAtResume} order(s) held at resume, ${hold.signalled} run(s) signalled` +
         (hold.failure === null ? '' : `; FAILED: ${hold.failure}`),
     );
   }
