@@ -76,7 +76,7 @@ export async function main(
       const held = await holdSends(db, { ...command, configured: configuredProviders(env) });
       io.out(command.json ? JSON.stringify(held, null, 2) : formatHold(held));
       // Not done while something dispatched before the hold may still be in flight: the operator must look.
-      return held.inFlight.length === 0 ? 0 : 1;
+      return held.inFlight.length === 0 && held.earlierWritesEnded ? 0 : 1;
     } catch (error) {
       return reportFailure(io, error, config.databaseUrl);
     } finally {

@@ -35,6 +35,11 @@ export interface HoldResult {
   alreadyHeld: boolean;
   /** Dispatched before the hold and still unrecorded when hold stopped waiting: empty when none is in flight. */
   inFlight: InFlightAttempt[];
+  /**
+   * False when a write to order_mail_log that began before the hold was still running at the bound: a fence
+   * statement among them may still pass. The hold stands either way.
+   */
+  earlierWritesEnded: boolean;
   waitedMs: number;
 }
 
@@ -82,12 +87,19 @@ export async function holdSends(
       `the hold on ${input.scope} was lifted meanwhile; run hold again.`,
     );
   }
-  await waitOutEarlierWrites(db, waitMs);
+  let earlierWritesEnded = true;
+  try {
+    await waitOutEarlierWrites(db, waitMs);
+  } catch (error) {
+    // lock_not_available: a write began before the hold and outlasted the bound. The hold stands; say so.
+    if ((error as { code?: string }).code !== '55P03') throw error;
+    earlierWritesEnded = false;
+  }
   for (;;) {
     const inFlight = await listDispatchedUnrecorded(db, input.scope);
     const waitedMs = Date.now() - startedAt;
-    if (inFlight.length === 0 || waitedMs >= waitMs) {
-      return { scope: input.scope, hold, alreadyHeld: set === null, inFlight, waitedMs };
+    if ((inFlight.length === 0 && earlierWritesEnded) || waitedMs >= waitMs) {
+      return { scope: input.scope, hold, alreadyHeld: set === null, inFlight, earlierWritesEnded, waitedMs };
     }
     await delay(Math.min(IN_FLIGHT_POLL_MS, waitMs - waitedMs));
   }
@@ -181,6 +193,12 @@ export function formatHold(result: HoldResult): string {
       : `Held: no send through ${describeScope(result.scope)} passes the dispatch fence from now on ` +
         `(held by ${hold.heldBy}: ${hold.reason}).`,
   ];
+  if (!result.earlierWritesEnded) {
+    lines.push(
+      `A write to order_mail_log that began before the hold was still running after ${Math.round(result.waitedMs / 1000)} s: ` +
+        'a send that reached its fence before the hold may still go out. Run hold again to wait for it.',
+    );
+  }
   if (result.inFlight.length === 0) {
     lines.push(
       `Nothing dispatched before the hold is in flight (waited ${Math.round(result.waitedMs / 100) / 10} s).`,

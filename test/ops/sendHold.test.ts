@@ -5,6 +5,7 @@
 // operator's login may set or lift one.
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createActivities } from '../../src/activities';
 import { main } from '../../src/cli/ops';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { createDatabase } from '../../src/db/pool';
@@ -29,6 +30,7 @@ import {
   type RunningTestWorker,
   type TestDatabase,
 } from '../support/testKit';
+import { ActivityHolds } from '../support/heldActivities';
 import { testVerifier } from '../support/verificationKit';
 
 let database: TestDatabase;
@@ -38,7 +40,8 @@ let operator: OutsideLogin;
 let workerLogin: OutsideLogin;
 const transports: MailTransport[] = [];
 const stops: (() => Promise<void>)[] = [];
-const workers = {} as Record<'resend' | 'postmark' | 'verifying', RunningTestWorker>;
+const workers = {} as Record<'resend' | 'postmark' | 'verifying' | 'holding', RunningTestWorker>;
+const activityHolds = new ActivityHolds();
 // The sandbox indexes within 1 s by default; the verifying worker waits 1.5 s before it asks.
 const VERIFY = { settleDelayMs: 1_500, lookupTimeoutMs: 800, deadlineMs: 3_000 };
 
@@ -82,9 +85,24 @@ beforeAll(async () => {
     verifier: verifier.verifier,
   });
   stops.push(() => workers.verifying.stop());
+  // Its record can be held back, to keep an attempt dispatched and unrecorded as long as a test needs.
+  const holdingMail = testProviderMailClient('resend', sandbox.url);
+  transports.push(holdingMail);
+  const holdingDeps = {
+    db: database.db,
+    mail: holdingMail,
+    settings: testSettings(),
+    workerIdentity: 'send-hold-holding',
+    mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
+  };
+  workers.holding = await startTestWorker(holdingDeps, {
+    activities: activityHolds.wrap(createActivities(holdingDeps)),
+  });
+  stops.push(() => workers.holding.stop());
 }, 120_000);
 
 afterAll(async () => {
+  activityHolds.releaseAll();
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
   for (const transport of transports) await transport.close();
   await client?.connection.close();
@@ -184,7 +202,7 @@ describe('a hold on every send', () => {
 
   it('a hold set while a request is in flight returns only once that attempt is recorded, or lists it', async () => {
     // The sandbox takes the request and holds its answer past the transport's 1 s headers deadline: in flight
-    // until the send gives up on it and the policy records it (sent/unknown, under assume-sent).
+    // until the send gives up on it and the record settles it (sent under assume-sent, whatever the answer).
     const slow = await createOrder(database.db);
     sandbox.queueFault(slow, { kind: 'accept-then-hang', ms: 1_500 });
     await client.workflow.start(orderConfirmationMail, {
@@ -195,27 +213,35 @@ describe('a hold on every send', () => {
     await waitFor('the slow request dispatched', async () =>
       (await readMailLog(database.db, slow))?.dispatchedAt != null ? true : undefined,
     );
-    const result = await holdSends(database.db, { scope: '*', reason: 'in flight' });
-    expect(result.inFlight).toEqual([]);
-    // Returned only after the in-flight attempt was recorded.
-    expect(await readMailLog(database.db, slow)).toMatchObject({ state: 'sent', outcome: 'unknown' });
+    try {
+      const result = await holdSends(database.db, { scope: '*', reason: 'in flight' });
+      expect(result.inFlight).toEqual([]);
+      // Returned only after the in-flight attempt was recorded.
+      expect(await readMailLog(database.db, slow)).toMatchObject({ state: 'sent' });
+    } finally {
+      await lift();
+    }
 
-    // Past the bound: the attempt still in flight is listed, and the CLI says it is not done.
-    await lift();
+    // Past the bound: an attempt dispatched and not recorded (its record held back) is listed, and the CLI
+    // says it is not done.
     const slower = await createOrder(database.db);
-    sandbox.queueFault(slower, { kind: 'accept-then-hang', ms: 2_500 });
+    const record = activityHolds.holdAt(slower, 'record');
     await client.workflow.start(orderConfirmationMail, {
       workflowId: slower,
-      taskQueue: workers.resend.taskQueue,
+      taskQueue: workers.holding.taskQueue,
       args: [slower],
     });
-    await waitFor('the slower request dispatched', async () =>
-      (await readMailLog(database.db, slower))?.dispatchedAt != null ? true : undefined,
+    await waitFor('the slower attempt sent and its record held', async () =>
+      record.entered ? true : undefined,
     );
-    const bounded = await ops(operator, 'hold', '--reason', 'in flight, bounded', '--wait', '1');
-    expect(bounded.code).toBe(1);
-    expect(bounded.out).toContain(`order ${slower} attempt 1`);
-    await lift();
+    try {
+      const bounded = await ops(operator, 'hold', '--reason', 'in flight, bounded', '--wait', '1');
+      expect(bounded.code).toBe(1);
+      expect(bounded.out).toContain(`order ${slower} attempt 1`);
+    } finally {
+      await lift();
+      record.release();
+    }
     for (const orderId of [slow, slower]) {
       await client.workflow.getHandle(orderId).result();
       expect(sandbox.messagesFor(orderId)).toHaveLength(1);
