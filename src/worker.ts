@@ -17,6 +17,7 @@ import { loadConfig, type WorkerConfig } from './config/loadConfig';
 import { isTransientPostgresError, retryUntilAvailable } from './dependencyRetry';
 import { postgresTarget, temporalTarget } from './config/connectionTargets';
 import { countStuckSending } from './db/mailLogGauges';
+import { readSendHoldGauges } from './db/sendHolds';
 import { createDatabase } from './db/pool';
 import { checkNoRowsBoundElsewhere } from './db/boundProviders';
 import { assertDeploymentIdOfNamespace } from './db/deploymentIds';
@@ -95,10 +96,12 @@ async function runWorkerTraced(
               bindAddress: config.worker.httpBindAddress,
               runtimeMetricsUrl,
               gaugeRefreshIntervalMs: config.worker.gaugeRefreshIntervalMs,
-              refreshGauges: async () =>
+              refreshGauges: async () => {
                 metrics.setStuckSendingRows(
                   await countStuckSending(db, { sendTimeoutMs: config.workflow.sendTimeoutMs }),
-                ),
+                );
+                metrics.setSendHolds(await readSendHoldGauges(db));
+              },
               workerState: () => status.state,
               waitingFor: () => status.waitingFor,
               checkDatabase: async () => void (await db.query('SELECT 1')),

@@ -25,6 +25,7 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   let clusterDownForMs: number | null = null;
   let outageAtMs: number | null = null;
   let outageForMs: number | null = null;
+  let holdForMs: number | null = null;
 
   for (let index = 0; index < argv.length; index++) {
     const flag = argv[index]!;
@@ -122,6 +123,12 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         options.failover = { ...FAILOVER_DEFAULTS.failover };
         given.add(flag);
         break;
+      case '--hold-at':
+        options.sendHold = { atMs: seconds(flag, value()), forMs: options.sendHold?.forMs ?? 120_000 };
+        break;
+      case '--hold-for':
+        holdForMs = seconds(flag, value());
+        break;
       case '--outage-at':
         outageAtMs = seconds(flag, value());
         break;
@@ -190,6 +197,14 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
     applyFailoverDefaults(options, argv, given);
   } else if (outageAtMs !== null || outageForMs !== null) {
     throw new UsageError('--outage-at and --outage-for need --failover');
+  }
+  if (options.sendHold !== null) {
+    if (holdForMs !== null) options.sendHold.forMs = holdForMs;
+    if (options.transport !== 'http') throw new UsageError('--hold-at counts requests at the HTTP sandbox');
+    if (options.failover !== null)
+      throw new UsageError('--hold-at does not go with --failover (two sandboxes)');
+  } else if (holdForMs !== null) {
+    throw new UsageError('--hold-for needs --hold-at');
   }
   const total = (Object.values(options.faults) as number[]).reduce(
     (sum, probability) => sum + probability,

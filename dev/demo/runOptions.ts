@@ -53,6 +53,14 @@ export interface FailoverSettings {
   skipForMs: number;
 }
 
+/** A hold mid-run (--hold-at, --hold-for): every send held by an operator, then resumed (dev/demo/sendHoldAct.ts). */
+export interface SendHoldSettings {
+  /** When hold is asked for, after the first order was started. */
+  atMs: number;
+  /** How long from hold's return to resume. */
+  forMs: number;
+}
+
 export interface RunOptions {
   profile: 'demo' | 'chaos';
   transport: MailTransportName;
@@ -83,6 +91,8 @@ export interface RunOptions {
   cluster: ClusterSettings | null;
   /** Null: one provider (every profile but --failover). */
   failover: FailoverSettings | null;
+  /** Null: no hold (every profile unless --hold-at is given). */
+  sendHold: SendHoldSettings | null;
   /**
    * Every how often the reconciliation sweep's Schedule runs during the run (its real Schedule, on the run's
    * task queue); 0 = no Schedule. Whatever this says, a run with operators ends with a sweep of its own.

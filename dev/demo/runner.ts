@@ -25,6 +25,7 @@ import type { RunOptions } from './runOptions';
 import { releaseEmbeddedPostgresSignalHooks } from './signalHooks';
 import { startStack, type Stack } from './stack';
 import { seededRandom } from './startOrdersProcess';
+import { startSendHoldAct, type SendHoldAct } from './sendHoldAct';
 import { startRunSweeps, type RunSweeps } from './sweep';
 import { waitForCompletion } from './waitForCompletion';
 import { whereToLook } from './whereToLook';
@@ -56,6 +57,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
   let chaos: Chaos | null = null;
   let sweeps: RunSweeps | null = null;
   let operators: Operators | null = null;
+  let sendHold: SendHoldAct | null = null;
   try {
     say(
       `${options.profile}: ${options.orders} orders, ${options.workers} workers, transport ${options.transport}, ` +
@@ -152,6 +154,20 @@ export async function runDemo(options: RunOptions): Promise<number> {
       say(`operators: one act every ~${options.operators.everyMs} ms on a random in-flight order`);
     }
 
+    if (options.sendHold !== null) {
+      sendHold = startSendHoldAct({
+        settings: options.sendHold,
+        databaseUrl: stack.databaseUrl,
+        client: temporalClient,
+        mail: stack.mail,
+        startedAt,
+        say,
+      });
+      say(
+        `hold: every send held at ${options.sendHold.atMs / 1000} s for ${options.sendHold.forMs / 1000} s`,
+      );
+    }
+
     const completion = {
       db,
       client: temporalClient,
@@ -166,6 +182,9 @@ export async function runDemo(options: RunOptions): Promise<number> {
       startedAt,
     };
     await interruption.race(waitForCompletion(completion));
+    // A run whose orders all finished before the hold still makes it: its facts are part of the report.
+    const sendHoldFacts = sendHold === null ? null : await interruption.race(sendHold.facts());
+    if (sendHoldFacts !== null) await interruption.race(waitForCompletion(completion));
     if (operators !== null) {
       // The operator stops, unpauses what it paused and makes the retries it owes; then what that started runs
       // out, and the sweep deals with what closed runs left behind; then whatever the sweep started runs out.
@@ -202,7 +221,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
         sweeps,
       }),
     );
-    const report = buildReport(facts);
+    const report = buildReport({ ...facts, sendHold: sendHoldFacts });
     await writeReportFiles({
       runDirectory,
       report,

@@ -55,6 +55,9 @@ ${VERIFICATION_USAGE}
                                 No other faults, kills or restarts unless flags ask. The report counts per provider
                                 the mails it received and the attempts that failed over, and why (3 workers)
   --outage-at S / --outage-for S   when the primary goes down after the first start, and for how long (10 / 60)
+  --hold-at S / --hold-for S    S seconds after the first start, hold every send (npm run ops -- hold) for
+                                --hold-for seconds (120), then resume; the report holds the requests the
+                                sandbox received from hold's return to resume to 0 (lookups counted apart)
   --seed N                      seed of the sandbox's fault draws and of the operator's choices
   --timeout S                   give up waiting after S seconds (the report then shows what is missing)
   --keep                        leave everything running after the report, until Ctrl-C

@@ -5,7 +5,8 @@ import type { Database } from '../db/pool';
 import { runSql, sql } from '../db/sql';
 import type { SendDestination } from '../evidence/destination';
 
-export type DispatchFenceResult = 'dispatched' | 'already-dispatched' | 'claim-lost';
+/** 'held': an operator's hold covers this attempt's provider (migration 0060); no request, nothing dispatched. */
+export type DispatchFenceResult = 'dispatched' | 'already-dispatched' | 'claim-lost' | 'held';
 
 /** What the request about to leave is: where it goes, the key it carries, how long it may take at most. */
 export interface DispatchRecord {
@@ -19,10 +20,12 @@ export interface DispatchRecord {
 }
 
 /**
- * One statement, fenced by (claim token, attempt, 'sending', not yet dispatched). A 'sending' row whose
+ * One statement, fenced by (claim token, attempt, 'sending', not yet dispatched, no hold on its provider). A 'sending' row whose
  * dispatched_at stays NULL is therefore known never to have reached the provider, which is what lets a newer
  * run take it over and the record call an attempt that ended before it "not sent". The same statement records
  * where the request goes (migrations 0015, 0052): whoever asks about it later asks there (src/evidence/).
+ * The hold is read by this same statement, so no request passes a hold that committed before it began; `ops
+ * hold` waits out the statements that began before (src/ops/sendHold.ts).
  */
 export async function markDispatched(
   db: Database,
@@ -48,17 +51,24 @@ export async function markDispatched(
                dispatch_template_sha256 = ${template?.sha256 ?? null}
          WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
            AND state = 'sending' AND dispatched_at IS NULL
-           AND provider IS NOT DISTINCT FROM ${input.provider ?? null}::text`,
+           AND provider IS NOT DISTINCT FROM ${input.provider ?? null}::text
+           AND NOT EXISTS (SELECT 1 FROM order_mail_send_holds AS hold
+                            WHERE hold.scope = '*' OR hold.scope = ${input.provider ?? null}::text)`,
   );
   if (rowCount === 1) return 'dispatched';
   // The fence said no. Only to report why: whatever this read sees, no request is made.
-  const { rows } = await runSql(
+  const { rows } = await runSql<{ dispatched: boolean; held: boolean }>(
     db,
-    sql`SELECT 1 FROM order_mail_log
+    sql`SELECT dispatched_at IS NOT NULL AS dispatched,
+               EXISTS (SELECT 1 FROM order_mail_send_holds AS hold
+                        WHERE hold.scope = '*' OR hold.scope = ${input.provider ?? null}::text) AS held
+          FROM order_mail_log
          WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
            AND state = 'sending'`,
   );
-  return rows.length === 1 ? 'already-dispatched' : 'claim-lost';
+  const row = rows[0];
+  if (row === undefined) return 'claim-lost';
+  return !row.dispatched && row.held ? 'held' : 'already-dispatched';
 }
 
 /**

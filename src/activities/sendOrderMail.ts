@@ -15,6 +15,7 @@ import {
   mailRefusedFailure,
   notAcceptedOutcome,
   orderNotFoundFailure,
+  SEND_HELD,
   sendFailure,
   type SendAccepted,
   type SendClaimLost,
@@ -135,6 +136,24 @@ export function createSendOrderMail(deps: ActivityDependencies) {
         });
         metrics.claimConflict('claim-lost');
         throw claimLostFailure(orderId, await describeLostClaim(deps, orderId));
+      }
+      if (fence === 'held') {
+        log.info('Sends are held by an operator; no request made', {
+          orderId,
+          attempt: input.attempt,
+          provider,
+        });
+        throw sendFailure(
+          notAcceptedOutcome({
+            outcome: 'not_sent',
+            httpStatus: null,
+            errorCode: SEND_HELD,
+            reason:
+              `an operator holds sends${provider === null ? '' : ` through ${provider}`} (npm run ops -- hold): no ` +
+              'request was made, and the run waits for the hold to be lifted',
+            retryAfterMs: null,
+          }),
+        );
       }
       if (fence === 'already-dispatched') {
         // This attempt's send ran before (an activity reset, a second worker): its request may have been

@@ -1,5 +1,6 @@
-// `npm run ops -- status|preview|list|retry|resolve …`: the operator CLI. Thin: the grammar is src/ops/opsCommand.ts,
-// the acts are src/ops/*, and this file wires them to the environment and the terminal.
+// `npm run ops -- status|preview|list|retry|resolve|provider|hold|resume …`: the operator CLI. Thin: the
+// grammar is src/ops/opsCommand.ts, the acts are src/ops/*, and this file wires them to the environment and
+// the terminal.
 // It runs as the operator's own login (OPS_DATABASE_URL), never the workers' (DATABASE_URL): who acted is that
 // login, as the database knows it, and Temporal is told the same name as the client's identity.
 // Exit codes: 0 done, 1 refused or failed (nothing changed unless it says so), 2 bad arguments.
@@ -31,6 +32,7 @@ import {
   type MailTemplates,
 } from '../mail/template/mailTemplates';
 import { formatProviderStatus, runProviderAct } from '../ops/providerOps';
+import { formatHold, formatResume, holdSends, resumeSends } from '../ops/sendHold';
 import { lookupRetentionMs, readDrainingProviders, readProviderList } from '../config/providerList';
 import { processIo, type CliIo } from './cliIo';
 
@@ -81,6 +83,19 @@ export async function main(
   } catch (error) {
     await db.close();
     return reportFailure(io, error, config.databaseUrl);
+  }
+  if (command.name === 'hold') {
+    // Postgres only: the hold is a row the dispatch fence reads; Temporal has no part in setting it.
+    try {
+      const held = await holdSends(db, { ...command, configured: configuredProviders(env) });
+      io.out(command.json ? JSON.stringify(held, null, 2) : formatHold(held));
+      // Not done while something dispatched before the hold may still be in flight: the operator must look.
+      return held.inFlight.length === 0 && held.earlierWritesEnded ? 0 : 1;
+    } catch (error) {
+      return reportFailure(io, error, config.databaseUrl);
+    } finally {
+      await db.close();
+    }
   }
   if (command.name === 'provider') {
     // Postgres only: the providers' health is shared through it, and Temporal has no part in it.
@@ -219,7 +234,7 @@ async function whoIsActing(db: Database, acts: boolean): Promise<string> {
 
 async function run(
   ctx: OpsContext,
-  command: Exclude<OpsCommand, { name: 'help' | 'provider' | 'preview' }>,
+  command: Exclude<OpsCommand, { name: 'help' | 'provider' | 'preview' | 'hold' }>,
 ): Promise<string> {
   const json = (value: unknown) => JSON.stringify(value, null, 2);
   switch (command.name) {
@@ -238,6 +253,10 @@ async function run(
     case 'resolve': {
       const act = await resolveOrderMail(ctx, command);
       return command.json ? json(act) : formatResolve(act);
+    }
+    case 'resume': {
+      const resumed = await resumeSends(ctx, command);
+      return command.json ? json(resumed) : formatResume(resumed);
     }
   }
 }

@@ -4,6 +4,7 @@
 // uses them.
 import type { MetricMeter } from '@temporalio/common';
 import type { StuckSendingRows } from '../db/mailLogGauges';
+import type { SendHoldGauge } from '../db/sendHolds';
 import type { MailOutcome, UnknownSettlement } from '../shared/mailOutcome';
 
 export const ORDER_MAIL_METRICS = {
@@ -48,6 +49,13 @@ export const ORDER_MAIL_METRICS = {
   providerFailures: 'order_mail_provider_failures_total',
   /** Counter {provider}: times a provider's failures in a row reached the threshold, so new attempts skip it. */
   providerSkips: 'order_mail_provider_skips_total',
+  /**
+   * Gauge {scope}: how long an operator's hold on sends has been in force, in seconds ('*': every provider);
+   * 0 once lifted. Above 0, no send through that scope leaves (npm run ops -- hold).
+   */
+  sendHoldSeconds: 'order_mail_send_hold_seconds',
+  /** Gauge {scope}: orders whose runs wait out that hold (src/db/sendHolds.ts); 0 once lifted. */
+  heldOrders: 'order_mail_held_orders',
 } as const;
 
 /** Seconds. A mail API answers in well under a second; the tail goes up to the overall HTTP deadline. */
@@ -78,6 +86,8 @@ export interface OrderMailMetrics {
   ): void;
   claimConflict(conflict: ClaimConflict): void;
   setStuckSendingRows(rows: StuckSendingRows): void;
+  /** The holds in force now; a scope seen before and absent now goes to 0. */
+  setSendHolds(holds: readonly SendHoldGauge[]): void;
   orderLeftWithoutMail(reason: 'closed-without-row' | 'workflow-id-taken'): void;
 }
 
@@ -134,6 +144,22 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     undefined,
     'Times a provider started being skipped by new attempts',
   );
+  const sendHoldSeconds = meter.createGauge(
+    ORDER_MAIL_METRICS.sendHoldSeconds,
+    'float',
+    's',
+    'How long an operator’s hold on sends has been in force (0: not held)',
+  );
+  const heldOrders = meter.createGauge(
+    ORDER_MAIL_METRICS.heldOrders,
+    'int',
+    undefined,
+    'Orders whose runs wait out an operator’s hold on sends',
+  );
+  // Every provider's scope exists at 0 from the start, so a dashboard shows "not held" rather than nothing.
+  const holdScopes = new Set<string>(['*']);
+  sendHoldSeconds.set(0, { scope: '*' });
+  heldOrders.set(0, { scope: '*' });
   // The series the alerts watch for a single order exist at 0 from the start: Prometheus' increase() cannot
   // see a counter's first increment when its series is born at 1, and on a quiet system that first one is the
   // only one (OrderMailAssumedSentUnverified, OrderMailOrdersLeftWithoutMail).
@@ -165,6 +191,19 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
       stuckSending.set(rows.dispatched, { phase: 'dispatched' });
       stuckSending.set(rows.undispatched, { phase: 'undispatched' });
     },
+    setSendHolds(holds) {
+      for (const scope of holdScopes) {
+        const hold = holds.find((row) => row.scope === scope);
+        sendHoldSeconds.set(hold?.heldSeconds ?? 0, { scope });
+        heldOrders.set(hold?.heldOrders ?? 0, { scope });
+      }
+      for (const hold of holds) {
+        if (holdScopes.has(hold.scope)) continue;
+        holdScopes.add(hold.scope);
+        sendHoldSeconds.set(hold.heldSeconds, { scope: hold.scope });
+        heldOrders.set(hold.heldOrders, { scope: hold.scope });
+      }
+    },
     orderLeftWithoutMail(reason) {
       ordersLeftWithoutMail.add(1, { reason });
     },
@@ -180,5 +219,6 @@ export const noOrderMailMetrics: OrderMailMetrics = {
   unknownOutcomeSettled: () => undefined,
   claimConflict: () => undefined,
   setStuckSendingRows: () => undefined,
+  setSendHolds: () => undefined,
   orderLeftWithoutMail: () => undefined,
 };

@@ -23,7 +23,10 @@ export type OpsCommand =
       reason: string;
       json: boolean;
     }
-  | { name: 'provider'; provider: ProviderAct; json: boolean };
+  | { name: 'provider'; provider: ProviderAct; json: boolean }
+  /** scope: '*' for every provider (src/ops/sendHold.ts). */
+  | { name: 'hold'; scope: string; reason: string; waitMs: number | undefined; json: boolean }
+  | { name: 'resume'; scope: string; reason: string; ratePerSecond: number | undefined; json: boolean };
 
 /** `provider …`: see or steer the failover's provider health (src/ops/providerOps.ts). */
 export type ProviderAct =
@@ -48,6 +51,9 @@ export const OPS_USAGE = `Usage: npm run ops -- <command> [options]
   provider status                                     each provider's health, operator mode and recent attempts
   provider pin <provider> | skip <provider>           send new attempts to it / past it (failover, MAIL_PROVIDERS)
   provider auto [<provider>]                          back to automatic: that provider, or every one
+  hold    [--provider <p>] --reason "…" [--wait 120]  stop every send (or one provider's) now; returns when
+                                                      nothing dispatched before it is in flight (or lists it)
+  resume  [--provider <p>] --reason "…" [--rate 20]   lift that hold; signal the held runs, --rate a second
 
 Options: --json (machine-readable output).
 Environment: OPS_DATABASE_URL (your own login: every act is recorded under it), TEMPORAL_ADDRESS,
@@ -107,9 +113,28 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
       };
     case 'provider':
       return { name, provider: parseProviderAct(positionals), json };
+    case 'hold':
+    case 'resume': {
+      if (positionals.length > 0)
+        throw new UsageError(
+          `${name} takes no positional argument (got ${positionals.join(' ')}); --provider names one.`,
+        );
+      const scope = values.provider === undefined ? '*' : knownProvider(values.provider, name);
+      const reason = requiredReason(name, values.reason);
+      if (name === 'hold') {
+        if (values.rate !== undefined) throw new UsageError('hold takes no --rate (resume does).');
+        const waitMs =
+          values.wait === undefined ? undefined : 1000 * boundedInteger('--wait', values.wait, 1, 3_600);
+        return { name, scope, reason, waitMs, json };
+      }
+      if (values.wait !== undefined) throw new UsageError('resume takes no --wait (hold does).');
+      const ratePerSecond =
+        values.rate === undefined ? undefined : boundedInteger('--rate', values.rate, 1, 1_000);
+      return { name, scope, reason, ratePerSecond, json };
+    }
     default:
       throw new UsageError(
-        `Unknown command "${name}". Commands: status, preview, list, retry, resolve, provider.`,
+        `Unknown command "${name}". Commands: status, preview, list, retry, resolve, provider, hold, resume.`,
       );
   }
 }
@@ -122,6 +147,9 @@ const VALUE_OPTIONS: ReadonlySet<string> = new Set([
   '--reason',
   '--as',
   '--operator',
+  '--provider',
+  '--wait',
+  '--rate',
 ]);
 
 function parseOptions(args: string[]) {
@@ -136,6 +164,9 @@ function parseOptions(args: string[]) {
       reason: { type: 'string' },
       as: { type: 'string' },
       operator: { type: 'string' },
+      provider: { type: 'string' },
+      wait: { type: 'string' },
+      rate: { type: 'string' },
       json: { type: 'boolean' },
     },
   });
@@ -218,6 +249,23 @@ function parseLimit(value: string): number {
     throw new UsageError(`--limit must be an integer from 1 to ${MAX_LIMIT} (got "${value}").`);
   }
   return limit;
+}
+
+function boundedInteger(option: string, value: string, min: number, max: number): number {
+  const number = Number(value);
+  if (!/^[0-9]+$/.test(value) || number < min || number > max) {
+    throw new UsageError(`${option} must be an integer from ${min} to ${max} (got "${value}").`);
+  }
+  return number;
+}
+
+function knownProvider(name: string, command: string): string {
+  if (!(MAIL_PROVIDER_NAMES as readonly string[]).includes(name)) {
+    throw new UsageError(
+      `${command}: unknown provider "${name}"; one of ${MAIL_PROVIDER_NAMES.join(', ')}. Nothing was changed.`,
+    );
+  }
+  return name;
 }
 
 function parseProviderAct(positionals: string[]): ProviderAct {

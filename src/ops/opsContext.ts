@@ -34,7 +34,8 @@ export class OpsRefusal extends Error {
       | 'REASON_REQUIRED'
       | 'PROVIDER_NOT_CONFIGURED'
       | 'PROVIDER_DRAINING'
-      | 'NOT_AN_OPERATOR',
+      | 'NOT_AN_OPERATOR'
+      | 'NOT_HELD',
     message: string,
   ) {
     super(message);

@@ -16,9 +16,10 @@ export type SearchAttributeKey = SearchAttributePair['key'];
  * - `failed`: definitely not accepted (a rejection, or not sent); a Running workflow will retry by itself, a
  *   Failed one waits for an operator to fix the cause and reset;
  * - `unknown`: it may have been accepted (the connection died after the request), and the policy settled it.
- *   An operator may check with the provider and `resolve` it.
+ *   An operator may check with the provider and `resolve` it;
+ * - `held`: an operator holds sends (`npm run ops -- hold`); the run made no request and waits for `resume`.
  */
-export type OrderMailStateValue = 'sending' | 'sent' | 'failed' | 'unknown';
+export type OrderMailStateValue = 'sending' | 'sent' | 'failed' | 'unknown' | 'held';
 
 export const OrderMailState = defineSearchAttributeKey('OrderMailState', SearchAttributeType.KEYWORD);
 /** The row's outcome: accepted, rejected, not_sent or unknown (with OrderMailState telling how it was settled). */

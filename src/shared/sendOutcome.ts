@@ -76,6 +76,12 @@ export function notAcceptedOutcome(
   };
 }
 
+/**
+ * The errorCode of a send the dispatch fence refused because an operator holds sends (migration 0060): no
+ * request was made, and the run waits for `resume` instead of spending an attempt (src/workflows/holdWait.ts).
+ */
+export const SEND_HELD = 'SEND_HELD';
+
 /** The failure the send activity throws for an outcome it did not get accepted. Never retried by Temporal. */
 export function sendFailure(sent: SendNotAccepted, message: string = sent.reason): ApplicationFailure {
   return ApplicationFailure.create({ type: sent.failureType, message, nonRetryable: true, details: [sent] });

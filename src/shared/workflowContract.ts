@@ -27,3 +27,9 @@ export const ORDER_MAIL_ATTRIBUTES_AT_START: readonly SearchAttributePair[] = [
  * at the end of its settle delay. It carries nothing and settles nothing: the lookup decides.
  */
 export const PROVIDER_EVENT_SIGNAL = 'orderMailProviderEvent';
+
+/**
+ * The signal `npm run ops -- resume` sends each run waiting out a hold (src/ops/sendHold.ts): claim again now
+ * instead of at the end of the run's fallback timer. It carries nothing; the dispatch fence decides.
+ */
+export const SEND_HOLD_RESUME_SIGNAL = 'orderMailResume';

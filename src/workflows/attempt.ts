@@ -3,11 +3,12 @@
 import { ActivityFailure, ApplicationFailure, log, patched } from '@temporalio/workflow';
 import type { ClaimResult } from '../activities';
 import { FailureType } from '../shared/failures';
-import { sendOutcomeOfFailure, type SendOutcome } from '../shared/sendOutcome';
+import { SEND_HELD, sendOutcomeOfFailure, type SendOutcome } from '../shared/sendOutcome';
 import type { EarlyAsk } from './askProvider';
 import type { Claimed, OrderMailResult, Step } from './attemptStep';
 import { bookkeeping, sender } from './commands';
 import { claimLost, heldByAnotherWorkflowFailure } from './endings';
+import { SEND_HOLD_WAITS } from './holdWait';
 import { showNoClaim, showOrderMailState, stateShownFor } from './showOrderMailState';
 import { recordSendOutcome } from './recordSend';
 import { verifyOrphan } from './verificationWaits';
@@ -97,6 +98,16 @@ export async function oneAttempt(
         : claimLost(orderId, attempt, null, null);
     if (recorded.currentState === 'sending' && sentNothing) return { kind: 'lost-while-held', result };
     return { kind: 'finished', result };
+  }
+  if (
+    sent.outcome === 'not_sent' &&
+    sent.errorCode === SEND_HELD &&
+    recorded.state === 'failed' &&
+    patched(SEND_HOLD_WAITS)
+  ) {
+    // The Web UI's filter for held orders (docs/operating.md): OrderMailState = "held".
+    showOrderMailState({ state: 'held', outcome: recorded.outcome, httpStatus: null });
+    return { kind: 'held', attempt };
   }
   showOrderMailState({
     state: stateShownFor(recorded.state, recorded.outcome),

@@ -48,6 +48,8 @@ export type Step =
   | { kind: 'orphan-settled'; attempt: number; settledAs: string | null }
   /** Cancelled while waiting to ask about a closed run's attempt: left as it was, for the sweep to ask. */
   | { kind: 'orphan-left'; attempt: number }
+  /** The fence refused the send because an operator holds sends: recorded failed/not_sent, no request made. */
+  | { kind: 'held'; attempt: number }
   /** Recorded as failed: `sent` is the send's outcome as the activity gave it, `recordedOutcome` the row's. */
   | {
       kind: 'not-accepted';

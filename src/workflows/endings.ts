@@ -110,6 +110,11 @@ export function cancelledAfter(orderId: string, step: Step): CancelledFailure {
       return endCancelled(
         `Order ${orderId}: cancelled; the row is held by ${step.holder}, and this run sent nothing.`,
       );
+    case 'held':
+      return endCancelled(
+        `Order ${orderId}: cancelled when sends were held (npm run ops -- hold): attempt ${step.attempt} made no ` +
+          'request and is recorded as failed/not_sent. After the hold, a reset or npm run ops -- retry sends the mail.',
+      );
     case 'not-accepted':
       return endCancelled(
         `Order ${orderId}: cancelled during attempt ${step.attempt}, which was waited for and recorded as ` +
@@ -124,7 +129,7 @@ export function cancelledAfter(orderId: string, step: Step): CancelledFailure {
  * has no result or failure text of its own: the explanation goes into the run's memo, which the Web UI shows
  * and `describe()` returns, and into the CancelledFailure for the workflow's own log.
  */
-function endCancelled(explanation: string): CancelledFailure {
+export function endCancelled(explanation: string): CancelledFailure {
   upsertMemo({ [EXPLANATION_MEMO]: explanation });
   log.info('Order mail workflow cancelled', { explanation });
   return new CancelledFailure(explanation);

@@ -20,6 +20,7 @@ import {
 } from './endings';
 import { describeSendOutcome } from '../shared/sendOutcome';
 import { earlyAskOnProviderEvents } from './verificationWaits';
+import { resumeOnSignal } from './holdWait';
 
 export type { OrderMailResult } from './attemptStep';
 export { EXPLANATION_MEMO } from './endings';
@@ -75,6 +76,8 @@ export async function orderConfirmationMail(
   let lostClaimTries = 0;
   let orphanTries = 0;
   const early = earlyAskOnProviderEvents();
+  const hold = resumeOnSignal();
+  let holdWaits = 0;
 
   for (;;) {
     const step = await CancellationScope.nonCancellable(() =>
@@ -123,6 +126,12 @@ export async function orderConfirmationMail(
       case 'orphan-settled':
         orphanTries += 1;
         if (orphanTries > ORPHAN_VERIFY_TRIES) throw closedRunsKeptComingFailure(orderId, orphanTries);
+        continue;
+      case 'held':
+        // Not an attempt of this run's: an operator's hold made the fence refuse it (src/workflows/holdWait.ts).
+        log.info('Sends are held; waiting for the hold to be lifted', { orderId, attempt: step.attempt });
+        await hold.wait(orderId, holdWaits);
+        holdWaits += 1;
         continue;
       case 'not-accepted':
         await afterNotAccepted(orderId, step, runAttempts);

@@ -47,6 +47,8 @@ export const RECORDED_PATHS = [
   'order-visible-after-wait',
   // Started for an order that never appears: the run waits its (short) bound, then fails OrderNotFound.
   'order-never-visible',
+  // Sent while an operator held sends: the fence refused, the run waited for the resume signal, then sent.
+  'held-then-resumed',
 ] as const;
 
 export type RecordedPath = (typeof RECORDED_PATHS)[number];

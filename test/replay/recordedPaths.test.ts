@@ -20,6 +20,8 @@ import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSetting
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
 import { ORDER_MAIL_ATTRIBUTES_AT_START } from '../../src/workflows/showOrderMailState';
+import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
+import { SEND_HOLD_RESUME_SIGNAL } from '../../src/shared/workflowContract';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
 import { ActivityHolds } from '../support/heldActivities';
 import { testVerifier } from '../support/verificationKit';
@@ -489,6 +491,23 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
       args: [orderId, { orderVisibleWaitMs: 1_000 }],
       typedSearchAttributes: [...ORDER_MAIL_ATTRIBUTES_AT_START],
     });
+    return settled(orderId);
+  },
+  async 'held-then-resumed'() {
+    const orderId = await createOrder(database.db);
+    await database.db.query(
+      `INSERT INTO order_mail_send_holds (scope, reason) VALUES ('*', 'recorded path')`,
+    );
+    try {
+      await start(orderId, 'sent');
+      await waitFor('the run to wait out the hold', async () => {
+        const { typedSearchAttributes } = await client.workflow.getHandle(orderId).describe();
+        return typedSearchAttributes.get(OrderMailState) === 'held' ? true : undefined;
+      });
+    } finally {
+      await database.db.query(`DELETE FROM order_mail_send_holds`);
+    }
+    await client.workflow.getHandle(orderId).signal(SEND_HOLD_RESUME_SIGNAL);
     return settled(orderId);
   },
 };

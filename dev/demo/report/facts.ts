@@ -56,6 +56,31 @@ export interface RequestFact {
   fault: string | null;
 }
 
+/** A run's hold (--hold-at): when it was set and lifted (ms after the first start), and what reached the provider. */
+export interface SendHoldFacts {
+  holdAskedAtMs: number | null;
+  /** When `hold` returned: from here on, no request may reach the provider until resume. */
+  heldAtMs: number | null;
+  holdWaitedMs: number | null;
+  /** Orders whose attempt was still dispatched and unrecorded when hold stopped waiting. */
+  inFlightAtHold: string[];
+  resumeAskedAtMs: number | null;
+  resumedAtMs: number | null;
+  /**
+   * Send requests the sandbox received from hold's return until resume was asked for, but those of the attempts
+   * hold listed as still in flight (dispatched before it): must be 0.
+   */
+  requestsDuringHold: number;
+  /** Requests in that time of the attempts hold listed as dispatched before it and still in flight. */
+  requestsOfListedInFlight: number;
+  /** Lookups the sandbox answered in the same time: verification goes on under a hold. */
+  lookupsDuringHold: number;
+  heldOrdersAtResume: number;
+  signalled: number;
+  /** Why the hold or the resume could not be made; null when both were. */
+  failure: string | null;
+}
+
 /** One run of an order's workflow, as Temporal lists it. */
 export interface RunFact {
   runId: string;
@@ -248,4 +273,6 @@ export interface RunFacts {
   cluster?: ClusterFacts | null;
   /** The providers' attempts in a --failover run; absent or null otherwise. */
   failover?: FailoverFacts | null;
+  /** The hold of a --hold-at run; absent or null otherwise. */
+  sendHold?: SendHoldFacts | null;
 }

@@ -123,6 +123,17 @@ export function formatReport(report: RunReport): string {
   row('Elapsed', `${report.elapsedSeconds} s (${report.ordersPerSecond} orders/s)`);
   if (report.operators !== null) lines.push(...formatOperatorSection(report.operators));
   if (report.failover != null) lines.push(formatFailoverSection(report.failover));
+  if (report.sendHold != null) {
+    const hold = report.sendHold;
+    const at = (ms: number | null) => (ms === null ? '-' : `${Math.round(ms / 100) / 10} s`);
+    lines.push(
+      `Hold: asked at ${at(hold.holdAskedAtMs)}, returned at ${at(hold.heldAtMs)} ` +
+        `(${hold.inFlightAtHold.length} attempt(s) still in flight), resumed at ${at(hold.resumedAtMs)}; ` +
+        `${hold.requestsDuringHold} send request(s) and ${hold.lookupsDuringHold} lookup(s) at the provider while ` +
+        `held (and ${hold.requestsOfListedInFlight} of the attempts listed in flight); ${hold.heldOrdersAtResume} order(s) held at resume, ${hold.signalled} run(s) signalled` +
+        (hold.failure === null ? '' : `; FAILED: ${hold.failure}`),
+    );
+  }
 
   lines.push('', 'Invariants');
   for (const invariant of report.invariants) {

@@ -11,7 +11,12 @@ import type { InboxFacts, RunFacts } from './facts';
 import { EXAMPLES, judged, type InvariantResult } from './invariantResult';
 import { actsBehind, runClosedByOperator } from './operatorReport';
 import { isTerminal, type OrderView } from './orderViews';
-import { failoverInvariants, noRefusedWebhookWroteARow, operatorInvariants } from './scenarioInvariants';
+import {
+  failoverInvariants,
+  noRefusedWebhookWroteARow,
+  operatorInvariants,
+  sendHoldInvariants,
+} from './scenarioInvariants';
 
 /** Every invariant the run is held to, in the report's order, each judged. */
 export function judgeRun(
@@ -32,6 +37,7 @@ export function judgeRun(
   if (facts.webhooks != null) invariants.push(noRefusedWebhookWroteARow(facts.webhooks));
   if (operatorFacts !== null) invariants.push(...operatorInvariants(operatorFacts, orders, behind!));
   if (seen.failover !== null) invariants.push(...failoverInvariants(seen.failover));
+  if (facts.sendHold != null) invariants.push(...sendHoldInvariants(facts.sendHold));
   return invariants;
 }
 

@@ -10,6 +10,7 @@ import type {
   ClusterFacts,
   InboxFacts,
   RunFacts,
+  SendHoldFacts,
   StartCounts,
   VerificationActivity,
 } from './facts';
@@ -79,6 +80,8 @@ export interface RunReport {
   ok: boolean;
   /** --failover: per provider, the attempts that failed over and why (failoverReport.ts). */
   failover?: FailoverSection | null;
+  /** --hold-at: the hold, its timing, and what reached the provider while it held. */
+  sendHold?: SendHoldFacts | null;
 }
 
 export function buildReport(facts: RunFacts): RunReport {
@@ -175,6 +178,7 @@ export function buildReport(facts: RunFacts): RunReport {
     invariants,
     ok: allHold(invariants),
     ...(failover === null ? {} : { failover }),
+    ...(facts.sendHold == null ? {} : { sendHold: facts.sendHold }),
   };
 }
 

@@ -2,7 +2,7 @@
 // operator's acts (--operators), webhooks that lie (--lying-provider over Mailgun or SendGrid), and a second
 // provider (--failover). Pure, judged from the run's facts (facts.ts) and its sections.
 import type { FailoverSection } from './failoverReport';
-import type { OperatorFacts, RunFact, WebhookFacts } from './facts';
+import type { OperatorFacts, RunFact, SendHoldFacts, WebhookFacts } from './facts';
 import { judged, type InvariantResult } from './invariantResult';
 import { openRunAt } from './operatorReport';
 import { acceptedEventIds, acceptedPostings } from './webhookLieReport';
@@ -115,6 +115,22 @@ export function failoverInvariants(section: FailoverSection): InvariantResult[] 
       'never-left-a-possible-send',
       'no attempt went to another provider than an earlier attempt of its key that was not known not sent',
       section.movedAfterPossibleSend,
+    ),
+  ];
+}
+
+/** A --hold-at run: nothing reached the provider from hold's return until resume, and both were made. */
+export function sendHoldInvariants(hold: SendHoldFacts): InvariantResult[] {
+  return [
+    judged(
+      'no-request-while-held',
+      "no send request reached the provider from ops hold's return until resume (lookups apart)",
+      [
+        ...(hold.failure === null ? [] : [`the hold or the resume failed: ${hold.failure}`]),
+        ...(hold.requestsDuringHold === 0
+          ? []
+          : [`${hold.requestsDuringHold} request(s) reached the provider while held`]),
+      ],
     ),
   ];
 }
