@@ -212,19 +212,16 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
         return { kind: 'wait', waitMs, reason: verdict.reason };
       }
       case 'not_found': {
-        // "Not found" counts only with a witness that the lookup has caught up past this attempt's dispatch.
+        // "Not found" counts only with a witness that the lookup has caught up past this attempt's end.
         const lookup = verifier.lookup;
         const freshness = await checkFreshness({
           attempt,
           timing,
           freshness: freshnessTiming,
           now: read.now,
-          findCandidate: () =>
-            findWitnessCandidate(deps.db, {
-              orderId,
-              dispatchedAt: attempt.dispatchedAt,
-              destination: attempt.destination!,
-            }),
+          ordering: verifier.witnessOrdering,
+          findCandidate: (bounds) =>
+            findWitnessCandidate(deps.db, { orderId, destination: attempt.destination!, bounds }),
           lookUp: (query) => lookup.lookUp(query, deadline),
         });
         if (freshness.kind === 'wait') {
