@@ -38,7 +38,12 @@ export interface SecondLookResult {
 /** Candidates asked about together; a page of the keyset. */
 const PAGE = 10;
 /** Candidates one sweep asks about at most; the rest (newer ones, which leave the window later) wait. */
-const MAX_ASKS_PER_SWEEP = 50;
+const MAX_ASKS_PER_SWEEP = 30;
+/**
+ * The share of the sweep activity's timeout the second look may use before it starts no new page: the same
+ * activity then starts the missed orders (G3), which a slow lookup must not hold off.
+ */
+const SHARE_OF_ACTIVITY_TIMEOUT = 0.4;
 /** The memo on a run the second look started: the Web UI shows why the order was mailed late. */
 export const SECOND_LOOK_STARTED_BY = 'second look (the provider proved the first request never reached it)';
 
@@ -51,13 +56,14 @@ export function createSecondLook(deps: ReconcileDependencies, mail: SecondLookMa
     if (maxLateMs === 0) return result;
     const metrics = deps.metrics ?? noOrderMailMetrics;
     const recordedBy = mail.workerIdentity;
+    const stopPagingAt = Date.now() + activityInfo().startToCloseTimeoutMs * SHARE_OF_ACTIVITY_TIMEOUT;
     // One provider at a time: each its own window (half its lookup retention), asked by its own verifier.
     for (const verifier of verifiersOf(mail)) {
       if (verifier.lookup === null || verifier.retentionMs === null) continue;
       const provider = verifier.destination.provider;
       const boundMs = Math.min(Math.floor(verifier.retentionMs / 2), maxLateMs);
       let after: SecondLookCursor | null = null;
-      while (result.asked < MAX_ASKS_PER_SWEEP) {
+      while (result.asked < MAX_ASKS_PER_SWEEP && Date.now() < stopPagingAt) {
         const page: SecondLookCandidate[] = await findSecondLookCandidates(deps.db, {
           provider,
           boundMs,

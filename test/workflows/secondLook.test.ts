@@ -5,12 +5,15 @@
 // and its lookup over loopback; assertions on rows, late answers and the messages the sandbox holds.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { createActivities } from '../../src/activities';
 import { createReconcileActivities, type ReconcileSettings } from '../../src/activities/reconcileActivities';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { reopenAfterSecondLook } from '../../src/db/secondLook';
+import { listOrderMails } from '../../src/ops/listOrderMails';
+import type { OpsContext } from '../../src/ops/opsContext';
+import { resolveOrderMail } from '../../src/ops/resolveOrderMail';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
@@ -40,6 +43,8 @@ let database: TestDatabase;
 let sandbox: MailSandbox;
 let client: Client;
 const stops: (() => Promise<void>)[] = [];
+/** The order the first test's second look reopened and mailed. */
+let reopenedOrder = '';
 
 beforeAll(async () => {
   database = await openTestDatabase('second_look');
@@ -182,6 +187,41 @@ describe('the second look at a mail assume-sent recorded without evidence', () =
     await sweep(taskQueue);
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
     expect(await secondLookOf(orderId)).toMatchObject({ attempts: 2, secondLook: 'reopened' });
+    reopenedOrder = orderId;
+  });
+
+  it('ops: list shows pending and done second looks; resolve --as failed refuses a reopened row unless forced', async () => {
+    const pending = await assumedSentUnverified(taskQueue, false);
+    const ctx: OpsContext = {
+      db: database.db,
+      client,
+      namespace: inject('temporalNamespace'),
+      taskQueue,
+      uiBaseUrl: 'http://ui.example',
+      operator: 'alice',
+    };
+    const listed = await listOrderMails(ctx, { filter: 'second-look', since: null, limit: 1_000 });
+    const byOrder = new Map(listed.map(({ row }) => [row.orderId, row.secondLook]));
+    expect(byOrder.get(reopenedOrder)).toBe('reopened');
+    expect(byOrder.has(pending) && byOrder.get(pending)).toBe(null);
+
+    await expect(
+      resolveOrderMail(ctx, { orderId: reopenedOrder, as: 'failed', reason: 'customer says none' }),
+    ).rejects.toMatchObject({ code: 'SECOND_LOOK_RESENT' });
+    expect(await secondLookOf(reopenedOrder)).toMatchObject({ state: 'sent', outcome: 'accepted' });
+
+    const forced = await resolveOrderMail(ctx, {
+      orderId: reopenedOrder,
+      as: 'failed',
+      reason: 'customer says none',
+      force: true,
+    });
+    expect(forced.warning).toMatch(/^DUPLICATE/);
+    expect(await secondLookOf(reopenedOrder)).toMatchObject({ state: 'failed', outcome: 'resolved' });
+    // The pending one is reopened and mailed by the next sweep, as any other.
+    await witnessAfter(taskQueue, pending);
+    await sweep(taskQueue);
+    await mailedAgain(pending);
   });
 
   it('two sweeps at once reopen it once; the fenced statement run twice changes one row', async () => {
@@ -248,12 +288,19 @@ describe('the second look at a mail assume-sent recorded without evidence', () =
 
 describe('a lookup that forgets at its retention', () => {
   it('no second look past dispatch + retention / 2', async () => {
-    // Retention 20 s: the window is 10 s after the dispatch, which the send timeout alone outlasts.
+    // Retention 20 s: the window closes 10 s after the dispatch; the sweep comes after that, on Postgres's clock.
     const taskQueue = await sweepingWorker({ retentionMs: 20_000 });
     sandbox.configureLookups({ retentionMs: 20_000 });
     try {
       const orderId = await assumedSentUnverified(taskQueue, false);
       await witnessAfter(taskQueue, orderId);
+      await waitFor('the window to close: dispatch + retention / 2', async () => {
+        const { rows } = await database.db.query<{ closed: boolean }>(
+          `SELECT now() > dispatched_at + interval '10 seconds' AS closed FROM order_mail_log WHERE order_id = $1`,
+          [orderId],
+        );
+        return rows[0]?.closed === true ? true : undefined;
+      });
       await sweep(taskQueue);
       expect(await secondLookOf(orderId)).toMatchObject({
         state: 'sent',
