@@ -54,7 +54,14 @@ export interface StartBatchResult {
   conflicts: WorkflowIdConflict[];
   next: ConfirmedOrderCursor | null;
   /** The sweep's second look, made by its first batch (src/activities/secondLook.ts); absent on later ones. */
-  secondLook?: { asked: number; reopened: string[]; found: number; undecided: number; started: number };
+  secondLook?: {
+    asked: number;
+    reopened: string[];
+    found: number;
+    undecided: number;
+    started: number;
+    policyDuplicates: string[];
+  };
 }
 
 export interface WorkflowIdConflict {

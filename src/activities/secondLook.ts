@@ -9,8 +9,12 @@
 import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { RESTARTED_BY_MEMO } from '../client';
+import { judgePolicyDuplicate } from '../evidence/evidenceRules';
 import {
+  findPolicyResends,
   findReopenedNotClaimed,
+  recordPolicyResendLook,
+  type PolicyResend,
   findSecondLookCandidates,
   recordSecondLookFound,
   reopenAfterSecondLook,
@@ -33,6 +37,8 @@ export interface SecondLookResult {
   undecided: number;
   /** Reopened rows whose mail was started (again) by this sweep. */
   started: number;
+  /** Under assume-failed: re-sent attempts whose first request the lookup shows the provider took. */
+  policyDuplicates: string[];
 }
 
 /** Candidates asked about together; a page of the keyset. */
@@ -47,11 +53,21 @@ const SHARE_OF_ACTIVITY_TIMEOUT = 0.4;
 /** The memo on a run the second look started: the Web UI shows why the order was mailed late. */
 export const SECOND_LOOK_STARTED_BY = 'second look (the provider proved the first request never reached it)';
 
+/** One lookup of the dual at most; the lookup client's own timeout is normally far shorter. */
+const LOOKUP_DEADLINE_MS = 30_000;
+
 export const DEFAULT_SECOND_LOOK_MAX_LATE_MS = 24 * 3_600_000;
 
 export function createSecondLook(deps: ReconcileDependencies, mail: SecondLookMail) {
   return async function secondLookAtAssumedSent(): Promise<SecondLookResult> {
-    const result: SecondLookResult = { asked: 0, reopened: [], found: 0, undecided: 0, started: 0 };
+    const result: SecondLookResult = {
+      asked: 0,
+      reopened: [],
+      found: 0,
+      undecided: 0,
+      started: 0,
+      policyDuplicates: [],
+    };
     const maxLateMs = deps.settings.secondLookMaxLateMs ?? DEFAULT_SECOND_LOOK_MAX_LATE_MS;
     if (maxLateMs === 0) return result;
     const metrics = deps.metrics ?? noOrderMailMetrics;
@@ -59,7 +75,8 @@ export function createSecondLook(deps: ReconcileDependencies, mail: SecondLookMa
     const stopPagingAt = Date.now() + activityInfo().startToCloseTimeoutMs * SHARE_OF_ACTIVITY_TIMEOUT;
     // One provider at a time: each its own window (half its lookup retention), asked by its own verifier.
     for (const verifier of verifiersOf(mail)) {
-      if (verifier.lookup === null || verifier.retentionMs === null) continue;
+      const lookup = verifier.lookup;
+      if (lookup === null || verifier.retentionMs === null) continue;
       const provider = verifier.destination.provider;
       const boundMs = Math.min(Math.floor(verifier.retentionMs / 2), maxLateMs);
       let after: SecondLookCursor | null = null;
@@ -107,6 +124,64 @@ export function createSecondLook(deps: ReconcileDependencies, mail: SecondLookMa
         }
         heartbeat();
         if (page.length < PAGE) break;
+      }
+      // The dual, under assume-failed: whether the first request of a re-sent attempt was taken too.
+      if (result.asked < MAX_ASKS_PER_SWEEP && Date.now() < stopPagingAt) {
+        const resends = await findPolicyResends(deps.db, {
+          provider,
+          boundMs,
+          limit: Math.min(PAGE, MAX_ASKS_PER_SWEEP - result.asked),
+        });
+        result.asked += resends.length;
+        const timing = {
+          settleDelayMs: verifier.settleDelayMs,
+          retentionMs: verifier.retentionMs,
+          fallbackSendTimeoutMs: mail.settings.sendTimeoutMs,
+        };
+        await Promise.all(
+          resends.map(async (resend: PolicyResend) => {
+            const answer = await lookup.lookUp(
+              {
+                orderId: resend.orderId,
+                sendKey: resend.resend.sendKey,
+                destination: resend.resend.destination!,
+              },
+              AbortSignal.timeout(LOOKUP_DEADLINE_MS),
+            );
+            if (answer.kind === 'failed') return;
+            const verdict = judgePolicyDuplicate({
+              resend: resend.resend,
+              asking: verifier.destination,
+              answer,
+              now: resend.now,
+              timing,
+            });
+            if (verdict.kind === 'undecided') return;
+            const duplicate = verdict.kind === 'duplicate';
+            const note = duplicate
+              ? 'asked again: the provider took this request too, and the assume-failed policy sent the mail again: the customer got two'
+              : 'asked again: the provider has only the re-send of this key, so this request was not taken';
+            const recorded = await recordPolicyResendLook(deps.db, {
+              orderId: resend.orderId,
+              attempt: resend.attempt,
+              duplicate,
+              note,
+              recordedBy,
+            });
+            if (recorded && duplicate) {
+              result.policyDuplicates.push(resend.orderId);
+              metrics.policyDuplicateShown(provider);
+              log.warn(
+                'The assume-failed policy sent a mail twice: the provider had taken the first request',
+                {
+                  orderId: resend.orderId,
+                  attempt: resend.attempt,
+                },
+              );
+            }
+          }),
+        );
+        heartbeat();
       }
     }
     // Every reopened row that no claim has taken yet: the ones reopened just now, and any whose start an earlier

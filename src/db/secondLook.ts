@@ -197,3 +197,96 @@ export async function findReopenedNotClaimed(db: Database, limit: number): Promi
   );
   return rows.map((row) => row.orderId);
 }
+
+/** An attempt the assume-failed policy re-sent, whose re-send was accepted: asked about once (the dual). */
+export interface PolicyResend {
+  orderId: string;
+  /** The attempt the policy settled as failed without evidence. */
+  attempt: number;
+  /** The accepted re-send, as the evidence rules judge it, and Postgres's now() read with it. */
+  resend: DispatchedAttempt;
+  now: Date;
+}
+
+/**
+ * Attempts the assume-failed policy settled with verification inconclusive, whose row was then sent and
+ * accepted under the same key by a later attempt to the same provider, not asked about yet (no late answer),
+ * not the case study's writer's, inside the window (`boundMs` after that attempt's dispatch), oldest first.
+ */
+export async function findPolicyResends(
+  db: Database,
+  input: { provider: string; boundMs: number; limit: number },
+): Promise<PolicyResend[]> {
+  const { rows } = await runSql<{
+    orderId: string;
+    attempt: number;
+    resendAttempt: number;
+    dispatchedAt: Date;
+    origin: string;
+    scope: string | null;
+    credentialFingerprint: string | null;
+    account: string | null;
+    sendKey: string;
+    sendTimeoutMs: number | null;
+    keyFirstDispatchedAt: Date;
+    now: Date;
+  }>(
+    db,
+    sql`SELECT a.order_id::text AS "orderId", a.attempt, log.attempts AS "resendAttempt",
+               log.dispatched_at AS "dispatchedAt", log.dispatch_origin AS origin, log.dispatch_scope AS scope,
+               log.dispatch_credential_fingerprint AS "credentialFingerprint", log.dispatch_account AS account,
+               log.dispatch_send_key AS "sendKey", log.dispatch_send_timeout_ms AS "sendTimeoutMs",
+               a.dispatched_at AS "keyFirstDispatchedAt", now() AS now
+          FROM order_mail_attempts AS a
+          JOIN order_mail_log AS log ON log.order_id = a.order_id
+         WHERE a.outcome = 'unknown' AND a.unknown_policy = 'assume-failed' AND a.verification = 'inconclusive'
+           AND a.dispatched_at IS NOT NULL AND a.provider = ${input.provider}
+           AND log.state = 'sent' AND log.outcome = 'accepted' AND log.resend_count = a.resend_count
+           AND log.attempts > a.attempt AND log.dispatch_provider = ${input.provider}
+           AND log.dispatch_origin IS NOT NULL AND log.dispatch_send_key IS NOT NULL
+           AND log.claim_token NOT LIKE 'legacy:%'
+           AND NOT EXISTS (SELECT 1 FROM order_mail_late_answers AS late
+                            WHERE late.order_id = a.order_id AND late.attempt = a.attempt)
+           AND now() < a.dispatched_at + ${input.boundMs}::bigint * interval '1 millisecond'
+         ORDER BY a.dispatched_at, a.order_id
+         LIMIT ${input.limit}`,
+  );
+  return rows.map((row) => ({
+    orderId: row.orderId,
+    attempt: row.attempt,
+    resend: {
+      orderId: row.orderId,
+      attempt: row.resendAttempt,
+      sendKey: row.sendKey,
+      destination: {
+        provider: input.provider,
+        origin: row.origin,
+        scope: row.scope,
+        credentialFingerprint: row.credentialFingerprint,
+        account: row.account,
+      },
+      dispatchedAt: row.dispatchedAt,
+      sendTimeoutMs: row.sendTimeoutMs,
+      keyFirstDispatchedAt: row.keyFirstDispatchedAt,
+    },
+    now: row.now,
+  }));
+}
+
+/**
+ * What the dual found, kept once as the policy's attempt's late answer: accepted (the policy's duplicate) or
+ * not sent. True when this call recorded it (the first), so the duplicate is counted once.
+ */
+export async function recordPolicyResendLook(
+  db: Database,
+  input: { orderId: string; attempt: number; duplicate: boolean; note: string; recordedBy: string },
+): Promise<boolean> {
+  const { rowCount } = await runSql(
+    db,
+    sql`INSERT INTO order_mail_late_answers (order_id, attempt, outcome, note, recorded_by)
+        VALUES (${input.orderId}, ${input.attempt}, ${input.duplicate ? 'accepted' : 'not_sent'}, ${input.note},
+                ${input.recordedBy})
+        ON CONFLICT (order_id, attempt) DO NOTHING`,
+  );
+  return rowCount === 1;
+}

@@ -11,6 +11,7 @@ import { createActivities } from '../../src/activities';
 import { createReconcileActivities, type ReconcileSettings } from '../../src/activities/reconcileActivities';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { reopenAfterSecondLook } from '../../src/db/secondLook';
+import { noOrderMailMetrics, type OrderMailMetrics } from '../../src/metrics/orderMailMetrics';
 import { listOrderMails } from '../../src/ops/listOrderMails';
 import type { OpsContext } from '../../src/ops/opsContext';
 import { resolveOrderMail } from '../../src/ops/resolveOrderMail';
@@ -59,22 +60,38 @@ afterAll(async () => {
   await database?.close();
 });
 
-/** A worker that sends, verifies and sweeps, under assume-sent; `retentionMs` is its lookup's retention. */
-async function sweepingWorker(options: { retentionMs?: number } = {}): Promise<string> {
-  const mail = testProviderMailClient('generic', sandbox.url);
-  const verifier = testVerifier('generic', sandbox.url, {
+/**
+ * A worker that sends, verifies and sweeps, under assume-sent unless `policy` says otherwise; `retentionMs` is
+ * its lookup's retention.
+ */
+async function sweepingWorker(
+  options: {
+    retentionMs?: number;
+    provider?: 'generic' | 'postmark';
+    policy?: 'assume-sent' | 'assume-failed';
+    metrics?: OrderMailMetrics;
+  } = {},
+): Promise<string> {
+  const provider = options.provider ?? 'generic';
+  const mail = testProviderMailClient(provider, sandbox.url);
+  const verifier = testVerifier(provider, sandbox.url, {
     settings: VERIFY,
     ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
   });
   const deps = {
     db: database.db,
     mail,
-    settings: testSettings({ unknownOutcomePolicy: 'assume-sent', verification: VERIFY }),
+    settings: testSettings({ unknownOutcomePolicy: options.policy ?? 'assume-sent', verification: VERIFY }),
     verifier: verifier.verifier,
     workerIdentity: 'second-look',
     mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
   };
-  const reconcile = { db: database.db, temporal: client, settings: SETTINGS };
+  const reconcile = {
+    db: database.db,
+    temporal: client,
+    settings: SETTINGS,
+    ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+  };
   const worker = await startTestWorker(deps, {
     reconcile,
     activities: { ...createActivities(deps), ...createReconcileActivities(reconcile, deps) },
@@ -311,5 +328,40 @@ describe('a lookup that forgets at its retention', () => {
     } finally {
       sandbox.configureLookups({ retentionMs: 7 * 24 * 3_600_000 });
     }
+  });
+});
+
+describe('under assume-failed, the dual', () => {
+  it('a re-sent attempt whose first request the lookup later shows is counted once as the policy’s duplicate', async () => {
+    const duplicates: string[] = [];
+    const metrics: OrderMailMetrics = {
+      ...noOrderMailMetrics,
+      policyDuplicateShown: (provider) => duplicates.push(provider),
+    };
+    const taskQueue = await sweepingWorker({ provider: 'postmark', policy: 'assume-failed', metrics });
+    const orderId = await createOrder(database.db);
+    // The provider takes the first request and the answer is lost; the lookup lags past the deadline, so the
+    // policy re-sends (Postmark has no idempotency key): two mails.
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    sandbox.configureLookups({ indexingLagMs: LAGGING });
+    try {
+      await client.workflow.execute(orderConfirmationMail, {
+        workflowId: orderId,
+        taskQueue,
+        args: [orderId],
+      });
+    } finally {
+      sandbox.configureLookups({ indexingLagMs: INDEXED });
+    }
+    expect(sandbox.messagesFor(orderId)).toHaveLength(2);
+    expect(await secondLookOf(orderId)).toMatchObject({ state: 'sent', outcome: 'accepted', attempts: 2 });
+    // Until the lookup can be trusted to show every message of the key: the re-send's end and settle delay.
+    await untilAttemptEnded(database.db, orderId);
+    await new Promise((resolve) => setTimeout(resolve, VERIFY.settleDelayMs + INDEXED));
+
+    await Promise.all([sweep(taskQueue), sweep(taskQueue)]);
+    await sweep(taskQueue);
+    expect(await lateAnswers(orderId)).toEqual([{ attempt: 1, outcome: 'accepted' }]);
+    expect(duplicates).toEqual(['postmark']);
   });
 });
