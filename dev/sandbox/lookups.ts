@@ -193,6 +193,8 @@ export class SandboxLookups {
               );
       const { matches, answer } = lookup.search(url, indexed, {
         origin: `http://${req.headers.host ?? 'sandbox.invalid'}`,
+        // isIndexed's own bound: everything received at least the lag ago is in `indexed`.
+        watermark: new Date(now.getTime() - this.settings.indexingLagMs - (lie?.extraLagMs ?? 0)),
         ...(lie?.pageSize === undefined ? {} : { pageSize: lie.pageSize }),
         ...(lie?.ignoreFilter === true ? { ignoreFilter: true } : {}),
         ...(lie?.mixIn === undefined ? {} : { mixIn: mixIn(lie.mixIn, orderId, indexed, emulation.name) }),

@@ -3,15 +3,15 @@
 // closed (findStuckMailClaims.ts), and settle each as the sweep decided (settleStuckClaim.ts). Registered on
 // the same worker as the mail activities, by this sibling factory; the names are the activity types in history.
 import { createFindStuckMailClaims } from './findStuckMailClaims';
-import type { ReconcileDependencies, ReconcileMailSettings } from './reconcileTypes';
+import type { ReconcileDependencies, SecondLookMail } from './reconcileTypes';
 import { createSettleClosedRunClaim } from './settleStuckClaim';
 import { createStartMailsForConfirmedOrders } from './startMailsForConfirmedOrders';
 
 export * from './reconcileTypes';
 
-export function createReconcileActivities(deps: ReconcileDependencies, mail: ReconcileMailSettings) {
+export function createReconcileActivities(deps: ReconcileDependencies, mail: SecondLookMail) {
   return {
-    startMailsForConfirmedOrders: createStartMailsForConfirmedOrders(deps),
+    startMailsForConfirmedOrders: createStartMailsForConfirmedOrders(deps, mail),
     findStuckMailClaims: createFindStuckMailClaims(deps, mail),
     settleClosedRunClaim: createSettleClosedRunClaim(deps, mail),
   };

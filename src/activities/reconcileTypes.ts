@@ -5,6 +5,7 @@ import type { ConfirmedOrderCursor } from '../db/confirmedOrders';
 import type { SeenRow } from '../db/transitionFence';
 import type { Database } from '../db/pool';
 import type { OrderMailMetrics } from '../metrics/orderMailMetrics';
+import type { ActivityDependencies } from './dependencies';
 import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { VerificationSettings } from '../shared/workflowSettings';
 
@@ -22,6 +23,11 @@ export interface ReconcileSettings {
   confirmedSince: Date | null;
   /** Orders per start batch, and 'sending' rows examined per sweep. */
   batchSize: number;
+  /**
+   * MAIL_SECOND_LOOK_MAX_LATE_H, in ms: how long after its first request a mail may still be sent by the second
+   * look (src/activities/secondLook.ts); 0 turns the second look off. Absent: the default (24 h).
+   */
+  secondLookMaxLateMs?: number;
 }
 
 export interface ReconcileDependencies {
@@ -47,6 +53,15 @@ export interface StartBatchResult {
   /** Orders whose workflow id a workflow of another type holds: not started, and never counted as started. */
   conflicts: WorkflowIdConflict[];
   next: ConfirmedOrderCursor | null;
+  /** The sweep's second look, made by its first batch (src/activities/secondLook.ts); absent on later ones. */
+  secondLook?: {
+    asked: number;
+    reopened: string[];
+    found: number;
+    undecided: number;
+    started: number;
+    policyDuplicates: string[];
+  };
 }
 
 export interface WorkflowIdConflict {
@@ -104,3 +119,6 @@ export interface ReconcileMailSettings {
   /** MAIL_DEPLOYMENT_ID, for the send key of a row whose fence recorded none. */
   deploymentId?: string;
 }
+
+/** What the second look needs of the mail worker: its verifiers, beside what the sweep has of it. */
+export type SecondLookMail = ReconcileMailSettings & Pick<ActivityDependencies, 'verifier' | 'verifiers'>;

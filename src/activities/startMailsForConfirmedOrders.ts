@@ -6,14 +6,24 @@ import { findConfirmedOrdersWithoutMail, type ConfirmedOrderCursor } from '../db
 import { readMailLog } from '../db/orderMailLog';
 import { advanceReconcileProgress, sweepNotBefore } from '../db/reconcileProgress';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
-import type { ReconcileDependencies, StartBatchResult, WorkflowIdConflict } from './reconcileTypes';
+import type {
+  ReconcileDependencies,
+  SecondLookMail,
+  StartBatchResult,
+  WorkflowIdConflict,
+} from './reconcileTypes';
+import { createSecondLook } from './secondLook';
 
-export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies) {
+export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies, mail?: SecondLookMail) {
+  const secondLook = mail === undefined ? null : createSecondLook(deps, mail);
   /** One bounded batch: finds confirmed orders without a log row and starts each one's workflow. */
   return async function startMailsForConfirmedOrders(input: {
     after: ConfirmedOrderCursor | null;
   }): Promise<StartBatchResult> {
     const { settings } = deps;
+    // Once per sweep, with its first batch: mails the policy recorded as sent without evidence, asked again
+    // (src/activities/secondLook.ts). A reopened order has a row, so it is started there, not below.
+    const looked = input.after === null && secondLook !== null ? await secondLook() : undefined;
     const progress = { namespace: activityInfo().namespace, graceMs: settings.graceMs };
     // Since the last complete sweep only (src/db/reconcileProgress.ts), within the look-back window.
     const notBefore = await sweepNotBefore(deps.db, {
@@ -98,6 +108,7 @@ export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies) 
         batch.orderIds.length - started - restarted - closedWithoutRow.length - conflicts.length,
       conflicts,
       next: batch.next,
+      ...(looked === undefined ? {} : { secondLook: looked }),
     };
   };
 }

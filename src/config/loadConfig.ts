@@ -178,6 +178,9 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       lookbackMs: read.positiveInt('RECONCILE_LOOKBACK_MS', CONFIG_DEFAULTS.RECONCILE_LOOKBACK_MS),
       confirmedSince: read.isoInstant('RECONCILE_CONFIRMED_SINCE'),
       batchSize: reconcileBatchSize,
+      secondLookMaxLateMs:
+        read.nonNegativeInt('MAIL_SECOND_LOOK_MAX_LATE_H', CONFIG_DEFAULTS.MAIL_SECOND_LOOK_MAX_LATE_H) *
+        3_600_000,
     },
     worker: {
       shutdownGraceTimeMs,

@@ -1,24 +1,36 @@
 // The freshness witness's query (src/evidence/freshnessCheck.ts): the earliest send we KNOW was accepted (its
-// attempt got a 2xx, recorded as sent by its own answer, not verified, not assumed by a policy), dispatched to
-// the same destination at or after the attempt asked about. The log row keeps its attempt's dispatch facts
-// (migration 0015) once it is sent, so one row is one candidate.
+// attempt got a 2xx, recorded as sent by its own answer, not verified, not assumed by a policy) to the same
+// destination, whose request left at or after the attempt asked about had ended, and (where the provider's
+// lookup needs it) had itself ended early enough: the bounds are witnessBounds', on Postgres's clock. The log row
+// keeps its attempt's dispatch facts (migration 0015) once it is sent, so one row is one candidate. Both bounds
+// are ranges of dispatched_at, read from the witness index (migration 0031).
 import type { SendDestination } from '../evidence/destination';
-import type { WitnessSend } from '../evidence/freshnessCheck';
+import type { WitnessBounds, WitnessSend } from '../evidence/freshnessCheck';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
 
 export async function findWitnessCandidate(
   db: Database,
-  input: { orderId: string; dispatchedAt: Date; destination: SendDestination },
+  input: { orderId: string; destination: SendDestination; bounds: WitnessBounds },
 ): Promise<WitnessSend | null> {
-  const { destination } = input;
-  const { rows } = await runSql<{ orderId: string; sendKey: string; dispatchedAt: Date }>(
+  const { destination, bounds } = input;
+  // No upper bound is 'infinity', so that the statement (and its plan) is one and the same either way.
+  const endedBy = bounds.endedBy === null ? 'infinity' : bounds.endedBy.toISOString();
+  const { rows } = await runSql<{
+    orderId: string;
+    sendKey: string;
+    dispatchedAt: Date;
+    sendTimeoutMs: number;
+  }>(
     db,
-    sql`SELECT order_id::text AS "orderId", dispatch_send_key AS "sendKey", dispatched_at AS "dispatchedAt"
+    sql`SELECT order_id::text AS "orderId", dispatch_send_key AS "sendKey", dispatched_at AS "dispatchedAt",
+               dispatch_send_timeout_ms AS "sendTimeoutMs"
           FROM order_mail_log
          WHERE state = 'sent' AND outcome = 'accepted' AND verification IS NULL
            AND http_status BETWEEN 200 AND 299
-           AND dispatched_at >= ${input.dispatchedAt}
+           AND dispatched_at >= ${bounds.dispatchedFrom}
+           AND dispatched_at <= ${endedBy}::timestamptz
+           AND dispatched_at + dispatch_send_timeout_ms * interval '1 millisecond' <= ${endedBy}::timestamptz
            AND order_id <> ${input.orderId}
            AND dispatch_send_key IS NOT NULL
            AND dispatch_provider = ${destination.provider}

@@ -35,6 +35,13 @@ export interface MailLogRow {
   /** The provider the claim chose for this attempt, and why (migration 0045); null before it or for a fake. */
   provider: string | null;
   providerChoice: string | null;
+  /**
+   * The second look (migration 0059): 'reopened' (proved not sent, reopened once and sent again), 'found'
+   * (the provider has it), or null (never looked at a second time); when, and about which attempt.
+   */
+  secondLook: 'reopened' | 'found' | null;
+  secondLookedAt: Date | null;
+  secondLookAttempt: number | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -44,7 +51,8 @@ const ROW_COLUMNS = sql`order_id::text AS "orderId", state, attempts, claim_toke
   dispatched_at AS "dispatchedAt", outcome, unknown_policy AS "unknownPolicy", verification,
   provider_message_id AS "providerMessageId", http_status AS "httpStatus", last_error AS "lastError",
   dispatch_send_key AS "dispatchSendKey", dispatch_send_timeout_ms AS "dispatchSendTimeoutMs",
-  provider, provider_choice AS "providerChoice", created_at AS "createdAt", updated_at AS "updatedAt"`;
+  provider, provider_choice AS "providerChoice", second_look AS "secondLook", second_looked_at AS "secondLookedAt",
+  second_look_attempt AS "secondLookAttempt", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export async function readMailLog(db: Database, orderId: string): Promise<MailLogRow | null> {
   const { rows } = await runSql<MailLogRow>(
@@ -147,14 +155,29 @@ export async function timeSinceAttemptDispatch(
 }
 
 /** What an operator lists: rows in a state, or whose outcome is unknown (whatever the policy made of it). */
-export type MailLogFilter = 'sending' | 'sent' | 'failed' | 'unknown';
+export type MailLogFilter = 'sending' | 'sent' | 'failed' | 'unknown' | 'second-look';
+
+/**
+ * `second-look`: the rows the second look is about (src/db/secondLook.ts): done (reopened or found), and
+ * pending (settled sent by assume-sent with verification inconclusive, with a destination, not the case study's
+ * writer's); a pending row past its window (dispatch + half the provider's retention, or
+ * MAIL_SECOND_LOOK_MAX_LATE_H) is never looked at and stays listed as pending.
+ */
+const SECOND_LOOK_ROWS = sql`(second_look IS NOT NULL
+  OR (state = 'sent' AND outcome = 'unknown' AND unknown_policy = 'assume-sent' AND verification = 'inconclusive'
+      AND dispatch_provider IS NOT NULL AND dispatch_send_key IS NOT NULL AND claim_token NOT LIKE 'legacy:%'))`;
 
 /** Rows matching `filter` updated since `since`, most recently updated first, at most `limit`. */
 export async function listMailLog(
   db: Database,
   input: { filter: MailLogFilter; since: Date | null; limit: number },
 ): Promise<MailLogRow[]> {
-  const matches = input.filter === 'unknown' ? sql`outcome = 'unknown'` : sql`state = ${input.filter}`;
+  const matches =
+    input.filter === 'unknown'
+      ? sql`outcome = 'unknown'`
+      : input.filter === 'second-look'
+        ? SECOND_LOOK_ROWS
+        : sql`state = ${input.filter}`;
   const { rows } = await runSql<MailLogRow>(
     db,
     sql`SELECT ${ROW_COLUMNS} FROM order_mail_log

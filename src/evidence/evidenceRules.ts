@@ -267,3 +267,48 @@ function describeRequestEnd(attempt: DispatchedAttempt, timing: EvidenceTiming):
 function seconds(ms: number): string {
   return String(Math.round(ms / 100) / 10);
 }
+
+export type PolicyDuplicateVerdict =
+  /** Two of our messages under the key: the first request was taken too, and the policy's re-send doubled it. */
+  | { kind: 'duplicate' }
+  /** Only the re-send's message: the first request was not taken (the re-send is its witness). */
+  | { kind: 'single' }
+  /** Not now: the lookup does not show the re-send yet, or cannot be trusted to list everything. */
+  | { kind: 'undecided'; reason: string };
+
+/**
+ * The dual of the second look, under assume-failed (docs/design.md, "The second look"): the policy re-sent an
+ * attempt it could not verify, under the same key, and the re-send was accepted. Asked about that key once the
+ * lookup can be trusted to show the re-send (the same rules as any lookup about it: judgeLookup), the answer
+ * says whether the first request was taken too: two distinct messages of ours are the policy's duplicate; the
+ * re-send's alone, in a complete answer, means the first was not taken, the re-send (which left after the first
+ * ended) being the witness that the lookup is not behind.
+ */
+export function judgePolicyDuplicate(input: {
+  /** The accepted re-send: where it went, its key, its dispatch. */
+  resend: DispatchedAttempt;
+  asking: SendDestination;
+  answer: Exclude<LookupAnswer, { kind: 'failed' }>;
+  now: Date;
+  timing: EvidenceTiming;
+}): PolicyDuplicateVerdict {
+  const { resend, answer, now, timing } = input;
+  const verdict = judgeLookup({ attempt: resend, asking: input.asking, answer, now, timing });
+  if (verdict.kind !== 'found' || answer.kind !== 'entries') {
+    return { kind: 'undecided', reason: 'the lookup does not show the re-send yet' };
+  }
+  if (now.getTime() < notFoundCountsFrom(resend, timing).getTime()) {
+    return { kind: 'undecided', reason: 'too early: the lookup may not show every message of the key yet' };
+  }
+  const ours = answer.entries.filter((entry) => entryIsOurs(entry, resend));
+  const distinct = new Set(
+    ours.map((entry, index) =>
+      entry.messageId === undefined && entry.acceptedAt === undefined
+        ? `entry ${index}`
+        : `${entry.messageId ?? ''}|${entry.acceptedAt?.getTime() ?? ''}`,
+    ),
+  );
+  if (distinct.size >= 2) return { kind: 'duplicate' };
+  if (!answer.complete) return { kind: 'undecided', reason: "the lookup's answer is not complete" };
+  return { kind: 'single' };
+}

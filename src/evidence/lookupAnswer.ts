@@ -43,6 +43,11 @@ export type LookupAnswer =
       complete: boolean;
       /** Why the answer is not complete, for the operator (when `complete` is false). */
       incompleteReason?: string;
+      /**
+       * The time, on the provider's clock, up to which it says its index is complete: every send it took at or
+       * before it is listed (the generic gateway's contract). Absent: the provider says nothing of the kind.
+       */
+      watermark?: Date;
       entries: LookupEntry[];
     }
   /**

@@ -56,6 +56,17 @@ export const ORDER_MAIL_METRICS = {
   sendHoldSeconds: 'order_mail_send_hold_seconds',
   /** Gauge {scope}: orders whose runs wait out that hold (src/db/sendHolds.ts); 0 once lifted. */
   heldOrders: 'order_mail_held_orders',
+  /**
+   * Counter {provider, result}: second looks at mails the assume-sent policy recorded as sent without evidence
+   * (src/activities/secondLook.ts): `reopened`, the lookup proved it not sent and the mail was sent again;
+   * `found`, the provider has it.
+   */
+  secondLooks: 'order_mail_second_looks_total',
+  /**
+   * Counter {provider}: attempts the assume-failed policy sent again whose first request a later lookup shows
+   * the provider took: the policy's own duplicates (the customer got two mails).
+   */
+  policyDuplicates: 'order_mail_policy_duplicates_total',
 } as const;
 
 /** Seconds. A mail API answers in well under a second; the tail goes up to the overall HTTP deadline. */
@@ -80,6 +91,8 @@ export interface OrderMailMetrics {
   providerChosen(provider: string, reason: string): void;
   providerFailed(provider: string, skipStarted: boolean): void;
   orderBoundToUnconfiguredProvider(provider: string): void;
+  secondLookDone(provider: string, result: 'reopened' | 'found'): void;
+  policyDuplicateShown(provider: string): void;
   unknownOutcomeSettled(
     settledBy: UnknownSettledBy,
     verification?: 'lookup' | 'webhook' | 'inconclusive' | 'none',
@@ -139,6 +152,16 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     undefined,
     'Sends that counted against a provider’s health',
   );
+  const secondLooks = meter.createCounter(
+    ORDER_MAIL_METRICS.secondLooks,
+    undefined,
+    'Second looks at mails recorded as sent without evidence, by what they found',
+  );
+  const policyDuplicates = meter.createCounter(
+    ORDER_MAIL_METRICS.policyDuplicates,
+    undefined,
+    'Attempts the assume-failed policy sent again whose first request the provider had taken',
+  );
   const providerSkips = meter.createCounter(
     ORDER_MAIL_METRICS.providerSkips,
     undefined,
@@ -166,7 +189,14 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
   unknownOutcomes.add(0, { settled_by: 'assume-sent', verification: 'inconclusive' });
   ordersLeftWithoutMail.add(0, { reason: 'closed-without-row' });
   ordersLeftWithoutMail.add(0, { reason: 'workflow-id-taken' });
+  policyDuplicates.add(0, { provider: labels.provider });
   return {
+    secondLookDone(provider, result) {
+      secondLooks.add(1, { provider, result });
+    },
+    policyDuplicateShown(provider) {
+      policyDuplicates.add(1, { provider });
+    },
     sendFinished(outcome, durationSeconds, provider = labels.provider) {
       sends.add(1, { outcome, provider });
       sendDuration.record(durationSeconds, { outcome, provider });
@@ -216,6 +246,8 @@ export const noOrderMailMetrics: OrderMailMetrics = {
   providerChosen: () => undefined,
   providerFailed: () => undefined,
   orderBoundToUnconfiguredProvider: () => undefined,
+  secondLookDone: () => undefined,
+  policyDuplicateShown: () => undefined,
   unknownOutcomeSettled: () => undefined,
   claimConflict: () => undefined,
   setStuckSendingRows: () => undefined,

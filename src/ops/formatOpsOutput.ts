@@ -93,8 +93,9 @@ export function formatRetry(result: RetryResult): string {
   );
 }
 
-export function formatResolve(act: OperatorActRow): string {
-  return `Order ${act.orderId}: ${describeAct(act)}.`;
+export function formatResolve(act: OperatorActRow & { warning?: string }): string {
+  const warning = act.warning === undefined ? '' : `\n${act.warning}`;
+  return `Order ${act.orderId}: ${describeAct(act)}.${warning}`;
 }
 
 /** How an unknown outcome was settled with the provider's help, as the attempt and row lines say it. */
@@ -111,7 +112,25 @@ function describeRow(row: MailLogRow): string {
   const verified = describeVerification(row.verification);
   const http = row.httpStatus === null ? '' : `, HTTP ${row.httpStatus}`;
   const resends = row.resendCount === 0 ? '' : `, re-sent ${row.resendCount} time(s) by an operator`;
-  return `${row.state}${outcome}${policy}${verified}${http}, ${row.attempts} attempt(s)${resends}, updated ${row.updatedAt.toISOString()}`;
+  return `${row.state}${outcome}${policy}${verified}${http}, ${row.attempts} attempt(s)${resends}${describeSecondLook(row)}, updated ${row.updatedAt.toISOString()}`;
+}
+
+/** The second look (docs/design.md, "The second look"): done, with what it found, or still pending. */
+function describeSecondLook(row: MailLogRow): string {
+  if (row.secondLook === 'reopened') {
+    return `, second look ${row.secondLookedAt!.toISOString()}: attempt ${row.secondLookAttempt!} proved not sent, reopened and sent again`;
+  }
+  if (row.secondLook === 'found') {
+    return `, second look ${row.secondLookedAt!.toISOString()}: attempt ${row.secondLookAttempt!} found at the provider`;
+  }
+  const pending =
+    row.state === 'sent' &&
+    row.outcome === 'unknown' &&
+    row.unknownPolicy === 'assume-sent' &&
+    row.verification === 'inconclusive' &&
+    row.dispatchSendKey !== null &&
+    !row.claimToken.startsWith('legacy:');
+  return pending ? ', second look pending (while the provider’s lookup still holds it)' : '';
 }
 
 function describeAct(act: OperatorActRow): string {

@@ -21,6 +21,8 @@ export type OpsCommand =
       orderId: string;
       as: ResolveAs;
       reason: string;
+      /** Resolve as failed a row the second look reopened, knowing the customer may get two mails. */
+      force: boolean;
       json: boolean;
     }
   | { name: 'provider'; provider: ProviderAct; json: boolean }
@@ -45,9 +47,10 @@ export const OPS_USAGE = `Usage: npm run ops -- <command> [options]
   status  <orderId>                                   the log row, attempts, operator acts, workflow, UI link
   preview <orderId>                                   the order's mail as the worker renders it; sends nothing
                                                       (runs with the worker's DATABASE_URL and MAIL_* settings)
-  list    --state failed|unknown|sending|sent [--since 24h|7d|2026-11-01T00:00Z] [--limit 50]
+  list    --state failed|unknown|sending|sent|second-look [--since 24h|7d|2026-11-01T00:00Z] [--limit 50]
   retry   <orderId> --reason "…"                      reset the workflow to its first workflow task (UI: Reset)
-  resolve <orderId> --as sent|failed --reason "…"     settle the row by your word (the only way to move 'sent')
+  resolve <orderId> --as sent|failed --reason "…"     settle the row by your word (the only way to move 'sent');
+          [--force]                                   as failed a row the second look reopened (may mail twice)
   provider status                                     each provider's health, operator mode and recent attempts
   provider pin <provider> | skip <provider>           send new attempts to it / past it (failover, MAIL_PROVIDERS)
   provider auto [<provider>]                          back to automatic: that provider, or every one
@@ -59,7 +62,7 @@ Options: --json (machine-readable output).
 Environment: OPS_DATABASE_URL (your own login: every act is recorded under it), TEMPORAL_ADDRESS,
 TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_UI_URL.`;
 
-const FILTERS: readonly MailLogFilter[] = ['failed', 'unknown', 'sending', 'sent'];
+const FILTERS: readonly MailLogFilter[] = ['failed', 'unknown', 'sending', 'sent', 'second-look'];
 const MAX_LIMIT = 1_000;
 
 export function parseOpsCommand(argv: readonly string[], now: Date = new Date()): OpsCommand {
@@ -109,6 +112,7 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
         orderId: onlyOrderId(name, positionals),
         as: oneOf('--as', values.as, ['sent', 'failed'] as const, name),
         reason: requiredReason(name, values.reason),
+        force: values.force ?? false,
         json,
       };
     case 'provider':
@@ -168,6 +172,7 @@ function parseOptions(args: string[]) {
       wait: { type: 'string' },
       rate: { type: 'string' },
       json: { type: 'boolean' },
+      force: { type: 'boolean' },
     },
   });
 }

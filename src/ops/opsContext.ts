@@ -31,6 +31,7 @@ export class OpsRefusal extends Error {
       | 'SEND_IN_FLIGHT'
       | 'NOT_RESETTABLE'
       | 'CHANGED_MEANWHILE'
+      | 'SECOND_LOOK_RESENT'
       | 'REASON_REQUIRED'
       | 'PROVIDER_NOT_CONFIGURED'
       | 'PROVIDER_DRAINING'

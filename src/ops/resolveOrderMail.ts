@@ -15,8 +15,8 @@ export type ResolveAs = 'sent' | 'failed';
 
 export async function resolveOrderMail(
   ctx: OpsContext,
-  input: { orderId: string; as: ResolveAs; reason: string | undefined },
-): Promise<OperatorActRow> {
+  input: { orderId: string; as: ResolveAs; reason: string | undefined; force?: boolean },
+): Promise<OperatorActRow & { warning?: string }> {
   const orderId = parseOrderId(input.orderId);
   const reason = requireReason(input.reason, 'resolve');
   if (!(await orderExists(ctx.db, orderId))) throw unknownOrder(orderId);
@@ -34,6 +34,18 @@ export async function resolveOrderMail(
       'ALREADY_SENT',
       `Order ${orderId}'s mail was accepted by the provider (message id ${row.providerMessageId ?? 'not given'}); ` +
         'there is nothing to resolve.',
+    );
+  }
+  // The second look reopened this row and sent (or is sending) the mail the policy had assumed: a resolve as
+  // failed would be one more deliberate re-send with a new key, and the customer would have two.
+  if (input.as === 'failed' && row.secondLook === 'reopened' && input.force !== true) {
+    throw new OpsRefusal(
+      'SECOND_LOOK_RESENT',
+      `Order ${orderId}'s mail was reopened by the second look on ${row.secondLookedAt!.toISOString()} (the ` +
+        `provider proved attempt ${row.secondLookAttempt!} never reached it) and sent again by automation ` +
+        `(now ${row.state}${row.outcome === null ? '' : `/${row.outcome}`}, ${row.attempts} attempt(s)). Resolving ` +
+        'it as failed sends it once more under a new key: the customer would get a duplicate. If that is what ' +
+        `you mean, add --force:\n  npm run ops -- resolve ${orderId} --as failed --force --reason "…"`,
     );
   }
   refuseWhileSendInFlight(orderId, row, await describeWorkflow(ctx, orderId));
@@ -54,6 +66,14 @@ export async function resolveOrderMail(
       `Order ${orderId}'s mail log row changed while resolving it (a send dispatched or finished?); nothing was changed. ` +
         `Look again: npm run ops -- status ${orderId}`,
     );
+  }
+  if (input.as === 'failed' && row.secondLook === 'reopened') {
+    return {
+      ...act,
+      warning:
+        `DUPLICATE: the second look had already sent order ${orderId}'s mail again; this resolve lets the next ` +
+        'claim send it once more, under a new key.',
+    };
   }
   return act;
 }

@@ -71,4 +71,12 @@ export interface VerificationFacts {
    */
   retentionMs: number | null;
   retentionSource: string;
+  /**
+   * What order of the lookup the freshness witness assumes (src/evidence/freshnessCheck.ts, WitnessOrdering;
+   * docs/providers.md, "What a witness assumes"): 'taken-order'; 'trusted-after-settle-delay', where events may
+   * become visible out of order until they are a settle delay old (whose default is the documented figure);
+   * or 'watermark', where the answer says up to when it is complete.
+   */
+  witnessOrdering: 'taken-order' | 'trusted-after-settle-delay' | 'watermark';
+  witnessOrderingSource: string;
 }

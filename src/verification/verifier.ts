@@ -2,6 +2,7 @@
 // events count, with the settle delay and retention they are trusted within. Built once per worker by the
 // composition root (src/worker.ts) from the configuration; closed on shutdown.
 import type { SendDestination } from '../evidence/destination';
+import type { WitnessOrdering } from '../evidence/freshnessCheck';
 import type { MailApiConfig } from '../mail/createMailTransport';
 import { createProviderAdapter, destinationOfMailConfig } from '../mail/createMailTransport';
 import type { WebhookProvider } from '../webhooks/normalizedEvent';
@@ -15,6 +16,8 @@ export interface Verifier {
   webhookProvider: WebhookProvider | null;
   settleDelayMs: number;
   retentionMs: number | null;
+  /** What order of its lookup a freshness witness assumes (the provider's facts, with its settle delay). */
+  witnessOrdering: WitnessOrdering;
   /**
    * Where this worker's lookup can ask: its provider, origin, domain or stream and key. An attempt that went
    * anywhere else cannot be asked about by it (src/evidence/destination.ts).
@@ -49,10 +52,25 @@ export function createVerifier(
       webhookProvider: config.facts.webhook,
       settleDelayMs: config.settleDelayMs,
       retentionMs: config.retentionMs,
+      witnessOrdering: witnessOrderingOf(config),
       destination: destinationOfMailConfig(mailApi),
     },
     close: async () => {
       await pool?.close();
     },
   };
+}
+
+/** Mailgun's threshold is the settle delay: its default and its floor (without a stated reason) are Mailgun's. */
+export function witnessOrderingOf(
+  config: Pick<VerificationConfig, 'facts' | 'settleDelayMs'>,
+): WitnessOrdering {
+  switch (config.facts.witnessOrdering) {
+    case 'trusted-after-settle-delay':
+      return { kind: 'trusted-after', afterMs: config.settleDelayMs };
+    case 'watermark':
+      return { kind: 'watermark' };
+    case 'taken-order':
+      return { kind: 'taken-order' };
+  }
 }

@@ -351,6 +351,7 @@ describe('claim of a closed run’s dispatched attempt, where the provider can b
     webhookProvider: null,
     settleDelayMs: 1_000,
     retentionMs: null,
+    witnessOrdering: { kind: 'taken-order' } as const,
     destination: {
       provider: 'generic',
       origin: 'http://127.0.0.1:1',

@@ -50,6 +50,22 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('reads how late the second look may still send: 24 h by default, 0 turns it off, whole hours only', () => {
+    expect(loadConfig(REQUIRED).reconcile.secondLookMaxLateMs).toBe(24 * 3_600_000);
+    expect(loadConfig({ ...REQUIRED, MAIL_SECOND_LOOK_MAX_LATE_H: '6' }).reconcile.secondLookMaxLateMs).toBe(
+      6 * 3_600_000,
+    );
+    expect(loadConfig({ ...REQUIRED, MAIL_SECOND_LOOK_MAX_LATE_H: '0' }).reconcile.secondLookMaxLateMs).toBe(
+      0,
+    );
+    expect(
+      problemsOf({ ...REQUIRED, MAIL_SECOND_LOOK_MAX_LATE_H: '1.5', MAIL_MAX_ORDER_ITEMS: '0' }),
+    ).toEqual([
+      expect.stringMatching(/MAIL_MAX_ORDER_ITEMS must be a positive integer/),
+      expect.stringMatching(/MAIL_SECOND_LOOK_MAX_LATE_H must be an integer >= 0/),
+    ]);
+  });
+
   it('reads the tracing variables: off without an OTLP endpoint, the batch delay', () => {
     expect(loadConfig(REQUIRED).tracing).toBeNull();
     expect(loadConfig({ ...REQUIRED, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual(

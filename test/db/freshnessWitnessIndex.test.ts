@@ -31,10 +31,10 @@ it('finds the witness by a range read of order_mail_log_witness_idx, never a sca
        )
        INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at, claimed_at,
                                    dispatched_at, outcome, http_status, updated_at, dispatch_provider,
-                                   dispatch_origin, dispatch_send_key)
+                                   dispatch_origin, dispatch_send_key, dispatch_send_timeout_ms)
        SELECT id, 'sent', 1, 'default/' || id || '/run', confirmed_at, confirmed_at, confirmed_at, 'accepted', 202,
               confirmed_at + interval '1 second', CASE WHEN id % 2 = 0 THEN 'generic' ELSE 'postmark' END,
-              $1, 'order-confirmation/default/' || id || '/0'
+              $1, 'order-confirmation/default/' || id || '/0', 8000
          FROM sent`,
       [ORIGIN],
     );
@@ -57,8 +57,8 @@ it('finds the witness by a range read of order_mail_log_witness_idx, never a sca
   };
   const witness = await findWitnessCandidate(recorder, {
     orderId: asked.orderId,
-    dispatchedAt: asked.dispatchedAt,
     destination: { provider: 'generic', origin: ORIGIN, scope: null, credentialFingerprint: null },
+    bounds: { dispatchedFrom: new Date(asked.dispatchedAt.getTime() + 8_001), endedBy: null },
   });
   expect(witness?.dispatchedAt.getTime()).toBeGreaterThanOrEqual(asked.dispatchedAt.getTime());
   expect(statements).toHaveLength(1);

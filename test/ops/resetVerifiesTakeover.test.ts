@@ -153,6 +153,8 @@ describe('reset while a dispatched send is unrecorded: the new run asks the prov
     const run2 = await startThenResetMidSend(orderId, taskQueue);
     // A later send that got its 2xx, for the lookup's "not found" to count (the freshness witness).
     const result = await withWitness(run2.result(), {
+      db: database.db,
+      orderId,
       dispatched: () => true,
       sendWitness: async () => {
         const witness = await createOrder(database.db);

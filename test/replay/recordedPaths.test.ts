@@ -291,10 +291,21 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
     await start(orderId, 'verifying');
-    // "Not found" counts only once the lookup shows a later send that got its 2xx (the freshness witness):
-    // another order, sent through the same provider after this one's request was dropped.
+    // "Not found" counts only once the lookup shows a later send that got its 2xx and left after this one's
+    // request had ended (its dispatch plus its 8 s send timeout: the freshness witness): another order, sent
+    // through the same provider. So that the first ask (a settle delay after the drop) already has it, as the
+    // stored history does, this attempt's dispatch is set back past its send timeout on Postgres's clock.
     await waitFor('the dropped request to reach the provider', async () =>
-      sandbox.requests().some((request) => request.orderId === orderId) ? true : undefined,
+      sandbox.requests().some((request) => request.orderId === orderId) &&
+      (await readMailLog(database.db, orderId))?.dispatchedAt
+        ? true
+        : undefined,
+    );
+    await database.db.query(
+      `UPDATE order_mail_log
+          SET dispatched_at = dispatched_at - make_interval(secs => (dispatch_send_timeout_ms + 1000) / 1000.0)
+        WHERE order_id = $1 AND dispatched_at IS NOT NULL`,
+      [orderId],
     );
     const witness = await createOrder(database.db);
     await start(witness, 'verifying');

@@ -103,18 +103,44 @@ export function holdingFirstSend<Result>(
 
 /**
  * The freshness witness a lookup's "not found" needs (src/evidence/freshnessCheck.ts): once `dispatched()`
- * says the attempt's request left, sends another order to its 2xx through the same destination (`sendWitness`),
- * so the lookup can show a known-accepted send dispatched after the attempt. Resolves with `running`'s result.
+ * says the attempt's request left, and its request has ended on Postgres's clock (its dispatch plus its recorded
+ * send timeout: untilAttemptEnded), sends another order to its 2xx through the same destination (`sendWitness`),
+ * so the lookup can show a known-accepted send that left after the attempt ended. Resolves with `running`'s
+ * result.
  */
 export async function withWitness<T>(
   running: Promise<T>,
-  input: { dispatched: () => boolean; sendWitness: () => Promise<unknown> },
+  input: {
+    dispatched: () => boolean;
+    sendWitness: () => Promise<unknown>;
+    db: Database;
+    orderId: string;
+  },
 ): Promise<T> {
   const deadline = Date.now() + 20_000;
   while (!input.dispatched()) {
     if (Date.now() > deadline) throw new Error('withWitness: the attempt never reached the provider');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+  await untilAttemptEnded(input.db, input.orderId);
   await input.sendWitness();
   return running;
+}
+
+/**
+ * Waits until the order's dispatched attempt has ended on Postgres's clock: now() past its dispatch plus its
+ * recorded send timeout. Only a send that leaves after that can witness it.
+ */
+export async function untilAttemptEnded(db: Database, orderId: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const { rows } = await db.query<{ ended: boolean }>(
+      `SELECT now() > dispatched_at + dispatch_send_timeout_ms * interval '1 millisecond' AS ended
+         FROM order_mail_log WHERE order_id = $1 AND dispatched_at IS NOT NULL`,
+      [orderId],
+    );
+    if (rows[0]?.ended === true) return;
+    if (Date.now() > deadline) throw new Error(`untilAttemptEnded: order ${orderId}'s attempt never ended`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

@@ -191,3 +191,44 @@ describe('Mailgun Message-Id', () => {
     expect(ids).toEqual([`<order-confirmation/default/${orderId}/0@${TEST_MAILGUN_DOMAIN}>`, ids[0]]);
   });
 });
+
+describe("generic lookup's watermark (the time up to which its list is complete)", () => {
+  it('the sandbox answers an honest watermark: a message is listed once the watermark has passed its acceptance', async () => {
+    currentProvider = 'generic';
+    const orderId = String(nextOrder++);
+    const adapter = createProviderAdapter(mailApi('generic'));
+    const pool = createLookupPool(sandbox.url, { connections: 1, connectTimeoutMs: 1_000, timeoutMs: 1_000 });
+    closers.push(() => pool.close());
+    const client = createLookupClient({
+      adapter: adapter.lookup!,
+      baseUrl: sandbox.url,
+      dispatcher: pool,
+      timeoutMs: 1_000,
+    });
+    await sendThrough('generic', orderId);
+    const acceptedAt = Date.parse(sandbox.messagesFor(orderId)[0]!.receivedAt);
+    const early = await client.lookUp(query(orderId));
+    expect(early).toMatchObject({ kind: 'entries', entries: [] });
+    const earlyMark = early.kind === 'entries' ? early.watermark : undefined;
+    expect(earlyMark!.getTime()).toBeLessThan(acceptedAt);
+    const listed = await waitFor('the message to be listed', async () => {
+      const answer = await client.lookUp(query(orderId));
+      return answer.kind === 'entries' && answer.entries.length > 0 ? answer : undefined;
+    });
+    expect(listed.watermark!.getTime()).toBeGreaterThanOrEqual(acceptedAt);
+  });
+
+  it('the adapter reads the watermark when there is one, and none when it is absent or not a time', () => {
+    const lookup = createProviderAdapter(mailApi('generic')).lookup!;
+    const read = (body: unknown) =>
+      lookup.readAnswer(200, JSON.stringify(body), query('1'), {
+        url: `${sandbox.url}/v1/messages?order_id=1`,
+      });
+    expect(read({ messages: [], watermark: '2026-12-06T05:00:00.000Z' })).toMatchObject({
+      kind: 'entries',
+      watermark: new Date('2026-12-06T05:00:00.000Z'),
+    });
+    expect(read({ messages: [] })).not.toHaveProperty('watermark');
+    expect(read({ messages: [], watermark: 'soon' })).not.toHaveProperty('watermark');
+  });
+});

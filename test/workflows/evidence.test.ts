@@ -34,6 +34,11 @@ import {
 } from '../support/verificationKit';
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
+/**
+ * Where a "not found" must wait for its witness: a send that leaves only after the attempt's 8 s send timeout
+ * (and, on Mailgun, has ended a settle delay before the lookup), so the waits must outlast that.
+ */
+const WAITS_FOR_WITNESS: VerificationSettings = { ...VERIFY, deadlineMs: 30_000 };
 const DOMAIN = 'mg.example.com';
 
 let production: TestDatabase;
@@ -87,6 +92,8 @@ interface WorkerSpec {
   deploymentId?: string;
   verify?: boolean;
   sendTimeoutMs?: number;
+  /** Verification settings other than VERIFY (a deadline long enough to wait for a witness). */
+  verification?: VerificationSettings;
   /** Wraps the mail transport (to hold a request on the wire). */
   transport?: (real: MailTransport) => MailTransport;
   /** Wraps the send activity (to hold a send, to run it twice). */
@@ -97,6 +104,7 @@ interface WorkerSpec {
 
 /** A worker as its configuration makes it: its transport, and a verifier built from the same Mail API settings. */
 async function worker(spec: WorkerSpec): Promise<string> {
+  const verify = spec.verification ?? VERIFY;
   const real = createMailTransport(spec.api);
   const mail = spec.transport?.(real) ?? real;
   const facts = MAIL_PROVIDER_FACTS[spec.api.provider].verification!;
@@ -106,11 +114,11 @@ async function worker(spec: WorkerSpec): Promise<string> {
       : createVerifier(
           {
             facts,
-            settleDelayMs: VERIFY.settleDelayMs,
+            settleDelayMs: verify.settleDelayMs,
             settleDelayOverrideReason: 'test-sized: the sandbox indexes within 300 ms',
             retentionMs: facts.retentionMs,
-            lookupTimeoutMs: VERIFY.lookupTimeoutMs,
-            deadlineMs: VERIFY.deadlineMs,
+            lookupTimeoutMs: verify.lookupTimeoutMs,
+            deadlineMs: verify.deadlineMs,
             connections: 2,
           },
           spec.api,
@@ -120,7 +128,7 @@ async function worker(spec: WorkerSpec): Promise<string> {
     mail,
     settings: testSettings({
       unknownOutcomePolicy: spec.policy,
-      verification: verifier === null ? null : VERIFY,
+      verification: verifier === null ? null : verify,
       ...(spec.sendTimeoutMs === undefined ? {} : { sendTimeoutMs: spec.sendTimeoutMs }),
     }),
     workerIdentity: `evidence-${randomUUID().slice(0, 8)}`,
@@ -233,6 +241,7 @@ describe('finding 8: "ours" is our send key, which names the deployment', () => 
       api: mailApi('generic', sandbox),
       policy: 'assume-sent',
       deploymentId: 'production',
+      verification: WAITS_FOR_WITNESS,
     });
     await run(orderId, stagingWorker);
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
@@ -240,6 +249,8 @@ describe('finding 8: "ours" is our send key, which names the deployment', () => 
     // Production's request is dropped before the provider processed it: its customer has no mail yet.
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
     const result = await withWitness(run(orderId, productionWorker), {
+      db: production.db,
+      orderId,
       dispatched: () => sandbox.requests().filter((request) => request.orderId === orderId).length >= 2,
       sendWitness: async () => run(await createOrder(production.db), productionWorker),
     });
@@ -301,9 +312,15 @@ describe('finding 7: a webhook event counts only when it is authentic for this a
         occurredAt: new Date(Date.now() + 5_000),
       });
     }
-    const mailgun = await worker({ api: mailApi('mailgun', sandbox), policy: 'assume-sent' });
+    const mailgun = await worker({
+      api: mailApi('mailgun', sandbox),
+      policy: 'assume-sent',
+      verification: WAITS_FOR_WITNESS,
+    });
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
     const result = await withWitness(run(orderId, mailgun), {
+      db: production.db,
+      orderId,
       dispatched: () => sandbox.requests().some((request) => request.orderId === orderId),
       sendWitness: async () => run(await createOrder(production.db), mailgun),
     });

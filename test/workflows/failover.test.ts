@@ -23,9 +23,11 @@ import {
   type RunningTestWorker,
   type TestDatabase,
 } from '../support/testKit';
-import { testVerifier } from '../support/verificationKit';
+import { testVerifier, untilAttemptEnded } from '../support/verificationKit';
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
+/** A "not found" waits for a witness that leaves only after the attempt's 8 s send timeout: a longer deadline. */
+const WAITS_FOR_WITNESS: VerificationSettings = { ...VERIFY, deadlineMs: 30_000 };
 
 let database: TestDatabase;
 let postmark: MailSandbox;
@@ -39,14 +41,15 @@ const stops: (() => Promise<void>)[] = [];
 function providerParts(
   policy: UnknownOutcomePolicy,
   list: [MailProviderName, MailSandbox][],
+  verify: VerificationSettings = VERIFY,
 ): Omit<ActivityDependencies, 'workerIdentity' | 'mailIdentity'> {
   const transports = list.map(([provider, on]) => testProviderMailClient(provider, on.url));
-  const verifiers = list.map(([provider, on]) => testVerifier(provider, on.url, { settings: VERIFY }));
+  const verifiers = list.map(([provider, on]) => testVerifier(provider, on.url, { settings: verify }));
   stops.push(
     ...transports.map((transport) => () => transport.close()),
     ...verifiers.map((verifier) => () => verifier.close()),
   );
-  const settings = testSettings({ unknownOutcomePolicy: policy, verification: VERIFY });
+  const settings = testSettings({ unknownOutcomePolicy: policy, verification: verify });
   return {
     db: database.db,
     mail: transports[0]!,
@@ -62,9 +65,10 @@ async function worker(
   policy: UnknownOutcomePolicy,
   list: [MailProviderName, MailSandbox][],
   taskQueue?: string,
+  verify: VerificationSettings = VERIFY,
 ): Promise<RunningTestWorker> {
   const running = await startTestWorker(
-    providerParts(policy, list),
+    providerParts(policy, list, verify),
     taskQueue === undefined ? {} : { taskQueue },
   );
   stops.push(() => running.stop());
@@ -89,6 +93,18 @@ beforeAll(async () => {
       ]),
     );
   }
+  workers.set(
+    'witness',
+    await worker(
+      'assume-sent',
+      [
+        ['postmark', postmark],
+        ['mailgun', mailgun],
+      ],
+      undefined,
+      WAITS_FOR_WITNESS,
+    ),
+  );
   workers.set(
     'down',
     await worker('assume-sent', [
@@ -166,12 +182,14 @@ describe('an attempt known not sent at the primary moves to the second', () => {
   it('verified not found at postmark → mailgun sends it', async () => {
     const orderId = await createOrder(database.db);
     postmark.queueFault(orderId, { kind: 'drop-without-processing' });
-    const taskQueue = workers.get('assume-sent')!.taskQueue;
+    const taskQueue = workers.get('witness')!.taskQueue;
     const run = runMail(orderId, taskQueue);
-    // "Not found" counts only once postmark's lookup shows a later send that got its 2xx (the witness).
+    // "Not found" counts only once postmark's lookup shows a later send that got its 2xx and left after this
+    // attempt had ended (the witness).
     await waitFor('the request to reach postmark', async () =>
       sends(postmark, orderId).length > 0 ? true : undefined,
     );
+    await untilAttemptEnded(database.db, orderId);
     await runMail(await createOrder(database.db), taskQueue);
     const result = await run;
 

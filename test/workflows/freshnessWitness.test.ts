@@ -19,7 +19,7 @@ import {
   waitFor,
   type TestDatabase,
 } from '../support/testKit';
-import { attemptsWithVerification, testVerifier } from '../support/verificationKit';
+import { attemptsWithVerification, testVerifier, untilAttemptEnded } from '../support/verificationKit';
 
 // Seconds, not milliseconds: with a 700 ms settle delay a CI machine under load once made its first lookup after
 // the 1.4 s lag had passed, found the send without waiting, and the test failed for want of the case it is about.
@@ -103,10 +103,12 @@ describe.each(PROVIDERS)('%s: a lookup that lags 2x the settle delay', (provider
     const lost = await createOrder(database.db);
     sandbox.queueFault(lost, { kind: 'drop-without-processing' });
     const lostRun = runMail(lost, provider);
-    // The witness is dispatched after the lost attempt, and gets its 2xx.
+    // The witness is dispatched after the lost attempt has ended (its dispatch plus its send timeout), and gets
+    // its 2xx.
     await waitFor('the lost request to reach the sandbox', async () =>
       sandbox.requests().some((request) => request.orderId === lost) ? true : undefined,
     );
+    await untilAttemptEnded(database.db, lost);
     const witness = await createOrder(database.db);
     await runMail(witness, provider);
     await lostRun;

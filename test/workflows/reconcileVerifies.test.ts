@@ -29,6 +29,7 @@ import {
   holdingFirstSend,
   rowWithVerification,
   testVerifier,
+  untilAttemptEnded,
 } from '../support/verificationKit';
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
@@ -109,10 +110,12 @@ async function terminatedMidSend(taskQueue: string, orderId: string): Promise<vo
 }
 
 /**
- * Another order sent to its 2xx after the terminated run's request: the freshness witness the lookup must show
- * before its "not found" counts (src/evidence/freshnessCheck.ts).
+ * Another order sent to its 2xx after the terminated run's request had ended (its dispatch plus its send
+ * timeout, on Postgres's clock): the freshness witness the lookup must show before its "not found" counts
+ * (src/evidence/freshnessCheck.ts).
  */
-async function sendWitness(taskQueue: string): Promise<void> {
+async function sendWitness(taskQueue: string, after: string): Promise<void> {
+  await untilAttemptEnded(database.db, after);
   const orderId = await createOrder(database.db);
   await client.workflow.execute(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] });
 }
@@ -135,7 +138,7 @@ describe('the sweep asks the provider about a terminated run’s dispatched requ
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
     await terminatedMidSend(taskQueue, orderId);
-    await sendWitness(taskQueue);
+    await sendWitness(taskQueue, orderId);
     await new Promise((resolve) => setTimeout(resolve, SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 300));
 
     const report = await sweep(taskQueue);
@@ -187,7 +190,8 @@ describe('many closed runs’ requests at once', () => {
       await terminatedMidSend(taskQueue, orderId);
       orderIds.push(orderId);
     }
-    await sendWitness(taskQueue);
+    // The last one dispatched ends last.
+    await sendWitness(taskQueue, orderIds[orderIds.length - 1]!);
     await new Promise((resolve) => setTimeout(resolve, SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 300));
 
     const first = await sweep(taskQueue);

@@ -26,6 +26,7 @@ import {
   rowWithVerification,
   testVerifier,
   type TestVerification,
+  untilAttemptEnded,
 } from '../support/verificationKit';
 
 // The sandbox indexes a message 300 ms after it took it; the workflow waits 1.2 s before it asks: longer, as
@@ -92,6 +93,11 @@ beforeAll(async () => {
     for (const policy of ['assume-sent', 'assume-failed'] as const) {
       await addWorker(`${provider}-${policy}`, provider, policy, sandbox);
     }
+    // A "not found" waits for a witness that leaves only after the attempt's 8 s send timeout (and, on Mailgun,
+    // has ended a settle delay before the lookup): a deadline that outlasts that.
+    await addWorker(`${provider}-witness`, provider, 'assume-sent', sandbox, {
+      settings: { ...VERIFY, deadlineMs: 30_000 },
+    });
     // Its verification deadline is twice the sandbox's lag: the freshness witness can wait that long.
     await addWorker(`${provider}-slow`, provider, 'assume-failed', slowSandbox, {
       settings: { ...VERIFY, settleDelayMs: 500, deadlineMs: 8_000 },
@@ -128,14 +134,16 @@ async function runMail(orderId: string, worker: string) {
 }
 
 /**
- * Runs the order's mail and, once its request reached the sandbox, another order's on the same worker to its
- * 2xx: the freshness witness a "not found" for the first needs (src/evidence/freshnessCheck.ts).
+ * Runs the order's mail and, once its request reached the sandbox and ended (its dispatch plus its send timeout,
+ * on Postgres's clock), another order's on the same worker to its 2xx: the freshness witness a "not found" for
+ * the first needs (src/evidence/freshnessCheck.ts).
  */
 async function runWithWitness(orderId: string, worker: string, on: MailSandbox = sandbox) {
   const run = runMail(orderId, worker);
   await waitFor('the request to reach the sandbox', async () =>
     on.requests().some((request) => request.orderId === orderId) ? true : undefined,
   );
+  await untilAttemptEnded(database.db, orderId);
   await runMail(await createOrder(database.db), worker);
   return run;
 }
@@ -187,7 +195,7 @@ describe.each(LOOKUP_PROVIDERS)('%s: an unknown outcome is verified with the loo
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
     // "Not found" counts only once the lookup shows a later send that got its 2xx (the freshness witness).
-    const result = await runWithWitness(orderId, `${provider}-assume-sent`);
+    const result = await runWithWitness(orderId, `${provider}-witness`);
 
     const messages = sandbox.messagesFor(orderId);
     expect(messages).toHaveLength(1);
@@ -212,6 +220,31 @@ describe.each(LOOKUP_PROVIDERS)('%s: an unknown outcome is verified with the loo
     expect(attempts[0]!.error).toMatch(
       /verified not sent: the provider's lookup has no message with this send's key/,
     );
+  });
+
+  it('a send accepted while the dropped attempt was still on the wire is no witness: the policy decides', async () => {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
+    // The other order is sent at once, while this attempt's request may still have been under way (within its
+    // send timeout): the provider may have taken it before ours, so its showing proves nothing about ours.
+    const run = runMail(orderId, `${provider}-assume-failed`);
+    await waitFor('the request to reach the sandbox', async () =>
+      sandbox.requests().some((request) => request.orderId === orderId) ? true : undefined,
+    );
+    await runMail(await createOrder(database.db), `${provider}-assume-failed`);
+    await run;
+
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(await attemptsWithVerification(database.db, orderId)).toMatchObject([
+      {
+        attempt: 1,
+        state: 'failed',
+        outcome: 'unknown',
+        unknownPolicy: 'assume-failed',
+        verification: 'inconclusive',
+      },
+      { attempt: 2, state: 'sent', outcome: 'accepted' },
+    ]);
   });
 
   it('lookup failing past its deadline → the policy, recorded as such, with the reason', async () => {

@@ -77,6 +77,11 @@ export interface SearchOptions {
   ignoreFilter?: boolean;
   /** Messages to put into the answer although the filter does not match them. */
   mixIn?: ReceivedMessage[];
+  /**
+   * The time up to which `indexed` holds every message the sandbox took (now less the lag it applied): the
+   * generic contract's watermark. A provider that does not promise one ignores it.
+   */
+  watermark: Date;
 }
 
 /** The part of a header value a provider reads; repeated headers count as missing. */

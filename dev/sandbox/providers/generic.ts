@@ -36,7 +36,8 @@ export const genericEmulation: ProviderEmulation = {
   messageId: (sequence) => `sbx_${sequence}`,
   accepted: (id) => ({ status: 202, body: { id } }),
   error: (status) => ({ status, body: { error: 'injected fault' } }),
-  // The gateway lookup of src/mail/providers/generic.ts: every message accepted for the order.
+  // The gateway lookup of src/mail/providers/generic.ts: every message accepted for the order, and the
+  // watermark up to which that list is complete.
   lookup: {
     servesPath: (pathname) => pathname === '/v1/messages',
     // The contract has no paging: one list per order.
@@ -61,6 +62,8 @@ export const genericEmulation: ProviderEmulation = {
               send_key: message.sendKey,
               accepted_at: message.receivedAt,
             })),
+            // Honest: every message taken at or before it is past the lag, so in `indexed` (unless forgotten).
+            watermark: options.watermark.toISOString(),
           },
         },
       };

@@ -7,6 +7,10 @@
 //                      "send_key": "<metadata.send_key of the request>", "accepted_at": "<ISO 8601>"}, …]}
 //   every message it accepted for the order, in any order, on one page. A message of another order in the list
 //   means the gateway ignored the filter: the answer then proves nothing (src/evidence/evidenceRules.ts).
+//   Optionally "watermark": "<ISO 8601>", on the clock of accepted_at: the time up to which the gateway's list
+//   is complete (every message it accepted at or before it is listed). A freshness witness then counts only at
+//   or before it; without it, the witness assumes the list shows messages in the order they were accepted
+//   (docs/providers.md, "What a witness assumes").
 // and promises two things, which the settle delay and the retention below stand for: a message it accepted is
 // in that list within GENERIC_LOOKUP_VISIBLE_WITHIN_MS (even when the sender never heard the 202), and it stays
 // there for GENERIC_LOOKUP_RETENTION_MS. A gateway without the lookup answers 404 (or 405, 501): the workflow
@@ -41,6 +45,9 @@ export const GENERIC_VERIFICATION: VerificationFacts = Object.freeze({
     "this project's own gateway contract (visible within 10 s, src/mail/providers/generic.ts), three times over",
   retentionMs: GENERIC_LOOKUP_RETENTION_MS,
   retentionSource: "this project's own gateway contract (at least 7 days)",
+  witnessOrdering: 'watermark',
+  witnessOrderingSource:
+    "this project's own gateway contract: the answer's watermark is the time up to which its list is complete",
 });
 
 export function createGenericAdapter(options: {
@@ -94,16 +101,19 @@ function genericLookup(authorization: string): ProviderLookupAdapter {
       }
       if (status < 200 || status >= 300)
         return { kind: 'unanswerable', reason: `the lookup answered HTTP ${status}` };
-      const messages = parseJsonObject(body)?.messages;
+      const parsed = parseJsonObject(body);
+      const messages = parsed?.messages;
       if (!Array.isArray(messages)) {
         return { kind: 'unanswerable', reason: 'the lookup answer has no "messages" list' };
       }
       // Facts only; whether one is this send is src/evidence/evidenceRules.ts's to say. The contract has no
       // paging: the list is every message the gateway accepted for the order.
+      const watermark = parseWatermark(parsed?.watermark);
       return {
         kind: 'entries',
         filteredBy: 'order',
         complete: true,
+        ...(watermark === null ? {} : { watermark }),
         entries: (messages as unknown[]).map((entry) => {
           const fields =
             typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
@@ -126,4 +136,11 @@ function orderIdOfSendKey(value: unknown): string | null {
   if (typeof value !== 'string') return null;
   const match = /^order-confirmation\/[^/]+\/([0-9]+)\/[0-9]+$/.exec(value);
   return match === null ? null : match[1]!;
+}
+
+/** The answer's watermark, or null when absent or not a time (then the witness keeps the in-order rule). */
+function parseWatermark(value: unknown): Date | null {
+  if (typeof value !== 'string') return null;
+  const time = new Date(value);
+  return Number.isFinite(time.getTime()) ? time : null;
 }

@@ -53,6 +53,11 @@ export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
   retentionMs: 1 * DAY_MS,
   retentionSource:
     'Mailgun: 1 day of events on free accounts, up to 30 days on paid plans; the shortest is assumed',
+  // The same event-polling page: newer events may still arrive out of order, so a witness counts only once it
+  // is older than the threshold (the settle delay, whose default and floor are Mailgun's half hour).
+  witnessOrdering: 'trusted-after-settle-delay',
+  witnessOrderingSource:
+    'documentation.mailgun.com/docs/mailgun/user-manual/events/event-polling: events older than the threshold are trustworthy',
 });
 
 /**

@@ -35,6 +35,10 @@ export const POSTMARK_VERIFICATION: VerificationFacts = Object.freeze({
   retentionMs: 7 * DAY_MS,
   retentionSource:
     'postmarkapp.com/developer/api/messages-api: 45 days by default, configurable down to 7; the minimum is assumed',
+  // Postmark documents neither the order in which the Messages API shows messages nor a delay: assumed in the
+  // order it took them, as before; docs/providers.md says what that costs if it is wrong.
+  witnessOrdering: 'taken-order',
+  witnessOrderingSource: 'not documented by Postmark; assumed (docs/providers.md)',
 });
 
 /** A page of the search; a larger total is read page by page (postmarkapp.com/developer/api/messages-api). */

@@ -41,6 +41,9 @@ export const SENDGRID_VERIFICATION: VerificationFacts = Object.freeze({
     'SendGrid documents its Event Webhook as "nearly real time", with no figure; 5 min is this project\'s choice',
   retentionMs: null,
   retentionSource: 'webhook events are kept in our own table (order_mail_provider_events)',
+  // No lookup, so no "not found" and no witness is ever asked for.
+  witnessOrdering: 'taken-order',
+  witnessOrderingSource: 'no lookup: verified by webhook events only, never by a witness',
 });
 
 export function createSendGridAdapter(options: { apiKey: string }): MailProviderAdapter {

@@ -65,6 +65,9 @@ export const SES_VERIFICATION: VerificationFacts = Object.freeze({
     'MAIL_VERIFY_SETTLE_DELAY_MS from what your account shows',
   retentionMs: null,
   retentionSource: 'SNS-delivered events are kept in our own table (order_mail_provider_events)',
+  // No lookup, so no "not found" and no witness is ever asked for.
+  witnessOrdering: 'taken-order',
+  witnessOrderingSource: 'no lookup: verified by webhook events only, never by a witness',
 });
 
 /** SES v2's documented SendEmail errors, by the short name we keep (a trailing "Exception" dropped). */
