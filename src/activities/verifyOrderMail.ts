@@ -230,6 +230,15 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
             attempt: input.attempt,
             waitMs: freshness.waitMs,
           });
+          // Nothing sent there since this attempt ended: in a quiet period nothing will be, so a probe is asked
+          // for (src/verification/witnessProbe.ts); the next ask may find it as the witness.
+          if (freshness.noWitnessFrom !== undefined) {
+            deps.witnessProber?.request({
+              orderId,
+              destination: attempt.destination,
+              attemptEndedAt: freshness.noWitnessFrom,
+            });
+          }
           return { kind: 'wait', waitMs: freshness.waitMs, reason: freshness.reason };
         }
         if (freshness.kind === 'inconclusive') return inconclusive(orderId, freshness.reason);

@@ -48,6 +48,12 @@ export const ORDER_MAIL_METRICS = {
   providerFailures: 'order_mail_provider_failures_total',
   /** Counter {provider}: times a provider's failures in a row reached the threshold, so new attempts skip it. */
   providerSkips: 'order_mail_provider_skips_total',
+  /**
+   * Counter {provider, outcome}: witness probes (src/verification/witnessProbe.ts) by their send's outcome
+   * (accepted, rejected, not_sent, unknown), and `rate_limited` when one was asked for but another probe of the
+   * destination had left within the interval. `rejected` means the sink is refused or suppressed.
+   */
+  witnessProbes: 'order_mail_witness_probes_total',
 } as const;
 
 /** Seconds. A mail API answers in well under a second; the tail goes up to the overall HTTP deadline. */
@@ -64,6 +70,9 @@ export type ClaimConflict =
   'held-elsewhere' | 'already-sent' | 'row-changed' | 'claim-lost' | 'already-dispatched';
 
 /** How an unknown outcome was settled: verified with the provider, or by a policy (or a retry under the key). */
+/** A witness probe that was asked for and not sent, because another of its destination left within the interval. */
+export type WitnessProbeOutcome = 'rate_limited';
+
 export type UnknownSettledBy = UnknownSettlement | 'verified-accepted' | 'verified-not-sent';
 
 export interface OrderMailMetrics {
@@ -79,6 +88,7 @@ export interface OrderMailMetrics {
   claimConflict(conflict: ClaimConflict): void;
   setStuckSendingRows(rows: StuckSendingRows): void;
   orderLeftWithoutMail(reason: 'closed-without-row' | 'workflow-id-taken'): void;
+  witnessProbeFinished(provider: string, outcome: MailOutcome | WitnessProbeOutcome): void;
 }
 
 export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: string }): OrderMailMetrics {
@@ -134,12 +144,18 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     undefined,
     'Times a provider started being skipped by new attempts',
   );
+  const witnessProbes = meter.createCounter(
+    ORDER_MAIL_METRICS.witnessProbes,
+    undefined,
+    'Witness probes, by the outcome of their send',
+  );
   // The series the alerts watch for a single order exist at 0 from the start: Prometheus' increase() cannot
   // see a counter's first increment when its series is born at 1, and on a quiet system that first one is the
   // only one (OrderMailAssumedSentUnverified, OrderMailOrdersLeftWithoutMail).
   unknownOutcomes.add(0, { settled_by: 'assume-sent', verification: 'inconclusive' });
   ordersLeftWithoutMail.add(0, { reason: 'closed-without-row' });
   ordersLeftWithoutMail.add(0, { reason: 'workflow-id-taken' });
+  witnessProbes.add(0, { provider: labels.provider, outcome: 'rejected' });
   return {
     sendFinished(outcome, durationSeconds, provider = labels.provider) {
       sends.add(1, { outcome, provider });
@@ -168,6 +184,9 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     orderLeftWithoutMail(reason) {
       ordersLeftWithoutMail.add(1, { reason });
     },
+    witnessProbeFinished(provider, outcome) {
+      witnessProbes.add(1, { provider, outcome });
+    },
   };
 }
 
@@ -181,4 +200,5 @@ export const noOrderMailMetrics: OrderMailMetrics = {
   claimConflict: () => undefined,
   setStuckSendingRows: () => undefined,
   orderLeftWithoutMail: () => undefined,
+  witnessProbeFinished: () => undefined,
 };
