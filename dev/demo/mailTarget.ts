@@ -12,7 +12,7 @@ import { faultRates, HANG_MS } from './profiles';
 import type { FaultMix, MailTransportName } from './runOptions';
 import type { LiesTold, MessageFact, RequestFact, VerificationActivity, WebhookFacts } from './report/facts';
 import { smtpFaultRates } from './smtpFaultRates';
-import { startVerificationParts } from './verificationTarget';
+import { isWitnessProbe, startVerificationParts } from './verificationTarget';
 import { needsWebhookReceiver, type VerificationRunOptions } from './verificationOptions';
 
 export interface DemoMailTarget {
@@ -121,18 +121,22 @@ export async function startMailTarget(options: {
       MAIL_API_KEY: DEFAULT_SANDBOX_API_KEY,
       ...verification.workerEnv,
     },
+    // Witness probes are no customer's mail: the report reads them from their table (order_mail_witness_probes).
     messages: () =>
-      sandbox.messages().map((message) => ({
-        orderId: message.orderId,
-        id: message.id,
-        receivedAt: message.receivedAt,
-        sendKey: message.sendKey ?? null,
-      })),
+      sandbox
+        .messages()
+        .filter((message) => !isWitnessProbe(message.orderId))
+        .map((message) => ({
+          orderId: message.orderId,
+          id: message.id,
+          receivedAt: message.receivedAt,
+          sendKey: message.sendKey ?? null,
+        })),
     // The sends to the provider's endpoint; its lookups are counted apart (verification.lookups()).
     requests: () =>
       sandbox
         .requests()
-        .filter((request) => request.provider === provider)
+        .filter((request) => request.provider === provider && !isWitnessProbe(request.orderId))
         .map((request) => ({
           orderId: request.orderId,
           fault: request.fault && describeFault(request.fault),
