@@ -13,6 +13,7 @@ import type { FaultMix, MailTransportName } from './runOptions';
 import type { LiesTold, MessageFact, RequestFact, VerificationActivity, WebhookFacts } from './report/facts';
 import { smtpFaultRates } from './smtpFaultRates';
 import { isWitnessProbe, startVerificationParts } from './verificationTarget';
+import { dropEverySend, type OutageWindow } from './sendOutage';
 import { needsWebhookReceiver, type VerificationRunOptions } from './verificationOptions';
 
 export interface DemoMailTarget {
@@ -41,6 +42,8 @@ export interface DemoMailTarget {
    * the sandbox posted and the receiver answered (the rows are read from the database by the runner); else null.
    */
   webhookPostings(): Promise<Omit<WebhookFacts, 'rows'> | null>;
+  /** --send-outage: drops every send for `ms`, then heals (the HTTP sandbox only). */
+  dropEverySendFor?(ms: number, say: (line: string) => void): Promise<OutageWindow>;
   close(): Promise<void>;
 }
 
@@ -142,6 +145,7 @@ export async function startMailTarget(options: {
           fault: request.fault && describeFault(request.fault),
         })),
     refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
+    dropEverySendFor: (ms, say) => dropEverySend(sandbox, ms, say),
     whenListening: () => sandbox.whenListening(),
     relaysSettled: () => sandbox.relaysSettled(),
     provider,

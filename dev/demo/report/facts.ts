@@ -6,6 +6,7 @@ import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../../src
 import type { WebhookLieCount, WebhookLiePosting } from '../../sandbox/webhookLies';
 import type { ClusterChaosCounts } from '../clusterChaos';
 import type { ActOutcome, OperatorActName } from '../operatorTools';
+import type { SendOutageFacts } from '../sendOutage';
 import type { SweepFacts } from '../sweep';
 
 export interface LogRowFact {
@@ -248,4 +249,6 @@ export interface RunFacts {
   cluster?: ClusterFacts | null;
   /** The providers' attempts in a --failover run; absent or null otherwise. */
   failover?: FailoverFacts | null;
+  /** A --send-outage run: the window, the witness probes, how each unknown was answered (sendOutage.ts). */
+  sendOutage?: SendOutageFacts | null;
 }

@@ -2,6 +2,7 @@
 // invariants with the summary line CI reads. The same report as JSON is reportFiles.ts's.
 import type { Settlement, SettlementCount, CustomerOutcomes } from './customerOutcomes';
 import type { FailoverSection } from './failoverReport';
+import { formatSendOutageSection } from '../sendOutage';
 import type { OperatorSection } from './operatorReport';
 import type { RunReport } from './report';
 
@@ -123,6 +124,7 @@ export function formatReport(report: RunReport): string {
   row('Elapsed', `${report.elapsedSeconds} s (${report.ordersPerSecond} orders/s)`);
   if (report.operators !== null) lines.push(...formatOperatorSection(report.operators));
   if (report.failover != null) lines.push(formatFailoverSection(report.failover));
+  if (report.sendOutage != null) lines.push(formatSendOutageSection(report.sendOutage));
 
   lines.push('', 'Invariants');
   for (const invariant of report.invariants) {

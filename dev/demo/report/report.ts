@@ -5,6 +5,7 @@
 import type { UnknownOutcomePolicy } from '../../../src/shared/mailOutcome';
 import { summarizeCustomers, type CustomerOutcomes } from './customerOutcomes';
 import { buildFailoverSection, type FailoverSection } from './failoverReport';
+import { buildSendOutageSection, type SendOutageSection } from '../sendOutage';
 import type {
   ChaosCounts,
   ClusterFacts,
@@ -79,6 +80,8 @@ export interface RunReport {
   ok: boolean;
   /** --failover: per provider, the attempts that failed over and why (failoverReport.ts). */
   failover?: FailoverSection | null;
+  /** --send-outage: the witness probes, and how long after the outage each unknown was answered (sendOutage.ts). */
+  sendOutage?: SendOutageSection | null;
 }
 
 export function buildReport(facts: RunFacts): RunReport {
@@ -175,6 +178,7 @@ export function buildReport(facts: RunFacts): RunReport {
     invariants,
     ok: allHold(invariants),
     ...(failover === null ? {} : { failover }),
+    ...(facts.sendOutage == null ? {} : { sendOutage: buildSendOutageSection(facts.sendOutage) }),
   };
 }
 
