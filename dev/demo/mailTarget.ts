@@ -43,7 +43,7 @@ export interface DemoMailTarget {
    */
   webhookPostings(): Promise<Omit<WebhookFacts, 'rows'> | null>;
   /** --send-outage: drops every send for `ms`, then heals (the HTTP sandbox only). */
-  dropEverySendFor?(ms: number, say: (line: string) => void): Promise<OutageWindow>;
+  dropEverySendFor?(ms: number, say: (line: string) => void, signal?: AbortSignal): Promise<OutageWindow>;
   close(): Promise<void>;
 }
 
@@ -145,7 +145,7 @@ export async function startMailTarget(options: {
           fault: request.fault && describeFault(request.fault),
         })),
     refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
-    dropEverySendFor: (ms, say) => dropEverySend(sandbox, ms, say),
+    dropEverySendFor: (ms, say, signal) => dropEverySend(sandbox, ms, say, signal),
     whenListening: () => sandbox.whenListening(),
     relaysSettled: () => sandbox.relaysSettled(),
     provider,

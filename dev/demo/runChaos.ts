@@ -95,6 +95,7 @@ export function startChaos(
           track((stack.mail as FailoverTarget).primaryOutage(options.failover!.outageForMs, say));
         }, options.failover.outageAtMs);
   let sendOutageWindow: OutageWindow | null = null;
+  const stopping = new AbortController();
   if (options.sendOutage !== null) {
     const { forMs } = options.sendOutage;
     const mail = stack.mail;
@@ -103,7 +104,7 @@ export function startChaos(
       track(
         startsDone.then(async () => {
           if (stopped) return;
-          sendOutageWindow = (await mail.dropEverySendFor?.(forMs, say)) ?? null;
+          sendOutageWindow = (await mail.dropEverySendFor?.(forMs, say, stopping.signal)) ?? null;
         }),
       );
     }
@@ -132,6 +133,7 @@ export function startChaos(
     sendOutage: () => sendOutageWindow,
     async stop() {
       stopped = true;
+      stopping.abort();
       for (const timer of timers) if (timer !== null) clearInterval(timer);
       if (outage !== null) clearTimeout(outage);
       await cluster?.stop();

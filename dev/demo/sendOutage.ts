@@ -61,16 +61,23 @@ export interface OutageWindow {
   endedAt: number;
 }
 
-/** Drops every send for `ms`, then lets the sandbox take them again (the run has no other fault). */
+/**
+ * Drops every send for `ms` (less if `signal` aborts: the run is stopping), then lets the sandbox take them
+ * again (the run has no other fault).
+ */
 export async function dropEverySend(
   sandbox: MailSandbox,
   ms: number,
   say: (line: string) => void,
+  signal?: AbortSignal,
 ): Promise<OutageWindow> {
   const startedAt = Date.now();
   say(`send outage: every send dropped before the provider for ${Math.round(ms / 1000)} s`);
   sandbox.setFaultPlan({ rates: [{ fault: { kind: 'drop-without-processing' }, probability: 1 }] });
-  await new Promise((resolve) => setTimeout(resolve, ms));
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
   sandbox.setFaultPlan({ rates: [] });
   const endedAt = Date.now();
   say('send outage: over, the provider takes sends again');
