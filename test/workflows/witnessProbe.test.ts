@@ -54,7 +54,11 @@ beforeEach(async () => {
 });
 
 /** A worker with a prober of its own over the same destination; `probes` counts what its metrics saw. */
-async function workerWithProber(intervalMs: number, probes: string[] = []) {
+async function workerWithProber(
+  intervalMs: number,
+  probes: string[] = [],
+  over: { mail: MailTransport; verifier: ReturnType<typeof testVerifier> } = { mail, verifier: verification },
+) {
   const metrics: OrderMailMetrics = {
     ...noOrderMailMetrics,
     witnessProbeFinished: (_provider, outcome) => void probes.push(outcome),
@@ -62,7 +66,7 @@ async function workerWithProber(intervalMs: number, probes: string[] = []) {
   const prober = createWitnessProber({
     db: database.db,
     settings: { sinkAddress: SINK, intervalMs },
-    transports: [mail],
+    transports: [over.mail],
     identityOf: () => ({ from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' }),
     deploymentId: 'default',
     workerIdentity: 'test',
@@ -70,9 +74,9 @@ async function workerWithProber(intervalMs: number, probes: string[] = []) {
   });
   const worker = await startTestWorker({
     db: database.db,
-    mail,
+    mail: over.mail,
     settings: testSettings({ unknownOutcomePolicy: 'assume-sent', verification: VERIFY }),
-    verifier: verification.verifier,
+    verifier: over.verifier.verifier,
     witnessProber: prober,
     metrics,
   });
@@ -182,6 +186,33 @@ describe('a request that never reached the provider, in a quiet period (assume-s
       expect(toSink()).toHaveLength(0);
     } finally {
       await worker.stop();
+    }
+  }, 90_000);
+});
+
+describe.each(['postmark', 'mailgun'] as const)('%s: the probe on its own stream or domain', (provider) => {
+  it('is accepted, shown by the lookup, and lets "not found" count: one mail', async () => {
+    const providerMail = testProviderMailClient(provider, sandbox.url);
+    const verifier = testVerifier(provider, sandbox.url, { settings: VERIFY });
+    const worker = await workerWithProber(30_000, [], { mail: providerMail, verifier });
+    try {
+      const lost = await createOrder(database.db);
+      sandbox.queueFault(lost, { kind: 'drop-without-processing' });
+      await runMail(lost, worker.taskQueue);
+
+      expect(sandbox.messagesFor(lost)).toHaveLength(1);
+      expect(await attemptsWithVerification(database.db, lost)).toMatchObject([
+        { attempt: 1, state: 'failed', outcome: 'not_sent', verification: 'lookup' },
+        { attempt: 2, state: 'sent', outcome: 'accepted', verification: null },
+      ]);
+      const probes = await probeRows();
+      expect(probes.length).toBeGreaterThan(0);
+      expect(probes.every((row) => row.outcome === 'accepted')).toBe(true);
+      expect(toSink().every((message) => message.provider === provider)).toBe(true);
+    } finally {
+      await worker.stop();
+      await verifier.close();
+      await providerMail.close();
     }
   }, 90_000);
 });
