@@ -21,7 +21,7 @@ import {
   testSettings,
   type TestDatabase,
 } from '../support/testKit';
-import { attemptsWithVerification, testVerifier } from '../support/verificationKit';
+import { attemptsWithVerification, testVerifier, untilAttemptEnded } from '../support/verificationKit';
 
 const SINK = 'witness-sink@example.com';
 const VERIFY: VerificationSettings = { settleDelayMs: 2_000, lookupTimeoutMs: 800, deadlineMs: 20_000 };
@@ -58,6 +58,7 @@ async function workerWithProber(
   intervalMs: number,
   probes: string[] = [],
   over: { mail: MailTransport; verifier: ReturnType<typeof testVerifier> } = { mail, verifier: verification },
+  verify: VerificationSettings = VERIFY,
 ) {
   const metrics: OrderMailMetrics = {
     ...noOrderMailMetrics,
@@ -75,7 +76,7 @@ async function workerWithProber(
   const worker = await startTestWorker({
     db: database.db,
     mail: over.mail,
-    settings: testSettings({ unknownOutcomePolicy: 'assume-sent', verification: VERIFY }),
+    settings: testSettings({ unknownOutcomePolicy: 'assume-sent', verification: verify }),
     verifier: over.verifier.verifier,
     witnessProber: prober,
     metrics,
@@ -129,6 +130,33 @@ describe('a request that never reached the provider, in a quiet period (assume-s
       expect(rows[0]!.log).toBe(rows[0]!.orders);
     } finally {
       await worker.stop();
+    }
+  }, 90_000);
+
+  it('a customer’s send accepted after the attempt ended is the witness: no probe', async () => {
+    // A settle delay long enough for the other order's send to be accepted before the first ask.
+    const slow: VerificationSettings = { ...VERIFY, settleDelayMs: 6_000 };
+    const slowVerifier = testVerifier('generic', sandbox.url, { settings: slow });
+    const worker = await workerWithProber(1_000, [], { mail, verifier: slowVerifier }, slow);
+    try {
+      const lost = await createOrder(database.db);
+      sandbox.queueFault(lost, { kind: 'drop-without-processing' });
+      const lostRun = runMail(lost, worker.taskQueue);
+      await untilAttemptEnded(database.db, lost);
+      const witness = await createOrder(database.db);
+      await runMail(witness, worker.taskQueue);
+      await lostRun;
+
+      expect(sandbox.messagesFor(lost)).toHaveLength(1);
+      expect(await attemptsWithVerification(database.db, lost)).toMatchObject([
+        { attempt: 1, state: 'failed', outcome: 'not_sent', verification: 'lookup' },
+        { attempt: 2, state: 'sent', outcome: 'accepted' },
+      ]);
+      expect(await probeRows()).toEqual([]);
+      expect(toSink()).toHaveLength(0);
+    } finally {
+      await worker.stop();
+      await slowVerifier.close();
     }
   }, 90_000);
 
