@@ -57,6 +57,15 @@ export async function passProbeFence(
   });
 }
 
+/** How long until `at` on Postgres's clock (0 once it has passed): the fence's clock, so a probe waits it out. */
+export async function millisecondsUntil(db: Database, at: Date): Promise<number> {
+  const { rows } = await runSql<{ ms: number }>(
+    db,
+    sql`SELECT greatest(0, extract(epoch FROM (${at}::timestamptz - now())) * 1000)::float8 AS ms`,
+  );
+  return Math.ceil(rows[0]?.ms ?? 0);
+}
+
 /** The probe's answer, written once (the table's trigger refuses a second). */
 export async function recordProbeAnswer(
   db: Database,

@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { findWitnessCandidate } from '../db/freshnessWitness';
 import type { Database } from '../db/pool';
-import { destinationKey, passProbeFence, recordProbeAnswer } from '../db/witnessProbes';
+import { destinationKey, millisecondsUntil, passProbeFence, recordProbeAnswer } from '../db/witnessProbes';
 import { whyCannotAsk, type SendDestination } from '../evidence/destination';
 import type { MailIdentity } from '../mail/confirmationMail';
 import type { MailTransport, OutgoingMail } from '../mail/types';
@@ -34,7 +34,10 @@ export interface WitnessProber {
    * this worker has no transport to that very destination.
    */
   request(input: { orderId: string; destination: SendDestination; attemptEndedAt: Date }): void;
-  /** Waits for the probes under way (shutdown, tests). */
+  /**
+   * For shutdown (and tests): takes no more requests, drops a probe still waiting for its attempt's end, and
+   * waits for the probes under way (their transport's deadline bounds them).
+   */
   settled(): Promise<void>;
 }
 
@@ -73,6 +76,9 @@ class ProbeNotDue extends Error {
   }
 }
 
+/** A probe waits at most this long for the attempt's end; an attempt further from it is asked about later again. */
+const MAX_WAIT_FOR_END_MS = 120_000;
+
 /** How long a probe may wait for a connection of the transport's pool before it gives up (nothing sent). */
 const CONNECTION_WAIT_MS = 5_000;
 
@@ -87,6 +93,8 @@ export function createWitnessProber(deps: {
   log?: (message: string, fields: Record<string, unknown>) => void;
 }): WitnessProber {
   const underWay = new Map<string, Promise<void>>();
+  // Set by settled(): a probe still waiting for its attempt's end is dropped, one under way finishes.
+  const closing = new AbortController();
 
   async function probe(input: {
     orderId: string;
@@ -99,6 +107,17 @@ export function createWitnessProber(deps: {
         candidate.destination !== undefined && whyCannotAsk(destination, candidate.destination) === null,
     );
     if (transport === undefined) return;
+    // Asked before the attempt's end (its run saw the request end early, and asked a settle delay later): a probe
+    // before the end proves nothing, so it leaves at the end, not at the next ask a settle delay on.
+    const untilEnd = await millisecondsUntil(deps.db, input.attemptEndedAt);
+    if (untilEnd > MAX_WAIT_FOR_END_MS) return;
+    if (untilEnd > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, untilEnd + 50);
+        closing.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+      });
+    }
+    if (closing.signal.aborted) return;
     // An accepted send or probe after the attempt's end that is not old enough yet (Mailgun's threshold) will be
     // the witness: another probe would only cost.
     const coming = await findWitnessCandidate(deps.db, {
@@ -168,6 +187,7 @@ export function createWitnessProber(deps: {
 
   return {
     request(input) {
+      if (closing.signal.aborted) return;
       const key = destinationKey(input.destination);
       // One probe of a destination at a time in this worker; the fence takes care of the others.
       if (underWay.has(key)) return;
@@ -183,6 +203,7 @@ export function createWitnessProber(deps: {
       underWay.set(key, running);
     },
     async settled() {
+      closing.abort();
       await Promise.allSettled([...underWay.values()]);
     },
   };

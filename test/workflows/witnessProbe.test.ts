@@ -134,8 +134,9 @@ describe('a request that never reached the provider, in a quiet period (assume-s
   }, 90_000);
 
   it('a customer’s send accepted after the attempt ended is the witness: no probe', async () => {
-    // A settle delay long enough for the other order's send to be accepted before the first ask.
-    const slow: VerificationSettings = { ...VERIFY, settleDelayMs: 6_000 };
+    // A settle delay long enough for the other order's send (made at the attempt's end) to be accepted before
+    // the first ask: the run saw its request end at once, so it asks a settle delay after its dispatch.
+    const slow: VerificationSettings = { ...VERIFY, settleDelayMs: 12_000, deadlineMs: 40_000 };
     const slowVerifier = testVerifier('generic', sandbox.url, { settings: slow });
     const worker = await workerWithProber(1_000, [], { mail, verifier: slowVerifier }, slow);
     try {
@@ -237,6 +238,32 @@ describe.each(['postmark', 'mailgun'] as const)('%s: the probe on its own stream
       expect(probes.length).toBeGreaterThan(0);
       expect(probes.every((row) => row.outcome === 'accepted')).toBe(true);
       expect(toSink().every((message) => message.provider === provider)).toBe(true);
+    } finally {
+      await worker.stop();
+      await verifier.close();
+      await providerMail.close();
+    }
+  }, 90_000);
+});
+
+describe('mailgun: a probe must be a settle delay old before it counts', () => {
+  it('with a deadline of one settle delay, the ask after the probe waits long enough for it: one mail', async () => {
+    // One wait in all (the deadline is one settle delay): the ask after it is the last.
+    const oneWait: VerificationSettings = { settleDelayMs: 4_000, lookupTimeoutMs: 800, deadlineMs: 4_000 };
+    const providerMail = testProviderMailClient('mailgun', sandbox.url);
+    const verifier = testVerifier('mailgun', sandbox.url, { settings: oneWait });
+    const worker = await workerWithProber(30_000, [], { mail: providerMail, verifier }, oneWait);
+    try {
+      const lost = await createOrder(database.db);
+      sandbox.queueFault(lost, { kind: 'drop-without-processing' });
+      await runMail(lost, worker.taskQueue);
+
+      expect(sandbox.messagesFor(lost)).toHaveLength(1);
+      expect(await attemptsWithVerification(database.db, lost)).toMatchObject([
+        { attempt: 1, state: 'failed', outcome: 'not_sent', verification: 'lookup' },
+        { attempt: 2, state: 'sent', outcome: 'accepted' },
+      ]);
+      expect(await probeRows()).toEqual([{ outcome: 'accepted', httpStatus: 200 }]);
     } finally {
       await worker.stop();
       await verifier.close();
