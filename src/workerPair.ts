@@ -16,6 +16,7 @@ import { resetHistoryReader } from './temporal/resetHistory';
 import type { Tracing } from './tracing/tracing';
 import { UnrecordedSendTracker } from './unrecordedSendTracker';
 import { startEarlyLookups } from './verification/earlyLookups';
+import { createWitnessProber } from './verification/witnessProbe';
 import { logWorker as log, logWorkerError as logError } from './workerLog';
 import { orderMailWorkerPair } from './workerOptions';
 import type { WorkerStatus } from './workerStatus';
@@ -96,6 +97,20 @@ async function runWorkerPair(
     ...(setup.tracing === null ? {} : { interceptors: setup.tracing.clientInterceptors }),
   });
   const unrecorded = new UnrecordedSendTracker();
+  // Witness probes for quiet periods (MAIL_WITNESS_SINK_ADDRESS); none without a sink or without a lookup.
+  const witnessProber =
+    config.witnessProbe === null || setup.providers.verifiers.every((verifier) => verifier.lookup === null)
+      ? null
+      : createWitnessProber({
+          db,
+          settings: config.witnessProbe,
+          transports: setup.providers.transports,
+          identityOf: (provider) => setup.providers.identities.get(provider) ?? config.mail,
+          deploymentId: config.deploymentId,
+          workerIdentity: setup.workerIdentity,
+          metrics: setup.metrics,
+          log: (message, fields) => log('info', message, fields),
+        });
   const options = orderMailWorkerPair({
     connection,
     namespace: config.temporal.namespace,
@@ -117,6 +132,7 @@ async function runWorkerPair(
       deploymentId: config.deploymentId,
       metrics: setup.metrics,
       readResetOfRun: resetHistoryReader(temporal),
+      ...(witnessProber === null ? {} : { witnessProber }),
       ...(setup.providers.verifiers[0] === undefined ? {} : { verifier: setup.providers.verifiers[0] }),
     },
     reconcileDependencies: { db, temporal, settings: config.reconcile, metrics: setup.metrics },
@@ -194,6 +210,8 @@ async function runWorkerPair(
     await activitiesRunning.catch((error: unknown) =>
       logError('The activity worker failed while stopping', error),
     );
+    // A probe under way finishes and records its answer (its transport's deadline bounds it).
+    await witnessProber?.settled();
     // The workflow worker still polls: each finished send's next workflow task (its record) runs here.
     const left = await unrecorded.waitUntilRecorded(db, deadline);
     if (left > 0) {
@@ -214,7 +232,7 @@ async function runWorkerPair(
   for (const worker of [activityWorker, workflowWorker]) {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   }
-  await Promise.allSettled([workflowsRunning, activitiesRunning]);
+  await Promise.allSettled([workflowsRunning, activitiesRunning, witnessProber?.settled()]);
   if (isTransientTemporalError(first)) {
     logError('The worker lost Temporal; connecting again', first);
     return 'lost';

@@ -7,7 +7,7 @@ import { startMailSandbox, DEFAULT_SANDBOX_API_KEY, type MailSandbox } from '../
 import { faultRates } from './profiles';
 import type { FaultMix } from './runOptions';
 import type { DemoMailTarget } from './mailTarget';
-import { DEMO_MAILGUN_DOMAIN } from './verificationTarget';
+import { DEMO_MAILGUN_DOMAIN, DEMO_WITNESS_SINK, isWitnessProbe } from './verificationTarget';
 
 export const FAILOVER_PROVIDERS = ['postmark', 'mailgun'] as const;
 export type FailoverProvider = (typeof FAILOVER_PROVIDERS)[number];
@@ -58,25 +58,29 @@ export async function startFailoverTarget(options: {
       ...verifyEnv('MAILGUN'),
       MAIL_VERIFY_LOOKUP_TIMEOUT_MS: String(LOOKUP_TIMEOUT_MS),
       MAIL_VERIFY_DEADLINE_MS: String(VERIFY_DEADLINE_MS),
+      MAIL_WITNESS_SINK_ADDRESS: DEMO_WITNESS_SINK,
       MAIL_PROVIDER_SKIP_AFTER_FAILURES: String(options.skipAfterFailures),
       MAIL_PROVIDER_SKIP_FOR_MS: String(options.skipForMs),
     },
     sandboxes,
     messages: () =>
       FAILOVER_PROVIDERS.flatMap((provider) =>
-        sandboxes[provider].messages().map((message) => ({
-          orderId: message.orderId,
-          id: message.id,
-          receivedAt: message.receivedAt,
-          sendKey: message.sendKey ?? null,
-          provider,
-        })),
+        sandboxes[provider]
+          .messages()
+          .filter((message) => !isWitnessProbe(message.orderId))
+          .map((message) => ({
+            orderId: message.orderId,
+            id: message.id,
+            receivedAt: message.receivedAt,
+            sendKey: message.sendKey ?? null,
+            provider,
+          })),
       ),
     requests: () =>
       FAILOVER_PROVIDERS.flatMap((provider) =>
         sandboxes[provider]
           .requests()
-          .filter((request) => request.provider === provider)
+          .filter((request) => request.provider === provider && !isWitnessProbe(request.orderId))
           .map((request) => ({
             orderId: request.orderId,
             fault: request.fault === null ? null : `${provider}: ${describe(request.fault)}`,

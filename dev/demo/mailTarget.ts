@@ -12,7 +12,8 @@ import { faultRates, HANG_MS } from './profiles';
 import type { FaultMix, MailTransportName } from './runOptions';
 import type { LiesTold, MessageFact, RequestFact, VerificationActivity, WebhookFacts } from './report/facts';
 import { smtpFaultRates } from './smtpFaultRates';
-import { startVerificationParts } from './verificationTarget';
+import { isWitnessProbe, startVerificationParts } from './verificationTarget';
+import { dropEverySend, type OutageWindow } from './sendOutage';
 import { needsWebhookReceiver, type VerificationRunOptions } from './verificationOptions';
 
 export interface DemoMailTarget {
@@ -41,6 +42,8 @@ export interface DemoMailTarget {
    * the sandbox posted and the receiver answered (the rows are read from the database by the runner); else null.
    */
   webhookPostings(): Promise<Omit<WebhookFacts, 'rows'> | null>;
+  /** --send-outage: drops every send for `ms`, then heals (the HTTP sandbox only). */
+  dropEverySendFor?(ms: number, say: (line: string) => void, signal?: AbortSignal): Promise<OutageWindow>;
   close(): Promise<void>;
 }
 
@@ -121,23 +124,28 @@ export async function startMailTarget(options: {
       MAIL_API_KEY: DEFAULT_SANDBOX_API_KEY,
       ...verification.workerEnv,
     },
+    // Witness probes are no customer's mail: the report reads them from their table (order_mail_witness_probes).
     messages: () =>
-      sandbox.messages().map((message) => ({
-        orderId: message.orderId,
-        id: message.id,
-        receivedAt: message.receivedAt,
-        sendKey: message.sendKey ?? null,
-      })),
+      sandbox
+        .messages()
+        .filter((message) => !isWitnessProbe(message.orderId))
+        .map((message) => ({
+          orderId: message.orderId,
+          id: message.id,
+          receivedAt: message.receivedAt,
+          sendKey: message.sendKey ?? null,
+        })),
     // The sends to the provider's endpoint; its lookups are counted apart (verification.lookups()).
     requests: () =>
       sandbox
         .requests()
-        .filter((request) => request.provider === provider)
+        .filter((request) => request.provider === provider && !isWitnessProbe(request.orderId))
         .map((request) => ({
           orderId: request.orderId,
           fault: request.fault && describeFault(request.fault),
         })),
     refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
+    dropEverySendFor: (ms, say, signal) => dropEverySend(sandbox, ms, say, signal),
     whenListening: () => sandbox.whenListening(),
     relaysSettled: () => sandbox.relaysSettled(),
     provider,

@@ -4,6 +4,7 @@ import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../../src/s
 import { CLUSTER_DEFAULTS, FAILOVER_DEFAULTS, NO_FAULTS, OPERATOR_DEFAULTS, PROFILES } from './profiles';
 import { MAIL_TRANSPORTS, type FaultMix, type MailTransportName, type RunOptions } from './runOptions';
 import { applyVerificationFlag } from './verificationOptions';
+import { applySendOutageDefaults } from './sendOutage';
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -136,6 +137,12 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         outageForMs = seconds(flag, value());
         if (outageForMs < 3_000) throw new UsageError(`${flag} must be at least 3 seconds (three phases)`);
         break;
+      case '--send-outage': {
+        const forMs = seconds(flag, value());
+        if (forMs <= 0) throw new UsageError(`${flag} must be more than 0 seconds`);
+        options.sendOutage = { forMs };
+        break;
+      }
       case '--workers':
         options.workers = positiveInteger(flag, value());
         given.add(flag);
@@ -206,6 +213,8 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   } else if (holdForMs !== null) {
     throw new UsageError('--hold-for needs --hold-at');
   }
+  if (options.sendOutage !== null)
+    applySendOutageDefaults(options, argv, (message) => new UsageError(message));
   const total = (Object.values(options.faults) as number[]).reduce(
     (sum, probability) => sum + probability,
     0,

@@ -8,6 +8,7 @@ import type { ChaosCounts } from './report/facts';
 import type { RunOptions } from './runOptions';
 import type { Stack } from './stack';
 import type { WorkerFleet } from './workerFleet';
+import type { OutageWindow } from './sendOutage';
 
 const WORKER_RESTART_DELAY_MS = 500;
 
@@ -18,6 +19,8 @@ export interface Chaos {
   cluster: ClusterChaos | null;
   status(): string;
   counts(workers: WorkerFleet): ChaosCounts;
+  /** --send-outage: when it was, once it is over; else null. */
+  sendOutage(): OutageWindow | null;
   stop(): Promise<void>;
 }
 
@@ -27,6 +30,8 @@ export function startChaos(
   workers: WorkerFleet,
   random: () => number,
   say: (line: string) => void,
+  /** Resolves once every order has been started: --send-outage begins then, so no order starts after it. */
+  startsDone: Promise<unknown> = Promise.resolve(),
 ): Chaos {
   let stopped = false;
   const pending = new Set<Promise<unknown>>();
@@ -89,6 +94,21 @@ export function startChaos(
           if (stopped) return;
           track((stack.mail as FailoverTarget).primaryOutage(options.failover!.outageForMs, say));
         }, options.failover.outageAtMs);
+  let sendOutageWindow: OutageWindow | null = null;
+  const stopping = new AbortController();
+  if (options.sendOutage !== null) {
+    const { forMs } = options.sendOutage;
+    const mail = stack.mail;
+    if (mail.dropEverySendFor === undefined) say('chaos: --send-outage needs the HTTP sandbox; skipped');
+    else {
+      track(
+        startsDone.then(async () => {
+          if (stopped) return;
+          sendOutageWindow = (await mail.dropEverySendFor?.(forMs, say, stopping.signal)) ?? null;
+        }),
+      );
+    }
+  }
   const postgres = once(options.restartPostgresAt, stack.restartPostgres, 'Postgres');
   const temporal = once(options.restartTemporalAt, stack.restartTemporal, 'Temporal');
   if (options.restartPostgresAt !== null && stack.restartPostgres === null)
@@ -110,8 +130,10 @@ export function startChaos(
       workerExits: fleet.counts().exitedOnTheirOwn,
       ...counts,
     }),
+    sendOutage: () => sendOutageWindow,
     async stop() {
       stopped = true;
+      stopping.abort();
       for (const timer of timers) if (timer !== null) clearInterval(timer);
       if (outage !== null) clearTimeout(outage);
       await cluster?.stop();

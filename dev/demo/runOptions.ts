@@ -61,6 +61,15 @@ export interface SendHoldSettings {
   forMs: number;
 }
 
+/**
+ * --send-outage: once every order has started, every send is dropped before the provider (the connection dies
+ * after the request was written; nothing is recorded) for `forMs`, then the provider is healthy again. The
+ * lookups keep answering. A quiet system otherwise, at the product's settle delays (dev/demo/sendOutage.ts).
+ */
+export interface SendOutageSettings {
+  forMs: number;
+}
+
 export interface RunOptions {
   profile: 'demo' | 'chaos';
   transport: MailTransportName;
@@ -93,6 +102,8 @@ export interface RunOptions {
   failover: FailoverSettings | null;
   /** Null: no hold (every profile unless --hold-at is given). */
   sendHold: SendHoldSettings | null;
+  /** Null: no send outage (every profile but --send-outage). */
+  sendOutage: SendOutageSettings | null;
   /**
    * Every how often the reconciliation sweep's Schedule runs during the run (its real Schedule, on the run's
    * task queue); 0 = no Schedule. Whatever this says, a run with operators ends with a sweep of its own.

@@ -118,7 +118,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       seed: options.seed,
       rate: options.startRate,
     });
-    chaos = startChaos(options, stack, workers, random, say);
+    chaos = startChaos(options, stack, workers, random, say, clients.done);
     if (options.operators !== null || options.sweepEveryMs > 0) {
       sweeps = await startRunSweeps({
         client: temporalClient,
@@ -213,6 +213,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
         taskQueue,
         orderIds,
         chaos: chaos.counts(workers),
+        sendOutage: chaos.sendOutage(),
         cluster: chaos.cluster,
         starts,
         elapsedMs,

@@ -58,6 +58,13 @@ ${VERIFICATION_USAGE}
   --hold-at S / --hold-for S    S seconds after the first start, hold every send (npm run ops -- hold) for
                                 --hold-for seconds (120), then resume; the report holds the requests the
                                 sandbox received from hold's return to resume to 0 (lookups counted apart)
+  --send-outage S               outage chaos: once every order has started, every send is dropped before the
+                                provider for S seconds (the connection dies after the request is written; nothing
+                                is recorded), then healthy; lookups keep answering. No other faults, kills or
+                                restarts unless flags ask; the product's settle delay (generic 30 s; postmark and
+                                mailgun 30 s too, overridden: theirs would make a run of 10 min / over an hour) and
+                                deadline. The report counts the witness probes and, per provider, how long after the
+                                outage each pending unknown was answered found / not found, and the last mail (3 workers)
   --seed N                      seed of the sandbox's fault draws and of the operator's choices
   --timeout S                   give up waiting after S seconds (the report then shows what is missing)
   --keep                        leave everything running after the report, until Ctrl-C

@@ -22,6 +22,17 @@ import {
   type VerificationRunOptions,
 } from './verificationOptions';
 
+/**
+ * The run's witness sink (MAIL_WITNESS_SINK_ADDRESS): the sandbox takes probes like any mail; the report counts
+ * them apart and never as a customer's (isWitnessProbe).
+ */
+export const DEMO_WITNESS_SINK = 'witness-sink@shop.example';
+
+/** Whether a message or request the sandbox saw is a witness probe: its order id is a probe's identity. */
+export function isWitnessProbe(orderId: string | null): boolean {
+  return orderId !== null && orderId.startsWith('witness-probe-');
+}
+
 /** The sending domain the Mailgun emulation is configured with. */
 export const DEMO_MAILGUN_DOMAIN = 'mg.demo.example';
 // Short next to the send's deadlines of the run's workers (workerEnvironment.ts): a hung lookup is given up
@@ -56,6 +67,8 @@ export async function startVerificationParts(
           MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON: 'the demo sandbox indexes within its configured lag',
           MAIL_VERIFY_LOOKUP_TIMEOUT_MS: String(LOOKUP_TIMEOUT_MS),
           MAIL_VERIFY_DEADLINE_MS: String(VERIFY_DEADLINE_MS),
+          // Probes for quiet periods, as a shop would configure them (docs/operating.md#witness-probes).
+          MAIL_WITNESS_SINK_ADDRESS: DEMO_WITNESS_SINK,
         }
       : {}),
   };

@@ -8,6 +8,7 @@ import type { OrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import type { ReadResetOfRun } from '../temporal/resetHistory';
 import type { Verifier } from '../verification/verifier';
+import type { WitnessProber } from '../verification/witnessProbe';
 
 /** What the activities need, injected, so tests pass real pools or fakes through the same door. */
 export interface ActivityDependencies {
@@ -51,6 +52,11 @@ export interface ActivityDependencies {
   providerMailIdentity?: ReadonlyMap<string, MailIdentity>;
   /** The workflow settings of each provider (its settle delay, its key's window), by name; else `settings`. */
   providerSettings?: ReadonlyMap<string, OrderMailWorkflowSettings>;
+  /**
+   * Makes a witness probe for an unknown that waits with no witness (MAIL_WITNESS_SINK_ADDRESS,
+   * src/verification/witnessProbe.ts); absent: organic witnesses only.
+   */
+  witnessProber?: WitnessProber;
   /** When the send's failures make new attempts skip a provider (migration 0046); absent: never. */
   providerHealth?: HealthSettings;
 }

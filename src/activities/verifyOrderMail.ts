@@ -81,7 +81,10 @@ export function createVerifyOrderMail(deps: ActivityDependencies) {
 }
 
 /** What judging an attempt needs of the activity's dependencies (the verify activity's, or the sweep's). */
-export type EvidenceDependencies = Pick<ActivityDependencies, 'db' | 'verifier' | 'verifiers'> & {
+export type EvidenceDependencies = Pick<
+  ActivityDependencies,
+  'db' | 'verifier' | 'verifiers' | 'witnessProber'
+> & {
   settings: { sendTimeoutMs: number; verification?: ActivityDependencies['settings']['verification'] | undefined };
 };
 
@@ -250,6 +253,21 @@ export async function judgeDispatchedAttempt(
           attempt: input.attempt,
           waitMs: freshness.waitMs,
         });
+        // Nothing sent there since this attempt ended: in a quiet period nothing will be, so a probe is asked
+        // for (src/verification/witnessProbe.ts); the next ask may find it as the witness.
+        if (freshness.noWitnessFrom !== undefined && deps.witnessProber !== undefined) {
+          deps.witnessProber.request({
+            orderId,
+            destination: attempt.destination,
+            attemptEndedAt: freshness.noWitnessFrom,
+          });
+          // Where a witness must be a settle delay old (Mailgun), the next ask comes a send timeout later than
+          // that, so the probe (sent now, ended within it) is old enough then, even at the deadline's last ask.
+          if (verifier.witnessOrdering.kind === 'trusted-after') {
+            const waitMs = freshness.waitMs + deps.settings.sendTimeoutMs;
+            return { kind: 'wait', waitMs, reason: `${freshness.reason}; a witness probe was asked for` };
+          }
+        }
         return { kind: 'wait', waitMs: freshness.waitMs, reason: freshness.reason };
       }
       if (freshness.kind === 'inconclusive') return inconclusive(orderId, freshness.reason);

@@ -28,6 +28,8 @@ export const CONFIG_DEFAULTS = {
   MAIL_HEADERS_TIMEOUT_MS: 30_000,
   MAIL_OVERALL_TIMEOUT_MS: 40_000,
   MAIL_CONNECTIONS: 10,
+  // After an outage the next probe leaves within this; a 2-minute outage costs about 12 per destination.
+  MAIL_WITNESS_PROBE_INTERVAL_MS: 10_000,
   SEND_ACTIVITY_TIMEOUT_MS: 60_000,
   UNKNOWN_OUTCOME_POLICY: 'assume-sent',
   SEND_MAX_ATTEMPTS: 8,

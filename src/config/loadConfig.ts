@@ -10,6 +10,7 @@ import { CONFIG_DEFAULTS } from './configDefaults';
 import { ConfigError, EnvReader } from './envReader';
 import { readProviderPart, readSmtpConfig, sendTimeoutProblem } from './mailSettings';
 import { readTracingSettings } from './tracingSettings';
+import { recipientAddressProblem } from '../mail/recipientAddress';
 import type { WorkerConfig } from './workerConfig';
 
 export { CONFIG_DEFAULTS } from './configDefaults';
@@ -122,6 +123,18 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         `(got ${JSON.stringify(deploymentId)}).`,
     );
   }
+  // Witness probes go to one bare address of the shop's, checked as a customer's address is before its send.
+  const witnessSink = read.headerText('MAIL_WITNESS_SINK_ADDRESS');
+  const witnessSinkProblem = witnessSink === null ? null : recipientAddressProblem(witnessSink);
+  if (witnessSinkProblem !== null) {
+    problems.push(
+      `MAIL_WITNESS_SINK_ADDRESS ${witnessSinkProblem}: it must be one bare address (sink@example.com).`,
+    );
+  }
+  const witnessProbeIntervalMs = read.positiveInt(
+    'MAIL_WITNESS_PROBE_INTERVAL_MS',
+    CONFIG_DEFAULTS.MAIL_WITNESS_PROBE_INTERVAL_MS,
+  );
   if (retryMaxIntervalMs < retryInitialIntervalMs) {
     problems.push(
       `SEND_RETRY_MAX_MS (${retryMaxIntervalMs}) must be at least SEND_RETRY_INITIAL_MS (${retryInitialIntervalMs}).`,
@@ -155,6 +168,8 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     },
     mailTemplateDir: read.optional('MAIL_TEMPLATE_DIR'),
     verification,
+    witnessProbe:
+      witnessSink === null ? null : { sinkAddress: witnessSink.trim(), intervalMs: witnessProbeIntervalMs },
     deploymentId,
     tracing: readTracingSettings(read, problems),
     workflow: {

@@ -9,6 +9,7 @@ import type { TracingSettings } from '../tracing/tracing';
 import { type VerificationConfig } from '../verification/verificationConfig';
 import type { HealthSettings } from '../db/providerHealth';
 import { type TemporalConnectionConfig } from './temporalConnection';
+import type { WitnessProbeSettings } from '../verification/witnessProbe';
 
 export interface WorkerConfig {
   databaseUrl: string;
@@ -50,6 +51,11 @@ export interface WorkerConfig {
   mailTemplateDir: string | null;
   /** How unknown outcomes are verified with the provider (MAIL_VERIFY_*); null when they are not. */
   verification: VerificationConfig | null;
+  /**
+   * MAIL_WITNESS_SINK_ADDRESS and MAIL_WITNESS_PROBE_INTERVAL_MS (src/verification/witnessProbe.ts); null
+   * without a sink address: organic witnesses only.
+   */
+  witnessProbe: WitnessProbeSettings | null;
   /**
    * MAIL_DEPLOYMENT_ID: this deployment's name in every send key (src/mail/idempotencyKey.ts), so a staging
    * system with the same order ids on the same provider account is never taken for this one. Default: the

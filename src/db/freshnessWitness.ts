@@ -3,7 +3,9 @@
 // destination, whose request left at or after the attempt asked about had ended, and (where the provider's
 // lookup needs it) had itself ended early enough: the bounds are witnessBounds', on Postgres's clock. The log row
 // keeps its attempt's dispatch facts (migration 0015) once it is sent, so one row is one candidate. Both bounds
-// are ranges of dispatched_at, read from the witness index (migration 0031).
+// are ranges of dispatched_at, read from the witness index (migration 0031). A witness probe the service made
+// for a quiet period (migration 0058, src/verification/witnessProbe.ts) is a candidate by the same rule, once
+// its own send got a 2xx.
 import type { SendDestination } from '../evidence/destination';
 import type { WitnessBounds, WitnessSend } from '../evidence/freshnessCheck';
 import type { Database } from './pool';
@@ -23,22 +25,37 @@ export async function findWitnessCandidate(
     sendTimeoutMs: number;
   }>(
     db,
-    sql`SELECT order_id::text AS "orderId", dispatch_send_key AS "sendKey", dispatched_at AS "dispatchedAt",
-               dispatch_send_timeout_ms AS "sendTimeoutMs"
-          FROM order_mail_log
-         WHERE state = 'sent' AND outcome = 'accepted' AND verification IS NULL
-           AND http_status BETWEEN 200 AND 299
-           AND dispatched_at >= ${bounds.dispatchedFrom}
-           AND dispatched_at <= ${endedBy}::timestamptz
-           AND dispatched_at + dispatch_send_timeout_ms * interval '1 millisecond' <= ${endedBy}::timestamptz
-           AND order_id <> ${input.orderId}
-           AND dispatch_send_key IS NOT NULL
-           AND dispatch_provider = ${destination.provider}
-           AND dispatch_origin = ${destination.origin}
-           AND dispatch_scope IS NOT DISTINCT FROM ${destination.scope}
-           AND dispatch_credential_fingerprint IS NOT DISTINCT FROM ${destination.credentialFingerprint}
-         ORDER BY dispatched_at
-         LIMIT 1`,
+    sql`(SELECT order_id::text AS "orderId", dispatch_send_key AS "sendKey", dispatched_at AS "dispatchedAt",
+                dispatch_send_timeout_ms AS "sendTimeoutMs"
+           FROM order_mail_log
+          WHERE state = 'sent' AND outcome = 'accepted' AND verification IS NULL
+            AND http_status BETWEEN 200 AND 299
+            AND dispatched_at >= ${bounds.dispatchedFrom}
+            AND dispatched_at <= ${endedBy}::timestamptz
+            AND dispatched_at + dispatch_send_timeout_ms * interval '1 millisecond' <= ${endedBy}::timestamptz
+            AND order_id <> ${input.orderId}
+            AND dispatch_send_key IS NOT NULL
+            AND dispatch_provider = ${destination.provider}
+            AND dispatch_origin = ${destination.origin}
+            AND dispatch_scope IS NOT DISTINCT FROM ${destination.scope}
+            AND dispatch_credential_fingerprint IS NOT DISTINCT FROM ${destination.credentialFingerprint}
+          ORDER BY dispatched_at
+          LIMIT 1)
+        UNION ALL
+        (SELECT probe_id, send_key, dispatched_at, send_timeout_ms
+           FROM order_mail_witness_probes
+          WHERE outcome = 'accepted' AND http_status BETWEEN 200 AND 299
+            AND dispatched_at >= ${bounds.dispatchedFrom}
+            AND dispatched_at <= ${endedBy}::timestamptz
+            AND dispatched_at + send_timeout_ms * interval '1 millisecond' <= ${endedBy}::timestamptz
+            AND provider = ${destination.provider}
+            AND origin = ${destination.origin}
+            AND scope IS NOT DISTINCT FROM ${destination.scope}
+            AND credential_fingerprint IS NOT DISTINCT FROM ${destination.credentialFingerprint}
+          ORDER BY dispatched_at
+          LIMIT 1)
+        ORDER BY "dispatchedAt"
+        LIMIT 1`,
   );
   const row = rows[0];
   return row === undefined ? null : { ...row, destination };

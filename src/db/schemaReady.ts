@@ -31,6 +31,8 @@ const NEEDED_PRIVILEGES: readonly [table: string, privileges: readonly string[]]
   ['order_mail_reconcile_progress', ['SELECT', 'INSERT', 'UPDATE']],
   // The providers' shared health (migration 0046): counted by the send, read by the claim, set by ops.
   ['order_mail_provider_health', ['SELECT', 'INSERT', 'UPDATE']],
+  // Witness probes (migration 0058): recorded at their fence, answered once.
+  ['order_mail_witness_probes', ['SELECT', 'INSERT', 'UPDATE']],
   ['order_mail_schema_migrations', ['SELECT']],
 ];
 

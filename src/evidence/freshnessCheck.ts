@@ -93,8 +93,11 @@ export function shownWithinWatermark(
 export type FreshnessVerdict =
   /** The lookup shows a later send we know it took: our "not found" is fresh, it counts. */
   | { kind: 'fresh'; witness: WitnessSend }
-  /** No witness yet: ask again in `waitMs`. */
-  | { kind: 'wait'; waitMs: number; reason: string }
+  /**
+   * No witness yet: ask again in `waitMs`. `noWitnessFrom` is set when there was no candidate at all: no known
+   * accepted send left at or after it (the attempt's end), which is when a witness probe may help.
+   */
+  | { kind: 'wait'; waitMs: number; reason: string; noWitnessFrom?: Date }
   /** No witness by the deadline: the lookup may be behind, so "not found" proves nothing. */
   | { kind: 'inconclusive'; reason: string };
 
@@ -211,7 +214,10 @@ export async function checkFreshness(input: {
         shownWithinWatermark(input.ordering, answer, entry);
     }
   }
-  return judgeFreshness({ ...input, candidate, shown });
+  const verdict = judgeFreshness({ ...input, candidate, shown });
+  return verdict.kind === 'wait' && candidate === null
+    ? { ...verdict, noWitnessFrom: bounds.dispatchedFrom }
+    : verdict;
 }
 
 function seconds(ms: number): string {

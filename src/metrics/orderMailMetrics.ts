@@ -67,6 +67,12 @@ export const ORDER_MAIL_METRICS = {
    * the provider took: the policy's own duplicates (the customer got two mails).
    */
   policyDuplicates: 'order_mail_policy_duplicates_total',
+  /**
+   * Counter {provider, outcome}: witness probes (src/verification/witnessProbe.ts) by their send's outcome
+   * (accepted, rejected, not_sent, unknown), and `rate_limited` when one was asked for but another probe of the
+   * destination had left within the interval. `rejected` means the sink is refused or suppressed.
+   */
+  witnessProbes: 'order_mail_witness_probes_total',
 } as const;
 
 /** Seconds. A mail API answers in well under a second; the tail goes up to the overall HTTP deadline. */
@@ -83,6 +89,9 @@ export type ClaimConflict =
   'held-elsewhere' | 'already-sent' | 'row-changed' | 'claim-lost' | 'already-dispatched';
 
 /** How an unknown outcome was settled: verified with the provider, or by a policy (or a retry under the key). */
+/** A witness probe that was asked for and not sent, because another of its destination left within the interval. */
+export type WitnessProbeOutcome = 'rate_limited';
+
 export type UnknownSettledBy = UnknownSettlement | 'verified-accepted' | 'verified-not-sent';
 
 export interface OrderMailMetrics {
@@ -102,6 +111,7 @@ export interface OrderMailMetrics {
   /** The holds in force now; a scope seen before and absent now goes to 0. */
   setSendHolds(holds: readonly SendHoldGauge[]): void;
   orderLeftWithoutMail(reason: 'closed-without-row' | 'workflow-id-taken'): void;
+  witnessProbeFinished(provider: string, outcome: MailOutcome | WitnessProbeOutcome): void;
 }
 
 export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: string }): OrderMailMetrics {
@@ -183,6 +193,11 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
   const holdScopes = new Set<string>(['*']);
   sendHoldSeconds.set(0, { scope: '*' });
   heldOrders.set(0, { scope: '*' });
+  const witnessProbes = meter.createCounter(
+    ORDER_MAIL_METRICS.witnessProbes,
+    undefined,
+    'Witness probes, by the outcome of their send',
+  );
   // The series the alerts watch for a single order exist at 0 from the start: Prometheus' increase() cannot
   // see a counter's first increment when its series is born at 1, and on a quiet system that first one is the
   // only one (OrderMailAssumedSentUnverified, OrderMailOrdersLeftWithoutMail).
@@ -190,6 +205,7 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
   ordersLeftWithoutMail.add(0, { reason: 'closed-without-row' });
   ordersLeftWithoutMail.add(0, { reason: 'workflow-id-taken' });
   policyDuplicates.add(0, { provider: labels.provider });
+  witnessProbes.add(0, { provider: labels.provider, outcome: 'rejected' });
   return {
     secondLookDone(provider, result) {
       secondLooks.add(1, { provider, result });
@@ -237,6 +253,9 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     orderLeftWithoutMail(reason) {
       ordersLeftWithoutMail.add(1, { reason });
     },
+    witnessProbeFinished(provider, outcome) {
+      witnessProbes.add(1, { provider, outcome });
+    },
   };
 }
 
@@ -253,4 +272,5 @@ export const noOrderMailMetrics: OrderMailMetrics = {
   setStuckSendingRows: () => undefined,
   setSendHolds: () => undefined,
   orderLeftWithoutMail: () => undefined,
+  witnessProbeFinished: () => undefined,
 };

@@ -321,4 +321,23 @@ describe('loadConfig', () => {
       ]);
     }
   });
+
+  it('reads the witness sink: no probes by default; one bare address, or the problem', () => {
+    expect(loadConfig(REQUIRED).witnessProbe).toBeNull();
+    expect(
+      loadConfig({ ...REQUIRED, MAIL_WITNESS_SINK_ADDRESS: 'witness-sink@mail.example.com' }).witnessProbe,
+    ).toEqual({ sinkAddress: 'witness-sink@mail.example.com', intervalMs: 10_000 });
+    expect(
+      loadConfig({
+        ...REQUIRED,
+        MAIL_WITNESS_SINK_ADDRESS: 'sink@example.com',
+        MAIL_WITNESS_PROBE_INTERVAL_MS: '60000',
+      }).witnessProbe?.intervalMs,
+    ).toBe(60_000);
+    for (const bad of ['Sink <sink@example.com>', 'sink', 'a@example.com, b@example.com', 'sink@localhost']) {
+      expect(problemsOf({ ...REQUIRED, MAIL_WITNESS_SINK_ADDRESS: bad })).toEqual([
+        expect.stringMatching(/^MAIL_WITNESS_SINK_ADDRESS .*one bare address/),
+      ]);
+    }
+  });
 });

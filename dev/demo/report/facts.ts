@@ -6,6 +6,7 @@ import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../../src
 import type { WebhookLieCount, WebhookLiePosting } from '../../sandbox/webhookLies';
 import type { ClusterChaosCounts } from '../clusterChaos';
 import type { ActOutcome, OperatorActName } from '../operatorTools';
+import type { SendOutageFacts } from '../sendOutage';
 import type { SweepFacts } from '../sweep';
 
 export interface LogRowFact {
@@ -275,4 +276,6 @@ export interface RunFacts {
   failover?: FailoverFacts | null;
   /** The hold of a --hold-at run; absent or null otherwise. */
   sendHold?: SendHoldFacts | null;
+  /** A --send-outage run: the window, the witness probes, how each unknown was answered (sendOutage.ts). */
+  sendOutage?: SendOutageFacts | null;
 }

@@ -2,6 +2,7 @@
 // invariants with the summary line CI reads. The same report as JSON is reportFiles.ts's.
 import type { Settlement, SettlementCount, CustomerOutcomes } from './customerOutcomes';
 import type { FailoverSection } from './failoverReport';
+import { formatSendOutageSection } from '../sendOutage';
 import type { OperatorSection } from './operatorReport';
 import type { RunReport } from './report';
 
@@ -134,6 +135,7 @@ export function formatReport(report: RunReport): string {
         (hold.failure === null ? '' : `; FAILED: ${hold.failure}`),
     );
   }
+  if (report.sendOutage != null) lines.push(formatSendOutageSection(report.sendOutage));
 
   lines.push('', 'Invariants');
   for (const invariant of report.invariants) {

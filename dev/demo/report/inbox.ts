@@ -3,6 +3,7 @@
 // used (GET /api/email returns the whole inbox). Nothing here may cost the run its report: a relay that does
 // not finish is waited for only so long, and an inbox that cannot be read becomes a failed invariant.
 import type { RunningMailDev } from '../../devtools/mailDev';
+import { isWitnessProbe } from '../verificationTarget';
 import type { InboxFacts } from './facts';
 
 const RELAYS_SETTLE_MS = 30_000;
@@ -34,6 +35,8 @@ export async function readInboxFacts(
     const entries = (await response.json()) as { headers?: Record<string, unknown> }[];
     for (const entry of entries) {
       const orderId = entry.headers?.['x-order-id'];
+      // A witness probe went to the shop's sink, not to a customer: not the inbox's business here.
+      if (isWitnessProbe(typeof orderId === 'string' ? orderId : null)) continue;
       if (typeof orderId === 'string' && orderId !== '') {
         facts.messagesPerOrder[orderId] = (facts.messagesPerOrder[orderId] ?? 0) + 1;
       } else {

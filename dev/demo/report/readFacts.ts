@@ -3,6 +3,7 @@
 // (inbox.ts), the webhook receiver's tables, and in the runs that have them the operators' log, the sweeps,
 // the acts on the cluster with the tasks it redelivered (taskRedeliveries.ts), and the failover attempts.
 import type { Client } from '@temporalio/client';
+import { readSendOutageFacts, type OutageWindow } from '../sendOutage';
 import type { Database } from '../../../src/db/pool';
 import type { WebhookLiePosting } from '../../sandbox/webhookLies';
 import type { ClusterChaos } from '../clusterChaos';
@@ -47,6 +48,8 @@ export async function gatherRunFacts(input: {
   startedAt: number;
   operators: Operators | null;
   sweeps: RunSweeps | null;
+  /** --send-outage: its window once it ended; null otherwise (or when the run ended first). */
+  sendOutage?: OutageWindow | null;
 }): Promise<RunFacts> {
   const { mail, inbox } = input.stack;
   // What the sandbox accepted is taken before the inbox is read, so every mail counted here had its relay.
@@ -87,7 +90,17 @@ export async function gatherRunFacts(input: {
     };
   }
   const { failover } = input.options;
+  const lastMail = messages.reduce((last, message) => Math.max(last, Date.parse(message.receivedAt)), 0);
+  const sendOutage =
+    input.sendOutage == null
+      ? null
+      : await readSendOutageFacts(input.db, {
+          window: input.sendOutage,
+          orderIds: input.orderIds,
+          lastMailAt: lastMail === 0 ? null : lastMail,
+        });
   return {
+    sendOutage,
     profile: input.options.profile,
     transport: mail.transport,
     policy: input.options.policy,

@@ -5,6 +5,7 @@
 import type { UnknownOutcomePolicy } from '../../../src/shared/mailOutcome';
 import { summarizeCustomers, type CustomerOutcomes } from './customerOutcomes';
 import { buildFailoverSection, type FailoverSection } from './failoverReport';
+import { buildSendOutageSection, type SendOutageSection } from '../sendOutage';
 import type {
   ChaosCounts,
   ClusterFacts,
@@ -82,6 +83,8 @@ export interface RunReport {
   failover?: FailoverSection | null;
   /** --hold-at: the hold, its timing, and what reached the provider while it held. */
   sendHold?: SendHoldFacts | null;
+  /** --send-outage: the witness probes, and how long after the outage each unknown was answered (sendOutage.ts). */
+  sendOutage?: SendOutageSection | null;
 }
 
 export function buildReport(facts: RunFacts): RunReport {
@@ -179,6 +182,7 @@ export function buildReport(facts: RunFacts): RunReport {
     ok: allHold(invariants),
     ...(failover === null ? {} : { failover }),
     ...(facts.sendHold == null ? {} : { sendHold: facts.sendHold }),
+    ...(facts.sendOutage == null ? {} : { sendOutage: buildSendOutageSection(facts.sendOutage) }),
   };
 }
 
