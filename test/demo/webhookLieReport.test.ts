@@ -90,9 +90,9 @@ function facts(
   fields: Omit<Partial<WebhookFacts>, 'rows'> & { rows?: Partial<WebhookFacts['rows']> } = {},
 ): WebhookFacts {
   const lies = emptyLieCounts();
-  lies.forged = { posted: 1, refused: 1, skipped: 0, believed: 0, failed: 0 };
-  lies.replayed = { posted: 1, refused: 1, skipped: 0, believed: 0, failed: 0 };
-  lies['other-order'] = { posted: 1, refused: 0, skipped: 1, believed: 0, failed: 0 };
+  lies.forged = { posted: 1, refused: 1, skipped: 0, believed: 0, kept: 0, failed: 0 };
+  lies.replayed = { posted: 1, refused: 1, skipped: 0, believed: 0, kept: 0, failed: 0 };
+  lies['other-order'] = { posted: 1, refused: 0, skipped: 1, believed: 0, kept: 0, failed: 0 };
   return {
     lies,
     liePostings: [

@@ -195,7 +195,10 @@ async function readWebhookFacts(
 export function refusedLieTokens(postings: WebhookLiePosting[]): string[] {
   const taken = new Set(
     postings
-      .filter((posting) => posting.answer === 'skipped' || posting.answer === 'believed')
+      .filter(
+        (posting) =>
+          posting.answer === 'skipped' || posting.answer === 'believed' || posting.answer === 'kept',
+      )
       .map((posting) => posting.token),
   );
   const refused = postings
