@@ -7,7 +7,7 @@
 //   forged-path       signed by a forger, SigningCertURL on SNS's host but not AWS's path form (a query, a
 //                     second slash, a dot segment)                                           → 401
 //   forged-signature  the genuine certificate URL, signed with the forger's key              → 401
-//   stale             genuinely signed, Timestamp older than SNS retries (SNS_MAX_RETRY_S + the clock window) → 401
+//   stale-timestamp   genuinely signed, Timestamp older than SNS retries (SNS_MAX_RETRY_S + the clock window) → 401
 //   other-account     genuinely signed (anyone the topic lets publish), from another AWS account → 2xx, kept
 //                     as from elsewhere: it settles no attempt
 //   other-configuration-set  the same from another configuration set                        → 2xx, kept, settles nothing
@@ -24,7 +24,7 @@ export const SES_LIE_KINDS = [
   'forged-host',
   'forged-path',
   'forged-signature',
-  'stale',
+  'stale-timestamp',
   'other-account',
   'other-configuration-set',
 ] as const;
@@ -104,7 +104,7 @@ export class SnsForger {
                 timestamp: now,
                 signingCertUrl: genuine.certificateUrl,
               })
-            : kind === 'stale'
+            : kind === 'stale-timestamp'
               ? genuine.notification(event(), { messageId, timestamp: new Date(now.getTime() - staleByMs) })
               : kind === 'other-account'
                 ? genuine.notification(event({ account: FORGER_AWS_ACCOUNT_ID }), {
