@@ -277,3 +277,40 @@ describe('SNS lies over SES', () => {
     });
   });
 });
+
+describe('an SES lie from elsewhere whose answer was lost', () => {
+  it('may have been kept: its stored event and token break no invariant, and it counts if it settled a send', () => {
+    const lost = posting({
+      kind: 'other-configuration-set',
+      orderId: '9',
+      eventIds: ['lie-9'],
+      token: 'lie-9',
+      answer: 'failed',
+      sendKey: 'dep/9/0',
+      aboutNotTaken: true,
+    });
+    const facts: WebhookFacts = {
+      lies: emptyLieCounts(),
+      liePostings: [lost],
+      acceptedGenuineEventIds: [],
+      acceptedGenuinePostings: 0,
+      rows: { storedEventIds: ['lie-9'], deliveryRows: 1, refusedTokensStored: [] },
+    };
+    expect(refusedLieTokens([lost])).toEqual([]);
+    expect(noRefusedWebhookWroteARow(facts)).toMatchObject({ holds: true });
+    const settled: AttemptFact = {
+      orderId: '9',
+      attempt: 1,
+      state: 'sent',
+      outcome: 'accepted',
+      unknownPolicy: null,
+      dispatched: true,
+      verification: 'webhook',
+      finishedAt: '2026-12-06T00:00:00.000Z',
+    };
+    expect(buildWebhookLieSection(facts, [settled], []).believed.orders).toEqual(['9']);
+    // A forged lie whose answer was lost is not excused: the receiver must never store one.
+    const forged = { ...lost, kind: 'forged-host' as const };
+    expect(noRefusedWebhookWroteARow({ ...facts, liePostings: [forged] }).holds).toBe(false);
+  });
+});

@@ -5,6 +5,7 @@
 import type { Client } from '@temporalio/client';
 import type { Database } from '../../../src/db/pool';
 import type { WebhookLiePosting } from '../../sandbox/webhookLies';
+import { mayBeKept } from './webhookLieReport';
 import type { ClusterChaos } from '../clusterChaos';
 import type { Operators } from '../operators';
 import type { RunOptions } from '../runOptions';
@@ -202,7 +203,7 @@ export function refusedLieTokens(postings: WebhookLiePosting[]): string[] {
       .map((posting) => posting.token),
   );
   const refused = postings
-    .filter((posting) => posting.answer === 'refused' || posting.answer === 'failed')
+    .filter((posting) => (posting.answer === 'refused' || posting.answer === 'failed') && !mayBeKept(posting))
     .map((posting) => posting.token)
     .filter((token): token is string => token !== null && !taken.has(token));
   return [...new Set(refused)];

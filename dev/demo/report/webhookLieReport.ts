@@ -2,7 +2,8 @@
 // by kind, with how the receiver settled it and how the orders it named were settled, and the rows the
 // receiver's two tables hold against the events and postings it took. Pure, like the rest of the report; the
 // invariant that no lie wrote a row is scenarioInvariants.ts's.
-import { SES_LIE_KINDS } from '../../sandbox/snsLies';
+import { SES_LIE_KINDS, SES_LIES_FROM_ELSEWHERE } from '../../sandbox/snsLies';
+import type { WebhookLiePosting } from '../../sandbox/webhookLies';
 import { settlementOf } from './lieReport';
 import type { AttemptFact, MessageFact, WebhookFacts } from './facts';
 
@@ -52,7 +53,7 @@ export interface WebhookLieSection {
 export function acceptedEventIds(facts: WebhookFacts): Set<string> {
   const accepted = new Set(facts.acceptedGenuineEventIds);
   for (const posting of facts.liePostings) {
-    if (posting.answer === 'kept') for (const id of posting.eventIds) accepted.add(id);
+    if (mayBeKept(posting)) for (const id of posting.eventIds) accepted.add(id);
     if (!posting.isLie && (posting.answer === 'skipped' || posting.answer === 'believed')) {
       for (const id of posting.eventIds) accepted.add(id);
     }
@@ -101,7 +102,7 @@ export function buildWebhookLieSection(
   for (const posting of facts.liePostings) {
     if (!posting.isLie) continue;
     if (posting.answer === 'believed') byReceiver += 1;
-    if (posting.answer !== 'kept' || posting.aboutNotTaken !== true) continue;
+    if (!mayBeKept(posting) || posting.aboutNotTaken !== true) continue;
     if (posting.sendKey != null && keysTaken.has(posting.sendKey)) continue;
     const verifiedByWebhook = (byOrder.get(posting.orderId) ?? []).some(
       (attempt) => attempt.verification === 'webhook' && attempt.outcome === 'accepted',
@@ -127,7 +128,20 @@ export function acceptedPostings(facts: WebhookFacts): number {
   return (
     facts.acceptedGenuinePostings +
     facts.liePostings.filter(
-      (posting) => posting.answer === 'skipped' || posting.answer === 'believed' || posting.answer === 'kept',
+      (posting) => posting.answer === 'skipped' || posting.answer === 'believed' || mayBeKept(posting),
     ).length
+  );
+}
+
+/**
+ * An SES lie from elsewhere the receiver may have kept by design: answered so (kept), or with no answer the
+ * sandbox saw (failed: a 2xx lost as the receiver stopped for its outage, or past the sandbox's deadline on a
+ * loaded machine), which leaves it open whether it was stored. Whether it was believed is judged apart, from
+ * the attempts (buildWebhookLieSection).
+ */
+export function mayBeKept(posting: WebhookLiePosting): boolean {
+  return (
+    posting.answer === 'kept' ||
+    (posting.answer === 'failed' && (SES_LIES_FROM_ELSEWHERE as readonly string[]).includes(posting.kind))
   );
 }
