@@ -298,6 +298,9 @@ describe('an SES lie from elsewhere whose answer was lost', () => {
     };
     expect(refusedLieTokens([lost])).toEqual([]);
     expect(noRefusedWebhookWroteARow(facts)).toMatchObject({ holds: true });
+    // Or not stored at all: also right.
+    const notStored = { ...facts, rows: { storedEventIds: [], deliveryRows: 0, refusedTokensStored: [] } };
+    expect(noRefusedWebhookWroteARow(notStored)).toMatchObject({ holds: true });
     const settled: AttemptFact = {
       orderId: '9',
       attempt: 1,
