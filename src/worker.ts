@@ -19,7 +19,7 @@ import { postgresTarget, temporalTarget } from './config/connectionTargets';
 import { countStuckSending } from './db/mailLogGauges';
 import { readSendHoldGauges } from './db/sendHolds';
 import { createDatabase } from './db/pool';
-import { checkNoRowsBoundElsewhere } from './db/boundProviders';
+import { checkNoRowsBoundElsewhere, checkNoRowsBoundToAnotherDestination } from './db/boundProviders';
 import { assertDeploymentIdOfNamespace } from './db/deploymentIds';
 import { assertSchemaReady } from './db/schemaReady';
 import { createProviderTransports } from './mail/providerTransports';
@@ -133,6 +133,21 @@ async function runWorkerTraced(
               log('error', 'Starting although open rows are bound to providers this worker does not have', {
                 reason: config.forceStartReason,
                 bound: forced,
+              });
+            }
+            // Nor with open rows dispatched to another destination of a provider it has (a rotated key, …).
+            const destinations = providers.transports.flatMap((transport) =>
+              transport.destination === undefined ? [] : [transport.destination],
+            );
+            const elsewhere = await checkNoRowsBoundToAnotherDestination(
+              db,
+              destinations,
+              config.forceStartReason,
+            );
+            if (elsewhere.length > 0) {
+              log('error', 'Starting although open rows are bound to another destination of a provider', {
+                reason: config.forceStartReason,
+                bound: elsewhere,
               });
             }
             await assertDeploymentIdOfNamespace(db, {

@@ -86,6 +86,7 @@ export async function startFailoverTarget(options: {
             fault: request.fault === null ? null : `${provider}: ${describe(request.fault)}`,
           })),
       ),
+    receiverOutage: async () => undefined,
     refuseConnectionsFor: async (ms) => {
       await Promise.all([primary.refuseConnectionsFor(ms), second.refuseConnectionsFor(ms)]);
     },

@@ -7,6 +7,7 @@ import type { Fault } from '../sandbox/faults';
 import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
 import type { LookupRecord } from '../sandbox/lookups';
 import type { RelayTarget } from '../sandbox/relayToInbox';
+import type { WebhookDeliveryRecord } from '../sandbox/webhooks';
 import { startSmtpSandbox, type SmtpTransactionRecord } from '../sandbox/smtp/smtpSandbox';
 import { faultRates, HANG_MS } from './profiles';
 import type { FaultMix, MailTransportName } from './runOptions';
@@ -29,6 +30,8 @@ export interface DemoMailTarget {
   /** Every send that reached it, with the fault it applied. */
   requests(): RequestFact[];
   refuseConnectionsFor(ms: number): Promise<void>;
+  /** Stops the webhook receiver for `ms`, then starts it again on its port (nothing without a receiver). */
+  receiverOutage(ms: number): Promise<void>;
   whenListening(): Promise<void>;
   /** Resolves once every relay to the inbox started so far has finished. */
   relaysSettled(): Promise<void>;
@@ -88,6 +91,7 @@ export async function startMailTarget(options: {
           })),
       requests: () => sandbox.transactions().map(smtpRequestFact),
       refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
+      receiverOutage: async () => undefined,
       whenListening: () => sandbox.whenListening(),
       relaysSettled: () => sandbox.relaysSettled(),
       provider: null,
@@ -146,6 +150,7 @@ export async function startMailTarget(options: {
         })),
     refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
     dropEverySendFor: (ms, say, signal) => dropEverySend(sandbox, ms, say, signal),
+    receiverOutage: (ms) => verification.receiverOutage(ms),
     whenListening: () => sandbox.whenListening(),
     relaysSettled: () => sandbox.relaysSettled(),
     provider,
@@ -166,20 +171,64 @@ export async function startMailTarget(options: {
     webhookPostings: async () => {
       if (!options.verification.lyingProvider || !needsWebhookReceiver(options.verification)) return null;
       await sandbox.webhooksSettled();
-      const accepted = sandbox
-        .webhookDeliveries()
-        .filter((post) => typeof post.status === 'number' && post.status >= 200 && post.status < 300);
+      const deliveries = sandbox.webhookDeliveries();
+      const taken = (status: number | 'failed') =>
+        typeof status === 'number' && status >= 200 && status < 300;
+      const accepted = deliveries.filter((post) => taken(post.status));
+      // A 409 says the receiver already has the posting (stored with its events in one transaction): a retry
+      // or duplicate of one it took, perhaps after an answer that was lost.
+      const acceptedIds = new Set(
+        deliveries.filter((post) => taken(post.status) || post.status === 409).map((post) => post.eventId),
+      );
       return {
         lies: sandbox.webhookLies(),
         liePostings: sandbox.webhookLiePostings(),
-        acceptedGenuineEventIds: [...new Set(accepted.map((post) => post.eventId))],
+        acceptedGenuineEventIds: [...acceptedIds],
         acceptedGenuinePostings: accepted.length,
+        genuine: genuineDeliveryFacts(deliveries, acceptedIds),
       };
     },
     close: async () => {
       await sandbox.close();
       await verification.close();
     },
+  };
+}
+
+/**
+ * The sandbox's genuine events as the receiver answered them: refused (a 4xx, which the provider does not retry:
+ * the event is lost), never taken (retries ran out or were still due), and the latest a retry was taken.
+ */
+function genuineDeliveryFacts(
+  deliveries: WebhookDeliveryRecord[],
+  acceptedIds: Set<string>,
+): NonNullable<WebhookFacts['genuine']> {
+  const events = new Set(deliveries.map((post) => post.eventId));
+  const refused = new Set(
+    deliveries
+      .filter(
+        (post) =>
+          !acceptedIds.has(post.eventId) &&
+          typeof post.status === 'number' &&
+          post.status >= 400 &&
+          post.status < 500 &&
+          post.status !== 429,
+      )
+      .map((post) => post.eventId),
+  );
+  let latestTakenMs = 0;
+  let retried = 0;
+  for (const post of deliveries) {
+    if (post.attempt > 1) retried += 1;
+    if (typeof post.status === 'number' && post.status >= 200 && post.status < 300)
+      latestTakenMs = Math.max(latestTakenMs, post.lateByMs);
+  }
+  return {
+    events: events.size,
+    refused: refused.size,
+    neverTaken: [...events].filter((id) => !acceptedIds.has(id) && !refused.has(id)).length,
+    retries: retried,
+    latestTakenMs,
   };
 }
 

@@ -109,6 +109,21 @@ export function startChaos(
       );
     }
   }
+  // --receiver-outage-*: the webhook receiver goes down once, a while after the first start.
+  const receiverOutage = options.verification.receiverOutage;
+  const receiverDown =
+    receiverOutage === null
+      ? null
+      : setTimeout(() => {
+          if (stopped) return;
+          say(`chaos: webhook receiver down for ${Math.round(receiverOutage.forMs / 1000)} s`);
+          const startedAt = Date.now();
+          track(
+            stack.mail.receiverOutage(receiverOutage.forMs).then(() => {
+              say(`chaos: webhook receiver back (down ${Math.round((Date.now() - startedAt) / 1000)} s)`);
+            }),
+          );
+        }, receiverOutage.atMs);
   const postgres = once(options.restartPostgresAt, stack.restartPostgres, 'Postgres');
   const temporal = once(options.restartTemporalAt, stack.restartTemporal, 'Temporal');
   if (options.restartPostgresAt !== null && stack.restartPostgres === null)
@@ -136,6 +151,7 @@ export function startChaos(
       stopping.abort();
       for (const timer of timers) if (timer !== null) clearInterval(timer);
       if (outage !== null) clearTimeout(outage);
+      if (receiverDown !== null) clearTimeout(receiverDown);
       await cluster?.stop();
       while (pending.size > 0) await Promise.all([...pending]);
       await stack.mail.whenListening().catch(() => undefined);

@@ -31,7 +31,22 @@ export interface VerificationRunOptions {
    * the report counts every lie and how it and its order were settled.
    */
   lyingProvider: boolean;
+  /**
+   * The webhook receiver stops (connections refused) this long after the first start, for this long, then
+   * comes back on the same port (--receiver-outage-at / --receiver-outage-for); null for none.
+   */
+  receiverOutage: { atMs: number; forMs: number } | null;
+  /** The receiver's WEBHOOK_MAX_AGE_MS (--webhook-max-age; 300 s, the product's default). */
+  webhookMaxAgeMs: number;
+  /** SES: the seconds between SNS's retries of an event, 59 of them (--sns-retry-every; 60, the documented policy). */
+  snsRetryEveryS: number;
 }
+
+/**
+ * SES under --lying-provider: the share of sends SES answered without taking them (5xx, dropped before
+ * processing) that are followed by an SNS lie. Half: these are the lies that would cost a mail if believed.
+ */
+export const LYING_NOT_TAKEN_SHARE = 0.5;
 
 /** The share of lookups that tell each kind of lie about one answer under --lying-provider (five kinds). */
 export const LYING_LOOKUP_SHARE = 0.04;
@@ -59,6 +74,9 @@ export const VERIFICATION_PROFILES: Record<'demo' | 'chaos', VerificationRunOpti
     webhookLoss: 0,
     webhookDuplicates: 0,
     lyingProvider: false,
+    receiverOutage: null,
+    webhookMaxAgeMs: 300_000,
+    snsRetryEveryS: 60,
   },
   chaos: {
     provider: 'generic',
@@ -68,6 +86,9 @@ export const VERIFICATION_PROFILES: Record<'demo' | 'chaos', VerificationRunOpti
     webhookLoss: 0.02,
     webhookDuplicates: 0.1,
     lyingProvider: false,
+    receiverOutage: null,
+    webhookMaxAgeMs: 300_000,
+    snsRetryEveryS: 60,
   },
 };
 
@@ -80,7 +101,13 @@ export const VERIFICATION_USAGE = `  --provider NAME               the provider 
                                 a lag of twice the settle delay, failures, another domain's answer (4% each; 0.4% start a lag or
                                 another domain's answer that lasts twice the settle delay); with mailgun or sendgrid, 20% of
                                 the messages are followed by a webhook lie: forged, replayed, stale, oversized, malformed,
-                                another order's, strangers' events`;
+                                another order's, strangers' events; with ses, 20% of the messages and half of the sends SES did
+                                not take are followed by an SNS lie: forged certificate hosts and paths, a forged signature, a
+                                stale Timestamp, events from another account or configuration set (dev/sandbox/snsLies.ts)
+  --receiver-outage-at S / --receiver-outage-for S   the webhook receiver refuses connections from S s after the
+                                first start, for S s, then comes back on its port (none)
+  --webhook-max-age S           the receiver's WEBHOOK_MAX_AGE_MS, in seconds (300)
+  --sns-retry-every S           ses: seconds between SNS's 59 retries of an event (60, the delivery policy of docs/providers.md)`;
 
 /** Applies one verification flag; returns false when `flag` is not one of them. Throws `usage` errors. */
 export function applyVerificationFlag(
@@ -128,6 +155,29 @@ export function applyVerificationFlag(
     case '--lying-provider':
       options.lyingProvider = true;
       return true;
+    case '--receiver-outage-at':
+    case '--receiver-outage-for': {
+      const seconds = Number(value());
+      if (!(seconds >= 0) || !Number.isFinite(seconds))
+        throw usage(`${flag} must be a number of seconds >= 0`);
+      const outage = options.receiverOutage ?? { atMs: 10_000, forMs: 330_000 };
+      if (flag === '--receiver-outage-at') outage.atMs = Math.round(seconds * 1000);
+      else outage.forMs = Math.round(seconds * 1000);
+      options.receiverOutage = outage;
+      return true;
+    }
+    case '--webhook-max-age': {
+      const seconds = Number(value());
+      if (!(seconds > 0) || !Number.isFinite(seconds)) throw usage(`${flag} must be a number of seconds > 0`);
+      options.webhookMaxAgeMs = Math.round(seconds * 1000);
+      return true;
+    }
+    case '--sns-retry-every': {
+      const seconds = Number(value());
+      if (!(seconds > 0) || !Number.isFinite(seconds)) throw usage(`${flag} must be a number of seconds > 0`);
+      options.snsRetryEveryS = seconds;
+      return true;
+    }
     default:
       return false;
   }

@@ -2,19 +2,40 @@
 // provider that posts events (run in the runner's process, on the run's database, as `npm run webhooks` would
 // run beside the workers: under a login of its own in order_mail_webhooks, checked as the CLI checks it), and
 // the workers' MAIL_PROVIDER / MAIL_VERIFY_* variables. Under --lying-provider the sandbox also tells webhook
-// lies (dev/sandbox/webhookLies.ts) after a share of the messages it took.
+// lies (dev/sandbox/webhookLies.ts) after a share of the messages it took. With SES the sandbox plays SNS with
+// the documented delivery policy, names its certificate by a URL of AWS's form, and the receiver trusts no test
+// origin: it fetches certificates through the forger's network (dev/sandbox/snsLies.ts), which serves the
+// forger's certificate at any URL but the genuine one, so only the pinned check stands between a forged
+// message and the events table. Under --lying-provider the forger lies; --receiver-outage-* stops the
+// receiver for a while.
 import { randomBytes } from 'node:crypto';
 import { escapeIdentifier, escapeLiteral } from 'pg';
 import { createDatabase } from '../../src/db/pool';
 import { scramSha256Verifier, WEBHOOK_GROUP_ROLE } from '../../src/db/roles';
 import { assertWebhookSchemaReady } from '../../src/webhooks/webhookSchemaReady';
 import { sendGridPublicKey } from '../../src/webhooks/sendgridWebhook';
-import { startWebhookServer } from '../../src/webhooks/webhookServer';
+import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webhookServer';
+import {
+  DEFAULT_SNS_CERT_HOST_PATTERN,
+  SnsCertificates,
+  snsTokenWindowMs,
+} from '../../src/webhooks/snsWebhook';
+import { DEFAULT_SANDBOX_API_KEY } from '../sandbox/mailSandbox';
+import {
+  SANDBOX_AWS_ACCESS_KEY_ID,
+  SANDBOX_AWS_ACCOUNT_ID,
+  SANDBOX_SES_CONFIGURATION_SET,
+  SANDBOX_SES_REGION,
+} from '../sandbox/providers/ses';
+import { SANDBOX_SNS_TOPIC_ARN } from '../sandbox/sns';
+import { policyRetryingEvery, snsRetryDelaysMs } from '../sandbox/snsDeliveryPolicy';
+import { SnsForger } from '../sandbox/snsLies';
 import { VERIFICATION_DEFAULTS } from '../../src/verification/verificationConfig';
 import type { MailSandbox } from '../sandbox/mailSandbox';
 import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
 import {
   LYING_LOOKUP_SHARE,
+  LYING_NOT_TAKEN_SHARE,
   LYING_WEBHOOK_SHARE,
   LYING_WINDOW_SHARE,
   needsWebhookReceiver,
@@ -47,6 +68,8 @@ const VERIFY_DEADLINE_MS = VERIFICATION_DEFAULTS.MAIL_VERIFY_DEADLINE_MS;
 export interface VerificationParts {
   workerEnv: Record<string, string>;
   verifies: boolean;
+  /** Stops the webhook receiver for `ms` (connections refused), then starts it again on its port. */
+  receiverOutage(ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -59,6 +82,16 @@ export async function startVerificationParts(
   const workerEnv: Record<string, string> = {
     MAIL_PROVIDER: options.provider,
     ...(options.provider === 'mailgun' ? { MAILGUN_DOMAIN: DEMO_MAILGUN_DOMAIN } : {}),
+    ...(options.provider === 'ses'
+      ? {
+          // The sandbox's SES checks SigV4 with its access key id and its API key as the secret.
+          AWS_REGION: SANDBOX_SES_REGION,
+          AWS_ACCESS_KEY_ID: SANDBOX_AWS_ACCESS_KEY_ID,
+          AWS_SECRET_ACCESS_KEY: DEFAULT_SANDBOX_API_KEY,
+          SES_CONFIGURATION_SET: SANDBOX_SES_CONFIGURATION_SET,
+          SES_ACCOUNT_ID: SANDBOX_AWS_ACCOUNT_ID,
+        }
+      : {}),
     MAIL_VERIFY: on ? 'on' : 'off',
     ...(on
       ? {
@@ -89,7 +122,9 @@ export async function startVerificationParts(
       lagMs: 2 * options.settleDelayMs,
     });
   }
-  if (!needsWebhookReceiver(options)) return { workerEnv, verifies: on, close: async () => undefined };
+  if (!needsWebhookReceiver(options)) {
+    return { workerEnv, verifies: on, receiverOutage: async () => undefined, close: async () => undefined };
+  }
 
   const login = await receiverLogin(databaseUrl);
   const db = createDatabase(
@@ -99,25 +134,65 @@ export async function startVerificationParts(
   try {
     // What `npm run webhooks` checks before it serves: migrated, and a login that can store events and no more.
     await assertWebhookSchemaReady(db);
-    const receiver = await startWebhookServer({
-      db,
-      host: '127.0.0.1',
-      port: 0,
-      sendgridPublicKey: sendGridPublicKey(sandbox.webhookKeys.sendgridPublicKey),
-      mailgunSigningKey: sandbox.webhookKeys.mailgunSigningKey,
-      maxAgeMs: 300_000,
-      log: () => undefined,
-    });
+    const ses = options.provider === 'ses';
+    const forger = new SnsForger();
+    const sns = {
+      topicArns: new Set([SANDBOX_SNS_TOPIC_ARN]),
+      certHostPattern: new RegExp(DEFAULT_SNS_CERT_HOST_PATTERN),
+    };
+    if (ses) {
+      sandbox.sns.useAwsCertificateUrl();
+      sandbox.setSnsRetryDelays(snsRetryDelaysMs(policyRetryingEvery(options.snsRetryEveryS)));
+    }
+    // A restarted receiver starts with an empty certificate cache, as a new process does.
+    const start = (port: number): Promise<WebhookServer> =>
+      startWebhookServer({
+        db,
+        host: '127.0.0.1',
+        port,
+        sendgridPublicKey: sendGridPublicKey(sandbox.webhookKeys.sendgridPublicKey),
+        mailgunSigningKey: sandbox.webhookKeys.mailgunSigningKey,
+        ...(ses
+          ? {
+              sns,
+              snsCertificates: new SnsCertificates({ fetchPem: forger.network(sandbox.sns) }),
+            }
+          : {}),
+        maxAgeMs: options.webhookMaxAgeMs,
+        log: () => undefined,
+      });
+    let receiver = await start(0);
+    const port = Number(new URL(receiver.url).port);
     sandbox.configureWebhooks({
       url: receiver.url,
-      lossProbability: options.webhookLoss,
+      // SNS with a delivery policy and a dead-letter queue loses nothing; its losses are the receiver's outages.
+      lossProbability: ses ? 0 : options.webhookLoss,
       duplicateProbability: options.webhookDuplicates,
       ...(options.lyingProvider ? { lieProbability: LYING_WEBHOOK_SHARE } : {}),
     });
+    if (ses && options.lyingProvider) {
+      sandbox.configureSnsChaos({
+        forger,
+        notTakenLieProbability: LYING_NOT_TAKEN_SHARE,
+        // Past what the receiver takes from a retry of SNS's: its Timestamp window, and a minute more.
+        staleByMs: snsTokenWindowMs({}, options.webhookMaxAgeMs) + 60_000,
+      });
+    }
+    let down: Promise<void> | null = null;
     return {
       workerEnv,
       verifies: on,
+      async receiverOutage(ms) {
+        down = (async () => {
+          await receiver.close();
+          await new Promise((resolve) => setTimeout(resolve, ms));
+          receiver = await start(port);
+        })();
+        await down;
+        down = null;
+      },
       async close() {
+        if (down !== null) await down.catch(() => undefined);
         await receiver.close();
         await db.close();
         await login.drop();

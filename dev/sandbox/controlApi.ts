@@ -8,6 +8,7 @@ import { parseLookupFault, type LookupFault, type LookupRecord, type LookupSetti
 import { parseLookupLiePlan, type LookupLieKind } from './lookupLies';
 import type { ReceivedMessage, RequestRecord } from './records';
 import type { WebhookLieCount, WebhookLieKind, WebhookLiePosting } from './webhookLies';
+import type { SesLieKind } from './snsLies';
 import type { WebhookDeliveryRecord, WebhookSettings } from './webhooks';
 
 /** The sandbox operations the control API exposes. */
@@ -28,7 +29,7 @@ export interface SandboxControls {
   setLookupLies(plan: unknown): void;
   lookupLiesTold(): Record<LookupLieKind, number>;
   webhookDeliveries(): WebhookDeliveryRecord[];
-  webhookLies(): Record<WebhookLieKind, WebhookLieCount>;
+  webhookLies(): Record<WebhookLieKind | SesLieKind, WebhookLieCount>;
   /** Every posting the webhook lies made, with the receiver's answer. */
   webhookLiePostings(): WebhookLiePosting[];
   configureWebhooks(settings: Partial<WebhookSettings>): void;

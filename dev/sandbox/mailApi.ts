@@ -115,13 +115,20 @@ export async function handleMailApiRequest(
     }
     return { id, answer };
   };
+  const notTaken = (): void => {
+    const { messageIdHeader: _header, sendKey, ...content } = message;
+    context.records.notTaken(
+      { ...content, sendKey: sendKey ?? null, provider: emulation.name, idempotencyKey: key, fault },
+      now,
+    );
+  };
 
   if (fault === null) {
     const { id, answer } = accept();
     record(message.orderId, answer.status, null, id);
     return sendAnswer(res, answer);
   }
-  applyFault(fault, { message, req, res, context, accept, record, emulation, key });
+  applyFault(fault, { message, req, res, context, accept, notTaken, record, emulation, key });
 }
 
 type RecordRequest = (
@@ -139,13 +146,15 @@ interface FaultTarget {
   context: MailApiContext;
   /** Records the message as accepted (and remembers its idempotency key) and returns its id and answer. */
   accept: (finishedAt?: number | null) => { id: string; answer: ProviderAnswer };
+  /** Tells the records' listeners of a send answered without being taken, whose outcome the client cannot know. */
+  notTaken: () => void;
   record: RecordRequest;
   emulation: ProviderEmulation;
   key: string | null;
 }
 
 function applyFault(fault: Fault, target: FaultTarget): void {
-  const { message, req, res, context, accept, record, emulation, key } = target;
+  const { message, req, res, context, accept, notTaken, record, emulation, key } = target;
   switch (fault.kind) {
     case 'accept-then-drop': {
       const { id } = accept();
@@ -156,6 +165,7 @@ function applyFault(fault: Fault, target: FaultTarget): void {
     }
     case 'drop-without-processing':
       record(message.orderId, 'dropped', fault, null);
+      notTaken();
       req.socket.destroy();
       return;
     case 'accept-then-hang': {
@@ -178,6 +188,7 @@ function applyFault(fault: Fault, target: FaultTarget): void {
       const isSuccess = fault.status >= 200 && fault.status < 300;
       const accepted = fault.record === true ? accept() : null;
       record(message.orderId, fault.status, fault, accepted?.id ?? null);
+      if (accepted === null && fault.status >= 500) notTaken();
       const answer =
         isSuccess && accepted !== null
           ? { ...accepted.answer, status: fault.status }

@@ -18,7 +18,8 @@ import { SandboxLookups, type LookupFault, type LookupRecord, type LookupSetting
 import { handleMailApiRequest, type MailApiContext } from './mailApi';
 import { emulationForPath, lookupEmulationForPath } from './providers';
 import type { WebhookLieCount, WebhookLieKind, WebhookLiePosting } from './webhookLies';
-import { SandboxWebhooks, type WebhookDeliveryRecord, type WebhookSettings } from './webhooks';
+import type { SesLieKind } from './snsLies';
+import { SandboxWebhooks, type SnsChaos, type WebhookDeliveryRecord, type WebhookSettings } from './webhooks';
 import { SandboxSns, SNS_PATH_PREFIX } from './sns';
 import { SandboxRecords, type ReceivedMessage, type RequestRecord } from './records';
 import { RefusalWindow, listen } from './refusalWindow';
@@ -71,6 +72,10 @@ export interface MailSandbox extends SandboxControls {
   webhooksSettled(): Promise<void>;
   /** SNS as SES's events reach the receiver: its topic, its test certificate's URL, messages signed by hand. */
   readonly sns: SandboxSns;
+  /** SES: the delays before SNS's retries of an event (default: the documented delivery policy's). */
+  setSnsRetryDelays(delaysMs: number[]): void;
+  /** SES: SNS lies after taken messages and sends not taken (dev/sandbox/snsLies.ts); null stops them. */
+  configureSnsChaos(chaos: SnsChaos | null): void;
   /** Drops every connection, held ones included, and stops listening. Idempotent. */
   close(): Promise<void>;
 }
@@ -128,6 +133,7 @@ class MailSandboxServer implements MailSandbox {
   ) {
     this.server = createServer((req, res) => this.route(req, res));
     this.records.onAccepted((message) => this.webhooks.onAccepted(message));
+    this.records.onNotTaken((message) => this.webhooks.onNotTaken(message));
     this.refusal = new RefusalWindow(this.server, {
       host,
       port: () => this.boundPort,
@@ -213,8 +219,16 @@ class MailSandboxServer implements MailSandbox {
   }
 
   /** The webhook lies told so far (lieProbability > 0), by kind, with how the receiver answered each. */
-  webhookLies(): Record<WebhookLieKind, WebhookLieCount> {
+  webhookLies(): Record<WebhookLieKind | SesLieKind, WebhookLieCount> {
     return this.webhooks.lies();
+  }
+
+  setSnsRetryDelays(delaysMs: number[]): void {
+    this.webhooks.setSnsRetryDelays(delaysMs);
+  }
+
+  configureSnsChaos(chaos: SnsChaos | null): void {
+    this.webhooks.configureSnsChaos(chaos);
   }
 
   /** Every posting the webhook lies made, with the receiver's answer (for the chaos report's row check). */

@@ -57,6 +57,8 @@ export type NewMessage = Omit<ReceivedMessage, 'id' | 'receivedAt'>;
 export class SandboxRecords {
   private messageList: ReceivedMessage[] = [];
   private readonly acceptedListeners: ((message: ReceivedMessage) => void)[] = [];
+  private readonly notTakenListeners: ((message: ReceivedMessage) => void)[] = [];
+  private notTakenNumber = 0;
   private requestList: RequestRecord[] = [];
   // Never reset: a provider does not hand out a message id twice, and neither does the sandbox.
   private lastMessageNumber = 0;
@@ -73,6 +75,20 @@ export class SandboxRecords {
   /** Called with every message from now on, at the moment it counts as accepted (before any answer). */
   onAccepted(listener: (message: ReceivedMessage) => void): void {
     this.acceptedListeners.push(listener);
+  }
+
+  /**
+   * A message the provider answered without taking (a 5xx, a connection dropped before processing): a send
+   * whose outcome the client cannot know, and that no genuine event will ever confirm. Not stored.
+   */
+  notTaken(message: NewMessage, now: Date): void {
+    this.notTakenNumber += 1;
+    const record = { id: `never-taken-${this.notTakenNumber}`, receivedAt: now.toISOString(), ...message };
+    for (const listener of this.notTakenListeners) listener({ ...record });
+  }
+
+  onNotTaken(listener: (message: ReceivedMessage) => void): void {
+    this.notTakenListeners.push(listener);
   }
 
   addRequest(request: Omit<RequestRecord, 'sequence' | 'receivedAt'>, now: Date): RequestRecord {

@@ -4,11 +4,11 @@
 // signs them (SignatureVersion 1: RSA-SHA1, 2: RSA-SHA256, over the string src/webhooks/snsWebhook.ts builds).
 // The receiver trusts this certificate only when a test passes the sandbox's origin as
 // trustTestCertificateOrigin; from its environment it never does.
-import { createSign, randomUUID } from 'node:crypto';
+import { createHash, createSign, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sesTagValue } from '../../src/evidence/messageIdentity';
 import { SES_TAGS } from '../../src/mail/providers/ses';
-import { SANDBOX_AWS_ACCOUNT_ID, SANDBOX_SES_CONFIGURATION_SET } from './providers/ses';
+import { SANDBOX_AWS_ACCOUNT_ID, SANDBOX_SES_CONFIGURATION_SET, SANDBOX_SES_REGION } from './providers/ses';
 import { snsStringToSign } from '../../src/webhooks/snsWebhook';
 import type { ReceivedMessage } from './records';
 import { makeTestCertificate, type TestCertificate } from './testCertificate';
@@ -35,8 +35,25 @@ export class SandboxSns {
   private ownOrigin = 'http://127.0.0.1';
   private confirmations: string[] = [];
   private certificateFetches = 0;
+  private signingCertUrl: string | null = null;
 
   readonly topicArn = SANDBOX_SNS_TOPIC_ARN;
+
+  /**
+   * Names its certificate by a URL of AWS's own form, as SNS does, instead of the sandbox's origin: for a
+   * receiver that trusts no test origin and fetches through a network of the caller's (the chaos run's
+   * forger, dev/sandbox/snsLies.ts). Returns that URL.
+   */
+  useAwsCertificateUrl(): string {
+    const hex = createHash('sha256').update(this.cert().pem).digest('hex').slice(0, 32);
+    this.signingCertUrl = `https://sns.${SANDBOX_SES_REGION}.amazonaws.com/SimpleNotificationService-${hex}.pem`;
+    return this.signingCertUrl;
+  }
+
+  /** The signing certificate, PEM, as SNS serves it. */
+  get certificatePem(): string {
+    return this.cert().pem;
+  }
 
   /** Where the sandbox listens: the certificate's and the SubscribeURL's origin. */
   setOrigin(origin: string): void {
@@ -48,7 +65,7 @@ export class SandboxSns {
   }
 
   get certificateUrl(): string {
-    return `${this.ownOrigin}${CERT_PATH}`;
+    return this.signingCertUrl ?? `${this.ownOrigin}${CERT_PATH}`;
   }
 
   /** Tokens of the SubscribeURLs fetched so far. */

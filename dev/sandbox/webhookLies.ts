@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { mailgunSignature } from '../../src/webhooks/mailgunWebhook';
 import type { ReceivedMessage } from './records';
+import { SES_LIE_KINDS, SES_LIES_FROM_ELSEWHERE, type SesLieKind } from './snsLies';
 
 export const WEBHOOK_LIE_KINDS = [
   'forged',
@@ -33,13 +34,18 @@ export interface WebhookLieCount {
   skipped: number;
   /** Answered 2xx with an event stored: the receiver believed a lie. */
   believed: number;
+  /**
+   * SES only: answered 2xx with an event stored as coming from another account or configuration set, which
+   * settles no attempt where the receiver is right (whether one did is judged from the attempts, not here).
+   */
+  kept: number;
   /** 5xx or no answer: the receiver failed. */
   failed: number;
 }
 
 /** One posting a lie made, and what the receiver made of it. */
 export interface WebhookLiePosting {
-  kind: WebhookLieKind;
+  kind: WebhookLieKind | SesLieKind;
   /** The order whose message the lie was told about. */
   orderId: string;
   /** False for a replay's genuine first posting. */
@@ -47,21 +53,27 @@ export interface WebhookLiePosting {
   eventIds: string[];
   token: string | null;
   answer: LieAnswer;
+  /** SNS lies: the send key the lie named, and whether SES had answered that send without taking it. */
+  sendKey?: string | null;
+  aboutNotTaken?: boolean;
 }
 
 /** What the receiver answered one posting: a status and its `stored` count, or the connection cut. */
 export type LieHttpAnswer = { status: number; stored: number } | 'reset';
-export type LieAnswer = 'refused' | 'skipped' | 'believed' | 'failed';
+export type LieAnswer = 'refused' | 'skipped' | 'believed' | 'kept' | 'failed';
 
 /**
  * How one answer counts: a 4xx is refused (and a cut connection too, for an oversized body, which a receiver
  * may stop reading); a 2xx with nothing stored is taken and skipped, one that stored an event is believed;
  * anything else (5xx, a cut connection otherwise) is the receiver failing.
  */
-export function lieAnswer(kind: WebhookLieKind, answer: LieHttpAnswer): LieAnswer {
+export function lieAnswer(kind: WebhookLieKind | SesLieKind, answer: LieHttpAnswer): LieAnswer {
   if (answer === 'reset') return kind === 'oversized' ? 'refused' : 'failed';
   if (answer.status >= 400 && answer.status < 500) return 'refused';
-  if (answer.status >= 200 && answer.status < 300) return answer.stored > 0 ? 'believed' : 'skipped';
+  if (answer.status >= 200 && answer.status < 300) {
+    if (answer.stored === 0) return 'skipped';
+    return (SES_LIES_FROM_ELSEWHERE as readonly string[]).includes(kind) ? 'kept' : 'believed';
+  }
   return 'failed';
 }
 
@@ -217,8 +229,12 @@ function mailgunEvent(
   };
 }
 
-export function emptyLieCounts(): Record<WebhookLieKind, WebhookLieCount> {
+/** Every kind of lie, the SNS ones included, at 0. */
+export function emptyLieCounts(): Record<WebhookLieKind | SesLieKind, WebhookLieCount> {
   return Object.fromEntries(
-    WEBHOOK_LIE_KINDS.map((kind) => [kind, { posted: 0, refused: 0, skipped: 0, believed: 0, failed: 0 }]),
-  ) as Record<WebhookLieKind, WebhookLieCount>;
+    [...WEBHOOK_LIE_KINDS, ...SES_LIE_KINDS].map((kind) => [
+      kind,
+      { posted: 0, refused: 0, skipped: 0, believed: 0, kept: 0, failed: 0 },
+    ]),
+  ) as Record<WebhookLieKind | SesLieKind, WebhookLieCount>;
 }

@@ -6,10 +6,15 @@
 // With lieProbability > 0 (the chaos profile's lying provider), a share of messages is also followed by a
 // webhook lie of one of lieKinds (dev/sandbox/webhookLies.ts), each counted by kind with the receiver's
 // answer (lies()); those draws come from a generator of their own, so turning lies on changes no other draw.
-import { generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+// SES's events go out through the sandbox's SNS: retried as the subscription's delivery policy says
+// (dev/sandbox/snsDeliveryPolicy.ts), and under configureSnsChaos() followed by SNS lies (dev/sandbox/snsLies.ts),
+// about messages SES took and about sends it answered without taking them.
+import { generateKeyPairSync, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { Pool } from 'undici';
 import { mailgunSignature } from '../../src/webhooks/mailgunWebhook';
 import { SandboxSns } from './sns';
+import { DOCUMENTED_SNS_DELIVERY_POLICY, snsRetryDelaysMs } from './snsDeliveryPolicy';
+import { SES_LIE_KINDS, type SesLieKind, type SnsForger } from './snsLies';
 import { seededRandom, InvalidFaultError } from './faults';
 import type { ReceivedMessage } from './records';
 import {
@@ -56,6 +61,17 @@ export interface WebhookDeliveryRecord {
   attempt: number;
   status: number | 'failed';
   postedAt: string;
+  /** How long after the event's first posting this one was made (SNS keeps the first Timestamp on a retry). */
+  lateByMs: number;
+}
+
+/** The chaos run's SNS: its forger, how often it lies about sends SES did not take, how stale a stale lie is. */
+export interface SnsChaos {
+  forger: SnsForger;
+  /** Share of the sends SES answered without taking (5xx, dropped) followed by one SNS lie. */
+  notTakenLieProbability: number;
+  /** How far before now a 'stale' lie's Timestamp is: past what the receiver takes from a retry. */
+  staleByMs: number;
 }
 
 interface PlannedEvent {
@@ -74,6 +90,9 @@ export class SandboxWebhooks {
   private random: () => number;
   private lieRandom: () => number;
   private lieCounts = emptyLieCounts();
+  /** The delays between SNS's retries of one SES event (the subscription's delivery policy). */
+  private snsRetryDelaysMs = snsRetryDelaysMs(DOCUMENTED_SNS_DELIVERY_POLICY);
+  private snsChaos: SnsChaos | null = null;
   private liePostingList: WebhookLiePosting[] = [];
   private pool: Pool | null = null;
   private poolUrl: string | null = null;
@@ -120,8 +139,18 @@ export class SandboxWebhooks {
   }
 
   /** The lies told so far, by kind, with how the receiver answered them. */
-  lies(): Record<WebhookLieKind, WebhookLieCount> {
+  lies(): Record<WebhookLieKind | SesLieKind, WebhookLieCount> {
     return structuredClone(this.lieCounts);
+  }
+
+  /** SES: the delays before SNS's retries (default: the documented delivery policy's, 59 a minute apart). */
+  setSnsRetryDelays(delaysMs: number[]): void {
+    this.snsRetryDelaysMs = [...delaysMs];
+  }
+
+  /** SES: tell SNS lies (dev/sandbox/snsLies.ts) after taken messages (lieProbability) and sends not taken. */
+  configureSnsChaos(chaos: SnsChaos | null): void {
+    this.snsChaos = chaos;
   }
 
   /** Every posting a lie made (a replay's genuine first posting included), with the receiver's answer. */
@@ -165,18 +194,58 @@ export class SandboxWebhooks {
       const duplicated = this.random() < this.settings.duplicateProbability;
       if (lost) return;
       const at = this.settings.delayMs * (index + 1);
-      this.later(at, () => this.post(event, false, 1));
-      if (duplicated) this.later(at + Math.max(this.settings.delayMs, 50), () => this.post(event, true, 1));
+      this.later(at, () => this.post(event, false, 1, Date.now()));
+      if (duplicated)
+        this.later(at + Math.max(this.settings.delayMs, 50), () => this.post(event, true, 1, Date.now()));
     });
-    if (
-      message.provider !== 'ses' &&
-      this.settings.lieProbability > 0 &&
-      this.lieRandom() < this.settings.lieProbability
-    ) {
+    if (message.provider === 'ses') {
+      if (this.snsChaos !== null && this.lieRandom() < this.settings.lieProbability)
+        this.tellSnsLie(message, false);
+      return;
+    }
+    if (this.settings.lieProbability > 0 && this.lieRandom() < this.settings.lieProbability) {
       const kinds = this.settings.lieKinds;
       const kind = kinds[Math.floor(this.lieRandom() * kinds.length)] ?? kinds[0]!;
       this.later(this.settings.delayMs * 3, () => this.tellLie(kind, message));
     }
+  }
+
+  /** Called for every send the provider answered without taking it (dev/sandbox/records.ts). */
+  onNotTaken(message: ReceivedMessage): void {
+    if (this.closed || this.settings.url === null || message.provider !== 'ses' || this.snsChaos === null)
+      return;
+    if (this.lieRandom() < this.snsChaos.notTakenLieProbability) this.tellSnsLie(message, true);
+  }
+
+  private tellSnsLie(message: ReceivedMessage, aboutNotTaken: boolean): void {
+    const kind = SES_LIE_KINDS[Math.floor(this.lieRandom() * SES_LIE_KINDS.length)] ?? SES_LIE_KINDS[0];
+    // Soon after the send: well inside the workers' settle delay, where a believed lie would settle it.
+    this.later(this.settings.delayMs * 3, () => this.postSnsLie(kind, message, aboutNotTaken));
+  }
+
+  private async postSnsLie(
+    kind: SesLieKind,
+    message: ReceivedMessage,
+    aboutNotTaken: boolean,
+  ): Promise<void> {
+    const url = this.settings.url;
+    const chaos = this.snsChaos;
+    if (url === null || this.closed || chaos === null) return;
+    const request = chaos.forger.lie(kind, message, this.sns, new Date(), chaos.staleByMs);
+    const answer = lieAnswer(kind, await this.postOnce(url, 'ses', { ...request, isLie: true }));
+    this.liePostingList.push({
+      kind,
+      orderId: message.orderId,
+      isLie: true,
+      eventIds: request.eventIds,
+      token: request.token,
+      answer,
+      sendKey: message.sendKey,
+      aboutNotTaken,
+    });
+    const count = this.lieCounts[kind];
+    count.posted += 1;
+    count[answer] += 1;
   }
 
   private async tellLie(kind: WebhookLieKind, message: ReceivedMessage): Promise<void> {
@@ -216,7 +285,7 @@ export class SandboxWebhooks {
   /** One posting, not retried: a lie is told once. */
   private async postOnce(
     url: string,
-    provider: 'sendgrid' | 'mailgun',
+    provider: 'sendgrid' | 'mailgun' | 'ses',
     request: LieRequest,
   ): Promise<LieHttpAnswer> {
     try {
@@ -276,7 +345,12 @@ export class SandboxWebhooks {
     this.timers.add(timer);
   }
 
-  private async post(event: PlannedEvent, duplicate: boolean, attempt: number): Promise<void> {
+  private async post(
+    event: PlannedEvent,
+    duplicate: boolean,
+    attempt: number,
+    firstPostedAt: number,
+  ): Promise<void> {
     const url = this.settings.url;
     if (url === null || this.closed) return;
     const { body, headers } = event.body(new Date());
@@ -304,11 +378,14 @@ export class SandboxWebhooks {
       attempt,
       status,
       postedAt: new Date().toISOString(),
+      lateByMs: Date.now() - firstPostedAt,
     });
-    // Like the providers: a refusal (4xx other than 429) is final, anything else is tried again later.
+    // Like the providers: a refusal (4xx other than 429) is final, anything else is tried again later; SNS
+    // as its delivery policy says.
     const retry = status === 'failed' || status === 429 || status >= 500;
-    const delay = RETRY_DELAYS_MS[attempt - 1];
-    if (retry && delay !== undefined) this.later(delay, () => this.post(event, duplicate, attempt + 1));
+    const delay = (event.provider === 'ses' ? this.snsRetryDelaysMs : RETRY_DELAYS_MS)[attempt - 1];
+    if (retry && delay !== undefined)
+      this.later(delay, () => this.post(event, duplicate, attempt + 1, firstPostedAt));
   }
 
   private poolFor(url: string): Pool {
@@ -368,9 +445,9 @@ export class SandboxWebhooks {
    * very same message (same MessageId, Timestamp and signature), which the receiver takes once.
    */
   private sesEvent(message: ReceivedMessage, eventType: 'Send' | 'Delivery' | 'Bounce'): PlannedEvent {
-    this.eventNumber += 1;
     let made: { body: string; headers: Record<string, string> } | null = null;
-    const eventId = `sbx-sns-${this.eventNumber}`;
+    // The notification's MessageId, which the receiver stores as the event's id.
+    const eventId = randomUUID();
     return {
       provider: 'ses',
       orderId: message.orderId,
@@ -380,6 +457,7 @@ export class SandboxWebhooks {
         if (made === null) {
           const notification = this.sns.notification(this.sns.sesEvent(message, eventType, now), {
             timestamp: now,
+            messageId: eventId,
           });
           made = { body: JSON.stringify(notification), headers: this.sns.headers(notification) };
         }

@@ -1,6 +1,7 @@
 // What is still bound to each provider (docs/providers.md#draining-a-provider): a provider may leave
 // MAIL_PROVIDERS only when none of its attempts can still need it. Read by the worker's start-up check and by
 // `npm run ops -- provider status`.
+import { whyCannotAsk, type SendDestination } from '../evidence/destination';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
 
@@ -83,5 +84,80 @@ export async function checkNoRowsBoundElsewhere(
       `${counts.join('; ')}. This worker would fail those orders at once. Keep each provider in MAIL_PROVIDERS ` +
       'with MAIL_PROVIDERS_DRAINING until npm run ops -- provider status shows nothing bound to it ' +
       '(docs/operating.md#draining-a-provider), or set MAIL_PROVIDERS_FORCE_START_REASON to start anyway.',
+  );
+}
+
+/** Open rows bound to a provider this worker has, but to another destination of it than the worker's. */
+export interface OpenRowsAtAnotherDestination {
+  provider: string;
+  rows: number;
+  /** Why this worker could not ask where they went (whyCannotAsk), for the first such destination. */
+  why: string;
+}
+
+/**
+ * A worker's start-up check for a provider of the same name whose destination changed (a rotated key, another
+ * Mailgun domain, Postmark stream, SES configuration set or account, base URL): open rows dispatched to the old
+ * one can be verified only there, so on this worker the lookup would be inconclusive and the policy would
+ * decide (docs/providers.md#draining-a-provider). Throws ProvidersStillBoundError naming each provider and why,
+ * unless `forceStartReason` is given; then they are returned for the caller to log. Empty when none.
+ */
+export async function checkNoRowsBoundToAnotherDestination(
+  db: Database,
+  destinations: readonly SendDestination[],
+  forceStartReason: string | null,
+): Promise<OpenRowsAtAnotherDestination[]> {
+  if (destinations.length === 0) return [];
+  const { rows } = await runSql<{
+    provider: string;
+    origin: string | null;
+    scope: string | null;
+    credentialFingerprint: string | null;
+    account: string | null;
+    rows: number;
+  }>(
+    db,
+    sql`SELECT log.dispatch_provider AS provider, log.dispatch_origin AS origin, log.dispatch_scope AS scope,
+               log.dispatch_credential_fingerprint AS "credentialFingerprint", log.dispatch_account AS account,
+               count(*)::int AS rows
+          FROM order_mail_log AS log
+         WHERE log.dispatch_provider IS NOT NULL AND log.dispatched_at IS NOT NULL
+           AND (log.state = 'sending'
+                OR (log.state = 'failed' AND EXISTS (
+                      SELECT 1 FROM order_mail_attempts AS attempt
+                       WHERE attempt.order_id = log.order_id AND attempt.resend_count = log.resend_count
+                         AND attempt.provider = log.provider AND attempt.outcome <> 'not_sent')))
+         GROUP BY 1, 2, 3, 4, 5
+         ORDER BY 1`,
+  );
+  const found = new Map<string, OpenRowsAtAnotherDestination>();
+  for (const row of rows) {
+    const asking = destinations.find((destination) => destination.provider === row.provider);
+    // A provider the worker lacks is checkNoRowsBoundElsewhere's.
+    if (asking === undefined) continue;
+    const why = whyCannotAsk(
+      {
+        provider: row.provider,
+        origin: row.origin ?? '',
+        scope: row.scope,
+        credentialFingerprint: row.credentialFingerprint,
+        account: row.account,
+      },
+      asking,
+    );
+    if (why === null) continue;
+    const entry = found.get(row.provider) ?? { provider: row.provider, rows: 0, why };
+    entry.rows += row.rows;
+    found.set(row.provider, entry);
+  }
+  const other = [...found.values()];
+  if (other.length === 0 || forceStartReason !== null) return other;
+  throw new ProvidersStillBoundError(
+    'Open rows are bound to another destination of a provider than this worker is configured for: ' +
+      `${other.map((entry) => `${entry.provider}: ${entry.rows} open row(s); ${entry.why}`).join(' | ')}. ` +
+      'A changed key, domain, stream, configuration set, account or base URL is a new destination: keep the ' +
+      'old settings, with the provider in MAIL_PROVIDERS_DRAINING, until npm run ops -- provider status shows ' +
+      'nothing bound to it (docs/operating.md#draining-a-provider), or set MAIL_PROVIDERS_FORCE_START_REASON ' +
+      'to start anyway.',
   );
 }

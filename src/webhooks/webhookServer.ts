@@ -50,6 +50,11 @@ export interface WebhookServerOptions {
   mailgunSigningKey: string | null;
   /** SES events by SNS: the topics taken and where certificates may come from; null for no /webhooks/ses. */
   sns?: SnsSettings | null;
+  /**
+   * Tests and the chaos run only: where SNS signing certificates come from (an SnsCertificates whose fetchPem
+   * plays the network). Never from the environment; default: fetched over HTTPS.
+   */
+  snsCertificates?: SnsCertificates;
   maxAgeMs: number;
   /** Default 1 MiB. */
   maxBodyBytes?: number;
@@ -90,7 +95,7 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const sns = options.sns ?? null;
-  const certificates = new SnsCertificates();
+  const certificates = options.snsCertificates ?? new SnsCertificates();
   const server = createServer(
     {
       requestTimeout: requestTimeoutMs,

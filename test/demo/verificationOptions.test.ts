@@ -46,6 +46,9 @@ describe('verification flags', () => {
       webhookLoss: PROFILES.chaos.verification.webhookLoss,
       webhookDuplicates: 0.5,
       lyingProvider: false,
+      receiverOutage: null,
+      webhookMaxAgeMs: 300_000,
+      snsRetryEveryS: 60,
     });
     // The profile itself is left as it was.
     expect(PROFILES.chaos.verification.provider).toBe('generic');

@@ -5,7 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import type { AttemptFact, WebhookFacts } from '../../dev/demo/report/facts';
 import { refusedLieTokens } from '../../dev/demo/report/readFacts';
-import { noRefusedWebhookWroteARow } from '../../dev/demo/report/scenarioInvariants';
+import {
+  noRefusedWebhookWroteARow,
+  webhookEvidenceInvariants,
+} from '../../dev/demo/report/scenarioInvariants';
 import { buildWebhookLieSection } from '../../dev/demo/report/webhookLieReport';
 import type { ReceivedMessage } from '../../dev/sandbox/records';
 import {
@@ -90,9 +93,9 @@ function facts(
   fields: Omit<Partial<WebhookFacts>, 'rows'> & { rows?: Partial<WebhookFacts['rows']> } = {},
 ): WebhookFacts {
   const lies = emptyLieCounts();
-  lies.forged = { posted: 1, refused: 1, skipped: 0, believed: 0, failed: 0 };
-  lies.replayed = { posted: 1, refused: 1, skipped: 0, believed: 0, failed: 0 };
-  lies['other-order'] = { posted: 1, refused: 0, skipped: 1, believed: 0, failed: 0 };
+  lies.forged = { posted: 1, refused: 1, skipped: 0, believed: 0, kept: 0, failed: 0 };
+  lies.replayed = { posted: 1, refused: 1, skipped: 0, believed: 0, kept: 0, failed: 0 };
+  lies['other-order'] = { posted: 1, refused: 0, skipped: 1, believed: 0, kept: 0, failed: 0 };
   return {
     lies,
     liePostings: [
@@ -186,5 +189,131 @@ describe('buildWebhookLieSection', () => {
     });
     expect(section.byKind.stale).toEqual({ told: 0, receiver: {}, orders: 0, settled: {} });
     expect(section.rows).toEqual({ eventRows: 3, acceptedEvents: 3, deliveryRows: 5, acceptedPostings: 5 });
+  });
+});
+
+describe('SNS lies over SES', () => {
+  const sesAttempt = (orderId: string, fields: Partial<AttemptFact> = {}): AttemptFact => ({
+    orderId,
+    attempt: 1,
+    state: 'sent',
+    outcome: 'accepted',
+    unknownPolicy: null,
+    dispatched: true,
+    verification: 'webhook',
+    finishedAt: '2026-12-06T00:00:00.000Z',
+    ...fields,
+  });
+  const sesFacts = (liePostings: WebhookLiePosting[]): WebhookFacts => {
+    const lies = emptyLieCounts();
+    for (const p of liePostings) {
+      lies[p.kind].posted += 1;
+      lies[p.kind][p.answer] += 1;
+    }
+    return {
+      lies,
+      liePostings,
+      acceptedGenuineEventIds: ['sns-1'],
+      acceptedGenuinePostings: 1,
+      genuine: { events: 1, refused: 0, neverTaken: 0, retries: 0, latestTakenMs: 0 },
+      rows: {
+        storedEventIds: [
+          'sns-1',
+          ...liePostings.filter((p) => p.answer === 'kept').flatMap((p) => p.eventIds),
+        ],
+        deliveryRows: 1 + liePostings.filter((p) => p.answer === 'kept').length,
+        refusedTokensStored: [],
+      },
+    };
+  };
+
+  it('a lie from elsewhere is kept, not believed; it is believed when it settles a send SES never took', () => {
+    expect(lieAnswer('other-account', { status: 200, stored: 1 })).toBe('kept');
+    expect(lieAnswer('forged-host', { status: 200, stored: 1 })).toBe('believed');
+    const kept = posting({
+      kind: 'other-account',
+      orderId: '7',
+      eventIds: ['lie-7'],
+      token: 'lie-7',
+      answer: 'kept',
+      sendKey: 'dep/7/0',
+      aboutNotTaken: true,
+    });
+    const facts = sesFacts([kept]);
+    // Order 7's only attempt settled as accepted by a webhook, and SES took no message of its key: the lie did it.
+    const believed = buildWebhookLieSection(facts, [sesAttempt('7')], []);
+    expect(believed.believed).toEqual({ byReceiver: 0, byAnAttempt: 1, orders: ['7'] });
+    expect(webhookEvidenceInvariants(facts, [sesAttempt('7')], [])[0]).toMatchObject({
+      name: 'no-lie-believed',
+      holds: false,
+    });
+    // The same with a message of that key at SES: a genuine event could have settled it.
+    const genuine = buildWebhookLieSection(
+      facts,
+      [sesAttempt('7')],
+      [{ orderId: '7', id: 'm-7', receivedAt: '2026-12-06T00:00:00.000Z', sendKey: 'dep/7/0' }],
+    );
+    expect(genuine.believed.byAnAttempt).toBe(0);
+    // Settled by the policy instead: the lie settled nothing.
+    const policy = sesAttempt('7', { outcome: 'unknown', verification: 'inconclusive' });
+    expect(buildWebhookLieSection(facts, [policy], []).believed.byAnAttempt).toBe(0);
+    // Kept events are stored by design: no refused webhook wrote a row.
+    expect(noRefusedWebhookWroteARow(facts).holds).toBe(true);
+    // The SNS kinds show only where they were told; the others always.
+    expect(Object.keys(genuine.byKind)).toEqual([...WEBHOOK_LIE_KINDS, 'other-account']);
+  });
+
+  it('a forged event stored as ours is a lie believed; a genuine event refused or never taken fails its invariant', () => {
+    const facts = sesFacts([
+      posting({ kind: 'forged-host', orderId: '8', eventIds: ['lie-8'], token: 'lie-8', answer: 'believed' }),
+    ]);
+    facts.genuine = { events: 3, refused: 1, neverTaken: 1, retries: 4, latestTakenMs: 400_000 };
+    const [lies, genuine] = webhookEvidenceInvariants(facts, [], []);
+    expect(lies).toMatchObject({ holds: false, violations: ['1 lie postings stored as ours'] });
+    expect(genuine).toMatchObject({
+      name: 'no-genuine-event-refused',
+      holds: false,
+      violations: ['1 genuine events refused', '1 genuine events never taken'],
+    });
+  });
+});
+
+describe('an SES lie from elsewhere whose answer was lost', () => {
+  it('may have been kept: its stored event and token break no invariant, and it counts if it settled a send', () => {
+    const lost = posting({
+      kind: 'other-configuration-set',
+      orderId: '9',
+      eventIds: ['lie-9'],
+      token: 'lie-9',
+      answer: 'failed',
+      sendKey: 'dep/9/0',
+      aboutNotTaken: true,
+    });
+    const facts: WebhookFacts = {
+      lies: emptyLieCounts(),
+      liePostings: [lost],
+      acceptedGenuineEventIds: [],
+      acceptedGenuinePostings: 0,
+      rows: { storedEventIds: ['lie-9'], deliveryRows: 1, refusedTokensStored: [] },
+    };
+    expect(refusedLieTokens([lost])).toEqual([]);
+    expect(noRefusedWebhookWroteARow(facts)).toMatchObject({ holds: true });
+    // Or not stored at all: also right.
+    const notStored = { ...facts, rows: { storedEventIds: [], deliveryRows: 0, refusedTokensStored: [] } };
+    expect(noRefusedWebhookWroteARow(notStored)).toMatchObject({ holds: true });
+    const settled: AttemptFact = {
+      orderId: '9',
+      attempt: 1,
+      state: 'sent',
+      outcome: 'accepted',
+      unknownPolicy: null,
+      dispatched: true,
+      verification: 'webhook',
+      finishedAt: '2026-12-06T00:00:00.000Z',
+    };
+    expect(buildWebhookLieSection(facts, [settled], []).believed.orders).toEqual(['9']);
+    // A forged lie whose answer was lost is not excused: the receiver must never store one.
+    const forged = { ...lost, kind: 'forged-host' as const };
+    expect(noRefusedWebhookWroteARow({ ...facts, liePostings: [forged] }).holds).toBe(false);
   });
 });

@@ -124,6 +124,12 @@ export interface WebhookFacts {
   acceptedGenuineEventIds: string[];
   /** Genuine postings answered 2xx. */
   acceptedGenuinePostings: number;
+  /**
+   * The genuine events (each with its retries): how many there were, refused with a 4xx (lost: a provider does
+   * not retry one), never taken (retries ran out), postings that were retries, and how late after its first
+   * posting the latest taken one was. Absent in reports written before it was counted.
+   */
+  genuine?: { events: number; refused: number; neverTaken: number; retries: number; latestTakenMs: number };
   /** The receiver's tables after the run. */
   rows: {
     /** provider_event_id of every row of order_mail_provider_events the run's receiver wrote. */

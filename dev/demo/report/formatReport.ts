@@ -73,6 +73,22 @@ export function formatReport(report: RunReport): string {
           `their orders settled: ${counts(lie.settled)}`,
       );
     }
+    const { believed, genuine } = report.webhookLies;
+    row(
+      'Lies believed',
+      `${believed.byReceiver + believed.byAnAttempt} (stored as ours by the receiver ${believed.byReceiver}; ` +
+        `from elsewhere, settling an attempt SES never took ${believed.byAnAttempt}` +
+        (believed.orders.length > 0 ? `: orders ${believed.orders.slice(0, 10).join(', ')}` : '') +
+        ')',
+    );
+    if (genuine != null) {
+      row(
+        'Genuine events',
+        `${genuine.events}: refused ${genuine.refused}, never taken ${genuine.neverTaken}; ` +
+          `${genuine.retries} retries posted, the latest taken ${Math.round(genuine.latestTakenMs / 1000)} s ` +
+          'after its first posting',
+      );
+    }
     row(
       'Webhook rows',
       `${rows.eventRows} events stored for ${rows.acceptedEvents} taken; ` +

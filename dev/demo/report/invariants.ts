@@ -4,6 +4,7 @@
 // the inbox. The guarantees every run is held to are here; those only a scenario can break (operators, lying
 // webhooks, failover) are scenarioInvariants.ts's. Pure, so the invariants themselves are unit-tested
 // (test/demo/report.test.ts, test/demo/verificationInvariants.test.ts).
+import { MAIL_PROVIDER_FACTS, type MailProviderName } from '../../../src/mail/providers/mailProvider';
 import type { UnknownOutcomePolicy } from '../../../src/shared/mailOutcome';
 import type { CustomerOutcomes } from './customerOutcomes';
 import type { FailoverSection } from './failoverReport';
@@ -16,6 +17,7 @@ import {
   noRefusedWebhookWroteARow,
   operatorInvariants,
   sendHoldInvariants,
+  webhookEvidenceInvariants,
 } from './scenarioInvariants';
 
 /** Every invariant the run is held to, in the report's order, each judged. */
@@ -31,10 +33,19 @@ export function judgeRun(
   if (facts.verification.verifies) {
     const closedByOperator =
       operatorFacts === null ? new Set<string>() : runClosedByOperator(operatorFacts.acts);
-    invariants.push(...verificationInvariants(seen.customers, orders, closedByOperator));
+    const provider = facts.verification.provider;
+    // SES and SendGrid prove a send by its events only: a missing one proves nothing, and the policy decides.
+    const webhookOnly =
+      provider !== null && MAIL_PROVIDER_FACTS[provider as MailProviderName]?.verification?.lookup === false;
+    invariants.push(
+      ...verificationInvariants(seen.customers, orders, closedByOperator, webhookOnly, facts.policy),
+    );
   }
   if (facts.inbox !== null) invariants.push(inboxInvariant(facts.inbox, orders));
-  if (facts.webhooks != null) invariants.push(noRefusedWebhookWroteARow(facts.webhooks));
+  if (facts.webhooks != null) {
+    invariants.push(noRefusedWebhookWroteARow(facts.webhooks));
+    invariants.push(...webhookEvidenceInvariants(facts.webhooks, facts.attempts, facts.messages));
+  }
   if (operatorFacts !== null) invariants.push(...operatorInvariants(operatorFacts, orders, behind!));
   if (seen.failover !== null) invariants.push(...failoverInvariants(seen.failover));
   if (facts.sendHold != null) invariants.push(...sendHoldInvariants(facts.sendHold));
@@ -171,6 +182,9 @@ function verificationInvariants(
   customers: CustomerOutcomes,
   orders: OrderView[],
   closedByOperator: Set<string>,
+  /** The provider proves a send by its events only (no lookup): docs/providers.md's "a missing event proves nothing". */
+  webhookOnly = false,
+  policy: UnknownOutcomePolicy = 'assume-sent',
 ): InvariantResult[] {
   // An attempt of a run an operator closed mid-send that was settled by the policy without the provider being
   // asked (the run that takes it over and the sweep ask where they can; what is left: a worker that cannot
@@ -181,8 +195,24 @@ function verificationInvariants(
     orders
       .find((order) => order.orderId === orderId)
       ?.attempts.some((attempt) => attempt.outcome === 'unknown' && attempt.verification === null) === true;
+  // With a provider verified by its events only, an unknown send it never took has no event, and the policy
+  // settles it: under assume-sent its customer has no mail. That is what the docs say of SES and SendGrid, not
+  // a broken promise; such orders are counted apart, and nothing else is excused.
+  const settledByPolicyWithoutEvent = (order: OrderView): boolean =>
+    webhookOnly &&
+    policy === 'assume-sent' &&
+    order.attempts.some(
+      (attempt) => attempt.outcome === 'unknown' && attempt.verification === 'inconclusive',
+    );
+  const asDocumented = orders.filter(
+    (order) => order.messageIds.length === 0 && !order.endedByOperator && settledByPolicyWithoutEvent(order),
+  );
   const missing = orders.filter(
-    (order) => order.messageIds.length === 0 && !order.endedByOperator && !policyPriced(order.orderId),
+    (order) =>
+      order.messageIds.length === 0 &&
+      !order.endedByOperator &&
+      !policyPriced(order.orderId) &&
+      !settledByPolicyWithoutEvent(order),
   );
   // A policy settlement is the policy's price (docs/design.md §9) also where an operator cancelled, terminated
   // or resolved the order: a cancel during the settle delay leaves verification inconclusive, and the policy
@@ -190,16 +220,24 @@ function verificationInvariants(
   const endedByOperator = new Set(
     orders.filter((order) => order.endedByOperator).map((order) => order.orderId),
   );
+  const documented = new Set(asDocumented.map((order) => order.orderId));
   const wrong = customers.unknowns.wrongAttempts.filter(
     (attempt) =>
       !(attempt.settlement.startsWith('policy') && endedByOperator.has(attempt.orderId)) &&
+      !(attempt.settlement.startsWith('policy') && documented.has(attempt.orderId)) &&
       (attempt.verified || !policyPriced(attempt.orderId)),
   );
+  const documentedNote =
+    asDocumented.length === 0
+      ? ''
+      : `; ${asDocumented.length} customers without a mail are the policy's as docs/providers.md says for a ` +
+        'provider verified by events only (an unknown send it never took: no event, then assume-sent)';
   return [
     judged(
       'no-customer-without-a-mail',
       'with verification, every customer got a mail, whatever the row says (unless an operator cancelled, ' +
-        'terminated or resolved the order, or closed a run mid-send so that the policy settled its attempt)',
+        'terminated or resolved the order, or closed a run mid-send so that the policy settled its attempt)' +
+        documentedNote,
       missing.map((order) => order.orderId),
     ),
     {

@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import { readSendOutageFacts, type OutageWindow } from '../sendOutage';
 import type { Database } from '../../../src/db/pool';
 import type { WebhookLiePosting } from '../../sandbox/webhookLies';
+import { mayBeKept } from './webhookLieReport';
 import type { ClusterChaos } from '../clusterChaos';
 import type { Operators } from '../operators';
 import type { RunOptions } from '../runOptions';
@@ -208,11 +209,14 @@ async function readWebhookFacts(
 export function refusedLieTokens(postings: WebhookLiePosting[]): string[] {
   const taken = new Set(
     postings
-      .filter((posting) => posting.answer === 'skipped' || posting.answer === 'believed')
+      .filter(
+        (posting) =>
+          posting.answer === 'skipped' || posting.answer === 'believed' || posting.answer === 'kept',
+      )
       .map((posting) => posting.token),
   );
   const refused = postings
-    .filter((posting) => posting.answer === 'refused' || posting.answer === 'failed')
+    .filter((posting) => (posting.answer === 'refused' || posting.answer === 'failed') && !mayBeKept(posting))
     .map((posting) => posting.token)
     .filter((token): token is string => token !== null && !taken.has(token));
   return [...new Set(refused)];

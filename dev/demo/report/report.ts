@@ -130,7 +130,8 @@ export function buildReport(facts: RunFacts): RunReport {
   return {
     lies:
       facts.verification.lies === undefined ? null : buildLieSection(facts.verification.lies, facts.attempts),
-    webhookLies: facts.webhooks == null ? null : buildWebhookLieSection(facts.webhooks, facts.attempts),
+    webhookLies:
+      facts.webhooks == null ? null : buildWebhookLieSection(facts.webhooks, facts.attempts, facts.messages),
     profile: facts.profile,
     transport: facts.transport,
     policy: facts.policy,

@@ -2,10 +2,10 @@
 // operator's acts (--operators), webhooks that lie (--lying-provider over Mailgun or SendGrid), and a second
 // provider (--failover). Pure, judged from the run's facts (facts.ts) and its sections.
 import type { FailoverSection } from './failoverReport';
-import type { OperatorFacts, RunFact, SendHoldFacts, WebhookFacts } from './facts';
+import type { AttemptFact, MessageFact, OperatorFacts, RunFact, SendHoldFacts, WebhookFacts } from './facts';
 import { judged, type InvariantResult } from './invariantResult';
 import { openRunAt } from './operatorReport';
-import { acceptedEventIds, acceptedPostings } from './webhookLieReport';
+import { acceptedEventIds, acceptedPostings, buildWebhookLieSection, mayBeKept } from './webhookLieReport';
 
 /** The invariants only an operator's acts can break, each with the acts done on the orders that break it. */
 export function operatorInvariants(
@@ -93,7 +93,12 @@ export function noRefusedWebhookWroteARow(facts: WebhookFacts): InvariantResult 
     else if (!accepted.has(id)) violations.push(`event ${id} stored, but no posting of it was taken`);
   }
   if (stored.size !== facts.rows.storedEventIds.length) violations.push('an event stored twice');
-  for (const id of accepted) if (!stored.has(id)) violations.push(`event ${id} taken (2xx) but not stored`);
+  // A lie from elsewhere whose answer was lost may or may not have been stored: allowed, not required.
+  const perhaps = new Set(
+    facts.liePostings.filter((p) => mayBeKept(p) && p.answer !== 'kept').flatMap((p) => p.eventIds),
+  );
+  for (const id of accepted)
+    if (!stored.has(id) && !perhaps.has(id)) violations.push(`event ${id} taken (2xx) but not stored`);
   for (const token of facts.rows.refusedTokensStored)
     violations.push(`refused posting's token ${token} kept`);
   const taken = acceptedPostings(facts);
@@ -106,6 +111,38 @@ export function noRefusedWebhookWroteARow(facts: WebhookFacts): InvariantResult 
       'took (no lie believed), and no refused posting left a replay token',
     violations,
   );
+}
+
+/**
+ * No lie believed (a forged or stale event stored as ours, or one from elsewhere settling a send SES never
+ * took), and, where the provider retries by a delivery policy (SES over SNS), no genuine event refused or left
+ * untaken: each was taken, retries after a receiver outage included.
+ */
+export function webhookEvidenceInvariants(
+  facts: WebhookFacts,
+  attempts: AttemptFact[],
+  messages: MessageFact[],
+): InvariantResult[] {
+  const { believed, genuine } = buildWebhookLieSection(facts, attempts, messages);
+  const lies = [
+    ...(believed.byReceiver > 0 ? [`${believed.byReceiver} lie postings stored as ours`] : []),
+    ...believed.orders.map((orderId) => `order ${orderId} settled by a lie from elsewhere`),
+  ];
+  const results = [judged('no-lie-believed', 'no webhook lie was believed or settled an attempt', lies)];
+  if (genuine != null) {
+    const refused = [
+      ...(genuine.refused > 0 ? [`${genuine.refused} genuine events refused`] : []),
+      ...(genuine.neverTaken > 0 ? [`${genuine.neverTaken} genuine events never taken`] : []),
+    ];
+    results.push(
+      judged(
+        'no-genuine-event-refused',
+        'every genuine event was taken, its retries included (none refused, none left when retries ran out)',
+        refused,
+      ),
+    );
+  }
+  return results;
 }
 
 /** The failover rule: an attempt leaves a provider only after every earlier attempt of its key was not sent. */
