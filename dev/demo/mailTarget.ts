@@ -175,17 +175,20 @@ export async function startMailTarget(options: {
       const taken = (status: number | 'failed') =>
         typeof status === 'number' && status >= 200 && status < 300;
       const accepted = deliveries.filter((post) => taken(post.status));
+      // A witness probe's events are posted too; the receiver takes them and stores nothing (no order's), so
+      // only the orders' events are expected stored and judged as genuine evidence.
+      const ofOrders = deliveries.filter((post) => !isWitnessProbe(post.orderId));
       // A 409 says the receiver already has the posting (stored with its events in one transaction): a retry
       // or duplicate of one it took, perhaps after an answer that was lost.
       const acceptedIds = new Set(
-        deliveries.filter((post) => taken(post.status) || post.status === 409).map((post) => post.eventId),
+        ofOrders.filter((post) => taken(post.status) || post.status === 409).map((post) => post.eventId),
       );
       return {
         lies: sandbox.webhookLies(),
         liePostings: sandbox.webhookLiePostings(),
         acceptedGenuineEventIds: [...acceptedIds],
         acceptedGenuinePostings: accepted.length,
-        genuine: genuineDeliveryFacts(deliveries, acceptedIds),
+        genuine: genuineDeliveryFacts(ofOrders, acceptedIds),
       };
     },
     close: async () => {
