@@ -48,6 +48,7 @@ export const DEFAULT_WEBHOOK_DELAY_MS = 200;
 export const DEFAULT_MAILGUN_SIGNING_KEY = 'sandbox-webhook-signing-key';
 const DELIVERY_TIMEOUT_MS = 5_000;
 const RETRY_DELAYS_MS = [250, 1_000, 3_000];
+const ORDER_ID = /^[1-9][0-9]*$/;
 
 export interface WebhookDeliveryRecord {
   sequence: number;
@@ -198,6 +199,8 @@ export class SandboxWebhooks {
       if (duplicated)
         this.later(at + Math.max(this.settings.delayMs, 50), () => this.post(event, true, 1, Date.now()));
     });
+    // Lies are told about orders only: a message that is no order's (a witness probe to the sink) gets none.
+    if (!ORDER_ID.test(message.orderId)) return;
     if (message.provider === 'ses') {
       if (this.snsChaos !== null && this.lieRandom() < this.settings.lieProbability)
         this.tellSnsLie(message, false);
@@ -214,6 +217,7 @@ export class SandboxWebhooks {
   onNotTaken(message: ReceivedMessage): void {
     if (this.closed || this.settings.url === null || message.provider !== 'ses' || this.snsChaos === null)
       return;
+    if (!ORDER_ID.test(message.orderId)) return;
     if (this.lieRandom() < this.snsChaos.notTakenLieProbability) this.tellSnsLie(message, true);
   }
 
