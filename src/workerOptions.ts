@@ -1,4 +1,5 @@
 import os from 'node:os';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import { createReconcileActivities, type ReconcileDependencies } from './activities/reconcileActivities';
@@ -23,6 +24,11 @@ export interface OrderMailWorkerSetup {
   unrecordedSends?: UnrecordedSendTracker;
   /** OpenTelemetry (src/tracing/tracing.ts), when the OTEL_* variables turned it on. */
   tracing?: Tracing | null;
+  /**
+   * The Worker Deployment Version this build polls as (TEMPORAL_WORKER_DEPLOYMENT_NAME and _BUILD_ID); null or
+   * absent: an unversioned worker, upgraded by the patching rule. docs/production.md#upgrades.
+   */
+  deployment?: WorkerDeploymentVersion | null;
 }
 
 /** The worker's options as one Worker: workflows, local and regular activities. Tests run it so. */
@@ -51,6 +57,17 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
       ...setup.tracing?.workerInterceptors,
     },
     sinks: setup.tracing?.workflowSpanSinks ?? DROPPED_WORKFLOW_SPANS,
+    // Every run stays on the build that started it (PINNED), so a new build never replays an old run's
+    // history; the sweep's chain too, until the Schedule starts the next sweep on the current version.
+    ...(setup.deployment == null
+      ? {}
+      : {
+          workerDeploymentOptions: {
+            version: setup.deployment,
+            useWorkerVersioning: true,
+            defaultVersioningBehavior: 'PINNED' as const,
+          },
+        }),
     // A rolling deploy must let a send in flight finish and be recorded, not turn it into an unknown.
     shutdownGraceTime: setup.shutdownGraceTimeMs,
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivityTaskExecutions,

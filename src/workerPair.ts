@@ -145,6 +145,7 @@ async function runWorkerPair(
     sendRateLimitPerSecond: config.worker.sendRateLimitPerSecond,
     unrecordedSends: unrecorded,
     tracing: setup.tracing,
+    deployment: config.worker.deployment,
   });
   let workflowWorker: Worker;
   let activityWorker: Worker;
@@ -179,6 +180,10 @@ async function runWorkerPair(
     identity: setup.workerIdentity,
     temporal: config.temporal.connection.description,
     taskQueue: config.temporal.taskQueue,
+    deploymentVersion:
+      config.worker.deployment === null
+        ? 'unversioned'
+        : `${config.worker.deployment.deploymentName}.${config.worker.deployment.buildId}`,
     unknownOutcomePolicy: config.workflow.unknownOutcomePolicy,
     mailProvider: setup.mailProvider,
     idempotencyWindowMs: config.workflow.idempotency?.windowMs ?? null,

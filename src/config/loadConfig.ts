@@ -2,6 +2,7 @@
 // reports every problem at once, so an operator fixes a deployment in one go instead of one error per restart.
 // The one exception: the Temporal connection reads the certificate and TOML files the environment names, so a
 // wrong path is one of the problems reported at start-up.
+import { readWorkerDeployment } from './workerDeployment';
 import { DEPLOYMENT_ID_PATTERN } from '../evidence/messageIdentity';
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../shared/mailOutcome';
 import { readVerificationConfig } from '../verification/verificationConfig';
@@ -219,6 +220,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         CONFIG_DEFAULTS.PG_STATEMENT_TIMEOUT_MS,
       ),
       sendRateLimitPerSecond: read.optionalPositiveNumber('MAIL_SEND_RATE_LIMIT_PER_SECOND'),
+      deployment: readWorkerDeployment(read, problems),
     },
   };
   // Several providers read the same shared variables (MAIL_FROM, MAILGUN_REGION…): each problem once.

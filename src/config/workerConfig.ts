@@ -1,4 +1,5 @@
 // What a worker runs with, once loadConfig (src/config/loadConfig.ts) has read and checked the environment.
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 import type { ReconcileSettings } from '../activities/reconcileTypes';
 import type { MailApiConfig } from '../mail/createMailTransport';
 import { type MailSizeLimits } from '../mail/mailSizeLimits';
@@ -87,6 +88,8 @@ export interface WorkerConfig {
     pgStatementTimeoutMs: number;
     /** Sends per second for the whole task queue, enforced by the Temporal server; null for no limit. */
     sendRateLimitPerSecond: number | null;
+    /** TEMPORAL_WORKER_DEPLOYMENT_NAME and _BUILD_ID (src/config/workerDeployment.ts); null: unversioned. */
+    deployment: WorkerDeploymentVersion | null;
   };
 }
 

@@ -310,6 +310,30 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads the Worker Deployment Version: unversioned by default; name and build id together, or the problem', () => {
+    expect(loadConfig(REQUIRED).worker.deployment).toBeNull();
+    expect(
+      loadConfig({
+        ...REQUIRED,
+        TEMPORAL_WORKER_DEPLOYMENT_NAME: 'order-mail',
+        TEMPORAL_WORKER_BUILD_ID: '2.5.0',
+      }).worker.deployment,
+    ).toEqual({ deploymentName: 'order-mail', buildId: '2.5.0' });
+    expect(problemsOf({ ...REQUIRED, TEMPORAL_WORKER_BUILD_ID: '2.5.0' }).join('\n')).toMatch(
+      /TEMPORAL_WORKER_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID go together.*only the build id/,
+    );
+    expect(problemsOf({ ...REQUIRED, TEMPORAL_WORKER_DEPLOYMENT_NAME: 'order-mail' }).join('\n')).toMatch(
+      /only the deployment name/,
+    );
+    // The server joins them with a dot: a dot in the name would make another version's name.
+    expect(
+      problemsOf({ ...REQUIRED, TEMPORAL_WORKER_DEPLOYMENT_NAME: 'order.mail', TEMPORAL_WORKER_BUILD_ID: '1' }),
+    ).toEqual([expect.stringMatching(/TEMPORAL_WORKER_DEPLOYMENT_NAME must be .* no dot/)]);
+    expect(
+      problemsOf({ ...REQUIRED, TEMPORAL_WORKER_DEPLOYMENT_NAME: 'order-mail', TEMPORAL_WORKER_BUILD_ID: 'a b' }),
+    ).toEqual([expect.stringMatching(/TEMPORAL_WORKER_BUILD_ID must be/)]);
+  });
+
   it('reads the send rate limit: none by default, decimals allowed, nothing but a positive number', () => {
     expect(loadConfig(REQUIRED).worker.sendRateLimitPerSecond).toBeNull();
     expect(

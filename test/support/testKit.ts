@@ -235,6 +235,8 @@ export async function startTestWorker(
     reconcile?: ReconcileDependencies;
     /** Another Temporal server than the run's shared one (e.g. one with a Web UI). */
     temporal?: { address: string; namespace: string };
+    /** Poll as this Worker Deployment Version (TEMPORAL_WORKER_DEPLOYMENT_NAME / _BUILD_ID). */
+    deployment?: { deploymentName: string; buildId: string };
   } = {},
 ): Promise<RunningTestWorker> {
   const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
@@ -257,6 +259,7 @@ export async function startTestWorker(
     shutdownGraceTimeMs: 1_000,
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 20,
     sendRateLimitPerSecond: options.sendRateLimitPerSecond ?? null,
+    deployment: options.deployment ?? null,
   });
   // Tests that simulate lost completions wrap the real activities; everything else runs them as deployed.
   const worker = await Worker.create({
