@@ -53,6 +53,15 @@ export interface FailoverSettings {
   skipForMs: number;
 }
 
+/** The upgrade run (--upgrade-at, --upgrade-every): 2.0 → N → N+1 → back to N (dev/demo/upgradeAct.ts). */
+export interface UpgradeSettings {
+  /** When build N starts and becomes current, after the first start. */
+  atMs: number;
+  /** From one switch to the next: N+1 at atMs + everyMs, back to N at atMs + 2 × everyMs. */
+  everyMs: number;
+  deploymentName: string;
+}
+
 /** A hold mid-run (--hold-at, --hold-for): every send held by an operator, then resumed (dev/demo/sendHoldAct.ts). */
 export interface SendHoldSettings {
   /** When hold is asked for, after the first order was started. */
@@ -102,6 +111,7 @@ export interface RunOptions {
   failover: FailoverSettings | null;
   /** Null: no hold (every profile unless --hold-at is given). */
   sendHold: SendHoldSettings | null;
+  upgrade: UpgradeSettings | null;
   /** Null: no send outage (every profile but --send-outage). */
   sendOutage: SendOutageSettings | null;
   /**

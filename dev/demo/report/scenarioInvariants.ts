@@ -2,7 +2,7 @@
 // operator's acts (--operators), webhooks that lie (--lying-provider over Mailgun or SendGrid), and a second
 // provider (--failover). Pure, judged from the run's facts (facts.ts) and its sections.
 import type { FailoverSection } from './failoverReport';
-import type { AttemptFact, MessageFact, OperatorFacts, RunFact, SendHoldFacts, WebhookFacts } from './facts';
+import type { AttemptFact, MessageFact, OperatorFacts, RunFact, SendHoldFacts, UpgradeFacts, WebhookFacts } from './facts';
 import { judged, type InvariantResult } from './invariantResult';
 import { openRunAt } from './operatorReport';
 import { acceptedEventIds, acceptedPostings, buildWebhookLieSection, mayBeKept } from './webhookLieReport';
@@ -168,6 +168,29 @@ export function sendHoldInvariants(hold: SendHoldFacts): InvariantResult[] {
           ? []
           : [`${hold.requestsDuringHold} request(s) reached the provider while held`]),
       ],
+    ),
+  ];
+}
+
+/** An --upgrade-at run: every switch made, no run failed for non-determinism, no run crossed builds. */
+export function upgradeInvariants(upgrade: UpgradeFacts): InvariantResult[] {
+  return [
+    judged('upgrade-switches-made', 'the rollout made N, then N+1, then N again the current version', [
+      ...(upgrade.failure === null ? [] : [`a switch failed: ${upgrade.failure}`]),
+      ...(upgrade.switches.length === 3 ? [] : [`${upgrade.switches.length} of 3 switches made`]),
+    ]),
+    judged(
+      'no-nondeterminism',
+      'no workflow task failed for non-determinism: every run replayed only on the build that started it',
+      [
+        ...upgrade.nondeterminismFailures,
+        ...(upgrade.historiesUnreadable === 0 ? [] : [`${upgrade.historiesUnreadable} histories unreadable`]),
+      ],
+    ),
+    judged(
+      'no-run-crossed-builds',
+      "no run went from one build to another, but 2.0's unversioned runs onto N, the first versioned build",
+      upgrade.crossedBuilds,
     ),
   ];
 }
