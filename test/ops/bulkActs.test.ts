@@ -361,6 +361,56 @@ describe('acts on many orders', () => {
     expect(await bulkActs(bulkA)).toHaveLength(200);
   }, 600_000);
 
+  it('an order its per-order act refuses is marked refused with the reason, changed in nothing, and the run goes on', async () => {
+    const since = await dbNow();
+    const failed = await failedThenFixed(2);
+    const sent = await createOrder(database.db);
+    await client.workflow.execute(orderConfirmationMail, { workflowId: sent, taskQueue, args: [sent] });
+    const dry = await ops(
+      'bulk',
+      'retry',
+      '--since',
+      since,
+      '--reason',
+      'retry the last minutes',
+      '--dry-run',
+      '--json',
+    );
+    expect(dry).toMatchObject({ code: 0, err: '' });
+    const { bulk, orderIds } = JSON.parse(dry.out) as { bulk: { id: string }; orderIds: string[] };
+    expect(orderIds).toEqual([...failed, sent]);
+    const sentRun = (await client.workflow.getHandle(sent).describe()).runId;
+
+    // Two runs of one bulk act at once: the second is refused while the first holds it.
+    await database.db.transaction(async (holder) => {
+      await holder.query(`SELECT pg_advisory_xact_lock(hashtext('order_mail_bulk_acts'), $1::int)`, [
+        Number(bulk.id),
+      ]);
+      await expect(runBulkAct(opsContext(), { id: bulk.id })).rejects.toMatchObject({
+        code: 'BULK_ACT_RUNNING',
+      });
+    });
+    expect(await bulkActs(bulk.id)).toEqual([]);
+
+    const ran = await ops('bulk', 'run', bulk.id);
+    expect(ran.code).toBe(1);
+    const progress = await listBulkOrders(database.db, bulk.id);
+    expect(progress.map((order) => [order.orderId, order.status])).toEqual([
+      [failed[0], 'done'],
+      [failed[1], 'done'],
+      [sent, 'refused'],
+    ]);
+    expect(progress[2]!.refusal).toMatch(/^ALREADY_SENT/);
+    expect((await bulkActs(bulk.id)).map((act) => act.orderId)).toEqual(failed);
+    expect(await listOperatorActs(database.db, sent)).toEqual([]);
+    expect((await client.workflow.getHandle(sent).describe()).runId).toBe(sentRun);
+    expect(sandbox.messagesFor(sent)).toHaveLength(1);
+    for (const orderId of failed) {
+      expect(await client.workflow.getHandle(orderId).result()).toMatchObject({ result: 'sent' });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    }
+  });
+
   it('an interrupted bulk resolve is rolled back with its act, and done once on resume', async () => {
     const since = await dbNow();
     const groupC = await failedThenFixed(5);
