@@ -2,7 +2,8 @@
 // server and the HTTP sandbox, under an operator's own login: a dry run saves its selection and changes nothing
 // else; a run acts on exactly that selection, one audited act per order, or refuses with the difference when it
 // changed; a run interrupted between an act and its commit resumes by its id, acts on the rest only and never
-// twice on one order; and the workers' login may not write a selection.
+// twice on one order; an order its act refuses is marked so and the run goes on; the workers' login may not
+// write a selection; and in an incident, runs a bulk retry resets under a hold wait for the resume.
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { main } from '../../src/cli/ops';
@@ -12,6 +13,7 @@ import { readMailLog } from '../../src/db/orderMailLog';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { dryRunBulkAct, runBulkAct, SelectionChanged } from '../../src/ops/bulkActs';
 import type { OpsContext } from '../../src/ops/opsContext';
+import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
 import { retryOrderMail } from '../../src/ops/retryOrderMail';
 import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
@@ -20,6 +22,7 @@ import {
   createOrder,
   createOutsideLogin,
   openWorkflowTestBed,
+  waitFor,
   type OutsideLogin,
   type TestDatabase,
   type WorkflowTestBed,
@@ -457,5 +460,55 @@ describe('acts on many orders', () => {
       expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'resolved' });
     }
     expect(sandbox.messages().length).toBe(messagesBefore);
+  });
+});
+
+describe('in an incident, with the hold', () => {
+  it('hold, bulk retry, resume: the retried runs wait out the hold, then each order gets one mail', async () => {
+    const since = await dbNow();
+    const orderIds = await failedThenFixed(3);
+    expect(await ops('hold', '--reason', 'incident: wrong sender domain')).toMatchObject({
+      code: 0,
+      err: '',
+    });
+    const sendsAtHold = sandbox.requests().filter((request) => request.method === 'POST').length;
+    try {
+      const dry = await ops(
+        'bulk',
+        'retry',
+        '--state',
+        'failed',
+        '--since',
+        since,
+        '--reason',
+        'domain fixed',
+        '--dry-run',
+        '--json',
+      );
+      expect(dry).toMatchObject({ code: 0, err: '' });
+      const { bulk } = JSON.parse(dry.out) as { bulk: { id: string } };
+      expect(await ops('bulk', 'run', bulk.id)).toMatchObject({ code: 0, err: '' });
+      for (const orderId of orderIds) {
+        await waitFor(`order ${orderId} held`, async () => {
+          const shown = (await client.workflow.getHandle(orderId).describe()).typedSearchAttributes.get(
+            OrderMailState,
+          );
+          return shown === 'held' ? true : undefined;
+        });
+      }
+      expect(sandbox.requests().filter((request) => request.method === 'POST').length).toBe(sendsAtHold);
+    } finally {
+      expect(await ops('resume', '--reason', 'domain fixed', '--rate', '50')).toMatchObject({
+        code: 0,
+        err: '',
+      });
+    }
+    for (const orderId of orderIds) {
+      expect(await client.workflow.getHandle(orderId).result()).toMatchObject({ result: 'sent' });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(await listOperatorActs(database.db, orderId)).toMatchObject([
+        { act: 'retry', operator: operator.user },
+      ]);
+    }
   });
 });
