@@ -203,7 +203,9 @@ export class SandboxLookups {
             now.getTime() - Date.parse(message.receivedAt) < this.settings.retentionMs,
         );
       const indexed =
-        lie?.emptyIndex === true ? [] : taken.filter((message) => this.isIndexed(message, now, lie?.extraLagMs));
+        lie?.emptyIndex === true
+          ? []
+          : taken.filter((message) => this.isIndexed(message, now, lie?.extraLagMs));
       // isIndexed's own bound: everything not held and received at least the lag ago is in `indexed`.
       const upTo = new Date(now.getTime() - this.settings.indexingLagMs - (lie?.extraLagMs ?? 0));
       const shown = new Set(indexed);
@@ -222,7 +224,9 @@ export class SandboxLookups {
         ...(lie?.mixIn === undefined ? {} : { mixIn: mixIn(lie.mixIn, orderId, indexed, emulation.name) }),
       });
       const reorder =
-        lie?.emptyIndex === true ? null : this.reorder.effect(indexed, hidden, emulation.name === 'generic' ? watermark : null);
+        lie?.emptyIndex === true
+          ? null
+          : this.reorder.effect(indexed, hidden, emulation.name === 'generic' ? watermark : null);
       return { matches, status: answer.status, body: answer.body, reorder };
     };
     if (fault?.kind === 'hang') {

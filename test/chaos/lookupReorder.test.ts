@@ -117,8 +117,14 @@ async function runWindow(provider: MailProviderName, allUnknown = false) {
 /** The facts every case must end with: one mail per customer, every row settled `sent`, none `sending`. */
 async function expectOneMailEach(orders: { orderId: string }[]) {
   const mails = orders.map(({ orderId }) => sandbox.messagesFor(orderId).length);
-  expect(mails.filter((count) => count > 1), 'customers with two mails').toHaveLength(0);
-  expect(mails.filter((count) => count === 0), 'customers without a mail').toHaveLength(0);
+  expect(
+    mails.filter((count) => count > 1),
+    'customers with two mails',
+  ).toHaveLength(0);
+  expect(
+    mails.filter((count) => count === 0),
+    'customers without a mail',
+  ).toHaveLength(0);
   const { rows } = await database.db.query<{ state: string; count: number }>(
     `SELECT state, count(*)::int AS count FROM order_mail_log WHERE order_id = ANY($1::bigint[]) GROUP BY state`,
     [orders.map(({ orderId }) => orderId)],
@@ -144,9 +150,19 @@ function lookupsOutOfOrder(): number {
 // watermark), a send hidden for less than the send timeout the witness rule waits after an attempt's dispatch;
 // the generic gateway with an honest watermark, hidden for longer than that; Mailgun up to its threshold.
 const CASES: { provider: MailProviderName; watermark: ReorderWatermark; holdMs: number; why: string }[] = [
-  { provider: 'generic', watermark: 'absent', holdMs: 5_000, why: 'no watermark, held under the send timeout' },
+  {
+    provider: 'generic',
+    watermark: 'absent',
+    holdMs: 5_000,
+    why: 'no watermark, held under the send timeout',
+  },
   { provider: 'postmark', watermark: 'absent', holdMs: 5_000, why: 'held under the send timeout' },
-  { provider: 'generic', watermark: 'honest', holdMs: 12_000, why: 'an honest watermark, held past the send timeout' },
+  {
+    provider: 'generic',
+    watermark: 'honest',
+    holdMs: 12_000,
+    why: 'an honest watermark, held past the send timeout',
+  },
   // Mailgun's answers carry no watermark; its witness must be a settle delay old (its threshold).
   { provider: 'mailgun', watermark: 'absent', holdMs: SETTLE_MS, why: 'held up to its threshold' },
 ];

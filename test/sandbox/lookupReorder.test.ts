@@ -48,24 +48,35 @@ it.each<[ReorderWatermark, (watermark: string | undefined, heldAt: number) => bo
   ['honest', (watermark, heldAt) => watermark !== undefined && Date.parse(watermark) < heldAt],
   ['absent', (watermark) => watermark === undefined],
   ['lying', (watermark, heldAt) => watermark !== undefined && Date.parse(watermark) >= heldAt],
-])('a later send shows before the earlier one it took without answering; the watermark is %s', async (mode, fits) => {
-  sandbox.setLookupReorder({ holdMs: HOLD_MS, share: 0, watermark: mode });
-  sandbox.queueFault('101', { kind: 'accept-then-drop' });
-  await send('101');
-  await send('102');
-  const heldAt = Date.parse(sandbox.messagesFor('101')[0]!.receivedAt);
+])(
+  'a later send shows before the earlier one it took without answering; the watermark is %s',
+  async (mode, fits) => {
+    sandbox.setLookupReorder({ holdMs: HOLD_MS, share: 0, watermark: mode });
+    sandbox.queueFault('101', { kind: 'accept-then-drop' });
+    await send('101');
+    await send('102');
+    const heldAt = Date.parse(sandbox.messagesFor('101')[0]!.receivedAt);
 
-  const later = await lookup('102');
-  expect(later.messages.map((message) => message.order_id)).toEqual(['102']);
-  expect(fits(later.watermark, heldAt)).toBe(true);
-  expect((await lookup('101')).messages).toEqual([]);
-  const records = sandbox.lookups();
-  expect(records[0]!.reorder).toEqual({ hidden: 1, outOfOrder: true, watermarkPastHidden: mode === 'lying' });
+    const later = await lookup('102');
+    expect(later.messages.map((message) => message.order_id)).toEqual(['102']);
+    expect(fits(later.watermark, heldAt)).toBe(true);
+    expect((await lookup('101')).messages).toEqual([]);
+    const records = sandbox.lookups();
+    expect(records[0]!.reorder).toEqual({
+      hidden: 1,
+      outOfOrder: true,
+      watermarkPastHidden: mode === 'lying',
+    });
 
-  await new Promise((resolve) => setTimeout(resolve, HOLD_MS + 100));
-  expect((await lookup('101')).messages.map((message) => message.order_id)).toEqual(['101']);
-  expect(sandbox.lookups().at(-1)!.reorder).toEqual({ hidden: 0, outOfOrder: false, watermarkPastHidden: false });
-});
+    await new Promise((resolve) => setTimeout(resolve, HOLD_MS + 100));
+    expect((await lookup('101')).messages.map((message) => message.order_id)).toEqual(['101']);
+    expect(sandbox.lookups().at(-1)!.reorder).toEqual({
+      hidden: 0,
+      outOfOrder: false,
+      watermarkPastHidden: false,
+    });
+  },
+);
 
 it('refuses a plan it cannot play', () => {
   expect(() => sandbox.setLookupReorder({ holdMs: -1 })).toThrow(/holdMs/);

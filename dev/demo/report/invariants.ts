@@ -42,7 +42,8 @@ export function judgeRun(
       ...verificationInvariants(seen.customers, orders, closedByOperator, webhookOnly, facts.policy),
     );
   }
-  if (facts.verification.reorder !== undefined) invariants.push(lookupReorderInvariant(facts.verification.reorder));
+  if (facts.verification.reorder !== undefined)
+    invariants.push(lookupReorderInvariant(facts.verification.reorder));
   if (facts.inbox !== null) invariants.push(inboxInvariant(facts.inbox, orders));
   if (facts.webhooks != null) {
     invariants.push(noRefusedWebhookWroteARow(facts.webhooks));
