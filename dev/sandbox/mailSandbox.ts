@@ -209,6 +209,14 @@ class MailSandboxServer implements MailSandbox {
     this.lookupEmulation.lies.setPlan(plan);
   }
 
+  /**
+   * Makes the lookups' index show some sends late and later ones at once (dev/sandbox/lookupReorder.ts); null
+   * (or reset()) stops it.
+   */
+  setLookupReorder(plan: unknown): void {
+    this.lookupEmulation.reorder.setPlan(plan);
+  }
+
   /** How many lookups told each kind of lie since the last reset. */
   lookupLiesTold(): Record<LookupLieKind, number> {
     return this.lookupEmulation.lies.told();

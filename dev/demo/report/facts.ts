@@ -112,6 +112,24 @@ export interface VerificationActivity {
   webhookDuplicates: number;
   /** Under --lying-provider: the lies the sandbox's lookups told, by kind (lieReport.ts). */
   lies?: LiesTold;
+  /** Under --lookup-reorder: what the reordering index did (scenarioInvariants.ts, lookupReorderInvariant). */
+  reorder?: LookupReorderFacts;
+}
+
+/** A --lookup-reorder run: the sandbox's plan (dev/sandbox/lookupReorder.ts), the workers' timing, the counts. */
+export interface LookupReorderFacts {
+  provider: string;
+  holdMs: number;
+  share: number;
+  watermark: 'honest' | 'absent' | 'lying';
+  /** The workers' MAIL_VERIFY_SETTLE_DELAY_MS (Mailgun's threshold as configured) and send timeout. */
+  settleDelayMs: number;
+  sendTimeoutMs: number;
+  /** Lookups answered while a held message was hidden, and of those, the ones that showed a later message. */
+  lookupsHiding: number;
+  lookupsOutOfOrder: number;
+  /** Generic answers whose watermark was at or past a message they hid. */
+  watermarkPastHidden: number;
 }
 
 /** Under --lying-provider with a provider that posts webhooks: what the run's webhook path did and left behind. */

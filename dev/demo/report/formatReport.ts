@@ -57,6 +57,16 @@ export function formatReport(report: RunReport): string {
         (webhookPosts > 0 ? `; ${webhookPosts} webhook posts (${webhookDuplicates} duplicates)` : ''),
     );
   }
+  const reorder = report.verification.reorder;
+  if (reorder !== undefined) {
+    row(
+      'Lookup reorder',
+      `faulted sends and ${Math.round(reorder.share * 100)}% of the others shown ${reorder.holdMs / 1000} s ` +
+        `after they were taken (watermark ${reorder.provider === 'generic' ? reorder.watermark : 'n/a'}): ` +
+        `${reorder.lookupsHiding} lookups hid one, ${reorder.lookupsOutOfOrder} showed a later send first, ` +
+        `${reorder.watermarkPastHidden} watermarks past a hidden send`,
+    );
+  }
   if (report.lies !== null) {
     row('Lies told (lookups)', String(report.lies.told));
     for (const [kind, lie] of Object.entries(report.lies.byKind)) {

@@ -14,6 +14,7 @@ import { actsBehind, runClosedByOperator } from './operatorReport';
 import { isTerminal, type OrderView } from './orderViews';
 import {
   failoverInvariants,
+  lookupReorderInvariant,
   noRefusedWebhookWroteARow,
   operatorInvariants,
   sendHoldInvariants,
@@ -41,6 +42,8 @@ export function judgeRun(
       ...verificationInvariants(seen.customers, orders, closedByOperator, webhookOnly, facts.policy),
     );
   }
+  if (facts.verification.reorder !== undefined)
+    invariants.push(lookupReorderInvariant(facts.verification.reorder));
   if (facts.inbox !== null) invariants.push(inboxInvariant(facts.inbox, orders));
   if (facts.webhooks != null) {
     invariants.push(noRefusedWebhookWroteARow(facts.webhooks));
