@@ -16,7 +16,7 @@ import { smtpFaultRates } from './smtpFaultRates';
 import { isWitnessProbe, startVerificationParts } from './verificationTarget';
 import { dropEverySend, type OutageWindow } from './sendOutage';
 import { needsWebhookReceiver, type VerificationRunOptions } from './verificationOptions';
-import { RUN_SEND_TIMEOUT_MS } from './workerEnvironment';
+import { RUN_SEND_TIMEOUT_MS } from './runTimeouts';
 
 export interface DemoMailTarget {
   transport: MailTransportName;

@@ -5,10 +5,9 @@ import path from 'node:path';
 import { defaultDeploymentIdOf } from '../../src/config/loadConfig';
 import type { RunOptions } from './runOptions';
 import type { Stack } from './stack';
+import { RUN_SEND_TIMEOUT_MS } from './runTimeouts';
 import { RUN_SWEEP_GRACE_MS } from './sweep';
 
-/** The workers' SEND_ACTIVITY_TIMEOUT_MS; also the margin a --lookup-reorder run is judged by (report). */
-export const RUN_SEND_TIMEOUT_MS = 8_000;
 
 export async function bundleWorkflows(runDirectory: string): Promise<string> {
   // Imported lazily: the worker package loads the native runtime.
