@@ -74,8 +74,11 @@ export const PROVIDER_CHANGE_DEFAULTS = {
     unavailable: 0.03,
     dropWithoutProcessing: 0.02,
   } satisfies Partial<FaultMix>,
-  /** Starts per second of each of the three clients: 300 orders take about 100 s to start. */
-  startRate: 1,
+  /**
+   * Starts per second of each of the three clients: 300 orders take about 7 min to start, so orders still flow
+   * after the last of the change's four rolls (each about a minute at a load of 20 or more).
+   */
+  startRate: 0.5,
 };
 
 export const PROFILES: Record<RunOptions['profile'], RunOptions> = {

@@ -286,6 +286,7 @@ function formatProviderChangeSection(section: ProviderChangeSection): string {
   lines.push(
     `  orders a draining destination can verify: ${section.verifiableByDraining}, without a mail: ` +
       `${section.missingAmongVerifiable.length}; customers with two mails or more: ${section.twoOrMore.length}`,
+    `  orders last sent to ${section.rotated} under its new key: ${section.sentUnderNewKey}`,
     `  requests refused for their key at ${section.rotated}: ${section.refusedForKey}`,
     `  other customers without a mail: ${section.rest.length}; ${section.opsCommand} lists ` +
       (section.opsListing === null

@@ -45,6 +45,8 @@ export interface ProviderChangeSection {
   stoppedBy: string | null;
   /** Orders a draining destination can verify, and how many of them got no mail. */
   verifiableByDraining: number;
+  /** Orders whose last send went to the rotated provider under its new key. */
+  sentUnderNewKey: number;
   missingAmongVerifiable: string[];
   twoOrMore: string[];
   /** Customers without a mail outside that set: what the ops command must list. */
@@ -77,6 +79,11 @@ export function buildProviderChangeSection(input: ProviderChangeInput): Provider
     rolledWorkers: input.change.rolledWorkers,
     stoppedBy: input.change.stoppedBy,
     verifiableByDraining: verifiable.size,
+    sentUnderNewKey: input.rows.filter(
+      (row) =>
+        row.dispatchProvider === input.change.rotated &&
+        row.dispatchCredentialFingerprint === input.change.newKeyFingerprint,
+    ).length,
     missingAmongVerifiable: missing.filter((orderId) => verifiable.has(orderId)),
     twoOrMore: input.orderIds.filter((orderId) => (mails.get(orderId) ?? 0) >= 2),
     rest: missing.filter((orderId) => !verifiable.has(orderId)),
