@@ -75,8 +75,9 @@ export const PROVIDER_CHANGE_DEFAULTS = {
     dropWithoutProcessing: 0.02,
   } satisfies Partial<FaultMix>,
   /**
-   * Starts per second of each of the three clients: 300 orders take about 7 min to start, so orders still flow
-   * after the last of the change's four rolls (each about a minute at a load of 20 or more).
+   * Starts per second of each of the three clients (each starts every order, in its own order): 300 orders
+   * take up to 10 min to start, so orders still flow after the change's four rolls (each about 40 s to a
+   * minute at a load of 20 or more).
    */
   startRate: 0.5,
 };
