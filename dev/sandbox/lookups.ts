@@ -7,6 +7,7 @@ import { readBody, sendJson } from './httpIo';
 import type { ProviderEmulation } from './providers';
 import type { ReceivedMessage, SandboxRecords } from './records';
 import { InvalidFaultError, seededRandom } from './faults';
+import { authenticateAnyKey } from './mailApi';
 import { LookupLies, type LieEffect, type LookupLieKind } from './lookupLies';
 import { LookupReorder, type ReorderEffect } from './lookupReorder';
 
@@ -50,7 +51,8 @@ export interface LookupRecord {
 }
 
 export interface LookupContext {
-  apiKey: string;
+  /** Every key the account holds now (see MailApiContext). */
+  apiKeys: readonly string[];
   records: SandboxRecords;
   hold(res: ServerResponse, answer: () => void, ms: number | undefined): void;
   now(): Date;
@@ -166,7 +168,7 @@ export class SandboxLookups {
       this.list.push(stored);
       return stored;
     };
-    const denied = emulation.authenticate(req.headers, context.apiKey);
+    const denied = authenticateAnyKey(context.apiKeys, (key) => emulation.authenticate(req.headers, key));
     if (denied !== null) {
       record(denied.status, null, 0);
       return sendAnswer(res, denied.status, denied.body);

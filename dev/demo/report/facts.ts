@@ -8,6 +8,7 @@ import type { ClusterChaosCounts } from '../clusterChaos';
 import type { ActOutcome, OperatorActName } from '../operatorTools';
 import type { SendOutageFacts } from '../sendOutage';
 import type { SweepFacts } from '../sweep';
+import type { ProviderChangeInput } from './providerChangeReport';
 
 export interface LogRowFact {
   orderId: string;
@@ -302,4 +303,6 @@ export interface RunFacts {
   sendHold?: SendHoldFacts | null;
   /** A --send-outage run: the window, the witness probes, how each unknown was answered (sendOutage.ts). */
   sendOutage?: SendOutageFacts | null;
+  /** A --provider-change run: the drain and the key rotation, and the ops listing (readProviderChange.ts). */
+  providerChange?: ProviderChangeInput | null;
 }

@@ -8,6 +8,7 @@ import { MAIL_PROVIDER_FACTS, type MailProviderName } from '../../../src/mail/pr
 import type { UnknownOutcomePolicy } from '../../../src/shared/mailOutcome';
 import type { CustomerOutcomes } from './customerOutcomes';
 import type { FailoverSection } from './failoverReport';
+import { providerChangeInvariants, type ProviderChangeSection } from './providerChangeReport';
 import type { InboxFacts, RunFacts } from './facts';
 import { EXAMPLES, judged, type InvariantResult } from './invariantResult';
 import { actsBehind, runClosedByOperator } from './operatorReport';
@@ -24,7 +25,12 @@ import {
 /** Every invariant the run is held to, in the report's order, each judged. */
 export function judgeRun(
   facts: RunFacts,
-  seen: { orders: OrderView[]; customers: CustomerOutcomes; failover: FailoverSection | null },
+  seen: {
+    orders: OrderView[];
+    customers: CustomerOutcomes;
+    failover: FailoverSection | null;
+    providerChange?: ProviderChangeSection | null;
+  },
 ): InvariantResult[] {
   const { orders } = seen;
   const operatorFacts = facts.operators ?? null;
@@ -52,6 +58,8 @@ export function judgeRun(
   if (operatorFacts !== null) invariants.push(...operatorInvariants(operatorFacts, orders, behind!));
   if (seen.failover !== null) invariants.push(...failoverInvariants(seen.failover));
   if (facts.sendHold != null) invariants.push(...sendHoldInvariants(facts.sendHold));
+  if (seen.providerChange != null)
+    invariants.push(...providerChangeInvariants(seen.providerChange, facts.orderIds));
   return invariants;
 }
 
