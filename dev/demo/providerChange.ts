@@ -12,6 +12,9 @@
 import { main as opsMain } from '../../src/cli/ops';
 import { credentialFingerprint } from '../../src/evidence/destination';
 import type { FailoverTarget } from './failoverTarget';
+import type { ProviderChangeFacts, ProviderChangeStep } from './report/providerChangeFacts';
+
+export type { ProviderChangeFacts, ProviderChangeStep };
 import type { ProviderChangeSettings } from './runOptions';
 import type { WorkerFleet } from './workerFleet';
 
@@ -22,31 +25,6 @@ export const ROTATED_KEY = 'sandbox-key-rotated';
 const UNBOUND_POLL_MS = 2_000;
 
 /** One step of the change, with when it was done (ms after the first order was started). */
-export interface ProviderChangeStep {
-  step:
-    | 'drain-rolled'
-    | 'rotation-drain-rolled'
-    | 'old-key-unbound'
-    | 'new-key-added'
-    | 'new-key-rolled'
-    | 'old-key-revoked'
-    | 'rotation-done';
-  atMs: number;
-}
-
-export interface ProviderChangeFacts {
-  drained: string;
-  rotated: string;
-  oldKeyFingerprint: string;
-  newKeyFingerprint: string;
-  steps: ProviderChangeStep[];
-  /** Worker restarts the rolls made. */
-  rolledWorkers: number;
-  /** What stopped the change before it was done (a worker refused to start, the wait ran out), or null. */
-  stoppedBy: string | null;
-  /** When the old key was revoked (ms after the first start), or null if it never was. */
-  revokedAtMs: number | null;
-}
 
 export interface ProviderChange {
   facts(): ProviderChangeFacts;

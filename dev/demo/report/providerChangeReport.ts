@@ -7,7 +7,7 @@
 //     provider, or a row dispatched under the rotated provider's old key): none;
 //   - every other customer without a mail is listed by the ops command, and the command lists no one else;
 //   - the old key was used by no request after it was revoked, and the change was done to its end.
-import type { ProviderChangeFacts } from '../providerChange';
+import type { ProviderChangeFacts } from './providerChangeFacts';
 import { judged, type InvariantResult } from './invariantResult';
 
 /** One order as the ops command listed it: its row, and the reason it gives. */
