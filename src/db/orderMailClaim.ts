@@ -19,9 +19,9 @@
 //   always recognised by its token, whatever the times.
 // Postgres's now() is used only for audit times (claimed_at, updated_at), never to order claims.
 //
-// Beside it: the request and decision types (claimRequest.ts), claim tokens (claimToken.ts), the fence every
-// transition shares (transitionFence.ts), a closed run's dispatched attempt (closedRunAttempt.ts), and a
-// deferred unknown under the key (deferredUnknown.ts).
+// Beside it: the request and decision types (claimRequest.ts), claim tokens (claimToken.ts), a closed run's
+// dispatched attempt (closedRunAttempt.ts) and a deferred unknown under the key (deferredUnknown.ts). Every
+// statement it runs, with its fence, is in src/mailRow/statements.ts.
 import type { LogOutcome } from '../shared/mailOutcome';
 import { decideUnknownOutcome, describeUnknownDecision } from '../shared/unknownOutcome';
 import { orphanFactsAtClaim } from '../shared/unknownOutcomeFacts';
