@@ -16,6 +16,7 @@ import { smtpFaultRates } from './smtpFaultRates';
 import { isWitnessProbe, startVerificationParts } from './verificationTarget';
 import { dropEverySend, type OutageWindow } from './sendOutage';
 import { needsWebhookReceiver, type VerificationRunOptions } from './verificationOptions';
+import { RUN_SEND_TIMEOUT_MS } from './runTimeouts';
 
 export interface DemoMailTarget {
   transport: MailTransportName;
@@ -157,6 +158,7 @@ export async function startMailTarget(options: {
     verifies: verification.verifies,
     verificationActivity: () => {
       const lookups = sandbox.lookups();
+      const reorder = options.verification.lookupReorder;
       const posts = sandbox.webhookDeliveries();
       return {
         provider,
@@ -166,6 +168,20 @@ export async function startMailTarget(options: {
         webhookPosts: posts.length,
         webhookDuplicates: posts.filter((post) => post.duplicate && post.attempt === 1).length,
         ...(options.verification.lyingProvider ? { lies: liesTold(lookups) } : {}),
+        ...(reorder === null || reorder.holdMs === 0 || !verification.verifies
+          ? {}
+          : {
+              reorder: {
+                provider,
+                ...reorder,
+                settleDelayMs: options.verification.settleDelayMs,
+                sendTimeoutMs: RUN_SEND_TIMEOUT_MS,
+                lookupsHiding: lookups.filter((lookup) => (lookup.reorder?.hidden ?? 0) > 0).length,
+                lookupsOutOfOrder: lookups.filter((lookup) => lookup.reorder?.outOfOrder === true).length,
+                watermarkPastHidden: lookups.filter((lookup) => lookup.reorder?.watermarkPastHidden === true)
+                  .length,
+              },
+            }),
       };
     },
     webhookPostings: async () => {

@@ -1,7 +1,14 @@
 // The runner's command line: a profile (profiles.ts) and the flags that change it, into RunOptions
 // (runOptions.ts), refusing what does not go together.
 import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
-import { CLUSTER_DEFAULTS, FAILOVER_DEFAULTS, NO_FAULTS, OPERATOR_DEFAULTS, PROFILES } from './profiles';
+import {
+  CLUSTER_DEFAULTS,
+  FAILOVER_DEFAULTS,
+  NO_FAULTS,
+  OPERATOR_DEFAULTS,
+  PROFILES,
+  PROVIDER_CHANGE_DEFAULTS,
+} from './profiles';
 import { MAIL_TRANSPORTS, type FaultMix, type MailTransportName, type RunOptions } from './runOptions';
 import { applyVerificationFlag } from './verificationOptions';
 import { applySendOutageDefaults } from './sendOutage';
@@ -28,6 +35,8 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   let outageForMs: number | null = null;
   let holdForMs: number | null = null;
   let upgradeEveryMs: number | null = null;
+  let drainAtMs: number | null = null;
+  let rotateKeyAtMs: number | null = null;
 
   for (let index = 0; index < argv.length; index++) {
     const flag = argv[index]!;
@@ -125,6 +134,17 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         options.failover = { ...FAILOVER_DEFAULTS.failover };
         given.add(flag);
         break;
+      case '--provider-change':
+        options.failover = { ...FAILOVER_DEFAULTS.failover };
+        options.providerChange = { ...PROVIDER_CHANGE_DEFAULTS.providerChange };
+        given.add('--failover');
+        break;
+      case '--drain-at':
+        drainAtMs = seconds(flag, value());
+        break;
+      case '--rotate-key-at':
+        rotateKeyAtMs = seconds(flag, value());
+        break;
       case '--hold-at':
         options.sendHold = { atMs: seconds(flag, value()), forMs: options.sendHold?.forMs ?? 120_000 };
         break;
@@ -132,7 +152,11 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         holdForMs = seconds(flag, value());
         break;
       case '--upgrade-at':
-        options.upgrade = { atMs: seconds(flag, value()), everyMs: 30_000, deploymentName: 'order-mail-chaos' };
+        options.upgrade = {
+          atMs: seconds(flag, value()),
+          everyMs: 30_000,
+          deploymentName: 'order-mail-chaos',
+        };
         break;
       case '--upgrade-every':
         upgradeEveryMs = seconds(flag, value());
@@ -213,6 +237,11 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   } else if (outageAtMs !== null || outageForMs !== null) {
     throw new UsageError('--outage-at and --outage-for need --failover');
   }
+  if (options.providerChange != null) {
+    applyProviderChangeDefaults(options, argv, { drainAtMs, rotateKeyAtMs, outageAtMs, outageForMs });
+  } else if (drainAtMs !== null || rotateKeyAtMs !== null) {
+    throw new UsageError('--drain-at and --rotate-key-at need --provider-change');
+  }
   if (options.sendHold !== null) {
     if (holdForMs !== null) options.sendHold.forMs = holdForMs;
     if (options.transport !== 'http') throw new UsageError('--hold-at counts requests at the HTTP sandbox');
@@ -267,6 +296,39 @@ function applyFailoverDefaults(options: RunOptions, argv: string[], given: Set<s
   if (options.transport !== 'http') throw new UsageError('--failover sends over HTTP to two providers');
   if (options.operators !== null || options.cluster !== null) {
     throw new UsageError('--failover runs alone: not with --operators or --cluster');
+  }
+}
+
+/**
+ * --provider-change: the failover pair (applyFailoverDefaults) without its primary outage, under the usual
+ * faults unless a fault flag says otherwise, orders started slowly, the drain before the rotation.
+ */
+function applyProviderChangeDefaults(
+  options: RunOptions,
+  argv: string[],
+  flags: {
+    drainAtMs: number | null;
+    rotateKeyAtMs: number | null;
+    outageAtMs: number | null;
+    outageForMs: number | null;
+  },
+): void {
+  const change = options.providerChange!;
+  if (flags.outageAtMs !== null || flags.outageForMs !== null) {
+    throw new UsageError('--provider-change has no primary outage: not with --outage-at or --outage-for');
+  }
+  options.failover!.outageForMs = 0;
+  const asked = (flag: string) => argv.includes(flag);
+  const defaults = PROVIDER_CHANGE_DEFAULTS.faults;
+  if (!asked('--accept-then-drop')) options.faults.acceptThenDrop = defaults.acceptThenDrop;
+  if (!asked('--5xx')) options.faults.serverError = defaults.serverError;
+  if (!asked('--503')) options.faults.unavailable = defaults.unavailable;
+  if (!asked('--drop')) options.faults.dropWithoutProcessing = defaults.dropWithoutProcessing;
+  if (!asked('--start-rate')) options.startRate = PROVIDER_CHANGE_DEFAULTS.startRate;
+  if (flags.drainAtMs !== null) change.drainAtMs = flags.drainAtMs;
+  if (flags.rotateKeyAtMs !== null) change.rotateKeyAtMs = flags.rotateKeyAtMs;
+  if (change.rotateKeyAtMs <= change.drainAtMs) {
+    throw new UsageError('--rotate-key-at must come after --drain-at (one provider change at a time)');
   }
 }
 

@@ -2,7 +2,14 @@
 // fault on at full strength), the defaults that --operators, --cluster and --failover turn on, and the
 // sandbox's fault plan for a mix of faults.
 import type { FaultRate } from '../sandbox/faults';
-import type { ClusterSettings, FailoverSettings, FaultMix, OperatorSettings, RunOptions } from './runOptions';
+import type {
+  ClusterSettings,
+  FailoverSettings,
+  FaultMix,
+  OperatorSettings,
+  ProviderChangeSettings,
+  RunOptions,
+} from './runOptions';
 import { VERIFICATION_PROFILES } from './verificationOptions';
 
 /** How long a hang holds the answer back: long past the runner's 2 s MAIL_HEADERS_TIMEOUT_MS, so the worker gives up first. */
@@ -49,6 +56,30 @@ export const FAILOVER_DEFAULTS = {
   /** Accept-then-drop on both providers throughout; the outage is the other fault. */
   acceptThenDrop: 0.1,
   workers: 3,
+};
+
+/**
+ * What --provider-change turns on, unless a flag says otherwise: the failover pair without its outage, under
+ * the usual faults, with orders started slowly enough that both changes fall while orders flow.
+ */
+export const PROVIDER_CHANGE_DEFAULTS = {
+  providerChange: {
+    drainAtMs: 20_000,
+    rotateKeyAtMs: 50_000,
+    waitForUnboundMs: 600_000,
+  } satisfies ProviderChangeSettings,
+  faults: {
+    acceptThenDrop: 0.1,
+    serverError: 0.04,
+    unavailable: 0.03,
+    dropWithoutProcessing: 0.02,
+  } satisfies Partial<FaultMix>,
+  /**
+   * Starts per second of each of the three clients (each starts every order, in its own order): 300 orders
+   * take up to 10 min to start, so orders still flow after the change's four rolls (each about 40 s to a
+   * minute at a load of 20 or more).
+   */
+  startRate: 0.5,
 };
 
 export const PROFILES: Record<RunOptions['profile'], RunOptions> = {

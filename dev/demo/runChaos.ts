@@ -88,7 +88,7 @@ export function startChaos(
   };
   // --failover: the primary goes down once, a while after the first start.
   const outage =
-    options.failover === null
+    options.failover === null || options.failover.outageForMs <= 0
       ? null
       : setTimeout(() => {
           if (stopped) return;

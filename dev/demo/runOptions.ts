@@ -62,6 +62,18 @@ export interface UpgradeSettings {
   deploymentName: string;
 }
 
+/**
+ * --provider-change: the failover pair under the usual faults, with the documented provider changes mid-run
+ * (dev/demo/providerChange.ts): postmark drained at `drainAtMs` (a rolling restart), then mailgun's key
+ * rotated from `rotateKeyAtMs` (docs/operating.md#draining-a-provider). No primary outage.
+ */
+export interface ProviderChangeSettings {
+  drainAtMs: number;
+  rotateKeyAtMs: number;
+  /** How long the rotation waits for `provider status` to show nothing bound to the old key. */
+  waitForUnboundMs: number;
+}
+
 /** A hold mid-run (--hold-at, --hold-for): every send held by an operator, then resumed (dev/demo/sendHoldAct.ts). */
 export interface SendHoldSettings {
   /** When hold is asked for, after the first order was started. */
@@ -109,6 +121,8 @@ export interface RunOptions {
   cluster: ClusterSettings | null;
   /** Null: one provider (every profile but --failover). */
   failover: FailoverSettings | null;
+  /** Null or absent: no provider change (every profile but --provider-change, which sets `failover` too). */
+  providerChange?: ProviderChangeSettings | null;
   /** Null: no hold (every profile unless --hold-at is given). */
   sendHold: SendHoldSettings | null;
   upgrade: UpgradeSettings | null;

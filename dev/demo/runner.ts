@@ -27,6 +27,9 @@ import { startStack, type Stack } from './stack';
 import { seededRandom } from './startOrdersProcess';
 import { startSendHoldAct, type SendHoldAct } from './sendHoldAct';
 import { startUpgradeAct, type UpgradeAct } from './upgradeAct';
+import type { FailoverTarget } from './failoverTarget';
+import { startProviderChange, type ProviderChange } from './providerChange';
+import { readProviderChangeFacts } from './report/readProviderChange';
 import { startRunSweeps, type RunSweeps } from './sweep';
 import { waitForCompletion } from './waitForCompletion';
 import { whereToLook } from './whereToLook';
@@ -60,6 +63,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
   let operators: Operators | null = null;
   let sendHold: SendHoldAct | null = null;
   let upgrade: UpgradeAct | null = null;
+  let providerChange: ProviderChange | null = null;
   try {
     say(
       `${options.profile}: ${options.orders} orders, ${options.workers} workers, transport ${options.transport}, ` +
@@ -121,6 +125,31 @@ export async function runDemo(options: RunOptions): Promise<number> {
       rate: options.startRate,
     });
     chaos = startChaos(options, stack, workers, random, say, clients.done);
+    const opsEnv = {
+      // The demo's admin login stands in for an operator's own (docs/operating.md, "Who you are").
+      OPS_DATABASE_URL: stack.databaseUrl,
+      TEMPORAL_ADDRESS: stack.temporal.address,
+      TEMPORAL_NAMESPACE: stack.temporal.namespace,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      TEMPORAL_UI_URL: stack.temporal.uiUrl ?? 'http://127.0.0.1:8233',
+    };
+    if (options.providerChange != null) {
+      const startedFleet = workers;
+      providerChange = startProviderChange({
+        settings: options.providerChange,
+        target: stack.mail as FailoverTarget,
+        workers,
+        workerEnv,
+        ops: opsEnv,
+        startedAt,
+        stopped: () => startedFleet.aliveCount() === 0,
+        say,
+      });
+      say(
+        `provider change: postmark drained at ${options.providerChange.drainAtMs / 1000} s, mailgun's key ` +
+          `rotated from ${options.providerChange.rotateKeyAtMs / 1000} s`,
+      );
+    }
     if (options.operators !== null || options.sweepEveryMs > 0) {
       sweeps = await startRunSweeps({
         client: temporalClient,
@@ -204,6 +233,12 @@ export async function runDemo(options: RunOptions): Promise<number> {
       startedAt,
     };
     await interruption.race(waitForCompletion(completion));
+    if (providerChange !== null) {
+      // The change goes to its end (the rotation waits for what is bound to the old key); whatever the last
+      // rolls restarted runs out.
+      await interruption.race(providerChange.done);
+      await interruption.race(waitForCompletion(completion));
+    }
     // A run whose orders all finished before the hold still makes it: its facts are part of the report.
     const sendHoldFacts = sendHold === null ? null : await interruption.race(sendHold.facts());
     if (sendHoldFacts !== null) await interruption.race(waitForCompletion(completion));
@@ -249,8 +284,28 @@ export async function runDemo(options: RunOptions): Promise<number> {
         sweeps,
       }),
     );
+    const changeFacts =
+      providerChange === null
+        ? null
+        : await interruption.race(
+            readProviderChangeFacts({
+              db,
+              change: providerChange.facts(),
+              target: stack.mail as FailoverTarget,
+              orderIds,
+              attempts: facts.failover?.attempts ?? [],
+              messages: facts.messages,
+              opsEnv,
+              since: new Date(startedAt),
+            }),
+          );
     const upgradeFacts = upgrade === null ? null : await interruption.race(upgrade.facts(orderIds));
-    const report = buildReport({ ...facts, sendHold: sendHoldFacts, upgrade: upgradeFacts });
+    const report = buildReport({
+      ...facts,
+      sendHold: sendHoldFacts,
+      providerChange: changeFacts,
+      upgrade: upgradeFacts,
+    });
     await writeReportFiles({
       runDirectory,
       report,

@@ -139,16 +139,21 @@ export function startUpgradeAct(options: {
     }
     const shot = await snapshot(version(buildId));
     switches.push(shot);
-    say(`upgrade: ${version(buildId)} is current at ${Math.round(shot.atMs / 1000)} s; ${describeOpen(shot)}`);
+    say(
+      `upgrade: ${version(buildId)} is current at ${Math.round(shot.atMs / 1000)} s; ${describeOpen(shot)}`,
+    );
   };
 
-  const kills = setInterval(() => {
-    const alive = fleets.filter((fleet) => fleet.aliveCount() > 0);
-    if (stopped || alive.length === 0) return;
-    void alive[Math.floor(options.random() * alive.length)]!
-      .killOneAndReplace(WORKER_RESTART_DELAY_MS)
-      .catch(() => undefined);
-  }, Math.max(options.killEveryMs, 1_000));
+  const kills = setInterval(
+    () => {
+      const alive = fleets.filter((fleet) => fleet.aliveCount() > 0);
+      if (stopped || alive.length === 0) return;
+      void alive[Math.floor(options.random() * alive.length)]!.killOneAndReplace(
+        WORKER_RESTART_DELAY_MS,
+      ).catch(() => undefined);
+    },
+    Math.max(options.killEveryMs, 1_000),
+  );
   if (options.killEveryMs <= 0) clearInterval(kills);
 
   // 2.0's unversioned runs drain on the unversioned workers; when none is open, the report says when.
@@ -215,7 +220,10 @@ export function startUpgradeAct(options: {
             const builds: string[] = [];
             for (const event of events) {
               const failed = event.workflowTaskFailedEventAttributes;
-              if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED && failed?.cause === NON_DETERMINISTIC)
+              if (
+                event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED &&
+                failed?.cause === NON_DETERMINISTIC
+              )
                 nondeterminism.push(orderId);
               const completed = event.workflowTaskCompletedEventAttributes;
               const build = completed?.deploymentVersion?.buildId || 'unversioned';
@@ -253,8 +261,7 @@ export function startUpgradeAct(options: {
 function describeOpen(shot: UpgradeSwitch): string {
   return Object.entries(shot.openByBuild)
     .map(
-      ([build, states]) =>
-        `${build}: ${STATES.map((state) => `${states[state] ?? 0} ${state}`).join(', ')}`,
+      ([build, states]) => `${build}: ${STATES.map((state) => `${states[state] ?? 0} ${state}`).join(', ')}`,
     )
     .join('; ');
 }

@@ -55,6 +55,14 @@ ${VERIFICATION_USAGE}
                                 No other faults, kills or restarts unless flags ask. The report counts per provider
                                 the mails it received and the attempts that failed over, and why (3 workers)
   --outage-at S / --outage-for S   when the primary goes down after the first start, and for how long (10 / 60)
+  --provider-change             provider-change chaos: the --failover pair (postmark, mailgun) without its outage,
+                                under accept-then-drop 0.1, 5xx 0.04, 503 0.03, drop 0.02, orders started at 1/s per
+                                client; at --drain-at postmark is drained (MAIL_PROVIDERS_DRAINING, a rolling
+                                restart); from --rotate-key-at mailgun's key is rotated as docs/operating.md says
+                                (drained under its old key, new key beside the old at the sandbox, workers rolled to
+                                it, old key revoked, mailgun back). The report lists the customers without a mail
+                                through npm run ops -- list --state failed and checks that listing (3 workers)
+  --drain-at S / --rotate-key-at S   when the drain and the key rotation start after the first start (20 / 50)
   --hold-at S / --hold-for S    S seconds after the first start, hold every send (npm run ops -- hold) for
                                 --hold-for seconds (120), then resume; the report holds the requests the
                                 sandbox received from hold's return to resume to 0 (lookups counted apart)

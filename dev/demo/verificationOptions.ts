@@ -8,6 +8,7 @@ import {
   type MailProviderName,
 } from '../../src/mail/providers/mailProvider';
 import { DEFAULT_INDEXING_LAG_MS } from '../sandbox/lookups';
+import { REORDER_WATERMARKS, type ReorderWatermark } from '../sandbox/lookupReorder';
 
 export interface VerificationRunOptions {
   /** The provider the workers are configured for; the HTTP sandbox emulates it. */
@@ -40,7 +41,15 @@ export interface VerificationRunOptions {
   webhookMaxAgeMs: number;
   /** SES: the seconds between SNS's retries of an event, 59 of them (--sns-retry-every; 60, the documented policy). */
   snsRetryEveryS: number;
+  /**
+   * --lookup-reorder S: the lookups show every faulted send, and a share of the others, only S after it was taken,
+   * and later ones at once (dev/sandbox/lookupReorder.ts); null for an index in the order taken.
+   */
+  lookupReorder: { holdMs: number; share: number; watermark: ReorderWatermark } | null;
 }
+
+/** --reorder-share's default: a fifth of the sends taken without a fault are shown late too. */
+export const DEFAULT_REORDER_SHARE = 0.2;
 
 /**
  * SES under --lying-provider: the share of sends SES answered without taking them (5xx, dropped before
@@ -77,6 +86,7 @@ export const VERIFICATION_PROFILES: Record<'demo' | 'chaos', VerificationRunOpti
     receiverOutage: null,
     webhookMaxAgeMs: 300_000,
     snsRetryEveryS: 60,
+    lookupReorder: null,
   },
   chaos: {
     provider: 'generic',
@@ -89,6 +99,7 @@ export const VERIFICATION_PROFILES: Record<'demo' | 'chaos', VerificationRunOpti
     receiverOutage: null,
     webhookMaxAgeMs: 300_000,
     snsRetryEveryS: 60,
+    lookupReorder: null,
   },
 };
 
@@ -107,7 +118,12 @@ export const VERIFICATION_USAGE = `  --provider NAME               the provider 
   --receiver-outage-at S / --receiver-outage-for S   the webhook receiver refuses connections from S s after the
                                 first start, for S s, then comes back on its port (none)
   --webhook-max-age S           the receiver's WEBHOOK_MAX_AGE_MS, in seconds (300)
-  --sns-retry-every S           ses: seconds between SNS's 59 retries of an event (60, the delivery policy of docs/providers.md)`;
+  --sns-retry-every S           ses: seconds between SNS's 59 retries of an event (60, the delivery policy of docs/providers.md)
+  --lookup-reorder S            the lookups show every faulted send and a share of the others S s after it was taken, later
+                                ones at once: out of order (none)
+  --reorder-share RATE          share of the sends taken without a fault that are shown late too (0.2)
+  --reorder-watermark MODE      generic: ${REORDER_WATERMARKS.join(', ')}: a watermark that stops before a hidden send
+                                (the contract kept), none, or one past it (the contract broken) (honest)`;
 
 /** Applies one verification flag; returns false when `flag` is not one of them. Throws `usage` errors. */
 export function applyVerificationFlag(
@@ -178,9 +194,31 @@ export function applyVerificationFlag(
       options.snsRetryEveryS = seconds;
       return true;
     }
+    case '--lookup-reorder': {
+      const seconds = Number(value());
+      if (!(seconds > 0) || !Number.isFinite(seconds)) throw usage(`${flag} must be a number of seconds > 0`);
+      options.lookupReorder = { ...reorderOf(options), holdMs: Math.round(seconds * 1000) };
+      return true;
+    }
+    case '--reorder-share':
+      options.lookupReorder = { ...reorderOf(options), share: rate(value()) };
+      return true;
+    case '--reorder-watermark': {
+      const mode = value();
+      if (!(REORDER_WATERMARKS as readonly string[]).includes(mode)) {
+        throw usage(`${flag} must be one of ${REORDER_WATERMARKS.join(', ')} (got ${mode})`);
+      }
+      options.lookupReorder = { ...reorderOf(options), watermark: mode as ReorderWatermark };
+      return true;
+    }
     default:
       return false;
   }
+}
+
+/** The reorder settings so far; --reorder-share or --reorder-watermark alone keep the hold at 0 (no reorder). */
+function reorderOf(options: VerificationRunOptions): NonNullable<VerificationRunOptions['lookupReorder']> {
+  return options.lookupReorder ?? { holdMs: 0, share: DEFAULT_REORDER_SHARE, watermark: 'honest' };
 }
 
 /** Whether the workers will verify: asked for, and the provider lets them. */

@@ -5,7 +5,9 @@ import path from 'node:path';
 import { defaultDeploymentIdOf } from '../../src/config/loadConfig';
 import type { RunOptions } from './runOptions';
 import type { Stack } from './stack';
+import { RUN_SEND_TIMEOUT_MS } from './runTimeouts';
 import { RUN_SWEEP_GRACE_MS } from './sweep';
+
 
 export async function bundleWorkflows(
   runDirectory: string,
@@ -45,7 +47,7 @@ export function workerEnvironment(
     MAIL_HEADERS_TIMEOUT_MS: '2000',
     MAIL_OVERALL_TIMEOUT_MS: '3000',
     // Also how long Temporal takes to notice a send whose worker was killed.
-    SEND_ACTIVITY_TIMEOUT_MS: '8000',
+    SEND_ACTIVITY_TIMEOUT_MS: String(RUN_SEND_TIMEOUT_MS),
     WORKER_SHUTDOWN_GRACE_MS: '8000',
     // Transient not-sent faults (429, 503, refused windows, a Postgres restart) must not exhaust the attempts.
     SEND_MAX_ATTEMPTS: '25',

@@ -25,6 +25,14 @@ export interface WorkerFleet {
   killOneAndReplace(restartDelayMs: number): Promise<void>;
   /** Kills by the runner, restarts after them, and workers that exited on their own (restarted as well). */
   counts(): { kills: number; restarts: number; exitedOnTheirOwn: number };
+  /**
+   * A rolling restart, as a deployment rolls a change of settings: one worker at a time is stopped with SIGTERM
+   * (it finishes what it runs, within its shutdown grace) and started again with `change` over its settings;
+   * the next one only once that one polls. Rejects if a worker refuses to start (its log says why).
+   */
+  roll(change: Record<string, string>): Promise<void>;
+  /** Workers started again by rolling restarts. */
+  rolled(): number;
   /** Kills every worker (and its process group) and waits for them. */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
@@ -41,6 +49,8 @@ export function startWorkerFleet(options: {
   let restarts = 0;
   let exitedOnTheirOwn = 0;
   let stopping = false;
+  let env = options.env;
+  let rolled = 0;
   const killedByUs = new WeakSet<FleetWorker>();
 
   const launch = (slot: number): FleetWorker => {
@@ -49,7 +59,7 @@ export function startWorkerFleet(options: {
     // node --import tsx, not the tsx CLI: the CLI runs the script in a child of its own.
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
       cwd: PROJECT_ROOT,
-      env: { ...process.env, ...options.env },
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -129,6 +139,21 @@ export function startWorkerFleet(options: {
     counts() {
       return { kills, restarts, exitedOnTheirOwn };
     },
+    async roll(change) {
+      env = { ...env, ...change };
+      for (let slot = 0; slot < workers.length; slot++) {
+        if (stopping) return;
+        const old = workers[slot]!;
+        killGroup(old, 'SIGTERM');
+        await old.exited;
+        if (stopping) return;
+        const next = launch(slot);
+        workers[slot] = next;
+        await next.started;
+        rolled += 1;
+      }
+    },
+    rolled: () => rolled,
     async stop(signal = 'SIGKILL') {
       stopping = true;
       for (const worker of workers) killGroup(worker, signal);

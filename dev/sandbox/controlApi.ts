@@ -6,6 +6,7 @@ import { InvalidFaultError, parseFault, parseFaultPlan, type Fault, type FaultPl
 import { parseJson, readBody, sendJson } from './httpIo';
 import { parseLookupFault, type LookupFault, type LookupRecord, type LookupSettings } from './lookups';
 import { parseLookupLiePlan, type LookupLieKind } from './lookupLies';
+import { parseLookupReorderPlan } from './lookupReorder';
 import type { ReceivedMessage, RequestRecord } from './records';
 import type { WebhookLieCount, WebhookLieKind, WebhookLiePosting } from './webhookLies';
 import type { SesLieKind } from './snsLies';
@@ -27,6 +28,8 @@ export interface SandboxControls {
   setLookupFaultPlan(rates: { fault: LookupFault; probability: number }[], seed?: number): void;
   /** Validated by parseLookupLiePlan (dev/sandbox/lookupLies.ts). */
   setLookupLies(plan: unknown): void;
+  /** Validated by parseLookupReorderPlan (dev/sandbox/lookupReorder.ts); null stops it. */
+  setLookupReorder(plan: unknown): void;
   lookupLiesTold(): Record<LookupLieKind, number>;
   webhookDeliveries(): WebhookDeliveryRecord[];
   webhookLies(): Record<WebhookLieKind | SesLieKind, WebhookLieCount>;
@@ -117,7 +120,8 @@ export async function handleControlRequest(
 
 /**
  * {indexingLagMs?, retentionMs?, queue?: [{orderId, fault, times?}], plan?: {rates, seed?},
- *  lies?: {rates: [{kind, probability}], lagMs, seed?}}; validated first.
+ *  lies?: {rates: [{kind, probability}], lagMs, seed?}, reorder?: {holdMs, share?, watermark?, seed?} | null};
+ *  validated first.
  */
 function applyLookupRequest(body: Record<string, unknown>, controls: SandboxControls): void {
   const queue = body.queue === undefined ? [] : body.queue;
@@ -137,8 +141,11 @@ function applyLookupRequest(body: Record<string, unknown>, controls: SandboxCont
     throw new InvalidFaultError('plan must be an object with a rates array.');
   }
   const lies = body.lies === undefined ? undefined : parseLookupLiePlan(body.lies);
+  const reorder =
+    body.reorder === undefined || body.reorder === null ? body.reorder : parseLookupReorderPlan(body.reorder);
   controls.configureLookups(pick(body, ['indexingLagMs', 'retentionMs']));
   if (lies !== undefined) controls.setLookupLies(lies);
+  if (reorder !== undefined) controls.setLookupReorder(reorder);
   for (const entry of entries) controls.queueLookupFault(entry.orderId, entry.fault, entry.times);
   if (plan !== undefined) {
     controls.setLookupFaultPlan(

@@ -7,7 +7,9 @@ import { readBody, sendJson } from './httpIo';
 import type { ProviderEmulation } from './providers';
 import type { ReceivedMessage, SandboxRecords } from './records';
 import { InvalidFaultError, seededRandom } from './faults';
+import { authenticateAnyKey } from './mailApi';
 import { LookupLies, type LieEffect, type LookupLieKind } from './lookupLies';
+import { LookupReorder, type ReorderEffect } from './lookupReorder';
 
 export type LookupFault =
   /** Answer this status (a 5xx, a 429…) instead of searching. */
@@ -44,10 +46,13 @@ export interface LookupRecord {
   matches: number;
   /** The lie this lookup told (dev/sandbox/lookupLies.ts), or null for an honest answer. */
   lie: LookupLieKind | null;
+  /** What a reordering index (dev/sandbox/lookupReorder.ts) hid from this answer; null without one. */
+  reorder: ReorderEffect | null;
 }
 
 export interface LookupContext {
-  apiKey: string;
+  /** Every key the account holds now (see MailApiContext). */
+  apiKeys: readonly string[];
   records: SandboxRecords;
   hold(res: ServerResponse, answer: () => void, ms: number | undefined): void;
   now(): Date;
@@ -61,6 +66,8 @@ export class SandboxLookups {
   private list: LookupRecord[] = [];
   /** The lies it tells when a plan is set (dev/sandbox/lookupLies.ts). */
   readonly lies: LookupLies;
+  /** The index's reordering when a plan is set (dev/sandbox/lookupReorder.ts). */
+  readonly reorder = new LookupReorder();
 
   constructor(
     initial: Partial<LookupSettings>,
@@ -119,12 +126,14 @@ export class SandboxLookups {
     this.list = [];
     this.random = seededRandom(this.seed);
     this.lies.reset();
+    this.reorder.reset();
   }
 
-  /** Whether `message` is in the provider's index at `now`: past the lag, not yet forgotten. */
+  /** Whether `message` is in the provider's index at `now`: past the lag (or its hold), not yet forgotten. */
   isIndexed(message: ReceivedMessage, now: Date, extraLagMs = 0): boolean {
     const age = now.getTime() - Date.parse(message.receivedAt);
-    return age >= this.settings.indexingLagMs + extraLagMs && age < this.settings.retentionMs;
+    const showsAt = this.reorder.showsAtAgeMs(message, this.settings.indexingLagMs) + extraLagMs;
+    return age >= showsAt && age < this.settings.retentionMs;
   }
 
   async handle(
@@ -154,11 +163,12 @@ export class SandboxLookups {
         status,
         matches,
         lie: lie?.kind ?? null,
+        reorder: null,
       };
       this.list.push(stored);
       return stored;
     };
-    const denied = emulation.authenticate(req.headers, context.apiKey);
+    const denied = authenticateAnyKey(context.apiKeys, (key) => emulation.authenticate(req.headers, key));
     if (denied !== null) {
       record(denied.status, null, 0);
       return sendAnswer(res, denied.status, denied.body);
@@ -180,26 +190,46 @@ export class SandboxLookups {
       return sendAnswer(res, fault.status, emulation.error(fault.status, undefined).body);
     }
     // The search runs on what is indexed when the answer is given, as a provider's would.
-    const search = (): { matches: number; status: number; body: unknown } => {
+    const search = (): {
+      matches: number;
+      status: number;
+      body: unknown;
+      reorder: ReorderEffect | null;
+    } => {
       const now = context.now();
+      const taken = context.records
+        .messages()
+        .filter(
+          (message) =>
+            message.provider === emulation.name &&
+            now.getTime() - Date.parse(message.receivedAt) < this.settings.retentionMs,
+        );
       const indexed =
         lie?.emptyIndex === true
           ? []
-          : context.records
-              .messages()
-              .filter(
-                (message) =>
-                  message.provider === emulation.name && this.isIndexed(message, now, lie?.extraLagMs),
-              );
+          : taken.filter((message) => this.isIndexed(message, now, lie?.extraLagMs));
+      // isIndexed's own bound: everything not held and received at least the lag ago is in `indexed`.
+      const upTo = new Date(now.getTime() - this.settings.indexingLagMs - (lie?.extraLagMs ?? 0));
+      const shown = new Set(indexed);
+      const hidden = taken.filter(
+        (message) =>
+          !shown.has(message) &&
+          this.reorder.holds(message) &&
+          Date.parse(message.receivedAt) <= upTo.getTime(),
+      );
+      const watermark = lie?.emptyIndex === true ? upTo : this.reorder.watermark(taken, hidden, upTo);
       const { matches, answer } = lookup.search(url, indexed, {
         origin: `http://${req.headers.host ?? 'sandbox.invalid'}`,
-        // isIndexed's own bound: everything received at least the lag ago is in `indexed`.
-        watermark: new Date(now.getTime() - this.settings.indexingLagMs - (lie?.extraLagMs ?? 0)),
+        watermark,
         ...(lie?.pageSize === undefined ? {} : { pageSize: lie.pageSize }),
         ...(lie?.ignoreFilter === true ? { ignoreFilter: true } : {}),
         ...(lie?.mixIn === undefined ? {} : { mixIn: mixIn(lie.mixIn, orderId, indexed, emulation.name) }),
       });
-      return { matches, status: answer.status, body: answer.body };
+      const reorder =
+        lie?.emptyIndex === true
+          ? null
+          : this.reorder.effect(indexed, hidden, emulation.name === 'generic' ? watermark : null);
+      return { matches, status: answer.status, body: answer.body, reorder };
     };
     if (fault?.kind === 'hang') {
       const entry = record('hung', fault, 0);
@@ -209,6 +239,7 @@ export class SandboxLookups {
           const result = search();
           entry.status = result.status;
           entry.matches = result.matches;
+          entry.reorder = result.reorder;
           sendAnswer(res, result.status, result.body);
         },
         fault.ms,
@@ -216,7 +247,7 @@ export class SandboxLookups {
       return;
     }
     const result = search();
-    record(result.status, null, result.matches);
+    record(result.status, null, result.matches).reorder = result.reorder;
     sendAnswer(res, result.status, result.body);
   }
 

@@ -11,7 +11,8 @@ import type { ProviderAnswer, ProviderEmulation } from './providers';
 import type { RequestRecord, SandboxRecords } from './records';
 
 export interface MailApiContext {
-  apiKey: string;
+  /** Every key the account holds now: a rotation keeps the old one valid beside the new until it is revoked. */
+  apiKeys: readonly string[];
   records: SandboxRecords;
   faults: FaultChooser;
   idempotency: IdempotencyStore;
@@ -59,12 +60,14 @@ export async function handleMailApiRequest(
   const orderId = parsed.ok ? parsed.message.orderId : parsed.orderId;
   if (parsed.ok) idempotencyKey = parsed.idempotencyKey;
 
-  const denied = emulation.authenticate(req.headers, context.apiKey, {
-    method: req.method ?? 'POST',
-    url: req.url ?? path,
-    body: reading.text,
-    now: context.now(),
-  });
+  const denied = authenticateAnyKey(context.apiKeys, (key) =>
+    emulation.authenticate(req.headers, key, {
+      method: req.method ?? 'POST',
+      url: req.url ?? path,
+      body: reading.text,
+      now: context.now(),
+    }),
+  );
   if (denied !== null) {
     record(orderId, denied.status, null, null);
     return sendAnswer(res, denied);
@@ -207,4 +210,18 @@ function sendAnswer(res: ServerResponse, answer: ProviderAnswer): void {
     return;
   }
   sendJson(res, answer.status, answer.body, answer.headers);
+}
+
+/** Null when one of the account's keys lets the request in, else the first key's refusal. */
+export function authenticateAnyKey<Denial>(
+  keys: readonly string[],
+  check: (key: string) => Denial | null,
+): Denial | null {
+  let first: Denial | null = null;
+  for (const key of keys) {
+    const denied = check(key);
+    if (denied === null) return null;
+    first ??= denied;
+  }
+  return first;
 }

@@ -76,6 +76,11 @@ export interface MailSandbox extends SandboxControls {
   setSnsRetryDelays(delaysMs: number[]): void;
   /** SES: SNS lies after taken messages and sends not taken (dev/sandbox/snsLies.ts); null stops them. */
   configureSnsChaos(chaos: SnsChaos | null): void;
+  /**
+   * The account's valid keys from now on, as a provider's key rotation has them: the new one added beside the
+   * old, later the old one revoked (requests with a key not listed get the provider's 401).
+   */
+  setApiKeys(keys: readonly string[]): void;
   /** Drops every connection, held ones included, and stops listening. Idempotent. */
   close(): Promise<void>;
 }
@@ -144,7 +149,7 @@ class MailSandboxServer implements MailSandbox {
       invalidError: (message) => new InvalidFaultError(message),
     });
     this.mailApiContext = {
-      apiKey,
+      apiKeys: [apiKey],
       records: this.records,
       faults,
       idempotency,
@@ -155,6 +160,11 @@ class MailSandboxServer implements MailSandbox {
 
   get port(): number {
     return this.boundPort;
+  }
+
+  setApiKeys(keys: readonly string[]): void {
+    if (keys.length === 0) throw new InvalidFaultError('an account keeps at least one key');
+    this.mailApiContext.apiKeys = [...keys];
   }
 
   get url(): string {
@@ -207,6 +217,14 @@ class MailSandboxServer implements MailSandbox {
   /** Turns the lookups' lies on (dev/sandbox/lookupLies.ts); reset() turns them off. */
   setLookupLies(plan: unknown): void {
     this.lookupEmulation.lies.setPlan(plan);
+  }
+
+  /**
+   * Makes the lookups' index show some sends late and later ones at once (dev/sandbox/lookupReorder.ts); null
+   * (or reset()) stops it.
+   */
+  setLookupReorder(plan: unknown): void {
+    this.lookupEmulation.reorder.setPlan(plan);
   }
 
   /** How many lookups told each kind of lie since the last reset. */
@@ -365,7 +383,7 @@ class MailSandboxServer implements MailSandbox {
       handling = handleMailApiRequest(req, res, url.pathname, emulation, this.mailApiContext);
     } else if (lookup !== null) {
       handling = this.lookupEmulation.handle(req, res, url, lookup, {
-        apiKey: this.mailApiContext.apiKey,
+        apiKeys: this.mailApiContext.apiKeys,
         records: this.records,
         hold: (held, answer, ms) => this.hold(held, answer, ms),
         now: this.now,

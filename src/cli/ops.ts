@@ -12,7 +12,16 @@ import { ConfigError } from '../config/envReader';
 import { loadOpsConfig } from '../config/loadOpsConfig';
 import { createDatabase, type Database } from '../db/pool';
 import { describePostgresFailure } from '../dependencyRetry';
-import { formatList, formatResolve, formatRetry, formatStatus } from '../ops/formatOpsOutput';
+import { dryRunBulkAct, runBulkAct } from '../ops/bulkActs';
+import {
+  formatBulkDryRun,
+  formatBulkProgress,
+  formatBulkRun,
+  formatList,
+  formatResolve,
+  formatRetry,
+  formatStatus,
+} from '../ops/formatOpsOutput';
 import { listOrderMails } from '../ops/listOrderMails';
 import { OPS_USAGE, parseOpsCommand, UsageError, type OpsCommand } from '../ops/opsCommand';
 import { OpsRefusal, type OpsContext } from '../ops/opsContext';
@@ -144,6 +153,7 @@ export async function main(
         operator,
         configured: configuredProviders(env),
       };
+      if (command.name === 'bulk') return await bulk(ctx, command, io);
       io.out(await run(ctx, command));
       return 0;
     } finally {
@@ -232,9 +242,34 @@ async function whoIsActing(db: Database, acts: boolean): Promise<string> {
   return login;
 }
 
+/** A dry run prints its selection; a run prints a line per order as it goes, and exits 1 if any was refused. */
+async function bulk(
+  ctx: OpsContext,
+  command: Extract<OpsCommand, { name: 'bulk' }>,
+  io: CliIo,
+): Promise<number> {
+  const json = (value: unknown) => JSON.stringify(value, null, 2);
+  if (command.bulk.act === 'dry-run') {
+    const dry = await dryRunBulkAct(ctx, command.bulk);
+    io.out(command.json ? json(dry) : formatBulkDryRun(dry));
+    return 0;
+  }
+  const result = await runBulkAct(ctx, {
+    id: command.bulk.id,
+    // With --json, stdout carries only the result; the progress goes to stderr.
+    onProgress: (progress) => {
+      const line = formatBulkProgress(progress);
+      if (command.json) io.err(line);
+      else io.out(line);
+    },
+  });
+  io.out(command.json ? json(result) : formatBulkRun(result));
+  return result.refused.length === 0 ? 0 : 1;
+}
+
 async function run(
   ctx: OpsContext,
-  command: Exclude<OpsCommand, { name: 'help' | 'provider' | 'preview' | 'hold' }>,
+  command: Exclude<OpsCommand, { name: 'help' | 'provider' | 'preview' | 'hold' | 'bulk' }>,
 ): Promise<string> {
   const json = (value: unknown) => JSON.stringify(value, null, 2);
   switch (command.name) {

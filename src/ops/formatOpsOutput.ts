@@ -2,6 +2,7 @@
 // facts to scripts.
 import type { ObservedResetRow, OperatorActRow } from '../db/operatorActs';
 import type { MailLogRow } from '../db/orderMailLog';
+import type { BulkDryRun, BulkProgress, BulkRunResult } from './bulkActs';
 import type { ListedOrderMail } from './listOrderMails';
 import type { OrderMailStatus } from './orderMailStatus';
 import type { RetryResult } from './retryOrderMail';
@@ -150,4 +151,34 @@ function describeObservedReset(reset: ObservedResetRow): string {
     `${at} reset of run ${reset.baseRunId} into ${reset.newRunId} (Temporal identity ${reset.temporalIdentity}; ` +
     `recorded by ${reset.recordedBy}): ${reset.reason}`
   );
+}
+
+export function formatBulkDryRun(dry: BulkDryRun): string {
+  const { bulk } = dry;
+  const what = bulk.verb === 'resolve' ? `resolve --as ${bulk.resolveAs}` : 'retry';
+  const criteria = Object.entries(bulk.filter)
+    .filter(([, value]) => value !== null)
+    .map(([name, value]) => `${name}=${String(value)}`);
+  return [
+    `Bulk act ${bulk.id} (dry run; nothing was changed): ${what} on ${bulk.orderCount} order(s)`,
+    `  selected by: ${criteria.join(' ')}`,
+    `  selection:   sha256 ${bulk.selectionSha256}`,
+    `  orders:      ${dry.orderIds.slice(0, 20).join(', ')}${dry.orderIds.length > 20 ? ', …' : ''}`,
+    `  reason:      ${bulk.reason}`,
+    `To act on exactly these: npm run ops -- bulk run ${bulk.id}`,
+  ].join('\n');
+}
+
+export function formatBulkProgress(progress: BulkProgress): string {
+  return `[${progress.index}/${progress.total}] order ${progress.orderId}: ${progress.status} (${progress.detail})`;
+}
+
+export function formatBulkRun(result: BulkRunResult): string {
+  const { bulk } = result;
+  const lines = [
+    `Bulk act ${bulk.id} ${result.started ? 'ran' : 'resumed'}: ${result.done.length} order(s) acted on, ` +
+      `${result.refused.length} refused${result.before > 0 ? `, ${result.before} done or refused before` : ''}.`,
+  ];
+  for (const { orderId, refusal } of result.refused) lines.push(`  refused ${orderId}: ${refusal}`);
+  return lines.join('\n');
 }

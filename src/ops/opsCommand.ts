@@ -1,6 +1,8 @@
 // The operator CLI's grammar: argv → one command, or a UsageError that says what is wrong. Pure.
 import { parseArgs } from 'node:util';
+import type { BulkFilter, BulkVerb } from '../db/bulkActs';
 import type { MailLogFilter } from '../db/orderMailLog';
+import type { LogOutcome } from '../shared/mailOutcome';
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
 import type { ResolveAs } from './resolveOrderMail';
 import { MAIL_PROVIDER_NAMES } from '../mail/providers/mailProvider';
@@ -28,7 +30,13 @@ export type OpsCommand =
   | { name: 'provider'; provider: ProviderAct; json: boolean }
   /** scope: '*' for every provider (src/ops/sendHold.ts). */
   | { name: 'hold'; scope: string; reason: string; waitMs: number | undefined; json: boolean }
-  | { name: 'resume'; scope: string; reason: string; ratePerSecond: number | undefined; json: boolean };
+  | { name: 'resume'; scope: string; reason: string; ratePerSecond: number | undefined; json: boolean }
+  /** `bulk retry|resolve … --dry-run` saves a selection; `bulk run <id>` acts on it (src/ops/bulkActs.ts). */
+  | { name: 'bulk'; bulk: BulkAct; json: boolean };
+
+export type BulkAct =
+  | { act: 'dry-run'; verb: BulkVerb; filter: BulkFilter; reason: string; max: number | undefined }
+  | { act: 'run'; id: string };
 
 /** `provider …`: see or steer the failover's provider health (src/ops/providerOps.ts). */
 export type ProviderAct =
@@ -57,6 +65,11 @@ export const OPS_USAGE = `Usage: npm run ops -- <command> [options]
   hold    [--provider <p>] --reason "…" [--wait 120]  stop every send (or one provider's) now; returns when
                                                       nothing dispatched before it is in flight (or lists it)
   resume  [--provider <p>] --reason "…" [--rate 20]   lift that hold; signal the held runs, --rate a second
+  bulk    retry|resolve --as sent|failed --dry-run    select orders and save the selection; changes nothing else
+          [--state sent|failed|sending] [--outcome o] [--since 1h] [--until ISO] [--provider p]
+          [--template name[@sha256-prefix]] --reason "…" [--max N]  (--max needed above 100 orders)
+  bulk    run <id>                                    act on that saved selection if it is unchanged, one act per
+                                                      order; run it again to resume an interrupted run
 
 Options: --json (machine-readable output).
 Environment: OPS_DATABASE_URL (your own login: every act is recorded under it), TEMPORAL_ADDRESS,
@@ -136,9 +149,11 @@ export function parseOpsCommand(argv: readonly string[], now: Date = new Date())
         values.rate === undefined ? undefined : boundedInteger('--rate', values.rate, 1, 1_000);
       return { name, scope, reason, ratePerSecond, json };
     }
+    case 'bulk':
+      return { name, bulk: parseBulkAct(positionals, values, now), json };
     default:
       throw new UsageError(
-        `Unknown command "${name}". Commands: status, preview, list, retry, resolve, provider, hold, resume.`,
+        `Unknown command "${name}". Commands: status, preview, list, retry, resolve, provider, hold, resume, bulk.`,
       );
   }
 }
@@ -154,6 +169,10 @@ const VALUE_OPTIONS: ReadonlySet<string> = new Set([
   '--provider',
   '--wait',
   '--rate',
+  '--outcome',
+  '--until',
+  '--template',
+  '--max',
 ]);
 
 function parseOptions(args: string[]) {
@@ -171,6 +190,11 @@ function parseOptions(args: string[]) {
       provider: { type: 'string' },
       wait: { type: 'string' },
       rate: { type: 'string' },
+      outcome: { type: 'string' },
+      until: { type: 'string' },
+      template: { type: 'string' },
+      max: { type: 'string' },
+      'dry-run': { type: 'boolean' },
       json: { type: 'boolean' },
       force: { type: 'boolean' },
     },
@@ -301,4 +325,91 @@ function parseProviderAct(positionals: string[]): ProviderAct {
         `provider needs one of status, pin, skip, auto (got ${JSON.stringify(act ?? '')}).`,
       );
   }
+}
+
+const BULK_STATES = ['sending', 'sent', 'failed'] as const;
+const BULK_OUTCOMES: readonly LogOutcome[] = [
+  'accepted',
+  'rejected',
+  'not_sent',
+  'unknown',
+  'resolved',
+  'legacy',
+];
+const BULK_MAX_LIMIT = 10_000;
+
+function parseBulkAct(
+  positionals: string[],
+  values: ReturnType<typeof parseOptions>['values'],
+  now: Date,
+): BulkAct {
+  const [verb, ...rest] = positionals;
+  if (verb === 'run') {
+    const [id, ...extra] = rest;
+    if (id === undefined || extra.length > 0 || !/^[1-9][0-9]{0,17}$/.test(id)) {
+      throw new UsageError('bulk run takes exactly one bulk act id, as its dry run printed it.');
+    }
+    const given = [
+      'state',
+      'outcome',
+      'since',
+      'until',
+      'provider',
+      'template',
+      'max',
+      'reason',
+      'as',
+      'dry-run',
+    ].filter((option) => values[option as keyof typeof values] !== undefined);
+    if (given.length > 0) {
+      throw new UsageError(
+        `bulk run takes only the id: the selection, reason and bound are the dry run's (got --${given.join(', --')}).`,
+      );
+    }
+    return { act: 'run', id };
+  }
+  if (verb !== 'retry' && verb !== 'resolve') {
+    throw new UsageError(`bulk needs retry, resolve or run (got ${JSON.stringify(verb ?? '')}).`);
+  }
+  if (rest.length > 0) throw new UsageError(`bulk ${verb} takes no order id: its filter selects them.`);
+  if (values['dry-run'] !== true) {
+    throw new UsageError(
+      `bulk ${verb} starts with --dry-run: it saves the selection and prints its id; then npm run ops -- bulk run <id>.`,
+    );
+  }
+  const bulkVerb: BulkVerb =
+    verb === 'retry'
+      ? { verb }
+      : { verb, as: oneOf('--as', values.as, ['sent', 'failed'] as const, 'bulk resolve') };
+  if (verb === 'retry' && values.as !== undefined) throw new UsageError('bulk retry takes no --as.');
+  const [template, templateSha256] = (values.template ?? '').split('@', 2);
+  if (templateSha256 !== undefined && !/^[0-9a-f]{4,64}$/.test(templateSha256)) {
+    throw new UsageError(
+      `--template name@hash: the hash is 4 to 64 hex digits of its SHA-256 (got "${templateSha256}").`,
+    );
+  }
+  const since = values.since === undefined ? null : parseSince(values.since, now);
+  // A range that ends at the dry run: mails claimed after it do not enter the selection the run compares.
+  const until = values.until === undefined ? (since === null ? null : now) : parseSince(values.until, now);
+  const filter: BulkFilter = {
+    state: values.state === undefined ? null : oneOf('--state', values.state, BULK_STATES, 'bulk'),
+    outcome: values.outcome === undefined ? null : oneOf('--outcome', values.outcome, BULK_OUTCOMES, 'bulk'),
+    since: since?.toISOString() ?? null,
+    until: until?.toISOString() ?? null,
+    provider: values.provider === undefined ? null : knownProvider(values.provider, 'bulk'),
+    template: template === undefined || template === '' ? null : template,
+    templateSha256: templateSha256 ?? null,
+  };
+  if (Object.values(filter).every((value) => value === null)) {
+    throw new UsageError(
+      'bulk needs at least one of --state, --outcome, --since, --until, --provider, --template: it never selects every order.',
+    );
+  }
+  return {
+    act: 'dry-run',
+    verb: bulkVerb,
+    filter,
+    reason: requiredReason('bulk', values.reason),
+    max: values.max === undefined ? undefined : boundedInteger('--max', values.max, 1, BULK_MAX_LIMIT),
+  };
 }

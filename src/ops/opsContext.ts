@@ -36,7 +36,12 @@ export class OpsRefusal extends Error {
       | 'PROVIDER_NOT_CONFIGURED'
       | 'PROVIDER_DRAINING'
       | 'NOT_AN_OPERATOR'
-      | 'NOT_HELD',
+      | 'NOT_HELD'
+      | 'NOTHING_SELECTED'
+      | 'TOO_MANY_ORDERS'
+      | 'NO_SUCH_BULK_ACT'
+      | 'BULK_ACT_RUNNING'
+      | 'SELECTION_CHANGED',
     message: string,
   ) {
     super(message);

@@ -52,6 +52,10 @@ it('a worker killed mid-send: after the send timeout the order is settled by ass
     MAIL_OVERALL_TIMEOUT_MS: '3000',
     SEND_ACTIVITY_TIMEOUT_MS: String(sendTimeoutMs),
     UNKNOWN_OUTCOME_POLICY: 'assume-sent',
+    // The claim carries this worker's settings to the survivor, whose verify step then waits the settle delay
+    // (generic's default, 30 s) for a lookup it cannot make: the wait is not what this test is about.
+    MAIL_VERIFY_SETTLE_DELAY_MS: '1000',
+    MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON: 'test: the survivor has no lookup; the policy decides',
   });
   try {
     await doomed.started;

@@ -49,6 +49,7 @@ describe('verification flags', () => {
       receiverOutage: null,
       webhookMaxAgeMs: 300_000,
       snsRetryEveryS: 60,
+      lookupReorder: null,
     });
     // The profile itself is left as it was.
     expect(PROFILES.chaos.verification.provider).toBe('generic');

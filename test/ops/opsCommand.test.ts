@@ -55,3 +55,73 @@ describe('parseOpsCommand', () => {
     });
   });
 });
+
+describe('parseOpsCommand: bulk', () => {
+  const now = new Date('2026-12-06T12:00:00Z');
+
+  it('a dry run takes the filter with absolute times; a range from --since ends at the dry run', () => {
+    expect(
+      parseOpsCommand(
+        [
+          'bulk',
+          'resolve',
+          '--as',
+          'failed',
+          '--state',
+          'sent',
+          '--since',
+          '1h',
+          '--template',
+          'shop@3f9a1c',
+          '--reason',
+          'wrong price',
+          '--max',
+          '400',
+          '--dry-run',
+        ],
+        now,
+      ),
+    ).toEqual({
+      name: 'bulk',
+      json: false,
+      bulk: {
+        act: 'dry-run',
+        verb: { verb: 'resolve', as: 'failed' },
+        filter: {
+          state: 'sent',
+          outcome: null,
+          since: '2026-12-06T11:00:00.000Z',
+          until: '2026-12-06T12:00:00.000Z',
+          provider: null,
+          template: 'shop',
+          templateSha256: '3f9a1c',
+        },
+        reason: 'wrong price',
+        max: 400,
+      },
+    });
+    expect(parseOpsCommand(['bulk', 'run', '17'], now)).toEqual({
+      name: 'bulk',
+      json: false,
+      bulk: { act: 'run', id: '17' },
+    });
+  });
+
+  it('refuses a one-step act, an empty filter, a run with a filter and a bad bound', () => {
+    expect(usageErrorOf(['bulk', 'retry', '--state', 'failed', '--reason', 'x']).message).toMatch(
+      /--dry-run/,
+    );
+    expect(usageErrorOf(['bulk', 'retry', '--reason', 'x', '--dry-run']).message).toMatch(/at least one/);
+    expect(usageErrorOf(['bulk', 'run', '17', '--state', 'failed']).message).toMatch(/only the id/);
+    expect(
+      usageErrorOf(['bulk', 'retry', '--state', 'failed', '--reason', 'x', '--max', '0', '--dry-run'])
+        .message,
+    ).toMatch(/--max/);
+    expect(
+      usageErrorOf(['bulk', 'resolve', '--state', 'failed', '--reason', 'x', '--dry-run']).message,
+    ).toMatch(/--as/);
+    expect(
+      usageErrorOf(['bulk', 'retry', '--state', 'unknown', '--reason', 'x', '--dry-run']).message,
+    ).toMatch(/--state/);
+  });
+});

@@ -169,7 +169,12 @@ afterAll(async () => {
   await database?.close();
 });
 
-function start(orderId: string, on: keyof typeof workers, memo?: Record<string, unknown>) {
+function start(
+  orderId: string,
+  on: keyof typeof workers,
+  memo?: Record<string, unknown>,
+  workflowTaskTimeoutMs?: number,
+) {
   return client.workflow.start(orderConfirmationMail, {
     workflowId: orderId,
     taskQueue: workers[on].taskQueue,
@@ -177,8 +182,16 @@ function start(orderId: string, on: keyof typeof workers, memo?: Record<string, 
     // As src/client.ts starts every order: the first state comes with the start.
     typedSearchAttributes: [...ORDER_MAIL_ATTRIBUTES_AT_START],
     ...(memo ? { memo } : {}),
+    ...(workflowTaskTimeoutMs === undefined ? {} : { workflowTaskTimeout: workflowTaskTimeoutMs }),
   });
 }
+
+/**
+ * For a cancel while a claim or record (local activities) is held: the workflow task that takes the cancel in
+ * completes only by the worker's heartbeat at 80% of the task timeout, 8 s at the default 10 s, twice per path.
+ * Not part of the path's shape (workflow-task bookkeeping).
+ */
+const HELD_LOCAL_ACTIVITY_TASK_TIMEOUT_MS = 3_000;
 
 /** Runs the order's workflow to its end, whatever the end. */
 async function settled(orderId: string): Promise<string> {
@@ -355,7 +368,7 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
   async 'cancel-during-claim'() {
     const orderId = await createOrder(database.db);
     const hold = holds.holdAt(orderId, 'claim');
-    const handle = await start(orderId, 'sent');
+    const handle = await start(orderId, 'sent', undefined, HELD_LOCAL_ACTIVITY_TASK_TIMEOUT_MS);
     await waitFor('the claim to be under way', async () => (hold.entered ? true : undefined));
     await handle.cancel();
     await cancelSeen(orderId);
@@ -400,7 +413,7 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
   async 'cancel-during-record'() {
     const orderId = await createOrder(database.db);
     const hold = holds.holdAt(orderId, 'record');
-    const handle = await start(orderId, 'sent');
+    const handle = await start(orderId, 'sent', undefined, HELD_LOCAL_ACTIVITY_TASK_TIMEOUT_MS);
     await waitFor('the record to be under way', async () => (hold.entered ? true : undefined));
     await handle.cancel();
     await cancelSeen(orderId);

@@ -128,6 +128,34 @@ describe('auth and error shapes', () => {
     expect(json.status).toBe(400);
   });
 
+  it('a key rotation: the old and the new key both work until the old one is revoked, then it is 401', async () => {
+    const api = await sandbox();
+    const send = (key: string, orderId: string) =>
+      call(
+        api.url,
+        '/v3/mg.example.com/messages',
+        {
+          authorization: `Basic ${Buffer.from(`api:${key}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        new URLSearchParams({
+          from: 'a@example.com',
+          to: 'b@example.com',
+          subject: 's',
+          text: 't',
+          'v:order_id': orderId,
+        }).toString(),
+      );
+    expect((await send('key-2', '1')).status).toBe(401);
+    api.setApiKeys(['key-1', 'key-2']);
+    expect((await send('key-1', '2')).status).toBe(200);
+    expect((await send('key-2', '3')).status).toBe(200);
+    api.setApiKeys(['key-2']);
+    expect((await send('key-1', '4')).status).toBe(401);
+    expect((await send('key-2', '5')).status).toBe(200);
+    expect(api.messages().map((message) => message.orderId)).toEqual(['2', '3', '5']);
+  });
+
   it('a provider path with another method is 405, an unknown one 404', async () => {
     const api = await sandbox();
     expect((await call(api.url, '/emails', {}, '', 'GET')).status).toBe(405);

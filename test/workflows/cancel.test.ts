@@ -71,6 +71,9 @@ function start(orderId: string) {
     workflowId: orderId,
     taskQueue: worker.taskQueue,
     args: [orderId],
+    // A workflow task waiting on a held claim or record (local activities) completes only by the worker's
+    // heartbeat at 80% of this timeout: at the default 10 s, a cancel during either waited 2 × 8 s for nothing.
+    workflowTaskTimeout: 3_000,
   });
 }
 

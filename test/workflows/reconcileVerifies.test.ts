@@ -120,6 +120,26 @@ async function sendWitness(taskQueue: string, after: string): Promise<void> {
   await client.workflow.execute(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] });
 }
 
+/**
+ * Until the sweep may ask about these orders' requests: each dispatched a send timeout and a settle delay ago on
+ * Postgres's clock, the clock and the figures the sweep itself reads (src/activities/findStuckMailClaims.ts).
+ */
+async function untilSweepMayAsk(orderIds: string[]): Promise<void> {
+  await waitFor(
+    'the requests to be older than the send timeout and the settle delay',
+    async () => {
+      const { rows } = await database.db.query<{ ready: boolean }>(
+        `SELECT bool_and(now() - dispatched_at >=
+                  (coalesce(dispatch_send_timeout_ms, $2) + $3) * interval '1 millisecond') AS ready
+           FROM order_mail_log WHERE order_id = ANY($1::bigint[])`,
+        [orderIds, SEND_TIMEOUT_MS, VERIFY.settleDelayMs + 300],
+      );
+      return rows[0]?.ready === true ? true : undefined;
+    },
+    SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 20_000,
+  );
+}
+
 function sweep(taskQueue: string) {
   return client.workflow.execute(reconcileOrderMails, {
     workflowId: `sweep-${randomUUID()}`,
@@ -139,7 +159,7 @@ describe('the sweep asks the provider about a terminated run’s dispatched requ
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
     await terminatedMidSend(taskQueue, orderId);
     await sendWitness(taskQueue, orderId);
-    await new Promise((resolve) => setTimeout(resolve, SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 300));
+    await untilSweepMayAsk([orderId]);
 
     const report = await sweep(taskQueue);
     expect(report.stuck).toEqual([
@@ -162,7 +182,7 @@ describe('the sweep asks the provider about a terminated run’s dispatched requ
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
     await terminatedMidSend(taskQueue, orderId);
-    await new Promise((resolve) => setTimeout(resolve, SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 300));
+    await untilSweepMayAsk([orderId]);
 
     const report = await sweep(taskQueue);
     sandbox.releaseHeld();
@@ -192,7 +212,7 @@ describe('many closed runs’ requests at once', () => {
     }
     // The last one dispatched ends last.
     await sendWitness(taskQueue, orderIds[orderIds.length - 1]!);
-    await new Promise((resolve) => setTimeout(resolve, SEND_TIMEOUT_MS + VERIFY.settleDelayMs + 300));
+    await untilSweepMayAsk(orderIds);
 
     const first = await sweep(taskQueue);
     expect(first.stuck).toHaveLength(10);

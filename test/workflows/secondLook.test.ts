@@ -10,7 +10,7 @@ import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbo
 import { createActivities } from '../../src/activities';
 import { createReconcileActivities, type ReconcileSettings } from '../../src/activities/reconcileActivities';
 import { readMailLog } from '../../src/db/orderMailLog';
-import { reopenAfterSecondLook } from '../../src/db/secondLook';
+import { reopenAfterSecondLook } from '../../src/mailRow/statements';
 import { noOrderMailMetrics, type OrderMailMetrics } from '../../src/metrics/orderMailMetrics';
 import { listOrderMails } from '../../src/ops/listOrderMails';
 import type { OpsContext } from '../../src/ops/opsContext';
@@ -109,27 +109,43 @@ async function sweepingWorker(
  * show): verification is inconclusive by its deadline and assume-sent records it sent/unknown.
  */
 async function assumedSentUnverified(taskQueue: string, took: boolean): Promise<string> {
-  const orderId = await createOrder(database.db);
-  sandbox.queueFault(orderId, { kind: took ? 'accept-then-drop' : 'drop-without-processing' });
+  const [orderId] = await allAssumedSentUnverified(taskQueue, [took]);
+  return orderId!;
+}
+
+/** As assumedSentUnverified, for one order per entry of `took`, run side by side under one lagging spell. */
+async function allAssumedSentUnverified(taskQueue: string, took: boolean[]): Promise<string[]> {
+  const orderIds: string[] = [];
+  for (const providerTook of took) {
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: providerTook ? 'accept-then-drop' : 'drop-without-processing' });
+    orderIds.push(orderId);
+  }
   sandbox.configureLookups({ indexingLagMs: LAGGING });
   try {
-    await client.workflow.execute(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] });
+    await Promise.all(
+      orderIds.map((orderId) =>
+        client.workflow.execute(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] }),
+      ),
+    );
   } finally {
     sandbox.configureLookups({ indexingLagMs: INDEXED });
   }
-  expect(await secondLookOf(orderId)).toMatchObject({
-    state: 'sent',
-    outcome: 'unknown',
-    unknownPolicy: 'assume-sent',
-    verification: 'inconclusive',
-    secondLook: null,
-  });
-  return orderId;
+  for (const orderId of orderIds) {
+    expect(await secondLookOf(orderId)).toMatchObject({
+      state: 'sent',
+      outcome: 'unknown',
+      unknownPolicy: 'assume-sent',
+      verification: 'inconclusive',
+      secondLook: null,
+    });
+  }
+  return orderIds;
 }
 
-/** A send to its 2xx after the order's attempt ended: the witness its "not found" needs; then indexed. */
-async function witnessAfter(taskQueue: string, orderId: string): Promise<void> {
-  await untilAttemptEnded(database.db, orderId);
+/** A send to its 2xx after every order's attempt ended: the witness their "not found" needs; then indexed. */
+async function witnessAfter(taskQueue: string, ...orderIds: string[]): Promise<void> {
+  for (const orderId of orderIds) await untilAttemptEnded(database.db, orderId);
   const witness = await createOrder(database.db);
   await client.workflow.execute(orderConfirmationMail, { workflowId: witness, taskQueue, args: [witness] });
   await new Promise((resolve) => setTimeout(resolve, VERIFY.settleDelayMs + INDEXED));
@@ -242,9 +258,8 @@ describe('the second look at a mail assume-sent recorded without evidence', () =
   });
 
   it('two sweeps at once reopen it once; the fenced statement run twice changes one row', async () => {
-    const orderId = await assumedSentUnverified(taskQueue, false);
-    const other = await assumedSentUnverified(taskQueue, false);
-    await witnessAfter(taskQueue, other);
+    const [orderId, other] = (await allAssumedSentUnverified(taskQueue, [false, false])) as [string, string];
+    await witnessAfter(taskQueue, orderId, other);
 
     // The named transition itself, twice at once, for `other`.
     const row = (await readMailLog(database.db, other))!;
@@ -282,14 +297,14 @@ describe('the second look at a mail assume-sent recorded without evidence', () =
   });
 
   it('never for a row without a recorded destination, nor for a row of the case study’s writer', async () => {
-    const bare = await assumedSentUnverified(taskQueue, false);
-    const legacy = await assumedSentUnverified(taskQueue, false);
+    const [bare, legacy] = (await allAssumedSentUnverified(taskQueue, [false, false])) as [string, string];
     await database.db.query(`UPDATE order_mail_log SET dispatch_provider = NULL WHERE order_id = $1`, [bare]);
     await database.db.query(
       `UPDATE order_mail_log SET claim_token = 'legacy:' || gen_random_uuid() WHERE order_id = $1`,
       [legacy],
     );
-    await witnessAfter(taskQueue, legacy);
+    // After both attempts: bare's row is passed over for its missing destination, not for want of a witness.
+    await witnessAfter(taskQueue, bare, legacy);
 
     await sweep(taskQueue);
     for (const orderId of [bare, legacy]) {

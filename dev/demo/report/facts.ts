@@ -8,6 +8,7 @@ import type { ClusterChaosCounts } from '../clusterChaos';
 import type { ActOutcome, OperatorActName } from '../operatorTools';
 import type { SendOutageFacts } from '../sendOutage';
 import type { SweepFacts } from '../sweep';
+import type { ProviderChangeInput } from './providerChangeReport';
 
 export interface LogRowFact {
   orderId: string;
@@ -141,6 +142,24 @@ export interface VerificationActivity {
   webhookDuplicates: number;
   /** Under --lying-provider: the lies the sandbox's lookups told, by kind (lieReport.ts). */
   lies?: LiesTold;
+  /** Under --lookup-reorder: what the reordering index did (scenarioInvariants.ts, lookupReorderInvariant). */
+  reorder?: LookupReorderFacts;
+}
+
+/** A --lookup-reorder run: the sandbox's plan (dev/sandbox/lookupReorder.ts), the workers' timing, the counts. */
+export interface LookupReorderFacts {
+  provider: string;
+  holdMs: number;
+  share: number;
+  watermark: 'honest' | 'absent' | 'lying';
+  /** The workers' MAIL_VERIFY_SETTLE_DELAY_MS (Mailgun's threshold as configured) and send timeout. */
+  settleDelayMs: number;
+  sendTimeoutMs: number;
+  /** Lookups answered while a held message was hidden, and of those, the ones that showed a later message. */
+  lookupsHiding: number;
+  lookupsOutOfOrder: number;
+  /** Generic answers whose watermark was at or past a message they hid. */
+  watermarkPastHidden: number;
 }
 
 /** Under --lying-provider with a provider that posts webhooks: what the run's webhook path did and left behind. */
@@ -314,4 +333,6 @@ export interface RunFacts {
   upgrade?: UpgradeFacts | null;
   /** A --send-outage run: the window, the witness probes, how each unknown was answered (sendOutage.ts). */
   sendOutage?: SendOutageFacts | null;
+  /** A --provider-change run: the drain and the key rotation, and the ops listing (readProviderChange.ts). */
+  providerChange?: ProviderChangeInput | null;
 }

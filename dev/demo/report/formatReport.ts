@@ -2,6 +2,7 @@
 // invariants with the summary line CI reads. The same report as JSON is reportFiles.ts's.
 import type { Settlement, SettlementCount, CustomerOutcomes } from './customerOutcomes';
 import type { FailoverSection } from './failoverReport';
+import type { ProviderChangeSection } from './providerChangeReport';
 import { formatSendOutageSection } from '../sendOutage';
 import type { OperatorSection } from './operatorReport';
 import type { RunReport } from './report';
@@ -55,6 +56,16 @@ export function formatReport(report: RunReport): string {
       'Verification',
       `${lookups} lookups (${lookupFaults} failed on purpose)` +
         (webhookPosts > 0 ? `; ${webhookPosts} webhook posts (${webhookDuplicates} duplicates)` : ''),
+    );
+  }
+  const reorder = report.verification.reorder;
+  if (reorder !== undefined) {
+    row(
+      'Lookup reorder',
+      `faulted sends and ${Math.round(reorder.share * 100)}% of the others shown ${reorder.holdMs / 1000} s ` +
+        `after they were taken (watermark ${reorder.provider === 'generic' ? reorder.watermark : 'n/a'}): ` +
+        `${reorder.lookupsHiding} lookups hid one, ${reorder.lookupsOutOfOrder} showed a later send first, ` +
+        `${reorder.watermarkPastHidden} watermarks past a hidden send`,
     );
   }
   if (report.lies !== null) {
@@ -140,6 +151,7 @@ export function formatReport(report: RunReport): string {
   row('Elapsed', `${report.elapsedSeconds} s (${report.ordersPerSecond} orders/s)`);
   if (report.operators !== null) lines.push(...formatOperatorSection(report.operators));
   if (report.failover != null) lines.push(formatFailoverSection(report.failover));
+  if (report.providerChange != null) lines.push(formatProviderChangeSection(report.providerChange));
   if (report.sendHold != null) {
     const hold = report.sendHold;
     const at = (ms: number | null) => (ms === null ? '-' : `${Math.round(ms / 100) / 10} s`);
@@ -156,7 +168,9 @@ export function formatReport(report: RunReport): string {
     const upgrade = report.upgrade;
     const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
     lines.push(
-      `Upgrade: runs per build ${Object.entries(upgrade.runsByBuild).map(([build, runs]) => `${build} ${runs}`).join(', ')}; ` +
+      `Upgrade: runs per build ${Object.entries(upgrade.runsByBuild)
+        .map(([build, runs]) => `${build} ${runs}`)
+        .join(', ')}; ` +
         `unversioned runs drained ${upgrade.unversionedDrainedAtMs === null ? 'never seen' : `at ${seconds(upgrade.unversionedDrainedAtMs)}`}; ` +
         `${upgrade.movedFromUnversioned} unversioned run(s) moved to N; ` +
         `${upgrade.nondeterminismFailures.length} non-determinism failure(s), ${upgrade.crossedBuilds.length} run(s) across builds` +
@@ -164,7 +178,12 @@ export function formatReport(report: RunReport): string {
     );
     for (const shot of upgrade.switches) {
       const open = Object.entries(shot.openByBuild)
-        .map(([build, states]) => `${build} ${Object.entries(states).map(([state, n]) => `${n} ${state}`).join('/')}`)
+        .map(
+          ([build, states]) =>
+            `${build} ${Object.entries(states)
+              .map(([state, n]) => `${n} ${state}`)
+              .join('/')}`,
+        )
         .join('; ');
       lines.push(
         `  ${shot.to} current at ${seconds(shot.atMs)}: open runs ${open}; rows ${shot.rows.claimed} claimed, ` +
@@ -291,11 +310,39 @@ function formatOperatorSection(section: OperatorSection): string[] {
   return lines;
 }
 
+/** The --provider-change section: the steps and when, the customers without a mail, the ops listing. */
+function formatProviderChangeSection(section: ProviderChangeSection): string {
+  const at = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+  const lines = [
+    '',
+    `Provider change (${section.drained} drained, ${section.rotated}'s key rotated; ${section.rolledWorkers} ` +
+      'workers restarted by rolls)',
+    `  steps: ${section.steps.map((step) => `${step.step} ${at(step.atMs)}`).join(', ') || 'none'}`,
+  ];
+  if (section.stoppedBy !== null) lines.push(`  stopped: ${section.stoppedBy}`);
+  lines.push(
+    `  orders a draining destination can verify: ${section.verifiableByDraining}, without a mail: ` +
+      `${section.missingAmongVerifiable.length}; customers with two mails or more: ${section.twoOrMore.length}`,
+    `  orders last sent to ${section.rotated} under its new key: ${section.sentUnderNewKey}`,
+    `  requests refused for their key at ${section.rotated}: ${section.refusedForKey}`,
+    `  other customers without a mail: ${section.rest.length}; ${section.opsCommand} lists ` +
+      (section.opsListing === null
+        ? `nothing (${section.opsFailure ?? 'did not run'})`
+        : `${section.opsListing.length}:`),
+  );
+  for (const entry of section.opsListing ?? []) {
+    lines.push(`    ${entry.orderId} ${entry.state}: ${entry.reason}`);
+  }
+  return lines.join('\n');
+}
+
 /** The --failover section: per provider, its mails and attempts; the attempts that failed over, and why. */
 function formatFailoverSection(section: FailoverSection): string {
   const lines = [
     '',
-    `Failover (primary ${section.primary}, down ${section.outage.forSeconds} s from ${section.outage.atSeconds} s)`,
+    section.outage.forSeconds > 0
+      ? `Failover (primary ${section.primary}, down ${section.outage.forSeconds} s from ${section.outage.atSeconds} s)`
+      : `Failover (primary ${section.primary}, no outage)`,
   ];
   for (const [provider, facts] of Object.entries(section.providers)) {
     const attempts = Object.entries(facts.attempts)

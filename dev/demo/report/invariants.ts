@@ -8,12 +8,14 @@ import { MAIL_PROVIDER_FACTS, type MailProviderName } from '../../../src/mail/pr
 import type { UnknownOutcomePolicy } from '../../../src/shared/mailOutcome';
 import type { CustomerOutcomes } from './customerOutcomes';
 import type { FailoverSection } from './failoverReport';
+import { providerChangeInvariants, type ProviderChangeSection } from './providerChangeReport';
 import type { InboxFacts, RunFacts } from './facts';
 import { EXAMPLES, judged, type InvariantResult } from './invariantResult';
 import { actsBehind, runClosedByOperator } from './operatorReport';
 import { isTerminal, type OrderView } from './orderViews';
 import {
   failoverInvariants,
+  lookupReorderInvariant,
   noRefusedWebhookWroteARow,
   operatorInvariants,
   sendHoldInvariants,
@@ -24,7 +26,12 @@ import {
 /** Every invariant the run is held to, in the report's order, each judged. */
 export function judgeRun(
   facts: RunFacts,
-  seen: { orders: OrderView[]; customers: CustomerOutcomes; failover: FailoverSection | null },
+  seen: {
+    orders: OrderView[];
+    customers: CustomerOutcomes;
+    failover: FailoverSection | null;
+    providerChange?: ProviderChangeSection | null;
+  },
 ): InvariantResult[] {
   const { orders } = seen;
   const operatorFacts = facts.operators ?? null;
@@ -42,6 +49,8 @@ export function judgeRun(
       ...verificationInvariants(seen.customers, orders, closedByOperator, webhookOnly, facts.policy),
     );
   }
+  if (facts.verification.reorder !== undefined)
+    invariants.push(lookupReorderInvariant(facts.verification.reorder));
   if (facts.inbox !== null) invariants.push(inboxInvariant(facts.inbox, orders));
   if (facts.webhooks != null) {
     invariants.push(noRefusedWebhookWroteARow(facts.webhooks));
@@ -51,6 +60,8 @@ export function judgeRun(
   if (seen.failover !== null) invariants.push(...failoverInvariants(seen.failover));
   if (facts.sendHold != null) invariants.push(...sendHoldInvariants(facts.sendHold));
   if (facts.upgrade != null) invariants.push(...upgradeInvariants(facts.upgrade));
+  if (seen.providerChange != null)
+    invariants.push(...providerChangeInvariants(seen.providerChange, facts.orderIds));
   return invariants;
 }
 

@@ -5,6 +5,7 @@
 import type { UnknownOutcomePolicy } from '../../../src/shared/mailOutcome';
 import { summarizeCustomers, type CustomerOutcomes } from './customerOutcomes';
 import { buildFailoverSection, type FailoverSection } from './failoverReport';
+import { buildProviderChangeSection, type ProviderChangeSection } from './providerChangeReport';
 import { buildSendOutageSection, type SendOutageSection } from '../sendOutage';
 import type {
   ChaosCounts,
@@ -87,6 +88,8 @@ export interface RunReport {
   upgrade?: UpgradeFacts | null;
   /** --send-outage: the witness probes, and how long after the outage each unknown was answered (sendOutage.ts). */
   sendOutage?: SendOutageSection | null;
+  /** --provider-change: the drain, the key rotation, and the customers without a mail (providerChangeReport.ts). */
+  providerChange?: ProviderChangeSection | null;
 }
 
 export function buildReport(facts: RunFacts): RunReport {
@@ -127,7 +130,9 @@ export function buildReport(facts: RunFacts): RunReport {
   const customers = summarizeCustomers(facts);
   const failover =
     facts.failover == null ? null : buildFailoverSection({ ...facts.failover, messages: facts.messages });
-  const invariants = judgeRun(facts, { orders, customers, failover });
+  const providerChange =
+    facts.providerChange == null ? null : buildProviderChangeSection(facts.providerChange);
+  const invariants = judgeRun(facts, { orders, customers, failover, providerChange });
   const elapsedSeconds = facts.elapsedMs / 1000;
   return {
     lies:
@@ -187,6 +192,7 @@ export function buildReport(facts: RunFacts): RunReport {
     ...(facts.sendHold == null ? {} : { sendHold: facts.sendHold }),
     ...(facts.upgrade == null ? {} : { upgrade: facts.upgrade }),
     ...(facts.sendOutage == null ? {} : { sendOutage: buildSendOutageSection(facts.sendOutage) }),
+    ...(providerChange === null ? {} : { providerChange }),
   };
 }
 

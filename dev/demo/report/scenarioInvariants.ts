@@ -2,7 +2,16 @@
 // operator's acts (--operators), webhooks that lie (--lying-provider over Mailgun or SendGrid), and a second
 // provider (--failover). Pure, judged from the run's facts (facts.ts) and its sections.
 import type { FailoverSection } from './failoverReport';
-import type { AttemptFact, MessageFact, OperatorFacts, RunFact, SendHoldFacts, UpgradeFacts, WebhookFacts } from './facts';
+import type {
+  AttemptFact,
+  LookupReorderFacts,
+  MessageFact,
+  OperatorFacts,
+  RunFact,
+  SendHoldFacts,
+  UpgradeFacts,
+  WebhookFacts,
+} from './facts';
 import { judged, type InvariantResult } from './invariantResult';
 import { openRunAt } from './operatorReport';
 import { acceptedEventIds, acceptedPostings, buildWebhookLieSection, mayBeKept } from './webhookLieReport';
@@ -193,4 +202,38 @@ export function upgradeInvariants(upgrade: UpgradeFacts): InvariantResult[] {
       upgrade.crossedBuilds,
     ),
   ];
+}
+
+/**
+ * A --lookup-reorder run: the reordering stayed inside what its provider promises (docs/providers.md, "What a
+ * witness assumes, per provider"), so the run's other invariants are the product's to keep. Broken when the
+ * generic gateway gave a watermark past a message it hid, Mailgun held one past its threshold (the settle delay),
+ * or a lookup read in the order taken (Postmark, a generic answer without a watermark) held one for the witness
+ * rule's whole margin (the send timeout after an attempt's dispatch). A duplicate in such a run is the lie's.
+ */
+export function lookupReorderInvariant(reorder: LookupReorderFacts): InvariantResult {
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const broken: string[] = [];
+  if (reorder.provider === 'generic' && reorder.watermark !== 'absent') {
+    if (reorder.watermarkPastHidden > 0) {
+      broken.push(`${reorder.watermarkPastHidden} answers gave a watermark past a message they hid`);
+    }
+  } else if (reorder.provider === 'mailgun') {
+    if (reorder.holdMs > reorder.settleDelayMs) {
+      broken.push(
+        `held ${seconds(reorder.holdMs)}, past Mailgun's threshold (the settle delay, ${seconds(reorder.settleDelayMs)})`,
+      );
+    }
+  } else if (reorder.holdMs >= reorder.sendTimeoutMs) {
+    broken.push(
+      `held ${seconds(reorder.holdMs)} by a lookup read in the order taken, not under the send timeout ` +
+        `(${seconds(reorder.sendTimeoutMs)}) the witness rule leaves after an attempt's dispatch`,
+    );
+  }
+  return judged(
+    'lookup-reorder-within-contract',
+    "the lookup's reordering stayed within what its provider promises (generic: an honest watermark; Mailgun: " +
+      'its threshold; read in the order taken: under the send timeout)',
+    broken,
+  );
 }

@@ -79,9 +79,10 @@ export interface SearchOptions {
   mixIn?: ReceivedMessage[];
   /**
    * The time up to which `indexed` holds every message the sandbox took (now less the lag it applied): the
-   * generic contract's watermark. A provider that does not promise one ignores it.
+   * generic contract's watermark, or null for an answer without one (a reordering gateway that cannot say). A
+   * provider that does not promise one ignores it.
    */
-  watermark: Date;
+  watermark: Date | null;
 }
 
 /** The part of a header value a provider reads; repeated headers count as missing. */

@@ -62,8 +62,9 @@ export const genericEmulation: ProviderEmulation = {
               send_key: message.sendKey,
               accepted_at: message.receivedAt,
             })),
-            // Honest: every message taken at or before it is past the lag, so in `indexed` (unless forgotten).
-            watermark: options.watermark.toISOString(),
+            // Honest unless a reorder plan says otherwise (dev/sandbox/lookupReorder.ts): every message taken at
+            // or before it is in `indexed` (unless forgotten).
+            ...(options.watermark === null ? {} : { watermark: options.watermark.toISOString() }),
           },
         },
       };
