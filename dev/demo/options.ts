@@ -34,6 +34,7 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   let outageAtMs: number | null = null;
   let outageForMs: number | null = null;
   let holdForMs: number | null = null;
+  let upgradeEveryMs: number | null = null;
   let drainAtMs: number | null = null;
   let rotateKeyAtMs: number | null = null;
 
@@ -150,6 +151,17 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
       case '--hold-for':
         holdForMs = seconds(flag, value());
         break;
+      case '--upgrade-at':
+        options.upgrade = {
+          atMs: seconds(flag, value()),
+          everyMs: 30_000,
+          deploymentName: 'order-mail-chaos',
+        };
+        break;
+      case '--upgrade-every':
+        upgradeEveryMs = seconds(flag, value());
+        if (upgradeEveryMs <= 0) throw new UsageError(`${flag} must be more than 0 seconds`);
+        break;
       case '--outage-at':
         outageAtMs = seconds(flag, value());
         break;
@@ -237,6 +249,12 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
       throw new UsageError('--hold-at does not go with --failover (two sandboxes)');
   } else if (holdForMs !== null) {
     throw new UsageError('--hold-for needs --hold-at');
+  }
+  if (options.upgrade !== null) {
+    if (upgradeEveryMs !== null) options.upgrade.everyMs = upgradeEveryMs;
+    if (options.cluster !== null) throw new UsageError('--upgrade-at does not go with --cluster');
+  } else if (upgradeEveryMs !== null) {
+    throw new UsageError('--upgrade-every needs --upgrade-at');
   }
   if (options.sendOutage !== null)
     applySendOutageDefaults(options, argv, (message) => new UsageError(message));

@@ -53,6 +53,15 @@ export interface FailoverSettings {
   skipForMs: number;
 }
 
+/** The upgrade run (--upgrade-at, --upgrade-every): 2.0 → N → N+1 → back to N (dev/demo/upgradeAct.ts). */
+export interface UpgradeSettings {
+  /** When build N starts and becomes current, after the first start. */
+  atMs: number;
+  /** From one switch to the next: N+1 at atMs + everyMs, back to N at atMs + 2 × everyMs. */
+  everyMs: number;
+  deploymentName: string;
+}
+
 /**
  * --provider-change: the failover pair under the usual faults, with the documented provider changes mid-run
  * (dev/demo/providerChange.ts): postmark drained at `drainAtMs` (a rolling restart), then mailgun's key
@@ -116,6 +125,7 @@ export interface RunOptions {
   providerChange?: ProviderChangeSettings | null;
   /** Null: no hold (every profile unless --hold-at is given). */
   sendHold: SendHoldSettings | null;
+  upgrade: UpgradeSettings | null;
   /** Null: no send outage (every profile but --send-outage). */
   sendOutage: SendOutageSettings | null;
   /**

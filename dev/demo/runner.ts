@@ -26,6 +26,7 @@ import { releaseEmbeddedPostgresSignalHooks } from './signalHooks';
 import { startStack, type Stack } from './stack';
 import { seededRandom } from './startOrdersProcess';
 import { startSendHoldAct, type SendHoldAct } from './sendHoldAct';
+import { startUpgradeAct, type UpgradeAct } from './upgradeAct';
 import type { FailoverTarget } from './failoverTarget';
 import { startProviderChange, type ProviderChange } from './providerChange';
 import { readProviderChangeFacts } from './report/readProviderChange';
@@ -61,6 +62,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
   let sweeps: RunSweeps | null = null;
   let operators: Operators | null = null;
   let sendHold: SendHoldAct | null = null;
+  let upgrade: UpgradeAct | null = null;
   let providerChange: ProviderChange | null = null;
   try {
     say(
@@ -197,6 +199,26 @@ export async function runDemo(options: RunOptions): Promise<number> {
       );
     }
 
+    if (options.upgrade !== null) {
+      upgrade = startUpgradeAct({
+        settings: options.upgrade,
+        client: temporalClient,
+        db,
+        taskQueue,
+        workerEnv,
+        workers: options.workers,
+        killEveryMs: options.killEveryMs,
+        runDirectory,
+        random,
+        startedAt,
+        say,
+      });
+      say(
+        `upgrade: build N at ${options.upgrade.atMs / 1000} s, N+1 ${options.upgrade.everyMs / 1000} s later, ` +
+          `then back to N`,
+      );
+    }
+
     const completion = {
       db,
       client: temporalClient,
@@ -220,6 +242,11 @@ export async function runDemo(options: RunOptions): Promise<number> {
     // A run whose orders all finished before the hold still makes it: its facts are part of the report.
     const sendHoldFacts = sendHold === null ? null : await interruption.race(sendHold.facts());
     if (sendHoldFacts !== null) await interruption.race(waitForCompletion(completion));
+    // Every switch is made before the run may end, and what the switches left open runs out.
+    if (upgrade !== null) {
+      await interruption.race(upgrade.switched());
+      await interruption.race(waitForCompletion(completion));
+    }
     if (operators !== null) {
       // The operator stops, unpauses what it paused and makes the retries it owes; then what that started runs
       // out, and the sweep deals with what closed runs left behind; then whatever the sweep started runs out.
@@ -272,7 +299,13 @@ export async function runDemo(options: RunOptions): Promise<number> {
               since: new Date(startedAt),
             }),
           );
-    const report = buildReport({ ...facts, sendHold: sendHoldFacts, providerChange: changeFacts });
+    const upgradeFacts = upgrade === null ? null : await interruption.race(upgrade.facts(orderIds));
+    const report = buildReport({
+      ...facts,
+      sendHold: sendHoldFacts,
+      providerChange: changeFacts,
+      upgrade: upgradeFacts,
+    });
     await writeReportFiles({
       runDirectory,
       report,
@@ -303,6 +336,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
     await sweeps?.stop();
     await chaos?.stop();
     await clients?.stop();
+    await upgrade?.stop();
     await workers?.stop();
     await temporalClient?.connection.close().catch(() => undefined);
     await db?.close().catch(() => undefined);

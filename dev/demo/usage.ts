@@ -66,6 +66,11 @@ ${VERIFICATION_USAGE}
   --hold-at S / --hold-for S    S seconds after the first start, hold every send (npm run ops -- hold) for
                                 --hold-for seconds (120), then resume; the report holds the requests the
                                 sandbox received from hold's return to resume to 0 (lookups counted apart)
+  --upgrade-at S / --upgrade-every S   a rollout under the faults: unversioned workers (2.0's way) first; at S
+                                build N starts as a Worker Deployment Version and becomes current, --upgrade-every
+                                seconds (30) later build N+1 (one more command in the mail workflow), then back
+                                to N; every build's workers run to the end and are killed now and then. The
+                                report counts runs per build, open runs at each switch, non-determinism failures
   --send-outage S               outage chaos: once every order has started, every send is dropped before the
                                 provider for S seconds (the connection dies after the request is written; nothing
                                 is recorded), then healthy; lookups keep answering. No other faults, kills or

@@ -9,14 +9,20 @@ import { RUN_SEND_TIMEOUT_MS } from './runTimeouts';
 import { RUN_SWEEP_GRACE_MS } from './sweep';
 
 
-export async function bundleWorkflows(runDirectory: string): Promise<string> {
+export async function bundleWorkflows(
+  runDirectory: string,
+  build: { workflowsPath: string; name: string } = {
+    workflowsPath: require.resolve('../../src/workflows'),
+    name: 'workflow-bundle',
+  },
+): Promise<string> {
   // Imported lazily: the worker package loads the native runtime.
   const { bundleWorkflowCode, DefaultLogger } = await import('@temporalio/worker');
   const { code } = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
+    workflowsPath: build.workflowsPath,
     logger: new DefaultLogger('WARN'),
   });
-  const codePath = path.join(runDirectory, 'workflow-bundle.js');
+  const codePath = path.join(runDirectory, `${build.name}.js`);
   await writeFile(codePath, code);
   return codePath;
 }

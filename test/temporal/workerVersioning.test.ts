@@ -160,7 +160,11 @@ describe('a build rolled out with Worker Versioning', () => {
 
   it('a stranded run moves to the current build once its history replays there, and sends once', async () => {
     const history = await client.workflow.getHandle(stranded).fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, stranded);
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: inject('workflowBundlePath') } },
+      history,
+      stranded,
+    );
     await temporal(
       'workflow',
       'update-options',
@@ -181,7 +185,9 @@ describe('a build rolled out with Worker Versioning', () => {
   });
 
   it('ops retry of a run of a retired build runs on the current build: a reset to the first task carries no pin', async () => {
-    await database.db.query(`UPDATE orders SET customer_email = 'fixed@example.com' WHERE id = $1`, [rejected]);
+    await database.db.query(`UPDATE orders SET customer_email = 'fixed@example.com' WHERE id = $1`, [
+      rejected,
+    ]);
     expect(await ops('retry', rejected, '--reason', 'address corrected')).toMatchObject({ code: 0, err: '' });
     await expect(client.workflow.getHandle(rejected).result()).resolves.toMatchObject({ result: 'sent' });
     expect(await pinnedBuild(rejected)).toBe('v2');

@@ -58,6 +58,35 @@ export interface RequestFact {
   fault: string | null;
 }
 
+/** One switch of the upgrade run's current version: the open runs at that moment, per build and state. */
+export interface UpgradeSwitch {
+  /** The version made current, "<deployment>:<build>". */
+  to: string;
+  atMs: number;
+  /** Open mail runs per build ('unversioned', 'n', 'n1') and OrderMailState (visibility). */
+  openByBuild: Record<string, Record<string, number>>;
+  /** The rows at that moment: claimed and not dispatched, dispatched and not recorded, not sent awaiting a retry. */
+  rows: { claimed: number; midSend: number; notSent: number };
+}
+
+/** The upgrade run (--upgrade-at): 2.0 → N → N+1 → back to N (dev/demo/upgradeAct.ts). */
+export interface UpgradeFacts {
+  deploymentName: string;
+  switches: UpgradeSwitch[];
+  /** When no unversioned run was open any more, after N became current; null if never seen. */
+  unversionedDrainedAtMs: number | null;
+  /** Mail runs per build, closed ones included. */
+  runsByBuild: Record<string, number>;
+  /** Orders whose history holds a workflow task failed for non-determinism. */
+  nondeterminismFailures: string[];
+  /** Orders whose run went from one build to another, but 2.0's runs moving to N (which replays them). */
+  crossedBuilds: string[];
+  /** 2.0's runs that moved to N at their next workflow task, as Temporal moves unversioned runs. */
+  movedFromUnversioned: number;
+  historiesUnreadable: number;
+  failure: string | null;
+}
+
 /** A run's hold (--hold-at): when it was set and lifted (ms after the first start), and what reached the provider. */
 export interface SendHoldFacts {
   holdAskedAtMs: number | null;
@@ -301,6 +330,7 @@ export interface RunFacts {
   failover?: FailoverFacts | null;
   /** The hold of a --hold-at run; absent or null otherwise. */
   sendHold?: SendHoldFacts | null;
+  upgrade?: UpgradeFacts | null;
   /** A --send-outage run: the window, the witness probes, how each unknown was answered (sendOutage.ts). */
   sendOutage?: SendOutageFacts | null;
   /** A --provider-change run: the drain and the key rotation, and the ops listing (readProviderChange.ts). */

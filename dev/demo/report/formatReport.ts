@@ -164,6 +164,33 @@ export function formatReport(report: RunReport): string {
     );
   }
   if (report.sendOutage != null) lines.push(formatSendOutageSection(report.sendOutage));
+  if (report.upgrade != null) {
+    const upgrade = report.upgrade;
+    const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
+    lines.push(
+      `Upgrade: runs per build ${Object.entries(upgrade.runsByBuild)
+        .map(([build, runs]) => `${build} ${runs}`)
+        .join(', ')}; ` +
+        `unversioned runs drained ${upgrade.unversionedDrainedAtMs === null ? 'never seen' : `at ${seconds(upgrade.unversionedDrainedAtMs)}`}; ` +
+        `${upgrade.movedFromUnversioned} unversioned run(s) moved to N; ` +
+        `${upgrade.nondeterminismFailures.length} non-determinism failure(s), ${upgrade.crossedBuilds.length} run(s) across builds` +
+        (upgrade.failure === null ? '' : `; FAILED: ${upgrade.failure}`),
+    );
+    for (const shot of upgrade.switches) {
+      const open = Object.entries(shot.openByBuild)
+        .map(
+          ([build, states]) =>
+            `${build} ${Object.entries(states)
+              .map(([state, n]) => `${n} ${state}`)
+              .join('/')}`,
+        )
+        .join('; ');
+      lines.push(
+        `  ${shot.to} current at ${seconds(shot.atMs)}: open runs ${open}; rows ${shot.rows.claimed} claimed, ` +
+          `${shot.rows.midSend} mid-send, ${shot.rows.notSent} not sent awaiting a retry`,
+      );
+    }
+  }
 
   lines.push('', 'Invariants');
   for (const invariant of report.invariants) {

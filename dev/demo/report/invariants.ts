@@ -19,6 +19,7 @@ import {
   noRefusedWebhookWroteARow,
   operatorInvariants,
   sendHoldInvariants,
+  upgradeInvariants,
   webhookEvidenceInvariants,
 } from './scenarioInvariants';
 
@@ -58,6 +59,7 @@ export function judgeRun(
   if (operatorFacts !== null) invariants.push(...operatorInvariants(operatorFacts, orders, behind!));
   if (seen.failover !== null) invariants.push(...failoverInvariants(seen.failover));
   if (facts.sendHold != null) invariants.push(...sendHoldInvariants(facts.sendHold));
+  if (facts.upgrade != null) invariants.push(...upgradeInvariants(facts.upgrade));
   if (seen.providerChange != null)
     invariants.push(...providerChangeInvariants(seen.providerChange, facts.orderIds));
   return invariants;

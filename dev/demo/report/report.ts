@@ -13,6 +13,7 @@ import type {
   InboxFacts,
   RunFacts,
   SendHoldFacts,
+  UpgradeFacts,
   StartCounts,
   VerificationActivity,
 } from './facts';
@@ -84,6 +85,7 @@ export interface RunReport {
   failover?: FailoverSection | null;
   /** --hold-at: the hold, its timing, and what reached the provider while it held. */
   sendHold?: SendHoldFacts | null;
+  upgrade?: UpgradeFacts | null;
   /** --send-outage: the witness probes, and how long after the outage each unknown was answered (sendOutage.ts). */
   sendOutage?: SendOutageSection | null;
   /** --provider-change: the drain, the key rotation, and the customers without a mail (providerChangeReport.ts). */
@@ -188,6 +190,7 @@ export function buildReport(facts: RunFacts): RunReport {
     ok: allHold(invariants),
     ...(failover === null ? {} : { failover }),
     ...(facts.sendHold == null ? {} : { sendHold: facts.sendHold }),
+    ...(facts.upgrade == null ? {} : { upgrade: facts.upgrade }),
     ...(facts.sendOutage == null ? {} : { sendOutage: buildSendOutageSection(facts.sendOutage) }),
     ...(providerChange === null ? {} : { providerChange }),
   };

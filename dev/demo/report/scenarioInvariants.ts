@@ -9,6 +9,7 @@ import type {
   OperatorFacts,
   RunFact,
   SendHoldFacts,
+  UpgradeFacts,
   WebhookFacts,
 } from './facts';
 import { judged, type InvariantResult } from './invariantResult';
@@ -176,6 +177,29 @@ export function sendHoldInvariants(hold: SendHoldFacts): InvariantResult[] {
           ? []
           : [`${hold.requestsDuringHold} request(s) reached the provider while held`]),
       ],
+    ),
+  ];
+}
+
+/** An --upgrade-at run: every switch made, no run failed for non-determinism, no run crossed builds. */
+export function upgradeInvariants(upgrade: UpgradeFacts): InvariantResult[] {
+  return [
+    judged('upgrade-switches-made', 'the rollout made N, then N+1, then N again the current version', [
+      ...(upgrade.failure === null ? [] : [`a switch failed: ${upgrade.failure}`]),
+      ...(upgrade.switches.length === 3 ? [] : [`${upgrade.switches.length} of 3 switches made`]),
+    ]),
+    judged(
+      'no-nondeterminism',
+      'no workflow task failed for non-determinism: every run replayed only on the build that started it',
+      [
+        ...upgrade.nondeterminismFailures,
+        ...(upgrade.historiesUnreadable === 0 ? [] : [`${upgrade.historiesUnreadable} histories unreadable`]),
+      ],
+    ),
+    judged(
+      'no-run-crossed-builds',
+      "no run went from one build to another, but 2.0's unversioned runs onto N, the first versioned build",
+      upgrade.crossedBuilds,
     ),
   ];
 }
