@@ -13,6 +13,7 @@ import {
 import { deferredUnknownFacts, orphanFactsAtClaim, verifiedOrphanFacts } from '../shared/unknownOutcomeFacts';
 import type { ClaimDecision, ClaimedProvider, ClaimRequest } from '../db/claimRequest';
 import { judgementFor } from '../db/claimRequest';
+import type { TransitionName } from './transitions';
 
 /** The columns of order_mail_log the claim decides from. */
 export interface ClaimRow {
@@ -61,13 +62,14 @@ export type NeededFact =
   | { fact: 'since-key-first-dispatch' }
   | { fact: 'since-attempt-dispatch' };
 
-/** The named transitions the claim runs (src/mailRow/transitions.ts holds their fences). */
-export type ClaimTransition =
-  | { name: 'first-claim'; claimed: ClaimedProvider }
-  | { name: 'reclaim-failed'; claimed: ClaimedProvider }
-  | { name: 'take-over-undispatched'; claimed: ClaimedProvider; note: string }
-  | { name: 'settle-deferred-unknown'; decision: UnknownOutcomeDecision; dispatchedAt: Date; note: string }
-  | { name: 'settle-closed-run-attempt'; decision: UnknownOutcomeDecision; note: string };
+/** The transitions of the table (./transitions.ts) that the claim runs, with the values each one writes. */
+export type ClaimTransition = (
+  | { name: 'firstClaim'; claimed: ClaimedProvider }
+  | { name: 'reclaimFailed'; claimed: ClaimedProvider }
+  | { name: 'takeOverUndispatched'; claimed: ClaimedProvider; note: string }
+  | { name: 'settleDeferredUnknown'; decision: UnknownOutcomeDecision; dispatchedAt: Date; note: string }
+  | { name: 'settleClosedRunDispatched'; decision: UnknownOutcomeDecision; note: string }
+) & { name: TransitionName };
 
 export type ClaimStep =
   | ({ kind: 'need' } & NeededFact)
@@ -86,7 +88,7 @@ export function decideClaim(
     const choice = facts.providerChoice;
     if (choice === undefined) return need({ fact: 'provider-choice', readEarlier: false, leftBehind: null });
     if (isNoProvider(choice)) return answer(noProvider(choice));
-    return run({ name: 'first-claim', claimed: claimedAt(choice) });
+    return run({ name: 'firstClaim', claimed: claimedAt(choice) });
   }
   const { claimToken, workflowScope, issuedAt } = request;
   if (row.state === 'sending' && row.claimToken === claimToken) {
@@ -119,7 +121,7 @@ export function decideClaim(
       return need({ fact: 'provider-choice', readEarlier: true, leftBehind: abandoned });
     if (isNoProvider(choice)) return answer(noProvider(choice));
     const note = `the run holding this claim closed before dispatching; taken over by ${claimToken}`;
-    return run({ name: 'take-over-undispatched', claimed: claimedAt(choice), note });
+    return run({ name: 'takeOverUndispatched', claimed: claimedAt(choice), note });
   }
   return decideClosedRunAttempt(row, request, facts);
 }
@@ -147,14 +149,14 @@ function decideFailed(row: ClaimRow, request: ClaimRequest, facts: ClaimFacts): 
         `${deferred.firstDispatchedAt.toISOString()}) may have been accepted, and the key's window no longer ` +
         `covers a retry; ${describeUnknownDecision(decision, unknownFacts)}`;
       return run({
-        name: 'settle-deferred-unknown',
+        name: 'settleDeferredUnknown',
         decision,
         dispatchedAt: deferred.firstDispatchedAt,
         note,
       });
     }
   }
-  return run({ name: 'reclaim-failed', claimed: claimedAt(choice) });
+  return run({ name: 'reclaimFailed', claimed: claimedAt(choice) });
 }
 
 /**
@@ -198,7 +200,7 @@ function decideClosedRunAttempt(row: ClaimRow, request: ClaimRequest, facts: Cla
 
 function settleClosedRun(decision: UnknownOutcomeDecision, why: string): ClaimStep {
   const note = `the run holding this claim closed after dispatching; ${why}`;
-  return run({ name: 'settle-closed-run-attempt', decision, note });
+  return run({ name: 'settleClosedRunDispatched', decision, note });
 }
 
 /** What the claim answers once its transition's statement ran: claimed, or read again. */
@@ -210,9 +212,9 @@ export function afterTransition(
   if (!result.applied) return 'read-again';
   const resendCount = row === null || row === 'unread' ? 0 : row.resendCount;
   switch (transition.name) {
-    case 'first-claim':
+    case 'firstClaim':
       return { kind: 'claimed', attempt: 1, how: 'first-claim', resendCount, ...transition.claimed };
-    case 'reclaim-failed':
+    case 'reclaimFailed':
       return {
         kind: 'claimed',
         attempt: result.attempt,
@@ -220,7 +222,7 @@ export function afterTransition(
         resendCount,
         ...transition.claimed,
       };
-    case 'take-over-undispatched':
+    case 'takeOverUndispatched':
       return {
         kind: 'claimed',
         attempt: result.attempt,
@@ -228,8 +230,8 @@ export function afterTransition(
         resendCount,
         ...transition.claimed,
       };
-    case 'settle-deferred-unknown':
-    case 'settle-closed-run-attempt':
+    case 'settleDeferredUnknown':
+    case 'settleClosedRunDispatched':
       return 'read-again';
   }
 }

@@ -84,7 +84,7 @@ function settle(r: ClaimRow | null | 'unread', req: ClaimRequest, facts: ClaimFa
 function kindOf(step: ClaimStep): string {
   if (step.kind === 'run') {
     const t = step.transition;
-    if (t.name === 'settle-closed-run-attempt' || t.name === 'settle-deferred-unknown') {
+    if (t.name === 'settleClosedRunDispatched' || t.name === 'settleDeferredUnknown') {
       return `${t.name}:${t.decision.kind}:${t.decision.state}`;
     }
     return t.name;
@@ -102,7 +102,7 @@ describe('decideClaim', () => {
         readEarlier: false,
         leftBehind: null,
       });
-      expect(kindOf(settle(r, request(), { providerChoice: CHOSEN }))).toBe('first-claim');
+      expect(kindOf(settle(r, request(), { providerChoice: CHOSEN }))).toBe('firstClaim');
       expect(kindOf(settle(r, request(), { providerChoice: BOUND_UNCONFIGURED }))).toBe('no-provider');
       expect(kindOf(settle(r, request(), { providerChoice: ALL_DRAINING }))).toBe('no-provider');
     }
@@ -151,7 +151,7 @@ describe('decideClaim', () => {
       claimIssuedAt: new Date(0),
     });
     expect(kindOf(settle(legacy, request(), { providerChoice: CHOSEN, unknownUnderKey: null }))).toBe(
-      'reclaim-failed',
+      'reclaimFailed',
     );
     const unknowns = {
       none: null,
@@ -160,12 +160,12 @@ describe('decideClaim', () => {
     } as const;
     const expected: Record<string, Record<string, string>> = {
       // [unknown][window] → step; the window only matters for a deferred unknown with a key window
-      none: { inside: 'reclaim-failed', outside: 'reclaim-failed', noKey: 'reclaim-failed' },
-      assumed: { inside: 'reclaim-failed', outside: 'reclaim-failed', noKey: 'reclaim-failed' },
+      none: { inside: 'reclaimFailed', outside: 'reclaimFailed', noKey: 'reclaimFailed' },
+      assumed: { inside: 'reclaimFailed', outside: 'reclaimFailed', noKey: 'reclaimFailed' },
       deferred: {
-        inside: 'reclaim-failed',
-        outside: 'settle-deferred-unknown:policy:failed',
-        noKey: 'settle-deferred-unknown:policy:failed',
+        inside: 'reclaimFailed',
+        outside: 'settleDeferredUnknown:policy:failed',
+        noKey: 'settleDeferredUnknown:policy:failed',
       },
     };
     const windows = {
@@ -189,8 +189,8 @@ describe('decideClaim', () => {
       unknownUnderKey: unknowns.deferred,
       sinceKeyFirstDispatchMs: 50_000,
     });
-    expect(kindOf(sent)).toBe('settle-deferred-unknown:policy:sent');
-    if (sent.kind === 'run' && sent.transition.name === 'settle-deferred-unknown') {
+    expect(kindOf(sent)).toBe('settleDeferredUnknown:policy:sent');
+    if (sent.kind === 'run' && sent.transition.name === 'settleDeferredUnknown') {
       expect(sent.transition.dispatchedAt).toEqual(T(5));
     }
   });
@@ -203,30 +203,30 @@ describe('decideClaim', () => {
       readEarlier: true,
       leftBehind: { attempt: 1, provider: 'postmark', outcome: 'not_sent' },
     });
-    expect(kindOf(settle(r, request(), { providerChoice: CHOSEN }))).toBe('take-over-undispatched');
+    expect(kindOf(settle(r, request(), { providerChoice: CHOSEN }))).toBe('takeOverUndispatched');
     expect(kindOf(settle(r, request(), { providerChoice: BOUND_UNCONFIGURED }))).toBe('no-provider');
   });
 
   it("a closed run's dispatched attempt: policy × key window × verification × the dispatch still there", () => {
     const r = row({ dispatchedAt: T(12) });
     const cases: [Partial<ClaimRequest>, ClaimFacts, string][] = [
-      [{}, { sinceKeyFirstDispatchMs: 1_000 }, 'settle-closed-run-attempt:policy:failed'],
+      [{}, { sinceKeyFirstDispatchMs: 1_000 }, 'settleClosedRunDispatched:policy:failed'],
       [
         { policy: 'assume-sent' },
         { sinceKeyFirstDispatchMs: 1_000 },
-        'settle-closed-run-attempt:policy:sent',
+        'settleClosedRunDispatched:policy:sent',
       ],
       [
         { idempotency: WINDOW },
         { sinceKeyFirstDispatchMs: 1_000 },
-        'settle-closed-run-attempt:retry-under-key:failed',
+        'settleClosedRunDispatched:retry-under-key:failed',
       ],
       [
         { idempotency: WINDOW },
         { sinceKeyFirstDispatchMs: 50_000 },
-        'settle-closed-run-attempt:policy:failed',
+        'settleClosedRunDispatched:policy:failed',
       ],
-      [{ idempotency: WINDOW }, { sinceKeyFirstDispatchMs: null }, 'settle-closed-run-attempt:policy:failed'],
+      [{ idempotency: WINDOW }, { sinceKeyFirstDispatchMs: null }, 'settleClosedRunDispatched:policy:failed'],
       [
         { verifyDispatchedOrphans: true },
         { sinceKeyFirstDispatchMs: 1_000, sinceAttemptDispatchMs: 4_000 },
@@ -241,7 +241,7 @@ describe('decideClaim', () => {
       [
         { verifyDispatchedOrphans: true, idempotency: WINDOW },
         { sinceKeyFirstDispatchMs: 1_000 },
-        'settle-closed-run-attempt:retry-under-key:failed',
+        'settleClosedRunDispatched:retry-under-key:failed',
       ],
     ];
     for (const [req, facts, kind] of cases) {
@@ -276,11 +276,11 @@ describe('decideClaim', () => {
       providerChoice: CHOSEN,
       sinceKeyFirstDispatchMs: 1_000,
     });
-    expect(kindOf(step)).toBe('settle-closed-run-attempt:retry-under-key:failed');
+    expect(kindOf(step)).toBe('settleClosedRunDispatched:retry-under-key:failed');
     const other = row({ dispatchedAt: T(12), provider: 'postmark' });
     expect(
       kindOf(settle(other, request({ byProvider }), { providerChoice: CHOSEN, sinceKeyFirstDispatchMs: 1 })),
-    ).toBe('settle-closed-run-attempt:policy:failed');
+    ).toBe('settleClosedRunDispatched:policy:failed');
   });
 
   it("the provider's verdict on the held attempt settles it, and only that attempt", () => {
@@ -288,17 +288,17 @@ describe('decideClaim', () => {
     const verdicts: [VerificationAnswer, string][] = [
       [
         { kind: 'found', via: 'lookup', providerMessageId: 'm-1' },
-        'settle-closed-run-attempt:verified-accepted:sent',
+        'settleClosedRunDispatched:verified-accepted:sent',
       ],
       [
         { kind: 'found', via: 'webhook', providerMessageId: null },
-        'settle-closed-run-attempt:verified-accepted:sent',
+        'settleClosedRunDispatched:verified-accepted:sent',
       ],
       [
         { kind: 'not-found', via: 'lookup', sinceDispatchMs: 60_000 },
-        'settle-closed-run-attempt:verified-not-sent:failed',
+        'settleClosedRunDispatched:verified-not-sent:failed',
       ],
-      [{ kind: 'inconclusive', reason: 'no access' }, 'settle-closed-run-attempt:policy:failed'],
+      [{ kind: 'inconclusive', reason: 'no access' }, 'settleClosedRunDispatched:policy:failed'],
     ];
     for (const [answer, kind] of verdicts) {
       const facts = { verdict: { holder: CLOSED, attempt: 2, answer } };
@@ -313,34 +313,30 @@ describe('decideClaim', () => {
     const inconclusiveSent = settle(r, request({ policy: 'assume-sent' }), {
       verdict: { holder: CLOSED, attempt: 2, answer: { kind: 'inconclusive', reason: 'lookup down' } },
     });
-    expect(kindOf(inconclusiveSent)).toBe('settle-closed-run-attempt:policy:sent');
+    expect(kindOf(inconclusiveSent)).toBe('settleClosedRunDispatched:policy:sent');
   });
 
   it('every transition is followed by the claim it made, or by reading again', () => {
     const claimed = { provider: 'postmark', providerChoice: 'first', providerExplanation: 'the first' };
-    expect(
-      afterTransition({ name: 'first-claim', claimed }, { applied: true, attempt: 1 }, 'unread'),
-    ).toEqual({
-      kind: 'claimed',
-      attempt: 1,
-      how: 'first-claim',
-      resendCount: 0,
-      ...claimed,
-    });
+    expect(afterTransition({ name: 'firstClaim', claimed }, { applied: true, attempt: 1 }, 'unread')).toEqual(
+      {
+        kind: 'claimed',
+        attempt: 1,
+        how: 'first-claim',
+        resendCount: 0,
+        ...claimed,
+      },
+    );
     const r = row({ state: 'failed', resendCount: 2 });
     expect(
-      afterTransition({ name: 'reclaim-failed', claimed }, { applied: true, attempt: 4 }, r),
+      afterTransition({ name: 'reclaimFailed', claimed }, { applied: true, attempt: 4 }, r),
     ).toMatchObject({
       how: 'reclaimed-failed',
       attempt: 4,
       resendCount: 2,
     });
     expect(
-      afterTransition(
-        { name: 'take-over-undispatched', claimed, note: '' },
-        { applied: true, attempt: 2 },
-        r,
-      ),
+      afterTransition({ name: 'takeOverUndispatched', claimed, note: '' }, { applied: true, attempt: 2 }, r),
     ).toMatchObject({ how: 'took-over-undispatched', attempt: 2 });
     const decision = {
       kind: 'not-sent',
@@ -349,15 +345,15 @@ describe('decideClaim', () => {
       unknownPolicy: null,
     } as const;
     for (const t of [
-      { name: 'settle-closed-run-attempt', decision, note: '' },
-      { name: 'settle-deferred-unknown', decision, note: '', dispatchedAt: T(1) },
-      { name: 'reclaim-failed', claimed },
+      { name: 'settleClosedRunDispatched', decision, note: '' },
+      { name: 'settleDeferredUnknown', decision, note: '', dispatchedAt: T(1) },
+      { name: 'reclaimFailed', claimed },
     ] as const) {
       expect(afterTransition(t, { applied: false }, r)).toBe('read-again');
     }
     expect(
       afterTransition(
-        { name: 'settle-closed-run-attempt', decision, note: '' },
+        { name: 'settleClosedRunDispatched', decision, note: '' },
         { applied: true, attempt: 1 },
         r,
       ),
