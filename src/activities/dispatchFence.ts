@@ -1,9 +1,11 @@
 // THE DISPATCH FENCE (docs: the row's state machine, rule 2), next to the send that it guards
 // (sendOrderMail.ts). Before any byte of the request leaves, the attempt marks itself dispatched; only the
 // attempt that holds the claim and has not dispatched yet gets through. Whoever does not must make no request.
+// Its statement is markDispatched in src/mailRow/statements.ts; this says why it refused.
 import type { Database } from '../db/pool';
 import { runSql, sql } from '../db/sql';
 import type { SendDestination } from '../evidence/destination';
+import * as rowStatements from '../mailRow/statements';
 
 /** 'held': an operator's hold covers this attempt's provider (migration 0060); no request, nothing dispatched. */
 export type DispatchFenceResult = 'dispatched' | 'already-dispatched' | 'claim-lost' | 'held';
@@ -39,23 +41,25 @@ export async function markDispatched(
   },
 ): Promise<DispatchFenceResult> {
   const { destination, sendKey, sendTimeoutMs, template } = input.dispatch;
-  const { rowCount } = await runSql(
-    db,
-    sql`UPDATE order_mail_log SET dispatched_at = now(), updated_at = now(),
-               dispatch_provider = ${destination?.provider ?? null}, dispatch_origin = ${destination?.origin ?? null},
-               dispatch_scope = ${destination?.scope ?? null},
-               dispatch_credential_fingerprint = ${destination?.credentialFingerprint ?? null},
-               dispatch_account = ${destination?.account ?? null},
-               dispatch_send_key = ${sendKey}, dispatch_send_timeout_ms = ${Math.ceil(sendTimeoutMs)},
-               dispatch_template_name = ${template?.name ?? null},
-               dispatch_template_sha256 = ${template?.sha256 ?? null}
-         WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
-           AND state = 'sending' AND dispatched_at IS NULL
-           AND provider IS NOT DISTINCT FROM ${input.provider ?? null}::text
-           AND NOT EXISTS (SELECT 1 FROM order_mail_send_holds AS hold
-                            WHERE hold.scope = '*' OR hold.scope = ${input.provider ?? null}::text)`,
-  );
-  if (rowCount === 1) return 'dispatched';
+  const provider = input.provider ?? null;
+  const passed = await rowStatements.markDispatched(db, {
+    orderId: input.orderId,
+    claimToken: input.claimToken,
+    attempt: input.attempt,
+    provider,
+    dispatch: {
+      provider: destination?.provider ?? null,
+      origin: destination?.origin ?? null,
+      scope: destination?.scope ?? null,
+      credentialFingerprint: destination?.credentialFingerprint ?? null,
+      account: destination?.account ?? null,
+      sendKey,
+      sendTimeoutMs,
+      templateName: template?.name ?? null,
+      templateSha256: template?.sha256 ?? null,
+    },
+  });
+  if (passed) return 'dispatched';
   // The fence said no. Only to report why: whatever this read sees, no request is made.
   const { rows } = await runSql<{ dispatched: boolean; held: boolean }>(
     db,

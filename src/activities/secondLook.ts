@@ -16,11 +16,10 @@ import {
   recordPolicyResendLook,
   type PolicyResend,
   findSecondLookCandidates,
-  recordSecondLookFound,
-  reopenAfterSecondLook,
   type SecondLookCandidate,
   type SecondLookCursor,
 } from '../db/secondLook';
+import { reopenAfterSecondLook, secondLookFound } from '../mailRow/statements';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import { ORDER_MAIL_WORKFLOW_TYPE } from '../shared/workflowContract';
 import { ORDER_MAIL_ATTRIBUTES_AT_START } from '../workflows/showOrderMailState';
@@ -108,7 +107,7 @@ export function createSecondLook(deps: ReconcileDependencies, mail: SecondLookMa
             }
           } else if (answer.kind === 'found') {
             const note = `second look: the provider has this request (${answer.via}); it stays sent`;
-            const looked = await recordSecondLookFound(deps.db, candidate, {
+            const looked = await secondLookFound(deps.db, candidate, {
               boundMs,
               providerMessageId: answer.providerMessageId,
               note,

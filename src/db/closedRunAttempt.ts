@@ -2,7 +2,8 @@
 // unknown, and nobody will record it. Three callers settle it, each with its own fence beside the row as read:
 // the claim of a later run (by the policy), the claim's caller after asking the provider (settleVerifiedOrphan),
 // and the reconciliation sweep for a run with no successor (settleClosedRunClaim, which also releases an
-// undispatched one). One statement writes the row and the attempt's audit row together.
+// undispatched one). Their statements (settleClosedRunDispatched, releaseClosedRunUndispatched) are in
+// src/mailRow/statements.ts: each writes the row and the attempt's audit row together.
 import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import {
   decideUnknownOutcome,
@@ -12,47 +13,9 @@ import {
   type VerificationAnswer,
 } from '../shared/unknownOutcome';
 import { verifiedOrphanFacts } from '../shared/unknownOutcomeFacts';
-import { readMailLog, type MailLogRow } from './orderMailLog';
+import { readMailLog } from './orderMailLog';
 import type { Database } from './pool';
-import { runSql, sql, type SqlFragment } from './sql';
-import { AUDIT_OF_SETTLED, asRead, issuedBefore, TEMPLATE_OF_SETTLED, type SeenRow } from './transitionFence';
-
-/**
- * A closed run's claim that HAD dispatched: its outcome is unknown, so `decision` (from
- * decideUnknownOutcome, with the provider's answer where it was asked) settles it, and the row and the audit
- * trail say so. `fence` adds the caller's own
- * precondition: for a claim, that it is later; for the sweep, that the row was not touched since it looked.
- */
-export async function settleDispatchedOrphan(
-  db: Database,
-  row: MailLogRow | SeenRow,
-  input: { decision: UnknownOutcomeDecision; note: string; recordedBy: string; fence: SqlFragment },
-): Promise<boolean> {
-  const { decision } = input;
-  const providerMessageId = decision.kind === 'verified-accepted' ? decision.providerMessageId : null;
-  const { rowCount } = await runSql(
-    db,
-    sql`WITH settled AS (
-          UPDATE order_mail_log AS log
-             SET state = ${decision.state}, outcome = ${decision.outcome}, unknown_policy = ${decision.unknownPolicy},
-                 verification = ${decision.verification ?? null}, provider_message_id = ${providerMessageId},
-                 last_error = ${input.note}, updated_at = now()
-           WHERE ${asRead(row)} AND log.dispatched_at IS NOT NULL AND ${input.fence}
-          RETURNING log.*
-        ), audit AS (
-          INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
-                                           state, outcome, unknown_policy, verification, provider_message_id,
-                                           error, recorded_by, provider, provider_choice, template_name,
-                                           template_sha256)
-          SELECT order_id, attempts, claim_token, resend_count, claimed_at, dispatched_at, state, outcome,
-                 unknown_policy, verification, provider_message_id, last_error, ${input.recordedBy}, provider,
-                 provider_choice, ${TEMPLATE_OF_SETTLED}
-            FROM settled
-        )
-        SELECT 1 FROM settled`,
-  );
-  return rowCount === 1;
-}
+import { releaseClosedRunUndispatched, settleClosedRunDispatched, type SeenRow } from '../mailRow/statements';
 
 export interface VerifiedOrphan {
   orderId: string;
@@ -95,11 +58,11 @@ export async function settleVerifiedOrphan(
   const facts = verifiedOrphanFacts({ policy: input.policy, answer: input.answer });
   const decision = decideUnknownOutcome(facts);
   const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
-  const settled = await settleDispatchedOrphan(db, row, {
+  const settled = await settleClosedRunDispatched(db, row, {
     decision,
     note,
     recordedBy: input.recordedBy,
-    fence: issuedBefore(input.issuedAt),
+    issuedAt: input.issuedAt,
   });
   return settled ? { kind: 'settled', decision } : { kind: 'changed' };
 }
@@ -127,30 +90,15 @@ export async function settleClosedRunClaim(
   if (decision.kind !== 'not-sent') {
     const settled =
       seen.dispatched &&
-      (await settleDispatchedOrphan(db, seen, {
+      (await settleClosedRunDispatched(db, seen, {
         decision,
         note: `${input.why} after dispatching; ${describeUnknownDecision(decision, facts)}`,
         recordedBy: input.recordedBy,
-        fence: sql`TRUE`,
+        issuedAt: null,
       }));
     return settled ? { kind: 'settled', attempt: seen.attempts, decision } : { kind: 'changed' };
   }
   const note = `${input.why} before dispatching: ${describeUnknownDecision(decision, facts)}; released, so the next claim sends it`;
-  const { rowCount } = await runSql(
-    db,
-    sql`WITH released AS (
-          UPDATE order_mail_log AS log
-             SET state = 'failed', outcome = 'not_sent', unknown_policy = NULL, last_error = ${note},
-                 updated_at = now()
-           WHERE ${asRead(seen)} AND log.dispatched_at IS NULL
-          RETURNING log.*
-        ), audit AS (
-          ${AUDIT_OF_SETTLED}
-          SELECT order_id, attempts, claim_token, resend_count, claimed_at, NULL, state, outcome, NULL,
-                 last_error, ${input.recordedBy}, provider, provider_choice
-            FROM released
-        )
-        SELECT 1 FROM released`,
-  );
-  return rowCount === 1 ? { kind: 'released', attempt: seen.attempts, decision } : { kind: 'changed' };
+  const released = await releaseClosedRunUndispatched(db, seen, { note, recordedBy: input.recordedBy });
+  return released ? { kind: 'released', attempt: seen.attempts, decision } : { kind: 'changed' };
 }

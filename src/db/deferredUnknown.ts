@@ -1,6 +1,6 @@
 // A failed row whose latest unknown outcome was left for a retry under the idempotency key: whether the key's
-// window still covers a request made now, and if not, its settlement by the policy. Part of the claim (the
-// claim calls both before it reclaims a failed row); kept apart so the claim's loop reads as its transitions.
+// window still covers a request made now, and if not, how the policy settles it (its statement is
+// settleDeferredUnknown, src/mailRow/statements.ts). Part of the claim, which asks it before it reclaims.
 import {
   decideUnknownOutcome,
   describeUnknownDecision,
@@ -11,7 +11,6 @@ import { judgementFor, type ClaimRequest } from './claimRequest';
 import { timeSinceKeyFirstDispatch, type MailLogRow } from './orderMailLog';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
-import { AUDIT_OF_SETTLED, asRead, issuedBefore } from './transitionFence';
 
 export interface DeferredUnknown {
   /** When the earliest request of the unknown attempts under the current key left. */
@@ -57,38 +56,4 @@ export async function deferredUnknownDecision(
     `${latest.dispatchedAt.toISOString()}) may have been accepted, and the key's window no longer covers a ` +
     `retry; ${describeUnknownDecision(decision, facts)}`;
   return { dispatchedAt: latest.dispatchedAt, decision, note };
-}
-
-/**
- * Settles a deferred unknown by the policy, as a new attempt that makes no request: the row names the
- * policy and the request it is about (its dispatched_at), and the attempt's audit row says it sent nothing.
- * A 'failed' settlement is then reclaimed on the next pass and sent (under the same key: the policy says the
- * earlier request counts as not accepted); claim_issued_at stays as it was, so that reclaim is still later.
- */
-export async function settleDeferredUnknown(
-  db: Database,
-  row: MailLogRow,
-  request: ClaimRequest,
-  deferred: DeferredUnknown,
-): Promise<boolean> {
-  const { decision, note } = deferred;
-  const { rowCount } = await runSql(
-    db,
-    sql`WITH settled AS (
-          UPDATE order_mail_log AS log
-             SET state = ${decision.state}, outcome = ${decision.outcome}, unknown_policy = ${decision.unknownPolicy},
-                 attempts = log.attempts + 1, claim_token = ${request.claimToken}, claimed_at = now(),
-                 dispatched_at = ${deferred.dispatchedAt}::timestamptz, provider_message_id = NULL,
-                 http_status = NULL, last_error = ${note}, updated_at = now()
-           WHERE ${asRead(row)} AND ${issuedBefore(request.issuedAt)}
-          RETURNING log.*
-        ), audit AS (
-          ${AUDIT_OF_SETTLED}
-          SELECT order_id, attempts, claim_token, resend_count, claimed_at, NULL, state, outcome, unknown_policy,
-                 last_error, ${request.recordedBy}, provider, provider_choice
-            FROM settled
-        )
-        SELECT 1 FROM settled`,
-  );
-  return rowCount === 1;
 }

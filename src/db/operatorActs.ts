@@ -3,102 +3,26 @@
 // Resolving as failed is the deliberate "it did not arrive, send it again": it bumps the row's resend count,
 // so the next claim's request carries a new idempotency key (src/mail/idempotencyKey.ts) and really sends.
 // Who acted is the session's login, set by the database (migration 0057), never a name the caller passes.
-import { randomUUID } from 'node:crypto';
-import type { LogOutcome } from '../shared/mailOutcome';
-import type { MailLogState } from './orderMailLog';
+import { operatorResolve, type ResolveValues } from '../mailRow/statements';
+import { ACT_COLUMNS, type MailLogSnapshot, type OperatorActRow } from './operatorActRow';
 import type { Database } from './pool';
 import { buildSql, runSql, sql } from './sql';
 
-/** 'reset': a reset made outside the ops CLI, as recorded before 0057; now order_mail_observed_resets. */
-export type OperatorActKind = 'retry' | 'resolve' | 'reset';
+export type { MailLogSnapshot, OperatorActKind, OperatorActRow } from './operatorActRow';
 
-/** The log row as an act saw it, kept in the audit table (no personal data: the row holds none). */
-export interface MailLogSnapshot {
-  state: MailLogState;
-  outcome: LogOutcome | null;
-  attempts: number;
-  claim_token: string;
-  dispatched_at: string | null;
-  last_error: string | null;
-  updated_at: string;
-  [column: string]: unknown;
-}
-
-export interface OperatorActRow {
-  id: string;
-  orderId: string;
-  act: OperatorActKind;
-  /**
-   * The login the act was written with (0057); on acts from before it, the name the CLI was told (and on a
-   * 'reset', Temporal's identity).
-   */
-  operator: string;
-  /** The database role the act was written with (set by the database); null on acts from before 0011. */
-  dbSessionUser: string | null;
-  actedAt: Date;
-  reason: string;
-  rowBefore: MailLogSnapshot | null;
-  rowAfter: MailLogSnapshot | null;
-  details: Record<string, unknown>;
-}
-
-const ACT_COLUMNS = sql`id::text AS id, order_id::text AS "orderId", act, operator, db_session_user AS "dbSessionUser",
-  acted_at AS "actedAt", reason,
-  row_before AS "rowBefore", row_after AS "rowAfter", details`;
-
-export interface ResolveInput {
-  orderId: string;
-  as: 'sent' | 'failed';
-  reason: string;
-  /** The row as the operator's tool read it; the statement changes nothing if it is no longer so. */
-  seen: { state: MailLogState; attempts: number; claimToken: string; dispatched: boolean };
-}
+export type ResolveInput = ResolveValues;
 
 /**
  * Settles the row by an operator's word: state `as`, outcome 'resolved', and a claim token of the operator's,
  * so a run still holding the old claim can neither dispatch nor record (its fence is (token, attempts)) and
  * stops (ClaimLost). An attempt cut off in 'sending' gets its audit row here, since its run never records
- * it. The act is written in the same statement. Returns null, having changed nothing, when the row is not as
- * seen, including when its attempt passed the dispatch fence meanwhile (the caller refuses a dispatched send
- * of an open run, and this keeps a send that dispatches between its look and this statement out of reach).
+ * it. The act is written in the same statement (operatorResolve, src/mailRow/statements.ts). Returns null,
+ * having changed nothing, when the row is not as seen, including when its attempt passed the dispatch fence
+ * meanwhile (the caller refuses a dispatched send of an open run, and this keeps a send that dispatches
+ * between its look and this statement out of reach).
  */
-export async function resolveMailLog(db: Database, input: ResolveInput): Promise<OperatorActRow | null> {
-  const { seen } = input;
-  const resend = input.as === 'failed' ? 1 : 0;
-  const cutOffOutcome = seen.dispatched ? 'unknown' : 'not_sent';
-  const cutOffNote = `while in flight (resolved as ${input.as}): ${input.reason}`;
-  const { rows } = await runSql<OperatorActRow>(
-    db,
-    sql`WITH resolved AS (
-          UPDATE order_mail_log AS log
-             SET state = ${input.as}, outcome = 'resolved', unknown_policy = NULL, verification = NULL,
-                 -- Never a prefix of a run's token ('<namespace>/<workflow id>/<run id>'): no run takes it for its own.
-                 claim_token = ${`operator:${randomUUID()}`}, resend_count = log.resend_count + ${resend}::int,
-                 last_error = ${`resolved as ${input.as} by `}::text || session_user || ${`: ${input.reason}`}::text,
-                 updated_at = now()
-            FROM (SELECT * FROM order_mail_log WHERE order_id = ${input.orderId} FOR UPDATE) AS previous
-           WHERE log.order_id = ${input.orderId} AND previous.order_id = log.order_id
-             AND log.state = ${seen.state} AND log.attempts = ${seen.attempts} AND log.claim_token = ${seen.claimToken}
-             AND (log.dispatched_at IS NOT NULL) = ${seen.dispatched}
-          RETURNING to_jsonb(previous) AS before, to_jsonb(log) AS after
-        ), cut_off AS (
-          INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
-                                           state, outcome, error, recorded_by, provider, provider_choice,
-                                           template_name, template_sha256)
-          SELECT ${input.orderId}, (before->>'attempts')::int, before->>'claim_token', (before->>'resend_count')::int,
-                 (before->>'claimed_at')::timestamptz, (before->>'dispatched_at')::timestamptz, ${input.as},
-                 ${cutOffOutcome}, 'ended by operator ' || session_user || ' ' || ${cutOffNote}::text,
-                 'operator:' || session_user, before->>'provider',
-                 before->>'provider_choice',
-                 CASE WHEN before->>'dispatched_at' IS NOT NULL THEN before->>'dispatch_template_name' END,
-                 CASE WHEN before->>'dispatched_at' IS NOT NULL THEN before->>'dispatch_template_sha256' END
-            FROM resolved WHERE before->>'state' = 'sending'
-        )
-        INSERT INTO order_mail_operator_acts (order_id, act, reason, row_before, row_after)
-        SELECT ${input.orderId}, 'resolve', ${input.reason}, before, after FROM resolved
-        RETURNING ${ACT_COLUMNS}`,
-  );
-  return rows[0] ?? null;
+export function resolveMailLog(db: Database, input: ResolveInput): Promise<OperatorActRow | null> {
+  return operatorResolve(db, input);
 }
 
 /** Writes the audit row of a retry (a reset, or a start past retention), after Temporal accepted it. */

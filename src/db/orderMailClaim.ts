@@ -25,10 +25,9 @@
 import type { LogOutcome } from '../shared/mailOutcome';
 import { decideUnknownOutcome, describeUnknownDecision } from '../shared/unknownOutcome';
 import { orphanFactsAtClaim } from '../shared/unknownOutcomeFacts';
-import type { EarlierAttempt, ProviderChoice } from '../shared/providerChoice';
+import type { EarlierAttempt } from '../shared/providerChoice';
 import { judgementFor, type ClaimDecision, type ClaimObserver, type ClaimRequest } from './claimRequest';
-import { settleDispatchedOrphan } from './closedRunAttempt';
-import { deferredUnknownDecision, settleDeferredUnknown } from './deferredUnknown';
+import { deferredUnknownDecision } from './deferredUnknown';
 import { choose, claimedAt, earlierAttempts, isNoProvider, noProvider } from './claimProviderChoice';
 import {
   readMailLog,
@@ -37,8 +36,13 @@ import {
   type MailLogRow,
 } from './orderMailLog';
 import type { Database } from './pool';
-import { runSql, sql } from './sql';
-import { AUDIT_OF_SETTLED, asRead, issuedBefore } from './transitionFence';
+import {
+  firstClaim,
+  reclaimFailed,
+  settleClosedRunDispatched,
+  settleDeferredUnknown,
+  takeOverUndispatched,
+} from '../mailRow/statements';
 
 const NO_OBSERVER: ClaimObserver = { settled: () => undefined, rowChanged: () => undefined };
 
@@ -70,7 +74,7 @@ export async function claimOrderMailRow(
       const choice = await choose(db, request, []);
       if (isNoProvider(choice)) return noProvider(choice);
       try {
-        inserted = await insertFirstClaim(db, request, choice);
+        inserted = await firstClaim(db, orderId, { ...request, ...claimedAt(choice) });
       } catch (error) {
         // 23503 foreign_key_violation: the order does not exist. Nothing was written, nothing will be sent.
         if ((error as { code?: unknown }).code === '23503') return { kind: 'order-not-found' };
@@ -111,7 +115,7 @@ export async function claimOrderMailRow(
       if (isNoProvider(choice)) return noProvider(choice);
       const deferred = await deferredUnknownDecision(db, row, request);
       if (deferred !== null && deferred.decision.kind === 'policy') {
-        if (await settleDeferredUnknown(db, row, request, deferred)) {
+        if (await settleDeferredUnknown(db, row, { ...request, ...deferred })) {
           observer.settled({
             attempt: row.attempts + 1,
             holder: row.claimToken,
@@ -120,7 +124,7 @@ export async function claimOrderMailRow(
         } else observer.rowChanged();
         continue;
       }
-      const attempt = await reclaimFailed(db, row, request, choice);
+      const attempt = await reclaimFailed(db, row, { ...request, ...claimedAt(choice) });
       if (attempt !== null) {
         return {
           kind: 'claimed',
@@ -145,7 +149,8 @@ export async function claimOrderMailRow(
       };
       const choice = await choose(db, request, [...(await earlierAttempts(db, row)), abandoned]);
       if (isNoProvider(choice)) return noProvider(choice);
-      const attempt = await takeOverUndispatched(db, row, request, choice);
+      const note = `the run holding this claim closed before dispatching; taken over by ${claimToken}`;
+      const attempt = await takeOverUndispatched(db, row, { ...request, ...claimedAt(choice), note });
       if (attempt !== null) {
         return {
           kind: 'claimed',
@@ -188,8 +193,9 @@ export async function claimOrderMailRow(
       continue;
     }
     const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
-    const fence = issuedBefore(issuedAt);
-    if (await settleDispatchedOrphan(db, row, { decision, note, recordedBy: request.recordedBy, fence })) {
+    if (
+      await settleClosedRunDispatched(db, row, { decision, note, recordedBy: request.recordedBy, issuedAt })
+    ) {
       observer.settled({ attempt: row.attempts, holder: row.claimToken, decision });
     } else observer.rowChanged();
   }
@@ -200,73 +206,4 @@ export async function claimOrderMailRow(
 
 function sentOutcome(row: MailLogRow): Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'> {
   return row.outcome as Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'>;
-}
-
-async function insertFirstClaim(
-  db: Database,
-  request: ClaimRequest,
-  choice: ProviderChoice,
-): Promise<boolean> {
-  const { provider, providerChoice } = claimedAt(choice);
-  const { rowCount } = await runSql(
-    db,
-    sql`INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at, provider, provider_choice)
-        VALUES (${request.orderId}, 'sending', 1, ${request.claimToken}, ${request.issuedAt}, ${provider}, ${providerChoice})
-        ON CONFLICT (order_id) DO NOTHING`,
-  );
-  return rowCount === 1;
-}
-
-/** A row that ended definitely-not-sent (or settled as failed): the next attempt, attempts + 1. */
-async function reclaimFailed(
-  db: Database,
-  row: MailLogRow,
-  request: ClaimRequest,
-  choice: ProviderChoice,
-): Promise<number | null> {
-  const { provider, providerChoice } = claimedAt(choice);
-  const { rows } = await runSql<{ attempts: number }>(
-    db,
-    sql`UPDATE order_mail_log AS log
-           SET state = 'sending', attempts = log.attempts + 1, claim_token = ${request.claimToken},
-               provider = ${provider}, provider_choice = ${providerChoice},
-               claim_issued_at = ${request.issuedAt}, claimed_at = now(), dispatched_at = NULL, outcome = NULL,
-               unknown_policy = NULL, verification = NULL, provider_message_id = NULL, http_status = NULL, last_error = NULL,
-               updated_at = now()
-         WHERE ${asRead(row)} AND ${issuedBefore(request.issuedAt)}
-        RETURNING log.attempts`,
-  );
-  return rows[0]?.attempts ?? null;
-}
-
-/**
- * A closed run's claim that never dispatched: nothing reached the provider, so this run takes the claim over
- * and may send. The abandoned attempt gets its audit row.
- */
-async function takeOverUndispatched(
-  db: Database,
-  row: MailLogRow,
-  request: ClaimRequest,
-  choice: ProviderChoice,
-): Promise<number | null> {
-  const note = `the run holding this claim closed before dispatching; taken over by ${request.claimToken}`;
-  const { provider, providerChoice } = claimedAt(choice);
-  const { rows } = await runSql<{ attempts: number }>(
-    db,
-    sql`WITH taken AS (
-          UPDATE order_mail_log AS log
-             SET claim_token = ${request.claimToken}, claim_issued_at = ${request.issuedAt},
-                 provider = ${provider}, provider_choice = ${providerChoice},
-                 attempts = log.attempts + 1, claimed_at = now(), updated_at = now()
-           WHERE ${asRead(row)} AND ${issuedBefore(request.issuedAt)}
-          RETURNING log.attempts
-        ), audit AS (
-          ${AUDIT_OF_SETTLED}
-          SELECT ${row.orderId}, ${row.attempts}, ${row.claimToken}, ${row.resendCount}, ${row.claimedAt}::timestamptz,
-                 NULL, 'failed', 'not_sent', NULL, ${note}, ${request.recordedBy}, ${row.provider}, ${row.providerChoice}
-            FROM taken
-        )
-        SELECT attempts FROM taken`,
-  );
-  return rows[0]?.attempts ?? null;
 }

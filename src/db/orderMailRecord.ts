@@ -1,12 +1,11 @@
 // THE RECORD (docs: the row's state machine, rule 4): settles one attempt in the log, fenced by
 // (claim token, attempt), idempotent on retry, and never dropping an answer it was given. What an unknown
 // outcome becomes is decided before this, by src/shared/unknownOutcome.ts; the statement carries it out.
-import type { MailOutcome, UnknownSettlement } from '../shared/mailOutcome';
-import type { VerificationRecord } from '../shared/unknownOutcome';
+import type { MailOutcome } from '../shared/mailOutcome';
 import { readMailLog, timeSinceKeyFirstDispatch, type MailLogState } from './orderMailLog';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
-import { TEMPLATE_OF_SETTLED } from './transitionFence';
+import { record, recordAfterClaimLost, type RecordValues } from '../mailRow/statements';
 
 export interface AttemptFacts {
   /** The row is still this attempt's, in 'sending'. */
@@ -35,28 +34,8 @@ export async function readAttemptFacts(
   };
 }
 
-export interface OutcomeToRecord {
-  orderId: string;
-  claimToken: string;
-  attempt: number;
-  state: 'sent' | 'failed';
-  outcome: MailOutcome;
-  unknownPolicy: UnknownSettlement | null;
-  /**
-   * How an unknown outcome was verified with the provider: decided by a lookup or a webhook, or tried in vain;
-   * absent (null) when it was not.
-   */
-  verification?: VerificationRecord | null;
-  providerMessageId: string | null;
-  httpStatus: number | null;
-  error: string | null;
-  recordedBy: string;
-  /**
-   * What the decision took for granted about the dispatch fence (an unknown outcome's decision depends on it);
-   * null when nothing depends on it. The statement changes nothing when the row says otherwise.
-   */
-  expectDispatched: boolean | null;
-}
+/** What the record activity settles an attempt with (the statement's values). */
+export type OutcomeToRecord = RecordValues;
 
 export type RecordResult =
   | {
@@ -79,34 +58,7 @@ export type RecordResult =
  * accepted mail with its message id, a rejection) is kept in the attempt's audit row as its late answer.
  */
 export async function recordOutcome(db: Database, input: OutcomeToRecord): Promise<RecordResult> {
-  const dispatchedAsExpected =
-    input.expectDispatched === null
-      ? sql`TRUE`
-      : sql`(log.dispatched_at IS NOT NULL) = ${input.expectDispatched}`;
-  const { rows } = await runSql<{ state: 'sent' | 'failed'; outcome: MailOutcome }>(
-    db,
-    sql`WITH settled AS (
-          UPDATE order_mail_log AS log
-             SET state = ${input.state}, outcome = ${input.outcome}, unknown_policy = ${input.unknownPolicy},
-                 verification = ${input.verification ?? null},
-                 provider_message_id = ${input.providerMessageId}, http_status = ${input.httpStatus}::int,
-                 last_error = ${input.error}, updated_at = now()
-           WHERE log.order_id = ${input.orderId} AND log.claim_token = ${input.claimToken}
-             AND log.attempts = ${input.attempt} AND log.state = 'sending' AND ${dispatchedAsExpected}
-          RETURNING log.*
-        ), audit AS (
-          INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
-                                           state, outcome, unknown_policy, verification, provider_message_id,
-                                           http_status, error, recorded_by, provider, provider_choice,
-                                           template_name, template_sha256)
-          SELECT order_id, attempts, claim_token, resend_count, claimed_at, dispatched_at, state, outcome,
-                 unknown_policy, verification, provider_message_id, http_status, last_error, ${input.recordedBy},
-                 provider, provider_choice, ${TEMPLATE_OF_SETTLED}
-            FROM settled
-        )
-        SELECT state, outcome FROM settled`,
-  );
-  const settled = rows[0];
+  const settled = await record(db, input);
   if (settled) {
     return { kind: 'recorded', ...settled, alreadyRecorded: false, lateAnswerKept: false };
   }
@@ -147,16 +99,5 @@ async function keepLateAnswer(db: Database, input: OutcomeToRecord): Promise<boo
   );
   if (rowCount === 1) return true;
   // Whoever moved the row wrote no audit row for this attempt: this answer is the attempt's own outcome.
-  const { rowCount: inserted } = await runSql(
-    db,
-    sql`INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, state, outcome,
-                                         provider_message_id, http_status, error, recorded_by, provider, provider_choice)
-        SELECT ${input.orderId}, ${input.attempt}, ${input.claimToken}, log.resend_count, log.claimed_at,
-               ${input.state}, ${input.outcome}, ${input.providerMessageId}, ${input.httpStatus}::int,
-               ${`recorded after the claim was lost; the log row was not changed${input.error === null ? '' : `: ${input.error}`}`},
-               ${input.recordedBy}, NULL, NULL
-          FROM order_mail_log AS log WHERE log.order_id = ${input.orderId}
-        ON CONFLICT (order_id, attempt) DO NOTHING`,
-  );
-  return inserted === 1;
+  return recordAfterClaimLost(db, input);
 }

@@ -1,30 +1,13 @@
 // THE SECOND LOOK (docs/design.md §4 rule 5, "The second look"; migration 0059): an attempt that the
 // assume-sent policy settled as sent while verification was inconclusive is asked about once more by the sweep,
-// while the provider's lookup still holds it. This module is the row's side of it: the candidates (one
-// definition, SECOND_LOOK_FENCE, that the reading and both transitions share), and the transitions themselves,
-// one statement each: `reopenAfterSecondLook`, the only statement that moves a `sent` row back for automation,
-// and `recordSecondLookFound`. The decision (found / not found) is the evidence rules', asked by
-// src/activities/secondLook.ts.
+// while the provider's lookup still holds it. This module reads the candidates, by the fence (secondLookFence)
+// that both transitions share; the transitions, `reopenAfterSecondLook` (the only statement that moves a `sent`
+// row back for automation) and `secondLookFound`, are in src/mailRow/statements.ts. The decision (found / not
+// found) is the evidence rules', asked by src/activities/secondLook.ts.
 import type { DispatchedAttempt } from '../evidence/evidenceRules';
 import type { Database } from './pool';
-import { runSql, sql, type SqlFragment } from './sql';
-
-/**
- * A row the second look may act on, whoever asks: settled sent by assume-sent with verification inconclusive,
- * never looked at a second time, with a recorded destination and send key (the lookup is built from them), not
- * a row the case study's writer ever claimed (its statements have no fence for a reopened row), and still
- * inside the time the look is allowed: `boundMs` after its dispatch, on Postgres's clock.
- */
-function secondLookFence(boundMs: number): SqlFragment {
-  return sql`log.state = 'sent' AND log.outcome = 'unknown' AND log.unknown_policy = 'assume-sent'
-    AND log.verification = 'inconclusive' AND log.second_look IS NULL
-    AND log.dispatched_at IS NOT NULL AND log.dispatch_provider IS NOT NULL AND log.dispatch_origin IS NOT NULL
-    AND log.dispatch_send_key IS NOT NULL
-    AND log.claim_token NOT LIKE 'legacy:%'
-    AND NOT EXISTS (SELECT 1 FROM order_mail_attempts AS legacy
-                     WHERE legacy.order_id = log.order_id AND legacy.claim_token LIKE 'legacy:%')
-    AND now() < log.dispatched_at + ${boundMs}::bigint * interval '1 millisecond'`;
-}
+import { secondLookFence } from '../mailRow/statements';
+import { runSql, sql } from './sql';
 
 /** Where a page of candidates ended: the last row's dispatch (microseconds since the epoch) and order id. */
 export interface SecondLookCursor {
@@ -111,76 +94,6 @@ export async function findSecondLookCandidates(
     },
     cursor: { dispatchedAtMicros: row.dispatchedAtMicros, orderId: row.orderId },
   }));
-}
-
-/** The candidate as read: the attempt the look was about, held by the same token. */
-function asLooked(candidate: Pick<SecondLookCandidate, 'orderId' | 'claimToken' | 'attempts'>): SqlFragment {
-  return sql`log.order_id = ${candidate.orderId} AND log.claim_token = ${candidate.claimToken}
-    AND log.attempts = ${candidate.attempts}`;
-}
-
-/**
- * THE NAMED TRANSITION `reopenAfterSecondLook` (sent → failed): the provider's lookup, asked again, proved
- * with a witness that this attempt's request never reached it. One statement whose WHERE is the whole fence:
- * still the candidate as read (state, outcome, policy, verification inconclusive, never second-looked,
- * destination recorded, not the case study's writer's, inside the bound), the attempt the look was about,
- * no late answer of that attempt (a provider's answer that came after the policy would say otherwise), and the
- * order still confirmed. The row becomes failed/not_sent, verified by lookup, second_look 'reopened', and the
- * attempt gets its late answer (order_mail_late_answers, not_sent): the late verification. A claim then takes
- * it as after any verified not-sent attempt. True when it changed the row; run twice, the second changes none.
- */
-export async function reopenAfterSecondLook(
-  db: Database,
-  candidate: Pick<SecondLookCandidate, 'orderId' | 'claimToken' | 'attempts'>,
-  input: { boundMs: number; note: string; recordedBy: string },
-): Promise<boolean> {
-  const { rowCount } = await runSql(
-    db,
-    sql`WITH reopened AS (
-          UPDATE order_mail_log AS log
-             SET state = 'failed', outcome = 'not_sent', unknown_policy = NULL, verification = 'lookup',
-                 second_look = 'reopened', second_looked_at = now(), second_look_attempt = log.attempts,
-                 last_error = ${input.note}, updated_at = now()
-           WHERE ${asLooked(candidate)} AND ${secondLookFence(input.boundMs)}
-             AND NOT EXISTS (SELECT 1 FROM order_mail_late_answers AS late
-                              WHERE late.order_id = log.order_id AND late.attempt = log.attempts)
-             AND EXISTS (SELECT 1 FROM orders AS o WHERE o.id = log.order_id AND o.status = 'confirmed')
-          RETURNING log.order_id, log.attempts
-        ), late AS (
-          INSERT INTO order_mail_late_answers (order_id, attempt, outcome, note, recorded_by)
-          SELECT order_id, attempts, 'not_sent', ${input.note}, ${input.recordedBy} FROM reopened
-        )
-        SELECT 1 FROM reopened`,
-  );
-  return rowCount === 1;
-}
-
-/**
- * The second look found the attempt at the provider: the row stays sent (now known, not assumed), the look is
- * done (second_look 'found'), and the attempt's late answer says accepted, with the provider's id.
- */
-export async function recordSecondLookFound(
-  db: Database,
-  candidate: Pick<SecondLookCandidate, 'orderId' | 'claimToken' | 'attempts'>,
-  input: { boundMs: number; providerMessageId: string | null; note: string; recordedBy: string },
-): Promise<boolean> {
-  const { rowCount } = await runSql(
-    db,
-    sql`WITH looked AS (
-          UPDATE order_mail_log AS log
-             SET second_look = 'found', second_looked_at = now(), second_look_attempt = log.attempts,
-                 updated_at = now()
-           WHERE ${asLooked(candidate)} AND ${secondLookFence(input.boundMs)}
-          RETURNING log.order_id, log.attempts
-        ), late AS (
-          INSERT INTO order_mail_late_answers (order_id, attempt, outcome, provider_message_id, note, recorded_by)
-          SELECT order_id, attempts, 'accepted', ${input.providerMessageId}, ${input.note}, ${input.recordedBy}
-            FROM looked
-          ON CONFLICT (order_id, attempt) DO NOTHING
-        )
-        SELECT 1 FROM looked`,
-  );
-  return rowCount === 1;
 }
 
 /**

@@ -13,8 +13,10 @@
 //   whatever its age. A 'sent' row is final for automation (a claim ends already-sent); an operator's
 //   `resolve --as failed` reopens it under a NEW key, for which the old attempts do not count.
 // Each batch locks the log rows it prunes (FOR SHARE): a row that changes meanwhile is looked at again as it
-// is now, and one that is being changed is left for the next run.
+// is now, and one that is being changed is left for the next run. The batch's statement is pruneHistory
+// (src/mailRow/statements.ts).
 import type { Database } from '../db/pool';
+import { pruneHistory, PROVIDER_EVENTS_TABLE } from '../mailRow/statements';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 /** Shorter retention is refused: it would prune what an operator still looks at (the sweep's look-back is 7 d). */
@@ -52,17 +54,6 @@ export class PruneRefusedError extends Error {
   readonly code = 'ERR_PRUNE_REFUSED';
 }
 
-const PROVIDER_EVENTS_TABLE = 'order_mail_provider_events';
-
-interface BatchRow {
-  examined: number;
-  attempts: number;
-  lateAnswers: number;
-  events: number;
-  lastUpdatedAt: string | null;
-  lastOrderId: string | null;
-}
-
 export async function pruneOrderMailHistory(db: Database, request: PruneRequest): Promise<PruneResult> {
   if (!(request.olderThanMs >= MIN_RETENTION_MS)) {
     throw new PruneRefusedError(
@@ -91,12 +82,13 @@ export async function pruneOrderMailHistory(db: Database, request: PruneRequest)
   // each row is looked at once per run, however many batches it takes.
   let cursor: { updatedAt: string; orderId: string } | null = null;
   for (;;) {
-    const batch: BatchRow = await runBatch(db, batchStatement(request.dryRun, events), [
+    const batch = await pruneHistory(db, {
       cutoff,
-      cursor?.updatedAt ?? null,
-      cursor?.orderId ?? '0',
-      request.batchSize,
-    ]);
+      cursor,
+      batchSize: request.batchSize,
+      dryRun: request.dryRun,
+      withEvents: events,
+    });
     if (batch.examined === 0 || batch.lastUpdatedAt === null || batch.lastOrderId === null) break;
     result.batches += 1;
     result.logRowsExamined += batch.examined;
@@ -109,58 +101,6 @@ export async function pruneOrderMailHistory(db: Database, request: PruneRequest)
     if (batch.examined < request.batchSize) break;
   }
   return result;
-}
-
-async function runBatch(db: Database, statement: string, params: unknown[]): Promise<BatchRow> {
-  const { rows } = await db.query<BatchRow>(statement, params);
-  return rows[0]!;
-}
-
-/**
- * One batch: the next old settled-as-sent log rows after the cursor, locked, and their audit rows older than
- * the cutoff. $1 cutoff, $2/$3 cursor (updated_at as text, order id), $4 batch size.
- */
-function batchStatement(dryRun: boolean, withEvents: boolean): string {
-  const batch = `batch AS (
-      SELECT log.order_id, log.updated_at
-        FROM order_mail_log AS log
-       WHERE log.state = 'sent' AND log.updated_at < $1
-         AND ($2::text IS NULL OR (log.updated_at, log.order_id) > ($2::timestamptz, $3::bigint))
-       ORDER BY log.updated_at, log.order_id
-       LIMIT $4
-       ${dryRun ? '' : 'FOR SHARE OF log SKIP LOCKED'}
-    )`;
-  const attempts = dryRun
-    ? `attempts AS (SELECT 1 FROM order_mail_attempts AS a JOIN batch USING (order_id) WHERE a.finished_at < $1)`
-    : `attempts AS (DELETE FROM order_mail_attempts AS a USING batch
-                     WHERE a.order_id = batch.order_id AND a.finished_at < $1 RETURNING 1)`;
-  // The late answers of exactly the attempts deleted: in the same statement, so the foreign key (checked at
-  // its end) sees both gone; the join reads the attempts as they were before it. A late answer is written by
-  // the record that follows its send, minutes after the attempt, and the prune touches only attempts settled
-  // at least 7 days before (MIN_RETENTION_MS); should one still race a batch, the foreign key fails that
-  // statement (nothing of the batch is deleted, exit 1) and the next run prunes it.
-  const lateAnswers = dryRun
-    ? `late AS (SELECT 1 FROM order_mail_late_answers AS l JOIN batch USING (order_id)
-                  JOIN order_mail_attempts AS a ON a.order_id = l.order_id AND a.attempt = l.attempt
-                 WHERE a.finished_at < $1)`
-    : `late AS (DELETE FROM order_mail_late_answers AS l USING batch, order_mail_attempts AS a
-                 WHERE l.order_id = batch.order_id AND a.order_id = l.order_id AND a.attempt = l.attempt
-                   AND a.finished_at < $1 RETURNING 1)`;
-  const events = !withEvents
-    ? ''
-    : dryRun
-      ? `, events AS (SELECT 1 FROM ${PROVIDER_EVENTS_TABLE} AS e JOIN batch USING (order_id) WHERE e.received_at < $1)`
-      : `, events AS (DELETE FROM ${PROVIDER_EVENTS_TABLE} AS e USING batch
-                       WHERE e.order_id = batch.order_id AND e.received_at < $1 RETURNING 1)`;
-  return `WITH ${batch}, ${attempts}, ${lateAnswers}${events}, last AS (
-      SELECT updated_at::text AS at, order_id::text AS id FROM batch ORDER BY updated_at DESC, order_id DESC LIMIT 1
-    )
-    SELECT (SELECT count(*)::int FROM batch) AS examined,
-           (SELECT count(*)::int FROM attempts) AS attempts,
-           (SELECT count(*)::int FROM late) AS "lateAnswers",
-           ${withEvents ? '(SELECT count(*)::int FROM events)' : '0'} AS events,
-           (SELECT at FROM last) AS "lastUpdatedAt",
-           (SELECT id FROM last) AS "lastOrderId"`;
 }
 
 /** '90d', '72h' → milliseconds; null for anything else. */

@@ -10,7 +10,7 @@ import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbo
 import { createActivities } from '../../src/activities';
 import { createReconcileActivities, type ReconcileSettings } from '../../src/activities/reconcileActivities';
 import { readMailLog } from '../../src/db/orderMailLog';
-import { reopenAfterSecondLook } from '../../src/db/secondLook';
+import { reopenAfterSecondLook } from '../../src/mailRow/statements';
 import { noOrderMailMetrics, type OrderMailMetrics } from '../../src/metrics/orderMailMetrics';
 import { listOrderMails } from '../../src/ops/listOrderMails';
 import type { OpsContext } from '../../src/ops/opsContext';
