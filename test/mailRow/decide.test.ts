@@ -1,7 +1,7 @@
 // decideClaim over every kind of its inputs: each row kind × each provider choice × each deferred unknown ×
 // each clock fact × each verdict. Pure: no database; the claim's SQL is tested in test/db and test/property.
 import { describe, expect, it } from 'vitest';
-import type { ClaimRequest } from '../../src/db/claimRequest';
+import type { ClaimRequest } from '../../src/mailRow/decide';
 import {
   afterTransition,
   decideClaim,
