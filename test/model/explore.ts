@@ -26,14 +26,14 @@ export interface Result {
   states: number;
   ms: number;
   safety: Counterexample | null;
-  /** The shortest liveness counterexample of each kind: its reason, and whether the case study's writer stopped. */
+  /** The shortest liveness counterexample of each kind: its reason, and whether the case study's writer held the row. */
   liveness: Counterexample[];
   /** Every transition of the table some explored move ran: a model that never reaches one checks nothing of it. */
   transitions: string[];
 }
 
-/** The faults of the model that our side cannot repair: the case study's writer stopping after its claim. */
-export const OUTSIDE_FAULT = 'case study: stops before sending';
+/** A trace where the case study's writer claimed the row: the sweep settles its quiet row by the policy. */
+export const CASE_STUDY_CLAIMED = 'case study: claims';
 
 export function explore(input: {
   provider: ProviderProfile;
@@ -74,7 +74,7 @@ export function explore(input: {
         const why = quiescentBroken(state);
         if (why !== null) {
           const trace = traceOf(key);
-          const kind = `${why}|${trace.some((m) => m.startsWith(OUTSIDE_FAULT))}`;
+          const kind = `${why}|${trace.some((m) => m.startsWith(CASE_STUDY_CLAIMED))}`;
           if (!liveness.has(kind)) liveness.set(kind, { property: 'liveness', why, trace });
         }
       }

@@ -1,7 +1,7 @@
 // A bounded model of one order's mail row (docs/design.md §3, "Checked exhaustively"): the actors that move it,
 // each move named by the real transition table and each claim decided by the real decideClaim. The explorer
 // (./explore.ts) walks every interleaving within the bounds below.
-import type { ClaimRequest } from '../../src/db/claimRequest';
+import type { ClaimRequest } from '../../src/mailRow/decide';
 import { decideClaim, type ClaimFacts, type ClaimRow, type ClaimStep } from '../../src/mailRow/decide';
 import { TRANSITIONS, type RoleGroup, type TransitionName } from '../../src/mailRow/transitions';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
