@@ -3,7 +3,7 @@
 import { activityInfo, heartbeat } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { isOutsideWriterToken, parseClaimToken } from '../db/claimToken';
-import { seenRowOf } from '../db/transitionFence';
+import { seenRowOf } from '../mailRow/statements';
 import {
   listQuietSendingRows,
   timeSinceAttemptDispatch,

@@ -2,7 +2,7 @@
 // the sweep workflow reads them, and the configuration reads ReconcileSettings.
 import type { Client } from '@temporalio/client';
 import type { ConfirmedOrderCursor } from '../db/confirmedOrders';
-import type { SeenRow } from '../db/transitionFence';
+import type { SeenRow } from '../mailRow/statements';
 import type { Database } from '../db/pool';
 import type { OrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { ActivityDependencies } from './dependencies';

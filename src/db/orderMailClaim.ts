@@ -16,6 +16,7 @@
 //   run's first task and gets the base run's start time.)
 // - Equal issuedAt values order nothing: neither claim takes the row from the other. A run's own claim is
 //   always recognised by its token, whatever the times.
+// Postgres's now() is used only for audit times (claimed_at, updated_at), never to order claims.
 import type { EarlierAttempt, NoProviderChoice, ProviderChoice } from '../shared/providerChoice';
 import { chooseProvider } from '../shared/providerChoice';
 import {

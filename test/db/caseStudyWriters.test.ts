@@ -11,7 +11,7 @@ import { migrate } from '../../src/db/migrator';
 import type { ClaimDecision } from '../../src/mailRow/decide';
 import { settleClosedRunClaim } from '../../src/db/closedRunAttempt';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
-import { seenRowOf } from '../../src/db/transitionFence';
+import { seenRowOf } from '../../src/mailRow/statements';
 import { sweptOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { recordOutcome } from '../../src/db/orderMailRecord';

@@ -12,6 +12,7 @@ import { createOutsideLogin } from '../support/testKit';
 import { DEFAULT_SANDBOX_API_KEY } from '../../dev/sandbox/mailSandbox';
 import { PYTHON_PEERS_DIRECTORY, spawnPythonPeer, type PeerProcess } from '../../dev/peers/pythonPeers';
 import type { RedisServer } from '../../dev/peers/redisServer';
+import { CASE_STUDY_STATEMENTS } from '../../src/mailRow/statements';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
 /** The shop's orders and their items, as this project models them (the service reads only these columns). */
@@ -146,16 +147,9 @@ export async function readCaseStudyRows(
 
 /**
  * The case study's four statements, word for word (dev/peers/python/case_study_worker.py runs the same text;
- * test/db/caseStudyWriters.test.ts checks it does), with the case study's parameter style turned into pg's.
+ * test/db/caseStudyWriters.test.ts checks it does), kept with every other statement writing the row.
  */
-export const CASE_STUDY_STATEMENTS = {
-  claim:
-    "INSERT INTO order_mail_log (order_id, state, attempts) VALUES ($1, 'sending', 1) ON CONFLICT (order_id) DO NOTHING",
-  reclaim:
-    "UPDATE order_mail_log SET state='sending', attempts=attempts+1, updated_at=NOW() WHERE order_id=$1 AND state='failed'",
-  recordFailed: "UPDATE order_mail_log SET state='failed' WHERE order_id=$1",
-  recordSent: "UPDATE order_mail_log SET state='sent' WHERE order_id=$1",
-} as const;
+export { CASE_STUDY_STATEMENTS };
 
 /**
  * A writer that knows only the case study's statements, under a login in none of this service's groups (the

@@ -18,7 +18,7 @@ import type { ClaimDecision } from '../../src/mailRow/decide';
 import { isOutsideWriterToken } from '../../src/db/claimToken';
 import { settleClosedRunClaim } from '../../src/db/closedRunAttempt';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
-import { seenRowOf } from '../../src/db/transitionFence';
+import { seenRowOf } from '../../src/mailRow/statements';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { readAttemptFacts, recordOutcome, type RecordResult } from '../../src/db/orderMailRecord';
 import type { Database } from '../../src/db/pool';

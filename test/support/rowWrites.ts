@@ -85,6 +85,8 @@ function check(query: unknown, viaClient: boolean): void {
   const write: CapturedWrite = { text, files: repositoryFiles(stack), refused: null };
   write.refused = judgeWrite(write.files);
   captured.push(write);
+  // Only the latest are kept: a long property or chaos file writes many thousands.
+  if (captured.length > 20_000) captured.splice(0, 10_000);
   if (write.refused !== null) {
     refused.push(write);
     throw new RowWriteOutsideStatementsError(
