@@ -1,5 +1,5 @@
 import { activityInfo, log } from '@temporalio/activity';
-import type { ClaimDecision, ClaimHow, ProviderJudgement } from '../db/claimRequest';
+import type { ClaimDecision, ClaimHow, ProviderJudgement } from '../mailRow/decide';
 import { claimTokenOf, workflowScopeOf } from '../db/claimToken';
 import { claimOrderMailRow } from '../db/orderMailClaim';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/messageIdentity';

@@ -1,9 +1,8 @@
-// THE CLAIM (docs: the row's state machine, rules 1 and 3): who may send an order's mail, and every
-// transition that hands the row to a new attempt or settles one that a closed run left behind. Each
-// transition is one statement whose WHERE clause is its fence: the row exactly as this pass read it.
+// THE CLAIM (docs: the row's state machine, rules 1 and 3): read the row → decideClaim (src/mailRow/decide.ts,
+// pure) → look up the fact it names or run the one statement it names (src/mailRow/statements.ts, the fence in
+// its WHERE: the row exactly as this pass read it) → repeat. Nothing is decided here.
 // The claim activity (src/activities/claimOrderMail.ts) calls claimOrderMailRow with its run's identity; the
-// property test (test/property) calls it with its racers'; the reconciliation sweep settles orphans with
-// settleClosedRunClaim (closedRunAttempt.ts).
+// property test (test/property) calls it with its racers'.
 //
 // THE CLAIM'S INPUTS (a contract: a test that runs workers with skewed clocks relies on it):
 // - claimToken '<namespace>/<workflow id>/<run id>' comes from the activity's own context, never from an
@@ -18,24 +17,19 @@
 // - Equal issuedAt values order nothing: neither claim takes the row from the other. A run's own claim is
 //   always recognised by its token, whatever the times.
 // Postgres's now() is used only for audit times (claimed_at, updated_at), never to order claims.
-//
-// Beside it: the request and decision types (claimRequest.ts), claim tokens (claimToken.ts), a closed run's
-// dispatched attempt (closedRunAttempt.ts) and a deferred unknown under the key (deferredUnknown.ts). Every
-// statement it runs, with its fence, is in src/mailRow/statements.ts.
-import type { LogOutcome } from '../shared/mailOutcome';
-import { decideUnknownOutcome, describeUnknownDecision } from '../shared/unknownOutcome';
-import { orphanFactsAtClaim } from '../shared/unknownOutcomeFacts';
-import type { EarlierAttempt } from '../shared/providerChoice';
-import { judgementFor, type ClaimDecision, type ClaimObserver, type ClaimRequest } from './claimRequest';
-import { deferredUnknownDecision } from './deferredUnknown';
-import { choose, claimedAt, earlierAttempts, isNoProvider, noProvider } from './claimProviderChoice';
+import type { EarlierAttempt, NoProviderChoice, ProviderChoice } from '../shared/providerChoice';
+import { chooseProvider } from '../shared/providerChoice';
 import {
-  readMailLog,
-  timeSinceAttemptDispatch,
-  timeSinceKeyFirstDispatch,
-  type MailLogRow,
-} from './orderMailLog';
-import type { Database } from './pool';
+  afterTransition,
+  decideClaim,
+  type ClaimDecision,
+  type ClaimFacts,
+  type ClaimObserver,
+  type ClaimRequest,
+  type ClaimTransition,
+  type NeededFact,
+  type UnknownUnderKey,
+} from '../mailRow/decide';
 import {
   firstClaim,
   reclaimFailed,
@@ -43,6 +37,15 @@ import {
   settleDeferredUnknown,
   takeOverUndispatched,
 } from '../mailRow/statements';
+import {
+  readMailLog,
+  timeSinceAttemptDispatch,
+  timeSinceKeyFirstDispatch,
+  type MailLogRow,
+} from './orderMailLog';
+import type { Database } from './pool';
+import { readProviderStandings } from './providerHealth';
+import { runSql, sql } from './sql';
 
 const NO_OBSERVER: ClaimObserver = { settled: () => undefined, rowChanged: () => undefined };
 
@@ -65,145 +68,160 @@ export async function claimOrderMailRow(
   request: ClaimRequest,
   observer: ClaimObserver = NO_OBSERVER,
 ): Promise<ClaimDecision> {
-  const { orderId, claimToken, workflowScope, issuedAt } = request;
   for (let pass = 0; pass < MAX_CLAIM_PASSES; pass++) {
     // Most orders are claimed once: the first pass tries the insert before reading anything.
-    const row = pass === 0 ? null : await readMailLog(db, orderId);
-    if (row === null) {
-      let inserted: boolean;
-      const choice = await choose(db, request, []);
-      if (isNoProvider(choice)) return noProvider(choice);
-      try {
-        inserted = await firstClaim(db, orderId, { ...request, ...claimedAt(choice) });
-      } catch (error) {
-        // 23503 foreign_key_violation: the order does not exist. Nothing was written, nothing will be sent.
-        if ((error as { code?: unknown }).code === '23503') return { kind: 'order-not-found' };
-        throw error;
-      }
-      if (inserted) {
-        return { kind: 'claimed', attempt: 1, how: 'first-claim', resendCount: 0, ...claimedAt(choice) };
-      }
-      if (pass > 0) observer.rowChanged();
-      continue;
+    const row = pass === 0 ? 'unread' : await readMailLog(db, request.orderId);
+    const facts: ClaimFacts = {};
+    let step = decideClaim(row, request, facts);
+    while (step.kind === 'need') {
+      await lookUp(db, request, row === 'unread' ? null : row, step, facts);
+      step = decideClaim(row, request, facts);
     }
-    if (row.state === 'sending' && row.claimToken === claimToken) {
-      return {
-        kind: 'claimed',
-        attempt: row.attempts,
-        how: 'own-claim',
-        resendCount: row.resendCount,
-        provider: row.provider,
-        providerChoice: row.providerChoice,
-      };
-    }
-    if (row.state === 'sent') {
-      return { kind: 'already-sent', outcome: sentOutcome(row), attempts: row.attempts };
-    }
-    if (row.state === 'sending' && !row.claimToken.startsWith(workflowScope)) {
-      return { kind: 'held-elsewhere', holder: row.claimToken, sameWorkflow: false };
-    }
-    // From here on the row was last claimed by another claim (or our own earlier one, now settled); only a
-    // strictly later claim may move it. A stale claim of a closed run must leave the open run's row alone.
-    if (!(row.claimIssuedAt.getTime() < issuedAt.getTime())) {
-      const sameWorkflow = row.claimToken.startsWith(workflowScope);
-      return { kind: 'held-elsewhere', holder: row.claimToken, sameWorkflow };
-    }
-
-    if (row.state === 'failed') {
-      // Before anything else: an unknown bound to a provider this claimer lacks is not its to settle either.
-      const choice = await choose(db, request, await earlierAttempts(db, row));
-      if (isNoProvider(choice)) return noProvider(choice);
-      const deferred = await deferredUnknownDecision(db, row, request);
-      if (deferred !== null && deferred.decision.kind === 'policy') {
-        if (await settleDeferredUnknown(db, row, { ...request, ...deferred })) {
-          observer.settled({
-            attempt: row.attempts + 1,
-            holder: row.claimToken,
-            decision: deferred.decision,
-          });
-        } else observer.rowChanged();
-        continue;
-      }
-      const attempt = await reclaimFailed(db, row, { ...request, ...claimedAt(choice) });
-      if (attempt !== null) {
-        return {
-          kind: 'claimed',
-          attempt,
-          how: 'reclaimed-failed',
-          resendCount: row.resendCount,
-          ...claimedAt(choice),
-        };
-      }
+    if (step.kind === 'answer') return step.answer;
+    if (step.kind === 'read-again') {
       observer.rowChanged();
       continue;
     }
-
-    // 'sending', held by an earlier run of this workflow id: Temporal keeps at most one run of an id open,
-    // so that run is closed (reset or terminated) and will never send or record this attempt.
-    if (row.dispatchedAt === null) {
-      // The abandoned attempt made no request: known not sent where it was to go.
-      const abandoned: EarlierAttempt = {
-        attempt: row.attempts,
-        provider: row.provider,
-        outcome: 'not_sent',
-      };
-      const choice = await choose(db, request, [...(await earlierAttempts(db, row)), abandoned]);
-      if (isNoProvider(choice)) return noProvider(choice);
-      const note = `the run holding this claim closed before dispatching; taken over by ${claimToken}`;
-      const attempt = await takeOverUndispatched(db, row, { ...request, ...claimedAt(choice), note });
-      if (attempt !== null) {
-        return {
-          kind: 'claimed',
-          attempt,
-          how: 'took-over-undispatched',
-          resendCount: row.resendCount,
-          ...claimedAt(choice),
-        };
+    const result = await runTransition(db, request, row, step.transition);
+    if (result === 'order-not-found') return { kind: 'order-not-found' };
+    const after = afterTransition(step.transition, result, row);
+    if (after !== 'read-again') return after;
+    const { transition } = step;
+    if (result.applied && row !== 'unread' && row !== null) {
+      if (transition.name === 'settleDeferredUnknown' || transition.name === 'settleClosedRunDispatched') {
+        const attempt = transition.name === 'settleDeferredUnknown' ? row.attempts + 1 : row.attempts;
+        observer.settled({ attempt, holder: row.claimToken, decision: transition.decision });
       }
-      observer.rowChanged();
-      continue;
-    }
-    // An orphan: judged by the provider it went to. The policy is the price of not knowing; where that
-    // provider can say, it is asked first. (A retry under the idempotency key needs no asking: the provider
-    // dedupes it, and decideUnknownOutcome prefers it.) Where that provider is not configured here, this claimer
-    // can neither ask it nor judge its key: the order fails at once, for a worker that has it to settle.
-    const dispatched: EarlierAttempt = { attempt: row.attempts, provider: row.provider, outcome: 'unknown' };
-    const bound = await choose(db, request, [...(await earlierAttempts(db, row)), dispatched]);
-    if (isNoProvider(bound)) return noProvider(bound);
-    const judgement = judgementFor(request, row.provider);
-    const facts = orphanFactsAtClaim({
-      policy: request.policy,
-      idempotency: judgement.idempotency,
-      sinceKeyFirstDispatchMs: await timeSinceKeyFirstDispatch(db, orderId),
-      sendTimeoutMs: request.sendTimeoutMs,
-      canVerify: judgement.canVerify,
-    });
-    const decision = decideUnknownOutcome(facts);
-    if (decision.kind === 'verify') {
-      const sinceDispatchMs = await timeSinceAttemptDispatch(db, {
-        orderId,
-        claimToken: row.claimToken,
-        attempt: row.attempts,
-      });
-      if (sinceDispatchMs !== null) {
-        const { attempts: attempt, claimToken: holder, resendCount, provider } = row;
-        return { kind: 'verify-orphan', attempt, holder, resendCount, sinceDispatchMs, provider };
-      }
-      observer.rowChanged();
-      continue;
-    }
-    const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
-    if (
-      await settleClosedRunDispatched(db, row, { decision, note, recordedBy: request.recordedBy, issuedAt })
-    ) {
-      observer.settled({ attempt: row.attempts, holder: row.claimToken, decision });
-    } else observer.rowChanged();
+    } else if (pass > 0) observer.rowChanged();
   }
   throw new ClaimNotSettledError(
-    `Could not settle the claim of order ${orderId} after ${MAX_CLAIM_PASSES} passes; retrying.`,
+    `Could not settle the claim of order ${request.orderId} after ${MAX_CLAIM_PASSES} passes; retrying.`,
   );
 }
 
-function sentOutcome(row: MailLogRow): Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'> {
-  return row.outcome as Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'>;
+/** Reads the one fact decideClaim asked for into `facts`. */
+async function lookUp(
+  db: Database,
+  request: ClaimRequest,
+  row: MailLogRow | null,
+  need: NeededFact,
+  facts: ClaimFacts,
+): Promise<void> {
+  switch (need.fact) {
+    case 'provider-choice': {
+      const earlier = need.readEarlier && row !== null ? await earlierAttempts(db, row) : [];
+      facts.providerChoice = await choose(
+        db,
+        request,
+        need.leftBehind ? [...earlier, need.leftBehind] : earlier,
+      );
+      return;
+    }
+    case 'unknown-under-key':
+      facts.unknownUnderKey = row === null ? null : await unknownUnderKey(db, row);
+      return;
+    case 'since-key-first-dispatch':
+      facts.sinceKeyFirstDispatchMs = await timeSinceKeyFirstDispatch(db, request.orderId);
+      return;
+    case 'since-attempt-dispatch':
+      facts.sinceAttemptDispatchMs =
+        row === null
+          ? null
+          : await timeSinceAttemptDispatch(db, {
+              orderId: request.orderId,
+              claimToken: row.claimToken,
+              attempt: row.attempts,
+            });
+      return;
+  }
+}
+
+/** Runs the transition's one statement: applied (with the attempt it claimed), or the fence refused it. */
+async function runTransition(
+  db: Database,
+  request: ClaimRequest,
+  row: MailLogRow | null | 'unread',
+  transition: ClaimTransition,
+): Promise<{ applied: false } | { applied: true; attempt: number } | 'order-not-found'> {
+  const claimer = {
+    claimToken: request.claimToken,
+    issuedAt: request.issuedAt,
+    recordedBy: request.recordedBy,
+  };
+  const attempted = (attempt: number | null) =>
+    attempt === null ? { applied: false as const } : { applied: true as const, attempt };
+  if (transition.name === 'firstClaim' || row === 'unread' || row === null) {
+    if (transition.name !== 'firstClaim') return { applied: false };
+    try {
+      const inserted = await firstClaim(db, request.orderId, { ...claimer, ...transition.claimed });
+      return attempted(inserted ? 1 : null);
+    } catch (error) {
+      // 23503 foreign_key_violation: the order does not exist. Nothing was written, nothing will be sent.
+      if ((error as { code?: unknown }).code === '23503') return 'order-not-found';
+      throw error;
+    }
+  }
+  switch (transition.name) {
+    case 'reclaimFailed':
+      return attempted(await reclaimFailed(db, row, { ...claimer, ...transition.claimed }));
+    case 'takeOverUndispatched': {
+      const { note } = transition;
+      return attempted(await takeOverUndispatched(db, row, { ...claimer, ...transition.claimed, note }));
+    }
+    case 'settleDeferredUnknown': {
+      const { decision, dispatchedAt, note } = transition;
+      const settled = await settleDeferredUnknown(db, row, { ...claimer, decision, dispatchedAt, note });
+      return attempted(settled ? row.attempts + 1 : null);
+    }
+    case 'settleClosedRunDispatched': {
+      const { decision, note } = transition;
+      const settled = await settleClosedRunDispatched(db, row, { ...claimer, decision, note });
+      return attempted(settled ? row.attempts : null);
+    }
+  }
+}
+
+/**
+ * Failover's answer for the attempt about to be claimed. The earlier attempts are the audit rows of the
+ * current key, which only the statements that move the row write: the transition's fence (the row as read)
+ * therefore also fences the history the choice was made from. Health is advisory and may change meanwhile.
+ */
+async function choose(
+  db: Database,
+  request: ClaimRequest,
+  earlier: EarlierAttempt[],
+): Promise<ProviderChoice | NoProviderChoice> {
+  const configured = request.providers ?? [];
+  const draining = request.draining ?? [];
+  // With one provider taking new attempts or none the rule has no choice to make: the health would be read
+  // for nothing.
+  const choosable = configured.filter((provider) => !draining.includes(provider)).length;
+  const standings = choosable < 2 ? [] : await readProviderStandings(db);
+  return chooseProvider({ configured, draining, earlier, standings });
+}
+
+/** The order's finished attempts under the row's current key, with the provider each went to. */
+async function earlierAttempts(db: Database, row: MailLogRow): Promise<EarlierAttempt[]> {
+  const { rows } = await runSql<EarlierAttempt>(
+    db,
+    sql`SELECT attempt, provider, outcome FROM order_mail_attempts
+         WHERE order_id = ${row.orderId} AND resend_count = ${row.resendCount}
+         ORDER BY attempt`,
+  );
+  return rows;
+}
+
+/** The latest unknown under the row's key (was it left for a retry under the key?) and its first request. */
+async function unknownUnderKey(db: Database, row: MailLogRow): Promise<UnknownUnderKey | null> {
+  const { rows } = await runSql<{ unknownPolicy: string | null; firstDispatchedAt: Date }>(
+    db,
+    sql`SELECT latest.unknown_policy AS "unknownPolicy",
+               (SELECT min(dispatched_at) FROM order_mail_attempts
+                 WHERE order_id = ${row.orderId} AND resend_count = ${row.resendCount} AND outcome = 'unknown')
+               AS "firstDispatchedAt"
+          FROM (SELECT unknown_policy FROM order_mail_attempts
+                 WHERE order_id = ${row.orderId} AND resend_count = ${row.resendCount} AND outcome = 'unknown'
+                 ORDER BY attempt DESC LIMIT 1) AS latest`,
+  );
+  return rows[0] ?? null;
 }

@@ -125,7 +125,7 @@ export function chooseProvider(input: {
   }
   if (configured.length === 1) {
     // Every branch below ends at the one provider (pinned, healthy, or tried anyway when skipped), so the claim
-    // does not read the shared health for it (src/db/claimProviderChoice.ts): one statement less per order.
+    // does not read the shared health for it (src/db/orderMailClaim.ts): one statement less per order.
     const only = configured[0]!;
     const why = draining.size === 0 ? 'the only configured provider' : 'the only one not draining';
     return { provider: only, reason: 'first', explanation: `${only}, ${why}` };

@@ -4,7 +4,7 @@
 // - the run's own attempt, whose send came back unknown (the workflow: src/workflows/recordSend.ts);
 // - an orphan found by the claim: a closed run's dispatched attempt (src/db/orderMailClaim.ts);
 // - that orphan once the provider was asked about it (src/db/closedRunAttempt.ts, settleVerifiedOrphan);
-// - a deferred unknown: one left for a retry under the send key, found by the next claim (src/db/deferredUnknown.ts);
+// - a deferred unknown: one left for a retry under the send key, found by the next claim (src/mailRow/decide.ts);
 // - an orphan the sweep settles, with no run to follow it (src/workflows/reconcileOrderMails.ts).
 // Pure: shared by the workflows and the claim.
 import type { IdempotencyRetrySettings, OrderMailWorkflowSettings } from './workflowSettings';

@@ -10,7 +10,7 @@ import {
   countPolicySettledSince,
   ProvidersStillBoundError,
 } from '../../src/db/boundProviders';
-import type { ClaimRequest } from '../../src/db/claimRequest';
+import type { ClaimRequest } from '../../src/mailRow/decide';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { recordOutcome } from '../../src/db/orderMailRecord';
 import type { MailOutcome } from '../../src/shared/mailOutcome';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
 import { migrate } from '../../src/db/migrator';
-import type { ClaimDecision } from '../../src/db/claimRequest';
+import type { ClaimDecision } from '../../src/mailRow/decide';
 import { settleClosedRunClaim } from '../../src/db/closedRunAttempt';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { seenRowOf } from '../../src/mailRow/statements';

@@ -5,7 +5,7 @@
 // claim, fence and record as the activities run them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
-import type { ClaimRequest } from '../../src/db/claimRequest';
+import type { ClaimRequest } from '../../src/mailRow/decide';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { recordOutcome } from '../../src/db/orderMailRecord';

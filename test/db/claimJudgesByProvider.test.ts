@@ -4,7 +4,7 @@
 // fence and audit trail as the activities run them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
-import type { ClaimRequest, ProviderJudgement } from '../../src/db/claimRequest';
+import type { ClaimRequest, ProviderJudgement } from '../../src/mailRow/decide';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { IdempotencyRetrySettings } from '../../src/shared/workflowSettings';

@@ -2,7 +2,7 @@
 // answer of the failover rule is that provider, so the read would be one statement per order for nothing.
 // Real Postgres; the statements are the ones the claim sends, seen through the Database it is given.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClaimRequest } from '../../src/db/claimRequest';
+import type { ClaimRequest } from '../../src/mailRow/decide';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import type { Database } from '../../src/db/pool';
 import { createOrder, openTestDatabase, type TestDatabase } from '../support/testKit';

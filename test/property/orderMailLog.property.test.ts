@@ -14,7 +14,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
 import { Client as PgClient, type QueryResultRow } from 'pg';
-import type { ClaimDecision } from '../../src/db/claimRequest';
+import type { ClaimDecision } from '../../src/mailRow/decide';
 import { isOutsideWriterToken } from '../../src/db/claimToken';
 import { settleClosedRunClaim } from '../../src/db/closedRunAttempt';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';

@@ -1,0 +1,362 @@
+// decideClaim over every kind of its inputs: each row kind × each provider choice × each deferred unknown ×
+// each clock fact × each verdict. Pure: no database; the claim's SQL is tested in test/db and test/property.
+import { describe, expect, it } from 'vitest';
+import type { ClaimRequest } from '../../src/mailRow/decide';
+import {
+  afterTransition,
+  decideClaim,
+  type ClaimFacts,
+  type ClaimRow,
+  type ClaimStep,
+} from '../../src/mailRow/decide';
+import type { NoProviderChoice, ProviderChoice } from '../../src/shared/providerChoice';
+import type { VerificationAnswer } from '../../src/shared/unknownOutcome';
+
+const T = (s: number): Date => new Date(Date.UTC(2026, 11, 6, 10, 0, s));
+const SCOPE = 'default/order-mail-1/';
+const OWN = `${SCOPE}run-2`;
+const CLOSED = `${SCOPE}run-1`;
+const WINDOW = { windowMs: 60_000, safetyMarginMs: 5_000 };
+
+function request(over: Partial<ClaimRequest> = {}): ClaimRequest {
+  return {
+    orderId: '1',
+    claimToken: OWN,
+    workflowScope: SCOPE,
+    issuedAt: T(30),
+    policy: 'assume-failed',
+    idempotency: null,
+    sendTimeoutMs: 10_000,
+    recordedBy: 'test',
+    ...over,
+  };
+}
+
+function row(over: Partial<ClaimRow> = {}): ClaimRow {
+  return {
+    orderId: '1',
+    state: 'sending',
+    attempts: 1,
+    claimToken: CLOSED,
+    claimIssuedAt: T(10),
+    claimedAt: T(10),
+    resendCount: 0,
+    dispatchedAt: null,
+    outcome: null,
+    provider: 'postmark',
+    providerChoice: 'first',
+    ...over,
+  };
+}
+
+const CHOSEN: ProviderChoice = { provider: 'postmark', reason: 'first', explanation: 'the first' };
+const BOUND_UNCONFIGURED: NoProviderChoice = {
+  provider: 'mailgun',
+  reason: 'bound-unconfigured',
+  explanation: 'bound to mailgun',
+};
+const ALL_DRAINING: NoProviderChoice = {
+  provider: 'postmark',
+  reason: 'all-draining',
+  explanation: 'all drain',
+};
+
+/** Answers every fact decide asks for from `facts`, as the claim loop does; returns the final step. */
+function settle(r: ClaimRow | null | 'unread', req: ClaimRequest, facts: ClaimFacts): ClaimStep {
+  // The verdict is given, never asked for: the claimer brings it back after asking the provider.
+  const known: ClaimFacts = facts.verdict === undefined ? {} : { verdict: facts.verdict };
+  for (let asked = 0; asked < 6; asked++) {
+    const step = decideClaim(r, req, known);
+    if (step.kind !== 'need') return step;
+    const key = {
+      'provider-choice': 'providerChoice',
+      'unknown-under-key': 'unknownUnderKey',
+      'since-key-first-dispatch': 'sinceKeyFirstDispatchMs',
+      'since-attempt-dispatch': 'sinceAttemptDispatchMs',
+    }[step.fact] as keyof ClaimFacts;
+    expect(key in known, `asked twice for ${step.fact}`).toBe(false);
+    expect(key in facts, `asked for ${step.fact}, which this case does not give`).toBe(true);
+    Object.assign(known, { [key]: facts[key] });
+  }
+  throw new Error('decide kept asking');
+}
+
+function kindOf(step: ClaimStep): string {
+  if (step.kind === 'run') {
+    const t = step.transition;
+    if (t.name === 'settleClosedRunDispatched' || t.name === 'settleDeferredUnknown') {
+      return `${t.name}:${t.decision.kind}:${t.decision.state}`;
+    }
+    return t.name;
+  }
+  if (step.kind === 'answer') return step.answer.kind;
+  return step.kind;
+}
+
+describe('decideClaim', () => {
+  it('an order without a row (unread or read as none): first claim, or no provider', () => {
+    for (const r of ['unread', null] as const) {
+      expect(decideClaim(r, request(), {})).toEqual({
+        kind: 'need',
+        fact: 'provider-choice',
+        readEarlier: false,
+        leftBehind: null,
+      });
+      expect(kindOf(settle(r, request(), { providerChoice: CHOSEN }))).toBe('firstClaim');
+      expect(kindOf(settle(r, request(), { providerChoice: BOUND_UNCONFIGURED }))).toBe('no-provider');
+      expect(kindOf(settle(r, request(), { providerChoice: ALL_DRAINING }))).toBe('no-provider');
+    }
+  });
+
+  it('rows it only answers about, whatever the facts: own claim, sent, held elsewhere, not later', () => {
+    const cases: [ClaimRow, string, boolean?][] = [
+      [row({ claimToken: OWN, claimIssuedAt: T(40) }), 'claimed'],
+      [row({ claimToken: OWN, dispatchedAt: T(41) }), 'claimed'],
+      [row({ state: 'sent', outcome: 'accepted' }), 'already-sent'],
+      [row({ state: 'sent', outcome: 'unknown', claimToken: OWN }), 'already-sent'],
+      [row({ claimToken: 'default/order-mail-2/run-1' }), 'held-elsewhere', false],
+      [row({ claimToken: 'legacy:abc' }), 'held-elsewhere', false],
+      [row({ claimIssuedAt: T(30) }), 'held-elsewhere', true],
+      [row({ claimIssuedAt: T(50), dispatchedAt: T(51) }), 'held-elsewhere', true],
+      [row({ state: 'failed', outcome: 'not_sent', claimIssuedAt: T(30) }), 'held-elsewhere', true],
+    ];
+    for (const [r, kind, sameWorkflow] of cases) {
+      const step = decideClaim(r, request(), {});
+      expect(kindOf(step), JSON.stringify(r)).toBe(kind);
+      if (step.kind === 'answer' && step.answer.kind === 'held-elsewhere') {
+        expect(step.answer.sameWorkflow).toBe(sameWorkflow);
+      }
+    }
+    const own = decideClaim(row({ claimToken: OWN, attempts: 3, resendCount: 1 }), request(), {});
+    expect(own).toEqual({
+      kind: 'answer',
+      answer: {
+        kind: 'claimed',
+        attempt: 3,
+        how: 'own-claim',
+        resendCount: 1,
+        provider: 'postmark',
+        providerChoice: 'first',
+      },
+    });
+  });
+
+  it('a failed row: by choice × the key unknown × its window', () => {
+    const failed = row({ state: 'failed', outcome: 'not_sent' });
+    // The case study's failed row (issued at the epoch) is reclaimed like any earlier claim's.
+    const legacy = row({
+      state: 'failed',
+      outcome: 'legacy',
+      claimToken: 'legacy:x',
+      claimIssuedAt: new Date(0),
+    });
+    expect(kindOf(settle(legacy, request(), { providerChoice: CHOSEN, unknownUnderKey: null }))).toBe(
+      'reclaimFailed',
+    );
+    const unknowns = {
+      none: null,
+      assumed: { unknownPolicy: 'assume-failed', firstDispatchedAt: T(5) },
+      deferred: { unknownPolicy: 'idempotent-retry', firstDispatchedAt: T(5) },
+    } as const;
+    const expected: Record<string, Record<string, string>> = {
+      // [unknown][window] → step; the window only matters for a deferred unknown with a key window
+      none: { inside: 'reclaimFailed', outside: 'reclaimFailed', noKey: 'reclaimFailed' },
+      assumed: { inside: 'reclaimFailed', outside: 'reclaimFailed', noKey: 'reclaimFailed' },
+      deferred: {
+        inside: 'reclaimFailed',
+        outside: 'settleDeferredUnknown:policy:failed',
+        noKey: 'settleDeferredUnknown:policy:failed',
+      },
+    };
+    const windows = {
+      inside: { idempotency: WINDOW, since: 1_000 },
+      outside: { idempotency: WINDOW, since: 50_000 },
+      noKey: { idempotency: null, since: 1_000 },
+    };
+    for (const [u, unknownUnderKey] of Object.entries(unknowns)) {
+      for (const [w, { idempotency, since }] of Object.entries(windows)) {
+        const req = request({ idempotency });
+        const facts = { providerChoice: CHOSEN, unknownUnderKey, sinceKeyFirstDispatchMs: since };
+        expect(kindOf(settle(failed, req, facts)), `${u}/${w}`).toBe(expected[u]?.[w]);
+        for (const none of [BOUND_UNCONFIGURED, ALL_DRAINING]) {
+          expect(kindOf(settle(failed, req, { ...facts, providerChoice: none }))).toBe('no-provider');
+        }
+      }
+    }
+    // Under assume-sent the window's end settles the deferred unknown as sent.
+    const sent = settle(failed, request({ policy: 'assume-sent', idempotency: WINDOW }), {
+      providerChoice: CHOSEN,
+      unknownUnderKey: unknowns.deferred,
+      sinceKeyFirstDispatchMs: 50_000,
+    });
+    expect(kindOf(sent)).toBe('settleDeferredUnknown:policy:sent');
+    if (sent.kind === 'run' && sent.transition.name === 'settleDeferredUnknown') {
+      expect(sent.transition.dispatchedAt).toEqual(T(5));
+    }
+  });
+
+  it("a closed run's undispatched attempt: taken over, its attempt left behind as not sent", () => {
+    const r = row();
+    expect(decideClaim(r, request(), {})).toEqual({
+      kind: 'need',
+      fact: 'provider-choice',
+      readEarlier: true,
+      leftBehind: { attempt: 1, provider: 'postmark', outcome: 'not_sent' },
+    });
+    expect(kindOf(settle(r, request(), { providerChoice: CHOSEN }))).toBe('takeOverUndispatched');
+    expect(kindOf(settle(r, request(), { providerChoice: BOUND_UNCONFIGURED }))).toBe('no-provider');
+  });
+
+  it("a closed run's dispatched attempt: policy × key window × verification × the dispatch still there", () => {
+    const r = row({ dispatchedAt: T(12) });
+    const cases: [Partial<ClaimRequest>, ClaimFacts, string][] = [
+      [{}, { sinceKeyFirstDispatchMs: 1_000 }, 'settleClosedRunDispatched:policy:failed'],
+      [
+        { policy: 'assume-sent' },
+        { sinceKeyFirstDispatchMs: 1_000 },
+        'settleClosedRunDispatched:policy:sent',
+      ],
+      [
+        { idempotency: WINDOW },
+        { sinceKeyFirstDispatchMs: 1_000 },
+        'settleClosedRunDispatched:retry-under-key:failed',
+      ],
+      [
+        { idempotency: WINDOW },
+        { sinceKeyFirstDispatchMs: 50_000 },
+        'settleClosedRunDispatched:policy:failed',
+      ],
+      [{ idempotency: WINDOW }, { sinceKeyFirstDispatchMs: null }, 'settleClosedRunDispatched:policy:failed'],
+      [
+        { verifyDispatchedOrphans: true },
+        { sinceKeyFirstDispatchMs: 1_000, sinceAttemptDispatchMs: 4_000 },
+        'verify-orphan',
+      ],
+      [
+        { verifyDispatchedOrphans: true },
+        { sinceKeyFirstDispatchMs: 1_000, sinceAttemptDispatchMs: null },
+        'read-again',
+      ],
+      // A retry under the key needs no asking, even where the provider could be asked.
+      [
+        { verifyDispatchedOrphans: true, idempotency: WINDOW },
+        { sinceKeyFirstDispatchMs: 1_000 },
+        'settleClosedRunDispatched:retry-under-key:failed',
+      ],
+    ];
+    for (const [req, facts, kind] of cases) {
+      const step = settle(r, request(req), { providerChoice: CHOSEN, ...facts });
+      expect(kindOf(step), JSON.stringify([req, facts])).toBe(kind);
+      expect(kindOf(settle(r, request(req), { ...facts, providerChoice: BOUND_UNCONFIGURED }))).toBe(
+        'no-provider',
+      );
+    }
+    const handed = settle(r, request({ verifyDispatchedOrphans: true }), {
+      providerChoice: CHOSEN,
+      sinceKeyFirstDispatchMs: 1_000,
+      sinceAttemptDispatchMs: 4_000,
+    });
+    expect(handed).toEqual({
+      kind: 'answer',
+      answer: {
+        kind: 'verify-orphan',
+        attempt: 1,
+        holder: CLOSED,
+        resendCount: 0,
+        sinceDispatchMs: 4_000,
+        provider: 'postmark',
+      },
+    });
+  });
+
+  it("the judgement is the provider's the attempt went to, not the claimer's default", () => {
+    const r = row({ dispatchedAt: T(12), provider: 'mailgun' });
+    const byProvider = new Map([['mailgun', { idempotency: WINDOW, canVerify: false }]]);
+    const step = settle(r, request({ byProvider }), {
+      providerChoice: CHOSEN,
+      sinceKeyFirstDispatchMs: 1_000,
+    });
+    expect(kindOf(step)).toBe('settleClosedRunDispatched:retry-under-key:failed');
+    const other = row({ dispatchedAt: T(12), provider: 'postmark' });
+    expect(
+      kindOf(settle(other, request({ byProvider }), { providerChoice: CHOSEN, sinceKeyFirstDispatchMs: 1 })),
+    ).toBe('settleClosedRunDispatched:policy:failed');
+  });
+
+  it("the provider's verdict on the held attempt settles it, and only that attempt", () => {
+    const r = row({ dispatchedAt: T(12), attempts: 2 });
+    const verdicts: [VerificationAnswer, string][] = [
+      [
+        { kind: 'found', via: 'lookup', providerMessageId: 'm-1' },
+        'settleClosedRunDispatched:verified-accepted:sent',
+      ],
+      [
+        { kind: 'found', via: 'webhook', providerMessageId: null },
+        'settleClosedRunDispatched:verified-accepted:sent',
+      ],
+      [
+        { kind: 'not-found', via: 'lookup', sinceDispatchMs: 60_000 },
+        'settleClosedRunDispatched:verified-not-sent:failed',
+      ],
+      [{ kind: 'inconclusive', reason: 'no access' }, 'settleClosedRunDispatched:policy:failed'],
+    ];
+    for (const [answer, kind] of verdicts) {
+      const facts = { verdict: { holder: CLOSED, attempt: 2, answer } };
+      expect(kindOf(settle(r, request(), facts))).toBe(kind);
+      expect(kindOf(settle(r, request(), { verdict: { holder: CLOSED, attempt: 1, answer } }))).toBe(
+        'read-again',
+      );
+      expect(kindOf(settle(r, request(), { verdict: { holder: 'x', attempt: 2, answer } }))).toBe(
+        'read-again',
+      );
+    }
+    const inconclusiveSent = settle(r, request({ policy: 'assume-sent' }), {
+      verdict: { holder: CLOSED, attempt: 2, answer: { kind: 'inconclusive', reason: 'lookup down' } },
+    });
+    expect(kindOf(inconclusiveSent)).toBe('settleClosedRunDispatched:policy:sent');
+  });
+
+  it('every transition is followed by the claim it made, or by reading again', () => {
+    const claimed = { provider: 'postmark', providerChoice: 'first', providerExplanation: 'the first' };
+    expect(afterTransition({ name: 'firstClaim', claimed }, { applied: true, attempt: 1 }, 'unread')).toEqual(
+      {
+        kind: 'claimed',
+        attempt: 1,
+        how: 'first-claim',
+        resendCount: 0,
+        ...claimed,
+      },
+    );
+    const r = row({ state: 'failed', resendCount: 2 });
+    expect(
+      afterTransition({ name: 'reclaimFailed', claimed }, { applied: true, attempt: 4 }, r),
+    ).toMatchObject({
+      how: 'reclaimed-failed',
+      attempt: 4,
+      resendCount: 2,
+    });
+    expect(
+      afterTransition({ name: 'takeOverUndispatched', claimed, note: '' }, { applied: true, attempt: 2 }, r),
+    ).toMatchObject({ how: 'took-over-undispatched', attempt: 2 });
+    const decision = {
+      kind: 'not-sent',
+      state: 'failed',
+      outcome: 'not_sent',
+      unknownPolicy: null,
+    } as const;
+    for (const t of [
+      { name: 'settleClosedRunDispatched', decision, note: '' },
+      { name: 'settleDeferredUnknown', decision, note: '', dispatchedAt: T(1) },
+      { name: 'reclaimFailed', claimed },
+    ] as const) {
+      expect(afterTransition(t, { applied: false }, r)).toBe('read-again');
+    }
+    expect(
+      afterTransition(
+        { name: 'settleClosedRunDispatched', decision, note: '' },
+        { applied: true, attempt: 1 },
+        r,
+      ),
+    ).toBe('read-again');
+  });
+});
