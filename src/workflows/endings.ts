@@ -47,14 +47,12 @@ export function orderNeverVisibleFailure(
   waitedMs: number,
 ): ApplicationFailure {
   showNoClaim();
-  return ApplicationFailure.create({
-    type: FailureType.OrderNotFound,
-    message:
-      `${notFound.message} Waited ${Math.round(waitedMs / 1000)} s for the order to become visible; nothing ` +
+  return runFails(
+    FailureType.OrderNotFound,
+    `${notFound.message} Waited ${Math.round(waitedMs / 1000)} s for the order to become visible; nothing ` +
       'was claimed. Once the order exists, the reconciliation sweep starts its mail again.',
-    nonRetryable: true,
-    cause: notFound.cause,
-  });
+    { cause: notFound.cause },
+  );
 }
 
 /** What a cancel that arrived during an attempt leaves behind, said on the way out. */
@@ -126,6 +124,15 @@ export function endCancelled(explanation: string): CancelledFailure {
   return new CancelledFailure(explanation);
 }
 
+/** A failure the run ends with: Temporal never retries it. */
+function runFails(
+  type: string,
+  message: string,
+  more: { details?: unknown[]; cause?: Error | undefined } = {},
+): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true, ...more });
+}
+
 /** The row was already sent when this run claimed it. */
 export function alreadySent(orderId: string, outcome: LogOutcome, attempts: number): OrderMailResult {
   return {
@@ -169,11 +176,7 @@ export function validOrderIdOrFail(input: unknown): string {
     return parseOrderId(input);
   } catch (error) {
     if (error instanceof InvalidOrderIdError) {
-      throw ApplicationFailure.create({
-        type: FailureType.InvalidOrderId,
-        message: error.message,
-        nonRetryable: true,
-      });
+      throw runFails(FailureType.InvalidOrderId, error.message);
     }
     throw error;
   }
@@ -192,47 +195,40 @@ export function permanentFailure(
       : step.recordedOutcome === 'rejected'
         ? 'the mail API rejected the confirmation mail'
         : 'the confirmation mail cannot be sent';
-  return ApplicationFailure.create({
-    type: sent.failureType,
-    message: `Order ${orderId}: ${what} (${describeSendOutcome(sent)}). Fix the cause, then reset this workflow to send again.`,
-    nonRetryable: true,
-    details: [sent],
-    cause: step.cause,
-  });
+  return runFails(
+    sent.failureType,
+    `Order ${orderId}: ${what} (${describeSendOutcome(sent)}). Fix the cause, then reset this workflow to send again.`,
+    { details: [sent], cause: step.cause },
+  );
 }
 
 /** Another run of this workflow id holds the row at a time this run cannot tell apart from its own. */
 export function heldAtSameTimeFailure(orderId: string, holder: string): ApplicationFailure {
   showNoClaim();
-  return ApplicationFailure.create({
-    type: FailureType.ClaimHeldElsewhere,
-    message:
-      `Order ${orderId}: the mail's row was claimed by another run of this workflow (${holder}) at ` +
+  return runFails(
+    FailureType.ClaimHeldElsewhere,
+    `Order ${orderId}: the mail's row was claimed by another run of this workflow (${holder}) at ` +
       'a time this run cannot tell apart from its own; this run sends nothing. If that run is closed, ' +
       'the reconciliation sweep settles its claim; then retry: npm run ops -- retry.',
-    nonRetryable: true,
-  });
+  );
 }
 
 /** Another workflow holds the row: the mail is its to send. */
 export function heldByAnotherWorkflowFailure(orderId: string, holder: string): ApplicationFailure {
   showNoClaim();
-  return ApplicationFailure.create({
-    type: FailureType.ClaimHeldElsewhere,
-    message: `Order ${orderId}: the mail is being sent by another workflow (${holder}); this run sends nothing.`,
-    nonRetryable: true,
-  });
+  return runFails(
+    FailureType.ClaimHeldElsewhere,
+    `Order ${orderId}: the mail is being sent by another workflow (${holder}); this run sends nothing.`,
+  );
 }
 
 /** Closed runs' attempts kept turning up: the row keeps changing under this run. */
 export function closedRunsKeptComingFailure(orderId: string, settledInARow: number): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.ClaimHeldElsewhere,
-    message:
-      `Order ${orderId}: ${settledInARow} attempts of closed runs were settled in a row and the row was ` +
+  return runFails(
+    FailureType.ClaimHeldElsewhere,
+    `Order ${orderId}: ${settledInARow} attempts of closed runs were settled in a row and the row was ` +
       'still not free to claim; this run sends nothing. See npm run ops -- status, then retry.',
-    nonRetryable: true,
-  });
+  );
 }
 
 /**
@@ -240,11 +236,7 @@ export function closedRunsKeptComingFailure(orderId: string, settledInARow: numb
  * Error would fail its workflow task again and again. A claim it held is settled by the sweep.
  */
 export function unexpectedAnswerFailure(orderId: string, what: string): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.UnexpectedActivityAnswer,
-    message: `Order ${orderId}: ${what}; this run stops here.`,
-    nonRetryable: true,
-  });
+  return runFails(FailureType.UnexpectedActivityAnswer, `Order ${orderId}: ${what}; this run stops here.`);
 }
 
 /** An exhaustive switch's default: `value` is `never` to the compiler; at run time, a newer worker's answer. */
@@ -258,12 +250,10 @@ export function gaveUpFailure(
   runAttempts: number,
   sent: SendNotAccepted,
 ): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.MailNotSentGaveUp,
-    message:
-      `Order ${orderId}: the confirmation mail was not sent after ${runAttempts} attempts of this run ` +
+  return runFails(
+    FailureType.MailNotSentGaveUp,
+    `Order ${orderId}: the confirmation mail was not sent after ${runAttempts} attempts of this run ` +
       `(last: ${describeSendOutcome(sent)}). Fix the cause, then reset this workflow to try again.`,
-    nonRetryable: true,
-    details: [sent],
-  });
+    { details: [sent] },
+  );
 }

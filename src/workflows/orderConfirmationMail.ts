@@ -52,23 +52,7 @@ import {
   type EarlyAsk,
   type HoldWait,
 } from './commands';
-import {
-  alreadySent,
-  cancelledAfter,
-  cancelledWhileHeld,
-  cancelledWhileOrderNotVisible,
-  cancelledWhileWaiting,
-  claimLost,
-  closedRunsKeptComingFailure,
-  gaveUpFailure,
-  heldAtSameTimeFailure,
-  heldByAnotherWorkflowFailure,
-  orderNeverVisibleFailure,
-  permanentFailure,
-  unexpectedAnswerFailure,
-  unexpectedKind,
-  validOrderIdOrFail,
-} from './endings';
+import * as ending from './endings';
 import { showNoClaim, showOrderMailState, stateShownFor } from './showOrderMailState';
 
 export type { OrderMailResult } from './attemptStep';
@@ -109,7 +93,7 @@ export async function orderConfirmationMail(
   orderIdInput: string,
   options?: OrderMailRunOptions,
 ): Promise<OrderMailResult> {
-  const orderId = validOrderIdOrFail(orderIdInput);
+  const orderId = ending.validOrderIdOrFail(orderIdInput);
   // Cancellation requests reach this scope; each attempt runs shielded in a non-cancellable scope of its own.
   const scope = CancellationScope.current();
   const run: Run = {
@@ -142,24 +126,26 @@ type Next = OrderMailResult | typeof AGAIN;
 export const AFTER_STEP = {
   finished: async (step) => step.result,
   cancelled: async (step, run) => {
-    throw cancelledAfter(run.orderId, step.left);
+    throw ending.cancelledAfter(run.orderId, step.left);
   },
   'order-not-visible': async (step, run) => {
     // Waited = the timers slept so far: the same on every replay.
     if (run.orderWaitedMs >= run.orderWaitMs)
-      throw orderNeverVisibleFailure(run.orderId, step.failure, run.orderWaitedMs);
+      throw ending.orderNeverVisibleFailure(run.orderId, step.failure, run.orderWaitedMs);
     run.orderLooks += 1;
     const delayMs = delayBeforeOrderLookAgain(run.orderLooks);
     const { orderId, orderLooks } = run;
     log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, delayMs });
-    await sleepOrEnd(delayMs, () => cancelledWhileOrderNotVisible(orderId));
+    await sleepOrEnd(delayMs, () => ending.cancelledWhileOrderNotVisible(orderId));
     run.orderWaitedMs += delayMs;
     return AGAIN;
   },
   'held-at-same-time': async (step, run) => {
-    if (run.sameTimeWaits >= SAME_TIME_WAITS) throw heldAtSameTimeFailure(run.orderId, step.holder);
+    if (run.sameTimeWaits >= SAME_TIME_WAITS) throw ending.heldAtSameTimeFailure(run.orderId, step.holder);
     run.sameTimeWaits += 1;
-    await sleepOrEnd(SAME_TIME_WAIT_MS, () => cancelledWhileWaiting(run.orderId, 'before claiming again'));
+    await sleepOrEnd(SAME_TIME_WAIT_MS, () =>
+      ending.cancelledWhileWaiting(run.orderId, 'before claiming again'),
+    );
     return AGAIN;
   },
   'lost-while-held': async (step, run) => {
@@ -174,7 +160,7 @@ export const AFTER_STEP = {
   'orphan-settled': async (_step, run) => {
     run.orphansSettled += 1;
     if (run.orphansSettled > ORPHAN_SETTLEMENTS)
-      throw closedRunsKeptComingFailure(run.orderId, run.orphansSettled);
+      throw ending.closedRunsKeptComingFailure(run.orderId, run.orphansSettled);
     return AGAIN;
   },
   held: async (step, run) => {
@@ -183,7 +169,7 @@ export const AFTER_STEP = {
       orderId: run.orderId,
       attempt: step.attempt,
     });
-    await run.hold.wait(run.holdWaits, () => cancelledWhileHeld(run.orderId));
+    await run.hold.wait(run.holdWaits, () => ending.cancelledWhileHeld(run.orderId));
     run.holdWaits += 1;
     return AGAIN;
   },
@@ -191,8 +177,8 @@ export const AFTER_STEP = {
     run.attempts += 1;
     const { orderId, attempts } = run;
     const { sent, settings } = step;
-    if (step.recordedOutcome === 'rejected' || !sent.retryable) throw permanentFailure(orderId, step);
-    if (attempts >= settings.maxSendAttempts) throw gaveUpFailure(orderId, attempts, sent);
+    if (step.recordedOutcome === 'rejected' || !sent.retryable) throw ending.permanentFailure(orderId, step);
+    if (attempts >= settings.maxSendAttempts) throw ending.gaveUpFailure(orderId, attempts, sent);
     const delayMs = delayBeforeNextAttempt(settings, attempts, sent.retryAfterMs);
     log.info('Order mail not accepted; waiting before the next attempt', {
       orderId,
@@ -201,7 +187,7 @@ export const AFTER_STEP = {
       outcome: step.recordedOutcome,
     });
     const when = `after attempt ${step.attempt} (${describeSendOutcome(sent)})`;
-    await sleepOrEnd(delayMs, () => cancelledWhileWaiting(orderId, when));
+    await sleepOrEnd(delayMs, () => ending.cancelledWhileWaiting(orderId, when));
     return AGAIN;
   },
 } satisfies StepTable<Step, Run, Next>;
@@ -225,16 +211,16 @@ async function oneAttempt(run: Run): Promise<Step> {
         outcome: claim.outcome,
         attempts: claim.attempts,
       });
-      return { kind: 'finished', result: alreadySent(orderId, claim.outcome, claim.attempts) };
+      return { kind: 'finished', result: ending.alreadySent(orderId, claim.outcome, claim.attempts) };
     case 'held-elsewhere':
       if (claim.sameWorkflow) return { kind: 'held-at-same-time', holder: claim.holder };
-      throw heldByAnotherWorkflowFailure(orderId, claim.holder);
+      throw ending.heldByAnotherWorkflowFailure(orderId, claim.holder);
     case 'verify-orphan':
       return verifyOrphan(run, claim);
     case 'claimed':
       return sendAndRecord(run, claim);
     default:
-      throw unexpectedKind(orderId, 'claim', claim);
+      throw ending.unexpectedKind(orderId, 'claim', claim);
   }
 }
 
@@ -291,7 +277,7 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
     if (currentState !== null && currentState !== 'sending') {
       showOrderMailState({ state: stateShownFor(currentState, currentOutcome), outcome: currentOutcome });
     }
-    const result = claimLost(orderId, attempt, currentOutcome, null);
+    const result = ending.claimLost(orderId, attempt, currentOutcome, null);
     // The fence refused: this attempt made no request.
     if (currentState === 'sending') return { kind: 'lost-while-held', result };
     return { kind: 'finished', result };
@@ -305,8 +291,8 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
     // The row is someone else's now; an accepted mail's id went into the attempt's audit row instead.
     const result =
       sent.outcome === 'accepted'
-        ? claimLost(orderId, attempt, 'accepted', sent.providerMessageId)
-        : claimLost(orderId, attempt, null, null);
+        ? ending.claimLost(orderId, attempt, 'accepted', sent.providerMessageId)
+        : ending.claimLost(orderId, attempt, null, null);
     if (recorded.currentState === 'sending' && sentNothing) return { kind: 'lost-while-held', result };
     return { kind: 'finished', result };
   }
@@ -389,7 +375,7 @@ async function recordSendOutcome(
       expectDispatched: null,
     });
     if (recorded.kind === 'dispatch-changed')
-      throw unexpectedAnswerFailure(
+      throw ending.unexpectedAnswerFailure(
         base.orderId,
         'the record found the fence changed, though nothing was expected of it',
       );
@@ -445,7 +431,7 @@ async function recordSendOutcome(
     const sentNothing = decision.outcome === 'not_sent';
     if (recorded.kind !== 'dispatch-changed') return { recorded, providerMessageId, sentNothing };
     if (decided >= 1)
-      throw unexpectedAnswerFailure(base.orderId, 'the dispatch fence changed twice for one attempt');
+      throw ending.unexpectedAnswerFailure(base.orderId, 'the dispatch fence changed twice for one attempt');
   }
 }
 
@@ -501,7 +487,7 @@ async function verifyOrphan(run: Run, orphan: OrphanToVerify): Promise<Step> {
   const { orderId } = run;
   const verification = orphan.settings.verification;
   if (verification === null)
-    throw unexpectedAnswerFailure(
+    throw ending.unexpectedAnswerFailure(
       orderId,
       "the claim handed back a closed run's attempt with no verification",
     );
