@@ -43,8 +43,33 @@ const sdkInternals = {
   message: "Import from the package's entry point: lib/ is the Temporal SDK's internals.",
 };
 
+// An Error thrown in workflow code fails the workflow *task*, which Temporal retries forever; a run that must
+// end fails with an ApplicationFailure (docs/design.md §6). Rethrowing what was caught stays allowed.
+const workflowThrows = {
+  selector:
+    'ThrowStatement > :matches(NewExpression, CallExpression)[callee.name=/^(Aggregate|Eval|Range|Reference|Syntax|Type|URI)?Error$/]',
+  message:
+    'Workflow code throws ApplicationFailures only: an Error fails the workflow task, retried forever.',
+};
+
+// The src/shared modules the workflows import (test/layout/workflowThrows.test.ts keeps this list whole).
+// prettier-ignore
+const sharedInWorkflows = [
+  'failures', 'mailOutcome', 'orderId', 'orderMailSearchAttributes', 'sendOutcome', 'unknownOutcome',
+  'unknownOutcomeFacts', 'workflowContract', 'workflowSettings',
+].map((name) => `src/shared/${name}.ts`);
+
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'packages/*/dist/**', 'coverage/**', 'test-artifacts/**', '.tmp/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'dist/**',
+      'packages/*/dist/**',
+      'coverage/**',
+      'test-artifacts/**',
+      '.tmp/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -87,6 +112,10 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    files: ['src/workflows/**/*.ts', ...sharedInWorkflows],
+    rules: { 'no-restricted-syntax': ['error', workflowThrows] },
   },
   {
     // The client library and what it imports ship as @order-confirmation-mail/client (packages/client),

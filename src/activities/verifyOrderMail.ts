@@ -38,11 +38,11 @@ export interface VerifyOrderMailInput {
    * own send). Absent when nobody saw it end: then "not found" counts only after the whole send timeout.
    */
   requestEndedWithinMs?: number;
-  /** How often the caller was told to wait for this attempt already (src/workflows/askProvider.ts). */
+  /** How often the caller was told to wait for this attempt already (src/workflows/commands.ts). */
   evidenceWaits?: number;
 }
 
-/** "Not found" would not count yet: the caller asks again `waitMs` later (src/workflows/askProvider.ts). */
+/** "Not found" would not count yet: the caller asks again `waitMs` later (src/workflows/commands.ts). */
 export interface VerificationWait {
   kind: 'wait';
   waitMs: number;

@@ -110,7 +110,7 @@ export interface FreshnessTiming {
   deadlineMs: number;
   /** How long to wait before asking again: the settle delay (a lookup behind by less catches up in it). */
   askAgainAfterMs: number;
-  /** How often this attempt was asked about and told to wait already (src/workflows/askProvider.ts). */
+  /** How often this attempt was asked about and told to wait already (src/workflows/commands.ts). */
   waitsSoFar: number;
 }
 

@@ -33,6 +33,8 @@ export const FailureType = {
   ClaimHeldElsewhere: 'ClaimHeldElsewhere',
   /** Workflow-level: definitely-not-sent failures went on past the configured number of attempts. */
   MailNotSentGaveUp: 'MailNotSentGaveUp',
+  /** Workflow-level: an activity answered what its contract with the workflow rules out (a bug). */
+  UnexpectedActivityAnswer: 'UnexpectedActivityAnswer',
   /**
    * The provider's lookup failed (5xx, timeout, a dropped connection): retried by Temporal until the verify
    * activity's deadline, after which the policy decides. Thrown by the verify activity.

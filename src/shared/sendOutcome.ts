@@ -78,7 +78,7 @@ export function notAcceptedOutcome(
 
 /**
  * The errorCode of a send the dispatch fence refused because an operator holds sends (migration 0060): no
- * request was made, and the run waits for `resume` instead of spending an attempt (src/workflows/holdWait.ts).
+ * request was made, and the run waits for `resume` instead of spending an attempt (src/workflows/commands.ts).
  */
 export const SEND_HELD = 'SEND_HELD';
 

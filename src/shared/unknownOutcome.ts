@@ -52,7 +52,7 @@ export type VerificationAnswer =
     /** Nothing to go by: the lookup kept failing past its deadline, outside retention, no access, no event. */
     | { kind: 'inconclusive'; reason: string }
   ) & {
-    /** The provider was asked again after waiting (src/workflows/askProvider.ts): how often, and the last why. */
+    /** The provider was asked again after waiting (src/workflows/commands.ts): how often, and the last why. */
     waited?: { times: number; reason: string };
   };
 

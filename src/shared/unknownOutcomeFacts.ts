@@ -1,7 +1,7 @@
 // THE FACTS AN UNKNOWN OUTCOME IS DECIDED FROM, one builder per situation (docs/design.md §5, "The decision";
 // the words are §10's). decideUnknownOutcome (unknownOutcome.ts) is pure, and only as right as the facts it is
 // given: so each situation's facts are built here, once, with why each field is what it is. The situations:
-// - the run's own attempt, whose send came back unknown (the workflow: src/workflows/recordSend.ts);
+// - the run's own attempt, whose send came back unknown (the workflow: src/workflows/orderConfirmationMail.ts);
 // - an orphan found by the claim: a closed run's dispatched attempt (src/db/orderMailClaim.ts);
 // - that orphan once the provider was asked about it (src/db/closedRunAttempt.ts, settleVerifiedOrphan);
 // - a deferred unknown: one left for a retry under the send key, found by the next claim (src/mailRow/decide.ts);

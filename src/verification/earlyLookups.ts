@@ -3,7 +3,7 @@
 // webhookServer.ts), so it does not talk to Temporal. Instead each worker reads the events the receiver stored
 // since it last looked, and for an event of an order whose log row is `sending` with this very send key
 // dispatched (an attempt whose outcome a run is waiting to learn), it signals that order's run
-// (PROVIDER_EVENT_SIGNAL). The run's verification then asks the lookup at once (src/workflows/askProvider.ts),
+// (PROVIDER_EVENT_SIGNAL). The run's verification then asks the lookup at once (src/workflows/commands.ts),
 // judged by the same rules as ever: a "found" settles the attempt as verified by the lookup; a "not found"
 // before the settle delay has passed is only "wait" (src/evidence/evidenceRules.ts), so the early ask can make
 // an unknown send settle sooner, never differently.

@@ -1,44 +1,35 @@
 // How a run ends when it does not simply return a result: the failures it fails with, and the Cancelled ending
 // with its explanation. One place, so what an operator reads for each ending can be checked side by side.
-import {
-  ApplicationFailure,
-  CancelledFailure,
-  isCancellation,
-  log,
-  sleep,
-  upsertMemo,
-} from '@temporalio/workflow';
+import { ApplicationFailure, CancelledFailure, log, upsertMemo } from '@temporalio/workflow';
 import { FailureType } from '../shared/failures';
 import type { LogOutcome } from '../shared/mailOutcome';
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
 import { describeSendOutcome, type SendNotAccepted } from '../shared/sendOutcome';
-import type { OrderMailResult, Step } from './attemptStep';
+import type { Ended, LeftByCancel, OrderMailResult } from './attemptStep';
 import { showNoClaim } from './showOrderMailState';
 
 /** The memo key under which a cancelled run says what it did (a cancelled run carries no result). */
 export const EXPLANATION_MEMO = 'orderMailExplanation';
 
-/** A durable wait; a cancel during it ends the run Cancelled (the row is already settled). */
-export async function waitOrEndCancelled(orderId: string, delayMs: number, when: string): Promise<void> {
-  try {
-    await sleep(delayMs);
-  } catch (error) {
-    if (!isCancellation(error)) throw error;
-    throw endCancelled(
-      `Order ${orderId}: cancelled while waiting to claim again ${when}. Nothing is in flight: the log row ` +
-        'is settled as failed, and a reset or npm run ops -- retry sends the mail.',
-    );
-  }
+/** A cancel while waiting to claim again after a failed attempt: the row is already settled. */
+export function cancelledWhileWaiting(orderId: string, when: string): CancelledFailure {
+  return endCancelled(
+    `Order ${orderId}: cancelled while waiting to claim again ${when}. Nothing is in flight: the log row ` +
+      'is settled as failed, and a reset or npm run ops -- retry sends the mail.',
+  );
 }
 
-/** The wait for an order's row to become visible; a cancel during it ends the run Cancelled (no row exists). */
-export async function waitForOrderOrEndCancelled(orderId: string, delayMs: number): Promise<void> {
-  try {
-    await sleep(delayMs);
-  } catch (error) {
-    if (!isCancellation(error)) throw error;
-    throw endCancelled(orderNotVisibleCancelled(orderId));
-  }
+/** A cancel while waiting for the order's row to become visible: no row exists. */
+export function cancelledWhileOrderNotVisible(orderId: string): CancelledFailure {
+  return endCancelled(orderNotVisibleCancelled(orderId));
+}
+
+/** A cancel while sends are held: the refused attempt is settled failed/not_sent. */
+export function cancelledWhileHeld(orderId: string): CancelledFailure {
+  return endCancelled(
+    `Order ${orderId}: cancelled while sends were held (npm run ops -- hold). Nothing is in flight: the log ` +
+      'row is settled as failed/not_sent, and after the hold a reset or npm run ops -- retry sends the mail.',
+  );
 }
 
 function orderNotVisibleCancelled(orderId: string): string {
@@ -56,18 +47,16 @@ export function orderNeverVisibleFailure(
   waitedMs: number,
 ): ApplicationFailure {
   showNoClaim();
-  return ApplicationFailure.create({
-    type: FailureType.OrderNotFound,
-    message:
-      `${notFound.message} Waited ${Math.round(waitedMs / 1000)} s for the order to become visible; nothing ` +
+  return runFails(
+    FailureType.OrderNotFound,
+    `${notFound.message} Waited ${Math.round(waitedMs / 1000)} s for the order to become visible; nothing ` +
       'was claimed. Once the order exists, the reconciliation sweep starts its mail again.',
-    nonRetryable: true,
-    cause: notFound.cause,
-  });
+    { cause: notFound.cause },
+  );
 }
 
 /** What a cancel that arrived during an attempt leaves behind, said on the way out. */
-export function cancelledAfter(orderId: string, step: Step): CancelledFailure {
+export function cancelledAfter(orderId: string, step: LeftByCancel): CancelledFailure {
   switch (step.kind) {
     case 'released':
       return endCancelled(
@@ -135,6 +124,30 @@ export function endCancelled(explanation: string): CancelledFailure {
   return new CancelledFailure(explanation);
 }
 
+/** A failure the run ends with: Temporal never retries it. */
+function runFails(
+  type: string,
+  message: string,
+  more: { details?: unknown[]; cause?: Error | undefined } = {},
+): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true, ...more });
+}
+
+/** The row was already sent when this run claimed it. */
+export function alreadySent(orderId: string, outcome: LogOutcome, attempts: number): OrderMailResult {
+  return {
+    orderId,
+    result: 'already-sent',
+    outcome,
+    attempts,
+    providerMessageId: null,
+    explanation:
+      `Order ${orderId}: the confirmation mail is already recorded as sent (outcome ${outcome}, ` +
+      `${attempts} attempt(s)), so this run sent nothing. A sent mail is final for automation: to ` +
+      'send it again, an operator resolves it as failed first (npm run ops -- resolve), then retries.',
+  };
+}
+
 export function claimLost(
   orderId: string,
   attempt: number,
@@ -163,11 +176,7 @@ export function validOrderIdOrFail(input: unknown): string {
     return parseOrderId(input);
   } catch (error) {
     if (error instanceof InvalidOrderIdError) {
-      throw ApplicationFailure.create({
-        type: FailureType.InvalidOrderId,
-        message: error.message,
-        nonRetryable: true,
-      });
+      throw runFails(FailureType.InvalidOrderId, error.message);
     }
     throw error;
   }
@@ -175,7 +184,7 @@ export function validOrderIdOrFail(input: unknown): string {
 
 export function permanentFailure(
   orderId: string,
-  step: Extract<Step, { kind: 'not-accepted' }>,
+  step: Extract<Ended, { kind: 'not-accepted' }>,
 ): ApplicationFailure {
   // The workflow fails with the send's own type (MailRejected, OrderNotFound), so the UI and callers see it
   // first, with the activity's failure as its cause.
@@ -186,47 +195,53 @@ export function permanentFailure(
       : step.recordedOutcome === 'rejected'
         ? 'the mail API rejected the confirmation mail'
         : 'the confirmation mail cannot be sent';
-  return ApplicationFailure.create({
-    type: sent.failureType,
-    message: `Order ${orderId}: ${what} (${describeSendOutcome(sent)}). Fix the cause, then reset this workflow to send again.`,
-    nonRetryable: true,
-    details: [sent],
-    cause: step.cause,
-  });
+  return runFails(
+    sent.failureType,
+    `Order ${orderId}: ${what} (${describeSendOutcome(sent)}). Fix the cause, then reset this workflow to send again.`,
+    { details: [sent], cause: step.cause },
+  );
 }
 
 /** Another run of this workflow id holds the row at a time this run cannot tell apart from its own. */
 export function heldAtSameTimeFailure(orderId: string, holder: string): ApplicationFailure {
   showNoClaim();
-  return ApplicationFailure.create({
-    type: FailureType.ClaimHeldElsewhere,
-    message:
-      `Order ${orderId}: the mail's row was claimed by another run of this workflow (${holder}) at ` +
+  return runFails(
+    FailureType.ClaimHeldElsewhere,
+    `Order ${orderId}: the mail's row was claimed by another run of this workflow (${holder}) at ` +
       'a time this run cannot tell apart from its own; this run sends nothing. If that run is closed, ' +
       'the reconciliation sweep settles its claim; then retry: npm run ops -- retry.',
-    nonRetryable: true,
-  });
+  );
 }
 
 /** Another workflow holds the row: the mail is its to send. */
 export function heldByAnotherWorkflowFailure(orderId: string, holder: string): ApplicationFailure {
   showNoClaim();
-  return ApplicationFailure.create({
-    type: FailureType.ClaimHeldElsewhere,
-    message: `Order ${orderId}: the mail is being sent by another workflow (${holder}); this run sends nothing.`,
-    nonRetryable: true,
-  });
+  return runFails(
+    FailureType.ClaimHeldElsewhere,
+    `Order ${orderId}: the mail is being sent by another workflow (${holder}); this run sends nothing.`,
+  );
 }
 
 /** Closed runs' attempts kept turning up: the row keeps changing under this run. */
 export function closedRunsKeptComingFailure(orderId: string, settledInARow: number): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.ClaimHeldElsewhere,
-    message:
-      `Order ${orderId}: ${settledInARow} attempts of closed runs were settled in a row and the row was ` +
+  return runFails(
+    FailureType.ClaimHeldElsewhere,
+    `Order ${orderId}: ${settledInARow} attempts of closed runs were settled in a row and the row was ` +
       'still not free to claim; this run sends nothing. See npm run ops -- status, then retry.',
-    nonRetryable: true,
-  });
+  );
+}
+
+/**
+ * An activity answered what its contract with the workflow rules out (a bug): the run fails visibly, where an
+ * Error would fail its workflow task again and again. A claim it held is settled by the sweep.
+ */
+export function unexpectedAnswerFailure(orderId: string, what: string): ApplicationFailure {
+  return runFails(FailureType.UnexpectedActivityAnswer, `Order ${orderId}: ${what}; this run stops here.`);
+}
+
+/** An exhaustive switch's default: `value` is `never` to the compiler; at run time, a newer worker's answer. */
+export function unexpectedKind(orderId: string, what: string, value: never): ApplicationFailure {
+  return unexpectedAnswerFailure(orderId, `the ${what} answered ${JSON.stringify(value)}`);
 }
 
 /** This run used its attempts and the mail is still not sent. */
@@ -235,12 +250,10 @@ export function gaveUpFailure(
   runAttempts: number,
   sent: SendNotAccepted,
 ): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: FailureType.MailNotSentGaveUp,
-    message:
-      `Order ${orderId}: the confirmation mail was not sent after ${runAttempts} attempts of this run ` +
+  return runFails(
+    FailureType.MailNotSentGaveUp,
+    `Order ${orderId}: the confirmation mail was not sent after ${runAttempts} attempts of this run ` +
       `(last: ${describeSendOutcome(sent)}). Fix the cause, then reset this workflow to try again.`,
-    nonRetryable: true,
-    details: [sent],
-  });
+    { details: [sent] },
+  );
 }

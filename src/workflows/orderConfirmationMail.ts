@@ -1,159 +1,519 @@
-import { CancellationScope, log } from '@temporalio/workflow';
+// The mail workflow, read top to bottom in the order of its commands: the loop and its step table, one attempt
+// (claim → send → record), then verification. The proxies and timers, with their options: commands.ts. Why it
+// is built this way: docs/design.md §5 and §6 ("The mail workflow's sequence").
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  log,
+  patched,
+} from '@temporalio/workflow';
+import type { ClaimResult } from '../activities';
+import { FailureType } from '../shared/failures';
+import {
+  describeSendOutcome,
+  SEND_HELD,
+  sendOutcomeOfFailure,
+  type SendAccepted,
+  type SendNotAccepted,
+  type SendOutcome,
+} from '../shared/sendOutcome';
+import {
+  decideUnknownOutcome,
+  describeUnknownDecision,
+  type AnsweredFacts,
+  type VerificationAnswer,
+} from '../shared/unknownOutcome';
+import { ownAttemptFacts, type AttemptOnRecord } from '../shared/unknownOutcomeFacts';
 import {
   delayBeforeNextAttempt,
   delayBeforeOrderLookAgain,
   orderVisibleWaitOf,
   type OrderMailRunOptions,
+  type VerificationSettings,
 } from '../shared/workflowSettings';
-import { oneAttempt } from './attempt';
-import type { OrderMailResult, Step } from './attemptStep';
+import type {
+  AttemptRef,
+  Claimed,
+  OrderMailResult,
+  OrphanToVerify,
+  Recorded,
+  Step,
+  StepTable,
+} from './attemptStep';
 import {
-  cancelledAfter,
-  closedRunsKeptComingFailure,
-  gaveUpFailure,
-  heldAtSameTimeFailure,
-  orderNeverVisibleFailure,
-  permanentFailure,
-  validOrderIdOrFail,
-  waitForOrderOrEndCancelled,
-  waitOrEndCancelled,
-} from './endings';
-import { describeSendOutcome } from '../shared/sendOutcome';
-import { earlyAskOnProviderEvents } from './verificationWaits';
-import { resumeOnSignal } from './holdWait';
+  askProvider,
+  bookkeeping,
+  earlyAskOnProviderEvents,
+  resumeOnSignal,
+  sender,
+  sleepOrEnd,
+  type EarlyAsk,
+  type HoldWait,
+} from './commands';
+import * as ending from './endings';
+import { showNoClaim, showOrderMailState, stateShownFor } from './showOrderMailState';
 
 export type { OrderMailResult } from './attemptStep';
 export { EXPLANATION_MEMO } from './endings';
 
-// A claim that finds the row last claimed by another run of this workflow id at the very same time (equal
-// workflow-task times order nothing: src/db/orderMailClaim.ts) waits and claims again, with a later time.
-const SAME_TIME_CLAIM_WAIT_MS = 1_000;
-const SAME_TIME_CLAIM_TRIES = 3;
+// Patches: runs recorded before them took the older path (docs/design.md §6).
+export const ORDER_NOT_VISIBLE_YET_WAITS = 'order-not-visible-yet-waits';
+export const SEND_HOLD_WAITS = 'send-hold-waits';
 
-// An attempt of this run that sent nothing can find the row held by another claim: after a Reset, the new run
-// replays to the reset point and may redo a step of an attempt the closed run had moved past (it claimed its
-// next attempt, then the reset terminated it). Ending 'claim-lost' there would leave the closed run's claim to
-// the sweep, with nobody left to send; so the run claims again: the claim takes the closed run's attempt over
-// (or refuses another workflow's), and the mail is still owed by an open run. Only after a request-less or
-// definitely-not-sent attempt, and only while the row is held ('sending'): a row settled by someone else (an
-// operator's resolve) ends the run.
-const LOST_CLAIM_TRIES = 3;
+// The loop's three retry counts (why each: docs/design.md §6, "The loop's retry counts").
+/** Waits, 1 s each, after claims that found another run of this workflow id holding the row at the same time. */
+export const SAME_TIME_WAITS = 2;
+const SAME_TIME_WAIT_MS = 1_000;
+/** Claims again after an attempt that sent nothing found the row held by another claim (after a Reset). */
+export const RECLAIMS_AFTER_LOST_CLAIM = 3;
+/** Closed runs' attempts verified and settled in a row, each followed by a claim, before the run gives up. */
+export const ORPHAN_SETTLEMENTS = 3;
 
-// A claim that finds a closed run's dispatched attempt, with a provider that can be asked, hands it back
-// ('verify-orphan'); this run asks, settles it with the answer, and claims again. Each such settlement ends
-// one attempt for good, so more than a few in a row means the row keeps changing under us.
-const ORPHAN_VERIFY_TRIES = 3;
+/** What the loop knows across attempts; each count bounds its row of the table. */
+interface Run {
+  orderId: string;
+  cancelRequested: () => boolean;
+  early: EarlyAsk;
+  hold: HoldWait;
+  orderWaitMs: number;
+  /** This run's attempts (maxSendAttempts counts these). */
+  attempts: number;
+  orderLooks: number;
+  orderWaitedMs: number;
+  sameTimeWaits: number;
+  reclaims: number;
+  orphansSettled: number;
+  holdWaits: number;
+}
 
-/**
- * Sends order `orderId`'s confirmation mail exactly once. The workflow id is the order id.
- * claim (retried) → send (never retried) → branch here on the outcome → record (retried); a definitely
- * not-sent failure waits with a durable backoff and claims again, up to the configured number of attempts of
- * this run. So does an unknown outcome from a provider that dedupes by idempotency key, while its window
- * lasts: the next attempt carries the same key, so it cannot make a second mail.
- *
- * A cancel never leaves this run's own attempt 'sending' (one it waits to ask about for a closed run stays as
- * that run left it, for the sweep): each attempt runs shielded from it (a cancel during the claim
- * releases the claim, a dispatched send is waited for and recorded truthfully, a record completes), and the
- * run then ends Cancelled with an explanation in its memo. During the backoff the row is already settled.
- *
- * A claim that finds no order (the order service started the mail a moment before its commit was visible)
- * waits on a durable timer and claims again, up to the bound (`options.orderVisibleWaitMs`, by default
- * ORDER_VISIBLE_WAIT_MS); an order still missing then fails the run OrderNotFound.
- */
+/** Sends order `orderId`'s confirmation mail exactly once; the workflow id is the order id (docs/design.md §6). */
 export async function orderConfirmationMail(
   orderIdInput: string,
   options?: OrderMailRunOptions,
 ): Promise<OrderMailResult> {
-  const orderId = validOrderIdOrFail(orderIdInput);
-  const orderWaitMs = orderVisibleWaitOf(options);
-  let orderLooks = 0;
-  let orderWaitedMs = 0;
-  // Cancellation requests reach this scope; the attempts run in non-cancellable scopes of their own.
-  const run = CancellationScope.current();
-  const cancelRequested = (): boolean => run.consideredCancelled;
-  let runAttempts = 0;
-  let sameTimeTries = 0;
-  let lostClaimTries = 0;
-  let orphanTries = 0;
-  const early = earlyAskOnProviderEvents();
-  const hold = resumeOnSignal();
-  let holdWaits = 0;
-
+  const orderId = ending.validOrderIdOrFail(orderIdInput);
+  // Cancellation requests reach this scope; each attempt runs shielded in a non-cancellable scope of its own.
+  const scope = CancellationScope.current();
+  const run: Run = {
+    orderId,
+    cancelRequested: () => scope.consideredCancelled,
+    early: earlyAskOnProviderEvents(),
+    hold: resumeOnSignal(),
+    orderWaitMs: orderVisibleWaitOf(options),
+    attempts: 0,
+    orderLooks: 0,
+    orderWaitedMs: 0,
+    sameTimeWaits: 0,
+    reclaims: 0,
+    orphansSettled: 0,
+    holdWaits: 0,
+  };
   for (;;) {
-    const step = await CancellationScope.nonCancellable(() =>
-      oneAttempt(orderId, runAttempts, cancelRequested, early),
-    );
-    if (step.kind === 'released' || step.kind === 'not-accepted') runAttempts += 1;
-    if (cancelRequested()) throw cancelledAfter(orderId, step);
-
-    // What each way an attempt ended leads to: finish, fail, or claim again (with its limit).
-    switch (step.kind) {
-      case 'finished':
-        return step.result;
-      case 'released':
-        // Only a cancelled run releases its claim (ended just above): not an error, a Cancelled ending.
-        throw cancelledAfter(orderId, step);
-      case 'order-not-visible': {
-        // Waited = the timers slept so far: the same on every replay, and within a claim's time of the clock's.
-        if (orderWaitedMs >= orderWaitMs)
-          throw orderNeverVisibleFailure(orderId, step.failure, orderWaitedMs);
-        orderLooks += 1;
-        const delayMs = delayBeforeOrderLookAgain(orderLooks);
-        log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, delayMs });
-        await waitForOrderOrEndCancelled(orderId, delayMs);
-        orderWaitedMs += delayMs;
-        continue;
-      }
-      case 'held-at-same-time':
-        sameTimeTries += 1;
-        if (sameTimeTries >= SAME_TIME_CLAIM_TRIES) throw heldAtSameTimeFailure(orderId, step.holder);
-        await waitOrEndCancelled(orderId, SAME_TIME_CLAIM_WAIT_MS, 'before claiming again');
-        continue;
-      case 'lost-while-held':
-        if (lostClaimTries >= LOST_CLAIM_TRIES) return step.result;
-        lostClaimTries += 1;
-        log.info(
-          'Order mail claim held by another claim after an attempt that sent nothing; claiming again',
-          {
-            orderId,
-            attempts: step.result.attempts,
-          },
-        );
-        continue;
-      case 'orphan-left':
-        // Only a cancelled run leaves an orphan (ended just above).
-        throw cancelledAfter(orderId, step);
-      case 'orphan-settled':
-        orphanTries += 1;
-        if (orphanTries > ORPHAN_VERIFY_TRIES) throw closedRunsKeptComingFailure(orderId, orphanTries);
-        continue;
-      case 'held':
-        // Not an attempt of this run's: an operator's hold made the fence refuse it (src/workflows/holdWait.ts).
-        log.info('Sends are held; waiting for the hold to be lifted', { orderId, attempt: step.attempt });
-        await hold.wait(orderId, holdWaits);
-        holdWaits += 1;
-        continue;
-      case 'not-accepted':
-        await afterNotAccepted(orderId, step, runAttempts);
-    }
+    const ended = await CancellationScope.nonCancellable(() => oneAttempt(run));
+    const step: Step =
+      run.cancelRequested() && ended.kind !== 'cancelled' ? { kind: 'cancelled', left: ended } : ended;
+    const next = await rowOf(step)(step, run);
+    if (next !== AGAIN) return next;
   }
 }
 
-/** After an attempt was recorded as failed: fail for good, give up, or wait and claim again. */
-async function afterNotAccepted(
+const AGAIN = 'claim-again';
+type Next = OrderMailResult | typeof AGAIN;
+
+/** What each way an attempt ended leads to: the run's result, a failure thrown, or AGAIN (claim again). */
+export const AFTER_STEP = {
+  finished: async (step) => step.result,
+  cancelled: async (step, run) => {
+    throw ending.cancelledAfter(run.orderId, step.left);
+  },
+  'order-not-visible': async (step, run) => {
+    // Waited = the timers slept so far: the same on every replay.
+    if (run.orderWaitedMs >= run.orderWaitMs)
+      throw ending.orderNeverVisibleFailure(run.orderId, step.failure, run.orderWaitedMs);
+    run.orderLooks += 1;
+    const delayMs = delayBeforeOrderLookAgain(run.orderLooks);
+    const { orderId, orderLooks } = run;
+    log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, delayMs });
+    await sleepOrEnd(delayMs, () => ending.cancelledWhileOrderNotVisible(orderId));
+    run.orderWaitedMs += delayMs;
+    return AGAIN;
+  },
+  'held-at-same-time': async (step, run) => {
+    if (run.sameTimeWaits >= SAME_TIME_WAITS) throw ending.heldAtSameTimeFailure(run.orderId, step.holder);
+    run.sameTimeWaits += 1;
+    await sleepOrEnd(SAME_TIME_WAIT_MS, () =>
+      ending.cancelledWhileWaiting(run.orderId, 'before claiming again'),
+    );
+    return AGAIN;
+  },
+  'lost-while-held': async (step, run) => {
+    if (run.reclaims >= RECLAIMS_AFTER_LOST_CLAIM) return step.result;
+    run.reclaims += 1;
+    log.info('Order mail claim held by another claim after an attempt that sent nothing; claiming again', {
+      orderId: run.orderId,
+      attempts: step.result.attempts,
+    });
+    return AGAIN;
+  },
+  'orphan-settled': async (_step, run) => {
+    run.orphansSettled += 1;
+    if (run.orphansSettled > ORPHAN_SETTLEMENTS)
+      throw ending.closedRunsKeptComingFailure(run.orderId, run.orphansSettled);
+    return AGAIN;
+  },
+  held: async (step, run) => {
+    // No attempt of this run's: an operator's hold made the fence refuse it (docs/operating.md).
+    log.info('Sends are held; waiting for the hold to be lifted', {
+      orderId: run.orderId,
+      attempt: step.attempt,
+    });
+    await run.hold.wait(run.holdWaits, () => ending.cancelledWhileHeld(run.orderId));
+    run.holdWaits += 1;
+    return AGAIN;
+  },
+  'not-accepted': async (step, run) => {
+    run.attempts += 1;
+    const { orderId, attempts } = run;
+    const { sent, settings } = step;
+    if (step.recordedOutcome === 'rejected' || !sent.retryable) throw ending.permanentFailure(orderId, step);
+    if (attempts >= settings.maxSendAttempts) throw ending.gaveUpFailure(orderId, attempts, sent);
+    const delayMs = delayBeforeNextAttempt(settings, attempts, sent.retryAfterMs);
+    log.info('Order mail not accepted; waiting before the next attempt', {
+      orderId,
+      attempt: step.attempt,
+      delayMs,
+      outcome: step.recordedOutcome,
+    });
+    const when = `after attempt ${step.attempt} (${describeSendOutcome(sent)})`;
+    await sleepOrEnd(delayMs, () => ending.cancelledWhileWaiting(orderId, when));
+    return AGAIN;
+  },
+} satisfies StepTable<Step, Run, Next>;
+
+/** The row of the step's own kind (TypeScript cannot correlate a union's kind with its row by itself). */
+function rowOf<S extends Step>(step: S): (step: S, run: Run) => Promise<Next> {
+  return AFTER_STEP[step.kind] as unknown as (step: S, run: Run) => Promise<Next>;
+}
+
+/** One attempt: claim, then send and record, or what the claim found instead. Runs non-cancellable. */
+async function oneAttempt(run: Run): Promise<Step> {
+  const { orderId } = run;
+  const claim = await claimOrFail(orderId);
+  switch (claim.kind) {
+    case 'order-not-visible':
+      return claim;
+    case 'already-sent':
+      log.info('Order mail was already sent; this run sends nothing', { orderId, outcome: claim.outcome });
+      showOrderMailState({
+        state: stateShownFor('sent', claim.outcome),
+        outcome: claim.outcome,
+        attempts: claim.attempts,
+      });
+      return { kind: 'finished', result: ending.alreadySent(orderId, claim.outcome, claim.attempts) };
+    case 'held-elsewhere':
+      if (claim.sameWorkflow) return { kind: 'held-at-same-time', holder: claim.holder };
+      throw ending.heldByAnotherWorkflowFailure(orderId, claim.holder);
+    case 'verify-orphan':
+      return verifyOrphan(run, claim);
+    case 'claimed':
+      return sendAndRecord(run, claim);
+    default:
+      throw ending.unexpectedKind(orderId, 'claim', claim);
+  }
+}
+
+// Runs recorded before ORDER_NOT_VISIBLE_YET_WAITS failed OrderNotFound at once.
+async function claimOrFail(
   orderId: string,
-  step: Extract<Step, { kind: 'not-accepted' }>,
-  runAttempts: number,
-): Promise<void> {
-  const { sent, settings } = step;
-  if (step.recordedOutcome === 'rejected' || !sent.retryable) throw permanentFailure(orderId, step);
-  if (runAttempts >= settings.maxSendAttempts) throw gaveUpFailure(orderId, runAttempts, sent);
-  const delayMs = delayBeforeNextAttempt(settings, runAttempts, sent.retryAfterMs);
-  log.info('Order mail not accepted; waiting before the next attempt', {
-    orderId,
-    attempt: step.attempt,
-    delayMs,
-    outcome: step.recordedOutcome,
+): Promise<ClaimResult | Extract<Step, { kind: 'order-not-visible' }>> {
+  try {
+    // The workflow's clock: the server's time of this workflow task, which orders the runs' claims.
+    return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now() });
+  } catch (error) {
+    // A local activity's failure arrives unwrapped (SDK 1.24), a regular one's in an ActivityFailure.
+    const failure = error instanceof ActivityFailure ? error.cause : error;
+    if (failure instanceof ApplicationFailure && failure.type === FailureType.OrderNotFound) {
+      const notFound = ApplicationFailure.create({
+        type: FailureType.OrderNotFound,
+        message: failure.message,
+        nonRetryable: true,
+        cause: error instanceof Error ? error : undefined,
+      });
+      if (patched(ORDER_NOT_VISIBLE_YET_WAITS)) return { kind: 'order-not-visible', failure: notFound };
+      showNoClaim();
+      throw notFound;
+    }
+    throw error;
+  }
+}
+
+/** The claimed attempt: send through the dispatch fence unless cancelled meanwhile, then record. */
+async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
+  const { orderId } = run;
+  const { attempt, claimToken, settings } = claim;
+  const base = { orderId, claimToken, attempt };
+  showOrderMailState({ state: 'sending', outcome: null, attempts: attempt, httpStatus: null });
+  if (run.cancelRequested()) {
+    // Cancelled while claiming: nothing was dispatched, so the claim is released as not sent.
+    await bookkeeping.recordOrderMailOutcome({
+      ...base,
+      state: 'failed',
+      outcome: 'not_sent',
+      unknownPolicy: null,
+      providerMessageId: null,
+      httpStatus: null,
+      error: 'no request was made: the workflow was cancelled before this attempt sent anything',
+      expectDispatched: false,
+    });
+    showOrderMailState({ state: 'failed', outcome: 'not_sent' });
+    return { kind: 'cancelled', left: { kind: 'released', attempt } };
+  }
+
+  const { sent, failure } = await send(orderId, claim);
+  if (sent.outcome === 'claim-lost') {
+    const { currentState, currentOutcome } = sent.row;
+    if (currentState !== null && currentState !== 'sending') {
+      showOrderMailState({ state: stateShownFor(currentState, currentOutcome), outcome: currentOutcome });
+    }
+    const result = ending.claimLost(orderId, attempt, currentOutcome, null);
+    // The fence refused: this attempt made no request.
+    if (currentState === 'sending') return { kind: 'lost-while-held', result };
+    return { kind: 'finished', result };
+  }
+
+  const { recorded, providerMessageId, sentNothing } = await recordSendOutcome(run, base, sent, claim);
+  if (recorded.kind === 'claim-lost') {
+    if (recorded.currentState !== null && recorded.currentState !== 'sending') {
+      showOrderMailState({ state: recorded.currentState });
+    }
+    // The row is someone else's now; an accepted mail's id went into the attempt's audit row instead.
+    const result =
+      sent.outcome === 'accepted'
+        ? ending.claimLost(orderId, attempt, 'accepted', sent.providerMessageId)
+        : ending.claimLost(orderId, attempt, null, null);
+    if (recorded.currentState === 'sending' && sentNothing) return { kind: 'lost-while-held', result };
+    return { kind: 'finished', result };
+  }
+  if (
+    sent.outcome === 'not_sent' &&
+    sent.errorCode === SEND_HELD &&
+    recorded.state === 'failed' &&
+    patched(SEND_HOLD_WAITS)
+  ) {
+    // The Web UI's filter for held orders (docs/operating.md): OrderMailState = "held".
+    showOrderMailState({ state: 'held', outcome: recorded.outcome, httpStatus: null });
+    return { kind: 'held', attempt };
+  }
+  showOrderMailState({
+    state: stateShownFor(recorded.state, recorded.outcome),
+    outcome: recorded.outcome,
+    httpStatus: sent.httpStatus,
   });
-  await waitOrEndCancelled(orderId, delayMs, `after attempt ${step.attempt} (${describeSendOutcome(sent)})`);
+  if (recorded.state === 'sent' || sent.outcome === 'accepted') {
+    // The provider's id: its answer, or what verification found; none when the policy assumed it sent.
+    const result: OrderMailResult = {
+      orderId,
+      result: 'sent',
+      outcome: recorded.outcome,
+      attempts: attempt,
+      providerMessageId,
+    };
+    return { kind: 'finished', result };
+  }
+  return { kind: 'not-accepted', attempt, settings, sent, cause: failure, recordedOutcome: recorded.outcome };
+}
+
+/** The send, waited for to its real end (never retried, never abandoned); its failure is kept as a cause. */
+async function send(
+  orderId: string,
+  claim: Claimed,
+): Promise<{ sent: SendOutcome; failure?: ActivityFailure }> {
+  try {
+    const sent = await sender(claim.settings.sendTimeoutMs).sendOrderMail({
+      orderId,
+      claimToken: claim.claimToken,
+      attempt: claim.attempt,
+      idempotencyKey: claim.idempotencyKey,
+    });
+    return { sent };
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    return { sent: sendOutcomeOfFailure(error), failure: error };
+  }
+}
+
+interface Recording {
+  recorded: Recorded;
+  /** The accepted mail's id: the provider's answer, or what verification found; null when none is known. */
+  providerMessageId: string | null;
+  /** The attempt made no request, or the provider said (or was verified to say) it took nothing. */
+  sentNothing: boolean;
+}
+
+/**
+ * Records the send's outcome; an unknown is decided by decideUnknownOutcome from the row's facts, after asking
+ * the provider where it can be asked (docs/design.md §5).
+ */
+async function recordSendOutcome(
+  run: Run,
+  base: AttemptRef,
+  sent: SendAccepted | SendNotAccepted,
+  claim: Claimed,
+): Promise<Recording> {
+  if (sent.outcome !== 'unknown') {
+    const accepted = sent.outcome === 'accepted';
+    const recorded = await bookkeeping.recordOrderMailOutcome({
+      ...base,
+      state: accepted ? 'sent' : 'failed',
+      outcome: sent.outcome,
+      unknownPolicy: null,
+      providerMessageId: accepted ? sent.providerMessageId : null,
+      httpStatus: sent.httpStatus,
+      error: accepted ? null : sent.reason,
+      expectDispatched: null,
+    });
+    if (recorded.kind === 'dispatch-changed')
+      throw ending.unexpectedAnswerFailure(
+        base.orderId,
+        'the record found the fence changed, though nothing was expected of it',
+      );
+    return {
+      recorded,
+      providerMessageId: accepted ? sent.providerMessageId : null,
+      sentNothing: sent.outcome === 'not_sent',
+    };
+  }
+  const { settings } = claim;
+  // Judged as the send came back, before any wait: how long a retry would wait, and whether one follows.
+  const delayBeforeRetryMs = delayBeforeNextAttempt(settings, run.attempts + 1, sent.retryAfterMs);
+  const anotherAttemptFollows = !run.cancelRequested() && run.attempts + 1 < settings.maxSendAttempts;
+  const facts = (attempt: AttemptOnRecord, answer: VerificationAnswer | null) =>
+    ownAttemptFacts({
+      attempt,
+      settings,
+      delayBeforeRetryMs,
+      anotherAttemptFollows,
+      providerError: sent.errorCode,
+      answer,
+    });
+  // What the provider said, once asked: asked at most once per attempt.
+  let answer: VerificationAnswer | null = null;
+  // The fence moves at most once (not dispatched → dispatched), so the second decision stands.
+  for (let decided = 0; ; decided++) {
+    const attempt = await bookkeeping.readAttemptOutcomeFacts(base);
+    let decision = decideUnknownOutcome(facts(attempt, answer));
+    if (decision.kind === 'verify') {
+      // This execution saw its request end: "not found" may count that long after the dispatch, plus the
+      // settle delay. Null (ALREADY_DISPATCHED, a timed-out send): only after the attempt's send timeout.
+      const ended = sent.requestEndedAfterFenceMs;
+      answer = await verifyWithProvider(run, base, claim.idempotencyKey, settings.verification!, {
+        own: ended === null ? {} : { requestEndedWithinMs: ended },
+      });
+      const answered: AnsweredFacts = { ...facts(attempt, answer), verification: { answer } };
+      decision = decideUnknownOutcome(answered);
+    }
+    const described = describeUnknownDecision(decision, facts(attempt, answer));
+    const providerMessageId = decision.kind === 'verified-accepted' ? decision.providerMessageId : null;
+    const recorded = await bookkeeping.recordOrderMailOutcome({
+      ...base,
+      httpStatus: sent.httpStatus,
+      state: decision.state,
+      outcome: decision.outcome,
+      unknownPolicy: decision.unknownPolicy,
+      verification: decision.verification ?? null,
+      providerMessageId,
+      error: decision.kind === 'not-sent' ? `${described} (${sent.reason})` : `${sent.reason}; ${described}`,
+      expectDispatched: attempt.dispatched,
+    });
+    // Not sent: the request never left (the fence was not passed), or the provider said it has no such mail.
+    const sentNothing = decision.outcome === 'not_sent';
+    if (recorded.kind !== 'dispatch-changed') return { recorded, providerMessageId, sentNothing };
+    if (decided >= 1)
+      throw ending.unexpectedAnswerFailure(base.orderId, 'the dispatch fence changed twice for one attempt');
+  }
+}
+
+/**
+ * Waits until "not found" can mean something (the settle delay, or for a closed run's attempt what is left of
+ * its send timeout and the settle delay), or until a provider event asks early, then asks the provider. A
+ * cancel during the wait, or a lookup failing past its deadline, leaves it inconclusive: the policy decides.
+ */
+async function verifyWithProvider(
+  run: Run,
+  base: AttemptRef,
+  sendKey: string,
+  verification: VerificationSettings,
+  of: { own: { requestEndedWithinMs?: number }; orphan?: { waitMs: number; requestMayLastMs: number } },
+): Promise<VerificationAnswer> {
+  const { cancelRequested, early } = run;
+  const { orphan } = of;
+  log.info('Order mail outcome unknown; waiting the settle delay before asking the provider', {
+    orderId: base.orderId,
+    attempt: base.attempt,
+    settleDelayMs: verification.settleDelayMs,
+    ...(orphan === undefined ? {} : { waitMs: orphan.waitMs }),
+  });
+  const waitMs = orphan?.waitMs ?? verification.settleDelayMs;
+  // A cancel that came first needs no timer.
+  const woke =
+    cancelRequested() ||
+    (waitMs > 0 && (await condition(() => cancelRequested() || early.requested(), waitMs)));
+  if (woke && cancelRequested()) {
+    return { kind: 'inconclusive', reason: 'the run was cancelled before the settle delay had passed' };
+  }
+  if (woke) {
+    early.taken();
+    log.info('A provider event of this send arrived; asking the provider now', {
+      orderId: base.orderId,
+      attempt: base.attempt,
+    });
+  }
+  const input = {
+    ...base,
+    sendKey,
+    ...of.own,
+    ...(orphan === undefined ? {} : { requestMayLastMs: orphan.requestMayLastMs }),
+  };
+  return askProvider(verification, input, { cancelRequested, early });
+}
+
+/**
+ * A closed run's dispatched attempt, handed back by the claim: asked about like this run's own unknowns and
+ * settled with the answer, rather than by the policy; then the run claims again (docs/design.md §7).
+ */
+async function verifyOrphan(run: Run, orphan: OrphanToVerify): Promise<Step> {
+  const { orderId } = run;
+  const verification = orphan.settings.verification;
+  if (verification === null)
+    throw ending.unexpectedAnswerFailure(
+      orderId,
+      "the claim handed back a closed run's attempt with no verification",
+    );
+  // Nobody waited for the closed run's send: it may have lasted until its send timeout.
+  const requestMayLastMs = orphan.settings.sendTimeoutMs;
+  const waitMs = Math.max(0, requestMayLastMs + verification.settleDelayMs - orphan.sinceDispatchMs);
+  const base = { orderId, claimToken: orphan.holder, attempt: orphan.attempt };
+  const answer = await verifyWithProvider(run, base, orphan.sendKey, verification, {
+    own: {},
+    orphan: { waitMs, requestMayLastMs },
+  });
+  if (run.cancelRequested() && answer.kind === 'inconclusive') {
+    // Cancelled before the provider was asked: the row stays the closed run's, for the sweep to ask about.
+    return { kind: 'cancelled', left: { kind: 'orphan-left', attempt: orphan.attempt } };
+  }
+  const settled = await bookkeeping.settleVerifiedOrphanAttempt({
+    orderId,
+    holder: orphan.holder,
+    attempt: orphan.attempt,
+    answer,
+    policy: orphan.settings.unknownOutcomePolicy,
+    issuedAtMs: Date.now(),
+  });
+  return {
+    kind: 'orphan-settled',
+    attempt: orphan.attempt,
+    settledAs: settled.kind === 'settled' ? settled.decision : null,
+  };
 }

@@ -7,7 +7,7 @@ import type {
 import { OrderMailStuckOrders } from '../shared/orderMailSearchAttributes';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
 import { sweptOrphanFacts } from '../shared/unknownOutcomeFacts';
-import { askProvider } from './askProvider';
+import { askProvider } from './commands';
 import type { VerificationWait } from '../activities';
 
 // Each batch is a bounded query plus up to a batch of idempotent starts: retried freely, since a start that
