@@ -66,17 +66,12 @@ export async function claimOrderMailRow(
     // Most orders are claimed once: the first pass tries the insert before reading anything.
     const row = pass === 0 ? null : await readMailLog(db, orderId);
     if (row === null) {
-      let inserted: boolean;
       const choice = await choose(db, request, []);
       if (isNoProvider(choice)) return noProvider(choice);
-      try {
-        inserted = await insertFirstClaim(db, request, choice);
-      } catch (error) {
-        // 23503 foreign_key_violation: the order does not exist. Nothing was written, nothing will be sent.
-        if ((error as { code?: unknown }).code === '23503') return { kind: 'order-not-found' };
-        throw error;
-      }
-      if (inserted) {
+      const inserted = await insertFirstClaim(db, request, choice);
+      // The order is not in the contract's view: nothing was written, nothing will be sent.
+      if (inserted === 'order-not-found') return { kind: 'order-not-found' };
+      if (inserted === 'inserted') {
         return { kind: 'claimed', attempt: 1, how: 'first-claim', resendCount: 0, ...claimedAt(choice) };
       }
       if (pass > 0) observer.rowChanged();
@@ -206,15 +201,27 @@ async function insertFirstClaim(
   db: Database,
   request: ClaimRequest,
   choice: ProviderChoice,
-): Promise<boolean> {
+): Promise<'inserted' | 'exists' | 'order-not-found'> {
   const { provider, providerChoice } = claimedAt(choice);
-  const { rowCount } = await runSql(
+  // The order is checked through the contract in the same statement (no foreign key to the shop's table since
+  // migration 0063): a row is inserted only for an order the shop's view shows.
+  const { rows } = await runSql<{ found: boolean; inserted: boolean }>(
     db,
-    sql`INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at, provider, provider_choice)
-        VALUES (${request.orderId}, 'sending', 1, ${request.claimToken}, ${request.issuedAt}, ${provider}, ${providerChoice})
-        ON CONFLICT (order_id) DO NOTHING`,
+    sql`WITH found AS (
+          SELECT EXISTS (SELECT 1 FROM order_mail_source.orders_for_mail WHERE order_id = ${request.orderId}) AS found
+        ), inserted AS (
+          INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at, provider, provider_choice)
+          SELECT ${request.orderId}::bigint, 'sending', 1, ${request.claimToken}::text, ${request.issuedAt}::timestamptz,
+                 ${provider}::text, ${providerChoice}::text
+            FROM found WHERE found.found
+          ON CONFLICT (order_id) DO NOTHING
+          RETURNING 1
+        )
+        SELECT found.found, EXISTS (SELECT 1 FROM inserted) AS inserted FROM found`,
   );
-  return rowCount === 1;
+  const result = rows[0]!;
+  if (result.inserted) return 'inserted';
+  return result.found ? 'exists' : 'order-not-found';
 }
 
 /** A row that ended definitely-not-sent (or settled as failed): the next attempt, attempts + 1. */

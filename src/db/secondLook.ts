@@ -144,7 +144,8 @@ export async function reopenAfterSecondLook(
            WHERE ${asLooked(candidate)} AND ${secondLookFence(input.boundMs)}
              AND NOT EXISTS (SELECT 1 FROM order_mail_late_answers AS late
                               WHERE late.order_id = log.order_id AND late.attempt = log.attempts)
-             AND EXISTS (SELECT 1 FROM orders AS o WHERE o.id = log.order_id AND o.status = 'confirmed')
+             AND EXISTS (SELECT 1 FROM order_mail_source.orders_for_mail AS o
+                          WHERE o.order_id = log.order_id AND o.status = 'confirmed')
           RETURNING log.order_id, log.attempts
         ), late AS (
           INSERT INTO order_mail_late_answers (order_id, attempt, outcome, note, recorded_by)
