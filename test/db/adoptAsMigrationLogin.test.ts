@@ -151,7 +151,9 @@ describe('adopting a shop whose orders belong to its own role, as the migration 
     });
     const migrator = createDatabase({ connectionString: migrationUrl, applicationName: 'test migrator' });
     try {
-      await migrator.query(`GRANT USAGE, CREATE ON SCHEMA order_mail_source TO ${escapeIdentifier(shopOwner)}`);
+      await migrator.query(
+        `GRANT USAGE, CREATE ON SCHEMA order_mail_source TO ${escapeIdentifier(shopOwner)}`,
+      );
     } finally {
       await migrator.close();
     }
