@@ -235,6 +235,16 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
       await client.query(`GRANT ${escapeIdentifier(OPERATOR_GROUP_ROLE)} TO ${login}`);
       await client.query(`REVOKE ${escapeIdentifier(WORKER_GROUP_ROLE)} FROM ${login}`);
     }
+    // The older migrations (0003–0005, 0057) still make foreign keys to orders (id) before 0063 drops them: on a
+    // database whose orders the migration login does not own, it needs REFERENCES on that column until then.
+    const { rows: ordersId } = await client.query(
+      `SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('orders') AND attname = 'id' AND NOT attisdropped`,
+    );
+    if (ordersId.length > 0) {
+      await unlessNotPermitted(client, async () => {
+        await client.query(`GRANT REFERENCES (id) ON orders TO ${migratorRole}`);
+      });
+    }
     // The order contract's schema, for the migration login to make the demo's views in (migration 0063); a
     // shop's own views go there too, made by its owner (docs/adoption.md).
     await client.query(
