@@ -9,6 +9,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createIsolatedDatabase, type IsolatedDatabase } from '../../dev/devtools/testDatabases';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { main } from '../../src/cli/ops';
 import { findConfirmedOrdersWithoutMail } from '../../src/db/confirmedOrders';
 import { migrate } from '../../src/db/migrator';
 import { readMailLog } from '../../src/db/orderMailLog';
@@ -109,6 +110,18 @@ it('sends each of its orders exactly its own one mail, through its views and its
     limit: 100,
   });
   expect(found.orderIds).toEqual(orderIds);
+
+  // The operator's preview renders the shop's template, its extra field included, and sends nothing.
+  const out: string[] = [];
+  const previewed = await main(
+    ['preview', orderIds[0]!, '--json'],
+    { DATABASE_URL: isolated.connectionString, MAIL_TEMPLATE_DIR: TEMPLATE_DIR },
+    { out: (text) => out.push(text), err: (text) => out.push(text) },
+  );
+  expect(previewed, out.join('\n')).toBe(0);
+  expect((JSON.parse(out.join('\n')) as { text: string }).text).toContain(
+    `Your gift message: Happy birthday, order ${orderIds[0]}!`,
+  );
 
   const taskQueue = `second-shop-${base}`;
   worker = spawnWorkerProcess({
