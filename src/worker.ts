@@ -22,6 +22,8 @@ import { createDatabase } from './db/pool';
 import { checkNoRowsBoundElsewhere, checkNoRowsBoundToAnotherDestination } from './db/boundProviders';
 import { assertDeploymentIdOfNamespace } from './db/deploymentIds';
 import { assertSchemaReady } from './db/schemaReady';
+import { checkOrderContract } from './db/orderContract';
+import { mailFieldsWith } from './mail/template/mailFields';
 import { createProviderTransports } from './mail/providerTransports';
 import { DEFAULT_TEMPLATE_DIR, loadMailTemplates, type MailTemplates } from './mail/template/mailTemplates';
 import {
@@ -37,16 +39,12 @@ import { runOnce } from './workerPair';
 import { installRuntime } from './workerRuntime';
 import { WorkerStatus } from './workerStatus';
 
-async function runWorker(
-  config: WorkerConfig,
-  mailTemplates: MailTemplates,
-  stop: AbortSignal,
-): Promise<void> {
+async function runWorker(config: WorkerConfig, templateDir: string, stop: AbortSignal): Promise<void> {
   // Before any client or worker exists: they take their interceptors from it. Flushed last, after the workers
   // stopped, so the spans of the sends that finished while stopping are exported too.
   const tracing = config.tracing === null ? null : await startTracing(config.tracing);
   try {
-    await runWorkerTraced(config, mailTemplates, stop, tracing);
+    await runWorkerTraced(config, templateDir, stop, tracing);
   } finally {
     await tracing?.shutdown().catch((error: unknown) => logError('Exporting the last spans failed', error));
   }
@@ -54,7 +52,7 @@ async function runWorker(
 
 async function runWorkerTraced(
   config: WorkerConfig,
-  mailTemplates: MailTemplates,
+  templateDir: string,
   stop: AbortSignal,
   tracing: Tracing | null,
 ): Promise<void> {
@@ -120,10 +118,16 @@ async function runWorkerTraced(
         // It refuses to start on a schema that is not migrated to its build, or a role that may not do its
         // work (SchemaNotReadyError, a configuration error), or with another deployment id than its namespace's
         // (DeploymentIdMismatchError). Its first use of Postgres: here it waits for it.
+        let mailTemplates: MailTemplates | null = null;
         const ready = await retryUntilAvailable(
           'Postgres',
           async () => {
             await assertSchemaReady(db);
+            // The shop's orders as this login sees them through the contract (OrderContractError names every
+            // missing view, column, type and grant); its extra columns are fields the templates may name, so
+            // the templates are read and checked here, once: a changed template takes effect at the next start.
+            const contract = await checkOrderContract(db);
+            mailTemplates = loadMailTemplates(templateDir, mailFieldsWith(contract.extras));
             // Nor with open rows bound to a provider it lacks (ProvidersStillBoundError), unless forced.
             const configured = providers.transports.flatMap((transport) =>
               transport.destination === undefined ? [] : [transport.destination.provider],
@@ -159,14 +163,15 @@ async function runWorkerTraced(
           isTransientPostgresError,
           waitOptions,
         );
-        if (ready === null) return;
+        if (ready === null || mailTemplates === null) return;
+        const templates: MailTemplates = mailTemplates;
         // One round per connection to Temporal: a worker that fails for want of Temporal connects again.
         while (!stop.aborted) {
           const outcome = await runOnce({
             config,
             db,
             providers,
-            mailTemplates,
+            mailTemplates: templates,
             metrics,
             workerIdentity,
             mailProvider,
@@ -212,9 +217,7 @@ if (require.main === module) {
     .then(() => {
       // Configuration errors end the process at once: no waiting fixes them.
       const config = loadConfig(process.env);
-      // Templates are read and checked once, here: a changed template takes effect at the next start.
-      const mailTemplates = loadMailTemplates(config.mailTemplateDir ?? DEFAULT_TEMPLATE_DIR);
-      return runWorker(config, mailTemplates, stopOnSignals());
+      return runWorker(config, config.mailTemplateDir ?? DEFAULT_TEMPLATE_DIR, stopOnSignals());
     })
     .then(
       () => process.exit(0),

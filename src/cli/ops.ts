@@ -40,6 +40,8 @@ import {
   MailTemplateError,
   type MailTemplates,
 } from '../mail/template/mailTemplates';
+import { mailFieldsWith } from '../mail/template/mailFields';
+import { checkOrderContract, OrderContractError } from '../db/orderContract';
 import { formatProviderStatus, runProviderAct } from '../ops/providerOps';
 import { formatHold, formatResume, holdSends, resumeSends } from '../ops/sendHold';
 import { lookupRetentionMs, readDrainingProviders, readProviderList } from '../config/providerList';
@@ -173,12 +175,10 @@ async function preview(
   io: CliIo,
 ): Promise<number> {
   let settings: PreviewSettings;
-  let templates: MailTemplates;
   try {
     settings = loadPreviewSettings(env);
-    templates = loadMailTemplates(settings.templateDir);
   } catch (error) {
-    if (!(error instanceof ConfigError) && !(error instanceof MailTemplateError)) throw error;
+    if (!(error instanceof ConfigError)) throw error;
     io.err(error.message);
     return 2;
   }
@@ -187,6 +187,16 @@ async function preview(
     applicationName: 'order-mail-ops preview',
   });
   try {
+    let templates: MailTemplates;
+    try {
+      // As at the worker's start: the order contract's extra columns are fields the templates may name.
+      const contract = await checkOrderContract(db);
+      templates = loadMailTemplates(settings.templateDir, mailFieldsWith(contract.extras));
+    } catch (error) {
+      if (!(error instanceof MailTemplateError) && !(error instanceof OrderContractError)) throw error;
+      io.err(error.message);
+      return 2;
+    }
     const rendered = await previewOrderMail(db, command.orderId, settings.identity, templates);
     io.out(command.json ? JSON.stringify(rendered, null, 2) : formatPreview(rendered));
     return 0;

@@ -1,9 +1,7 @@
-// The columns of the shop's tables this service reads, and nothing else: the worker role is granted SELECT on
-// exactly these (migration 0030, `npm run db:roles`), so a worker cannot read a card number, an address or a
-// phone number the shop keeps beside them. Every read of the shop's tables lives in orders.ts and
-// queries/confirmedOrdersWithoutMail.sql; a column added there is added here (and granted by a migration).
-// The foreign keys of the mail tables point at orders.id: the migration login needs REFERENCES on it.
-
+// The columns of the demo's tables that migration 0030 granted the worker role, column by column. Since migration
+// 0063 the service reads orders only through the order contract (orderContract.ts) and the workers lose these
+// grants; the list stays for the older migrations, which a shop adopting this service still applies first
+// (migrationPrerequisites.ts names what their owner must grant before them).
 export const WORKER_READS_COLUMNS = {
   orders: ['id', 'customer_name', 'customer_email', 'ordered_at', 'status', 'confirmed_at'],
   order_items: ['order_id', 'line_no', 'product_name', 'quantity', 'unit_price_yen'],

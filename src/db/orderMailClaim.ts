@@ -152,14 +152,10 @@ async function runTransition(
     attempt === null ? { applied: false as const } : { applied: true as const, attempt };
   if (transition.name === 'firstClaim' || row === 'unread' || row === null) {
     if (transition.name !== 'firstClaim') return { applied: false };
-    try {
-      const inserted = await firstClaim(db, request.orderId, { ...claimer, ...transition.claimed });
-      return attempted(inserted ? 1 : null);
-    } catch (error) {
-      // 23503 foreign_key_violation: the order does not exist. Nothing was written, nothing will be sent.
-      if ((error as { code?: unknown }).code === '23503') return 'order-not-found';
-      throw error;
-    }
+    const inserted = await firstClaim(db, request.orderId, { ...claimer, ...transition.claimed });
+    // The order is not in the contract's view: nothing was written, nothing will be sent.
+    if (inserted === 'order-not-found') return 'order-not-found';
+    return attempted(inserted === 'inserted' ? 1 : null);
   }
   switch (transition.name) {
     case 'reclaimFailed':

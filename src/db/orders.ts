@@ -1,13 +1,13 @@
-// The only reads the service makes of the shop's orders. An adopter whose `orders` looks different changes
-// these queries (and the reconciliation query, src/db/queries/confirmedOrdersWithoutMail.sql), nothing else.
-// Columns read: orders.id, customer_name, customer_email, ordered_at; order_items.order_id, line_no,
-// product_name, quantity, unit_price_yen.
+// The only reads the service makes of the shop's orders, all through the order contract (orderContract.ts): the
+// views in order_mail_source, never the shop's own tables. A shop whose tables look different writes the views;
+// nothing here changes (docs/adoption.md, "The order contract").
 import type { Database } from './pool';
 
 export interface OrderItemForMail {
   productName: string;
   quantity: number;
-  unitPriceYen: bigint;
+  /** In the order's currency's minor unit (yen, cents). */
+  unitAmountMinor: bigint;
 }
 
 export interface OrderForMail {
@@ -15,7 +15,13 @@ export interface OrderForMail {
   customerName: string;
   customerEmail: string;
   orderedAt: Date;
+  /** The order's amount in the minor unit of `currency`, as the shop states it. */
+  amountMinor: bigint;
+  /** ISO-4217, e.g. JPY, USD. */
+  currency: string;
   items: OrderItemForMail[];
+  /** The orders view's extra_<name> columns, by <name> (NULL as empty text): order.extra.<name> in templates. */
+  extra: Record<string, string>;
 }
 
 /**
@@ -28,45 +34,60 @@ export async function loadOrderForMail(
   orderId: string,
   maxItems: number | null = null,
 ): Promise<OrderForMail | null> {
-  // One row per item, the order's columns on each; an order without items gives one row, its item NULL.
+  // One row per item, the order's columns on each; an order without items gives one row, its item NULL. The
+  // extras come as the whole row in JSON (text columns only, so nothing is lost), read by their prefix.
   const { rows } = await db.query<{
     customerName: string;
     customerEmail: string;
     orderedAt: Date;
+    amountMinor: string;
+    currency: string;
+    whole: Record<string, unknown>;
     lineNo: number | null;
     productName: string;
     quantity: number;
-    unitPriceYen: string;
+    unitAmountMinor: string;
   }>(
     `SELECT o.customer_name AS "customerName", o.customer_email AS "customerEmail", o.ordered_at AS "orderedAt",
+            o.amount_minor::text AS "amountMinor", o.currency, to_jsonb(o) AS whole,
             i.line_no AS "lineNo", i.product_name AS "productName", i.quantity,
-            i.unit_price_yen::text AS "unitPriceYen"
-       FROM orders o
+            i.unit_amount_minor::text AS "unitAmountMinor"
+       FROM order_mail_source.orders_for_mail AS o
        LEFT JOIN LATERAL (
-              SELECT line_no, product_name, quantity, unit_price_yen FROM order_items
-               WHERE order_id = o.id ORDER BY line_no LIMIT $2) i ON true
-      WHERE o.id = $1
+              SELECT line_no, product_name, quantity, unit_amount_minor FROM order_mail_source.order_items_for_mail
+               WHERE order_id = o.order_id ORDER BY line_no LIMIT $2) AS i ON true
+      WHERE o.order_id = $1
       ORDER BY i.line_no`,
     [orderId, maxItems],
   );
   const first = rows[0];
   if (!first) return null;
+  const extra: Record<string, string> = {};
+  for (const [column, value] of Object.entries(first.whole)) {
+    if (column.startsWith('extra_'))
+      extra[column.slice('extra_'.length)] = typeof value === 'string' ? value : '';
+  }
   return {
     orderId,
     customerName: first.customerName,
     customerEmail: first.customerEmail,
     orderedAt: first.orderedAt,
+    amountMinor: BigInt(first.amountMinor),
+    currency: first.currency,
     items: rows
       .filter((row) => row.lineNo !== null)
       .map((row) => ({
         productName: row.productName,
         quantity: row.quantity,
-        unitPriceYen: BigInt(row.unitPriceYen),
+        unitAmountMinor: BigInt(row.unitAmountMinor),
       })),
+    extra,
   };
 }
 
 export async function orderExists(db: Database, orderId: string): Promise<boolean> {
-  const { rows } = await db.query(`SELECT 1 FROM orders WHERE id = $1`, [orderId]);
+  const { rows } = await db.query(`SELECT 1 FROM order_mail_source.orders_for_mail WHERE order_id = $1`, [
+    orderId,
+  ]);
   return rows.length > 0;
 }

@@ -2,7 +2,7 @@
 // (a superuser, or a role with CREATEROLE that owns the database), from the two URLs the service runs with:
 //   MIGRATION_DATABASE_URL  a login that owns the mail tables: `npm run db:migrate` runs as it;
 //   DATABASE_URL            the workers' login, a member of order_mail_worker (migration 0010): it reads the
-//                           orders and writes the mail tables, and may do nothing else;
+//                           order contract's views (0063) and writes the mail tables, and may do nothing else;
 //   WEBHOOK_DATABASE_URL    (optional) the webhook receiver's login, a member of order_mail_webhooks
 //                           (migration 0025): it appends provider events and replay tokens, nothing more.
 //   OPS_DATABASE_URL        (optional) one operator's own login, a member of order_mail_operators (migration
@@ -17,7 +17,7 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client, escapeIdentifier, escapeLiteral } from 'pg';
 import { describeCaseStudyTable } from './caseStudyTable';
-import { SHOP_TABLES, WORKER_READS_COLUMNS } from './orderColumns';
+import { ORDER_ITEMS_VIEW, ORDER_SOURCE_SCHEMA, ORDERS_VIEW } from './orderContract';
 
 /** The group role migration 0010 grants the workers' privileges to. */
 export const WORKER_GROUP_ROLE = 'order_mail_worker';
@@ -235,27 +235,43 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
       await client.query(`GRANT ${escapeIdentifier(OPERATOR_GROUP_ROLE)} TO ${login}`);
       await client.query(`REVOKE ${escapeIdentifier(WORKER_GROUP_ROLE)} FROM ${login}`);
     }
-    // The orders are the shop's: the workers read the columns the service uses and no other (a card number,
-    // an address kept beside them), and the mail tables' foreign keys need REFERENCES on orders.id. The admin
-    // grants them where it may (a superuser, or their owner); otherwise db:migrate names them for the owner.
-    for (const table of SHOP_TABLES) {
-      const { rows: columns } = await client.query<{ name: string }>(
-        `SELECT attname AS name FROM pg_attribute
-          WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND attname = ANY($2::text[])
-          ORDER BY attnum`,
-        [table, [...WORKER_READS_COLUMNS[table]]],
-      );
-      if (columns.length === 0) continue;
-      const group = escapeIdentifier(WORKER_GROUP_ROLE);
+    // The older migrations (0003–0005, 0057) still make foreign keys to orders (id) before 0063 drops them: on a
+    // database whose orders the migration login does not own, it needs REFERENCES on that column until then.
+    const { rows: ordersId } = await client.query(
+      `SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('orders') AND attname = 'id' AND NOT attisdropped`,
+    );
+    if (ordersId.length > 0) {
       await unlessNotPermitted(client, async () => {
-        await client.query(`REVOKE SELECT ON ${escapeIdentifier(table)} FROM ${group}`);
-        await client.query(
-          `GRANT SELECT (${columns.map((column) => escapeIdentifier(column.name)).join(', ')}) ON ${escapeIdentifier(table)} TO ${group}`,
-        );
-        if (table === 'orders' && columns.some((column) => column.name === 'id')) {
-          await client.query(`GRANT REFERENCES (id) ON orders TO ${migratorRole}`);
-          // `npm run ops` asks whether an order exists, and nothing more of the shop's tables.
-          await client.query(`GRANT SELECT (id) ON orders TO ${escapeIdentifier(OPERATOR_GROUP_ROLE)}`);
+        await client.query(`GRANT REFERENCES (id) ON orders TO ${migratorRole}`);
+      });
+    }
+    // The order contract's schema, for the migration login to make the demo's views in (migration 0063); a
+    // shop's own views go there too, made by its owner (docs/adoption.md).
+    await client.query(
+      `CREATE SCHEMA IF NOT EXISTS ${escapeIdentifier(ORDER_SOURCE_SCHEMA)} AUTHORIZATION ${migratorRole}`,
+    );
+    // The orders are the shop's, read through the order contract only (src/db/orderContract.ts): the workers
+    // get USAGE on its schema and SELECT on its views, the operators whether an order exists, and nothing on
+    // the shop's base tables. Granted where the admin may (a superuser, or the views' owner); otherwise the
+    // worker names the missing grants when it starts.
+    const { rows: contract } = await client.query<{ view: string }>(
+      `SELECT c.relname AS view FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = $1 AND c.relname = ANY($2::text[]) ORDER BY 1`,
+      [ORDER_SOURCE_SCHEMA, [ORDERS_VIEW, ORDER_ITEMS_VIEW]],
+    );
+    if (contract.length > 0) {
+      const schema = escapeIdentifier(ORDER_SOURCE_SCHEMA);
+      const group = escapeIdentifier(WORKER_GROUP_ROLE);
+      const operators = escapeIdentifier(OPERATOR_GROUP_ROLE);
+      await unlessNotPermitted(client, async () => {
+        await client.query(`GRANT USAGE ON SCHEMA ${schema} TO ${group}, ${operators}`);
+        for (const { view } of contract) {
+          await client.query(`GRANT SELECT ON ${schema}.${escapeIdentifier(view)} TO ${group}`);
+        }
+        if (contract.some(({ view }) => view === ORDERS_VIEW)) {
+          await client.query(
+            `GRANT SELECT (order_id) ON ${schema}.${escapeIdentifier(ORDERS_VIEW)} TO ${operators}`,
+          );
         }
       });
     }

@@ -3,7 +3,6 @@
 // a worker never runs DDL), its login is one the trigger takes for this service's (migration 0050), no writer
 // of an adopted table is, and its role may do what the worker does. Each failure is a configuration error with its own message: waiting fixes none.
 import { CASE_STUDY_TABLE_KEPT_AS, listMigrationFiles, MIGRATIONS_DIRECTORY } from './migrator';
-import { SHOP_TABLES, WORKER_READS_COLUMNS } from './orderColumns';
 import type { Database } from './pool';
 import { MIGRATION_GROUP_ROLE, SERVICE_GROUP_ROLES, WORKER_GROUP_ROLE } from './roles';
 
@@ -17,7 +16,7 @@ const MIGRATE_HINT =
   '(docs/production.md).';
 
 // What a worker (its claim, send, record, the sweep) needs, and nothing more.
-// The shop's tables are read column by column (src/db/orderColumns.ts), checked below.
+// The shop's orders are read through the order contract, checked apart (src/db/orderContract.ts).
 const NEEDED_PRIVILEGES: readonly [table: string, privileges: readonly string[]][] = [
   ['order_mail_log', ['SELECT', 'INSERT', 'UPDATE']],
   ['order_mail_attempts', ['SELECT', 'INSERT']],
@@ -67,29 +66,12 @@ export async function assertSchemaReady(db: Database, directory = MIGRATIONS_DIR
          OR NOT has_table_privilege(wanted.table_name, wanted.privilege)`,
     [wanted.map(([table]) => table), wanted.map(([, privilege]) => privilege)],
   );
-  const shopColumns = SHOP_TABLES.flatMap((table) =>
-    WORKER_READS_COLUMNS[table].map((column) => [table, column] as const),
-  );
-  const { rows: missingColumns } = await db.query<{ table: string; column: string }>(
-    `SELECT wanted.table_name AS table, wanted.column_name AS column
-       FROM unnest($1::text[], $2::text[]) AS wanted (table_name, column_name)
-      WHERE to_regclass(wanted.table_name) IS NULL
-         OR NOT EXISTS (SELECT 1 FROM information_schema.columns AS c
-                         WHERE c.table_schema = current_schema() AND c.table_name = wanted.table_name
-                           AND c.column_name = wanted.column_name)
-         OR NOT has_column_privilege(wanted.table_name, wanted.column_name, 'SELECT')`,
-    [shopColumns.map(([table]) => table), shopColumns.map(([, column]) => column)],
-  );
-  const lacks = [
-    ...missing.map((need) => `${need.privilege} on ${need.table}`),
-    ...missingColumns.map((need) => `SELECT on ${need.table}.${need.column}`),
-  ];
+  const lacks = [...missing.map((need) => `${need.privilege} on ${need.table}`)];
   if (lacks.length > 0) {
     throw new SchemaNotReadyError(
       `Database role ${user} lacks ${lacks.join(', ')}. ` +
         'Grant it the worker role: GRANT order_mail_worker TO ' +
-        `${user}; (docs/production.md). The columns of orders and order_items are granted by the migration where ` +
-        'its role owns them; otherwise by their owner (npm run db:migrate names the statements).',
+        `${user}; (docs/production.md).`,
     );
   }
 }

@@ -14,27 +14,26 @@ export interface MailIdentity {
   subject: string;
 }
 
-const YEN = 'JPY';
-
 export function confirmationView(order: OrderForMail, identity: MailIdentity): MailView {
-  let total = 0n;
-  const items = order.items.map((item) => {
-    const subtotal = item.unitPriceYen * BigInt(item.quantity);
-    total += subtotal;
-    return {
-      name: displayText(item.productName),
-      quantity: item.quantity,
-      unitPrice: { amountMinor: item.unitPriceYen, currency: YEN },
-      subtotal: { amountMinor: subtotal, currency: YEN },
-    };
-  });
+  const { currency } = order;
+  const items = order.items.map((item) => ({
+    name: displayText(item.productName),
+    quantity: item.quantity,
+    unitPrice: { amountMinor: item.unitAmountMinor, currency },
+    subtotal: { amountMinor: item.unitAmountMinor * BigInt(item.quantity), currency },
+  }));
+  const extra = Object.fromEntries(
+    Object.entries(order.extra).map(([name, value]) => [name, displayText(value)]),
+  );
   return {
     mail: { subject: identity.subject, repliesWelcome: identity.replyTo !== null },
     order: {
       id: order.orderId,
       customerName: displayText(order.customerName),
       orderedAt: order.orderedAt,
-      total: { amountMinor: total, currency: YEN },
+      // The shop's amount, as its contract states it (the demo's view sums its items).
+      total: { amountMinor: order.amountMinor, currency },
+      extra,
     },
     items,
   };

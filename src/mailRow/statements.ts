@@ -63,16 +63,32 @@ export interface Claimer {
 
 // ---- the claim ---------------------------------------------------------------------------------------------
 
-/** firstClaim: none → sending, attempt 1. False when a row exists (ON CONFLICT); 23503 when no such order. */
-export async function firstClaim(db: Database, orderId: string, claim: Claimer): Promise<boolean> {
+/**
+ * firstClaim: none → sending, attempt 1, only for an order the shop's contract view shows (one statement, so a
+ * claim never stands for an order that is not there). 'exists' when a row is already there.
+ */
+export async function firstClaim(
+  db: Database,
+  orderId: string,
+  claim: Claimer,
+): Promise<'inserted' | 'exists' | 'order-not-found'> {
   const { provider, providerChoice } = claim;
-  const { rowCount } = await runSql(
+  const { rows } = await runSql<{ found: boolean; inserted: boolean }>(
     db,
-    sql`INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at, provider, provider_choice)
-        VALUES (${orderId}, 'sending', 1, ${claim.claimToken}, ${claim.issuedAt}, ${provider}, ${providerChoice})
-        ON CONFLICT (order_id) DO NOTHING`,
+    sql`WITH found AS (
+          SELECT EXISTS (SELECT 1 FROM order_mail_source.orders_for_mail WHERE order_id = ${orderId}) AS found
+        ), inserted AS (
+          INSERT INTO order_mail_log (order_id, state, attempts, claim_token, claim_issued_at, provider, provider_choice)
+          SELECT ${orderId}::bigint, 'sending', 1, ${claim.claimToken}::text, ${claim.issuedAt}::timestamptz,
+                 ${provider}::text, ${providerChoice}::text
+            FROM found WHERE found.found
+          ON CONFLICT (order_id) DO NOTHING
+          RETURNING 1
+        )
+        SELECT found.found, EXISTS (SELECT 1 FROM inserted) AS inserted FROM found`,
   );
-  return rowCount === 1;
+  const row = rows[0]!;
+  return !row.found ? 'order-not-found' : row.inserted ? 'inserted' : 'exists';
 }
 
 /** reclaimFailed: failed → sending, attempts + 1. The new attempt number, or null when the fence refused. */
@@ -398,7 +414,8 @@ export async function reopenAfterSecondLook(
            WHERE ${asLooked(candidate)} AND ${secondLookFence(input.boundMs)}
              AND NOT EXISTS (SELECT 1 FROM order_mail_late_answers AS late
                               WHERE late.order_id = log.order_id AND late.attempt = log.attempts)
-             AND EXISTS (SELECT 1 FROM orders AS o WHERE o.id = log.order_id AND o.status = 'confirmed')
+             AND EXISTS (SELECT 1 FROM order_mail_source.orders_for_mail AS o
+                          WHERE o.order_id = log.order_id AND o.status = 'confirmed')
           RETURNING log.order_id, log.attempts
         ), late AS (
           INSERT INTO order_mail_late_answers (order_id, attempt, outcome, note, recorded_by)

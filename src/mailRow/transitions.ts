@@ -72,8 +72,11 @@ export const TRANSITIONS = {
     from: ['none'],
     to: ['sending'],
     fence: {
-      words: 'the order has no row yet (the primary key)',
-      where: ['ON CONFLICT (order_id) DO NOTHING'],
+      words: "the order has no row yet (the primary key), and the shop's contract view shows the order",
+      where: [
+        'ON CONFLICT (order_id) DO NOTHING',
+        'EXISTS (SELECT 1 FROM order_mail_source.orders_for_mail …)',
+      ],
     },
     mayRun: ['worker', 'migrator'],
     issuedBy: 'the claim activity',
@@ -194,7 +197,7 @@ export const TRANSITIONS = {
       where: [
         ...SECOND_LOOK_FENCE,
         'NOT EXISTS (a late answer of this attempt)',
-        "EXISTS (SELECT 1 FROM orders AS o WHERE o.id = log.order_id AND o.status = 'confirmed')",
+        "EXISTS (SELECT 1 FROM order_mail_source.orders_for_mail AS o WHERE o.order_id = log.order_id AND o.status = 'confirmed')",
       ],
     },
     mayRun: ['worker', 'migrator'],

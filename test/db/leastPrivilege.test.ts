@@ -3,6 +3,7 @@
 // tables refuse UPDATE and DELETE by grants AND by their trigger (a grant made by mistake opens nothing).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrator';
+import { checkOrderContract } from '../../src/db/orderContract';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { assertSchemaReady, SchemaNotReadyError } from '../../src/db/schemaReady';
 import { advanceReconcileProgress, reconcileResumesFrom } from '../../src/db/reconcileProgress';
@@ -64,15 +65,26 @@ describe('the workers role', () => {
     const orderId = await createOrder(database.admin);
     const token = `default/${orderId}/run-1`;
 
-    expect(await outcome(worker, 'SELECT * FROM orders WHERE id = $1', [orderId])).toBe('ok');
-    expect(await outcome(worker, 'SELECT * FROM order_items WHERE order_id = $1', [orderId])).toBe('ok');
-    // Column by column (0030): a column the shop adds beside them is not the workers' to read.
+    // The orders through the contract's views (0063), with their owner's rights; the shop's tables not at all.
+    expect(
+      await outcome(worker, 'SELECT * FROM order_mail_source.orders_for_mail WHERE order_id = $1', [orderId]),
+    ).toBe('ok');
+    expect(
+      await outcome(worker, 'SELECT * FROM order_mail_source.order_items_for_mail WHERE order_id = $1', [
+        orderId,
+      ]),
+    ).toBe('ok');
+    expect(await outcome(worker, 'SELECT id FROM orders WHERE id = $1', [orderId])).toBe(PERMISSION_DENIED);
+    expect(await outcome(worker, 'SELECT order_id FROM order_items WHERE order_id = $1', [orderId])).toBe(
+      PERMISSION_DENIED,
+    );
+    // A column the shop adds beside them is not the workers' to read: the view does not name it.
     await database.admin.query('ALTER TABLE orders ADD COLUMN phone TEXT');
     expect(await outcome(worker, 'SELECT phone FROM orders WHERE id = $1', [orderId])).toBe(
       PERMISSION_DENIED,
     );
-    expect(await outcome(worker, 'SELECT * FROM orders WHERE id = $1', [orderId])).toBe(PERMISSION_DENIED);
     await assertSchemaReady(worker);
+    await checkOrderContract(worker);
     expect(await outcome(worker, `UPDATE orders SET customer_name = 'x' WHERE id = $1`, [orderId])).toBe(
       PERMISSION_DENIED,
     );
@@ -289,10 +301,13 @@ describe("an operator's own login", () => {
 
   it('reads the mail tables and whether an order exists, and nothing more of the shop', async () => {
     const orderId = await createOrder(database.admin);
-    expect(await outcome(operator, 'SELECT id FROM orders WHERE id = $1', [orderId])).toBe('ok');
-    expect(await outcome(operator, 'SELECT customer_email FROM orders WHERE id = $1', [orderId])).toBe(
+    // Through the contract's view, the order's id only (0063); the shop's table not at all.
+    const view = 'order_mail_source.orders_for_mail';
+    expect(await outcome(operator, `SELECT order_id FROM ${view} WHERE order_id = $1`, [orderId])).toBe('ok');
+    expect(await outcome(operator, `SELECT customer_email FROM ${view} WHERE order_id = $1`, [orderId])).toBe(
       PERMISSION_DENIED,
     );
+    expect(await outcome(operator, 'SELECT id FROM orders WHERE id = $1', [orderId])).toBe(PERMISSION_DENIED);
     expect(await outcome(operator, 'SELECT * FROM order_mail_observed_resets')).toBe('ok');
     // It settles rows (resolve is an UPDATE); it never claims one, and no audit row is changed.
     expect(

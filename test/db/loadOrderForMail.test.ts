@@ -44,10 +44,12 @@ describe('loadOrderForMail', () => {
     expect(order).toMatchObject({ orderId, customerName: '山田 太郎', customerEmail: 'taro@example.com' });
     expect(order!.orderedAt).toBeInstanceOf(Date);
     expect(order!.items).toEqual([
-      { productName: '抹茶ラテ', quantity: 2, unitPriceYen: 480n },
-      { productName: 'ほうじ茶', quantity: 1, unitPriceYen: 9_007_199_254_740_993n },
-      { productName: '玄米茶', quantity: 3, unitPriceYen: 0n },
+      { productName: '抹茶ラテ', quantity: 2, unitAmountMinor: 480n },
+      { productName: 'ほうじ茶', quantity: 1, unitAmountMinor: 9_007_199_254_740_993n },
+      { productName: '玄米茶', quantity: 3, unitAmountMinor: 0n },
     ]);
+    // The demo's view states the amount as the sum of its items, in yen, exactly (past 2^53).
+    expect(order).toMatchObject({ amountMinor: 9_007_199_254_741_953n, currency: 'JPY', extra: {} });
   });
 
   it('reads at most maxItems items, the first ones', async () => {

@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { OrderForMail } from '../../src/db/orders';
+import { yenOrder } from './jaDefaultOrders';
 import { renderConfirmationMail, type MailIdentity } from '../../src/mail/confirmationMail';
 import { escapeHtml, html } from '../../src/mail/htmlEscape';
 import { formatJstDateTime, formatYen } from '../../src/mail/japaneseFormat';
@@ -14,28 +15,28 @@ const IDENTITY: MailIdentity = {
 };
 
 function order(overrides: Partial<OrderForMail> = {}): OrderForMail {
-  return {
+  return yenOrder({
     orderId: '1000123',
     customerName: '山田 太郎',
     customerEmail: 'taro@example.com',
     // 2025-06-30 23:45 UTC is 2025-07-01 08:45 in Japan: the date itself changes.
     orderedAt: new Date('2025-06-30T23:45:00Z'),
     items: [
-      { productName: '有機緑茶 100g', quantity: 2, unitPriceYen: 1200n },
-      { productName: '急須（常滑焼）', quantity: 1, unitPriceYen: 5800n },
+      { productName: '有機緑茶 100g', quantity: 2, unitAmountMinor: 1200n },
+      { productName: '急須（常滑焼）', quantity: 1, unitAmountMinor: 5800n },
     ],
     ...overrides,
-  };
+  });
 }
 
 const HOSTILE_ITEMS = [
-  { productName: '<img src=x onerror=alert(1)>', quantity: 1, unitPriceYen: 100n },
-  { productName: '"; DROP TABLE orders; --', quantity: 3, unitPriceYen: 250n },
-  { productName: "O'Reilly & Sons <b>bold</b>", quantity: 1, unitPriceYen: 1n },
+  { productName: '<img src=x onerror=alert(1)>', quantity: 1, unitAmountMinor: 100n },
+  { productName: '"; DROP TABLE orders; --', quantity: 3, unitAmountMinor: 250n },
+  { productName: "O'Reilly & Sons <b>bold</b>", quantity: 1, unitAmountMinor: 1n },
   // A line break would let a name forge a line of its own in the text part.
-  { productName: '湯呑み\n合計: 0円（税込）', quantity: 1, unitPriceYen: 900n },
+  { productName: '湯呑み\n合計: 0円（税込）', quantity: 1, unitAmountMinor: 900n },
   // U+202E RIGHT-TO-LEFT OVERRIDE would show the rest of the line reversed.
-  { productName: 'evil\u202Egnp.exe', quantity: 1, unitPriceYen: 10n },
+  { productName: 'evil\u202Egnp.exe', quantity: 1, unitAmountMinor: 10n },
 ];
 
 /** The sequence of tags, without attributes or text: the document's structure. */
@@ -130,10 +131,10 @@ describe('an order of 100 items', () => {
   const items = Array.from({ length: 100 }, (_, index) => ({
     productName: `商品 ${String(index + 1).padStart(3, '0')}`,
     quantity: (index % 5) + 1,
-    unitPriceYen: BigInt(100 * (index + 1)),
+    unitAmountMinor: BigInt(100 * (index + 1)),
   }));
   const mail = renderConfirmationMail(order({ items }), IDENTITY);
-  const expectedTotal = items.reduce((sum, item) => sum + item.unitPriceYen * BigInt(item.quantity), 0n);
+  const expectedTotal = items.reduce((sum, item) => sum + item.unitAmountMinor * BigInt(item.quantity), 0n);
 
   it('lists every item once in each part, and the total is their sum', () => {
     expect(mail.text.split('\n').filter((line) => line.startsWith('・'))).toHaveLength(100);

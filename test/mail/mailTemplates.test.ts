@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { OrderForMail } from '../../src/db/orders';
+import { yenOrder } from './jaDefaultOrders';
 import { confirmationView, renderConfirmationMail } from '../../src/mail/confirmationMail';
 import {
   DEFAULT_TEMPLATE_DIR,
@@ -49,14 +50,14 @@ function problemsOf(overrides: Files): string[] {
 const IDENTITY = { from: 'shop@example.com', replyTo: null, subject: 'Thanks' };
 
 function order(overrides: Partial<OrderForMail> = {}): OrderForMail {
-  return {
+  return yenOrder({
     orderId: '77',
     customerName: 'Ada Lovelace',
     customerEmail: 'ada@example.com',
     orderedAt: new Date('2026-03-08T07:30:00Z'),
-    items: [{ productName: 'Tea', quantity: 2, unitPriceYen: 1200n }],
+    items: [{ productName: 'Tea', quantity: 2, unitAmountMinor: 1200n }],
     ...overrides,
-  };
+  });
 }
 
 describe('a template that loads', () => {
@@ -166,7 +167,11 @@ describe('order values: rendered as text, escaped in HTML, never a header', () =
     customerName:
       'Eve\r\nBcc: everyone@example.com <script>alert(1)</script> {{ order.id }} <%= 7*7 %> ${7*7}',
     items: [
-      { productName: '<img src=x onerror=alert(1)> {% raw %} "q" \'s\' & co', quantity: 1, unitPriceYen: 5n },
+      {
+        productName: '<img src=x onerror=alert(1)> {% raw %} "q" \'s\' & co',
+        quantity: 1,
+        unitAmountMinor: 5n,
+      },
     ],
   });
   const templates = loadMailTemplates(templateDir());

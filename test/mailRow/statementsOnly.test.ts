@@ -72,7 +72,7 @@ describe('every write of the mail row comes from src/mailRow/statements.ts', () 
       provider: null,
       providerChoice: null,
     };
-    expect(await firstClaim(database.db, orderId, claim)).toBe(true);
+    expect(await firstClaim(database.db, orderId, claim)).toBe('inserted');
     const writes = captured.slice(before);
     expect(writes).toHaveLength(1);
     expect(writes[0]!.files).toContain(STATEMENTS_FILE);

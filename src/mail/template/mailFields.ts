@@ -12,14 +12,25 @@ export interface Fields {
 /** The fields of every mail: what the order contract delivers (the order and its items) and the mail's own. */
 export const MAIL_FIELDS = {
   mail: { subject: 'text', repliesWelcome: 'boolean' },
-  order: { id: 'text', customerName: 'text', orderedAt: 'instant', total: 'money' },
+  order: { id: 'text', customerName: 'text', orderedAt: 'instant', total: 'money', extra: {} },
   items: [{ name: 'text', quantity: 'number', unitPrice: 'money', subtotal: 'money' }],
 } as const satisfies Fields;
+
+/**
+ * The fields of a mail whose order contract has extra columns (src/db/orderContract.ts): each extra_<name> of
+ * the orders view is order.extra.<name>, text.
+ */
+export function mailFieldsWith(extras: readonly string[]): Fields {
+  return {
+    ...MAIL_FIELDS,
+    order: { ...MAIL_FIELDS.order, extra: Object.fromEntries(extras.map((name) => [name, 'text' as const])) },
+  };
+}
 
 /** The values a template renders from; their shape is MAIL_FIELDS. */
 export interface MailView {
   mail: { subject: string; repliesWelcome: boolean };
-  order: { id: string; customerName: string; orderedAt: Date; total: Money };
+  order: { id: string; customerName: string; orderedAt: Date; total: Money; extra: Record<string, string> };
   items: { name: string; quantity: number; unitPrice: Money; subtotal: Money }[];
 }
 
