@@ -14,6 +14,9 @@ const NEEDED: readonly [table: string, privilege: string][] = [
   ['order_mail_webhook_deliveries', 'DELETE'],
 ];
 const FORBIDDEN: readonly [table: string, privilege: string][] = [
+  // The order contract's views (src/db/orderContract.ts) hold what the base tables do.
+  ['order_mail_source.orders_for_mail', 'SELECT'],
+  ['order_mail_source.order_items_for_mail', 'SELECT'],
   ['orders', 'SELECT'],
   ['order_items', 'SELECT'],
   ['order_mail_log', 'SELECT'],
@@ -55,12 +58,20 @@ export async function assertWebhookSchemaReady(
   const held = async (list: readonly (readonly [string, string])[]) =>
     (
       await db.query<{ table: string; privilege: string; held: boolean }>(
+        // A view in a schema the role may not use is one it cannot read (and to_regclass would throw there).
         `SELECT wanted.table_name AS table, wanted.privilege,
-                to_regclass(wanted.table_name) IS NOT NULL
-                  AND (has_table_privilege(wanted.table_name, wanted.privilege)
-                       OR (wanted.privilege <> 'DELETE'
-                           AND has_any_column_privilege(wanted.table_name, wanted.privilege))) AS held
-           FROM unnest($1::text[], $2::text[]) AS wanted (table_name, privilege)`,
+                CASE WHEN qualified.schema_name IS NOT NULL
+                       AND NOT COALESCE((SELECT has_schema_privilege(n.oid, 'USAGE') FROM pg_namespace AS n
+                                          WHERE n.nspname = qualified.schema_name), false)
+                     THEN false
+                     ELSE to_regclass(wanted.table_name) IS NOT NULL
+                          AND (has_table_privilege(wanted.table_name, wanted.privilege)
+                               OR (wanted.privilege <> 'DELETE'
+                                   AND has_any_column_privilege(wanted.table_name, wanted.privilege)))
+                END AS held
+           FROM unnest($1::text[], $2::text[]) AS wanted (table_name, privilege),
+                LATERAL (SELECT NULLIF(split_part(wanted.table_name, '.', 1), wanted.table_name) AS schema_name)
+                  AS qualified`,
         [list.map(([table]) => table), list.map(([, privilege]) => privilege)],
       )
     ).rows;

@@ -143,7 +143,7 @@ describe('npm run webhooks under its own least-privilege login', () => {
     );
     try {
       expect(await Promise.race([other.exited, delay(30_000).then(() => 'still running')])).toBe(1);
-      expect(other.output()).toMatch(/may SELECT on orders[\s\S]*too much/);
+      expect(other.output()).toMatch(/may SELECT on order_mail_source\.orders_for_mail[\s\S]*too much/);
     } finally {
       await other.stop();
     }
