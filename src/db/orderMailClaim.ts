@@ -165,8 +165,14 @@ async function runTransition(
       return attempted(await takeOverUndispatched(db, row, { ...claimer, ...transition.claimed, note }));
     }
     case 'settleDeferredUnknown': {
-      const { decision, dispatchedAt, note } = transition;
-      const settled = await settleDeferredUnknown(db, row, { ...claimer, decision, dispatchedAt, note });
+      const { decision, dispatchedAt, note, abandonedNote } = transition;
+      const settled = await settleDeferredUnknown(db, row, {
+        ...claimer,
+        decision,
+        dispatchedAt,
+        note,
+        abandonedNote,
+      });
       return attempted(settled ? row.attempts + 1 : null);
     }
     case 'settleClosedRunDispatched': {

@@ -184,7 +184,14 @@ export type ClaimTransition = (
   | { name: 'firstClaim'; claimed: ClaimedProvider }
   | { name: 'reclaimFailed'; claimed: ClaimedProvider }
   | { name: 'takeOverUndispatched'; claimed: ClaimedProvider; note: string }
-  | { name: 'settleDeferredUnknown'; decision: UnknownOutcomeDecision; dispatchedAt: Date; note: string }
+  | {
+      name: 'settleDeferredUnknown';
+      decision: UnknownOutcomeDecision;
+      dispatchedAt: Date;
+      note: string;
+      /** From a closed run's undispatched claim: the note of that attempt's audit row (failed/not_sent). */
+      abandonedNote: string | null;
+    }
   | { name: 'settleClosedRunDispatched'; decision: UnknownOutcomeDecision; note: string }
 ) & { name: TransitionName };
 
@@ -237,6 +244,10 @@ export function decideClaim(
     if (choice === undefined)
       return need({ fact: 'provider-choice', readEarlier: true, leftBehind: abandoned });
     if (isNoProvider(choice)) return answer(noProvider(choice));
+    // The taken-over attempt would send under the key: the same rule as a failed row's reclaim.
+    const abandonedNote = `the run holding this claim closed before dispatching; settled by ${claimToken}`;
+    const settle = settleExpiredKey(row, request, facts, abandonedNote);
+    if (settle !== null) return settle;
     const note = `the run holding this claim closed before dispatching; taken over by ${claimToken}`;
     return run({ name: 'takeOverUndispatched', claimed: claimedAt(choice), note });
   }
@@ -248,32 +259,46 @@ function decideFailed(row: ClaimRow, request: ClaimRequest, facts: ClaimFacts): 
   const choice = facts.providerChoice;
   if (choice === undefined) return need({ fact: 'provider-choice', readEarlier: true, leftBehind: null });
   if (isNoProvider(choice)) return answer(noProvider(choice));
+  const settle = settleExpiredKey(row, request, facts, null);
+  if (settle !== null) return settle;
+  return run({ name: 'reclaimFailed', claimed: claimedAt(choice) });
+}
+
+/**
+ * Before a claim sends under the row's key again (a failed row's reclaim, a closed run's undispatched claim
+ * taken over): an unknown under the key left for a retry under the key, whose window no longer covers a retry
+ * since the key's first request, is settled by the policy instead. Null: no such unknown, the claim goes on.
+ */
+function settleExpiredKey(
+  row: ClaimRow,
+  request: ClaimRequest,
+  facts: ClaimFacts,
+  abandonedNote: string | null,
+): ClaimStep | null {
   if (facts.unknownUnderKey === undefined) return need({ fact: 'unknown-under-key' });
   const deferred = facts.unknownUnderKey;
-  if (deferred !== null && deferred.unknownPolicy === 'idempotent-retry') {
-    if (facts.sinceKeyFirstDispatchMs === undefined) return need({ fact: 'since-key-first-dispatch' });
-    const unknownFacts = deferredUnknownFacts({
-      policy: request.policy,
-      // The key's window at the provider the unknown attempt went to: the row is bound there.
-      idempotency: judgementFor(request, row.provider).idempotency,
-      sinceKeyFirstDispatchMs: facts.sinceKeyFirstDispatchMs,
-      sendTimeoutMs: request.sendTimeoutMs,
-    });
-    const decision = decideUnknownOutcome(unknownFacts);
-    if (decision.kind === 'policy') {
-      const note =
-        `no request made by this attempt: an earlier request under this idempotency key (dispatched ` +
-        `${deferred.firstDispatchedAt.toISOString()}) may have been accepted, and the key's window no longer ` +
-        `covers a retry; ${describeUnknownDecision(decision, unknownFacts)}`;
-      return run({
-        name: 'settleDeferredUnknown',
-        decision,
-        dispatchedAt: deferred.firstDispatchedAt,
-        note,
-      });
-    }
-  }
-  return run({ name: 'reclaimFailed', claimed: claimedAt(choice) });
+  if (deferred === null || deferred.unknownPolicy !== 'idempotent-retry') return null;
+  if (facts.sinceKeyFirstDispatchMs === undefined) return need({ fact: 'since-key-first-dispatch' });
+  const unknownFacts = deferredUnknownFacts({
+    policy: request.policy,
+    // The key's window at the provider the unknown attempt went to: the row is bound there.
+    idempotency: judgementFor(request, row.provider).idempotency,
+    sinceKeyFirstDispatchMs: facts.sinceKeyFirstDispatchMs,
+    sendTimeoutMs: request.sendTimeoutMs,
+  });
+  const decision = decideUnknownOutcome(unknownFacts);
+  if (decision.kind !== 'policy') return null;
+  const note =
+    `no request made by this attempt: an earlier request under this idempotency key (dispatched ` +
+    `${deferred.firstDispatchedAt.toISOString()}) may have been accepted, and the key's window no longer ` +
+    `covers a retry; ${describeUnknownDecision(decision, unknownFacts)}`;
+  return run({
+    name: 'settleDeferredUnknown',
+    decision,
+    dispatchedAt: deferred.firstDispatchedAt,
+    note,
+    abandonedNote,
+  });
 }
 
 /**

@@ -139,8 +139,10 @@ export async function takeOverUndispatched(
 }
 
 /**
- * settleDeferredUnknown: a failed row whose unknown was left for a retry under the key, settled by the policy
- * as a new attempt that makes no request (attempts + 1; claim_issued_at stays, so the next reclaim is later).
+ * settleDeferredUnknown: a row whose unknown was left for a retry under the key, settled by the policy as a new
+ * attempt that makes no request (attempts + 1; claim_issued_at stays, so the next reclaim is later). The row is
+ * failed, or a closed run's undispatched claim ('sending'), whose attempt gets its audit row (failed/not_sent,
+ * with `abandonedNote`) as takeOverUndispatched writes it.
  */
 export async function settleDeferredUnknown(
   db: Database,
@@ -153,9 +155,11 @@ export async function settleDeferredUnknown(
     /** When the earliest request under the key left: the row's dispatched_at names it. */
     dispatchedAt: Date;
     note: string;
+    /** Given exactly when the row is a closed run's undispatched claim. */
+    abandonedNote: string | null;
   },
 ): Promise<boolean> {
-  const { decision, note } = input;
+  const { decision, note, abandonedNote } = input;
   const { rowCount } = await runSql(
     db,
     sql`WITH settled AS (
@@ -166,6 +170,12 @@ export async function settleDeferredUnknown(
                  http_status = NULL, last_error = ${note}, updated_at = now()
            WHERE ${asRead(row)} AND ${issuedBefore(input.issuedAt)}
           RETURNING log.*
+        ), abandoned AS (
+          ${AUDIT_OF_SETTLED}
+          SELECT ${row.orderId}, ${row.attempts}, ${row.claimToken}, ${row.resendCount}, ${row.claimedAt}::timestamptz,
+                 NULL, 'failed', 'not_sent', NULL, ${abandonedNote}::text, ${input.recordedBy}, ${row.provider},
+                 ${row.providerChoice}
+            FROM settled WHERE ${abandonedNote}::text IS NOT NULL
         ), audit AS (
           ${AUDIT_OF_SETTLED}
           SELECT order_id, attempts, claim_token, resend_count, claimed_at, NULL, state, outcome, unknown_policy,

@@ -177,11 +177,12 @@ export const TRANSITIONS = {
     writes: true,
   },
   settleDeferredUnknown: {
-    from: ['failed'],
+    from: ['failed', 'sending'],
     to: ['sent', 'failed'],
     fence: {
       words:
-        'the row as read (an unknown left for a retry under the key, whose window closed), this claim later',
+        'the row as read (an unknown left for a retry under the key, whose window closed; failed, or a ' +
+        "closed run's undispatched claim), this claim later",
       where: [...AS_READ, ISSUED_BEFORE],
     },
     mayRun: SERVICE,

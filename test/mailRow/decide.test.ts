@@ -203,8 +203,69 @@ describe('decideClaim', () => {
       readEarlier: true,
       leftBehind: { attempt: 1, provider: 'postmark', outcome: 'not_sent' },
     });
-    expect(kindOf(settle(r, request(), { providerChoice: CHOSEN }))).toBe('takeOverUndispatched');
+    expect(kindOf(settle(r, request(), { providerChoice: CHOSEN, unknownUnderKey: null }))).toBe(
+      'takeOverUndispatched',
+    );
     expect(kindOf(settle(r, request(), { providerChoice: BOUND_UNCONFIGURED }))).toBe('no-provider');
+  });
+
+  it("a closed run's undispatched attempt under a key whose window closed: settled by the policy, not taken over", () => {
+    // The model checker's trace: a retry under the key claimed by a run that closed before dispatching, taken
+    // over by a later run more than the key's window after its first request.
+    const r = row({ attempts: 2 });
+    const unknowns = {
+      none: null,
+      assumed: { unknownPolicy: 'assume-failed', firstDispatchedAt: T(5) },
+      deferred: { unknownPolicy: 'idempotent-retry', firstDispatchedAt: T(5) },
+    } as const;
+    const expected: Record<string, Record<string, string>> = {
+      none: {
+        inside: 'takeOverUndispatched',
+        outside: 'takeOverUndispatched',
+        noKey: 'takeOverUndispatched',
+      },
+      assumed: {
+        inside: 'takeOverUndispatched',
+        outside: 'takeOverUndispatched',
+        noKey: 'takeOverUndispatched',
+      },
+      deferred: {
+        inside: 'takeOverUndispatched',
+        outside: 'settleDeferredUnknown:policy:failed',
+        noKey: 'settleDeferredUnknown:policy:failed',
+      },
+    };
+    const windows = {
+      inside: { idempotency: WINDOW, since: 1_000 },
+      outside: { idempotency: WINDOW, since: 50_000 },
+      noKey: { idempotency: null, since: 1_000 },
+    };
+    for (const [u, unknownUnderKey] of Object.entries(unknowns)) {
+      for (const [w, { idempotency, since }] of Object.entries(windows)) {
+        const facts = { providerChoice: CHOSEN, unknownUnderKey, sinceKeyFirstDispatchMs: since };
+        expect(kindOf(settle(r, request({ idempotency }), facts)), `${u}/${w}`).toBe(expected[u]?.[w]);
+        expect(
+          kindOf(settle(r, request({ idempotency }), { ...facts, providerChoice: BOUND_UNCONFIGURED })),
+        ).toBe('no-provider');
+      }
+    }
+    const sent = settle(r, request({ policy: 'assume-sent', idempotency: WINDOW }), {
+      providerChoice: CHOSEN,
+      unknownUnderKey: unknowns.deferred,
+      sinceKeyFirstDispatchMs: 50_000,
+    });
+    expect(kindOf(sent)).toBe('settleDeferredUnknown:policy:sent');
+    if (sent.kind !== 'run' || sent.transition.name !== 'settleDeferredUnknown')
+      throw new Error('not settled');
+    expect(sent.transition.dispatchedAt).toEqual(T(5));
+    // The abandoned attempt gets its audit row with the settlement; a failed row has none to write.
+    expect(sent.transition.abandonedNote).toMatch(/closed before dispatching/);
+    const failed = settle(row({ state: 'failed', outcome: 'not_sent' }), request({ idempotency: WINDOW }), {
+      providerChoice: CHOSEN,
+      unknownUnderKey: unknowns.deferred,
+      sinceKeyFirstDispatchMs: 50_000,
+    });
+    expect(failed).toMatchObject({ kind: 'run', transition: { abandonedNote: null } });
   });
 
   it("a closed run's dispatched attempt: policy × key window × verification × the dispatch still there", () => {
@@ -346,7 +407,7 @@ describe('decideClaim', () => {
     } as const;
     for (const t of [
       { name: 'settleClosedRunDispatched', decision, note: '' },
-      { name: 'settleDeferredUnknown', decision, note: '', dispatchedAt: T(1) },
+      { name: 'settleDeferredUnknown', decision, note: '', dispatchedAt: T(1), abandonedNote: null },
       { name: 'reclaimFailed', claimed },
     ] as const) {
       expect(afterTransition(t, { applied: false }, r)).toBe('read-again');

@@ -259,6 +259,7 @@ const SCENARIOS = {
         decision: POLICY_FAILED,
         dispatchedAt: new Date(Date.now() - 3_600_000),
         note: 'deferred',
+        abandonedNote: null,
       }),
   },
   reopenAfterSecondLook: {

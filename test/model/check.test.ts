@@ -48,6 +48,18 @@ describe('the row model, checked exhaustively', () => {
     expect(r.transitions).toContain('settleDeferredUnknown');
   });
 
+  it('Resend under assume-sent: never two mails, a takeover after the window included', () => {
+    const r = explore({ provider: providerNamed('resend'), policy: 'assume-sent' });
+    report(r);
+    // Once printed: a Reset, the closed run's late reclaim, and the takeover sent under the expired key.
+    expect(r.safety).toBeNull();
+    expect(r.transitions).toEqual(expect.arrayContaining(['settleDeferredUnknown', 'takeOverUndispatched']));
+    // The policy's price without a lookup: a request dropped before Resend, settled as sent (docs/design.md §9).
+    const own = ownSideLiveness(r);
+    expect(own.map((c) => c.why)).toEqual(['the order ended with 0 mails']);
+    expect(own[0]?.trace).toContain('r1: request: dropped-before-provider');
+  });
+
   it("(a) with the trigger's old session-setting rule it prints a counterexample", () => {
     const r = explore({
       provider: providerNamed('generic'),

@@ -649,6 +649,10 @@ function claimPass(n: State, config: Config, r: Run): TransitionName | undefined
     return t.name;
   }
   if (t.name === 'settleDeferredUnknown') {
+    // From a closed run's undispatched claim: its attempt is audited as not sent first (takeOverUndispatched's).
+    if (t.abandonedNote !== null) {
+      n.audit.push({ attempt: row.attempts, outcome: 'not_sent', unknownPolicy: null, dispatchedAt: null });
+    }
     const dispatchedAt = Math.min(
       ...n.audit.filter((a) => a.outcome === 'unknown').map((a) => a.dispatchedAt ?? 0),
     );
