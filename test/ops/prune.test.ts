@@ -81,7 +81,8 @@ let mails: Record<string, Mail>;
 
 beforeEach(async () => {
   await database.db.query(
-    `TRUNCATE order_mail_late_answers, order_mail_operator_acts, order_mail_observed_resets, order_mail_attempts,
+    `TRUNCATE order_mail_bulk_act_orders, order_mail_bulk_acts, order_mail_late_answers, order_mail_operator_acts,
+              order_mail_observed_resets, order_mail_attempts,
               order_mail_log, order_items, orders`,
   );
   mails = {
