@@ -1,7 +1,5 @@
-// A worker waits for what it needs instead of exiting: Postgres and Temporal may come up after it (a fresh
-// deployment, a rolling restart of the database), and a worker that exits at once turns that into a crash
-// loop under a supervisor. Only configuration errors (a wrong password, a missing search attribute, a bad
-// certificate) end the process, at once and with their own message: waiting cannot fix those.
+// Waiting instead of a crash loop; only configuration errors end the process (docs/production.md, "Waiting
+// for Postgres and Temporal").
 import { isGrpcServiceError } from '@temporalio/client';
 import { DependencyUnreachableError, postgresTarget } from './config/connectionTargets';
 
@@ -16,7 +14,7 @@ export type Dependency = 'Postgres' | 'Temporal';
 
 export interface DependencyWaitReport {
   dependency: Dependency;
-  /** What went wrong this time, without secrets (no URLs, only messages and codes). */
+  /** No secrets: messages and codes only. */
   reason: string;
   attempt: number;
   nextTryInMs: number;
@@ -29,11 +27,7 @@ export interface DependencyRetryOptions {
   onWaiting(report: DependencyWaitReport, log: boolean): void;
 }
 
-/**
- * Runs `attempt` until it succeeds, retrying with capped exponential backoff while `isTransient` says the
- * failure is one of waiting (nothing listens yet, the server is starting). Any other failure is thrown at
- * once. Returns null when stopped while waiting.
- */
+/** Retries while `isTransient`; throws anything else at once; null when stopped while waiting. */
 export async function retryUntilAvailable<T>(
   dependency: Dependency,
   attempt: () => Promise<T>,
@@ -59,9 +53,7 @@ export async function retryUntilAvailable<T>(
   }
 }
 
-// Codes of a Postgres that is not there yet, starting, shutting down or out of connections (SQLSTATE class 08,
-// 57P01-57P03, 53300), and of a network path that does not work yet. Not: authentication (28xxx), a missing
-// database (3D000), SQL errors: those are configuration or code, and waiting changes nothing.
+// What waiting can fix (the SQLSTATEs in docs/production.md); never 28xxx or 3D000.
 const TRANSIENT_POSTGRES_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -97,8 +89,7 @@ const TRANSIENT_GRPC_CODES = new Set([14, 4, 8]);
 
 export function isTransientTemporalError(error: unknown): boolean {
   if (isGrpcServiceError(error)) return TRANSIENT_GRPC_CODES.has(Number(error.code));
-  // NativeConnection.connect: the core's transport error for a server that does not listen (yet). A TLS or
-  // certificate problem also comes as a TransportError, but waiting does not fix it: a configuration error.
+  // A TLS problem is a TransportError too, but waiting does not fix it.
   const name = (error as { name?: unknown } | null)?.name;
   const message = error instanceof Error ? error.message : '';
   if (name === 'TransportError') return !/certificate|tls|handshake|invalid uri|InvalidUri/i.test(message);
@@ -124,11 +115,7 @@ function sleep(ms: number, stop: AbortSignal): Promise<void> {
   });
 }
 
-/**
- * A Postgres error for a command's last line: a connection failure names the server and the setting it came
- * from (`Cannot reach Postgres at db:5432/shop (DATABASE_URL): connect ECONNREFUSED ...`); anything else is
- * its message and code.
- */
+/** A connection failure names the server and its setting; anything else is message and code. */
 export function describePostgresFailure(error: unknown, connectionString: string, setting: string): string {
   if (isTransientPostgresError(error)) {
     return `${new DependencyUnreachableError(postgresTarget(connectionString, setting), error).message}${codeSuffix(error)}`;

@@ -1,11 +1,5 @@
-// Imported FIRST by every production entry point (the worker, webhooks, migrate, db-roles, setup, ops,
-// prune, start-mail), so it runs before any other import: on an older Node those imports fail with errors
-// that name neither Node nor its version (undici 8 reads zlib's zstd, which Node 20 lacks), or, worse, work
-// half-way. The one module that acts on import, on purpose: nothing else may run first.
-//
-// The minimum is package.json's `engines` (test/build/nodeVersion.test.ts holds them equal): the Node this
-// build is tested on. The npm scripts that run tests and tools pick that Node themselves
-// (scripts/with-node.sh); a production command runs on whatever `node` the host gives it.
+// Imported first by every entry point, and acts on import on purpose: on an older Node other imports fail
+// without naming Node (docs/production.md, "A worker process"). The minimum is package.json's `engines`.
 
 export const MINIMUM_NODE_MAJOR = 24;
 

@@ -1,8 +1,5 @@
-// The sends this worker process ran whose outcome may not be recorded yet. The record runs in the workflow's
-// next workflow task (a local activity), so a worker that stopped polling workflow tasks together with
-// activity tasks would leave each send it let finish on shutdown in 'sending' until another worker came by.
-// A stopping worker therefore stops its activity worker first, keeps its workflow worker going, and waits
-// here (bounded by the grace time) until every send it ran has been recorded, by itself or anyone else.
+// Sends this process ran that may not be recorded yet, for a stopping worker to wait on (docs/design.md §6,
+// "Shutdown grace").
 import type { OrderMailActivities } from './activities';
 import { countStillSending, type SendAttemptKey } from './db/stillSendingCount';
 import type { Database } from './db/pool';
@@ -34,10 +31,7 @@ export class UnrecordedSendTracker {
     return this.sends.size;
   }
 
-  /**
-   * Resolves once none of the sends run here is still 'sending' under its own claim and attempt, or at
-   * `deadline` (Date.now() time). Returns how many were left unrecorded.
-   */
+  /** Resolves when all are recorded or at `deadline`; returns how many were left. */
   async waitUntilRecorded(db: Database, deadline: number): Promise<number> {
     for (;;) {
       const sends = [...this.sends.values()];

@@ -1,14 +1,6 @@
-// Composition root of a worker process: config → runtime (metrics) → HTTP port → pg pool → mail transport →
-// (wait for Postgres: the schema is migrated) → (wait for Temporal: connections) → Worker pair. Run any number of these
-// against one task queue; they share nothing but Postgres and Temporal.
-//
-// Dependencies: a worker started before Postgres or Temporal (or one that loses Temporal while running for
-// good) does not exit: it retries with capped backoff, says what it waits for in its log and on /readyz,
-// and serves as soon as they answer. Only a configuration error ends it, at once and with its own message.
-//
-// Stopping (SIGTERM, SIGINT): the activity worker stops first and lets its running sends finish; the
-// workflow worker goes on processing workflow tasks until every send this process ran is recorded (the
-// record is a local activity of the workflow's next task), bounded by WORKER_SHUTDOWN_GRACE_MS; then it stops.
+// Composition root: config → runtime → HTTP port → pg pool → mail transport → (wait for Postgres) → (wait for
+// Temporal) → worker pair. Waiting and stopping: docs/production.md, "Waiting for Postgres and Temporal", and
+// docs/design.md §6, "Shutdown grace".
 // First: refuses an unsupported Node before any other import can fail on it.
 import './nodeGuard';
 import type { Connection } from '@temporalio/client';
@@ -40,8 +32,7 @@ import { installRuntime } from './workerRuntime';
 import { WorkerStatus } from './workerStatus';
 
 async function runWorker(config: WorkerConfig, templateDir: string, stop: AbortSignal): Promise<void> {
-  // Before any client or worker exists: they take their interceptors from it. Flushed last, after the workers
-  // stopped, so the spans of the sends that finished while stopping are exported too.
+  // Before any client or worker (they take its interceptors); flushed last, after the sends that finished.
   const tracing = config.tracing === null ? null : await startTracing(config.tracing);
   try {
     await runWorkerTraced(config, templateDir, stop, tracing);
@@ -78,8 +69,7 @@ async function runWorkerTraced(
     statementTimeoutMs: config.worker.pgStatementTimeoutMs,
   });
   try {
-    // One transport per provider of MAIL_PROVIDERS (one without failover), and each provider's lookup over a
-    // pool of its own, so it never waits behind sends (src/verification/).
+    // Each provider's lookup has a pool of its own, so it never waits behind sends.
     const providers = createProviderTransports(config.providers, config.smtp, config.workflow);
     try {
       const metrics: OrderMailMetrics =
@@ -114,18 +104,13 @@ async function runWorkerTraced(
             });
       try {
         const waitOptions = { stop, onWaiting: status.waiting.bind(status) };
-        // A worker runs no DDL: the migrations are their own step, with their own role (npm run db:migrate).
-        // It refuses to start on a schema that is not migrated to its build, or a role that may not do its
-        // work (SchemaNotReadyError, a configuration error), or with another deployment id than its namespace's
-        // (DeploymentIdMismatchError). Its first use of Postgres: here it waits for it.
+        // No DDL here (npm run db:migrate); refuses a schema, role or deployment id unfit for its build.
         let mailTemplates: MailTemplates | null = null;
         const ready = await retryUntilAvailable(
           'Postgres',
           async () => {
             await assertSchemaReady(db);
-            // The shop's orders as this login sees them through the contract (OrderContractError names every
-            // missing view, column, type and grant); its extra columns are fields the templates may name, so
-            // the templates are read and checked here, once: a changed template takes effect at the next start.
+            // Templates are checked against the order contract once: a change takes effect at the next start.
             const contract = await checkOrderContract(db);
             mailTemplates = loadMailTemplates(templateDir, mailFieldsWith(contract.extras));
             // Nor with open rows bound to a provider it lacks (ProvidersStillBoundError), unless forced.

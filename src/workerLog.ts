@@ -1,15 +1,10 @@
-// The worker's log lines: one JSON object per line, for the SDK's logger (activities, workflows, and the
-// Temporal core's own warnings, which the worker forwards to it) as for the worker's own lines. The SDK's
-// default prints each entry's fields with util.inspect over a dozen lines, which a log pipeline splits into a
-// dozen records, so "what happened to order 42" was no single search.
+// One JSON line per entry, the SDK's and the worker's own: the default's dozen util.inspect lines split in
+// a log pipeline (docs/benchmarks.md).
 import { types } from 'node:util';
 import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
 
-/**
- * One entry as one line of JSON: time, level, message, then its fields (an order's id among them). Never
- * throws: it runs inside an activity's or a workflow's `log` call, where a throw would fail that task.
- */
+/** Never throws: a throw in a `log` call would fail the task. */
 export function jsonLogLine(entry: LogEntry): string {
   const head = {
     time: new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString(),
@@ -20,8 +15,7 @@ export function jsonLogLine(entry: LogEntry): string {
     // A field of the entry named like one of the head's does not replace it.
     return JSON.stringify(Object.assign({}, head, entry.meta, head), plainValue);
   } catch (error) {
-    // A field JSON cannot hold (a cycle, a getter that throws): the line still says what happened, and that
-    // a field was lost.
+    // A field JSON cannot hold: the line still says what happened, and that a field was lost.
     return JSON.stringify({
       ...head,
       unprintableFields: error instanceof Error ? error.message : String(error),
@@ -46,12 +40,7 @@ function plainValue(_key: string, value: unknown): unknown {
   return value;
 }
 
-/**
- * The logger the worker installs in the Temporal runtime: LOG_LEVEL and above (INFO by default), one JSON line each, on stdout. A
- * line made within a span (an activity's, with tracing on) carries its `trace_id` and `span_id`, so the log
- * pipeline leads to the trace. The SDK calls it synchronously, in the caller's context; tracing off, the
- * API has no active span and nothing is added.
- */
+/** A line made within a span carries its trace_id and span_id, so the log leads to the trace. */
 export function jsonLogger(
   write: (line: string) => void = (line) => process.stdout.write(line + '\n'),
   level: LogLevel = 'INFO',
@@ -66,11 +55,7 @@ export function jsonLogger(
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/**
- * The SDK's start-up lines that are no news to an operator, at DEBUG: webpack's build stats of a bundle made at
- * start (one long line), the activity worker's "No workflows registered" (it has none by design), and "No
- * Nexus services registered" (the service has none).
- */
+/** Start-up lines that are no news to an operator, at DEBUG. */
 function demoted(entry: LogEntry): LogEntry {
   const noNews =
     (entry.level === 'INFO' && /^asset workflow-bundle-/.test(entry.message)) ||
@@ -85,7 +70,6 @@ function withSpanIds(entry: LogEntry): LogEntry {
   return { ...entry, meta: { ...entry.meta, trace_id: span.traceId, span_id: span.spanId } };
 }
 
-/** A line of the worker's own (start, stop, dependencies), in the same shape as the SDK's. */
 export function workerLogLine(
   level: 'info' | 'error',
   message: string,
@@ -99,7 +83,6 @@ export function workerLogLine(
   });
 }
 
-/** Prints one of the worker's own lines on stdout. */
 export function logWorker(
   level: 'info' | 'error',
   message: string,

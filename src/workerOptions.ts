@@ -12,22 +12,14 @@ export interface OrderMailWorkerSetup {
   namespace: string;
   taskQueue: string;
   dependencies: ActivityDependencies;
-  /** The reconciliation sweep's activities; a worker without them cannot run `reconcileOrderMails`. */
   reconcileDependencies?: ReconcileDependencies;
-  /** Bundled workflow code (tests, production images) or a path to bundle at start-up (development). */
   workflows: { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
   shutdownGraceTimeMs: number;
   maxConcurrentActivityTaskExecutions: number;
-  /** The Mail API's rate limit, for every replica together; null for none. */
   sendRateLimitPerSecond?: number | null;
-  /** Counts the sends run here until they are recorded, for a stopping worker to wait on. */
   unrecordedSends?: UnrecordedSendTracker;
-  /** OpenTelemetry (src/tracing/tracing.ts), when the OTEL_* variables turned it on. */
   tracing?: Tracing | null;
-  /**
-   * The Worker Deployment Version this build polls as (TEMPORAL_WORKER_DEPLOYMENT_NAME and _BUILD_ID); null or
-   * absent: an unversioned worker, upgraded by the patching rule. docs/production.md#upgrades.
-   */
+  /** Null: unversioned, upgraded by the patching rule (docs/production.md#upgrades). */
   deployment?: WorkerDeploymentVersion | null;
 }
 
@@ -46,10 +38,7 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
         : {}),
     },
     ...setup.workflows,
-    // A bundle made at start-up carries the workflow interceptors only when tracing is on: off, they would
-    // still open, end and drop every workflow's and activity's span inside the sandbox (and load the
-    // OpenTelemetry SDK into each workflow), the largest share of the worker's CPU per order
-    // (docs/benchmarks.md). A prebuilt bundle (WORKFLOW_BUNDLE_PATH) has them built in, whichever way.
+    // With tracing off the interceptors would be the largest share of CPU per order (docs/benchmarks.md).
     interceptors: {
       ...('workflowsPath' in setup.workflows && setup.tracing != null
         ? { workflowModules: WORKFLOW_INTERCEPTOR_MODULES }
@@ -57,8 +46,7 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
       ...setup.tracing?.workerInterceptors,
     },
     sinks: setup.tracing?.workflowSpanSinks ?? DROPPED_WORKFLOW_SPANS,
-    // Every run stays on the build that started it (PINNED), so a new build never replays an old run's
-    // history; the sweep's chain too, until the Schedule starts the next sweep on the current version.
+    // PINNED: a new build never replays an old run (docs/production.md, "Worker Versioning").
     ...(setup.deployment == null
       ? {}
       : {
@@ -71,9 +59,7 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
     // A rolling deploy must let a send in flight finish and be recorded, not turn it into an unknown.
     shutdownGraceTime: setup.shutdownGraceTimeMs,
     maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivityTaskExecutions,
-    // Enforced by the server for the whole task queue, so it holds at any number of replicas. It limits every
-    // regular activity of the queue, and since claim and record run as local activities (which never pass
-    // through the queue) the send is the only one: this is the send rate. docs/benchmarks.md.
+    // The send rate for the whole queue (docs/design.md §6, "Rate limit").
     ...(setup.sendRateLimitPerSecond == null
       ? {}
       : { maxTaskQueueActivitiesPerSecond: setup.sendRateLimitPerSecond }),
@@ -83,12 +69,7 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
 // The workflow worker's own grace on shutdown: only local activities (claim, record) can be running then.
 const WORKFLOW_WORKER_GRACE_MS = 10_000;
 
-/**
- * The same worker as two, as src/worker.ts runs it, so that it can stop in two steps: the activity worker
- * (regular activities: the send, the sweep's batches) stops first and lets its sends finish, while the
- * workflow worker (workflows and their local activities: claim and record) goes on until those sends are
- * recorded, and stops after.
- */
+/** Two workers, so the activity worker can stop first (docs/design.md §6, "Shutdown grace"). */
 export function orderMailWorkerPair(setup: OrderMailWorkerSetup): {
   activityWorker: WorkerOptions;
   workflowWorker: WorkerOptions;

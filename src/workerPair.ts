@@ -1,7 +1,4 @@
-// One round of a worker process with Temporal: connect (waiting for it), create and run the worker pair (the
-// workflow worker and the activity worker), and stop them in order: the activity worker first, letting its
-// running sends finish; the workflow worker once every send this process ran is recorded, bounded by the
-// shutdown grace. A round that lost Temporal says so, and the composition root (src/worker.ts) starts another.
+// One round with Temporal: connect, run the worker pair, stop it in order (docs/design.md §6, "Shutdown grace").
 import type { MailTemplates } from './mail/template/mailTemplates';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -39,10 +36,7 @@ export interface RoundSetup {
   connected: (client: Connection) => void;
 }
 
-/**
- * Connects to Temporal (waiting for it), runs the worker pair until asked to stop, and stops it in order.
- * 'lost': the workers failed for want of Temporal, and the caller starts a new round.
- */
+/** 'lost': the workers failed for want of Temporal, and the caller starts a new round. */
 export async function runOnce(setup: RoundSetup): Promise<'stopped' | 'lost'> {
   const { config, status, stop } = setup;
   const waitOptions = { stop, onWaiting: status.waiting.bind(status) };
@@ -51,8 +45,7 @@ export async function runOnce(setup: RoundSetup): Promise<'stopped' | 'lost'> {
     async () => {
       const connected = await NativeConnection.connect(config.temporal.connection.connectionOptions);
       try {
-        // An upsert of an unregistered search attribute hangs the workflow instead of failing it: refuse to
-        // start instead, and say what to run (SearchAttributesMissingError, a configuration error).
+        // An unregistered attribute would hang runs, not fail them: refuse to start instead.
         await assertSearchAttributesRegistered(connected, config.temporal.namespace);
         return connected;
       } catch (error) {
@@ -161,8 +154,7 @@ async function runWorkerPair(
 
   const workflowsRunning = workflowWorker.run();
   const activitiesRunning = activityWorker.run();
-  // A provider that posts webhook events: a stored event of a send in flight makes its run ask the lookup now
-  // (src/verification/earlyLookups.ts). Best effort: without it the run asks at the end of its settle delay.
+  // Early asks, best effort (docs/design.md §6, "Early asks").
   const earlyLookups = !setup.providers.verifiers.some((verifier) => verifier.webhookProvider !== null)
     ? null
     : await startEarlyLookups({

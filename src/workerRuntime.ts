@@ -10,11 +10,8 @@ import { jsonLogger } from './workerLog';
 const CORE_LOGS = { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } as const;
 
 /**
- * Installs the Temporal runtime, with a Prometheus exporter when metrics are wanted, and returns its URL.
- * With only the worker's HTTP port configured, the exporter listens on a free loopback port, reached only
- * through the worker's /metrics. The runtime's own signal handling is off: it would stop both workers at
- * once, and this process stops them in order (src/workerPair.ts). Must run before any connection exists: the
- * runtime is a process-wide singleton.
+ * Before any connection (a process-wide singleton). Its signal handling is off: it would stop both workers
+ * at once, and they stop in order.
  */
 export async function installRuntime(config: WorkerConfig): Promise<string | null> {
   const { metricsBindAddress, httpBindAddress } = config.worker;

@@ -1,5 +1,3 @@
-// What a worker process is doing (waiting for a dependency, starting, running, stopping, failed), for its
-// /healthz and /readyz and its log.
 import type { Dependency, DependencyWaitReport } from './dependencyRetry';
 import type { WorkerLiveness } from './metrics/workerHttpServer';
 import { logWorker as log } from './workerLog';

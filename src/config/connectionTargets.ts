@@ -1,5 +1,4 @@
-// What a connection error says: where it tried to go and which setting sent it there, so "connection
-// refused" at 3 a.m. points at the variable to fix. Never a password, user or query string.
+// Connection errors name the target and the setting to fix; never a password, user or query string.
 
 /** `Postgres at db.internal:5432/shop (DATABASE_URL)`; `setting` is the variable the URL came from. */
 export function postgresTarget(connectionString: string, setting: string): string {

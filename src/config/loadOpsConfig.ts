@@ -1,13 +1,9 @@
-// Configuration of the operator CLI (npm run ops) and of `npm run setup`. Pure, like loadConfig: takes the
-// environment and reports every problem at once. The names and defaults are the worker's (.env.example).
+// Configuration of `npm run ops` and `npm run setup`; pure, every problem at once, like loadConfig.
 import { CONFIG_DEFAULTS } from './configDefaults';
 import { ConfigError } from './envReader';
 
 export interface OpsConfig {
-  /**
-   * OPS_DATABASE_URL: the operator's own login (a member of order_mail_operators), never the workers'
-   * DATABASE_URL; every act is recorded under it. null where a command needs no database (setup).
-   */
+  /** The operator's own login, never the workers': every act is recorded under it. */
   databaseUrl: string | null;
   temporal: { address: string; namespace: string; taskQueue: string };
   /** Base URL of the Temporal Web UI, for links. */

@@ -1,6 +1,4 @@
-// The mail settings of the worker's configuration: each provider's own part (MAIL_PROVIDERS, read through its
-// view of the environment), its idempotency window, SES's region and credentials, the SMTP relay, and the
-// check that the send activity's timeout holds the transport's whole deadline.
+// The mail part of the worker's configuration: each provider's settings, SES, SMTP, the send timeout check.
 import type { MailApiConfig, SesSettings } from '../mail/createMailTransport';
 import { readAwsCredentialSource } from '../mail/providers/awsCredentials';
 import { sesConfigurationSetProblem, sesEndpoint, sesRegionProblem } from '../mail/providers/ses';
@@ -24,12 +22,7 @@ import { CONFIG_DEFAULTS } from './configDefaults';
 import { EnvReader } from './envReader';
 import type { ProviderConfig } from './workerConfig';
 
-/**
- * The send activity's timeout must hold everything before the dispatch fence (loading the order, rendering,
- * waiting for a connection, for SMTP connecting and logging in) and the transport's whole deadline after it,
- * plus a margin to report the result (src/config/sendTimeBudget.ts). Too short, and Temporal would time out
- * sends whose request is still running, recording an unknown for a mail that may never have left.
- */
+/** Too short a send timeout records unknowns for mails that may never have left (docs/production.md). */
 export function sendTimeoutProblem(settings: SendTimeSettings): string | null {
   const minimum = minimumSendTimeoutMs(settings);
   if (settings.sendTimeoutMs >= minimum) return null;
@@ -45,10 +38,7 @@ export function sendTimeoutProblem(settings: SendTimeSettings): string | null {
   );
 }
 
-/**
- * One provider's own settings, read through its view of the environment (src/config/providerList.ts), so the
- * problems name its own variables. With SMTP the HTTP part is filled as generic, nothing required.
- */
+/** Read through the provider's view of the environment, so problems name its own variables. */
 export function readProviderPart(
   env: Record<string, string | undefined>,
   provider: MailProviderName,
@@ -110,11 +100,7 @@ export function readProviderPart(
   };
 }
 
-/**
- * The idempotency window the workflow relies on: MAIL_IDEMPOTENCY_WINDOW_MS, by default the provider's
- * documented one. Null when the provider has no keys or the window is set to 0 (keys are still sent, but an
- * unknown outcome goes straight to the policy).
- */
+/** The provider's documented window unless set; null (0, or no keys): unknowns go to the policy. */
 function readIdempotencySettings(
   read: EnvReader,
   provider: MailProviderName,

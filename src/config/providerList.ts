@@ -1,16 +1,5 @@
-// MAIL_PROVIDERS (failover, docs/providers.md#failover): the ordered list of providers, and where each one's own
-// settings come from. Pure. Each provider reads the single-provider variables through a view of the environment
-// in which its own `<PROVIDER>_*` names stand in for them, so one parser (src/config/loadConfig.ts) serves all:
-//
-//   <PROVIDER>_API_KEY, <PROVIDER>_API_BASE_URL, <PROVIDER>_IDEMPOTENCY_WINDOW_MS,
-//   <PROVIDER>_VERIFY_SETTLE_DELAY_MS, <PROVIDER>_VERIFY_SETTLE_DELAY_OVERRIDE_REASON, <PROVIDER>_VERIFY_RETENTION_MS
-//       the provider's own; the first provider may still use the MAIL_* name (MAIL_API_KEY, …), the others not:
-//       a key or a settle delay meant for one provider must never reach another.
-//   <PROVIDER>_MAIL_FROM, <PROVIDER>_MAIL_REPLY_TO, <PROVIDER>_MAIL_SUBJECT, <PROVIDER>_VERIFY
-//       the sender, the subject and the verification switch; every provider falls back to the MAIL_* name.
-//
-// The provider-specific names that existed before (MAILGUN_DOMAIN, MAILGUN_REGION, POSTMARK_MESSAGE_STREAM,
-// AWS_REGION, SES_CONFIGURATION_SET, SES_ACCOUNT_ID, the AWS credentials) already name their provider and are read as they are.
+// MAIL_PROVIDERS: each provider reads the MAIL_* variables through a view where its own <PROVIDER>_* names
+// stand in, so one parser serves all (the table in docs/providers.md, "Failover"). Pure.
 import {
   MAIL_PROVIDER_FACTS,
   MAIL_PROVIDER_NAMES,
@@ -30,14 +19,13 @@ const SHARED = ['MAIL_FROM', 'MAIL_REPLY_TO', 'MAIL_SUBJECT', 'MAIL_VERIFY'] as 
 // The sender's names keep their MAIL_ (POSTMARK_MAIL_FROM reads better than POSTMARK_FROM).
 const KEEPS_MAIL_PREFIX: ReadonlySet<string> = new Set(['MAIL_FROM', 'MAIL_REPLY_TO', 'MAIL_SUBJECT']);
 
-/** The provider's own name for a MAIL_* variable: POSTMARK_API_KEY for MAIL_API_KEY, MAILGUN_VERIFY for MAIL_VERIFY. */
 function providerVariable(provider: string, name: string): string {
   return `${provider.toUpperCase()}_${KEEPS_MAIL_PREFIX.has(name) ? name : name.replace(/^MAIL_/, '')}`;
 }
 
 export interface ProviderEnvView {
   env: Record<string, string | undefined>;
-  /** Rewrites a problem found in the view so it names the variable the operator set (or should set). */
+  /** Names the variable the operator set (or should set). */
   rename(problem: string): string;
 }
 
@@ -46,7 +34,6 @@ function isSet(env: Record<string, string | undefined>, name: string): boolean {
   return value !== undefined && value !== '';
 }
 
-/** The environment as provider `index` of the list sees it. */
 export function providerEnvView(
   env: Record<string, string | undefined>,
   provider: string,
@@ -79,10 +66,7 @@ export function providerEnvView(
   };
 }
 
-/**
- * The list: MAIL_PROVIDERS (comma-separated, in order), else MAIL_PROVIDER as a list of one, else the
- * default. SMTP can only be the single provider. Problems are appended; the list returned is always usable.
- */
+/** MAIL_PROVIDERS, else MAIL_PROVIDER as a list of one; always usable, problems appended. */
 export function readProviderList(
   env: Record<string, string | undefined>,
   problems: string[],
@@ -122,11 +106,7 @@ export function readProviderList(
   return list.length > 0 ? list : [fallback];
 }
 
-/**
- * MAIL_PROVIDERS_DRAINING (docs/providers.md#draining-a-provider): providers of the list that finish what is
- * bound to them (their send and lookup settings stay) and take no new attempts. Each must be in the list, and
- * at least one provider must stay to take new orders. Problems are appended.
- */
+/** MAIL_PROVIDERS_DRAINING (docs/providers.md#draining-a-provider); one provider must stay undrained. */
 export function readDrainingProviders(
   value: string | null,
   list: readonly string[],
@@ -151,12 +131,7 @@ export function readDrainingProviders(
   return draining;
 }
 
-/**
- * How long `provider`'s lookup remembers a message, as a worker with this environment reads it
- * (<PROVIDER>_VERIFY_RETENTION_MS, else the provider's documented figure); null where it has no lookup that
- * forgets (webhook evidence only) or is unknown. `index` is its place in MAIL_PROVIDERS, -1 when not in it (the
- * first may use MAIL_VERIFY_RETENTION_MS). An unreadable value counts as the default: this is for reports, not for sending.
- */
+/** The lookup's retention as configured, else documented; for reports only, so a bad value reads as default. */
 export function lookupRetentionMs(
   env: Record<string, string | undefined>,
   provider: string,
@@ -170,7 +145,7 @@ export function lookupRetentionMs(
   return Number.isInteger(value) && value > 0 ? value : facts.retentionMs;
 }
 
-/** Every name provider `provider` may have of its own (POSTMARK_API_KEY, POSTMARK_MAIL_FROM, ...): what a deployment passes through. */
+/** What a deployment passes through for `provider`. */
 export function providerVariableNames(provider: MailProviderName): string[] {
   return [...OWN_ONLY, ...SHARED].map((name) => providerVariable(provider, name));
 }

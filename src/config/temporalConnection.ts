@@ -1,9 +1,5 @@
-// Where Temporal is and how to reach it, read the way every Temporal SDK and the CLI read it
-// (@temporalio/envconfig): TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*,
-// TEMPORAL_GRPC_META_*, and a TOML profile (TEMPORAL_PROFILE in TEMPORAL_CONFIG_FILE, default
-// ~/.config/temporalio/temporal.toml) underneath them. So the dev server, the native stack, a self-hosted
-// cluster and Temporal Cloud differ by environment alone. Used by the worker, the client library, the CLIs,
-// the stack and the test harness.
+// Temporal's connection, read as every SDK and the CLI read it (@temporalio/envconfig), so a dev server and
+// Temporal Cloud differ by environment alone (docs/production.md, "An existing cluster, or Temporal Cloud").
 import type { Metadata, TLSConfig } from '@temporalio/client';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 
@@ -21,9 +17,8 @@ export interface TemporalConnectionOptions {
 export interface TemporalConnectionConfig {
   connectionOptions: TemporalConnectionOptions;
   namespace: string;
-  /** Address, namespace and kind of authentication, for logs; never a secret. */
+  /** For logs; never a secret. */
   description: string;
-  /** Where the address came from, for connection errors: TEMPORAL_ADDRESS, a profile, or the default. */
   addressSetting: string;
 }
 
@@ -32,16 +27,11 @@ export class TemporalConnectionConfigError extends Error {
   readonly code = 'ERR_TEMPORAL_CONNECTION_CONFIG';
 }
 
-/**
- * Reads the connection from `env` (and the TOML profile file it names). Certificate and key files are read
- * here, so a wrong path is reported at start-up rather than at the first connection attempt.
- * Throws TemporalConnectionConfigError.
- */
+/** Reads certificate files now, so a wrong path fails at start-up. Throws TemporalConnectionConfigError. */
 export function loadTemporalConnectionConfig(
   env: Record<string, string | undefined>,
 ): TemporalConnectionConfig {
-  // An empty variable (`TEMPORAL_ADDRESS=` in a copied .env) means "not set", as in the rest of the config;
-  // envconfig would take it as an empty address.
+  // Empty means unset, as elsewhere in the config; envconfig would take an empty address.
   const overrideEnvVars = Object.fromEntries(
     Object.entries(env).filter(
       (entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== '',

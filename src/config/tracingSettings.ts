@@ -1,7 +1,5 @@
-// The OpenTelemetry SDK's standard variables, read as the specification says, and refused at start where this
-// worker cannot do what they ask (a protocol or an exporter it does not ship). The exporter itself reads the
-// endpoint, headers, timeout and compression from the environment (src/tracing/tracing.ts), so only their
-// validity is checked here.
+// The standard OTEL_* variables, refused at start where this worker cannot do what they ask; the exporter
+// reads the rest itself (docs/production.md, "Traces").
 import type { TracingSettings } from '../tracing/tracing';
 import { CONFIG_DEFAULTS } from './configDefaults';
 import type { EnvReader } from './envReader';
@@ -69,11 +67,7 @@ export function readTracingSettings(read: EnvReader, problems: string[]): Tracin
   return { serviceName, batchDelayMs };
 }
 
-/**
- * OTEL_RESOURCE_ATTRIBUTES as the resources package's environment detector parses it: `key=value` pairs,
- * comma-separated, printable ASCII without spaces, commas, semicolons or backslashes (percent-encode them).
- * The detector drops the whole variable silently on a bad pair; here it is a problem instead.
- */
+/** The detector drops the whole variable silently on a bad pair; here that is a problem instead. */
 function resourceAttributeProblems(raw: string): string[] {
   const problems: string[] = [];
   for (const pair of raw.split(',').filter((piece) => piece.trim() !== '')) {

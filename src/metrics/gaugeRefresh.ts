@@ -1,7 +1,5 @@
-// The gauges read from Postgres (src/db/mailLogGauges.ts) are computed at most once per interval, however many
-// scrapes arrive: several Prometheus replicas, a dashboard's refresh and a curl at once would otherwise each run
-// the query, and a slow one would pile up on the shop's database. Scrapes that arrive while it runs wait for
-// that one run (single flight); scrapes within the interval after it serve its values.
+// One gauge read per interval however many scrapes come, so slow reads never pile up on the shop's database
+// (docs/production.md, "Metrics, health, alerts").
 
 export interface GaugeRefresher {
   /** Resolves once the gauges are at most `intervalMs` old; rejects with the run's failure. */

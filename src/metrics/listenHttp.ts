@@ -1,5 +1,4 @@
-// Listening and closing, shared by the two metrics endpoints (the worker's and the webhook receiver's), so
-// both bind, report their address and shut down the same way.
+// Shared by the worker's and the webhook receiver's endpoints.
 import type { Server } from 'node:http';
 
 export interface ListeningHttpServer {

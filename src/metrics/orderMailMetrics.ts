@@ -1,95 +1,36 @@
-// The product's own metrics. They are made on the Temporal runtime's metric meter, so they leave the worker
-// through the same exporter as the SDK's metrics (Prometheus, or OTLP if an adopter configures that), in
-// one scrape, with no second metrics library. Names follow Prometheus conventions; deploy/prometheus/alerts.yml
-// uses them.
+// The product's metrics, on the Temporal runtime's meter so they share the SDK's exporter and scrape. Each is
+// described in docs/production.md, "Metrics, health, alerts"; deploy/prometheus/alerts.yml uses the names.
 import type { MetricMeter } from '@temporalio/common';
 import type { StuckSendingRows } from '../db/mailLogGauges';
 import type { SendHoldGauge } from '../db/sendHolds';
 import type { MailOutcome, UnknownSettlement } from '../shared/mailOutcome';
 
 export const ORDER_MAIL_METRICS = {
-  /** Counter {outcome, provider}: requests made to the mail API, by classified outcome. */
   sends: 'order_mail_sends_total',
-  /** Histogram {outcome, provider}: how long one request to the mail API took, in seconds. */
   sendDuration: 'order_mail_send_duration_seconds',
-  /**
-   * Counter {settled_by, verification}: unknown outcomes, by how they were settled (verified-accepted,
-   * verified-not-sent, assume-sent, assume-failed, idempotent-retry) and how verification went (lookup,
-   * webhook, inconclusive, none).
-   */
   unknownOutcomes: 'order_mail_unknown_outcomes_total',
-  /** Counter {conflict}: a claim or a dispatch fence that found the row not this attempt's to send. */
   claimConflicts: 'order_mail_claim_conflicts_total',
-  /**
-   * Gauge {phase}: rows stuck in 'sending' (should be 0), as src/db/mailLogGauges.ts defines it: `dispatched`,
-   * past the fence longer ago than the send timeout + a minute; `undispatched`, waiting far longer than the
-   * queue ahead of it explains. A healthy backlog under a rate limit is neither.
-   */
   stuckSending: 'order_mail_stuck_sending_rows',
-  /**
-   * Counter {reason}: confirmed orders a reconciliation sweep found with no log row and could not start
-   * (should stay 0): `closed-without-row`, the run the sweep had already started again closed before its
-   * first claim once more; `workflow-id-taken`, a workflow of another type holds the order's id. Each sweep
-   * that finds such an order counts it again, so the counter rises for as long as the order is left.
-   */
   ordersLeftWithoutMail: 'order_mail_orders_left_without_mail_total',
-  /**
-   * Counter {provider, reason}: new attempts by the provider the claim chose and why (src/shared/providerChoice.ts:
-   * first, pinned, after-not-sent, skipped-unhealthy, skipped-by-operator, all-unavailable, bound). Anything
-   * but `first` rising is failover at work.
-   */
   providerChoices: 'order_mail_provider_choices_total',
-  /**
-   * Counter {provider}: claims that found the order's mail bound to a provider the worker is not configured
-   * for, and failed the order at once (ProviderNotConfigured). Should stay 0: drain a provider, never remove it
-   * while rows are bound to it (docs/providers.md, "Draining a provider").
-   */
   ordersBoundToUnconfiguredProvider: 'order_mail_orders_bound_to_unconfigured_provider_total',
-  /** Counter {provider}: sends that counted against a provider's health (not sent: refused, 5xx, 429). */
   providerFailures: 'order_mail_provider_failures_total',
-  /** Counter {provider}: times a provider's failures in a row reached the threshold, so new attempts skip it. */
   providerSkips: 'order_mail_provider_skips_total',
-  /**
-   * Gauge {scope}: how long an operator's hold on sends has been in force, in seconds ('*': every provider);
-   * 0 once lifted. Above 0, no send through that scope leaves (npm run ops -- hold).
-   */
   sendHoldSeconds: 'order_mail_send_hold_seconds',
-  /** Gauge {scope}: orders whose runs wait out that hold (src/db/sendHolds.ts); 0 once lifted. */
   heldOrders: 'order_mail_held_orders',
-  /**
-   * Counter {provider, result}: second looks at mails the assume-sent policy recorded as sent without evidence
-   * (src/activities/secondLook.ts): `reopened`, the lookup proved it not sent and the mail was sent again;
-   * `found`, the provider has it.
-   */
   secondLooks: 'order_mail_second_looks_total',
-  /**
-   * Counter {provider}: attempts the assume-failed policy sent again whose first request a later lookup shows
-   * the provider took: the policy's own duplicates (the customer got two mails).
-   */
   policyDuplicates: 'order_mail_policy_duplicates_total',
-  /**
-   * Counter {provider, outcome}: witness probes (src/verification/witnessProbe.ts) by their send's outcome
-   * (accepted, rejected, not_sent, unknown), and `rate_limited` when one was asked for but another probe of the
-   * destination had left within the interval. `rejected` means the sink is refused or suppressed.
-   */
   witnessProbes: 'order_mail_witness_probes_total',
 } as const;
 
 /** Seconds. A mail API answers in well under a second; the tail goes up to the overall HTTP deadline. */
 export const SEND_DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-/**
- * - held-elsewhere: another workflow id holds the order's claim;
- * - already-sent: a new run (duplicate start, reset) found the mail sent;
- * - row-changed: the row changed between two claim statements, so the claim looked again;
- * - claim-lost: the dispatch fence found the claim taken away (an operator moved the row);
- * - already-dispatched: the dispatch fence found this attempt's request already made (a re-executed send).
- */
+/** row-changed: the claim looked again; already-dispatched: a re-executed send found its request made. */
 export type ClaimConflict =
   'held-elsewhere' | 'already-sent' | 'row-changed' | 'claim-lost' | 'already-dispatched';
 
-/** How an unknown outcome was settled: verified with the provider, or by a policy (or a retry under the key). */
-/** A witness probe that was asked for and not sent, because another of its destination left within the interval. */
+/** Asked for, not sent: another probe of the destination left within the interval. */
 export type WitnessProbeOutcome = 'rate_limited';
 
 export type UnknownSettledBy = UnknownSettlement | 'verified-accepted' | 'verified-not-sent';
@@ -198,9 +139,7 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     undefined,
     'Witness probes, by the outcome of their send',
   );
-  // The series the alerts watch for a single order exist at 0 from the start: Prometheus' increase() cannot
-  // see a counter's first increment when its series is born at 1, and on a quiet system that first one is the
-  // only one (OrderMailAssumedSentUnverified, OrderMailOrdersLeftWithoutMail).
+  // Born at 0 so increase() sees a single order's first increment (docs/production.md, "Metrics, health, alerts").
   unknownOutcomes.add(0, { settled_by: 'assume-sent', verification: 'inconclusive' });
   ordersLeftWithoutMail.add(0, { reason: 'closed-without-row' });
   ordersLeftWithoutMail.add(0, { reason: 'workflow-id-taken' });

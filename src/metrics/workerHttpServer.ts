@@ -1,12 +1,5 @@
-// The worker's one HTTP port, for Prometheus and for the orchestrator:
-//   /metrics  the Temporal runtime's exposition, which carries the SDK's metrics and the product's own (they
-//             are made on the runtime's meter, src/metrics/orderMailMetrics.ts). The runtime serves it on an
-//             internal loopback port; this server passes it through, after refreshing the gauges that are
-//             read from Postgres, at most once per gaugeRefreshIntervalMs and one run at a time
-//             (src/metrics/gaugeRefresh.ts), so a scrape sees values that old at most.
-//   /healthz  liveness: the process answers and its worker has not failed.
-//   /readyz   readiness: the worker polls (RUNNING), Postgres and Temporal answer. 503 while it waits for them
-//             (at start or after losing one), while starting and while draining, with the reason.
+// The worker's one HTTP port: /metrics (the runtime's, passed through), /healthz, /readyz
+// (docs/production.md, "Metrics, health, alerts").
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { singleFlightRefresher, type GaugeRefresher } from './gaugeRefresh';
 import { listenHttp } from './listenHttp';
@@ -14,29 +7,19 @@ import { listenHttp } from './listenHttp';
 export type WorkerLiveness = 'waiting' | 'starting' | 'running' | 'stopping' | 'failed';
 
 export interface WorkerHttpServerOptions {
-  /** host:port to listen on; port 0 picks a free one. */
   bindAddress: string;
-  /** The runtime's Prometheus endpoint, e.g. http://127.0.0.1:40123/metrics. */
   runtimeMetricsUrl: string;
-  /**
-   * Reads the gauges from Postgres: before a scrape, when the last read is older than gaugeRefreshIntervalMs;
-   * never twice at once. A failure is logged, and the scrape still answers with the last values.
-   */
+  /** On failure the scrape still answers with the last values. */
   refreshGauges: () => Promise<void>;
-  /** WORKER_GAUGE_REFRESH_INTERVAL_MS; absent: every scrape reads them (still one read at a time). */
   gaugeRefreshIntervalMs?: number;
   workerState: () => WorkerLiveness;
-  /** What the worker waits for, while it does (e.g. "Postgres: connect ECONNREFUSED …"); else null. */
   waitingFor?: () => string | null;
-  /** Resolves when Postgres answers; rejects otherwise. */
   checkDatabase: () => Promise<void>;
-  /** Resolves when Temporal answers; rejects otherwise. Absent: not checked. */
   checkTemporal?: () => Promise<void>;
   log: (level: 'info' | 'error', message: string, fields?: Record<string, unknown>) => void;
 }
 
 export interface WorkerHttpServer {
-  /** http://host:port */
   url: string;
   close(): Promise<void>;
 }

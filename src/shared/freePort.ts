@@ -1,10 +1,6 @@
 import { createServer } from 'node:net';
 
-/**
- * Asks the kernel for a free TCP port by listening on port 0 and closing again. Another process could take
- * the port before the caller binds it; that window is tiny, and a fixed port collides far more often when
- * several test runs or developers share a machine.
- */
+/** Port 0's pick; racy in theory, but a fixed port collides far more often on a shared machine. */
 export async function getFreePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

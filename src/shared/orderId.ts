@@ -1,6 +1,4 @@
-// Order ids are Postgres BIGINTs. They travel as decimal strings because a JavaScript number loses
-// precision above 2^53, and the workflow id of an order's mail is exactly this string.
-// Pure: imported by workflows, activities and the client alike.
+// BIGINT ids travel as decimal strings: a number loses precision above 2^53. Pure.
 
 const MAX_BIGINT = 9223372036854775807n;
 const DECIMAL_DIGITS = /^[1-9][0-9]{0,18}$/;

@@ -1,46 +1,23 @@
-// THE FAILOVER RULE (docs/design.md, "Failover"): which provider an attempt goes to. Pure: the claim
-// (src/db/orderMailClaim.ts) calls it with what it read of the order's earlier attempts under the current send
-// key and of the providers' shared health, and writes the answer into the row with the same fenced statement
-// that hands the row to the attempt, so every worker sees one choice.
-//
-// An attempt may go elsewhere than its predecessors ONLY when every earlier attempt under the same key is known
-// not to have reached its provider: no request (refused before it started, the fence never passed), throttled,
-// a status the provider's outcome table calls not sent, or verified not found at the provider it went to. All
-// of those are recorded as outcome `not_sent`. Anything else (an unknown the policy settled as failed, a retry
-// under the key, a rejection) binds the mail to that attempt's provider: a second provider taking it could
-// make a second mail, while the same provider either dedupes it (a key) or shows both sends to its lookup.
-// A mail bound to a provider the claimer is not configured for (removed from MAIL_PROVIDERS) therefore has no
-// provider to go to: the answer says so and the claim fails the order at once (docs/providers.md, "Draining").
-// A draining provider (MAIL_PROVIDERS_DRAINING) keeps what is bound to it and takes nothing new.
+// The failover rule, pure: an attempt moves only when every earlier one of its key is known not sent
+// (docs/design.md §5, "Failover: a second provider that cannot send twice").
 import type { AttemptOutcome } from './mailOutcome';
 
-/** One earlier attempt of the order under the current send key (resend count), as its audit row says. */
 export interface EarlierAttempt {
   attempt: number;
-  /** The provider the claim chose for it; null for attempts from before migration 0045 or a test's fake. */
+  /** Null before migration 0045 or for a test's fake. */
   provider: string | null;
   outcome: AttemptOutcome;
 }
 
 export type OperatorMode = 'auto' | 'pinned' | 'skipped';
 
-/** What the shared health table (src/db/providerHealth.ts) says of one provider right now. */
 export interface ProviderStanding {
   provider: string;
   operatorMode: OperatorMode;
-  /** Its failures in a row reached the threshold and its skip window has not ended yet. */
   unhealthy: boolean;
 }
 
-/**
- * Why the attempt goes where it goes, as the row's provider_choice records it:
- * - first: the first configured provider, nothing passed over (or the only one, whatever its health);
- * - pinned: an operator pinned it (npm run ops -- provider pin);
- * - after-not-sent: this order's previous attempt was known not sent at another provider, so it tries the next;
- * - skipped-unhealthy / skipped-by-operator: providers before it in the list are skipped;
- * - all-unavailable: every provider is skipped, so the list's first that no operator skipped is tried anyway;
- * - bound: an earlier attempt may have reached `provider`, so the mail stays there.
- */
+/** The row's provider_choice (docs/design.md §4). */
 export type ChoiceReason =
   | 'first'
   | 'pinned'
@@ -51,25 +28,18 @@ export type ChoiceReason =
   | 'bound';
 
 export interface ProviderChoice {
-  /** Null only when no provider is configured by name (a test's fake transport). */
   provider: string | null;
   reason: ChoiceReason;
-  /** Words for the log and the Web UI: why this provider, and which were passed over. */
   explanation: string;
 }
 
-/**
- * No provider may take the attempt: an earlier attempt may have reached `provider`, and the claimer is not
- * configured for it. Nothing may be claimed: another provider could make a second mail.
- */
+/** Nothing may be claimed: another provider could make a second mail. */
 export interface NoProviderChoice {
   provider: string;
-  /** all-draining: every provider drains (loadConfig refuses that), so none may take a new attempt. */
   reason: 'bound-unconfigured' | 'all-draining';
   explanation: string;
 }
 
-/** Outcomes that prove the attempt's request was not taken by its provider. */
 const KNOWN_NOT_SENT: ReadonlySet<AttemptOutcome> = new Set<AttemptOutcome>(['not_sent']);
 
 function isKnownNotSent(outcome: AttemptOutcome): boolean {
@@ -77,11 +47,8 @@ function isKnownNotSent(outcome: AttemptOutcome): boolean {
 }
 
 export function chooseProvider(input: {
-  /** MAIL_PROVIDERS in order; the first is the primary. */
   configured: readonly string[];
-  /** MAIL_PROVIDERS_DRAINING: configured providers that keep their bound attempts and take no new ones. */
   draining?: readonly string[];
-  /** The order's earlier attempts under the current key, any order. */
   earlier: readonly EarlierAttempt[];
   standings: readonly ProviderStanding[];
 }): ProviderChoice | NoProviderChoice {
@@ -89,7 +56,7 @@ export function chooseProvider(input: {
   const earlier = [...input.earlier].sort((a, b) => a.attempt - b.attempt);
   const binding = earlier.filter((attempt) => !isKnownNotSent(attempt.outcome)).at(-1);
   if (binding !== undefined) {
-    // Not recorded (before migration 0045): it went where the workers sent then, the single provider, the first.
+    // Before migration 0045 the single provider, the first, took it.
     const provider = binding.provider ?? input.configured[0] ?? null;
     if (provider !== null && input.configured.length > 0 && !input.configured.includes(provider)) {
       return {
@@ -124,8 +91,7 @@ export function chooseProvider(input: {
     };
   }
   if (configured.length === 1) {
-    // Every branch below ends at the one provider (pinned, healthy, or tried anyway when skipped), so the claim
-    // does not read the shared health for it (src/db/orderMailClaim.ts): one statement less per order.
+    // Every branch below ends here, so the claim skips reading health: one statement less per order.
     const only = configured[0]!;
     const why = draining.size === 0 ? 'the only configured provider' : 'the only one not draining';
     return { provider: only, reason: 'first', explanation: `${only}, ${why}` };

@@ -1,5 +1,4 @@
-// The Temporal Schedule that runs the reconciliation sweep every few minutes (docs/design.md §7), created or
-// brought up to date by `npm run setup`, so setup can run any number of times.
+// The sweep's Schedule (docs/design.md §7); `npm run setup` creates or updates it, any number of times.
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { reconcileOrderMails } from '../workflows/reconcileOrderMails';
 
@@ -7,14 +6,12 @@ export const DEFAULT_RECONCILE_SCHEDULE_ID = 'order-mail-reconcile';
 
 export interface ReconcileScheduleOptions {
   scheduleId?: string;
-  /** The task queue of the workers that run the sweep (and the mails it starts). */
   taskQueue: string;
   intervalMs: number;
   /** Created paused (tests trigger it by hand). An existing schedule keeps its own paused state. */
   paused?: boolean;
 }
 
-/** Creates the schedule, or updates the existing one to these options. Returns which it did. */
 export async function ensureReconcileSchedule(
   client: Client,
   options: ReconcileScheduleOptions,
@@ -29,8 +26,7 @@ export async function ensureReconcileSchedule(
     taskQueue: options.taskQueue,
     args: [{}] as [Record<string, never>],
   };
-  // One sweep at a time: a slow sweep makes the next one wait its turn instead of racing it. A sweep missed
-  // while the server was down is made up once, not once per missed interval.
+  // One sweep at a time; missed ones are made up once (docs/design.md §6, "The sweep's Schedule").
   const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: options.intervalMs };
   try {
     await client.schedule.create({

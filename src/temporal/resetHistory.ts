@@ -1,39 +1,25 @@
-// What Temporal's history says about a reset that started a run (read through the client, from an activity:
-// the workflow itself stays deterministic). Temporal 1.29 records a reset in two places:
-//   - the NEW run: a WorkflowTaskFailed event with cause RESET_WORKFLOW, whose failure message is the reason
-//     the operator gave, with baseRunId and newRunId, and the identity "history-service";
-//   - the BASE run, if it was still running: WorkflowExecutionTerminated with the same reason and the identity
-//     "history-resetter".
-// The identity the requester sent (the Web UI's, the CLI's) is recorded in neither, so an act made from this
-// names the reason and Temporal's identities, not the person; docs/operating.md says so.
+// Reads a reset from Temporal's history, in an activity; where Temporal records it, and what it leaves out:
+// docs/design.md §6, "What a reset leaves in history".
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
-/**
- * How `npm run ops -- retry` begins the reason of the reset it makes. The CLI records that reset as its own
- * 'retry' act, so the new run's claim writes no 'reset' act for it (src/activities/resetAct.ts).
- */
+/** The CLI records its own reset as a 'retry' act, so the claim writes no 'reset' act for it. */
 export const OPS_RETRY_RESET_REASON_PREFIX = 'npm run ops -- retry, by ';
 
 export interface ResetOfRun {
   baseRunId: string;
   newRunId: string;
-  /** The reason the operator typed, as the new run's reset event records it. */
   reason: string;
-  /** The identity on the new run's reset event. */
   identity: string;
-  /** The reset event's id in the new run's history, and its time. */
   eventId: string;
   resetAt: string;
-  /** How the base run was ended by the reset, if it was still running then. */
   baseRunTerminated: { reason: string; identity: string } | null;
 }
 
 /** Reads a run's reset, if a reset started it. */
 export type ReadResetOfRun = (workflowId: string, runId: string) => Promise<ResetOfRun | null>;
 
-// A history read is small (a reset event sits right after the events copied from the base run); its deadline
-// keeps a slow Temporal from holding the claim activity that asks.
+// Keeps a slow Temporal from holding the claim activity that asks.
 const HISTORY_READ_TIMEOUT_MS = 10_000;
 
 const { EventType, WorkflowTaskFailedCause } = temporal.api.enums.v1;

@@ -1,5 +1,4 @@
-// Registering and checking the custom search attributes on a namespace. Used by `npm run setup` (register),
-// the worker at start-up (check) and the test harness (register on a server it did not start).
+// Registers (setup, tests) and checks (the worker at start) the custom search attributes.
 import { isGrpcServiceError, type Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
@@ -39,10 +38,7 @@ export class SearchAttributesMissingError extends Error {
   }
 }
 
-/**
- * Registers `keys` on `namespace`; names already registered are left alone, so it can run any number of
- * times. One request per name: some server versions and stores answer ALREADY_EXISTS for the whole request.
- */
+/** One request per name: some servers answer ALREADY_EXISTS for the whole request (docs/design.md §6). */
 export async function ensureSearchAttributes(
   connection: HasOperatorService,
   namespace: string,

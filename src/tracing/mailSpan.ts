@@ -1,13 +1,10 @@
-// The span around one provider request (an HTTP API's POST, an SMTP transaction), a child of the send
-// activity's span. What it may say: the provider, the order id, the outcome, the HTTP status or the SMTP
-// reply code, the error code. Never the recipient, the sender, the subject, the mail's text or a key: a
-// span goes to whoever runs the collector. Tracing off, the API's tracer is a no-op and this costs a call.
+// The span around one provider request. Never the recipient, sender, subject, text or a key: a span goes to
+// whoever runs the collector (docs/operating.md, "Traces").
 import { SpanKind, SpanStatusCode, trace, type Attributes } from '@opentelemetry/api';
 import type { SendResult } from '../shared/mailOutcome';
 
 const tracer = trace.getTracer('order-confirmation-mail');
 
-/** The attribute names, in one place, so the test and the docs name the same ones. */
 const MAIL_SPAN_ATTRIBUTES = {
   provider: 'mail.provider',
   orderId: 'order.id',
@@ -18,7 +15,6 @@ const MAIL_SPAN_ATTRIBUTES = {
   smtpReplyCode: 'mail.smtp.reply_code',
 } as const;
 
-/** Runs one provider request inside its span and records what came of it (the classified SendResult). */
 export async function traceProviderRequest(
   name: 'mail.http.request' | 'mail.smtp.send',
   facts: { provider: string; orderId: string },
@@ -43,8 +39,7 @@ export async function traceProviderRequest(
         }
         return result;
       } catch (error) {
-        // Only programming errors and the fence's refusal get here; their messages may quote the mail, so
-        // only the error's name goes into the span.
+        // Its message may quote the mail: only the error's name.
         span.setStatus({
           code: SpanStatusCode.ERROR,
           message: error instanceof Error ? error.name : 'error',

@@ -42,7 +42,6 @@ export function sender(sendTimeoutMs: number) {
   });
 }
 
-/** The provider lookup, retried (a read) until the verification deadline; past it the policy decides. */
 export function verifier(verification: VerificationSettings) {
   return proxyActivities<OrderMailActivities>({
     // The lookups' one deadline plus a margin to read Postgres.
@@ -53,7 +52,6 @@ export function verifier(verification: VerificationSettings) {
   });
 }
 
-/** A durable wait; a cancel during it ends the run Cancelled with what `cancelled()` explains. */
 export async function sleepOrEnd(delayMs: number, cancelled: () => CancelledFailure): Promise<void> {
   try {
     await sleep(delayMs);
@@ -63,16 +61,15 @@ export async function sleepOrEnd(delayMs: number, cancelled: () => CancelledFail
   }
 }
 
-// Without a resume signal, a held run claims again after 1 min, then 2, 4, 8, and every 15 min from then on.
+// 1, 2, 4, 8, then every 15 min (docs/design.md §6, "The hold wait").
 const FIRST_RECHECK_MS = 60_000;
 const LONGEST_RECHECK_MS = 15 * 60_000;
 
 export interface HoldWait {
-  /** Waits for a resume signal or the fallback timer; `waits` is how many held waits came before. */
   wait(waits: number, cancelled: () => CancelledFailure): Promise<void>;
 }
 
-/** Listens for the resume signal from the run's start, so a signal that arrives before the wait is kept. */
+/** Listens from the run's start, so an early signal is kept. */
 export function resumeOnSignal(): HoldWait {
   let resumed = false;
   setHandler(defineSignal(SEND_HOLD_RESUME_SIGNAL), () => {
@@ -94,16 +91,13 @@ export function resumeOnSignal(): HoldWait {
 
 /** A provider event of the send asks for an early lookup (docs/design.md §5, "What counts as evidence"). */
 export interface EarlyAsk {
-  /** Whether an event came since the last early ask (and this run may still act on one). */
   requested(): boolean;
-  /** The early ask is being made: a later wait ends early only for a later event. */
   taken(): void;
 }
 
 // Each early ask is an activity in the run's history: a stream of events must not grow it without end.
 const MAX_EARLY_ASKS = 3;
 
-/** Listens for PROVIDER_EVENT_SIGNAL from the run's start. */
 export function earlyAskOnProviderEvents(): EarlyAsk {
   let eventSeen = false;
   let asked = 0;
@@ -119,14 +113,10 @@ export function earlyAskOnProviderEvents(): EarlyAsk {
   };
 }
 
-// Caps the "wait" answers only to keep a history finite should clocks disagree; the activity's own deadline
-// (MAIL_VERIFY_DEADLINE_MS) ends a real wait long before (docs/design.md §5, "What counts as evidence").
+// Only keeps a history finite should clocks disagree (docs/design.md §6, "Asking the provider").
 const MAX_EVIDENCE_WAITS = 24;
 
-/**
- * Asks the provider whether a send reached it. A "wait" answer (too early for "not found" to count) is waited
- * out on a durable timer and asked again, unless `waitForEvidence: false` (the sweep leaves it for later).
- */
+/** A "wait" answer is waited out and asked again, unless `waitForEvidence: false` (the sweep). */
 export async function askProvider(
   verification: VerificationSettings,
   input: VerifyOrderMailInput,
@@ -174,8 +164,7 @@ async function askOnce(
     return await verifier(verification).verifyOrderMail(input);
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
-    // Past the schedule-to-close deadline Temporal hands over the last try's failure (retry state TIMEOUT),
-    // or a timeout failure when the last try itself timed out.
+    // Past schedule-to-close: the last try's failure (retry state TIMEOUT), or a timeout failure.
     const deadlinePassed = error.retryState === 'TIMEOUT' || error.cause instanceof TimeoutFailure;
     const last = error.cause?.message ? ` (last: ${error.cause.message})` : '';
     return {

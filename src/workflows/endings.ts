@@ -1,5 +1,4 @@
-// How a run ends when it does not simply return a result: the failures it fails with, and the Cancelled ending
-// with its explanation. One place, so what an operator reads for each ending can be checked side by side.
+// Every ending but a plain result, in one place, so what an operator reads can be compared side by side.
 import { ApplicationFailure, CancelledFailure, log, upsertMemo } from '@temporalio/workflow';
 import { FailureType } from '../shared/failures';
 import type { LogOutcome } from '../shared/mailOutcome';
@@ -8,7 +7,6 @@ import { describeSendOutcome, type SendNotAccepted } from '../shared/sendOutcome
 import type { Ended, LeftByCancel, OrderMailResult } from './attemptStep';
 import { showNoClaim } from './showOrderMailState';
 
-/** The memo key under which a cancelled run says what it did (a cancelled run carries no result). */
 export const EXPLANATION_MEMO = 'orderMailExplanation';
 
 /** A cancel while waiting to claim again after a failed attempt: the row is already settled. */
@@ -113,11 +111,7 @@ export function cancelledAfter(orderId: string, step: LeftByCancel): CancelledFa
   }
 }
 
-/**
- * Ends the run Cancelled. The TypeScript SDK (1.24) sends the cancellation with no details, so a cancelled run
- * has no result or failure text of its own: the explanation goes into the run's memo, which the Web UI shows
- * and `describe()` returns, and into the CancelledFailure for the workflow's own log.
- */
+/** The SDK's cancellation carries no details, so the explanation goes to the memo (docs/design.md §6). */
 export function endCancelled(explanation: string): CancelledFailure {
   upsertMemo({ [EXPLANATION_MEMO]: explanation });
   log.info('Order mail workflow cancelled', { explanation });
@@ -231,10 +225,7 @@ export function closedRunsKeptComingFailure(orderId: string, settledInARow: numb
   );
 }
 
-/**
- * An activity answered what its contract with the workflow rules out (a bug): the run fails visibly, where an
- * Error would fail its workflow task again and again. A claim it held is settled by the sweep.
- */
+/** A contract broken by an activity fails the run visibly (docs/design.md §6, "Only ApplicationFailures"). */
 export function unexpectedAnswerFailure(orderId: string, what: string): ApplicationFailure {
   return runFails(FailureType.UnexpectedActivityAnswer, `Order ${orderId}: ${what}; this run stops here.`);
 }

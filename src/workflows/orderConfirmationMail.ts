@@ -405,8 +405,7 @@ async function recordSendOutcome(
     const attempt = await bookkeeping.readAttemptOutcomeFacts(base);
     let decision = decideUnknownOutcome(facts(attempt, answer));
     if (decision.kind === 'verify') {
-      // This execution saw its request end: "not found" may count that long after the dispatch, plus the
-      // settle delay. Null (ALREADY_DISPATCHED, a timed-out send): only after the attempt's send timeout.
+      // Null (no request of its own): "not found" counts only after the whole send timeout.
       const ended = sent.requestEndedAfterFenceMs;
       answer = await verifyWithProvider(run, base, claim.idempotencyKey, settings.verification!, {
         own: ended === null ? {} : { requestEndedWithinMs: ended },
@@ -435,11 +434,7 @@ async function recordSendOutcome(
   }
 }
 
-/**
- * Waits until "not found" can mean something (the settle delay, or for a closed run's attempt what is left of
- * its send timeout and the settle delay), or until a provider event asks early, then asks the provider. A
- * cancel during the wait, or a lookup failing past its deadline, leaves it inconclusive: the policy decides.
- */
+/** Waits until "not found" can count, or an early ask; a cancel or a lookup past its deadline: inconclusive. */
 async function verifyWithProvider(
   run: Run,
   base: AttemptRef,

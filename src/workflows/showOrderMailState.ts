@@ -1,8 +1,5 @@
-// What the Web UI shows about an order's mail: the search attributes follow every transition of the log row,
-// so operators can filter on them (docs/operating.md). Each upsert is a billable Action on Temporal Cloud and
-// a visibility write on any server, so the workflow upserts only what really changes: an order started by
-// startOrderConfirmationMail already carries the state of its first claim (ORDER_MAIL_ATTRIBUTES_AT_START,
-// free as part of the start), and an accepted mail then costs one upsert, at its outcome (docs/benchmarks.md).
+// The search attributes follow the row; each upsert is a billable Action, so only changes are upserted
+// (docs/design.md §6, "Search attributes").
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { LogOutcome } from '../shared/mailOutcome';
@@ -16,13 +13,12 @@ import {
 
 export interface OrderMailStateShown {
   state: OrderMailStateValue;
-  // Each of these is left as it was when undefined, and removed when null (a new attempt has no outcome yet).
+  // undefined: left as it was; null: removed.
   outcome?: LogOutcome | null;
   attempts?: number;
   httpStatus?: number | null;
 }
 
-/** The one-word state an operator filters on, from the row's state and outcome (see OrderMailStateValue). */
 export function stateShownFor(
   rowState: 'sending' | 'sent' | 'failed',
   outcome: LogOutcome | null,
@@ -30,7 +26,6 @@ export function stateShownFor(
   return rowState === 'sent' && outcome === 'unknown' ? 'unknown' : rowState;
 }
 
-// What a start gives the run: the client's contract (src/shared/workflowContract.ts).
 export { ORDER_MAIL_ATTRIBUTES_AT_START } from '../shared/workflowContract';
 
 export function showOrderMailState(shown: OrderMailStateShown): void {
@@ -41,10 +36,7 @@ export function showOrderMailState(shown: OrderMailStateShown): void {
   upsertChanged(updates);
 }
 
-/**
- * A run that ends without holding a claim (the order does not exist, another workflow holds it) shows no
- * state: what the start request gave would otherwise say `sending` on a closed run, which reads as stuck.
- */
+/** A run that never held a claim shows no state: `sending` from the start would read as stuck. */
 export function showNoClaim(): void {
   upsertChanged([
     { key: OrderMailState, value: null },
@@ -52,7 +44,6 @@ export function showNoClaim(): void {
   ]);
 }
 
-/** Upserts only the attributes whose value differs from what the run shows now; nothing if none does. */
 function upsertChanged(updates: SearchAttributeUpdatePair[]): void {
   const current = workflowInfo().typedSearchAttributes;
   const changed = updates.filter(
