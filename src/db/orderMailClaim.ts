@@ -42,7 +42,10 @@ export class ClaimNotSettledError extends Error {
   readonly code = 'ERR_CLAIM_NOT_SETTLED';
 }
 
-/** Claims the order's mail for `request.claimToken`, or says why not; ClaimNotSettledError after MAX_CLAIM_PASSES. */
+/**
+ * Claims the order's mail for `request.claimToken`, or says why not; ClaimNotSettledError after
+ * MAX_CLAIM_PASSES.
+ */
 export async function claimOrderMailRow(
   db: Database,
   request: ClaimRequest,
