@@ -18,9 +18,7 @@ export interface VerifiedOrphan {
   /** The closed run's claim token and the attempt it dispatched, as the claim's 'verify-orphan' named them. */
   holder: string;
   attempt: number;
-  /**
-   * The settling run's '<namespace>/<workflow id>/' and its own token: the holder must be another run of it.
-   */
+  /** The settling run's '<namespace>/<workflow id>/' and its own token: the holder must be another run of it. */
   workflowScope: string;
   ownToken: string;
   /** The settling workflow's time (the claim's contract): only a claim later than the holder's settles it. */

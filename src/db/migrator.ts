@@ -8,10 +8,7 @@ import { findMissingPrerequisites, MigrationPrerequisitesError } from './migrati
 /** Plain numbered SQL files, applied in order, never edited once landed (docs/design.md §4). */
 export const MIGRATIONS_DIRECTORY = path.join(__dirname, 'migrations');
 
-/**
- * Where an adopted case-study order_mail_log is kept, untouched, after its rows were copied
- * (docs/adoption.md).
- */
+/** Where an adopted case-study order_mail_log is kept, untouched, after its rows were copied (docs/adoption.md). */
 export const CASE_STUDY_TABLE_KEPT_AS = 'order_mail_log_case_study';
 
 // The baseline file that creates order_mail_log; adoption sets the case study's table aside just before it.
@@ -31,9 +28,7 @@ export interface AdoptionReport {
   /** The case study's rows by state, as they were copied. */
   rows: CaseStudyTable['rows'];
   keptAs: string;
-  /**
-   * Roles that wrote the case study's table and may go on writing the adopted one (its owner, its grantees).
-   */
+  /** Roles that wrote the case study's table and may go on writing the adopted one (its owner, its grantees). */
   writersGranted: string[];
 }
 

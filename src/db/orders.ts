@@ -18,9 +18,7 @@ export interface OrderForMail {
   /** ISO-4217, e.g. JPY, USD. */
   currency: string;
   items: OrderItemForMail[];
-  /**
-   * The orders view's extra_<name> columns, by <name> (NULL as empty text): order.extra.<name> in templates.
-   */
+  /** The orders view's extra_<name> columns, by <name> (NULL as empty text): order.extra.<name> in templates. */
   extra: Record<string, string>;
 }
 

@@ -9,9 +9,7 @@ import { ORDER_ITEMS_VIEW, ORDER_SOURCE_SCHEMA, ORDERS_VIEW } from './orderContr
 export const WORKER_GROUP_ROLE = 'order_mail_worker';
 /** The group role migration 0025 grants the webhook receiver's privileges to. */
 export const WEBHOOK_GROUP_ROLE = 'order_mail_webhooks';
-/**
- * The group of the migration login (migration 0050): it grants nothing, it says the login is this service's.
- */
+/** The group of the migration login (migration 0050): it grants nothing, it says the login is this service's. */
 export const MIGRATION_GROUP_ROLE = 'order_mail_migration';
 /** The operators' group (migration 0057): each operator's own login, which `npm run ops` runs as. */
 export const OPERATOR_GROUP_ROLE = 'order_mail_operators';

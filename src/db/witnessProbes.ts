@@ -54,9 +54,7 @@ export async function passProbeFence(
   });
 }
 
-/**
- * How long until `at` on Postgres's clock (0 once it has passed): the fence's clock, so a probe waits it out.
- */
+/** How long until `at` on Postgres's clock (0 once it has passed): the fence's clock, so a probe waits it out. */
 export async function millisecondsUntil(db: Database, at: Date): Promise<number> {
   const { rows } = await runSql<{ ms: number }>(
     db,

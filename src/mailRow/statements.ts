@@ -299,10 +299,7 @@ export interface RecordValues {
   state: 'sent' | 'failed';
   outcome: MailOutcome;
   unknownPolicy: UnknownSettlement | null;
-  /**
-   * How an unknown outcome was verified (a lookup, a webhook, or tried in vain); absent (null) when it was
-   * not.
-   */
+  /** How an unknown outcome was verified (a lookup, a webhook, or tried in vain); absent (null) when it was not. */
   verification?: VerificationRecord | null;
   providerMessageId: string | null;
   httpStatus: number | null;
