@@ -12,10 +12,7 @@ import { recordResetOfRun } from './resetAct';
 
 export interface ClaimOrderMailInput {
   orderId: string;
-  /**
-   * The workflow's Date.now() when it scheduled this claim, in ms since the epoch: the server's time of that
-   * workflow task, recorded in history. It orders the runs of one workflow id (src/db/orderMailClaim.ts).
-   */
+  /** The workflow's Date.now() at scheduling: orders one id's runs (docs/design.md §4 rule 3). */
   issuedAtMs: number;
 }
 
@@ -28,10 +25,7 @@ export type ClaimResult =
       how: ClaimHow;
       /** The key this attempt's request carries; the same for every attempt until an operator re-sends. */
       idempotencyKey: string;
-      /**
-       * The provider the claim chose for this attempt (src/shared/providerChoice.ts) and why; the send goes
-       * through it (the row says so, and the fence checks it). Null for a transport that names none.
-       */
+      /** The provider the claim chose for this attempt and why; null for a transport that names none. */
       provider?: string | null;
       providerChoice?: string | null;
       /** The worker's settings, with the chosen provider's own (its settle delay, its key's window). */
@@ -56,11 +50,7 @@ export type ClaimResult =
       settings: OrderMailWorkflowSettings;
     };
 
-/**
- * The claim activity: the claim itself lives in db/orderMailClaim (one source for the activity and the
- * property test); this adds the run's own token, taken from the activity's context so no caller can hand it
- * another run's, the worker's settings (returned, so they are recorded in history), metrics and logs.
- */
+/** The claim activity around src/db/orderMailClaim.ts: the run's own token, settings into history, metrics. */
 export function createClaimOrderMail(deps: ActivityDependencies) {
   return async function claimOrderMail(input: ClaimOrderMailInput): Promise<ClaimResult> {
     const { orderId } = input;
@@ -85,8 +75,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         idempotency: settings.idempotency,
         sendTimeoutMs: settings.sendTimeoutMs,
         recordedBy: deps.workerIdentity,
-        // The workflow asks about a closed run's dispatched attempt wherever this worker can ask its provider
-        // (per provider: byProvider); where it cannot, the policy settles it.
+        // A closed run's dispatched attempt is verified wherever this worker can ask its provider; else the policy.
         verifyDispatchedOrphans: settings.verification !== null && verifiersOf(deps).length > 0,
         byProvider: judgements,
         providers: providerNamesOf(deps),
@@ -130,8 +119,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
       case 'order-not-found':
         throw orderNotFoundFailure(orderId);
       case 'no-provider':
-        // Non-retryable: the run fails at once with this type (the Web UI, ops), instead of attempts that
-        // each fail not sent until the run gives up. Nothing was written; a worker with the provider can finish.
+        // Non-retryable: the run fails at once with this type; nothing was written (docs/design.md "Failover").
         log.error('Order mail bound to a provider this worker is not configured for; failing the order', {
           orderId,
           provider: decision.provider,
@@ -203,10 +191,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
   };
 }
 
-/**
- * Each configured provider's key window and whether an attempt there can be asked about (failover): the
- * claim judges an attempt by where it went. Empty with one provider: the worker's settings are its own.
- */
+/** Each provider's key window and whether it can be asked: an attempt is judged by where it went. */
 function providerJudgementsOf(deps: ActivityDependencies): ReadonlyMap<string, ProviderJudgement> {
   const verifiable = new Set(verifiersOf(deps).map((verifier) => verifier.destination.provider));
   const judgements = new Map<string, ProviderJudgement>();

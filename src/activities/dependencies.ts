@@ -24,38 +24,23 @@ export interface ActivityDependencies {
   workerIdentity: string;
   /** The product's metrics (src/metrics); none when absent, as in most tests. */
   metrics?: OrderMailMetrics;
-  /**
-   * Reads from Temporal's history whether a reset started a run, so its claim records the reset as an operator
-   * act (src/activities/resetAct.ts). The worker always passes one; absent, no reset act is written.
-   */
+  /** Reads from history whether a reset started a run, so its claim records it (src/activities/resetAct.ts). */
   readResetOfRun?: ReadResetOfRun;
-  /**
-   * This deployment's identity in every send key (MAIL_DEPLOYMENT_ID, src/mail/idempotencyKey.ts), so another
-   * system on the same provider account is never taken for this one. DEFAULT_DEPLOYMENT_ID when absent (tests).
-   */
+  /** MAIL_DEPLOYMENT_ID, in every send key, so another system on the account is never taken for this one. */
   deploymentId?: string;
-  /** How the verify activity asks the provider (src/verification/verifier.ts); absent when nothing is verified. */
+  /** How the verify activity asks the provider; absent when nothing is verified. */
   verifier?: Verifier;
-  /**
-   * MAIL_PROVIDERS (failover): one transport per provider, in the configured order, `mail` first. The claim
-   * chooses among their providers and the send uses the one the row names. Absent: `mail` alone.
-   */
+  /** MAIL_PROVIDERS (failover): one transport per provider, in order, `mail` first; absent: `mail` alone. */
   mailProviders?: readonly MailTransport[];
-  /**
-   * MAIL_PROVIDERS_DRAINING: providers of `mailProviders` that finish what is bound to them and take no new
-   * attempts (docs/providers.md, "Draining a provider"). Absent: none.
-   */
+  /** MAIL_PROVIDERS_DRAINING: finish what is bound, take no new attempts (docs/providers.md). Absent: none. */
   drainingProviders?: readonly string[];
-  /** One verifier per provider that can be asked; the verify activity takes the one of the attempt's destination. */
+  /** One verifier per provider that can be asked, chosen by the attempt's destination. */
   verifiers?: readonly Verifier[];
   /** The sender and subject of each provider by name (<PROVIDER>_MAIL_FROM, …); else `mailIdentity`. */
   providerMailIdentity?: ReadonlyMap<string, MailIdentity>;
   /** The workflow settings of each provider (its settle delay, its key's window), by name; else `settings`. */
   providerSettings?: ReadonlyMap<string, OrderMailWorkflowSettings>;
-  /**
-   * Makes a witness probe for an unknown that waits with no witness (MAIL_WITNESS_SINK_ADDRESS,
-   * src/verification/witnessProbe.ts); absent: organic witnesses only.
-   */
+  /** Makes a witness probe for an unknown with no witness (MAIL_WITNESS_SINK_ADDRESS); absent: none. */
   witnessProber?: WitnessProber;
   /** When the send's failures make new attempts skip a provider (migration 0046); absent: never. */
   providerHealth?: HealthSettings;

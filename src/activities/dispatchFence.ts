@@ -1,13 +1,10 @@
-// THE DISPATCH FENCE (docs: the row's state machine, rule 2), next to the send that it guards
-// (sendOrderMail.ts). Before any byte of the request leaves, the attempt marks itself dispatched; only the
-// attempt that holds the claim and has not dispatched yet gets through. Whoever does not must make no request.
-// Its statement is markDispatched in src/mailRow/statements.ts; this says why it refused.
+// The dispatch fence (docs/design.md §4 rule 2): why markDispatched refused.
 import type { Database } from '../db/pool';
 import { runSql, sql } from '../db/sql';
 import type { SendDestination } from '../evidence/destination';
 import * as rowStatements from '../mailRow/statements';
 
-/** 'held': an operator's hold covers this attempt's provider (migration 0060); no request, nothing dispatched. */
+/** 'held': an operator's hold covers this attempt's provider (migration 0060); no request. */
 export type DispatchFenceResult = 'dispatched' | 'already-dispatched' | 'claim-lost' | 'held';
 
 /** What the request about to leave is: where it goes, the key it carries, how long it may take at most. */
@@ -21,14 +18,7 @@ export interface DispatchRecord {
   sendTimeoutMs: number;
 }
 
-/**
- * One statement, fenced by (claim token, attempt, 'sending', not yet dispatched, no hold on its provider). A 'sending' row whose
- * dispatched_at stays NULL is therefore known never to have reached the provider, which is what lets a newer
- * run take it over and the record call an attempt that ended before it "not sent". The same statement records
- * where the request goes (migrations 0015, 0052): whoever asks about it later asks there (src/evidence/).
- * The hold is read by this same statement, so no request passes a hold that committed before it began; `ops
- * hold` waits out the statements that began before (src/ops/sendHold.ts).
- */
+/** One statement fenced on the row as held and any hold; records where the request goes. */
 export async function markDispatched(
   db: Database,
   input: {
@@ -75,10 +65,7 @@ export async function markDispatched(
   return !row.dispatched && row.held ? 'held' : 'already-dispatched';
 }
 
-/**
- * The provider the claim chose for this attempt (failover), read before the send picks its transport; null
- * when the row names none (a fake transport) or the attempt is no longer this run's (the fence then refuses).
- */
+/** The provider the claim chose, read before the send picks its transport; null when none or no longer ours. */
 export async function readAttemptProvider(
   db: Database,
   input: { orderId: string; claimToken: string; attempt: number },

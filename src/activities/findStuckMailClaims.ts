@@ -1,5 +1,4 @@
-// The sweep's second job (G2): find rows left 'sending' by a run that is closed, or by an outside writer, and
-// say which may be settled now.
+// The sweep's second job (G2): rows left 'sending' by a closed run or an outside writer.
 import { activityInfo, heartbeat } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { isOutsideWriterToken, parseClaimToken } from '../db/claimToken';
@@ -20,17 +19,11 @@ import {
   type StuckClaimsResult,
 } from './reconcileTypes';
 
-/**
- * Pages of quiet 'sending' rows one sweep reads at most (each a batch): open runs' rows beyond them wait for
- * the next sweep (docs/design.md §7).
- */
+/** Pages of quiet 'sending' rows one sweep reads at most (docs/design.md §7). */
 const MAX_QUIET_ROW_PAGES = 20;
 
 export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: ReconcileMailSettings) {
-  /**
-   * Rows in 'sending' whose claiming run is closed. Temporal runs at most one open run per workflow id, and a
-   * closed run never touches its row again, so such a row would stay 'sending' until someone acted.
-   */
+  /** 'sending' rows whose run is closed: a closed run never touches its row again (docs/design.md §7). */
   return async function findStuckMailClaims(): Promise<StuckClaimsResult> {
     const namespace = activityInfo().namespace;
     const limit = deps.settings.batchSize;
@@ -40,8 +33,7 @@ export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: Rec
     const requestMayLastMs = mail.settings.sendTimeoutMs;
     let youngerThanSettleDelay = 0;
     let examined = 0;
-    // Quiet rows of open runs (waiting out a settle delay, a backoff) are passed over page after page, so they
-    // cannot fill the sweep and hide a closed run's row behind them; at most a batch of stuck claims a sweep.
+    // Open runs' quiet rows are passed over page after page, so they cannot hide a closed run's row (§7).
     let after: QuietRowCursor | null = null;
     let more = false;
     for (let page = 0; page < MAX_QUIET_ROW_PAGES && stuck.length < limit; page++) {
@@ -73,10 +65,7 @@ export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: Rec
         heartbeat();
         if (stuck.length >= limit) return index < rows.length;
         if (isOutsideWriterToken(row.claimToken)) {
-          // The old system's attempt, quiet for the grace period: it has no fence, so it counts as dispatched
-          // and its outcome is unknown. It is settled by the policy like a closed run's dispatched claim.
-          // VERIFICATION HOOK (branch verify): such a request carries no send key of ours, but it does carry
-          // metadata.order_id; where the provider can be asked by that, this is where to ask before the policy.
+          // The old system's claim has no fence and no key of ours: counted dispatched, settled by the policy (§9).
           stuck.push({
             orderId: row.orderId,
             workflowId: row.orderId,
@@ -95,20 +84,16 @@ export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: Rec
         if (token === null || token.namespace !== namespace) continue;
         const run = { workflowId: token.workflowId, runId: token.runId };
         const runStatus = await runStatusOf(deps.temporal, run.workflowId, run.runId);
-        // (A later run of this order may be open, a reset's: its claim would take this one over. Settling it
-        // here is the same: the sweep asks the provider as that run would, and that run's claim then finds
-        // the row settled and reclaims it, or finds it sent.)
+        // A reset's later run may be open: settling here is what its own claim would do.
         if (runStatus !== 'RUNNING') {
-          // Where the provider will be asked, ask once its log can be trusted: a younger request waits for a
-          // later sweep (every few minutes) rather than be settled by the policy now.
+          // Asked only once its log can be trusted: a younger request waits for a later sweep, not the policy.
           if (verification !== null && row.dispatchedAt !== null) {
             const sinceDispatchMs = await timeSinceAttemptDispatch(deps.db, {
               orderId: row.orderId,
               claimToken: row.claimToken,
               attempt: row.attempts,
             });
-            // The attempt's own send timeout, as its fence recorded it (src/evidence/evidenceRules.ts,
-            // notFoundCountsFrom); this worker's only for a row dispatched before it was recorded.
+            // The attempt's own recorded send timeout; this worker's only for a row dispatched before it was recorded.
             const mayLastMs = row.dispatchSendTimeoutMs ?? requestMayLastMs;
             if (sinceDispatchMs !== null && sinceDispatchMs < mayLastMs + verification.settleDelayMs) {
               youngerThanSettleDelay += 1;

@@ -1,6 +1,4 @@
-// What a send's result says about its provider's health (migration 0046, src/db/providerHealth.ts), counted by
-// the send that saw it. Best effort: health only steers new attempts, so a failed write is logged and the
-// send's result stands.
+// A send's word on its provider's health (docs/design.md "Failover"); best effort, a failed write is logged.
 import { log } from '@temporalio/activity';
 import { countProviderFailure, countProviderSuccess } from '../db/providerHealth';
 import { describeDatabaseError } from '../db/pool';
@@ -8,11 +6,7 @@ import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { SendResult } from '../shared/mailOutcome';
 import type { ActivityDependencies } from './dependencies';
 
-/**
- * 'failure': the provider is not taking mail (not sent after the request started: refused connections, 429,
- * 503; or any 5xx); 'success': it answered for this mail (accepted, or refused this one mail); null: it says
- * nothing about the provider (a dropped connection, a timeout: both unknown).
- */
+/** 'failure': not taking mail (not sent after start, 429, 5xx); 'success': it answered; null: unknown. */
 function healthSignalOf(result: SendResult): 'failure' | 'success' | null {
   if (result.outcome === 'not_sent') return 'failure';
   if (result.httpStatus !== null && result.httpStatus >= 500) return 'failure';

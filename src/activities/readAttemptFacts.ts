@@ -3,12 +3,7 @@ import type { ActivityDependencies } from './dependencies';
 
 export type { AttemptFacts };
 
-/**
- * What the workflow needs to decide an unknown outcome (src/shared/unknownOutcome.ts): whether the attempt
- * passed the dispatch fence, and how long ago its idempotency key was first sent, on Postgres's clock. The
- * workflow reads no clock or database itself; as an activity result this is recorded in history, so a replay
- * decides exactly as the original run did. Read-only, so Temporal may retry it freely.
- */
+/** The facts an unknown is decided by, as an activity result so a replay decides as the run did. Read-only. */
 export function createReadAttemptFacts(deps: ActivityDependencies) {
   return async function readAttemptOutcomeFacts(input: {
     orderId: string;

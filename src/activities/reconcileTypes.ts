@@ -1,5 +1,4 @@
-// What the reconciliation sweep's activities take and return (docs/design.md §7). Types and one constant only:
-// the sweep workflow reads them, and the configuration reads ReconcileSettings.
+// What the sweep's activities take and return (docs/design.md §7): types and one constant only.
 import type { Client } from '@temporalio/client';
 import type { ConfirmedOrderCursor } from '../db/confirmedOrders';
 import type { SeenRow } from '../mailRow/statements';
@@ -23,10 +22,7 @@ export interface ReconcileSettings {
   confirmedSince: Date | null;
   /** Orders per start batch, and 'sending' rows examined per sweep. */
   batchSize: number;
-  /**
-   * MAIL_SECOND_LOOK_MAX_LATE_H, in ms: how long after its first request a mail may still be sent by the second
-   * look (src/activities/secondLook.ts); 0 turns the second look off. Absent: the default (24 h).
-   */
+  /** MAIL_SECOND_LOOK_MAX_LATE_H in ms (0: off; absent: 24 h), the second look's window. */
   secondLookMaxLateMs?: number;
 }
 
@@ -44,10 +40,7 @@ export interface StartBatchResult {
   started: number;
   /** Orders whose only run closed without making a log row (before its first claim), started again. */
   restarted: number;
-  /**
-   * Orders whose run closed without a log row although the sweep had already started them again once: not
-   * started a third time (something keeps the run from claiming), named for an operator.
-   */
+  /** Orders restarted once whose run closed row-less again: named for an operator, not started a third time. */
   closedWithoutRow: string[];
   alreadyStarted: number;
   /** Orders whose workflow id a workflow of another type holds: not started, and never counted as started. */
@@ -72,11 +65,7 @@ export interface WorkflowIdConflict {
 
 export interface StuckClaim {
   orderId: string;
-  /**
-   * The run named by the claim token, and what Temporal says of it (a closed status, or NOT_FOUND). For an
-   * outside writer's claim (the case study's old workers, docs/adoption.md): the order's id, the claim token,
-   * and OUTSIDE_WRITER.
-   */
+  /** The run the claim token names and Temporal's word on it; an outside writer's claim: OUTSIDE_WRITER. */
   workflowId: string;
   runId: string;
   runStatus: string;
@@ -97,14 +86,11 @@ export interface StuckClaimsResult {
   more: boolean;
   /** This worker's policy, for the sweep workflow to decide with (recorded in history). */
   unknownOutcomePolicy: UnknownOutcomePolicy;
-  /**
-   * How this worker asks the provider (MAIL_VERIFY), for the sweep to ask about a dispatched claim before the
-   * policy settles it; null when it cannot.
-   */
+  /** How this worker asks the provider (MAIL_VERIFY) before the policy settles a claim; null when it cannot. */
   verification: VerificationSettings | null;
   /** How long after its dispatch a closed run's request may have been under way (the send timeout). */
   requestMayLastMs: number;
-  /** Dispatched claims of closed runs left for a later sweep: too young for the provider's log to be trusted. */
+  /** Closed runs' dispatched claims too young for the provider's log: left for a later sweep. */
   youngerThanSettleDelay: number;
 }
 

@@ -19,10 +19,7 @@ function countUnknownSettled(deps: ActivityDependencies, input: RecordOrderMailO
   }
 }
 
-/**
- * Settles the attempt in the log as the workflow decided (db/orderMailRecord). Fenced by (claim token,
- * attempt) and idempotent, so Temporal retries it until Postgres answers.
- */
+/** Settles the attempt as decided (db/orderMailRecord): fenced, idempotent, retried until Postgres answers. */
 export function createRecordOrderMailOutcome(deps: ActivityDependencies) {
   return async function recordOrderMailOutcome(input: RecordOrderMailOutcomeInput): Promise<RecordResult> {
     const result = await recordOutcome(deps.db, { ...input, recordedBy: deps.workerIdentity });

@@ -1,11 +1,4 @@
-// The sweep's second look (docs/design.md, "The second look"): mails the assume-sent policy recorded as sent
-// while verification was inconclusive are asked about once more, while the provider's lookup still holds them
-// (dispatch + half its retention, capped by MAIL_SECOND_LOOK_MAX_LATE_H). Judged by the verify activity's own
-// evidence rules (judgeDispatchedAttempt): not found with a witness → the named transition reopens the row
-// (src/db/secondLook.ts) and the order's mail workflow is started again, whose claim takes the failed row as
-// after any verified not-sent attempt; found → the look is recorded done. Anything else (no witness yet, a
-// failing lookup) leaves the row for a later sweep, until its window closes. Run once per sweep, by the sweep's
-// first batch (startMailsForConfirmedOrders), so the sweep's workflow issues nothing new.
+// The sweep's second look (docs/design.md, "The second look"), run by its first batch.
 import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { RESTARTED_BY_MEMO } from '../client';
@@ -44,10 +37,7 @@ export interface SecondLookResult {
 const PAGE = 10;
 /** Candidates one sweep asks about at most; the rest (newer ones, which leave the window later) wait. */
 const MAX_ASKS_PER_SWEEP = 30;
-/**
- * The share of the sweep activity's timeout the second look may use before it starts no new page: the same
- * activity then starts the missed orders (G3), which a slow lookup must not hold off.
- */
+/** The share of the sweep activity's timeout the second look may use: the missed orders (G3) come after it. */
 const SHARE_OF_ACTIVITY_TIMEOUT = 0.4;
 /** The memo on a run the second look started: the Web UI shows why the order was mailed late. */
 export const SECOND_LOOK_STARTED_BY = 'second look (the provider proved the first request never reached it)';
@@ -183,8 +173,7 @@ export function createSecondLook(deps: ReconcileDependencies, mail: SecondLookMa
         heartbeat();
       }
     }
-    // Every reopened row that no claim has taken yet: the ones reopened just now, and any whose start an earlier
-    // sweep lost. Starting is idempotent: an open run of the order is left to claim it.
+    // Every reopened row no claim took yet, including starts an earlier sweep lost; starting is idempotent.
     for (const orderId of await findReopenedNotClaimed(deps.db, MAX_ASKS_PER_SWEEP)) {
       if (await startAgain(deps.temporal, orderId)) result.started += 1;
       heartbeat();
@@ -207,11 +196,7 @@ export function createSecondLook(deps: ReconcileDependencies, mail: SecondLookMa
   };
 }
 
-/**
- * Starts the order's mail workflow after the second look reopened its row. The order's earlier run completed
- * (it recorded the policy's 'sent'), so the id is reused (ALLOW_DUPLICATE); a run that is open is left alone,
- * and claims the failed row itself. The new run's claim is what decides: it claims only a failed row.
- */
+/** Starts the mail again after a reopen (ALLOW_DUPLICATE); an open run claims the failed row itself. */
 async function startAgain(client: Client, orderId: string): Promise<boolean> {
   try {
     await client.workflow.start(ORDER_MAIL_WORKFLOW_TYPE, {

@@ -36,18 +36,13 @@ export interface SendOrderMailInput {
 }
 
 /**
- * Sends the order's confirmation mail at most once per claim attempt. Never retried by Temporal
- * (maximumAttempts: 1) and never a local activity. Everything before the dispatch fence is known not to have
- * reached the Mail API; the fence guarantees that only one execution of this attempt makes the request.
- * Its outcome is one shape (SendOutcome, src/shared/sendOutcome.ts): returned when accepted, else thrown as
- * the details of a typed ApplicationFailure, so the Web UI shows the send failed and why.
+ * Sends the order's mail at most once per attempt (docs/design.md §4 rule 2); fails typed with a SendOutcome.
  */
 export function createSendOrderMail(deps: ActivityDependencies) {
   return async function sendOrderMail(input: SendOrderMailInput): Promise<SendAccepted> {
     const { orderId } = input;
     const metrics = deps.metrics ?? noOrderMailMetrics;
-    // Temporal's own timeout for this execution (the workflow's setting, as history recorded it), measured
-    // from here: the request is made only if the transport's whole deadline still fits before it.
+    // Temporal's timeout for this execution, from here: the request is made only if the transport's deadline fits.
     const startedAt = performance.now();
     const sendTimeoutMs = activityInfo().startToCloseTimeoutMs;
     const transports = mailTransportsOf(deps);
@@ -106,8 +101,7 @@ export function createSendOrderMail(deps: ActivityDependencies) {
 
     // The transport calls this once it holds a connection, and makes its request only if it returns.
     let dispatchedAt: number | null = null;
-    // When this execution asked for the fence: Postgres's dispatched_at is not earlier, so the request's end,
-    // measured from here, bounds how long after dispatched_at the request lasted.
+    // Postgres's dispatched_at is not earlier than this, so the request's end measured from here bounds it.
     let fenceCalledAt: number | null = null;
     const passFence = async (): Promise<void> => {
       const fence = await beforeFence('set the dispatch fence', async () => {
@@ -156,8 +150,7 @@ export function createSendOrderMail(deps: ActivityDependencies) {
         );
       }
       if (fence === 'already-dispatched') {
-        // This attempt's send ran before (an activity reset, a second worker): its request may have been
-        // accepted, so this execution must not make another one. The outcome is unknown.
+        // This attempt ran before (a reset, a second worker): it may have been accepted, so no new request: unknown.
         log.warn('Attempt already dispatched; no second request made', { orderId, attempt: input.attempt });
         metrics.claimConflict('already-dispatched');
         throw sendFailure(
@@ -173,17 +166,14 @@ export function createSendOrderMail(deps: ActivityDependencies) {
       dispatchedAt = performance.now();
     };
 
-    // The call is not tied to the activity's cancellation: a dispatched request is never aborted by a worker
-    // shutdown, so its outcome can still be recorded truthfully.
-    // The transport stops waiting for a connection a little before the deadline, to leave the fence its time.
+    // Not tied to cancellation: a shutdown never aborts a dispatched request, so its outcome is still recorded.
     const result = await mailTransport.send(mail, {
       passFenceBy: passFenceBy - FENCE_STATEMENT_RESERVE_MS,
       passFence,
     });
     const durationSeconds = (performance.now() - (dispatchedAt ?? startedAt)) / 1000;
     metrics.sendFinished(result.outcome, durationSeconds, provider ?? undefined);
-    // Not awaited: the result is this activity's to report now, and a count that waits for the health row's
-    // lock must never push a send past its timeout (the count is best effort and catches its own errors).
+    // Not awaited: a count waiting on the health row's lock must never push a send past its timeout.
     if (provider !== null && dispatchedAt !== null) {
       void countSendAgainstProvider(deps, { orderId, provider, result });
     }
@@ -205,12 +195,7 @@ export function createSendOrderMail(deps: ActivityDependencies) {
   };
 }
 
-/**
- * Runs a step before the fence, but never past the fence deadline: a step still running then is left behind
- * (its result is ignored) and the send ends as "not sent", while Temporal still waits for its answer. A
- * fence statement left behind that commits later is harmless: this attempt makes no request, and the record
- * says so.
- */
+/** A step before the fence, cut off at the fence deadline: the send then ends "not sent", no request made. */
 async function withinDeadline<T>(
   passFenceBy: number,
   tooLate: () => Error,
@@ -233,12 +218,7 @@ async function withinDeadline<T>(
   }
 }
 
-/**
- * The mail, or a permanent refusal when the order cannot be mailed as it is: more items than the limit (found
- * before rendering), a recipient that is not exactly one plain address, a value the template cannot render
- * (a link that is not https), or a rendered mail over the byte limit. Each is checked before the dispatch
- * fence, so the row proves nothing was sent.
- */
+/** The mail, or a permanent refusal before the fence (docs/design.md §5). */
 function renderMailWithinLimits(
   order: OrderForMail,
   identity: MailIdentity,
@@ -283,10 +263,7 @@ function renderMailWithinLimits(
   return mail;
 }
 
-/**
- * Runs a step that happens before any byte goes to the Mail API. Should it fail (Postgres unreachable, say),
- * the mail was definitely not sent, and the workflow may retry after a backoff.
- */
+/** A step before any byte goes out: its failure means definitely not sent, so the workflow may retry. */
 async function beforeDispatch<T>(step: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
@@ -305,7 +282,7 @@ async function beforeDispatch<T>(step: string, work: () => Promise<T>): Promise<
   }
 }
 
-/** The row as an operator (or another run) left it, for the workflow to show; best effort, nothing depends on it. */
+/** The row as an operator or another run left it, to show; best effort. */
 async function describeLostClaim(deps: ActivityDependencies, orderId: string): Promise<SendClaimLost['row']> {
   try {
     const row = await readMailLog(deps.db, orderId);

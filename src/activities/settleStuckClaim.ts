@@ -1,5 +1,4 @@
-// The sweep's last step: settle one stuck claim as the sweep workflow decided, with the claim's own fence
-// (src/db/closedRunAttempt.ts).
+// The sweep's last step: settle one stuck claim with the claim's own fence.
 import { log } from '@temporalio/activity';
 import { settleClosedRunClaim, type ClosedRunSettlement } from '../db/closedRunAttempt';
 import type { AnsweredFacts } from '../shared/unknownOutcome';
@@ -11,11 +10,7 @@ import {
 } from './reconcileTypes';
 
 export function createSettleClosedRunClaim(deps: ReconcileDependencies, mail: ReconcileMailSettings) {
-  /**
-   * Settles one claim of a closed run by the facts the sweep gathered (src/db/closedRunAttempt.ts, fenced like
-   * the claim): released if it never dispatched, settled by the provider's answer or the policy if it did.
-   * 'changed' when someone claimed or settled the row since the sweep looked: then there is nothing left to do.
-   */
+  /** Settles one closed run's claim as the sweep found it; 'changed' when the row moved meanwhile. */
   return async function settleClosedRunClaimActivity(input: {
     claim: StuckClaim;
     /** A swept orphan's facts (sweptOrphanFacts), with the provider's answer where the sweep asked it. */

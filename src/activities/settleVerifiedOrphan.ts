@@ -21,10 +21,7 @@ export interface SettleVerifiedOrphanInput {
 export type SettleVerifiedOrphanResult =
   { kind: 'settled'; decision: UnknownOutcomeDecision['kind'] } | { kind: 'changed' };
 
-/**
- * Settles a closed run's dispatched attempt with what the provider said of it, fenced like the claim; the
- * workflow then claims again. Idempotent: a retry finds the row settled and answers 'changed'.
- */
+/** Settles a closed run's dispatched attempt by the provider's answer, fenced like the claim. */
 export function createSettleVerifiedOrphan(deps: ActivityDependencies) {
   return async function settleVerifiedOrphanAttempt(
     input: SettleVerifiedOrphanInput,

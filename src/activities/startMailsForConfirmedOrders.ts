@@ -1,5 +1,4 @@
-// The sweep's first job (G3): start the mail of confirmed orders that have no log row, one bounded batch at a
-// time, with the order service's own start and id policy.
+// The sweep's first job (G3): start confirmed orders with no log row, a bounded batch at a time.
 import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import { OrderMailWorkflowIdTakenError, RESTARTED_BY_MEMO, startOrderConfirmationMail } from '../client';
 import { findConfirmedOrdersWithoutMail, type ConfirmedOrderCursor } from '../db/confirmedOrders';
@@ -21,8 +20,7 @@ export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies, 
     after: ConfirmedOrderCursor | null;
   }): Promise<StartBatchResult> {
     const { settings } = deps;
-    // Once per sweep, with its first batch: mails the policy recorded as sent without evidence, asked again
-    // (src/activities/secondLook.ts). A reopened order has a row, so it is started there, not below.
+    // Once per sweep, with its first batch: the second look. A reopened order has a row, so it starts there.
     const looked = input.after === null && secondLook !== null ? await secondLook() : undefined;
     const progress = { namespace: activityInfo().namespace, graceMs: settings.graceMs };
     // Since the last complete sweep only (src/db/reconcileProgress.ts), within the look-back window.
@@ -37,8 +35,7 @@ export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies, 
       after: input.after,
       limit: settings.batchSize,
     });
-    // The workflows go to the queue this worker polls; the same id policy as the order service's start, so
-    // a start that raced with it (or with an earlier sweep) is reported as already started, and sends nothing.
+    // The order service's id policy: a start that raced with it is reported already started, and sends nothing.
     const taskQueue = activityInfo().taskQueue;
     let started = 0;
     let restarted = 0;
@@ -48,9 +45,7 @@ export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies, 
       try {
         const result = await startOrderConfirmationMail(deps.temporal, orderId, {
           taskQueue,
-          // A run that closed before its first claim made no row, and nothing else will start the order: it
-          // is started again, once. A run that this sweep itself started again and that closed row-less too
-          // is named instead: starting it a third time would only repeat what stopped it.
+          // A run closed before its first claim is started again once; a second such closing is named, not retried.
           restartClosedRun: {
             by: 'reconciliation sweep',
             approve: async (closed) => {
@@ -96,8 +91,7 @@ export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies, 
         hint: 'see why the run closed (npm run ops -- status <orderId>), fix it, then npm run ops -- retry',
       });
     }
-    // The last batch of this sweep: every order up to the grace was looked at, and each one found missing
-    // was started (or is a conflict, logged and counted above, which no later sweep could start either).
+    // The last batch: every order up to the grace was looked at, so the mark may move (docs/design.md §7).
     if (batch.next === null) await advanceReconcileProgress(deps.db, progress);
     return {
       found: batch.orderIds.length,

@@ -22,21 +22,11 @@ export interface VerifyOrderMailInput {
   orderId: string;
   claimToken: string;
   attempt: number;
-  /**
-   * The key this attempt's request carried (the claim's idempotency key). The key the dispatch fence recorded
-   * is used where there is one: it is what the request really carried.
-   */
+  /** The key this attempt's request carried; the fence's recorded key wins where there is one. */
   sendKey: string;
-  /**
-   * How long after its dispatch the request may still have been under way, as the caller knows it (a closed
-   * run's send, which nobody waited for: its send timeout). The attempt's own recorded send timeout is used
-   * where the fence recorded one; this only where it did not.
-   */
+  /** A closed run's request's possible length after dispatch, where the fence recorded none. */
   requestMayLastMs?: number;
-  /**
-   * How long after the fence this attempt's request was seen to end, by the execution that made it (the run's
-   * own send). Absent when nobody saw it end: then "not found" counts only after the whole send timeout.
-   */
+  /** When the run's own send saw its request end, after the fence; absent: the whole send timeout counts. */
   requestEndedWithinMs?: number;
   /** How often the caller was told to wait for this attempt already (src/workflows/commands.ts). */
   evidenceWaits?: number;
@@ -54,16 +44,7 @@ export type VerifyOrderMailResult = VerificationAnswer | VerificationWait;
 /** Asked again a little after the moment "not found" may count, so the next ask is not early by a hair. */
 const WAIT_MARGIN_MS = 250;
 
-/**
- * Asks the provider whether this attempt's send reached it, and judges the answer by the evidence rules
- * (src/evidence/evidenceRules.ts), the same for the workflow's own send, a closed run's attempt taken over and
- * the sweep: asked where the attempt went (the destination its fence recorded), by its own send key, and
- * "not found" only once its request could have ended and the provider's settle delay passed (else: wait).
- * Webhook events of the send count only when they are this attempt's; with a provider that has a lookup they
- * never settle alone. A failing lookup is thrown as a retryable failure: Temporal retries it until the
- * activity's schedule-to-close deadline, and then the policy decides. Read-only at our end and at the
- * provider's, so retrying it is harmless.
- */
+/** Asks the provider about this attempt, judged by the evidence rules (docs/design.md §5); retryable. */
 export function createVerifyOrderMail(deps: ActivityDependencies) {
   return async function verifyOrderMail(input: VerifyOrderMailInput): Promise<VerifyOrderMailResult> {
     if (verifiersOf(deps).length === 0) {
@@ -88,11 +69,7 @@ export type EvidenceDependencies = Pick<
   settings: { sendTimeoutMs: number; verification?: ActivityDependencies['settings']['verification'] | undefined };
 };
 
-/**
- * The evidence rules applied to one dispatched attempt, as read with Postgres's now(): the one definition of
- * found / not found / wait / inconclusive, for the verify activity and for the sweep's second look
- * (src/activities/secondLook.ts), which reads a settled attempt instead of one in flight.
- */
+/** The evidence rules on one dispatched attempt, for the verify activity and the second look. */
 export async function judgeDispatchedAttempt(
   deps: EvidenceDependencies,
   read: NonNullable<Awaited<ReturnType<typeof readDispatchedAttempt>>>,
@@ -104,9 +81,7 @@ export async function judgeDispatchedAttempt(
   if (verifiers.length === 0) {
     return inconclusive(orderId, 'this worker has no verification configured (MAIL_VERIFY is off)');
   }
-  // Asked of the provider the attempt went to (failover: maybe not this worker's first), and of no other: its
-  // settle delay, its webhook events, its lookup. Where none of this worker's verifiers can ask there, the
-  // first one's answer says why it cannot (whyLookupCannotDecide below).
+  // Asked only where the attempt went (failover: maybe not this worker's first provider).
   const recorded = read.attempt.destination;
   const verifier =
     verifiers.find(
@@ -159,8 +134,7 @@ export async function judgeDispatchedAttempt(
     }
   }
   if (verifier.lookup === null) {
-    // A missing event proves nothing, and before the settle delay has passed it does not even let the policy
-    // decide: an early ask (woken by an event that did not count, from elsewhere or of another send) waits on.
+    // A missing event proves nothing: before the settle delay an early ask waits on (docs/design.md §5).
     const countsFrom = notFoundCountsFrom(attempt, timing);
     if (read.now.getTime() < countsFrom.getTime()) {
       return {
@@ -253,16 +227,14 @@ export async function judgeDispatchedAttempt(
           attempt: input.attempt,
           waitMs: freshness.waitMs,
         });
-        // Nothing sent there since this attempt ended: in a quiet period nothing will be, so a probe is asked
-        // for (src/verification/witnessProbe.ts); the next ask may find it as the witness.
+        // Nothing sent there since this attempt ended: ask for a witness probe (src/verification/witnessProbe.ts).
         if (freshness.noWitnessFrom !== undefined && deps.witnessProber !== undefined) {
           deps.witnessProber.request({
             orderId,
             destination: attempt.destination,
             attemptEndedAt: freshness.noWitnessFrom,
           });
-          // Where a witness must be a settle delay old (Mailgun), the next ask comes a send timeout later than
-          // that, so the probe (sent now, ended within it) is old enough then, even at the deadline's last ask.
+          // Mailgun's witness must be a settle delay old: the next ask, a send timeout later, finds the probe old enough.
           if (verifier.witnessOrdering.kind === 'trusted-after') {
             const waitMs = freshness.waitMs + deps.settings.sendTimeoutMs;
             return { kind: 'wait', waitMs, reason: `${freshness.reason}; a witness probe was asked for` };
@@ -271,8 +243,7 @@ export async function judgeDispatchedAttempt(
         return { kind: 'wait', waitMs: freshness.waitMs, reason: freshness.reason };
       }
       if (freshness.kind === 'inconclusive') return inconclusive(orderId, freshness.reason);
-      // Asked once more, now that the witness shows: a provider that was behind (or answered from elsewhere)
-      // a moment ago and has caught up since would show our message too. Only "not found" again counts.
+      // Asked again now the witness shows: a provider behind a moment ago shows our message too if it has it.
       const again = await lookup.lookUp(
         { orderId, sendKey: attempt.sendKey, destination: attempt.destination },
         deadline,
@@ -310,12 +281,7 @@ export async function judgeDispatchedAttempt(
   }
 }
 
-/**
- * One deadline for every lookup of this try (all pages, the witness, the second ask): the try's start-to-close
- * timeout (verifyActivityTimeoutMs, set by the workflow) less the margin kept for Postgres, so the try ends by
- * its own answer before Temporal times it out. The server caps that timeout at the schedule-to-close deadline;
- * a try shorter than the margin keeps half of it for its lookups.
- */
+/** One deadline for all lookups of this try: its timeout less Postgres's margin (half, if shorter than it). */
 function lookupDeadline(): AbortSignal {
   const tryMs = Context.current().info.startToCloseTimeoutMs;
   return AbortSignal.timeout(Math.max(tryMs - VERIFY_ACTIVITY_MARGIN_MS, Math.floor(tryMs / 2), 1));

@@ -1,10 +1,5 @@
-// `npm run db:roles`: makes the database roles of least privilege (src/db/roles.ts, docs/production.md):
-//   ADMIN_DATABASE_URL=postgres://postgres:…@host/shop \
-//   MIGRATION_DATABASE_URL=postgres://order_mail_migrator:…@host/shop \
-//   DATABASE_URL=postgres://order_mail_app:…@host/shop \
-//   WEBHOOK_DATABASE_URL=postgres://order_mail_hooks:…@host/shop \     (optional: npm run webhooks)
-//   OPS_DATABASE_URL=postgres://alice:…@host/shop npm run db:roles       (optional: one operator's own login)
-// Run it once per database (again to change a password); then npm run db:migrate, then the workers.
+// `npm run db:roles`: makes the least-privilege logins (src/db/roles.ts) from ADMIN_DATABASE_URL and the
+// service's URLs, once per database (docs/production.md "Least privilege").
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { setUpDatabaseRoles } from '../db/roles';

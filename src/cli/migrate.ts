@@ -1,7 +1,5 @@
-// `npm run db:migrate [-- --adopt]`: applies the numbered migrations, as their own step and with their own
-// role (docs/production.md): MIGRATION_DATABASE_URL names a role that may create and alter the mail tables;
-// the workers' DATABASE_URL names one that may not. Safe to run from several places at once.
-// --adopt: adopt the case study's own order_mail_log, keeping every row (docs/adoption.md).
+// `npm run db:migrate [-- --adopt]`: the migrations, as their own step under their own role
+// (MIGRATION_DATABASE_URL, docs/production.md); --adopt keeps the case study's rows (docs/adoption.md).
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { parseArgs } from 'node:util';

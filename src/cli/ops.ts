@@ -1,9 +1,5 @@
-// `npm run ops -- status|preview|list|retry|resolve|provider|hold|resume …`: the operator CLI. Thin: the
-// grammar is src/ops/opsCommand.ts, the acts are src/ops/*, and this file wires them to the environment and
-// the terminal.
-// It runs as the operator's own login (OPS_DATABASE_URL), never the workers' (DATABASE_URL): who acted is that
-// login, as the database knows it, and Temporal is told the same name as the client's identity.
-// Exit codes: 0 done, 1 refused or failed (nothing changed unless it says so), 2 bad arguments.
+// `npm run ops -- …`: the operator CLI, thin (grammar: src/ops/opsCommand.ts; acts: src/ops/*). It runs as the
+// operator's own login (OPS_DATABASE_URL), which names who acted. Exit: 0 done, 1 refused or failed, 2 bad args.
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import os from 'node:os';
@@ -75,8 +71,7 @@ export async function main(
     return 2;
   }
   if (config.databaseUrl === null) {
-    // No fallback to DATABASE_URL: the workers' login may write no act (migration 0057), so a retry under it
-    // would reset the workflow and then fail to record who did it; and its password has no place with operators.
+    // No fallback to DATABASE_URL: the workers' login may write no act (migration 0057).
     io.err(
       'OPS_DATABASE_URL is required: your own database login, a member of order_mail_operators (docs/operating.md, ' +
         '"Who you are"). The workers\' DATABASE_URL is not used: acts are recorded under the login that makes them.',
@@ -231,9 +226,8 @@ function isProviderStatus(command: OpsCommand): boolean {
 }
 
 /**
- * The login this CLI acts as, as the database knows it. A command that acts is refused before it touches
- * anything when that login may not record an act (the workers' login, since 0057): a retry would otherwise
- * reset the workflow and then fail to write who did it.
+ * The login this CLI acts as; an acting command is refused first when it may not record an act, or a retry
+ * would reset the workflow and fail to write who did it.
  */
 async function whoIsActing(db: Database, acts: boolean): Promise<string> {
   const { rows } = await db.query<{ login: string; mayAct: boolean }>(

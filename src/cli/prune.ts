@@ -1,7 +1,5 @@
-// `npm run prune -- --older-than 90d [--dry-run] [--batch-size 1000]`: deletes the attempts (and provider
-// events) of mails settled as sent before the cutoff; never a log row (src/ops/pruneOrderMailHistory.ts says
-// why). Run it daily from cron or a Kubernetes CronJob; it can be stopped and run again at any point.
-// Exit codes: 0 done, 1 failed (the batches committed so far stay deleted), 2 bad arguments.
+// `npm run prune -- --older-than 90d [--dry-run] [--batch-size 1000]` (src/ops/pruneOrderMailHistory.ts); safe
+// to stop and run again. Exit codes: 0 done, 1 failed (committed batches stay deleted), 2 bad arguments.
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { parseArgs } from 'node:util';

@@ -1,7 +1,5 @@
-// `npm run setup`: prepares the Temporal namespace for the order mail workers, and can run any number of times:
-// registers the search attributes the workflows upsert (the worker refuses to start without them) and creates
-// or updates the Schedule of the reconciliation sweep. Environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-// TEMPORAL_TASK_QUEUE, RECONCILE_INTERVAL_MS (default 300000, five minutes).
+// `npm run setup`: registers the search attributes the workflows upsert and creates or updates the sweep's
+// Schedule (RECONCILE_INTERVAL_MS); safe to run any number of times.
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { connectOrderMailClient } from '../client';

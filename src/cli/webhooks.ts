@@ -1,8 +1,5 @@
-// `npm run webhooks`: the provider webhook receiver (src/webhooks/webhookServer.ts), configured from the
-// environment (src/webhooks/webhookConfig.ts). It runs no DDL: it checks that the schema is migrated to its
-// build and that its login is the receiver's own, least-privilege one (src/webhooks/webhookSchemaReady.ts),
-// and refuses to start otherwise. Its metrics are served on a port of their own (loopback by default). Stops
-// on SIGINT/SIGTERM once the requests in flight are answered.
+// `npm run webhooks`: the provider webhook receiver (src/webhooks/webhookServer.ts). It runs no DDL and refuses
+// to start unless the schema is migrated and its login is the receiver's own (webhookSchemaReady.ts).
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { createDatabase } from '../db/pool';

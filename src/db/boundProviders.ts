@@ -1,15 +1,10 @@
-// What is still bound to each provider (docs/providers.md#draining-a-provider): a provider may leave
-// MAIL_PROVIDERS only when none of its attempts can still need it. Read by the worker's start-up check and by
-// `npm run ops -- provider status`.
+// What is still bound to each provider (docs/providers.md#draining-a-provider), for the start-up check and
+// `ops provider status`.
 import { whyCannotAsk, type SendDestination } from '../evidence/destination';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
 
-/**
- * Open rows bound to one provider: `sending` (an attempt in flight, or a closed run's to settle there), and
- * `failed` rows whose attempt under the current key may have reached it (any outcome but not_sent), which
- * the failover rule keeps there (src/shared/providerChoice.ts).
- */
+/** Open rows bound to a provider: `sending`, and `failed` ones the failover rule keeps there. */
 export interface OpenRowsOfProvider {
   provider: string;
   sending: number;
@@ -36,11 +31,7 @@ export async function countOpenRowsByProvider(db: Database): Promise<OpenRowsOfP
   return rows;
 }
 
-/**
- * Attempts at `provider` whose unknown outcome a policy settled (assume-sent, assume-failed) and that were
- * dispatched after `since` (now less the lookup's retention): the provider's lookup may still answer for them,
- * late, with its settings.
- */
+/** Policy-settled unknowns at `provider` dispatched after `since`, which its lookup may still answer for. */
 export async function countPolicySettledSince(db: Database, provider: string, since: Date): Promise<number> {
   const { rows } = await runSql<{ attempts: number }>(
     db,
@@ -58,10 +49,8 @@ export class ProvidersStillBoundError extends Error {
 }
 
 /**
- * A worker's start-up check: open rows bound to a provider it is not configured for would fail at once
- * (ProviderNotConfigured) on this worker, and only a worker with that provider can finish them. Throws
- * ProvidersStillBoundError naming each provider and its count, unless `forceStartReason` is given; then the
- * rows are returned for the caller to log with the reason. Empty when nothing is bound elsewhere.
+ * Start-up check: rows bound to a provider this worker lacks. Throws ProvidersStillBoundError unless
+ * `forceStartReason` is given; then returns them for the caller to log.
  */
 export async function checkNoRowsBoundElsewhere(
   db: Database,
@@ -96,11 +85,8 @@ export interface OpenRowsAtAnotherDestination {
 }
 
 /**
- * A worker's start-up check for a provider of the same name whose destination changed (a rotated key, another
- * Mailgun domain, Postmark stream, SES configuration set or account, base URL): open rows dispatched to the old
- * one can be verified only there, so on this worker the lookup would be inconclusive and the policy would
- * decide (docs/providers.md#draining-a-provider). Throws ProvidersStillBoundError naming each provider and why,
- * unless `forceStartReason` is given; then they are returned for the caller to log. Empty when none.
+ * Start-up check: open rows dispatched to a provider whose destination changed can be verified only at the
+ * old one. Throws ProvidersStillBoundError unless `forceStartReason` is given; then returns them.
  */
 export async function checkNoRowsBoundToAnotherDestination(
   db: Database,

@@ -1,7 +1,5 @@
-// Typed queries for acts on many orders (migration 0062): the selection a dry run saves, and each selected
-// order's progress. Nothing here writes order_mail_log or order_mail_attempts: the acts themselves are the
-// per-order ones (src/ops/retryOrderMail.ts, src/ops/resolveOrderMail.ts); this module only selects and
-// keeps count of which order has been acted on.
+// Acts on many orders (migration 0062): the saved selection and each order's progress. The acts themselves
+// are the per-order ones (src/ops/retryOrderMail.ts, resolveOrderMail.ts); nothing here writes the row.
 import { createHash } from 'node:crypto';
 import type { PoolClient, QueryResultRow } from 'pg';
 import type { LogOutcome } from '../shared/mailOutcome';
@@ -157,9 +155,8 @@ export async function markBulkFinished(db: Database, id: string): Promise<void> 
 }
 
 /**
- * Holds the bulk act for this run (a transaction-scoped advisory lock on `client`, held while the run lasts):
- * false when another run of it holds it. Two resumes at once would each take the other's 'acting' orders for
- * interrupted ones.
+ * Holds the bulk act for this run (a transaction-scoped advisory lock): two resumes at once would each take
+ * the other's 'acting' orders for interrupted ones. False when another run holds it.
  */
 export async function lockBulkAct(client: PoolClient, id: string): Promise<boolean> {
   const { rows } = await client.query<{ locked: boolean }>(
@@ -182,10 +179,7 @@ export async function markOrderActing(
   return rowCount === 1;
 }
 
-/**
- * pending|acting → done with the act's id: run in the act's own transaction, so the act and its progress
- * commit together. False (the caller rolls back) when the order was not open for this run.
- */
+/** pending|acting → done, in the act's own transaction; false (roll back) when not open for this run. */
 export async function markOrderDone(
   db: Database,
   input: { bulkId: string; orderId: string; actId: string },

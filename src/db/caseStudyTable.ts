@@ -1,6 +1,4 @@
-// Recognises the case study's own order_mail_log (docs/adoption.md): the table its Python workers write,
-// `order_mail_log(order_id BIGINT PK → orders, state sending|sent|failed, attempts INT, updated_at TIMESTAMPTZ)`,
-// and nothing else. The migrator adopts that table on request and refuses any other shape it finds.
+// Recognises the case study's own order_mail_log (docs/adoption.md), the only foreign shape the migrator adopts.
 import type { Client } from 'pg';
 
 export interface CaseStudyTable {
@@ -20,8 +18,7 @@ const CASE_STUDY_COLUMNS: Record<string, readonly string[]> = {
 
 /** What `order_mail_log` in the current schema is: absent, the case study's, or something else. */
 export async function describeCaseStudyTable(client: Pick<Client, 'query'>): Promise<MailLogTableFound> {
-  // pg_attribute, not information_schema.columns: that one hides the columns of a table the login may not use
-  // (the shop's own order_mail_log, before db:roles hands it over), which would read as no table at all.
+  // pg_attribute: information_schema hides a table the login may not use yet, which would read as no table.
   const { rows: columns } = await client.query<{ name: string; type: string }>(
     `SELECT attname AS name, format_type(atttypid, NULL) AS type FROM pg_attribute
       WHERE attrelid = to_regclass('order_mail_log') AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,

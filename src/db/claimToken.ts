@@ -1,6 +1,4 @@
-// The claim token names the run that holds an order's row (docs/design.md §10): '<namespace>/<workflow id>/<run
-// id>' for a run of this service, 'operator:…' for an operator's settlement, 'legacy:…' for an outside writer's.
-// Pure: the claim, the sweep and the tests all read tokens with these.
+// Claim tokens (docs/design.md §10): a run's '<namespace>/<workflow id>/<run id>', 'operator:…', 'legacy:…'.
 
 /** '<namespace>/<workflow id>/': every run of a workflow id shares it. */
 export function workflowScopeOf(namespace: string, workflowId: string): string {
@@ -12,19 +10,16 @@ export function claimTokenOf(namespace: string, workflowId: string, runId: strin
 }
 
 /**
- * A claim token that an outside writer's claim got from order_mail_log's trigger (migration 0009): the case
- * study's old workers, or anyone writing with its statements. Such a claim has no fence, so it counts as
- * dispatched; this service never takes it over, and the reconciliation sweep settles it by the policy once
- * it has been quiet (docs/adoption.md). 'legacy:adopted' marks the rows adoption brought in.
+ * A token the trigger gave an outside writer's claim (migration 0009): no fence, so counted dispatched, never
+ * taken over, settled by the sweep by the policy (docs/adoption.md). 'legacy:adopted': adopted rows.
  */
 export function isOutsideWriterToken(token: string): boolean {
   return token.startsWith('legacy:');
 }
 
 /**
- * The run a claim token names, with its namespace; null for a token that is not a run's (an operator's, an
- * outside writer's). A namespace name holds no '/', so the first one ends it; a workflow id may hold any.
- * The namespace matters: two namespaces may share one database, and a run is only known in its own.
+ * The run a token names, with its namespace (a run is known only in its own); null for other tokens. The
+ * namespace holds no '/', so the first one ends it.
  */
 export function parseClaimToken(
   token: string,

@@ -1,9 +1,5 @@
-// An attempt a closed run left behind (an orphan, docs/design.md §10) that had dispatched: its outcome is
-// unknown, and nobody will record it. Three callers settle it, each with its own fence beside the row as read:
-// the claim of a later run (by the policy), the claim's caller after asking the provider (settleVerifiedOrphan),
-// and the reconciliation sweep for a run with no successor (settleClosedRunClaim, which also releases an
-// undispatched one). Their statements (settleClosedRunDispatched, releaseClosedRunUndispatched) are in
-// src/mailRow/statements.ts: each writes the row and the attempt's audit row together.
+// A closed run's dispatched attempt (an orphan): settled by a later claim, after the provider was asked, or by
+// the sweep; docs/design.md §4 rule 3 and §7. The statements are in src/mailRow/statements.ts.
 import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import {
   decideUnknownOutcome,
@@ -33,11 +29,8 @@ export interface VerifiedOrphan {
 }
 
 /**
- * Settles the dispatched attempt of a closed run with what the provider said of it (the claim handed it back
- * as 'verify-orphan'): found → sent/accepted, with the provider's id; not found (trusted) → failed/not_sent,
- * so the next claim sends it; inconclusive → the policy, recorded as tried. Fenced like every transition of
- * the claim: still that run's claim, at that attempt, dispatched, and claimed earlier than `issuedAt`.
- * 'changed' when the row moved on meanwhile (an operator, the sweep): then the next claim reads it as it is.
+ * Settles a closed run's dispatched attempt with the provider's answer (found → sent, not found → failed,
+ * inconclusive → the policy), fenced like the claim. 'changed' when the row moved on meanwhile.
  */
 export async function settleVerifiedOrphan(
   db: Database,
@@ -71,14 +64,8 @@ export type ClosedRunSettlement =
   { kind: 'released' | 'settled'; attempt: number; decision: UnknownOutcomeDecision } | { kind: 'changed' };
 
 /**
- * The reconciliation sweep's transition (rule 3 without a successor): a 'sending' row whose holding run is
- * CLOSED (terminated, cancelled without cleanup, timed out) and that nobody claimed since. The caller asked
- * Temporal that the run is closed, and gives the facts of a swept orphan (sweptOrphanFacts, no attempt
- * following, with the provider's answer where it asked); decideUnknownOutcome decides here. The fence is the
- * claim's: the row is still held by that run's token, at the same attempt, dispatched or not as the caller
- * read it. Never dispatched ('not-sent'): released as failed/not_sent, so the next claim (an operator's retry
- * or reset) takes it at once. Dispatched: settled as the decision says (with the provider's answer where the
- * sweep asked it, else by the policy).
+ * The sweep's settlement of a closed run's claim that nobody took (docs/design.md §7): undispatched → released
+ * failed/not_sent; dispatched → as decideUnknownOutcome says. Fenced on the token, attempt and dispatch as read.
  */
 export async function settleClosedRunClaim(
   db: Database,

@@ -1,5 +1,4 @@
-// Runs src/db/queries/confirmedOrdersWithoutMail.sql, the adopter-editable definition of "confirmed orders that
-// should have a mail but have no log row". Kept as a plain .sql file so changing it needs no TypeScript.
+// Runs queries/confirmedOrdersWithoutMail.sql, kept as plain SQL so an adopter edits it without TypeScript.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database } from './pool';

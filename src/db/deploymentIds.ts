@@ -1,5 +1,4 @@
-// Which deployment id (MAIL_DEPLOYMENT_ID) a namespace's workers send under, as migration 0053 records it. One
-// statement: record ours if the namespace has none, and read what is recorded.
+// The deployment id a namespace's workers send under (migration 0053).
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
 
@@ -9,9 +8,8 @@ export class DeploymentIdMismatchError extends Error {
 }
 
 /**
- * Records `deploymentId` for `namespace` unless one is recorded, and throws DeploymentIdMismatchError when
- * another is: workers of one namespace with different ids would send under two names, and ask the provider
- * by a key the attempt did not carry.
+ * Records `deploymentId` for `namespace`, or throws DeploymentIdMismatchError when another is recorded: two
+ * ids would send and ask the provider under two keys.
  */
 export async function assertDeploymentIdOfNamespace(
   db: Database,

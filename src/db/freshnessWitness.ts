@@ -1,11 +1,5 @@
-// The freshness witness's query (src/evidence/freshnessCheck.ts): the earliest send we KNOW was accepted (its
-// attempt got a 2xx, recorded as sent by its own answer, not verified, not assumed by a policy) to the same
-// destination, whose request left at or after the attempt asked about had ended, and (where the provider's
-// lookup needs it) had itself ended early enough: the bounds are witnessBounds', on Postgres's clock. The log row
-// keeps its attempt's dispatch facts (migration 0015) once it is sent, so one row is one candidate. Both bounds
-// are ranges of dispatched_at, read from the witness index (migration 0031). A witness probe the service made
-// for a quiet period (migration 0058, src/verification/witnessProbe.ts) is a candidate by the same rule, once
-// its own send got a 2xx.
+// The freshness witness's query: the earliest send known accepted by its own 2xx (or a witness probe) to the
+// same destination, within witnessBounds', from the index of migration 0031 (docs/design.md §5, "fresh").
 import type { SendDestination } from '../evidence/destination';
 import type { WitnessBounds, WitnessSend } from '../evidence/freshnessCheck';
 import type { Database } from './pool';

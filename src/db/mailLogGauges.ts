@@ -1,20 +1,5 @@
-// The gauges the worker reads from order_mail_log at each scrape (src/metrics, deploy/prometheus/alerts.yml).
-// Read-only, and cheap on a large table: every scan is a range of the (state, updated_at) index, bounded by
-// a state and, for settled rows, by a time passed in as a value.
-//
-// "Stuck in sending" (G2: every claimed mail ends sent or failed) is defined so that a healthy backlog never
-// counts. A row in 'sending' is stuck when:
-//   - dispatched: it passed the dispatch fence longer ago than the send timeout plus a grace. Its send has
-//     ended by then one way or another (the transport's deadline fits inside the timeout), and the record
-//     follows within seconds; nothing recorded it.
-//   - not dispatched: it was claimed longer ago than the send timeout plus a grace, AND longer than twice the
-//     wait its queue explains. Sends wait in Temporal's task queue (under MAIL_SEND_RATE_LIMIT_PER_SECOND, or
-//     behind busy workers) before the fence, so age alone means nothing. The queue explains a wait of
-//     A × W / L: the A sends that were waiting when this row was claimed, at the rate sends have actually left
-//     the queue since (L of them in its W seconds). A row that waits while more than twice the sends ahead of
-//     it have gone by was left behind (its run closed, its send never scheduled), not queued. With nothing
-//     leaving at all, only a row with nothing ahead of it counts: a queue that does not move at all is a
-//     fleet that does not poll, which the no-poller alert reports.
+// The gauges read from order_mail_log at each scrape: read-only index range scans. When a 'sending' row
+// counts as stuck (a healthy queue never does): docs/design.md §4, "When a row counts as stuck".
 import type { Database } from './pool';
 
 /** After a send timed out or ended, the record runs within seconds; a minute covers its retries. */
@@ -45,13 +30,8 @@ export async function countStuckSending(
   const dispatched = heads[0]?.dispatched ?? 0;
   const since = heads[0]?.since ?? null;
   if (since === null) return { dispatched, undispatched: 0 };
-  // A claim waited past the timeout: how far did the queue move since the oldest such claim? The rows settled
-  // since then are read by a range of the (state, updated_at) index, and its lower end is passed as a value,
-  // not computed inside the statement: planned against an unknown bound, Postgres guesses a third of the
-  // table and reads all of it (3.3 s at 10 million rows, docs/benchmarks.md), on every scrape while the
-  // claim stays stuck. The bound is exact (text, to the microsecond). The two statements read two
-  // snapshots; between them the bound can only turn out earlier than needed (the oldest stuck claim settled),
-  // and rows settled before every candidate's claim join and leave the queue ahead of each probe: no change.
+  // The lower bound is passed as a value, exact to the microsecond: planned against an unknown bound the
+  // statement read the whole table (docs/design.md §4, "When a row counts as stuck").
   const { rows } = await db.query<{ undispatched: number }>(
     `WITH candidates AS (
        SELECT claimed_at FROM order_mail_log

@@ -1,11 +1,5 @@
-// What the migration login needs of the shop's tables before `npm run db:migrate` changes anything (issue 22,
-// docs/adoption.md). On a shop's database `orders` (and maybe `order_items`, and the case study's
-// `order_mail_log`) belong to the shop's own role, and the migration login may not do everything to them that
-// the migrations do: the mail tables' foreign keys need REFERENCES on orders.id, 0012's index on orders needs
-// its owner, the worker role's narrow grants (0030) need the owner, and adopting the case study's table means
-// renaming it. Each is checked here, before the first statement, and what is missing comes back as the short
-// list of statements whoever may run them runs once; then db:migrate is run again. Nothing is checked where the
-// migration login owns the table (development, tests, a database this service made): the migrations do it.
+// What the migration login needs of the shop's own tables before `db:migrate` changes anything: checked first,
+// and what is missing comes back as statements for their owner (docs/adoption.md). Skipped where it owns them.
 import type { Client } from 'pg';
 import { SHOP_TABLES, WORKER_READS_COLUMNS } from './orderColumns';
 

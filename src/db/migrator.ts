@@ -5,10 +5,7 @@ import { Client, escapeIdentifier } from 'pg';
 import { describeCaseStudyTable, type CaseStudyTable } from './caseStudyTable';
 import { findMissingPrerequisites, MigrationPrerequisitesError } from './migrationPrerequisites';
 
-/**
- * Plain numbered SQL files, applied in order and never edited once landed (fix forward with a new file).
- * 0001-0005 are one baseline file per table; with the files after them, they are the schema 2.0.0 ships.
- */
+/** Plain numbered SQL files, applied in order, never edited once landed (docs/design.md §4). */
 export const MIGRATIONS_DIRECTORY = path.join(__dirname, 'migrations');
 
 /** Where an adopted case-study order_mail_log is kept, untouched, after its rows were copied (docs/adoption.md). */
@@ -37,19 +34,15 @@ export interface AdoptionReport {
 
 export interface MigrateOptions {
   directory?: string;
-  /**
-   * Adopt an order_mail_log in the case study's shape (docs/adoption.md): set it aside, create this service's
-   * table, and copy every row into it, in one transaction. Without it such a table is refused, unchanged.
-   */
+  /** Adopt a case-study order_mail_log in one transaction (docs/adoption.md); otherwise it is refused. */
   adopt?: boolean;
   /** What Postgres said along the way (RAISE NOTICE / WARNING from a migration). */
   onNotice?: (message: string) => void;
 }
 
 /**
- * The database was migrated with files this build does not have. Before v1.0.0 the migrations were rewritten
- * into one baseline per table; nothing had been deployed, so a database made by those earlier files is not
- * upgraded but recreated. A database made by a newer build gets the same refusal (no downgrades).
+ * The database was migrated with files this build lacks (made before the per-table baseline, or by a newer
+ * build): refused, never upgraded or downgraded (docs/design.md §4).
  */
 export class UnknownMigrationsError extends Error {
   override readonly name = 'UnknownMigrationsError';
@@ -98,10 +91,8 @@ export async function listMigrationFiles(directory = MIGRATIONS_DIRECTORY): Prom
 }
 
 /**
- * Applies pending migrations. Safe when several processes run it at once: they queue on an advisory lock,
- * and each migration runs in its own transaction together with the row that records it. An adoption runs
- * every pending migration, and the copy of the case study's rows, in ONE transaction: the old workers' next
- * statement waits for it and then finds the adopted table, never a half-made one.
+ * Applies pending migrations under an advisory lock, each in one transaction with its record row; an
+ * adoption runs all of them and the copy in ONE transaction, so old workers never see a half-made table.
  */
 export async function migrate(
   connectionString: string,
@@ -228,9 +219,8 @@ async function existingMailLog(client: Client): Promise<CaseStudyTable | null> {
 }
 
 /**
- * Renames the case study's table (and its indexes, whose names the baseline's would collide with) to
- * CASE_STUDY_TABLE_KEPT_AS, under an exclusive lock held until the adoption commits; migration 0009 copies its
- * rows. Returns the roles that could write it: its owner and every role granted INSERT or UPDATE on it.
+ * Renames the case study's table and its indexes aside under a lock held until adoption commits (0009 copies
+ * its rows). Returns the roles that could write it.
  */
 async function setCaseStudyTableAside(client: Client): Promise<string[]> {
   await client.query('LOCK TABLE order_mail_log IN ACCESS EXCLUSIVE MODE');

@@ -1,5 +1,4 @@
-// The operator-act audit row as the ops CLI reads it (order_mail_operator_acts): a leaf shared by the resolve
-// statement (src/mailRow/statements.ts) and the acts' queries (operatorActs.ts).
+// The operator-act audit row as the ops CLI reads it, shared by the resolve statement and the acts' queries.
 import type { LogOutcome } from '../shared/mailOutcome';
 import type { MailLogState } from './orderMailLog';
 import { sql } from './sql';

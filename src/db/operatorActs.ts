@@ -1,8 +1,5 @@
-// Typed queries for operators' acts (npm run ops -- retry|resolve) and their audit table,
-// order_mail_operator_acts. Like every state change, resolve is ONE statement fenced on what the operator saw.
-// Resolving as failed is the deliberate "it did not arrive, send it again": it bumps the row's resend count,
-// so the next claim's request carries a new idempotency key (src/mail/idempotencyKey.ts) and really sends.
-// Who acted is the session's login, set by the database (migration 0057), never a name the caller passes.
+// Operators' acts (ops retry|resolve) and their audit rows; docs/design.md §4 rule 5. Who acted is the
+// session's login, set by the database (migration 0057), never a name the caller passes.
 import { operatorResolve, type ResolveValues } from '../mailRow/statements';
 import { ACT_COLUMNS, type MailLogSnapshot, type OperatorActRow } from './operatorActRow';
 import type { Database } from './pool';
@@ -13,13 +10,8 @@ export type { MailLogSnapshot, OperatorActKind, OperatorActRow } from './operato
 export type ResolveInput = ResolveValues;
 
 /**
- * Settles the row by an operator's word: state `as`, outcome 'resolved', and a claim token of the operator's,
- * so a run still holding the old claim can neither dispatch nor record (its fence is (token, attempts)) and
- * stops (ClaimLost). An attempt cut off in 'sending' gets its audit row here, since its run never records
- * it. The act is written in the same statement (operatorResolve, src/mailRow/statements.ts). Returns null,
- * having changed nothing, when the row is not as seen, including when its attempt passed the dispatch fence
- * meanwhile (the caller refuses a dispatched send of an open run, and this keeps a send that dispatches
- * between its look and this statement out of reach).
+ * Settles the row by an operator's word (outcome 'resolved', a token of the operator's, so the old holder
+ * stops: ClaimLost). Null, changing nothing, when the row is not as seen or its attempt dispatched meanwhile.
  */
 export function resolveMailLog(db: Database, input: ResolveInput): Promise<OperatorActRow | null> {
   return operatorResolve(db, input);
@@ -62,12 +54,8 @@ export async function listOperatorActs(db: Database, orderId: string): Promise<O
 }
 
 /**
- * Whether a run's claim found the row last claimed by ANOTHER run of its workflow id (or that run's attempts
- * in the audit trail), with no act recorded yet for this run and no attempt of its own recorded: then this is
- * the run's first claim (or a retry of it) and the run may have been started by a reset. A later claim of the
- * same run (after a backoff) was not started by anything new, and must not depend on reaching Temporal: a
- * worker cut off from Temporal with a late claim on the wire would otherwise hang that claim on a history
- * read (test/chaos/workerClocksApart.test.ts). Cheap, and asked only by claims other than an order's first.
+ * Whether this is the run's first claim after another run of its id held the row (so a reset may have
+ * started it). Later claims must not need Temporal: test/chaos/workerClocksApart.test.ts.
  */
 export async function followsAnotherRunUnrecorded(
   db: Database,
@@ -119,9 +107,8 @@ const OBSERVED_COLUMNS = sql`id::text AS id, order_id::text AS "orderId", new_ru
   row_after AS "rowAfter"`;
 
 /**
- * A reset made outside the ops CLI (the Web UI, `temporal workflow reset`) as a worker observed it in Temporal's
- * history: its reason and Temporal's identity, under the worker's own login (migration 0057): an observation,
- * not an operator's act. Once per run (a unique key); null when it was there.
+ * A reset made outside the ops CLI as a worker saw it in history, under the worker's login: an observation,
+ * not an act. Once per run; null when it was there.
  */
 export async function insertObservedReset(
   db: Database,

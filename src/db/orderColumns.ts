@@ -1,7 +1,5 @@
-// The columns of the demo's tables that migration 0030 granted the worker role, column by column. Since migration
-// 0063 the service reads orders only through the order contract (orderContract.ts) and the workers lose these
-// grants; the list stays for the older migrations, which a shop adopting this service still applies first
-// (migrationPrerequisites.ts names what their owner must grant before them).
+// The demo tables' columns migration 0030 granted the workers; 0063 revokes them, but older migrations still
+// apply first on an adopting shop (migrationPrerequisites.ts).
 export const WORKER_READS_COLUMNS = {
   orders: ['id', 'customer_name', 'customer_email', 'ordered_at', 'status', 'confirmed_at'],
   order_items: ['order_id', 'line_no', 'product_name', 'quantity', 'unit_price_yen'],

@@ -1,8 +1,5 @@
-// THE ORDER CONTRACT: the only shape of the shop's orders this service knows. Two views in a schema of their own,
-// with fixed names, columns and types, that the shop writes over its own tables (docs/adoption.md "The order
-// contract"; our demo tables provide it by migration 0063). Every read of an order goes through them: the mail's
-// data (orders.ts), the sweep's confirmed orders (queries/confirmedOrdersWithoutMail.sql), the claim's and the
-// second look's order checks. The worker checks the contract when it starts and names everything missing.
+// The order contract: the only shape of the shop's orders this service knows, two fixed views the shop writes
+// over its tables (docs/design.md §8, docs/adoption.md "The order contract"). Checked at the worker's start.
 import type { Database } from './pool';
 
 export const ORDER_SOURCE_SCHEMA = 'order_mail_source';
@@ -51,16 +48,12 @@ export interface OrderContract {
   extras: string[];
 }
 
-/**
- * Checks the contract as the worker's login sees it (information_schema and privileges), and throws
- * OrderContractError naming each missing view, column, wrong type or missing grant. Returns the extras.
- */
+/** Checks the contract as the worker's login sees it; OrderContractError names each gap. Returns the extras. */
 export async function checkOrderContract(db: Database): Promise<OrderContract> {
   const wanted = Object.entries(ORDER_CONTRACT).flatMap(([view, columns]) =>
     Object.entries(columns).map(([column, type]) => ({ view, column, type })),
   );
-  // The catalog, not information_schema: information_schema.columns hides a column this login may not use, and
-  // a missing grant must be named as such, not as a missing column. No USAGE on the schema is needed to ask.
+  // The catalog: information_schema hides columns this login may not use, and a missing grant must be named.
   const { rows } = await db.query<{
     view: string;
     column: string;

@@ -1,22 +1,6 @@
-// THE CLAIM (docs: the row's state machine, rules 1 and 3): read the row → decideClaim (src/mailRow/decide.ts,
-// pure) → look up the fact it names or run the one statement it names (src/mailRow/statements.ts, the fence in
-// its WHERE: the row exactly as this pass read it) → repeat. Nothing is decided here.
-// The claim activity (src/activities/claimOrderMail.ts) calls claimOrderMailRow with its run's identity; the
-// property test (test/property) calls it with its racers'.
-//
-// THE CLAIM'S INPUTS (a contract: a test that runs workers with skewed clocks relies on it):
-// - claimToken '<namespace>/<workflow id>/<run id>' comes from the activity's own context, never from an
-//   argument, so no caller can claim with another run's token;
-// - issuedAt is the workflow's Date.now() when it scheduled the claim: Temporal's time of that workflow task,
-//   stamped by the server and recorded in history, the same on every retry and replay. NO worker clock enters
-//   the claim: not the activity's scheduled time (for a local activity the worker stamps it), not now().
-//   Runs of one workflow id are ordered by it: a run closed by a reset or terminate issues nothing afterwards,
-//   so every claim of a later run is issued later, and a late claim from a closed run is recognisably older.
-//   (workflowInfo().runStartTime is NOT such a value: a run reset to a later workflow task replays the base
-//   run's first task and gets the base run's start time.)
-// - Equal issuedAt values order nothing: neither claim takes the row from the other. A run's own claim is
-//   always recognised by its token, whatever the times.
-// Postgres's now() is used only for audit times (claimed_at, updated_at), never to order claims.
+// The claim: read the row → decideClaim (src/mailRow/decide.ts) → run the one statement it names → repeat.
+// Its inputs are a contract (the token from the activity's context, the workflow's issue time, no worker
+// clock): docs/design.md §4 rule 3.
 import type { EarlierAttempt, NoProviderChoice, ProviderChoice } from '../shared/providerChoice';
 import { chooseProvider } from '../shared/providerChoice';
 import {
@@ -49,9 +33,8 @@ import { runSql, sql } from './sql';
 
 const NO_OBSERVER: ClaimObserver = { settled: () => undefined, rowChanged: () => undefined };
 
-// Each pass reads the row and tries the one transition it allows; a concurrent change makes the statement
-// change nothing and the next pass read again. Settling an orphan and then claiming takes three passes; the
-// rest covers races.
+// A concurrent change makes a statement change nothing and the next pass read again; an orphan's
+// settlement and the claim take three passes, the rest covers races.
 export const MAX_CLAIM_PASSES = 8;
 
 export class ClaimNotSettledError extends Error {
@@ -60,8 +43,8 @@ export class ClaimNotSettledError extends Error {
 }
 
 /**
- * Claims the order's mail for `request.claimToken`, or says why not. Throws ClaimNotSettledError when the row
- * kept changing for MAX_CLAIM_PASSES passes (the caller retries), and database errors as they come.
+ * Claims the order's mail for `request.claimToken`, or says why not; ClaimNotSettledError after
+ * MAX_CLAIM_PASSES.
  */
 export async function claimOrderMailRow(
   db: Database,
@@ -184,9 +167,8 @@ async function runTransition(
 }
 
 /**
- * Failover's answer for the attempt about to be claimed. The earlier attempts are the audit rows of the
- * current key, which only the statements that move the row write: the transition's fence (the row as read)
- * therefore also fences the history the choice was made from. Health is advisory and may change meanwhile.
+ * Failover's answer for the attempt about to be claimed; the transition's fence also fences the audit rows
+ * it was chosen from (docs/design.md "Failover").
  */
 async function choose(
   db: Database,

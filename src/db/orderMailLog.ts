@@ -1,7 +1,4 @@
-// Reads of order_mail_log and its audit table, order_mail_attempts: the row, the attempts, operators'
-// listings (the gauges' reads are in mailLogGauges.ts). Nothing here changes a row: the transitions live in
-// orderMailClaim.ts (the claim),
-// ../activities/dispatchFence.ts (the fence), orderMailRecord.ts (the record) and operatorActs.ts (resolve).
+// Reads of order_mail_log and order_mail_attempts; nothing here writes (src/mailRow/statements.ts does).
 import type { AttemptOutcome, LogOutcome, UnknownSettlement } from '../shared/mailOutcome';
 import type { DispatchedAttempt } from '../evidence/evidenceRules';
 import type { VerificationRecord } from '../shared/unknownOutcome';
@@ -35,10 +32,7 @@ export interface MailLogRow {
   /** The provider the claim chose for this attempt, and why (migration 0045); null before it or for a fake. */
   provider: string | null;
   providerChoice: string | null;
-  /**
-   * The second look (migration 0059): 'reopened' (proved not sent, reopened once and sent again), 'found'
-   * (the provider has it), or null (never looked at a second time); when, and about which attempt.
-   */
+  /** The second look (migration 0059): 'reopened', 'found' or null; when, and about which attempt. */
   secondLook: 'reopened' | 'found' | null;
   secondLookedAt: Date | null;
   secondLookAttempt: number | null;
@@ -80,10 +74,7 @@ export interface AttemptRow {
   /** The provider the claim chose for it, and why (migration 0045); null before failover or for a fake. */
   provider?: string | null;
   providerChoice?: string | null;
-  /**
-   * An answer that reached its record after someone else had settled the attempt (order_mail_late_answers);
-   * null when none did. 'legacy': a record by the old system's statements after the attempt was settled.
-   */
+  /** A late answer (order_mail_late_answers), null when none; 'legacy': the old system's statements. */
   late: {
     outcome: 'accepted' | 'rejected' | 'not_sent' | 'legacy';
     providerMessageId: string | null;
@@ -119,10 +110,8 @@ export async function listAttempts(db: Database, orderId: string): Promise<Attem
 }
 
 /**
- * Milliseconds from the first request that carried the order's current idempotency key to now, both on
- * Postgres's clock: the earliest dispatch of every attempt under the row's resend_count, earlier runs and
- * resets included, and of the attempt in progress. Null when none dispatched. The provider's window counts
- * from that request at the earliest.
+ * Milliseconds since the first request under the row's current key (any run, any attempt), on Postgres's
+ * clock; null when none dispatched. The provider's window counts from it.
  */
 export async function timeSinceKeyFirstDispatch(db: Database, orderId: string): Promise<number | null> {
   const { rows } = await runSql<{ sinceMs: number | null }>(
@@ -136,10 +125,7 @@ export async function timeSinceKeyFirstDispatch(db: Database, orderId: string): 
   return rows[0]?.sinceMs ?? null;
 }
 
-/**
- * Milliseconds since this attempt's request left, on Postgres's clock: the row is still the attempt's, in
- * 'sending' and past its dispatch fence. Null otherwise (settled meanwhile, someone else's, never dispatched).
- */
+/** Milliseconds since this attempt's request left (Postgres's clock); null unless still its, dispatched. */
 export async function timeSinceAttemptDispatch(
   db: Database,
   attempt: { orderId: string; claimToken: string; attempt: number },
@@ -158,10 +144,8 @@ export async function timeSinceAttemptDispatch(
 export type MailLogFilter = 'sending' | 'sent' | 'failed' | 'unknown' | 'second-look';
 
 /**
- * `second-look`: the rows the second look is about (src/db/secondLook.ts): done (reopened or found), and
- * pending (settled sent by assume-sent with verification inconclusive, with a destination, not the case study's
- * writer's); a pending row past its window (dispatch + half the provider's retention, or
- * MAIL_SECOND_LOOK_MAX_LATE_H) is never looked at and stays listed as pending.
+ * `second-look`: done rows and pending candidates (src/db/secondLook.ts); a pending row past its window is
+ * never looked at and stays listed (docs/design.md "The second look").
  */
 const SECOND_LOOK_ROWS = sql`(second_look IS NOT NULL
   OR (state = 'sent' AND outcome = 'unknown' AND unknown_policy = 'assume-sent' AND verification = 'inconclusive'
@@ -188,22 +172,16 @@ export async function listMailLog(
   return rows;
 }
 
-/**
- * Where a page of quiet 'sending' rows ended: the last row's updated_at (in microseconds since the epoch, as
- * Postgres keeps it: a Date would round it and skip or repeat rows) and order id. The next page starts after it.
- */
+/** A page's end: updated_at in microseconds (a Date would round it and skip rows) and order id. */
 export interface QuietRowCursor {
   updatedAtMicros: string;
   orderId: string;
 }
 
 /**
- * Rows in 'sending' not touched for `olderThanMs`, oldest first, at most `limit`, after `after` when given:
- * candidates for a claim whose run closed without settling it (the reconciliation sweep asks Temporal about
- * each, and settles them). Paged by a keyset on (updated_at, order_id), so rows of open runs at the front do
- * not hide the rest. With `namespace`, only claims of that namespace's runs and outside writers' (legacy:…): a
- * run of another namespace sharing this database is unknown to this namespace's Temporal, and must not be
- * taken for closed. `next` is where the following page starts; null when this one was not full.
+ * Quiet 'sending' rows, oldest first, paged by a keyset on (updated_at, order_id): the sweep's candidates
+ * (docs/design.md §7). With `namespace`, only that namespace's claims and legacy ones: another namespace's
+ * run is unknown to this Temporal and must not be taken for closed.
  */
 export async function listQuietSendingRows(
   db: Database,
@@ -238,9 +216,8 @@ export async function listQuietSendingRows(
 }
 
 /**
- * What the dispatch fence recorded about this attempt (migration 0015), with Postgres's now(): the row is still
- * the attempt's, in 'sending' and past its fence. Null otherwise (settled meanwhile, someone else's, never
- * dispatched). The facts src/evidence/evidenceRules.ts judges a provider's answer by.
+ * What the dispatch fence recorded of this attempt (migration 0015), with Postgres's now(); null unless the
+ * row is still this attempt's, dispatched. The facts the evidence rules judge by.
  */
 export async function readDispatchedAttempt(
   db: Database,

@@ -1,6 +1,4 @@
-// THE RECORD (docs: the row's state machine, rule 4): settles one attempt in the log, fenced by
-// (claim token, attempt), idempotent on retry, and never dropping an answer it was given. What an unknown
-// outcome becomes is decided before this, by src/shared/unknownOutcome.ts; the statement carries it out.
+// The record: docs/design.md §4 rule 4. It carries out what src/shared/unknownOutcome.ts decided.
 import type { MailOutcome } from '../shared/mailOutcome';
 import { readMailLog, timeSinceKeyFirstDispatch, type MailLogState } from './orderMailLog';
 import type { Database } from './pool';
@@ -52,10 +50,8 @@ export type RecordResult =
   | { kind: 'dispatch-changed' };
 
 /**
- * Settles this attempt with its audit row in one statement. When it changes nothing, says why: already
- * settled (a retry after a lost commit, or someone settled it first), claim lost (the row is someone else's
- * now), or the dispatch fence changed. In the first two cases an answer that says more than the row (an
- * accepted mail with its message id, a rejection) is kept in the attempt's audit row as its late answer.
+ * Settles this attempt with its audit row in one statement; when it changes nothing, says why (already
+ * settled, claim lost, or the fence changed), keeping a richer answer as the attempt's late answer.
  */
 export async function recordOutcome(db: Database, input: OutcomeToRecord): Promise<RecordResult> {
   const settled = await record(db, input);
@@ -79,12 +75,7 @@ export async function recordOutcome(db: Database, input: OutcomeToRecord): Promi
   };
 }
 
-/**
- * An answer that arrived after someone else had settled the attempt (an operator's resolve, a newer run's
- * claim, the sweep). The row is not ours to change; the attempt's late answer (order_mail_late_answers, append
- * only) keeps it once (the first late answer wins), so no provider message id is ever dropped. An unknown
- * adds nothing.
- */
+/** An answer after someone else settled the attempt: kept once as its late answer, never dropped. */
 async function keepLateAnswer(db: Database, input: OutcomeToRecord): Promise<boolean> {
   if (input.outcome === 'unknown') return false;
   const { rowCount } = await runSql(

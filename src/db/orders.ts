@@ -1,6 +1,4 @@
-// The only reads the service makes of the shop's orders, all through the order contract (orderContract.ts): the
-// views in order_mail_source, never the shop's own tables. A shop whose tables look different writes the views;
-// nothing here changes (docs/adoption.md, "The order contract").
+// The only reads of the shop's orders, through the order contract's views (docs/adoption.md).
 import type { Database } from './pool';
 
 export interface OrderItemForMail {
@@ -24,18 +22,13 @@ export interface OrderForMail {
   extra: Record<string, string>;
 }
 
-/**
- * The order and its items, in line order, in one statement (one round trip, one snapshot). `maxItems` bounds
- * how many items are read: a caller that refuses orders over a limit passes the limit + 1, so a huge order is
- * never loaded whole.
- */
+/** The order and its items in one statement; `maxItems` bounds the read, so a huge order is never loaded. */
 export async function loadOrderForMail(
   db: Database,
   orderId: string,
   maxItems: number | null = null,
 ): Promise<OrderForMail | null> {
-  // One row per item, the order's columns on each; an order without items gives one row, its item NULL. The
-  // extras come as the whole row in JSON (text columns only, so nothing is lost), read by their prefix.
+  // One row per item (an order without items gives one, item NULL); extras as JSON of text columns.
   const { rows } = await db.query<{
     customerName: string;
     customerEmail: string;

@@ -45,9 +45,8 @@ export function createDatabase(
     },
     async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
       const client = await pool.connect();
-      // A checked-out client has no pool listener: a server restart or a terminated backend between two
-      // statements of the transaction would be an unhandled 'error' event and end the process. Caught here,
-      // the next statement fails instead (the transaction throws), and the broken client is not reused.
+      // A checked-out client has no pool listener: a lost backend would be an unhandled 'error' that ends the
+      // process. Caught here, the next statement fails instead and the client is not reused.
       let lost: Error | undefined;
       const onLost = (error: Error): void => {
         lost = error;

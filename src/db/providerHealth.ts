@@ -1,6 +1,5 @@
-// The providers' shared health (migration 0046): counted by every worker's send, read by every claim, set by
-// an operator. Advisory only: it decides where a NEW attempt goes among the providers the failover rule
-// (src/shared/providerChoice.ts) allows, never whether an attempt may leave its provider.
+// The providers' shared health (migration 0046): advisory, it steers only new attempts among those the
+// failover rule allows (docs/design.md "Failover").
 import type { OperatorMode, ProviderStanding } from '../shared/providerChoice';
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
@@ -49,10 +48,7 @@ export async function readProviderStandings(db: Database): Promise<ProviderStand
   }));
 }
 
-/**
- * A send at `provider` failed in a way that says the provider is not taking mail (not sent: refused, 5xx,
- * 429). One statement: the count goes up, and reaching the threshold opens (or extends) the skip window.
- */
+/** A send that says the provider is not taking mail: counts up, and opens or extends the skip window. */
 export async function countProviderFailure(
   db: Database,
   input: { provider: string; failure: string; settings: HealthSettings },
@@ -76,10 +72,7 @@ export async function countProviderFailure(
   return rows[0]!;
 }
 
-/**
- * The provider answered (accepted, or refused this one mail): the count starts again and the skip window ends.
- * Written only when something changes, so a healthy provider's sends cost no write.
- */
+/** The provider answered: the count restarts; written only on change, so healthy sends cost no write. */
 export async function countProviderSuccess(db: Database, provider: string): Promise<void> {
   await runSql(
     db,

@@ -1,21 +1,11 @@
-// The reconciliation sweep's high-water mark (migration 0013): how far back the next sweep must look. Orders
-// are confirmed in time order, and a confirmed order that has a log row keeps it (rows are never deleted:
-// src/ops/pruneOrderMailHistory.ts), so what a complete sweep found in order stays in order. The next sweep
-// needs only the orders confirmed since, less an overlap for an order whose row commits late. A sweep that
-// does not get through (an outage, a crash) leaves the mark where it was, and the next one looks further back.
+// The sweep's high-water mark (migration 0013); why a complete sweep's mark can be trusted: docs/design.md §7.
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
 
-/**
- * How far before the mark the next sweep starts: an order confirmed up to this long before its transaction
- * committed is still found. At least the sweep's grace, which is the time the order service has to start it.
- */
+/** The overlap before the mark, for rows that commit late: at least the sweep's grace. */
 export const RECONCILE_OVERLAP_MS = 60 * 60 * 1000;
 
-/**
- * The earliest confirmed_at a sweep's batch reads: the latest of the look-back window's start, the go-live
- * time (RECONCILE_CONFIRMED_SINCE) and the last complete sweep's mark less the overlap.
- */
+/** The earliest confirmed_at a batch reads: look-back start, go-live, or last mark less the overlap. */
 export async function sweepNotBefore(
   db: Database,
   input: { namespace: string; graceMs: number; lookbackMs: number; confirmedSince: Date | null },

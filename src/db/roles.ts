@@ -1,19 +1,5 @@
-// The database roles of least privilege (docs/production.md), made by `npm run db:roles` with an admin URL
-// (a superuser, or a role with CREATEROLE that owns the database), from the two URLs the service runs with:
-//   MIGRATION_DATABASE_URL  a login that owns the mail tables: `npm run db:migrate` runs as it;
-//   DATABASE_URL            the workers' login, a member of order_mail_worker (migration 0010): it reads the
-//                           order contract's views (0063) and writes the mail tables, and may do nothing else;
-//   WEBHOOK_DATABASE_URL    (optional) the webhook receiver's login, a member of order_mail_webhooks
-//                           (migration 0025): it appends provider events and replay tokens, nothing more.
-//   OPS_DATABASE_URL        (optional) one operator's own login, a member of order_mail_operators (migration
-//                           0057): `npm run ops` runs as it, and its acts are recorded under it. Run once per
-//                           operator.
-// Each URL's user and password become a login role (created, or its password set). The guard refuses a
-// password that is empty, short, a placeholder (the ones .env.example ships, `change-me`) or the user's name,
-// the admin's included, so a stack never runs on a default password.
-// A password reaches Postgres only as a SCRAM-SHA-256 verifier computed here (scramSha256Verifier): the
-// CREATE/ALTER ROLE text, which `log_statement = ddl` logs and pg_stat_activity shows, never holds it, and no
-// message of this module repeats it.
+// The least-privilege logins (docs/production.md "Least privilege"), made by `npm run db:roles` from the
+// service's URLs; passwords are checked and reach Postgres only as SCRAM verifiers, never as text.
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client, escapeIdentifier, escapeLiteral } from 'pg';
 import { describeCaseStudyTable } from './caseStudyTable';
@@ -27,10 +13,7 @@ export const WEBHOOK_GROUP_ROLE = 'order_mail_webhooks';
 export const MIGRATION_GROUP_ROLE = 'order_mail_migration';
 /** The operators' group (migration 0057): each operator's own login, which `npm run ops` runs as. */
 export const OPERATOR_GROUP_ROLE = 'order_mail_operators';
-/**
- * Who order_mail_log's trigger takes for this service (migration 0050, docs/design.md "Who is the service"): a
- * login that is, by explicit grant, a member of one of these. Superuser status and ownership do not count.
- */
+/** The groups the trigger takes for this service's, by explicit grant (docs/design.md "Who is the service"). */
 export const SERVICE_GROUP_ROLES = [WORKER_GROUP_ROLE, OPERATOR_GROUP_ROLE, MIGRATION_GROUP_ROLE] as const;
 
 const MIN_PASSWORD_LENGTH = 16;
@@ -69,9 +52,8 @@ export function weakPasswordProblem(what: string, user: string, password: string
 }
 
 /**
- * The SCRAM-SHA-256 verifier Postgres stores for `password` (RFC 5802, RFC 7677; Postgres's
- * `SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`), computed here so the password itself is never
- * sent. Postgres takes a string in this form as the already-encrypted password.
+ * The SCRAM-SHA-256 verifier (RFC 5802, RFC 7677) Postgres stores, computed here so the password is never
+ * sent.
  */
 export function scramSha256Verifier(
   password: string,
@@ -235,8 +217,7 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
       await client.query(`GRANT ${escapeIdentifier(OPERATOR_GROUP_ROLE)} TO ${login}`);
       await client.query(`REVOKE ${escapeIdentifier(WORKER_GROUP_ROLE)} FROM ${login}`);
     }
-    // The older migrations (0003–0005, 0057) still make foreign keys to orders (id) before 0063 drops them: on a
-    // database whose orders the migration login does not own, it needs REFERENCES on that column until then.
+    // Until 0063 drops them, older migrations make foreign keys to orders (id): REFERENCES is needed.
     const { rows: ordersId } = await client.query(
       `SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('orders') AND attname = 'id' AND NOT attisdropped`,
     );
@@ -250,10 +231,8 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
     await client.query(
       `CREATE SCHEMA IF NOT EXISTS ${escapeIdentifier(ORDER_SOURCE_SCHEMA)} AUTHORIZATION ${migratorRole}`,
     );
-    // The orders are the shop's, read through the order contract only (src/db/orderContract.ts): the workers
-    // get USAGE on its schema and SELECT on its views, the operators whether an order exists, and nothing on
-    // the shop's base tables. Granted where the admin may (a superuser, or the views' owner); otherwise the
-    // worker names the missing grants when it starts.
+    // The shop's orders only through the order contract's views (docs/design.md §8); the worker names any
+    // grant missing here when it starts.
     const { rows: contract } = await client.query<{ view: string }>(
       `SELECT c.relname AS view FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
         WHERE n.nspname = $1 AND c.relname = ANY($2::text[]) ORDER BY 1`,
@@ -275,9 +254,8 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
         }
       });
     }
-    // The case study's own order_mail_log, owned by the shop's role: adoption renames it, which only its
-    // owner may, so it is handed to the migration role; its previous owner keeps writing it (the old workers
-    // may run as that role until they are stopped), and adoption grants the same on the adopted table.
+    // Adoption renames the case study's table, which only its owner may: hand it to the migration role, and
+    // keep its previous owner writing it while the old workers run (docs/adoption.md).
     let caseStudyTableFrom: string | null = null;
     if ((await describeCaseStudyTable(client)).kind === 'case-study') {
       const { rows: logOwner } = await client.query<{ owner: string; migrator: boolean }>(
@@ -338,9 +316,8 @@ export async function setUpDatabaseRoles(urls: RoleUrls): Promise<RoleSetupRepor
 }
 
 /**
- * Runs `work` in a savepoint; false when Postgres refused it for want of privilege (an admin that is neither
- * a superuser nor the owner of the shop's tables): then `npm run db:migrate` names the statements for the
- * owner before it changes anything (src/db/migrationPrerequisites.ts).
+ * Runs `work` in a savepoint; false when refused for want of privilege (then `db:migrate` names the
+ * statements for the owner: src/db/migrationPrerequisites.ts).
  */
 async function unlessNotPermitted(client: Client, work: () => Promise<void>): Promise<boolean> {
   await client.query('SAVEPOINT shop_grant');

@@ -1,7 +1,5 @@
-// What a worker checks of its database before it serves (docs/production.md, least privilege): the schema is
-// migrated to this build's files (migrations are their own step, `npm run db:migrate`, with their own role:
-// a worker never runs DDL), its login is one the trigger takes for this service's (migration 0050), no writer
-// of an adopted table is, and its role may do what the worker does. Each failure is a configuration error with its own message: waiting fixes none.
+// What a worker checks of its database before it serves (docs/production.md, least privilege); each failure
+// is a configuration error of its own, which waiting does not fix.
 import { CASE_STUDY_TABLE_KEPT_AS, listMigrationFiles, MIGRATIONS_DIRECTORY } from './migrator';
 import type { Database } from './pool';
 import { MIGRATION_GROUP_ROLE, SERVICE_GROUP_ROLES, WORKER_GROUP_ROLE } from './roles';
@@ -77,10 +75,8 @@ export async function assertSchemaReady(db: Database, directory = MIGRATIONS_DIR
 }
 
 /**
- * order_mail_log's trigger takes a write for this service's by who writes (migration 0050): this worker's login
- * must be a member of the service's groups by explicit grant, or its claims would be taken for an outside
- * writer's; and no role that writes the adopted case study's table (its previous owner, any role granted to
- * write it) may be one, or the old workers' statements would be taken for ours and move our rows.
+ * The login must be one the trigger takes for this service's, and no writer of the adopted table may be
+ * (docs/design.md "Who is the service").
  */
 async function assertServiceWriters(db: Database, user: string): Promise<void> {
   const { rows: me } = await db.query<{ service: boolean }>(

@@ -1,9 +1,5 @@
-// THE SECOND LOOK (docs/design.md §4 rule 5, "The second look"; migration 0059): an attempt that the
-// assume-sent policy settled as sent while verification was inconclusive is asked about once more by the sweep,
-// while the provider's lookup still holds it. This module reads the candidates, by the fence (secondLookFence)
-// that both transitions share; the transitions, `reopenAfterSecondLook` (the only statement that moves a `sent`
-// row back for automation) and `secondLookFound`, are in src/mailRow/statements.ts. The decision (found / not
-// found) is the evidence rules', asked by src/activities/secondLook.ts.
+// The second look's reads, by the fence both its transitions share (secondLookFence): docs/design.md "The
+// second look". Its statements are in src/mailRow/statements.ts.
 import type { DispatchedAttempt } from '../evidence/evidenceRules';
 import type { Database } from './pool';
 import { secondLookFence } from '../mailRow/statements';
@@ -25,10 +21,7 @@ export interface SecondLookCandidate {
   cursor: SecondLookCursor;
 }
 
-/**
- * One page of candidates that went to `provider`, oldest dispatch first (they leave the window first), after
- * `after`: a keyset on (dispatched_at, order_id), read from migration 0059's partial index.
- */
+/** A page of candidates at `provider`, oldest dispatch first (keyset, migration 0059's partial index). */
 export async function findSecondLookCandidates(
   db: Database,
   input: { provider: string; boundMs: number; after: SecondLookCursor | null; limit: number },
@@ -96,10 +89,7 @@ export async function findSecondLookCandidates(
   }));
 }
 
-/**
- * Rows the second look reopened that no claim has taken since (the sweep's start of their mail was lost, or
- * its run closed before claiming): the sweep starts them again, idempotently.
- */
+/** Reopened rows no claim took since (their start was lost): the sweep starts them again. */
 export async function findReopenedNotClaimed(db: Database, limit: number): Promise<string[]> {
   const { rows } = await runSql<{ orderId: string }>(
     db,
@@ -122,9 +112,8 @@ export interface PolicyResend {
 }
 
 /**
- * Attempts the assume-failed policy settled with verification inconclusive, whose row was then sent and
- * accepted under the same key by a later attempt to the same provider, not asked about yet (no late answer),
- * not the case study's writer's, inside the window (`boundMs` after that attempt's dispatch), oldest first.
+ * The dual under assume-failed: policy-settled attempts whose re-send under the same key was accepted at the
+ * same provider, not yet asked about, inside the window, oldest first.
  */
 export async function findPolicyResends(
   db: Database,
@@ -186,10 +175,7 @@ export async function findPolicyResends(
   }));
 }
 
-/**
- * What the dual found, kept once as the policy's attempt's late answer: accepted (the policy's duplicate) or
- * not sent. True when this call recorded it (the first), so the duplicate is counted once.
- */
+/** Keeps the dual's finding once as a late answer; true when this call recorded it (counted once). */
 export async function recordPolicyResendLook(
   db: Database,
   input: { orderId: string; attempt: number; duplicate: boolean; note: string; recordedBy: string },

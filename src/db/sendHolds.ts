@@ -1,6 +1,5 @@
-// Typed queries for operators' holds on sends (migration 0060): set, lift, read, and what `ops hold` waits
-// for. Setting and lifting each write their act in the same statement; who acted is the session's login.
-// The dispatch fence reads the table itself (src/activities/dispatchFence.ts).
+// Operators' holds on sends (migration 0060); each set or lift writes its act in the same statement. The
+// dispatch fence reads the table itself (src/activities/dispatchFence.ts).
 import type { Database } from './pool';
 import { runSql, sql } from './sql';
 
@@ -70,9 +69,8 @@ export async function readSendHolds(db: Database): Promise<SendHoldRow[]> {
 }
 
 /**
- * Waits until every write to order_mail_log that began before now has ended: a dispatch fence statement that
- * began before a hold committed did not see it, and may still pass. SHARE mode waits for those writers and
- * keeps new ones out for as long as that takes (statements of milliseconds); the lock goes at once.
+ * Waits out every order_mail_log write that began before now: a fence that started before the hold committed
+ * may still pass. SHARE mode waits for those writers (milliseconds) and is released at once.
  */
 export async function waitOutEarlierWrites(db: Database, timeoutMs: number): Promise<void> {
   await db.transaction(async (client) => {
@@ -120,11 +118,7 @@ export interface SendHoldGauge {
   scope: HoldScope;
   /** How long the hold has been in force. */
   heldSeconds: number;
-  /**
-   * Orders whose last attempt the fence refused under it: settled not sent, with no request, since the hold
-   * began, through a provider it covers. Their runs wait for resume (a run that gave up for another reason
-   * meanwhile would count too; under a hold none makes a request).
-   */
+  /** Orders whose last attempt the fence refused under this hold (not sent, no request); their runs wait. */
   heldOrders: number;
 }
 

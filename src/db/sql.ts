@@ -1,6 +1,5 @@
-// One builder for parameterised SQL: values go where they are used, as `${value}` in a sql`…` template, and
-// are numbered $1, $2, … when the statement is built. A fragment shared by several statements carries its own
-// values, so no statement depends on another's parameter numbering. Values are never interpolated as text.
+// One builder for parameterised SQL: `${value}` in sql`…` becomes $n when built, so a shared fragment carries
+// its own values and never depends on another statement's numbering.
 import type { QueryResultRow } from 'pg';
 import type { Database } from './pool';
 

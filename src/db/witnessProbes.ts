@@ -1,7 +1,5 @@
-// Witness probes (migration 0058; src/verification/witnessProbe.ts): their fence and their answer. The fence is
-// where the rate limit and "one probe serves every pending unknown of the destination" hold across workers:
-// under a transaction-scoped advisory lock of the destination, a probe is recorded only if none of it left
-// within the interval. Read by the witness query (src/db/freshnessWitness.ts) as a witness once accepted.
+// Witness probes' fence and answer (migration 0058): under a per-destination advisory lock the rate limit and
+// "one probe serves every pending unknown" hold across workers (docs/providers.md, witness probes).
 import type { SendDestination } from '../evidence/destination';
 import type { MailOutcome } from '../shared/mailOutcome';
 import type { Database } from './pool';
@@ -17,9 +15,8 @@ export interface ProbeDispatch {
 }
 
 /**
- * The probe's dispatch fence: records it (dispatched_at = Postgres's now()) and returns 'passed'; or records
- * nothing and returns 'early' before `notBefore` (the unknown attempt's end: a probe that left earlier proves
- * nothing about it), or 'rate-limited' when another probe of the destination left less than `intervalMs` ago.
+ * The probe's fence: 'passed' (recorded, dispatched_at = now()), 'early' before `notBefore` (it would prove
+ * nothing about the attempt), or 'rate-limited' (another probe left within `intervalMs`).
  */
 export async function passProbeFence(
   db: Database,

@@ -1,7 +1,5 @@
-// The claim's decisions, pure (docs/design.md §3): the row as read, the request and the facts
-// in, one step out. The claim loop reads, asks decide(), fetches the fact it names or runs the transition's
-// one statement, and asks again. Failover's choice, the provider's verdict, the retry under the key and the
-// clock enter here only as facts.
+// The claim's decisions, pure: the row as read, the request and the facts in, one step out; failover, the
+// verdict, the key's window and the clock enter only as facts (docs/design.md §3).
 import type { LogOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { IdempotencyRetrySettings } from '../shared/workflowSettings';
 import type { EarlierAttempt, NoProviderChoice, ProviderChoice } from '../shared/providerChoice';
@@ -46,22 +44,16 @@ export interface ClaimRequest {
   /** Written into the audit rows this claim may add (takeovers, settlements). */
   recordedBy: string;
   /**
-   * The claimer can ask the provider (the workflow, with MAIL_VERIFY on): a closed run's dispatched attempt
-   * that verification could decide is then handed back as 'verify-orphan' instead of settled by the policy.
+   * The claimer can ask the provider (MAIL_VERIFY): a closed run's dispatched attempt is handed back to
+   * verify.
    */
   verifyDispatchedOrphans?: boolean;
   /**
-   * Failover: what the claimer knows of each provider by name. A dispatched attempt is judged by the provider
-   * it went to, not the first configured: a key dedupes only at the provider that saw it, so its window is
-   * that provider's, and an orphan is asked about only where that provider can be asked. A provider without
-   * an entry (one provider, a test's fake) is judged by `idempotency` and `verifyDispatchedOrphans`.
+   * Failover: what the claimer knows of each provider. An attempt is judged by the provider it went to (a key
+   * dedupes only there); one without an entry by `idempotency` and `verifyDispatchedOrphans`.
    */
   byProvider?: ReadonlyMap<string, ProviderJudgement>;
-  /**
-   * MAIL_PROVIDERS in order (the claimer's configuration): each new attempt gets one of them, chosen by the
-   * failover rule (src/shared/providerChoice.ts) and written with the claim. Empty or absent: no provider is
-   * named (a test's fake transport) and the row's provider stays NULL.
-   */
+  /** MAIL_PROVIDERS in order, for the failover rule; empty or absent: the row names no provider. */
   providers?: readonly string[];
   /**
    * MAIL_PROVIDERS_DRAINING: providers of `providers` that finish the attempts bound to them and take no new
@@ -91,15 +83,11 @@ export type ClaimDecision =
       outcome: Extract<LogOutcome, 'accepted' | 'unknown' | 'resolved' | 'legacy'>;
       attempts: number;
     }
-  /**
-   * Held by another workflow id, or last claimed by a run of this one whose claim is not older than this one:
-   * this claim comes from a run that has been closed, or (equal times) cannot be ordered. Nothing changed.
-   */
+  /** Held by another workflow id, or by a run of this one whose claim is not older: nothing changed. */
   | { kind: 'held-elsewhere'; holder: string; sameWorkflow: boolean }
   /**
-   * A closed run of this workflow id dispatched `attempt` and never recorded it, and the provider can be asked
-   * whether it arrived: nothing changed. The claimer asks (after the settle delay since that dispatch), settles
-   * the attempt with the answer (settleVerifiedOrphan), then claims again.
+   * A closed run's dispatched attempt the provider can be asked about: nothing changed; the claimer asks after
+   * the settle delay, settles it (settleVerifiedOrphan) and claims again.
    */
   | {
       kind: 'verify-orphan';
@@ -110,10 +98,7 @@ export type ClaimDecision =
       /** Where the orphan went (the row's provider): it is asked there, on that provider's settle delay. */
       provider: string | null;
     }
-  /**
-   * The mail is bound to `provider` (an earlier attempt may have reached it) and the claimer is not configured
-   * for it, or no provider takes new attempts: nothing changed, and the order fails at once.
-   */
+  /** Bound to a provider the claimer lacks, or none takes new attempts: nothing changed, the order fails. */
   | { kind: 'no-provider'; provider: string; explanation: string }
   | { kind: 'order-not-found' };
 
@@ -265,9 +250,8 @@ function decideFailed(row: ClaimRow, request: ClaimRequest, facts: ClaimFacts): 
 }
 
 /**
- * Before a claim sends under the row's key again (a failed row's reclaim, a closed run's undispatched claim
- * taken over): an unknown under the key left for a retry under the key, whose window no longer covers a retry
- * since the key's first request, is settled by the policy instead. Null: no such unknown, the claim goes on.
+ * Before a claim sends under the row's key again: an unknown left for a retry under the key whose window has
+ * passed is settled by the policy instead. Null: the claim goes on.
  */
 function settleExpiredKey(
   row: ClaimRow,

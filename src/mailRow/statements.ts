@@ -1,7 +1,5 @@
-// EVERY STATEMENT THAT WRITES order_mail_log OR order_mail_attempts, one exported function per transition of
-// ./transitions.ts under its name, the fence in its WHERE. Each takes plain values and returns what the
-// statement returned; reading the row and deciding which transition to try stay with the callers. Nothing
-// else in src/ writes the two tables (test/mailRow/statementsOnly.test.ts checks it at the pool).
+// Every statement that writes order_mail_log or order_mail_attempts: one function per transition of
+// ./transitions.ts, the fence in its WHERE, plain values in (docs/design.md §3, "One place writes the row").
 import { randomUUID } from 'node:crypto';
 import { ACT_COLUMNS, type OperatorActRow } from '../db/operatorActRow';
 import type { MailLogRow, MailLogState } from '../db/orderMailLog';
@@ -26,9 +24,8 @@ export function seenRowOf(row: MailLogRow): SeenRow {
 }
 
 /**
- * The fence every transition shares: the row is as it was read. Every column a transition depends on is in
- * it: nothing else changes while state, holder, attempt and key stay the same, except the dispatch fence
- * setting dispatched_at once.
+ * The fence every transition shares: the row as read (state, holder, attempt, key; only the fence sets
+ * dispatched_at).
  */
 function asRead(row: MailLogRow | SeenRow): SqlFragment {
   const seen = 'dispatched' in row ? row : seenRowOf(row);
@@ -43,8 +40,8 @@ function issuedBefore(issuedAt: Date): SqlFragment {
 }
 
 /**
- * The template that rendered a settled attempt's mail (migration 0061), from the row's dispatch columns: only
- * when this attempt dispatched, since a claim leaves the previous attempt's dispatch columns in place.
+ * The template of a settled attempt (migration 0061), only if this attempt dispatched: a claim leaves the
+ * last one's.
  */
 const TEMPLATE_OF_SETTLED = sql`CASE WHEN dispatched_at IS NOT NULL THEN dispatch_template_name END,
                  CASE WHEN dispatched_at IS NOT NULL THEN dispatch_template_sha256 END`;
@@ -64,8 +61,8 @@ export interface Claimer {
 // ---- the claim ---------------------------------------------------------------------------------------------
 
 /**
- * firstClaim: none → sending, attempt 1, only for an order the shop's contract view shows (one statement, so a
- * claim never stands for an order that is not there). 'exists' when a row is already there.
+ * firstClaim: none → sending, attempt 1, only for an order the contract view shows; 'exists' when a row is
+ * there.
  */
 export async function firstClaim(
   db: Database,
@@ -108,10 +105,7 @@ export async function reclaimFailed(db: Database, row: MailLogRow, claim: Claime
   return rows[0]?.attempts ?? null;
 }
 
-/**
- * takeOverUndispatched: a closed run's claim that never dispatched is taken over (sending → sending, attempts
- * + 1), and the abandoned attempt gets its audit row (failed/not_sent, with `note`).
- */
+/** takeOverUndispatched: sending → sending, attempts + 1; the abandoned attempt audited failed/not_sent. */
 export async function takeOverUndispatched(
   db: Database,
   row: MailLogRow,
@@ -139,10 +133,8 @@ export async function takeOverUndispatched(
 }
 
 /**
- * settleDeferredUnknown: a row whose unknown was left for a retry under the key, settled by the policy as a new
- * attempt that makes no request (attempts + 1; claim_issued_at stays, so the next reclaim is later). The row is
- * failed, or a closed run's undispatched claim ('sending'), whose attempt gets its audit row (failed/not_sent,
- * with `abandonedNote`) as takeOverUndispatched writes it.
+ * settleDeferredUnknown: the policy settles an unknown left for a retry under the key, as a new attempt with no
+ * request (claim_issued_at stays); a closed run's undispatched claim is audited as in takeOverUndispatched.
  */
 export async function settleDeferredUnknown(
   db: Database,
@@ -190,9 +182,8 @@ export async function settleDeferredUnknown(
 // ---- a closed run's attempt ----------------------------------------------------------------------------------
 
 /**
- * settleClosedRunDispatched: a closed run's dispatched attempt, settled as `decision` says, with its audit row.
- * `issuedAt`: a later claim settles it only when issued later than the holder's; null for the sweep, whose
- * fence is the row as read alone.
+ * settleClosedRunDispatched: as `decision` says; `issuedAt` null for the sweep (fenced on the row as read
+ * alone).
  */
 export async function settleClosedRunDispatched(
   db: Database,
@@ -375,11 +366,8 @@ export async function recordAfterClaimLost(db: Database, input: RecordValues): P
 // ---- the second look ----------------------------------------------------------------------------------------
 
 /**
- * A row the second look may act on, whoever asks (the reading of candidates too): settled sent by assume-sent
- * with verification inconclusive, never looked at a second time, with a recorded destination and send key (the
- * lookup is built from them), not a row the case study's writer ever claimed (its statements have no fence
- * for a reopened row), and still inside the time the look is allowed: `boundMs` after its dispatch, on
- * Postgres's clock.
+ * The second look's fence, for its reads and both transitions: which rows and for how long, on Postgres's
+ * clock (docs/design.md "The second look").
  */
 export function secondLookFence(boundMs: number): SqlFragment {
   return sql`log.state = 'sent' AND log.outcome = 'unknown' AND log.unknown_policy = 'assume-sent'
@@ -404,11 +392,7 @@ function asLooked(candidate: LookedAttempt): SqlFragment {
     AND log.attempts = ${candidate.attempts}`;
 }
 
-/**
- * reopenAfterSecondLook (sent → failed), the only statement that moves a `sent` row back for automation: the
- * lookup proved with a witness that the request never reached the provider. The attempt's late answer says
- * not_sent. True when it changed the row; run twice, the second changes none.
- */
+/** reopenAfterSecondLook: sent → failed, the one automatic way back from sent; true when it changed the row. */
 export async function reopenAfterSecondLook(
   db: Database,
   candidate: LookedAttempt,
@@ -472,9 +456,8 @@ export interface ResolveValues {
 }
 
 /**
- * operatorResolve: the row settled by an operator's word (outcome 'resolved', a claim token of the
- * operator's; as failed it bumps the resend count), the cut-off attempt's audit row and the act, in one
- * statement. Null, having changed nothing, when the row is not as seen.
+ * operatorResolve: the operator's state, the cut-off attempt's audit row and the act in one statement; null
+ * if not as seen.
  */
 export async function operatorResolve(db: Database, input: ResolveValues): Promise<OperatorActRow | null> {
   const { seen } = input;
@@ -530,8 +513,8 @@ export interface PruneBatch {
 }
 
 /**
- * pruneHistory: one batch of the prune, as one statement: the next old settled-as-sent log rows after the
- * cursor, locked, and their audit rows older than the cutoff (counted only, on a dry run). The log row stays.
+ * pruneHistory: one batch, old sent rows' audit rows older than the cutoff (counted on a dry run); log rows
+ * stay.
  */
 export async function pruneHistory(
   db: Database,
@@ -567,11 +550,8 @@ function batchStatement(dryRun: boolean, withEvents: boolean): string {
     ? `attempts AS (SELECT 1 FROM order_mail_attempts AS a JOIN batch USING (order_id) WHERE a.finished_at < $1)`
     : `attempts AS (DELETE FROM order_mail_attempts AS a USING batch
                      WHERE a.order_id = batch.order_id AND a.finished_at < $1 RETURNING 1)`;
-  // The late answers of exactly the attempts deleted: in the same statement, so the foreign key (checked at
-  // its end) sees both gone; the join reads the attempts as they were before it. A late answer is written by
-  // the record that follows its send, minutes after the attempt, and the prune touches only attempts settled
-  // at least 7 days before (MIN_RETENTION_MS); should one still race a batch, the foreign key fails that
-  // statement (nothing of the batch is deleted, exit 1) and the next run prunes it.
+  // The late answers of exactly those attempts, in the same statement so the foreign key sees both gone; a
+  // racing late answer fails the batch harmlessly (docs/design.md §4, "The prune").
   const lateAnswers = dryRun
     ? `late AS (SELECT 1 FROM order_mail_late_answers AS l JOIN batch USING (order_id)
                   JOIN order_mail_attempts AS a ON a.order_id = l.order_id AND a.attempt = l.attempt
@@ -596,10 +576,8 @@ function batchStatement(dryRun: boolean, withEvents: boolean): string {
            (SELECT id FROM last) AS "lastOrderId"`;
 }
 
-// ---- the case study's writer (migration 0009; its trigger as 0050 replaced it) -------------------------------
-// What the case study's old workers issue, word for word. This service never calls these: they are here so
-// that every statement writing the row is in one file, and the tests and the checker run the real thing. The
-// trigger decides what each does, from the row alone.
+// ---- the case study's writer (migration 0009; trigger of 0050) ---------------------------------------------
+// Its statements word for word, never called by this service: here so the tests and the checker run them.
 
 /** The case study's statements, word for word (test/peers/caseStudyKit.ts keeps the same text). */
 export const CASE_STUDY_STATEMENTS = {

@@ -1,18 +1,10 @@
-// THE ROW'S STATE MACHINE as data (docs/design.md §3, §4): every named transition of an order's mail row
-// (order_mail_log, with its audit rows in order_mail_attempts), its from-states, its to-state, its fence and
-// who may run it. The statements that carry them out are in ./statements.ts, one exported function per
-// transition under the same name; nothing else in src/ writes the two tables.
-// `mayRun` is what the database permits (grants of migrations 0010, 0057; the trigger of 0009/0050), checked
-// on real Postgres by test/mailRow/whoMayRun.test.ts; `issuedBy` is the product path that issues it.
+// The row's state machine as data (docs/design.md §3, §4): each transition's from-states, to-state, fence and
+// who may run it (`mayRun`, what the grants and the trigger permit: test/mailRow/whoMayRun.test.ts).
 
 /** 'none': the order has no row yet. */
 export type MailRowState = 'none' | 'sending' | 'sent' | 'failed';
 
-/**
- * The role groups (src/db/roles.ts): the workers' logins (order_mail_worker), the operators' own logins
- * (order_mail_operators), the migration login that owns the tables and runs the prune (order_mail_migration),
- * and the case study's old workers, whose login is in none of them (the trigger of migrations 0009 and 0050).
- */
+/** The role groups (src/db/roles.ts); the case study's old workers are in none of them. */
 export type RoleGroup = 'worker' | 'operator' | 'migrator' | 'caseStudyWriter';
 
 export const ROLE_GROUPS = [

@@ -1,9 +1,6 @@
-// `npm run ops -- bulk …`: one act on many orders (docs/operating.md "Acting on many orders"). A dry run selects
-// rows of order_mail_log and saves the selection (migration 0062); `bulk run <id>` selects again, acts on
-// exactly that selection when it is unchanged, one order at a time through the per-order act (retryOrderMail,
-// resolveOrderMail: the same refusals, the same one audited act), and records each order's progress in the
-// act's own transaction. An interrupted run resumes by its id: done orders are skipped, and an order whose
-// retry may have reached Temporal is looked up there before anything is done again.
+// `npm run ops -- bulk …` (docs/operating.md "Acting on many orders"): a saved selection, acted on one order at
+// a time through the per-order act; an interrupted run resumes by its id, asking Temporal where a retry may
+// have reached it.
 import {
   inTransaction,
   listBulkOrders,
@@ -262,9 +259,8 @@ async function actOnOrder(
 }
 
 /**
- * For an order left 'acting': whether its retry reached Temporal. null: it did not (the run is the one it was
- * about to reset, or there is still none); the details its act records when it did; 'unclear' when the run
- * changed by something else.
+ * An 'acting' order: null when its retry did not reach Temporal, the act's details when it did, else
+ * 'unclear'.
  */
 async function retryReachedTemporal(
   ctx: OpsContext,

@@ -201,11 +201,7 @@ function parseOptions(args: string[]) {
   });
 }
 
-/**
- * `status -1` is an operator's typo for an order id, not an option: node:util would answer "Unknown option
- * '-1'". No option starts with a digit, so such an argument is passed on as a positional (after `--`), and
- * the order-id check then says what is wrong with it.
- */
+/** `status -1` is a typo for an order id, not an option: passed on as a positional so the id check names it. */
 function negativeNumbersAsPositionals(args: string[]): string[] {
   const rest: string[] = [];
   const numbers: string[] = [];

@@ -107,9 +107,8 @@ function missingOrderStep(
 }
 
 /**
- * A sent mail the provider could not deliver: the row is right (the provider took it), but the customer has no
- * mail, and the provider's event says why. Only the latest event of the send counts: a bounce can be followed
- * by nothing else, but an earlier send's bounce says nothing about a later re-send.
+ * A sent mail the provider could not deliver, by the send's latest event only: an earlier send's bounce says
+ * nothing about a later re-send.
  */
 function undeliveredStep(orderId: string, row: MailLogRow | null, events: ProviderEventRow[]): string | null {
   if (row?.state !== 'sent') return null;

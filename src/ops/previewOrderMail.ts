@@ -1,7 +1,5 @@
-// `npm run ops -- preview <order>`: the order's mail as the worker would render it now (its templates, its
-// sender and subject), sent nowhere and recorded nowhere. It reads the order as the worker does, so it runs
-// with the worker's environment: DATABASE_URL (the worker's login, which may read what a mail needs; an
-// operator's login may not), MAIL_TEMPLATE_DIR, MAIL_FROM, MAIL_REPLY_TO, MAIL_SUBJECT.
+// `npm run ops -- preview <order>`: the mail as the worker would render it now, sent and recorded nowhere. It
+// reads the order as the worker does, so it runs with the worker's environment (DATABASE_URL, MAIL_*).
 import { CONFIG_DEFAULTS } from '../config/configDefaults';
 import { ConfigError, EnvReader } from '../config/envReader';
 import { loadOrderForMail } from '../db/orders';

@@ -1,20 +1,5 @@
-// Retention (docs/operating.md "Retention"): `npm run prune -- --older-than 90d` deletes the audit trail of
-// mails that are settled as sent and were last touched before the cutoff: their attempts, the late answers
-// to those attempts (order_mail_late_answers references its attempt, so the two go together or not at all)
-// and, where the provider-events table exists, the provider's webhook events. It never deletes a log row.
-//
-// Why only those:
-// - The log row is what makes a mail exactly-once after Temporal has forgotten the run: any later start of the
-//   order (a redelivered event, `npm run start-mail`, the reconciliation sweep, which starts every confirmed
-//   order that has NO row) claims it, and a missing row means a second mail. One small row per order stays
-//   for as long as the order does.
-// - A row in 'failed' or 'sending' can still be claimed, and the claim reads that order's attempts (what was
-//   left unknown under the current idempotency key, and when its first request left): its history is kept
-//   whatever its age. A 'sent' row is final for automation (a claim ends already-sent); an operator's
-//   `resolve --as failed` reopens it under a NEW key, for which the old attempts do not count.
-// Each batch locks the log rows it prunes (FOR SHARE): a row that changes meanwhile is looked at again as it
-// is now, and one that is being changed is left for the next run. The batch's statement is pruneHistory
-// (src/mailRow/statements.ts).
+// `npm run prune`: deletes the audit trail of old mails settled as sent, never a log row; why only those:
+// docs/operating.md "Retention", the batch's race: docs/design.md §4 "The prune".
 import type { Database } from '../db/pool';
 import { pruneHistory, PROVIDER_EVENTS_TABLE } from '../mailRow/statements';
 

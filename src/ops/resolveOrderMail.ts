@@ -1,8 +1,5 @@
-// `npm run ops -- resolve <orderId> --as sent|failed --reason …`: the explicit operator act, and the only way
-// to move a sent row or settle an unknown one (docs/design.md §4 rule 5). Refused while a dispatched send of an open
-// run is in flight, like retry. One fenced statement; a run still holding an undispatched claim stops without
-// sending (ClaimLost), and the next claim sees the operator's word. As failed, it is a deliberate re-send: the
-// next request carries a new idempotency key.
+// `npm run ops -- resolve <orderId> --as sent|failed --reason …`: the operator's explicit act
+// (docs/design.md §4 rule 5); as failed, a deliberate re-send under a new key.
 import { resolveMailLog, type OperatorActRow } from '../db/operatorActs';
 import { readMailLog } from '../db/orderMailLog';
 import { orderExists } from '../db/orders';
@@ -36,8 +33,7 @@ export async function resolveOrderMail(
         'there is nothing to resolve.',
     );
   }
-  // The second look reopened this row and sent (or is sending) the mail the policy had assumed: a resolve as
-  // failed would be one more deliberate re-send with a new key, and the customer would have two.
+  // The second look already sent this mail again: a resolve as failed would give the customer two.
   if (input.as === 'failed' && row.secondLook === 'reopened' && input.force !== true) {
     throw new OpsRefusal(
       'SECOND_LOOK_RESENT',

@@ -62,9 +62,8 @@ function configuredOrRefuse(scope: HoldScope, configured: readonly string[] | nu
 }
 
 /**
- * Sets the hold (or finds it set), waits out the fence statements that began before it, then waits up to
- * `waitMs` for the attempts already dispatched through its scope to be recorded. What is still unrecorded
- * then is returned, for the operator to see; the hold stays in force either way.
+ * Sets the hold, waits out earlier fence statements, then up to `waitMs` for dispatched attempts in its scope
+ * to be recorded; returns what is still unrecorded (the hold stays either way).
  */
 export async function holdSends(
   db: Database,
@@ -128,9 +127,8 @@ export async function resumeSends(
 }
 
 /**
- * Signals every run that shows it waits out a hold (OrderMailState = "held") and whose provider no hold in force
- * covers, at most `ratePerSecond` a second, looking again until a look finds none it has not signalled.
- * Also for a resume cut off after the hold was lifted: a second call signals what the first did not.
+ * Signals every held run whose provider no hold covers, at `ratePerSecond`, until a look finds none new;
+ * a second call finishes a resume that was cut off.
  */
 export async function releaseHeldRuns(
   ctx: { db: Database; client: Client },

@@ -1,7 +1,5 @@
-// The one refusal `retry` and `resolve` share (docs/design.md §4 rule 5): an operator does not act on a row whose
-// dispatched send of an open run is in flight. It settles by itself, at the latest when the send activity
-// times out, and acting now would turn a send that is about to finish normally into an unknown outcome (or,
-// for resolve, drop the provider's answer on the floor).
+// The refusal retry and resolve share: no act on a row whose dispatched send of an open run is in flight
+// (docs/design.md §4 rule 5).
 import type { MailLogRow } from '../db/orderMailLog';
 import { OpsRefusal } from './opsContext';
 import type { OrderMailWorkflowSummary } from './orderMailStatus';
