@@ -1,31 +1,22 @@
-// Turns what one HTTP send observed into a SendResult, by the rules of docs/design.md §5: a final status
-// decides by the outcome table; without one, a failure before the request started is not_sent and one after
-// it is unknown, whatever its error code. Pure: the caller hands in the phase facts, the error and the
-// clock, so every row of the table can be tested without a network.
-
+// One HTTP send's observations into a SendResult, by docs/design.md §5: a status decides by the table; without
+// one, the phase decides. Pure.
 import type { SendResult } from '../shared/mailOutcome';
 import { GENERIC_STATUS_TABLE, outcomeForStatus, type SendOutcomeTable } from './sendOutcomeTable';
 
-/** What one send attempt observed. The phase fields come from phaseInterceptor. */
 export interface SendAttempt {
-  /** undici called the request-start callback: the socket was connected and the head was about to be written. */
+  /** The head was about to be written on a connected socket. */
   started: boolean;
   /** The request was already aborted when the start callback returned, so undici wrote nothing. */
   abortedAtStart: boolean;
-  /** The first final (>= 200) status received, or null. */
   status: number | null;
   retryAfterHeader: string | null;
-  /** Whatever the transport threw, or null. */
   error: unknown;
   providerMessageId: string | null;
-  /**
-   * The provider's own name for the error, read from a non-2xx body by the adapter and checked against the
-   * names it documents (never free text), e.g. Resend's `concurrent_idempotent_requests`.
-   */
+  /** A documented error name read from a non-2xx body, never free text. */
   providerError?: string | null;
 }
 
-/** A provider asking us to wait longer than this is treated as asking for this: the workflow's backoff takes over. */
+/** Longer waits asked for are capped: the workflow's backoff takes over. */
 export const RETRY_AFTER_CAP_MS = 60 * 60 * 1000;
 
 export function classifySendAttempt(
@@ -97,10 +88,7 @@ function meaningOf(status: number, outcome: SendResult['outcome']): string {
   return (outcome === 'rejected' ? AUTH_MEANING[status] : undefined) ?? STATUS_MEANING[outcome];
 }
 
-/**
- * Parses Retry-After (RFC 9110 §10.2.3): delta-seconds or an HTTP-date. Returns milliseconds from `nowMs`,
- * clamped to [0, RETRY_AFTER_CAP_MS], or null when absent or unreadable.
- */
+/** Retry-After (RFC 9110 §10.2.3) in ms from `nowMs`, clamped to [0, RETRY_AFTER_CAP_MS]; null if unreadable. */
 export function parseRetryAfter(header: string | null, nowMs: number): number | null {
   if (header === null) return null;
   const value = header.trim();
@@ -114,11 +102,7 @@ export function parseRetryAfter(header: string | null, nowMs: number): number | 
   return Math.min(Math.max(at - nowMs, 0), RETRY_AFTER_CAP_MS);
 }
 
-/**
- * The error's stable code: `code` when it is a string (Node and undici errors, AggregateError from
- * happy-eyeballs), else `name` for a DOMException abort or timeout (whose numeric `code` means nothing here).
- * Anything that does not look like a code is dropped, so no message text can leak through this field.
- */
+/** A string `code`, else a DOMException's `name`; anything else is dropped, so no message text leaks. */
 export function errorCodeOf(error: unknown): string | null {
   if (typeof error !== 'object' || error === null) return null;
   const { code, name } = error as { code?: unknown; name?: unknown };

@@ -1,7 +1,4 @@
-// The 「ご注文ありがとうございます」 mail of one order: the order turned into the view templates render from
-// (names on one line, amounts as money with their currency, the order time as an instant), rendered by the
-// shop's templates (src/mail/template/, the shipped Japanese one by default) into a subject, a text and an HTML
-// part. Deterministic: the same order, identity and templates render the same bytes.
+// One order's mail, rendered by the shop's templates; the same order, identity and templates give the same bytes.
 import type { OrderForMail } from '../db/orders';
 import { displayText } from './displayText';
 import type { MailView } from './template/mailFields';

@@ -24,11 +24,9 @@ export interface MailApiConfig {
   /** MAIL_API_BASE_URL, or the provider's default (for Mailgun, the one of MAILGUN_REGION). */
   baseUrl: string;
   apiKey: string;
-  /** Mailgun only: the sending domain in `/v3/{domain}/messages`. */
   mailgunDomain: string | null;
   /** Postmark only: the message stream (transactional streams are 'outbound' by default). */
   postmarkMessageStream: string;
-  /** SES only (MAIL_PROVIDER=ses): region, configuration set, where the AWS credentials come from. */
   ses?: SesSettings | null;
   connectTimeoutMs: number;
   headersTimeoutMs: number;
@@ -37,11 +35,10 @@ export interface MailApiConfig {
 }
 
 export interface SesSettings {
-  /** AWS_REGION (or AWS_DEFAULT_REGION): the endpoint's region and the signature's. */
   region: string;
-  /** SES_CONFIGURATION_SET: the set whose event destination publishes to the SNS topic the receiver takes. */
+  /** Its event destination publishes to the SNS topic the receiver takes. */
   configurationSet: string;
-  /** SES_ACCOUNT_ID: the AWS account SES sends from, which its events name (mail.sendingAccountId). */
+  /** The account its events name (mail.sendingAccountId). */
   accountId: string;
   /** Holds secrets (static keys, a container token): never log it. */
   credentials: AwsCredentialSource;
@@ -79,7 +76,6 @@ export function createProviderAdapter(config: MailApiConfig): MailProviderAdapte
   }
 }
 
-/** Where this configuration's requests go, as the dispatch fence records it (src/evidence/destination.ts). */
 export function destinationOfMailConfig(config: MailApiConfig): SendDestination {
   const ses = config.ses ?? null;
   return destinationOfMailApi({
@@ -96,7 +92,6 @@ export function destinationOfMailConfig(config: MailApiConfig): SendDestination 
   });
 }
 
-/** SMTP when the configuration has an SMTP part (MAIL_PROVIDER=smtp), else the provider's HTTP API. */
 export function createMailTransport(config: MailApiConfig, smtp: SmtpConfig | null = null): MailTransport {
   if (smtp !== null) return createSmtpMailTransport(smtp);
   return createHttpMailTransport({

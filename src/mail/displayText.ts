@@ -1,6 +1,4 @@
-// Text that came from the order (customer and product names) shown on one line, as the reader would expect:
-// line breaks and other control characters would let a product name forge lines of its own ("合計: 0円")
-// in the text part, and bidirectional overrides would let it show reversed text in either part.
+// Order text on one line: a line break could forge lines ("合計: 0円"), a bidi override reverse text.
 
 // C0 and C1 controls, the Unicode line and paragraph separators, and the bidi embedding, override and
 // isolate controls (U+202A–U+202E, U+2066–U+2069).

@@ -1,5 +1,4 @@
-// HTML that cannot be injected into by construction: the `html` tag escapes every interpolated value unless
-// it is itself SafeHtml (made by `html`), so a template never has to remember to escape.
+// `html` escapes every interpolated value unless it is SafeHtml, so a template never has to remember to.
 
 const ESCAPES: Readonly<Record<string, string>> = {
   '&': '&amp;',

@@ -1,16 +1,5 @@
-// The one HTTP request path every provider adapter uses: one POST per mail through an undici pool with the
-// phase interceptor, classified by phase, status and the provider's own table. It never throws for what the
-// network or the provider did. An adapter only says what the request looks like and how to read the answer.
-//
-// The dispatch fence and connections. undici connects lazily and has no public way to hold a connection
-// before a request, and the fence (a Postgres statement) cannot run inside its synchronous request-start
-// callback. So "holding a connection" here means holding one of the pool's `connections` slots: a send takes
-// one (waiting at most until its fence deadline, else "not sent"), passes the fence, and only then makes its
-// request, which undici then puts on an idle keep-alive socket or a new one, never behind another request.
-// A connect after the fence is bounded by the connect timeout inside the overall deadline, and a failure
-// there is still "not sent" by its phase (no request head was written); only the row's dispatched_at then
-// says more than happened.
-
+// The one HTTP request path of every adapter; it never throws for what the network or provider did. Why the
+// fence holds a connection slot, not a socket: docs/production.md (undici opens connections lazily).
 import { Pool } from 'undici';
 import type { SendDestination } from '../evidence/destination';
 import { originOf } from '../evidence/destination';
@@ -39,10 +28,9 @@ export interface HttpMailTransportOptions {
   connectTimeoutMs: number;
   /** Every firing makes an unknown outcome, so keep it generous. undici fires it up to ~1 s late. */
   headersTimeoutMs: number;
-  /** Deadline for everything after the dispatch fence (connect if needed, request, response body). */
   overallTimeoutMs: number;
   connections: number;
-  /** Recorded by the dispatch fence with each attempt; derived from the adapter and the base URL when absent. */
+  /** Derived from the adapter and the base URL when absent. */
   destination?: SendDestination;
 }
 
@@ -60,18 +48,14 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
     connections: options.connections,
     // A POST is never pipelined behind another request anyway; 1 keeps keep-alive reuse and nothing more.
     pipelining: 1,
-    // HTTP/1.1 only (undici 8 would negotiate HTTP/2 over TLS): the outcome evidence and the connection
-    // slots below assume one request per connection, and undici's HTTP/2 client replays a stream that a
-    // GOAWAY refused after the request had started.
+    // HTTP/1.1 only: HTTP/2 could replay a refused stream (docs/providers.md, "What each adapter sends and reads").
     allowH2: false,
     connect: { timeout: options.connectTimeoutMs },
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: options.headersTimeoutMs,
   });
   let closing: Promise<void> | null = null;
-  // One send per pool connection at a time, counted here: a send holds one of them before it passes the
-  // fence, so undici never queues a request behind another one after the fence (where the wait would eat
-  // into the request's deadline and, on a long queue, outlast the send activity's timeout).
+  // A send holds a slot before the fence, so undici never queues a request behind another after it.
   const slots = new ConnectionSlots(options.connections);
 
   async function send(
@@ -115,11 +99,7 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
     }
   }
 
-  /**
-   * Past the fence: the request, under the overall deadline, which starts now. undici opens the connection
-   * if the pool has no idle one (bounded by the connect timeout, inside the deadline); a failure before the
-   * request head is written is still classified "not sent" by its phase.
-   */
+  /** Past the fence: the request, under the overall deadline, which starts now. */
   async function dispatch(request: ReturnType<MailProviderAdapter['buildRequest']>): Promise<SendResult> {
     const state = createSendPhaseState();
     let providerMessageId: string | null = null;
@@ -131,8 +111,7 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
         path: `${pathPrefix}${request.path}`,
         headers: request.headers,
         body: request.body,
-        // No external cancellation signal on purpose: a dispatched call is never aborted (docs/design.md §6),
-        // only bounded by this deadline, so its outcome is recorded truthfully.
+        // Never aborted once dispatched (docs/design.md §6), only bounded, so its outcome is true.
         signal: AbortSignal.timeout(options.overallTimeoutMs),
         // `idempotent` stays false (the default for POST): undici must never re-dispatch this request.
       });
@@ -165,7 +144,6 @@ export function createHttpMailTransport(options: HttpMailTransportOptions): Mail
   return { deadlineAfterFenceMs: options.overallTimeoutMs, destination, send, close };
 }
 
-/** A counting semaphore whose waits end at a deadline (performance.now() time) instead of never. */
 class ConnectionSlots {
   private free: number;
   private readonly waiting: (() => void)[] = [];

@@ -1,12 +1,6 @@
-// The send key of an order's confirmation mail: the idempotency key for providers that dedupe by key (Resend),
-// and what every provider is asked by afterwards (src/evidence/). It names the deployment (MAIL_DEPLOYMENT_ID),
-// so a staging system with the same order ids on the same provider account neither dedupes against nor
-// "finds" production's mail. It changes only when an operator deliberately re-sends (resolve --as failed
-// bumps the row's resend_count): every automatic attempt of one send carries the same key, across the
-// workflow's own retries, resets and worker restarts, so a repeat inside the provider's window is answered
-// from its store and sends nothing; a re-send is a new key, so it really sends instead of getting the earlier
-// request's cached answer. Resend suggests the `<event-type>/<entity-id>` form
-// (resend.com/docs/dashboard/emails/idempotency-keys).
+// The send key: the same on every automatic attempt, new only for an operator's re-send, and naming the
+// deployment; Resend suggests `<event-type>/<entity-id>` (resend.com/docs/dashboard/emails/idempotency-keys).
+// Why: docs/providers.md, "The send key" and "Idempotency windows".
 import { DEPLOYMENT_ID_PATTERN } from '../evidence/messageIdentity';
 
 export function orderConfirmationIdempotencyKey(

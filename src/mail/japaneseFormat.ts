@@ -1,5 +1,4 @@
-// Yen amounts and JST dates written out by hand rather than with Intl: the rendering must be byte-for-byte
-// the same on every Node build, and ICU data (which decides Intl's yen sign and spacing) differs between them.
+// By hand, not Intl: ICU data differs between Node builds, and the bytes must not.
 
 /** 1234567n → "1,234,567円". Amounts are BIGINT yen, so no fractions and no precision limit. */
 export function formatYen(amount: bigint): string {

@@ -1,7 +1,4 @@
-// How large one confirmation mail may get. An order with 200,000 items rendered about 100 MB of HTML in
-// memory; a hundred sends at once on one worker would take the process down, and every send in flight with
-// it (each one then an unknown outcome). No mail provider takes such a message anyway. Both limits are
-// configuration (MAIL_MAX_ORDER_ITEMS, MAIL_MAX_RENDERED_BYTES); an order over either is refused, for good.
+// How large one mail may get, and why (200,000 items once rendered about 100 MB): docs/providers.md, "The mail".
 import type { OutgoingMail } from './types';
 
 export interface MailSizeLimits {

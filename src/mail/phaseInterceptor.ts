@@ -1,6 +1,5 @@
-// Records how far one request got, so a failure can be classified by phase rather than by error code
-// (docs/design.md §5): undici (7 and 8, over HTTP/1.1) calls onRequestStart on a connected (TLS-established)
-// socket right before it writes the request head, and never before a DNS, connect, TLS or queue failure.
+// Records how far a request got (docs/design.md §5): undici calls onRequestStart on a connected socket right
+// before writing the head, never before a DNS, connect, TLS or queue failure.
 
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';

@@ -1,6 +1,4 @@
-// MAIL_PROVIDERS (failover): one transport and one verifier per configured provider, in the configured order,
-// each over its own pools, built by the composition root (src/worker.ts) and closed on shutdown. The send takes
-// the transport of the provider its claim chose; the verify activity the verifier of the attempt's destination.
+// MAIL_PROVIDERS (failover): one transport and one verifier per provider, in order, closed on shutdown.
 import type { ProviderConfig } from '../config/loadConfig';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
 import { createVerifier, type Verifier } from '../verification/verifier';

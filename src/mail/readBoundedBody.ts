@@ -1,5 +1,4 @@
-// Reading an HTTP answer's body without trusting its size: a provider (or anything in between) that answers
-// with megabytes must not hold a worker's memory, and a body left unread would keep its socket from the pool.
+// A huge body must not hold a worker's memory, and an unread one would keep its socket from the pool.
 import type { Dispatcher } from 'undici';
 
 /** The whole body as text, or null (and the socket released) when it is longer than `limit` bytes. */

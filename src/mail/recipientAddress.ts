@@ -1,22 +1,16 @@
-// The one recipient of a confirmation mail, checked before the dispatch fence: exactly one bare address, in a
-// shape every transport sends to exactly one mailbox. A line break would let it add headers or SMTP commands,
-// a display name or a comma list would be read by some providers and relays as more (or other) recipients.
-// Refusing here is permanent (the order must be fixed), never "not sent, try again".
+// Exactly one bare address, checked before the fence: a line break could add headers or SMTP commands, a name
+// or comma list more recipients. Refusing is permanent: the order must be fixed.
 
 /** RFC 5321 §4.5.3.1: a path is at most 256 octets with its brackets, so an address at most 254. */
 const MAX_ADDRESS_LENGTH = 254;
 const MAX_LOCAL_PART_LENGTH = 64;
 const MAX_DOMAIN_LENGTH = 253;
-// RFC 5322 dot-atom: atext runs separated by single dots. Quoted local parts are refused: nobody types them
-// into a shop's form, and providers disagree on them.
+// RFC 5322 dot-atom; quoted local parts are refused: providers disagree on them.
 const DOT_ATOM = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
 // A host name label; letters beyond ASCII are allowed for internationalised domains.
 const DOMAIN_LABEL = /^[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?$/u;
 
-/**
- * What is wrong with `value` as the one recipient, in words for an operator, or null when it is fine. Never
- * repeats the address itself: it is personal data, and the answer ends up in workflow history and logs.
- */
+/** Never repeats the address: the answer ends up in workflow history and logs. */
 export function recipientAddressProblem(value: string): string | null {
   // eslint-disable-next-line no-control-regex -- finding control characters is the point
   if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(value)) {

@@ -5,12 +5,7 @@ import type { MailOutcome } from '../shared/mailOutcome';
 
 export type StatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx';
 
-/**
- * How a provider's statuses map onto outcomes. `byProviderError` names the exceptions a provider spells out in
- * its error body (Resend's two kinds of 409), `byStatus` the exceptions by status, and `byClass` covers the
- * rest. A provider adapter passes its own table when its documentation says something the generic one does
- * not (for example, a 503 that may follow processing is `unknown`, not `not_sent`).
- */
+/** Statuses onto outcomes: documented error names first, then status, then class (docs/providers.md, "Outcome tables"). */
 export interface SendOutcomeTable {
   /** Shown nowhere but in tests and debugging: which table classified a status. */
   readonly name: string;
@@ -49,10 +44,7 @@ export const GENERIC_STATUS_TABLE: SendOutcomeTable = Object.freeze({
   } satisfies Record<StatusClass, MailOutcome>),
 });
 
-/**
- * Returns a new table equal to `base` except for the statuses listed in `byStatus` and the provider errors
- * listed in `extras.byProviderError`.
- */
+/** `base` with the listed statuses and provider errors overridden. */
 export function extendStatusTable(
   base: SendOutcomeTable,
   name: string,
@@ -68,23 +60,14 @@ export function extendStatusTable(
   });
 }
 
-/**
- * The table of a provider that can be asked afterwards whether it took a send (the generic API's lookup,
- * Postmark's Messages API, Mailgun's events; issue 22, finding 3): every 5xx is unknown, 501 and 503 included.
- * A 503 from a load balancer can come after it forwarded the request, and a 501 from a proxy in front of the
- * provider proves nothing about the provider; since the lookup can settle an unknown, asking costs a settle
- * delay, while calling it not_sent would retry without asking and could send a second mail.
- */
+/** Every 5xx unknown where a lookup can settle it: docs/providers.md, "Outcome tables". */
 export const LOOKUP_PROVIDER_STATUS_TABLE: SendOutcomeTable = extendStatusTable(
   GENERIC_STATUS_TABLE,
   'generic-with-lookup',
   { 501: 'unknown', 503: 'unknown' },
 );
 
-/**
- * The outcome a final HTTP status stands for, refined by the provider's own error name when its body gave
- * one the table knows. A status outside 100-599 is unknown: we cannot read it.
- */
+/** A status outside 100-599 is unknown: we cannot read it. */
 export function outcomeForStatus(
   status: number,
   table: SendOutcomeTable = GENERIC_STATUS_TABLE,

@@ -1,17 +1,5 @@
-// A webhook only triggers an early lookup; it never settles alone (issue 22; docs/design.md §5, "What counts as
-// evidence"). The webhook receiver faces the internet and holds nothing but Postgres (src/webhooks/
-// webhookServer.ts), so it does not talk to Temporal. Instead each worker reads the events the receiver stored
-// since it last looked, and for an event of an order whose log row is `sending` with this very send key
-// dispatched (an attempt whose outcome a run is waiting to learn), it signals that order's run
-// (PROVIDER_EVENT_SIGNAL). The run's verification then asks the lookup at once (src/workflows/commands.ts),
-// judged by the same rules as ever: a "found" settles the attempt as verified by the lookup; a "not found"
-// before the settle delay has passed is only "wait" (src/evidence/evidenceRules.ts), so the early ask can make
-// an unknown send settle sooner, never differently.
-//
-// Best effort, and cheap: one range read of the events' primary key every interval. A missed event (a worker
-// that was down, an event whose id committed after a higher one was read, a signal that failed) only means the
-// run asks when its settle delay ends, as it would without this. Several workers each signal: a run acts on a
-// signal only while it waits, at most a few times per attempt.
+// A stored webhook event makes the run ask its lookup early; it never settles alone. Why the worker, not the
+// receiver, signals: docs/design.md §5, "What counts as evidence".
 import type { Database } from '../db/pool';
 
 export interface EarlyLookups {

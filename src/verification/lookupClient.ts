@@ -1,10 +1,4 @@
-// The one HTTP path of every provider lookup: a GET through an injected undici dispatcher, bounded by its own
-// deadline, its body always read to the end (or dropped), answered as found / not found / inconclusive by the
-// adapter, or as a failure worth retrying. It never throws for what the network or the provider did.
-//
-// A lookup is safe to repeat (it changes nothing at the provider), so unlike a send it may be retried freely;
-// the verify activity's retry policy and its schedule-to-close deadline bound how long that goes on.
-
+// The one HTTP path of every provider lookup; safe to repeat, so unlike a send it is retried freely.
 import { Pool, type Dispatcher } from 'undici';
 import { readBoundedBody } from '../mail/readBoundedBody';
 import type { LookupEntry } from '../evidence/lookupAnswer';
@@ -20,30 +14,22 @@ import type {
 export type LookupResult = LookupAnswer;
 
 export interface LookupClient {
-  /**
-   * Reads every page within one deadline: the client's own timeout from the call on, or `deadline` when it
-   * comes first (the verify activity's, shared by all the lookups of one try).
-   */
+  /** Every page within one deadline: its own, or `deadline` (the verify try's) when sooner. */
   lookUp(query: LookupQuery, deadline?: AbortSignal): Promise<LookupResult>;
 }
 
 export interface LookupClientOptions {
   adapter: ProviderLookupAdapter;
-  /** The provider's base URL, as for sends: origin plus an optional path prefix. */
   baseUrl: string;
   /** For the base URL's origin; the caller owns it and closes it (createLookupPool). */
   dispatcher: Dispatcher;
-  /** Deadline for the whole lookup, every page and body included. */
   timeoutMs: number;
 }
 
 /** A search result page is small; a much longer body is not an answer we can use. */
 const MAX_LOOKUP_BODY_BYTES = 512 * 1024;
 
-/**
- * How many pages one lookup reads at most. A send has a handful of attempts, so its answer is one page; a
- * provider that keeps handing out pages is not answering our question, and what was read is incomplete.
- */
+/** A send's answer is one page; a provider that keeps paging is not answering, and the read is incomplete. */
 const MAX_LOOKUP_PAGES = 20;
 
 export function createLookupClient(options: LookupClientOptions): LookupClient {
@@ -56,8 +42,7 @@ export function createLookupClient(options: LookupClientOptions): LookupClient {
   ): Promise<LookupResult | LookupPage> => {
     let path: string;
     if ('url' in request) {
-      // A provider's own next-page URL (Mailgun's paging.next): followed only to the origin and path prefix
-      // we asked, so our credential never goes anywhere else.
+      // Followed only to the origin and prefix we asked, so our credential goes nowhere else.
       const next = parseUrl(request.url);
       if (next === null || next.origin !== origin || !next.pathname.startsWith(`${pathPrefix}/`)) {
         return {
@@ -107,8 +92,7 @@ export function createLookupClient(options: LookupClientOptions): LookupClient {
   };
   return {
     async lookUp(query, deadline) {
-      // One deadline for all pages: a provider answering each page just in time must not hold the caller past
-      // its own (the verify activity's start-to-close timeout, docs/design.md §6).
+      // One deadline for all pages: docs/providers.md, "The send key".
       const own = AbortSignal.timeout(options.timeoutMs);
       const signal = deadline === undefined ? own : AbortSignal.any([own, deadline]);
       // Every page is read before anything is judged: "not found" on page one says nothing about page two.
@@ -157,10 +141,7 @@ function parseUrl(text: string): URL | null {
   }
 }
 
-/**
- * The pool lookups go through: one per provider origin, apart from the sends' pool, so a lookup never takes
- * the connection a send is waiting for, and a send's deadlines never apply to a lookup. Close it on shutdown.
- */
+/** Apart from the sends' pool, so a lookup never takes the connection a send waits for. */
 export function createLookupPool(
   baseUrl: string,
   options: { connections: number; connectTimeoutMs: number; timeoutMs: number },

@@ -1,19 +1,4 @@
-// The verification part of the worker's configuration. Pure: the environment in, the settings (or every
-// problem at once) out. Verification is on by default wherever the provider allows it; the defaults of the
-// settle delay and the retention are the provider's documented figures (src/mail/providers/*).
-//
-//   MAIL_VERIFY                    on | off. Default on when the provider can verify (generic, Postmark, Mailgun,
-//                                  SendGrid); off leaves every unknown outcome to UNKNOWN_OUTCOME_POLICY.
-//   MAIL_VERIFY_SETTLE_DELAY_MS    how long after an unknown outcome the workflow waits (durable timer) before it
-//                                  asks; default: what the provider documents. Below the provider's documented
-//                                  figure it is refused, unless
-//   MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON  says why (a sandbox that indexes at once, a measured account).
-//   MAIL_VERIFY_RETENTION_MS       how long the provider's lookup remembers a message on your plan; default: the
-//                                  shortest of its plans (Mailgun: 1 day). Past it, "not found" is not evidence.
-//   MAIL_VERIFY_LOOKUP_TIMEOUT_MS  deadline of all lookups of one verify try, every page (default 10000).
-//   MAIL_VERIFY_DEADLINE_MS        how long the verify activity keeps retrying a failing lookup before the
-//                                  policy decides after all (default 300000).
-//   MAIL_VERIFY_CONNECTIONS        connections of the lookup pool (default 2).
+// Verification settings, pure; each variable and its default: docs/providers.md, "Settings".
 import { MAIL_PROVIDER_FACTS, type MailProviderName } from '../mail/providers/mailProvider';
 import type { VerificationFacts } from './providerLookup';
 

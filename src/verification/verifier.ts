@@ -1,6 +1,4 @@
-// What the verify activity asks with: the provider's lookup (over a pool of its own) and whether its webhook
-// events count, with the settle delay and retention they are trusted within. Built once per worker by the
-// composition root (src/worker.ts) from the configuration; closed on shutdown.
+// What the verify activity asks with; built once per worker by src/worker.ts, closed on shutdown.
 import type { SendDestination } from '../evidence/destination';
 import type { WitnessOrdering } from '../evidence/freshnessCheck';
 import type { MailApiConfig } from '../mail/createMailTransport';
@@ -18,10 +16,7 @@ export interface Verifier {
   retentionMs: number | null;
   /** What order of its lookup a freshness witness assumes (the provider's facts, with its settle delay). */
   witnessOrdering: WitnessOrdering;
-  /**
-   * Where this worker's lookup can ask: its provider, origin, domain or stream and key. An attempt that went
-   * anywhere else cannot be asked about by it (src/evidence/destination.ts).
-   */
+  /** Where this worker's lookup can ask; an attempt that went elsewhere cannot be asked about. */
   destination: SendDestination;
 }
 

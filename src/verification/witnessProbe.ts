@@ -1,14 +1,4 @@
-// A WITNESS ON DEMAND (docs/design.md §5, "What counts as evidence"; docs/providers.md, "A witness on demand").
-// In a quiet period nothing is sent after an unknown attempt's end, so no freshness witness ever comes and the
-// unknown waits for its deadline, then the policy decides. When the verify activity finds no witness at all,
-// it asks for a probe: one normal send to the shop's sink address (MAIL_WITNESS_SINK_ADDRESS) on the attempt's
-// own destination, with the same metadata shape, under an identity that is never an order id. Its only use is
-// as a witness, by the same rule as any send (accepted after the attempt's end); any other outcome is recorded
-// and counted, never retried and never verified. The probe's fence (src/db/witnessProbes.ts) makes one probe
-// per destination per interval, across workers; it serves every unknown of the destination that ended before it.
-//
-// The probe goes on in the background: the verify activity returns at once, and the next ask finds the probe
-// (accepted, and shown by the lookup) as its witness.
+// A witness on demand for quiet periods, sent in the background: docs/providers.md, "A witness on demand".
 import { randomUUID } from 'node:crypto';
 import { findWitnessCandidate } from '../db/freshnessWitness';
 import type { Database } from '../db/pool';
@@ -20,24 +10,16 @@ import type { OrderMailMetrics, WitnessProbeOutcome } from '../metrics/orderMail
 import type { MailOutcome } from '../shared/mailOutcome';
 
 export interface WitnessProbeSettings {
-  /** MAIL_WITNESS_SINK_ADDRESS: a mailbox of the shop's that takes probes (docs/operating.md, "Witness probes"). */
+  /** MAIL_WITNESS_SINK_ADDRESS (docs/operating.md, "Witness probes"). */
   sinkAddress: string;
-  /** MAIL_WITNESS_PROBE_INTERVAL_MS: at most one probe per destination per this many ms, across workers. */
+  /** At most one probe per destination per interval, across workers. */
   intervalMs: number;
 }
 
 export interface WitnessProber {
-  /**
-   * Asks for a probe of the destination, for an unknown of `orderId` that ended at `attemptEndedAt` (Postgres's
-   * clock) and has no witness. Returns at once; nothing is sent when a send or probe already accepted after that
-   * end is on its way to be a witness, when another probe of the destination left within the interval, or when
-   * this worker has no transport to that very destination.
-   */
+  /** Returns at once; sends nothing when a witness is already coming or the interval has not passed. */
   request(input: { orderId: string; destination: SendDestination; attemptEndedAt: Date }): void;
-  /**
-   * For shutdown (and tests): takes no more requests, drops a probe still waiting for its attempt's end, and
-   * waits for the probes under way (their transport's deadline bounds them).
-   */
+  /** For shutdown: drops probes waiting for their attempt's end, waits for those under way. */
   settled(): Promise<void>;
 }
 
@@ -46,7 +28,7 @@ export function probeIdentity(deploymentId: string, uuid: string = randomUUID())
   return { probeId: `witness-probe-${uuid}`, sendKey: `witness-probe/${deploymentId}/${uuid}` };
 }
 
-/** Pure: a probe's mail. Short, plain, and the same shape as a confirmation (text and HTML, sender, subject). */
+/** The same shape as a confirmation (text and HTML, sender, subject). */
 export function witnessProbeMail(input: {
   probeId: string;
   sendKey: string;
@@ -68,7 +50,6 @@ export function witnessProbeMail(input: {
   };
 }
 
-/** Thrown by the probe's fence when it is not due; the transport then makes no request. */
 class ProbeNotDue extends Error {
   override readonly name = 'ProbeNotDue';
   constructor(readonly why: 'early' | 'rate-limited') {
@@ -76,10 +57,10 @@ class ProbeNotDue extends Error {
   }
 }
 
-/** A probe waits at most this long for the attempt's end; an attempt further from it is asked about later again. */
+/** An attempt further from its end is asked about again later. */
 const MAX_WAIT_FOR_END_MS = 120_000;
 
-/** How long a probe may wait for a connection of the transport's pool before it gives up (nothing sent). */
+/** How long a probe waits for a pooled connection before giving up (nothing sent). */
 const CONNECTION_WAIT_MS = 5_000;
 
 export function createWitnessProber(deps: {
@@ -93,7 +74,6 @@ export function createWitnessProber(deps: {
   log?: (message: string, fields: Record<string, unknown>) => void;
 }): WitnessProber {
   const underWay = new Map<string, Promise<void>>();
-  // Set by settled(): a probe still waiting for its attempt's end is dropped, one under way finishes.
   const closing = new AbortController();
 
   async function probe(input: {
@@ -107,8 +87,7 @@ export function createWitnessProber(deps: {
         candidate.destination !== undefined && whyCannotAsk(destination, candidate.destination) === null,
     );
     if (transport === undefined) return;
-    // Asked before the attempt's end (its run saw the request end early, and asked a settle delay later): a probe
-    // before the end proves nothing, so it leaves at the end, not at the next ask a settle delay on.
+    // A probe before the attempt's end proves nothing: it leaves at the end.
     const untilEnd = await millisecondsUntil(deps.db, input.attemptEndedAt);
     if (untilEnd > MAX_WAIT_FOR_END_MS) return;
     if (untilEnd > 0) {
@@ -118,8 +97,7 @@ export function createWitnessProber(deps: {
       });
     }
     if (closing.signal.aborted) return;
-    // An accepted send or probe after the attempt's end that is not old enough yet (Mailgun's threshold) will be
-    // the witness: another probe would only cost.
+    // An accepted send after the end, still too young (Mailgun's threshold), will be the witness.
     const coming = await findWitnessCandidate(deps.db, {
       orderId: input.orderId,
       destination,
@@ -158,7 +136,6 @@ export function createWitnessProber(deps: {
       );
     } catch (error) {
       if (error instanceof ProbeNotDue) {
-        // Early: the attempt has not ended yet on Postgres's clock; its next ask asks again.
         if (error.why === 'rate-limited') count(destination.provider, 'rate_limited');
         return;
       }

@@ -15,10 +15,7 @@ export function providerOf(req: IncomingMessage): WebhookProvider | null {
         : null;
 }
 
-/**
- * The body, or 'too-large' the moment it grows past the cap (what came is dropped and reading stops), or
- * 'gone' when the client went away or Node's request timeout cut it off.
- */
+/** The body; 'too-large' the moment it passes the cap; 'gone' when the client left or timed out. */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large' | 'gone'> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];

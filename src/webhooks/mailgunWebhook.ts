@@ -1,17 +1,5 @@
-// Mailgun's webhooks (documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks): the JSON
-// body carries {"signature": {"timestamp", "token", "signature"}, "event-data": {…}}; the signature is the hex
-// HMAC-SHA256 of timestamp followed by token, keyed with the webhook signing key. Mailgun advises refusing a
-// token seen before and a timestamp far from now; the window is ours (WEBHOOK_MAX_AGE_MS). One event per POST.
-// The user variables set on the send (v:order_id, v:send_key) come back in event-data's user-variables.
-//
-// The signature is INSIDE the JSON body (Mailgun sends no signature header for its JSON webhooks), so the body
-// must be parsed before the signature can be checked: there is no way to check first. What we do instead is
-// make that parse cheap and interpret nothing before the check: a Mailgun body is capped far below the
-// receiver's general cap (MAILGUN_MAX_BODY_BYTES; one event is a few KB), the server refuses a larger one
-// with 413 before parsing it (src/webhooks/webhookServer.ts), a body that cannot be a signed JSON object (it
-// does not start with '{' or has no "signature" key anywhere) is refused without being parsed, and of the
-// parsed value only the three signature fields are read until the signature verifies; event-data is not looked
-// at before then. Every refusal writes nothing.
+// Mailgun's webhooks (its securing-webhooks guide): the signature is inside the JSON, so the parse before the
+// check is kept cheap and reads nothing else: docs/providers.md, Webhooks.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import {
   epochSeconds,

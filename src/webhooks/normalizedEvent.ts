@@ -1,6 +1,4 @@
-// One provider event normalized, as we keep it whatever the provider (what happened to which order's send),
-// and the readers that take each of its fields from a webhook body, refusing or dropping what cannot be ours.
-// Pure. Stored by providerEvents.ts.
+// One provider event as we keep it, and the pure readers of its fields from a webhook body.
 import { InvalidOrderIdError, parseOrderId } from '../shared/orderId';
 
 export type ProviderEventType = 'accepted' | 'delivered' | 'bounced' | 'dropped' | 'complained';
@@ -15,10 +13,7 @@ export interface ProviderEvent {
   eventType: ProviderEventType;
   occurredAt: Date;
   reason: string | null;
-  /**
-   * SES: the account that sent the mail (mail.sendingAccountId) and the configuration set it named (its
-   * ses:configuration-set tag). An event counts only for an attempt dispatched from the same (src/evidence/).
-   */
+  /** SES: mail.sendingAccountId and the ses:configuration-set tag; it counts only for the same. */
   source?: { account: string; configurationSet: string };
 }
 
@@ -36,10 +31,7 @@ const MAX_REASON_LENGTH = 500;
 // operators, the address is not.
 const ADDRESS = /<?[^\s<>@"]+@[^\s<>@"]+>?/g;
 
-/**
- * The order id an event carries in our custom arguments, or null when the event is not one of ours: another
- * system on the same provider account may use the same field for its own ids ("INV-2026-0042").
- */
+/** Null when not ours: another system on the account may use the field ("INV-2026-0042"). */
 export function orderIdOrNull(value: unknown): string | null {
   if (typeof value !== 'string') return null;
   try {

@@ -1,16 +1,5 @@
-// Whether an authentic delivery's event is one of ours that may be stored (issue 22): the one place that
-// decides it, for both providers. A signature proves who posted, not what the event says: Mailgun signs only
-// its timestamp and token, and a SendGrid account may carry other systems' mail. So an event is stored only
-// when what it says agrees with itself:
-//   - its send key is one of ours and names the very order the event names (src/mail/idempotencyKey.ts:
-//     order-confirmation/[<deployment>/]<order>[/<resend count>]);
-//   - where we chose the message id ourselves (Mailgun's Message-Id, made from the send key), it is the one
-//     that key makes;
-//   - its time is sane: not after the signature (beyond the clock window), not older than a provider retries
-//     a webhook (SendGrid for 72 hours, Mailgun for 8).
-// Anything else is skipped and counted by why; the delivery is still answered 2xx, so a provider does not
-// redeliver a batch forever for one stranger in it. Whether a stored event settles anything is decided where
-// it is read (src/evidence/): message id equal to ours, time at or after the dispatch.
+// The one place that decides whether an authentic event is ours and may be stored: a signature proves who
+// posted, not what the event says. The rules: docs/providers.md, Webhooks.
 import { mailgunMessageIdLocalPart } from '../evidence/messageIdentity';
 import type { ProviderEvent } from './normalizedEvent';
 

@@ -1,6 +1,5 @@
-// Typed queries for order_mail_provider_events and order_mail_webhook_deliveries, the one module that writes
-// them (migration 0006). A delivery is taken in ONE transaction: its token first (a replay finds it and
-// changes nothing), then its events, each stored once by the provider's event id.
+// The one module that writes the provider events and delivery tokens (migration 0006); a delivery is one
+// transaction, its token first, so a replay changes nothing.
 import type { Database } from '../db/pool';
 import type { ProviderEventType, WebhookProvider } from './normalizedEvent';
 import type { AuthenticDelivery } from './signedDelivery';
@@ -17,9 +16,7 @@ export async function storeDelivery(
   /** This provider's tokens signed before this are forgotten: a request that old is refused for its timestamp. */
   forgetTokensSignedBefore: Date,
 ): Promise<StoreResult> {
-  // Nothing of ours in it: nothing to guard against a replay of, so nothing is written. Except Mailgun's token:
-  // its signature covers no event data, so a signed triple once seen is spent whatever it carried, and cannot
-  // be replayed with data of someone's making.
+  // Nothing of ours: nothing written, except Mailgun's token, spent once seen (its signature covers no data).
   if (delivery.events.length === 0 && provider !== 'mailgun') {
     return { kind: 'stored', newEvents: 0, knownEvents: 0 };
   }
@@ -94,11 +91,7 @@ export async function listProviderEvents(db: Database, orderId: string): Promise
   return rows;
 }
 
-/**
- * Every stored event of this send (its key) from this provider, oldest first. Whether one counts as evidence
- * for an attempt, and for how much, is src/evidence/evidenceRules.ts's to say (judgeWebhookEvents): its
- * message id and time must be the attempt's, and with a provider that has a lookup it only prompts the lookup.
- */
+/** Every stored event of this send, oldest first; what counts is src/evidence/evidenceRules.ts's to say. */
 export async function listSendEvents(
   db: Database,
   query: { orderId: string; sendKey: string; provider: WebhookProvider },

@@ -1,6 +1,4 @@
-// Which reader checks a signed delivery: SendGrid's (an ECDSA signature over timestamp and body) or Mailgun's
-// (an HMAC inside the JSON). SNS deliveries of SES events have their own reader (snsWebhook.ts), which also
-// answers subscription confirmations. Null when the provider's key is not configured.
+// Which reader checks a signed delivery; null when the provider's key is not configured.
 import type { KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { readMailgunDelivery } from './mailgunWebhook';

@@ -1,13 +1,5 @@
-// SendGrid's signed Event Webhook (twilio.com/docs/sendgrid/for-developers/tracking-events/
-// getting-started-event-webhook-security-features): SendGrid signs each POST with ECDSA (P-256, SHA-256) over
-// the X-Twilio-Email-Event-Webhook-Timestamp header's value followed by the raw body, and sends the base64
-// signature in X-Twilio-Email-Event-Webhook-Signature. We verify with the public key from Mail Settings (base64
-// DER, as the console shows it, or PEM). The body is a JSON array of events; custom_args from the send come
-// back as top-level fields of each event, which is how an event names its order and send.
-//
-// SendGrid documents no timestamp tolerance; the window is ours (WEBHOOK_MAX_AGE_MS). A redelivery is signed
-// anew, so its signature is new while its events keep their sg_event_id: stored once. The very same signed
-// request seen twice is a replay and refused, however its signature is spelled (sendGridReplayToken).
+// SendGrid's signed Event Webhook (getting-started-event-webhook-security-features): ECDSA over timestamp and
+// raw body; the time window is ours, as SendGrid documents none: docs/providers.md, Webhooks.
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import {
@@ -49,12 +41,7 @@ export function sendGridPublicKey(text: string): KeyObject {
 /** The order of P-256's group: s and n - s both verify, so a signature is taken as (r, the smaller of them). */
 const P256_ORDER = BigInt('0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551');
 
-/**
- * What makes a SendGrid delivery's signature the same signature however it is spelled: base64 with or without
- * padding or stray characters, DER with other integer padding, or ECDSA's twin (r, n - s), which verifies just
- * as well. A hash of (r, low s) as 32-byte integers; of the decoded bytes when they are not DER (they then do
- * not verify either).
- */
+/** The same token however the signature is spelled, twin (r, n - s) included: docs/providers.md, Webhooks. */
 export function sendGridReplayToken(signatureBytes: Buffer): string {
   const pair = ecdsaDerPair(signatureBytes);
   const canonical =

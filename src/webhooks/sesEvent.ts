@@ -1,7 +1,4 @@
-// The SES event inside an SNS notification (eventType Send, Delivery, Bounce, Complaint, Reject): which order
-// and send key its message tags name, what became of the mail, and when, and where it was sent from (the
-// sending account and the configuration set SES puts on every event; an event without them is not ours). The SNS envelope around it, with its
-// signature, is src/webhooks/snsWebhook.ts; whether the event is about one of our attempts, ourEvent.ts.
+// The SES event inside an SNS notification: its order, send key, outcome, time, account and configuration set.
 import { sendKeyOfSesTag } from '../evidence/messageIdentity';
 import { SES_TAGS, sesConfigurationSetProblem } from '../mail/providers/ses';
 import {

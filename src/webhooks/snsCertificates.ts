@@ -1,11 +1,4 @@
-// SNS signing certificates by URL, for src/webhooks/snsWebhook.ts. Anyone can post a message naming a
-// certificate URL, so fetching is bounded: the URL has already been pinned to AWS's own form; one fetch is in
-// flight per URL (concurrent posts share it) and at most a few in all (more are refused as busy, which the
-// receiver answers 503 so SNS delivers a genuine message again); a fetch has one deadline for connect,
-// headers and body together; a success is kept (SNS serves a new certificate under a new URL) and a failure
-// is remembered for a while, so posts naming it are refused without another fetch. The certificate's
-// validity is judged at every use with the caller's clock, so a kept certificate that has expired since it
-// was fetched signs nothing.
+// SNS signing certificates by URL; anyone can name one, so fetching is bounded: docs/providers.md, SNS delivery.
 import { X509Certificate, type KeyObject } from 'node:crypto';
 import { request } from 'undici';
 

@@ -1,27 +1,5 @@
-// Amazon SNS HTTPS deliveries of Amazon SES events (POST /webhooks/ses). SES publishes the events of every send
-// that names our configuration set to an SNS topic; SNS posts each one to us as a JSON document (sent as
-// text/plain) with Type, MessageId, TopicArn, Message, Timestamp, SignatureVersion, Signature and
-// SigningCertURL. What SNS documents about verifying it, done here:
-//   - the string to sign is the listed fields, each as "Name\nvalue\n", in byte order of their names
-//     (Notification: Message, MessageId, Subject if present, Timestamp, TopicArn, Type; the confirmations add
-//     SubscribeURL and Token);
-//   - SignatureVersion 1 is RSA with SHA1, 2 is RSA with SHA256, base64 in Signature;
-//   - the certificate comes from SigningCertURL, pinned to the form AWS uses and nothing wider:
-//     https://sns.<region>.amazonaws.com[.cn]/SimpleNotificationService-<hex>.pem, no port, userinfo, query or
-//     fragment (a looser host pattern let S3's names for a bucket called "sns" through: anyone's certificate);
-//     SNS_CERT_HOST_PATTERN may only narrow it; fetching is bounded in src/webhooks/snsCertificates.ts;
-//   - a SubscriptionConfirmation is confirmed by a GET of its SubscribeURL, on the same kind of host.
-// Ours on top: the topic must be on the allow-list (SES_SNS_TOPIC_ARNS); SignatureVersion 1 may be refused
-// (SNS_REQUIRE_SIGNATURE_V2); SNS keeps a message's first Timestamp on every retry, so a Timestamp is taken for
-// SNS_MAX_RETRY_S (plus the clock window WEBHOOK_MAX_AGE_MS) after it, and the replay guard keeps MessageIds as
-// long (snsTokenWindowMs); a MessageId seen before is a replay (the delivery's token). Every refusal writes
-// nothing. The SES event inside (eventType Send, Delivery, Bounce, Complaint, Reject) is ours only when its
-// message tags carry one of our send keys naming the order its order_id tag names (read in
-// src/webhooks/sesEvent.ts, judged in src/webhooks/ourEvent.ts).
-//
-// Tests sign with a certificate of their own (dev/sandbox/testCertificate.ts) served from a loopback origin;
-// the receiver trusts it only when told so by trustTestCertificateOrigin, which only code can set: the
-// receiver's environment configuration refuses it (src/webhooks/webhookConfig.ts).
+// SNS deliveries of SES events (POST /webhooks/ses), verified as SNS documents and with our own limits on top:
+// docs/providers.md, "SNS delivery: what the receiver trusts, retries, dead letters".
 import { createVerify, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { request } from 'undici';
@@ -38,30 +16,18 @@ export const DEFAULT_SNS_CERT_HOST_PATTERN = '^sns\\.[a-z0-9-]+\\.amazonaws\\.co
 /** SNS_MAX_RETRY_S's default: a custom HTTP/S delivery policy retries for an hour at most. */
 export const DEFAULT_SNS_MAX_RETRY_MS = 3_600_000;
 
-/**
- * A region as AWS names them: two letters, one or more words, a number (us-east-1, cn-north-1,
- * us-gov-west-1). Not S3's `s3`, `s3-<region>`, `s3-accelerate`, `s3-website-…`, which start "s3".
- */
+/** A region as AWS names them (us-east-1, us-gov-west-1), never S3's `s3-…` names. */
 const AWS_REGION = '[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}';
 const SNS_HOST = new RegExp(`^sns\\.(${AWS_REGION})\\.amazonaws\\.com(\\.cn)?$`);
 const SNS_CERT_PATH = /^\/SimpleNotificationService-[0-9a-f]{1,64}\.pem$/;
 
 export interface SnsSettings {
-  /** The topics whose notifications are taken (SES_SNS_TOPIC_ARNS); any other is refused. */
   topicArns: ReadonlySet<string>;
-  /**
-   * Narrows the hosts the signing certificate and the SubscribeURL may be on (SNS_CERT_HOST_PATTERN): a URL
-   * must match it and AWS's own form, whatever the pattern says.
-   */
+  /** SNS_CERT_HOST_PATTERN: only narrows AWS's own form. */
   certHostPattern: RegExp;
-  /** Refuse SignatureVersion 1 (RSA-SHA1) (SNS_REQUIRE_SIGNATURE_V2); default false. */
   requireSignatureVersion2?: boolean;
-  /** How long after its Timestamp SNS may still be retrying a message (SNS_MAX_RETRY_S); default 1 h. */
   maxRetryMs?: number;
-  /**
-   * Tests only: one origin (http or https, loopback) whose certificates and SubscribeURLs are trusted besides
-   * the SNS hosts. Never from the environment.
-   */
+  /** Tests only, set in code, never from the environment: a loopback origin also trusted. */
   trustTestCertificateOrigin?: string | null;
 }
 
@@ -210,8 +176,7 @@ export async function readSnsDelivery(input: {
   ) {
     return refused(401, 'the signature does not verify');
   }
-  // Checked after the signature, so only SNS's own clock is judged, never a forger's. A retry keeps the first
-  // Timestamp, so the past reaches as far as SNS retries; the future only as far as clocks disagree.
+  // After the signature, so only SNS's clock is judged; a retry keeps its first Timestamp.
   const age = input.now.getTime() - signedAt.getTime();
   if (age > snsTokenWindowMs(input.settings, input.maxAgeMs) || -age > input.maxAgeMs) {
     return refused(401, 'the signature timestamp is stale');

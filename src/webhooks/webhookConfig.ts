@@ -1,29 +1,4 @@
-// Configuration of the webhook receiver (npm run webhooks). Pure: the environment in, every problem at once.
-//   WEBHOOK_DATABASE_URL          where events are stored (the workers' database), as the receiver's own login
-//                                 in order_mail_webhooks (migration 0025, npm run db:roles); never the workers'
-//   WEBHOOK_BIND_ADDRESS          host:port to listen on (default 0.0.0.0:8090); put TLS in front of it
-//   SENDGRID_WEBHOOK_PUBLIC_KEY   SendGrid's verification key (Mail Settings → Signed Event Webhook), base64 or PEM
-//   MAILGUN_WEBHOOK_SIGNING_KEY   Mailgun's HTTP webhook signing key
-//   SES_SNS_TOPIC_ARNS            comma-separated SNS topic ARNs whose notifications of SES events are taken at
-//                                 /webhooks/ses; any other topic is refused
-//   SNS_CERT_HOST_PATTERN         narrows the hosts SNS signing certificates and SubscribeURLs may come from;
-//                                 a URL must also have AWS's own form (sns.<region>.amazonaws.com[.cn],
-//                                 snsWebhook.ts), whatever the pattern says; a pattern that would also match a
-//                                 host outside AWS (localhost, an address, another domain) is refused. There is
-//                                 no setting to trust another origin: only tests can, in code (snsWebhook.ts).
-//   SNS_REQUIRE_SIGNATURE_V2      true: refuse SignatureVersion 1 (SHA1); set the topic's SignatureVersion to 2
-//                                 first (default false)
-//   SNS_MAX_RETRY_S               how long after its Timestamp an SNS message is still taken, and its MessageId
-//                                 kept against replay: SNS retries under the first Timestamp (default 3600, the
-//                                 longest an HTTP/S delivery policy retries)
-//   WEBHOOK_MAX_AGE_MS            how far a signature's timestamp may be from our clock (default 300000)
-//   WEBHOOK_MAX_BODY_BYTES        a larger body is refused while it is read (default 1048576; SendGrid's
-//                                 batches stay under 768 KB)
-//   WEBHOOK_REQUEST_TIMEOUT_MS    a request not fully received by then is answered 408 (default 15000; the
-//                                 headers must come within the smaller of it and 10 s)
-//   WEBHOOK_MAX_CONNECTIONS       open connections at most; more are closed at once (default 128)
-//   WEBHOOK_METRICS_BIND_ADDRESS  host:port of GET /metrics (default 127.0.0.1:9466, loopback); "off" for none
-// At least one provider; a provider without its key (or topics) has no endpoint (404), never an unchecked one.
+// The webhook receiver's configuration, pure; its variables: docs/production.md, "The webhook receiver".
 import type { KeyObject } from 'node:crypto';
 import { ConfigError } from '../config/envReader';
 import { sendGridPublicKey } from './sendgridWebhook';

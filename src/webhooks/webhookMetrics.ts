@@ -1,10 +1,4 @@
-// The webhook receiver's own Prometheus metrics (it has no Temporal runtime whose meter the worker's use), in
-// the text exposition format, served on a port of its own (WEBHOOK_METRICS_BIND_ADDRESS, loopback by default:
-// the receiver's public port faces the internet, its metrics must not).
-//   order_mail_webhook_requests_total{provider, outcome}   every request, by how it was answered
-//   order_mail_webhook_events_total{provider, result}      events of authentic deliveries: stored, known
-//                                                            (a redelivery), or skipped_<reason> (ourEvent.ts)
-//   process_resident_memory_bytes, nodejs_heap_size_used_bytes   what the process holds (the fuzz test reads them)
+// The receiver's own Prometheus metrics, on a loopback port of its own (its public port faces the internet).
 import { createServer, type Server } from 'node:http';
 import { listenHttp } from '../metrics/listenHttp';
 import type { Skipped } from './ourEvent';

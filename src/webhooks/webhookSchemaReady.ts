@@ -1,8 +1,5 @@
-// What the webhook receiver checks of its database before it serves: the schema is migrated to this build
-// (it runs no DDL: migrations are `npm run db:migrate`'s, with their own role), its role may store events and
-// replay tokens, and its role may NOT read the orders or touch the mail log. The last is the point of a role
-// of its own (migration 0025): an internet-facing process started with the workers' or the owner's login
-// would hold every customer's name and address, so it refuses to start instead of running with that power.
+// Before serving, the receiver checks its schema and its role, and refuses to start with a role that could
+// read orders or the mail log (migration 0025): docs/production.md, "The webhook receiver".
 import { listMigrationFiles, MIGRATIONS_DIRECTORY } from '../db/migrator';
 import type { Database } from '../db/pool';
 import { WEBHOOK_GROUP_ROLE } from '../db/roles';

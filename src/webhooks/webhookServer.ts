@@ -1,18 +1,5 @@
-// The webhook receiver: a small HTTP server of its own (npm run webhooks), apart from the worker's ops port.
-// It faces the internet (the providers must reach it), while the worker's /metrics and /readyz must not; it
-// needs Postgres only, not Temporal, so it keeps taking events while workers drain or deploy; and it scales
-// with the providers' posting rate, not with the send rate.
-//   POST /webhooks/sendgrid   SendGrid's signed Event Webhook
-//   POST /webhooks/mailgun    Mailgun's webhooks (JSON)
-//   POST /webhooks/ses        Amazon SNS notifications of SES events (src/webhooks/snsWebhook.ts)
-//   GET  /healthz             the process answers; GET /readyz: and Postgres does
-// Because anyone can reach it, what a request may cost is bounded before anything is looked at: a body larger
-// than maxBodyBytes is refused from its Content-Length or the moment it grows past it (never read to its
-// end), a request not fully received within requestTimeoutMs is answered 408 by Node's own timers, and at most
-// maxConnections are open. Then every delivery is checked (content type, signature, timestamp, then shape)
-// and refused with a 4xx that writes nothing; an authentic one is stored in one transaction
-// (src/webhooks/providerEvents.ts), only its events that pass src/webhooks/ourEvent.ts. A database failure
-// answers 503, so the provider delivers again later.
+// The webhook receiver, a process of its own facing the internet: what a request may cost is bounded before
+// anything is looked at. Endpoints and checks: docs/providers.md, Webhooks; limits: docs/production.md.
 import type { KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Database } from '../db/pool';
@@ -50,10 +37,7 @@ export interface WebhookServerOptions {
   mailgunSigningKey: string | null;
   /** SES events by SNS: the topics taken and where certificates may come from; null for no /webhooks/ses. */
   sns?: SnsSettings | null;
-  /**
-   * Tests and the chaos run only: where SNS signing certificates come from (an SnsCertificates whose fetchPem
-   * plays the network). Never from the environment; default: fetched over HTTPS.
-   */
+  /** Tests and the chaos run only, never from the environment: where SNS certificates come from. */
   snsCertificates?: SnsCertificates;
   maxAgeMs: number;
   /** Default 1 MiB. */

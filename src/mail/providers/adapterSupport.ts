@@ -1,5 +1,4 @@
-// Small helpers the provider adapters share: key checks, reading a provider's JSON, and keeping whatever we
-// take from a response short and free of anything but the id we asked for.
+// Helpers the adapters share; what we take from a response stays short and holds nothing but the id.
 
 import type { LookupEntry } from '../../evidence/lookupAnswer';
 import type { ResponseHeaders } from './providerTypes';
@@ -9,10 +8,7 @@ export class MailClientConfigError extends Error {
   readonly code = 'ERR_MAIL_CLIENT_CONFIG';
 }
 
-/**
- * Checked when the adapter is created, so a bad key is a configuration error at start-up rather than a
- * "rejected" on every mail. The message never shows the key.
- */
+/** A bad key is a start-up error, not a "rejected" on every mail; the message never shows it. */
 export function checkApiKey(apiKey: string): void {
   const problem = apiKeyProblem(apiKey);
   if (problem !== null) throw new MailClientConfigError(`Invalid mail client options: ${problem}.`);
@@ -24,7 +20,6 @@ export function apiKeyProblem(apiKey: string): string | null {
     : null;
 }
 
-/** The body as a JSON object, or null when it is empty, not JSON, or not an object. */
 export function parseJsonObject(body: string | null): Record<string, unknown> | null {
   if (body === null || body === '') return null;
   try {
@@ -37,8 +32,7 @@ export function parseJsonObject(body: string | null): Record<string, unknown> | 
   }
 }
 
-// Provider ids are short tokens (UUIDs, `<…@domain>`, base64-ish strings). Anything else is not stored:
-// the id goes into workflow history and the log, so it must not be a channel for arbitrary text.
+// The id goes into workflow history and the log: only a short token, never arbitrary text.
 const MESSAGE_ID = /^[\x21-\x7e]{1,256}$/;
 
 export function safeMessageId(value: unknown): string | null {
@@ -50,7 +44,6 @@ export function headerValue(headers: ResponseHeaders, name: string): string | nu
   return (Array.isArray(value) ? value[0] : value) ?? null;
 }
 
-/** Returns `name` if it is one of the provider's documented error names, else null. */
 export function documentedName(value: unknown, documented: ReadonlySet<string>): string | null {
   return typeof value === 'string' && documented.has(value) ? value : null;
 }
@@ -60,10 +53,7 @@ export interface Mailbox {
   name: string | null;
 }
 
-/**
- * Splits `Shop <shop@example.com>` (or `"Shop" <…>`) into name and address, for providers that want them
- * apart (SendGrid). A bare address comes back with no name.
- */
+/** `Shop <shop@example.com>` into name and address (SendGrid wants them apart). */
 export function parseMailbox(value: string): Mailbox {
   const match = /^\s*(?:"([^"]*)"|([^<"]*?))\s*<([^<>\s]+)>\s*$/.exec(value);
   if (match === null) return { email: value.trim(), name: null };
@@ -71,10 +61,7 @@ export function parseMailbox(value: string): Mailbox {
   return { email: match[3]!, name: name === '' ? null : name };
 }
 
-/**
- * A lookup entry from what a provider's answer said about one message, keeping only well-formed values: a
- * field that is missing or malformed is left out (reported as unknown), never guessed.
- */
+/** Only well-formed values are kept; a malformed field is left out, never guessed. */
 export function lookupEntry(fields: {
   sendKey?: unknown;
   messageId?: unknown;

@@ -1,15 +1,5 @@
-// AWS credentials for the SES adapter, from the settings AWS's own tools read, in the order they take them:
-//   static keys        AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN)
-//   web identity       AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (+ AWS_ROLE_SESSION_NAME): the token file is
-//                      exchanged for temporary keys by STS AssumeRoleWithWebIdentity (EKS service accounts)
-//   container          AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI (+ AWS_CONTAINER_AUTHORIZATION_TOKEN
-//                      or _TOKEN_FILE): temporary keys from the container agent (ECS tasks, EKS Pod Identity)
-// Only these three: no shared config files, no instance metadata, so a worker never signs with keys an operator
-// did not mean it to have. Fetching and refreshing temporary keys is AWS's own code (@aws-sdk/credential-
-// providers); signing is src/mail/providers/ses.ts's.
-//
-// The source is read purely (for the configuration's problems and for the destination's fingerprint); the
-// provider that fetches keys is made by the composition root.
+// AWS credentials for SES from three sources only, so a worker never signs with keys it was not meant to
+// have: docs/providers.md, Amazon SES, "Credentials".
 import { fromHttp, fromTokenFile } from '@aws-sdk/credential-providers';
 
 export interface AwsCredentials {
@@ -78,11 +68,7 @@ export function readAwsCredentialSource(
   return null;
 }
 
-/**
- * What stays the same about these credentials while temporary keys rotate: the static access key id, the role
- * a web identity assumes, the container agent's URI. Its fingerprint is the destination's credential
- * (src/evidence/destination.ts), never the secret key.
- */
+/** What stays the same while temporary keys rotate; its fingerprint is the destination's credential. */
 export function awsCredentialIdentity(source: AwsCredentialSource): string {
   switch (source.kind) {
     case 'static':
@@ -97,10 +83,7 @@ export function awsCredentialIdentity(source: AwsCredentialSource): string {
 /** Temporary keys are fetched again this long before they expire, so a request is never signed with stale ones. */
 const REFRESH_BEFORE_EXPIRY_MS = 5 * 60 * 1000;
 
-/**
- * A provider of keys for the source, caching temporary ones until shortly before they expire and fetching at
- * most once at a time. `region` is where STS is asked for a web identity's keys.
- */
+/** Caches temporary keys until shortly before they expire; one fetch at a time. */
 export function createAwsCredentialProvider(
   source: AwsCredentialSource,
   options: { region: string },

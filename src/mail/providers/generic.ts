@@ -1,21 +1,5 @@
-// The generic JSON mail API, which the sandbox speaks: POST {base}/v1/messages with a bearer token,
-// 202 {"id": …} on acceptance. The shape an adopter's in-house mail gateway can implement.
-//
-// To get verified outcomes instead of the unknown-outcome policy, the gateway also implements the lookup:
-//   GET {base}/v1/messages?order_id=<id>   (same bearer token)
-//   200 {"messages": [{"id": "<its message id>", "order_id": "<metadata.order_id>",
-//                      "send_key": "<metadata.send_key of the request>", "accepted_at": "<ISO 8601>"}, …]}
-//   every message it accepted for the order, in any order, on one page. A message of another order in the list
-//   means the gateway ignored the filter: the answer then proves nothing (src/evidence/evidenceRules.ts).
-//   Optionally "watermark": "<ISO 8601>", on the clock of accepted_at: the time up to which the gateway's list
-//   is complete (every message it accepted at or before it is listed). A freshness witness then counts only at
-//   or before it; without it, the witness assumes the list shows messages in the order they were accepted
-//   (docs/providers.md, "What a witness assumes").
-// and promises two things, which the settle delay and the retention below stand for: a message it accepted is
-// in that list within GENERIC_LOOKUP_VISIBLE_WITHIN_MS (even when the sender never heard the 202), and it stays
-// there for GENERIC_LOOKUP_RETENTION_MS. A gateway without the lookup answers 404 (or 405, 501): the workflow
-// then settles unknown outcomes by the policy, as before, and its log says why.
-
+// The generic JSON mail API the sandbox speaks, which an in-house gateway can implement; its lookup contract
+// and what it promises: docs/providers.md, "The gateway lookup (generic)".
 import type {
   LookupAnswer,
   ProviderLookupAdapter,
@@ -106,8 +90,7 @@ function genericLookup(authorization: string): ProviderLookupAdapter {
       if (!Array.isArray(messages)) {
         return { kind: 'unanswerable', reason: 'the lookup answer has no "messages" list' };
       }
-      // Facts only; whether one is this send is src/evidence/evidenceRules.ts's to say. The contract has no
-      // paging: the list is every message the gateway accepted for the order.
+      // Facts only. The contract has no paging: the list is every message accepted for the order.
       const watermark = parseWatermark(parsed?.watermark);
       return {
         kind: 'entries',
@@ -120,8 +103,7 @@ function genericLookup(authorization: string): ProviderLookupAdapter {
           return lookupEntry({
             sendKey: fields.send_key,
             messageId: fields.id,
-            // The contract's order_id; an older gateway without it names the order in the send key. Neither:
-            // the entry cannot be shown to be of this order, so the evidence rules take it for a stranger.
+            // An older gateway names the order only in the send key; neither makes the entry a stranger.
             orderId: fields.order_id ?? orderIdOfSendKey(fields.send_key),
             acceptedAt: fields.accepted_at,
           });

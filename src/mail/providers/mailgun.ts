@@ -1,17 +1,5 @@
-// Mailgun: POST {base}/v3/{domain}/messages, form-encoded, HTTP Basic auth `api:<key>`. The base is
-// https://api.mailgun.net for US domains and https://api.eu.mailgun.net for EU ones
-// (documentation.mailgun.com/docs/mailgun/api-reference/api-overview). Accepted is 200
-// {"id": "<…@domain>", "message": "Queued. Thank you."}; error bodies carry a free-text "message" only.
-//
-// Verification: every send sets its own Message-Id, derived from the send key, so it is the same on every
-// attempt of one send and known before the request leaves ("Mailgun will automatically include a unique
-// Message-ID or you can set your own", Mailgun FAQ; it must look like id@domain). The Events API is then
-// asked for an `accepted` event of that message: GET /v3/{domain}/events?message-id=<id>&event=accepted, the id
-// without angle brackets (documentation.mailgun.com …/api-reference/send/mailgun/events; the brackets rule is
-// from the mailgun.js maintainers, mailgun/mailgun.js#296). Mailgun marks that API deprecated in favour of its
-// Logs API, whose filterable attributes it does not list yet; the Events API is what answers by message id.
-// Events also arrive by signed webhook (src/webhooks/mailgunWebhook.ts), carrying the user variables set here.
-
+// Mailgun (its api-overview): sends set their own Message-Id from the send key, which the Events API is asked
+// for; sources, and the deprecated-API caveat: docs/providers.md, "Where the provider facts come from".
 import type {
   AdapterAnswer,
   ProviderLookupAdapter,
@@ -47,26 +35,17 @@ export const MAILGUN_VERIFICATION: VerificationFacts = Object.freeze({
   documentedSettleDelayMs: 30 * 60 * 1000,
   settleDelaySource:
     'documentation.mailgun.com/docs/mailgun/user-manual/events/event-polling: "half an hour"',
-  // Retention depends on the plan: 1 day of event logs on free accounts, up to 30 days on paid plans (issue 22;
-  // the tracking-messages page's older "at least 2 days" is not what free accounts get). The shortest is
-  // assumed; a paid plan sets MAIL_VERIFY_RETENTION_MS to its own (docs/providers.md).
+  // Free accounts keep 1 day, paid plans up to 30: the shortest is assumed (docs/providers.md, "The send key").
   retentionMs: 1 * DAY_MS,
   retentionSource:
     'Mailgun: 1 day of events on free accounts, up to 30 days on paid plans; the shortest is assumed',
-  // The same event-polling page: newer events may still arrive out of order, so a witness counts only once it
-  // is older than the threshold (the settle delay, whose default and floor are Mailgun's half hour).
+  // The same page: a witness counts only once older than the threshold (the settle delay).
   witnessOrdering: 'trusted-after-settle-delay',
   witnessOrderingSource:
     'documentation.mailgun.com/docs/mailgun/user-manual/events/event-polling: events older than the threshold are trustworthy',
 });
 
-/**
- * Mailgun's documented statuses (…/quickstart-guide/responses): 400 bad request, 401 invalid or missing key,
- * 403 access denied, 413: rejected. 429: not sent, retry. 404 "can be temporal as our system is an
- * eventually-consistent system" (a freshly added domain): not sent, so it is retried up to the attempt
- * limit instead of failing at once. 500: Mailgun recommends retrying, but customers report 5xx answers for
- * mail that was still sent (docs/providers.md, "Outcome tables"), so 5xx stays unknown.
- */
+/** From Mailgun's quickstart responses; why 404 is not-sent and 5xx unknown: docs/providers.md, "Outcome tables". */
 const MAILGUN_STATUS_TABLE = extendStatusTable(
   LOOKUP_PROVIDER_STATUS_TABLE,
   'mailgun',
@@ -101,8 +80,7 @@ export function createMailgunAdapter(options: { apiKey: string; domain: string }
       // Our own Message-Id: the same on every attempt of this send, so the Events API can be asked about it.
       const sendKey = sendKeyOf(mail);
       form.set('h:Message-Id', `<${mailgunMessageId(sendKey, options.domain)}>`);
-      // User variables: Mailgun attaches them to every event of the message, so webhooks name the order and
-      // the send.
+      // Mailgun attaches user variables to every event of the message.
       form.set('v:order_id', mail.orderId);
       form.set('v:send_key', sendKey);
       return {
@@ -155,10 +133,7 @@ function mailgunLookup(authorization: string): ProviderLookupAdapter {
       const items = parseJsonObject(body)?.items;
       if (!Array.isArray(items))
         return { kind: 'unanswerable', reason: 'Mailgun\'s events answer has no "items" list' };
-      // Facts only: whether an item is this send (its Message-Id, compared exactly) is decided in
-      // src/evidence/evidenceRules.ts. Mailgun's rule for reading events is to follow paging.next until a page
-      // comes back empty; a short page is not the last. The lookup client keeps the next URL to the origin
-      // we asked.
+      // Facts only. Mailgun's rule: follow paging.next until a page comes back empty; a short page is not the last.
       const paging = parseJsonObject(body)?.paging;
       const nextUrl =
         typeof paging === 'object' && paging !== null ? (paging as { next?: unknown }).next : undefined;

@@ -1,11 +1,5 @@
-// Postmark, single email: POST https://api.postmarkapp.com/email with the X-Postmark-Server-Token header
-// (postmarkapp.com/developer/user-guide/send-email-with-api). Accepted is 200
-// {"To","SubmittedAt","MessageID","ErrorCode":0,"Message":"OK"}; errors carry {"ErrorCode": n, "Message"}.
-//
-// Verification: every send carries Metadata {order_id, send_key}, and the Messages API searches outbound
-// messages by one metadata field: GET /messages/outbound?count=…&offset=0&metadata_send_key=<key>
-// (postmarkapp.com/developer/api/messages-api; postmarkapp.com/support/article/1125-custom-metadata-faq).
-
+// Postmark single email (send-email-with-api); verified by its Messages API searching Metadata.send_key
+// (messages-api, custom-metadata-faq): docs/providers.md, "The send key".
 import type {
   AdapterAnswer,
   LookupQuery,
@@ -35,8 +29,7 @@ export const POSTMARK_VERIFICATION: VerificationFacts = Object.freeze({
   retentionMs: 7 * DAY_MS,
   retentionSource:
     'postmarkapp.com/developer/api/messages-api: 45 days by default, configurable down to 7; the minimum is assumed',
-  // Postmark documents neither the order in which the Messages API shows messages nor a delay: assumed in the
-  // order it took them, as before; docs/providers.md says what that costs if it is wrong.
+  // Assumed, not documented: docs/providers.md, "What a witness assumes, per provider".
   witnessOrdering: 'taken-order',
   witnessOrderingSource: 'not documented by Postmark; assumed (docs/providers.md)',
 });
@@ -46,13 +39,7 @@ const LOOKUP_PAGE_SIZE = 50;
 /** The Messages API pages up to offset + count = 10,000; beyond it an answer cannot be complete. */
 const POSTMARK_MAX_OFFSET = 10_000;
 
-/**
- * Postmark's documented statuses (postmarkapp.com/developer/api/overview): 401 missing or wrong token,
- * 404, 413 over 10 MB, 422 "something with the message isn't quite right" with an ErrorCode (300 invalid
- * request, 406 inactive recipient, …): rejected. 429: not sent. 500 is a fault on Postmark's side; their
- * wording is that the message is lost "in most cases", so not always: unknown. ErrorCode 100 is
- * "Maintenance": nothing was processed, whatever status carries it, so it is not sent and worth retrying.
- */
+/** From postmarkapp.com/developer/api/overview; why 500 is unknown: docs/providers.md, "Outcome tables". */
 const POSTMARK_STATUS_TABLE = extendStatusTable(
   LOOKUP_PROVIDER_STATUS_TABLE,
   'postmark',
@@ -103,11 +90,7 @@ export function createPostmarkAdapter(options: {
   };
 }
 
-/**
- * The statuses searched, each explicitly and in turn: the Messages API filters by one status at a time, and
- * left to its default it might not list a message still queued. A message moves from queued to sent, so it is
- * in one list or the other.
- */
+/** One status per search, each in turn: left to its default the API might not list a queued message. */
 const SEARCHED_STATUSES = ['sent', 'queued'] as const;
 
 function postmarkLookup(token: string): ProviderLookupAdapter {
@@ -167,7 +150,6 @@ function postmarkLookup(token: string): ProviderLookupAdapter {
           entries,
         };
       }
-      // Which page this was: the status and offset it asked for.
       const params = new URLSearchParams('path' in asked ? asked.path.split('?')[1] : '');
       const askedStatus = params.get('status') ?? SEARCHED_STATUSES[0];
       const offset = Number(params.get('offset') ?? '0');

@@ -1,14 +1,5 @@
-// Twilio SendGrid, v3 Mail Send: POST https://api.sendgrid.com/v3/mail/send with a bearer key.
-// Accepted is 202 with an empty body; the message id comes in the X-Message-Id response header
-// (twilio.com/docs/sendgrid/glossary/x-message-id). Error bodies are `{"errors":[{"message","field"}]}`
-// of free text with no documented names, so nothing is read from them.
-//
-// Verification: by signed Event Webhook only (src/webhooks/sendgridWebhook.ts). Its `processed` event carries
-// our custom_args, so it names the order and the send. SendGrid's Email Logs API filters by subject and
-// recipient but not by custom_args, and our subject is the same for every order, so it has no lookup here.
-// A missing event proves nothing (the webhook retries for up to 24 h), so SendGrid can verify "accepted" and
-// never "not sent": without an event an unknown outcome is settled by the policy.
-
+// SendGrid v3 Mail Send (glossary x-message-id); error bodies are free text, never read. Verified by signed
+// webhook only, no lookup: docs/providers.md, "The send key".
 import type { VerificationFacts } from '../../verification/providerLookup';
 import { sendKeyOf } from '../../verification/sendKey';
 import { extendStatusTable, GENERIC_STATUS_TABLE } from '../sendOutcomeTable';
@@ -16,13 +7,7 @@ import type { OutgoingMail } from '../types';
 import { checkApiKey, headerValue, parseMailbox, safeMessageId, type Mailbox } from './adapterSupport';
 import type { MailProviderAdapter } from './providerTypes';
 
-/**
- * SendGrid's documented statuses (twilio.com/docs/sendgrid/api-reference/how-to-use-the-sendgrid-v3-api/errors
- * and …/responses): 400 bad request, 401 requires authentication, 403 unverified sender or a temporary block
- * after repeated bad requests, 406 missing Accept, 413 payload too large, 451 data residency: rejected (the
- * generic 4xx rule). 429: not sent, retry. 5xx: "the request you made was valid, but an error occurred when
- * SendGrid attempted to process it", so even 503 may follow processing: unknown.
- */
+/** From SendGrid's v3 errors and responses pages; why 503 is unknown: docs/providers.md, "Outcome tables". */
 const SENDGRID_STATUS_TABLE = extendStatusTable(
   GENERIC_STATUS_TABLE,
   'sendgrid',

@@ -1,16 +1,5 @@
-// Amazon SES, API v2 SendEmail: POST https://email.{region}.amazonaws.com/v2/email/outbound-emails, a JSON body,
-// signed with AWS Signature Version 4 (service "ses"). Accepted is 200 {"MessageId": "…"}. An error names itself
-// in the x-amzn-ErrorType header ("MessageRejected:http://…") and in the body, beside a free-text message that
-// can quote an address, so only the name is read.
-//
-// What SES does not have: an idempotency key (SendEmail takes no client token) and a lookup by a value we chose
-// (its message insights need SES's own MessageId, which a lost answer never told us; its exports filter by
-// subject and recipient, not by tag). What it has: event publishing. Every send names a configuration set and
-// carries message tags (our order id and send key); the set publishes Send, Delivery, Bounce, Complaint and
-// Reject events with those tags to an SNS topic, and SNS posts each one, signed with an AWS certificate, to the
-// receiver (src/webhooks/snsWebhook.ts). An unknown outcome waits for a Send event of its send key up to the
-// settle delay; without one the policy decides, as with SendGrid (a missing event proves nothing).
-
+// Amazon SES v2 SendEmail, signed with SigV4; only the error's name is read, never its message. No key and
+// no lookup: an unknown outcome waits for a Send event (docs/providers.md, Amazon SES).
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { sesTagValue } from '../../evidence/messageIdentity';
@@ -32,7 +21,6 @@ export const SES_SEND_PATH = '/v2/email/outbound-emails';
 /** The name SES v2 requests are signed for (its endpoint is email.{region}, its signing name "ses"). */
 export const SES_SIGNING_SERVICE = 'ses';
 
-/** The message tags every send carries; SES puts them on every event it publishes for the message. */
 export const SES_TAGS = { orderId: 'order_id', sendKey: 'send_key' } as const;
 
 const AWS_REGION = /^[a-z]{2}(-[a-z]+)+-[0-9]$/;
@@ -56,8 +44,7 @@ export function sesConfigurationSetProblem(name: string): string | null {
 export const SES_VERIFICATION: VerificationFacts = Object.freeze({
   lookup: false,
   webhook: 'ses',
-  // SES documents no figure for how soon a Send event reaches SNS; SNS's HTTP delivery retries within a
-  // minute by default. 5 min is this project's choice, as with SendGrid.
+  // SES documents no figure: 5 min is our choice, as with SendGrid (docs/providers.md, Amazon SES).
   settleDelayMs: 5 * 60 * 1000,
   documentedSettleDelayMs: null,
   settleDelaySource:
@@ -93,27 +80,11 @@ const DOCUMENTED_ERRORS = new Set([
   'RequestTimeTooSkewed',
 ]);
 
-/**
- * Our name for a signature refused for its time alone (our clock is off, or the request sat too long before it
- * left): AWS calls it InvalidSignature or SignatureDoesNotMatch and says so only in the message, which for this
- * error quotes nothing but timestamps ("Signature expired: … is now earlier than …", "Signature not yet
- * current: … is still later than …").
- */
+/** A signature refused for its time alone; AWS says so only in the message: docs/providers.md, Amazon SES. */
 export const SES_SIGNATURE_TIME_ERROR = 'SignatureExpired';
 const SIGNATURE_TIME_MESSAGE = /^Signature (expired|not yet current)\b/;
 
-/**
- * SES's statuses and error names (SES API v2 reference, SendEmail "Errors", and AWS's common errors):
- * 200 accepted with its MessageId. 429 TooManyRequests, and Throttling whatever status carries it: not sent,
- * retry (AWS advises backing off). An expired temporary token was refused before anything was processed: not
- * sent, and the retry signs with fresh keys. So was a signature refused for its time (RequestExpired,
- * RequestTimeTooSkewed, "Signature expired"): not sent, retried, never a permanent rejection of the order for
- * a worker clock that is minutes off. 400 MessageRejected (an unverified address, a sandboxed account),
- * MailFromDomainNotVerified, AccountSuspended, SendingPaused, BadRequest, LimitExceeded, and 403 signature or
- * access errors: rejected, with the name as the reason (the generic 4xx rule). Every 5xx, 503 included: SES
- * says nothing about whether a message was taken before it, and it has no lookup, so unknown: the Send event
- * or the policy decides. A connection dropped after the request started is unknown (the shared classifier).
- */
+/** From the SES v2 SendEmail errors and AWS's common errors; each row's why: docs/providers.md, Amazon SES. */
 const SES_STATUS_TABLE = extendStatusTable(
   GENERIC_STATUS_TABLE,
   'ses',
@@ -135,7 +106,6 @@ export interface SesAdapterOptions {
   region: string;
   configurationSet: string;
   credentials: AwsCredentialProvider;
-  /** The clock requests are signed with (tests of the sandbox's skew check); default the real one. */
   now?: () => Date;
 }
 
@@ -244,10 +214,7 @@ function signatureTimeRefused(parsed: Record<string, unknown> | null): boolean {
   );
 }
 
-/**
- * A mailbox as SES wants it: the address as is, a display name outside ASCII as an RFC 2047 encoded word (SES
- * refuses raw non-ASCII in FromEmailAddress).
- */
+/** SES refuses raw non-ASCII in FromEmailAddress: a display name goes as an RFC 2047 encoded word. */
 function sesAddress(value: string): string {
   const mailbox = parseMailbox(value);
   if (mailbox.name === null) return mailbox.email;

@@ -1,5 +1,4 @@
-// Turns what one SMTP send observed into a SendResult (docs/smtp-and-inbox.md). Pure: the transport hands in
-// the phase it tracked and nodemailer's error, so every row of the table is tested without a network.
+// One SMTP send's observations into a SendResult (docs/smtp-and-inbox.md); pure.
 
 import type { SendResult } from '../../shared/mailOutcome';
 import { errorCodeOf } from '../classifySendAttempt';
@@ -7,7 +6,6 @@ import { errorCodeOf } from '../classifySendAttempt';
 export interface SmtpAttempt {
   /** Where the attempt got to: the connection/greeting/TLS, AUTH, the envelope and DATA, or past the final '.'. */
   phase: 'connect' | 'auth' | 'envelope' | 'after-data';
-  /** nodemailer's error, or null when the final reply was a 2xx. */
   error: unknown;
   /** The final reply on success, e.g. `250 2.0.0 Ok: queued as 4F3A2B`. */
   response: string | null;
@@ -92,10 +90,7 @@ function readError(error: unknown): {
   return { code: errorCodeOf(error), command, responseCode };
 }
 
-// The relays whose final reply names their id for the message, each in its own documented shape. Anything else
-// (a reply that names the recipient, `… queued for <taro@example.jp>`, or a Message-ID, which is address-shaped)
-// is not kept: the id goes into the log row, the audit trail and the workflow's history, where an address must
-// not. A match that holds an '@' is refused too.
+// Relays' documented queue-id shapes; nothing else is kept, so no address reaches the log (docs/smtp-and-inbox.md).
 const QUEUE_ID_PATTERNS = [
   /^250[ -](?:2\.0\.0 )?Ok:? queued as ([A-Za-z0-9_-]{5,40})$/i, // Postfix, SendGrid, the sandbox
   /^250[ -](?:2\.0\.0 )?Ok ([0-9a-f]+(?:-[0-9a-f]+)+)$/i, // Amazon SES
@@ -105,10 +100,7 @@ const QUEUE_ID_PATTERNS = [
   /^250[ -]2\.6\.0 <[^<>]*> \[InternalId=(\d{6,24}),[^\]]*\] Queued mail for delivery/i, // Microsoft 365
 ];
 
-/**
- * The relay's id for the message, read from its final reply when the reply is in one of the known formats;
- * null otherwise (the mail is still accepted: the id is for the operator, not for the fence).
- */
+/** Null when the reply has no known shape (the mail is still accepted). */
 export function queueIdOf(response: string): string | null {
   const reply = response.trim();
   for (const pattern of QUEUE_ID_PATTERNS) {

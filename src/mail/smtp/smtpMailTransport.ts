@@ -1,10 +1,5 @@
-// The SMTP transport: one message per send over a small pool of nodemailer SMTPConnections, classified by the
-// phase the transport tracks itself (docs/smtp-and-inbox.md). It never throws for what the network or the
-// relay did; a connection that saw any error is closed, never reused.
-// The dispatch fence is passed only once the send holds a connection (pooled, or connected and logged in
-// just now): waiting for a place in the pool and connecting happen before it, bounded by the fence deadline,
-// and end as "not sent" when they take too long. The overall deadline covers what follows the fence.
-
+// The SMTP transport, classified by the phase it tracks itself; the fence is passed only once a connection is
+// held: docs/smtp-and-inbox.md, "How the transport knows the phase".
 import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { credentialFingerprint } from '../../evidence/destination';
@@ -20,11 +15,10 @@ import {
 import { classifySmtpAttempt, type SmtpAttempt } from './classifySmtpAttempt';
 import { buildSmtpMessage, envelopeAddress, orderEnvelopeId } from './smtpMessage';
 
-/** The SMTP part of the worker's configuration (src/config/loadConfig.ts). Holds the password. */
+/** Holds the password. */
 export interface SmtpConfig {
   host: string;
   port: number;
-  /** Implicit TLS from the first byte (port 465). */
   secure: boolean;
   /** Without implicit TLS: require STARTTLS (default), use it when offered, or never (a loopback inbox). */
   starttls: 'require' | 'opportunistic' | 'off';
@@ -35,7 +29,6 @@ export interface SmtpConfig {
   connectTimeoutMs: number;
   /** Silence on the socket; after the final '.' every firing is an unknown outcome, so keep it generous. */
   replyTimeoutMs: number;
-  /** Deadline for everything after the dispatch fence: the envelope, the data and the final reply. */
   overallTimeoutMs: number;
 }
 
@@ -45,10 +38,7 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
   const waiting: (() => void)[] = [];
   let closed = false;
 
-  /**
-   * A pooled connection, null for "open one of your own" (a free place in the pool), or 'timed-out' when
-   * neither came before `until` (a performance.now() time). Waiting is bounded: the fence comes after it.
-   */
+  /** A pooled connection, null to open one, or 'timed-out' before `until`. */
   async function takeSlot(until: number): Promise<SMTPConnection | null | 'timed-out'> {
     for (;;) {
       const reusable = idle.pop();
@@ -155,8 +145,7 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
     attempt.phase = 'envelope';
     let deadline: NodeJS.Timeout | undefined;
     try {
-      // SMTPConnection pipes this into the DATA stream only after 354, and writes the final '.' when it ends:
-      // its 'end' is the moment the relay may have the message.
+      // Its 'end' is when the final '.' went out: the moment the relay may have the message.
       const body = Readable.from([message]);
       body.once('end', () => (attempt.phase = 'after-data'));
       const running = sendOn(held, mail, body);
@@ -193,11 +182,7 @@ export function createSmtpMailTransport(config: SmtpConfig): MailTransport {
   return { deadlineAfterFenceMs: config.overallTimeoutMs, destination, send, close };
 }
 
-/**
- * Connects, and logs in when configured, within MAIL_CONNECT_TIMEOUT_MS and before the fence deadline,
- * tracking the phase in `attempt`. Any failure here is before the message: classified not sent (or a
- * rejected login). A connection that did not make it in time is closed.
- */
+/** Connects and logs in before the fence deadline; a failure here is before the message: not sent. */
 async function openConnection(
   config: SmtpConfig,
   attempt: SmtpAttempt,

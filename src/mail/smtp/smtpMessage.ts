@@ -1,13 +1,9 @@
-// The confirmation as a MIME message, built here rather than by a nodemailer transport, so the transport can
-// stream it itself and know when its final '.' went out (docs/smtp-and-inbox.md).
+// Built here so the transport streams it and knows when its final '.' went out (docs/smtp-and-inbox.md).
 
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type { OutgoingMail } from '../types';
 
-/**
- * `<order-<id>.confirmation@<from domain>>`: the same on every attempt for one order, so a receiving system
- * that deduplicates on Message-ID sees one message, and a person can find the order from the header.
- */
+/** The same on every attempt, so a receiver deduplicating on Message-ID sees one message. */
 export function orderConfirmationMessageId(mail: Pick<OutgoingMail, 'orderId' | 'from'>): string {
   const domain = /@([^\s@<>]+)>?\s*$/.exec(mail.from)?.[1] ?? 'localhost';
   return `<order-${mail.orderId}.confirmation@${domain}>`;

@@ -1,14 +1,10 @@
-// The checks a mail template passes when it loads, before any mail is rendered from it: only our tags and
-// filters, only fields the view has (MAIL_FIELDS), a money or date printed only through its helper, and in the
-// HTML part no value where escaping does not protect it (an event handler, a style, a script, an unquoted
-// attribute) and a value in an href or src only through https_url. Each problem is named with its line.
+// The checks a template passes when it loads, each problem named with its line (docs/providers.md, "The mail").
 import { ForTag, IfTag, Output, TokenKind, Tokenizer, UnlessTag, type Template, type Token } from 'liquidjs';
 import { FORLOOP_FIELDS, type Fields, type ScalarType } from './mailFields';
 
 /** The tags a template may use; every other tag is unknown to the engine and fails to parse. */
 export const TEMPLATE_TAGS = ['if', 'unless', 'for', 'break', 'continue', 'comment', '#'] as const;
 
-/** Our helpers: the type each takes and gives. */
 export const TEMPLATE_FILTERS = {
   money: { from: 'money', to: 'text' },
   datetime: { from: 'instant', to: 'text' },
@@ -184,7 +180,6 @@ class Checker {
   }
 }
 
-/** The problems of one parsed template against the fields; the outputs' filters by their start. */
 export function checkTemplate(
   file: string,
   templates: readonly Template[],
@@ -217,10 +212,7 @@ const MARK = /\uE000(\d+)\uE001/g;
 const START_TAG = /<([a-zA-Z][^\s/>]*)((?:[^>"']|"[^"]*"|'[^']*')*)>/g;
 const ATTRIBUTE = /([^\s"'=<>/]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?/g;
 
-/**
- * Where each value lands in the HTML part: only in text or a quoted attribute value, where escaping protects
- * it; in an href or src only as the whole value and through https_url.
- */
+/** Where each value lands in the HTML part: only where escaping protects it. */
 export function checkHtmlPlacement(
   file: string,
   source: string,

@@ -1,6 +1,4 @@
-// What a mail template may name: the fields of the view a mail is rendered from, with their types. Templates
-// are checked against these when they load (src/mail/template/checkTemplate.ts), so a misspelt or unknown
-// field stops the worker at start instead of failing one customer's mail.
+// What a template may name; checked at load, so a misspelt field stops the start, not one customer's mail.
 import type { Money } from './templateHelpers';
 
 export type ScalarType = 'text' | 'number' | 'boolean' | 'money' | 'instant';
@@ -16,10 +14,7 @@ export const MAIL_FIELDS = {
   items: [{ name: 'text', quantity: 'number', unitPrice: 'money', subtotal: 'money' }],
 } as const satisfies Fields;
 
-/**
- * The fields of a mail whose order contract has extra columns (src/db/orderContract.ts): each extra_<name> of
- * the orders view is order.extra.<name>, text.
- */
+/** Each extra_<name> column of the orders view is order.extra.<name>, text. */
 export function mailFieldsWith(extras: readonly string[]): Fields {
   return {
     ...MAIL_FIELDS,

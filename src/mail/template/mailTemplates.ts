@@ -1,7 +1,4 @@
-// The shop's mail as template files (LiquidJS): a directory with mail.json (name, locale, time zone) and
-// subject.liquid, text.liquid and html.liquid. Loaded and checked once when the worker starts; a template that
-// fails a check stops the start with every problem named. Rendering is pure: the same view gives the same bytes.
-// docs/adoption.md says how to write one; docs/design.md why LiquidJS and what each rule protects.
+// The shop's mail as LiquidJS templates, checked once at start; rendering is pure (docs/providers.md, "The mail").
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -125,10 +122,7 @@ function parse(liquid: Liquid, file: string, source: string, problems: string[])
   }
 }
 
-/**
- * Reads and checks the templates in `dir` against `fields` (the view's fields; the order contract's once it
- * names extra columns). Throws MailTemplateError naming every problem.
- */
+/** Throws MailTemplateError naming every problem. */
 export function loadMailTemplates(dir: string, fields: Fields = MAIL_FIELDS): MailTemplates {
   const problems: string[] = [];
   const files = new Map<string, string>();

@@ -1,7 +1,5 @@
-// The only helpers a mail template may call (filters): money and dates written out for the template's locale
-// and time zone, and https URLs. Money is laid out by hand, as formatYen always was: the bytes must not depend
-// on the ICU data of the Node build. Intl is used for one thing only, the wall-clock numbers of an instant in a
-// time zone (tz data), never for words, signs or spacing.
+// The only filters a template may call. Money by hand, so the bytes never depend on the build's ICU data;
+// Intl only for a time zone's wall-clock numbers.
 import { formatYen } from '../japaneseFormat';
 
 /** An amount in the currency's minor unit (cents, yen) as a bigint, with its ISO-4217 code. */
@@ -93,7 +91,6 @@ export function formatDateTime(instant: Date, locale: TemplateLocale, timeZone: 
     : `${EN_MONTHS[month - 1]} ${day}, ${year}, ${pad(hour)}:${pad(minute)}`;
 }
 
-/** Whether the time zone is one Intl knows (checked when the template loads). */
 export function isKnownTimeZone(timeZone: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone });
