@@ -1,5 +1,6 @@
 // The claim's decisions, pure: the row as read, the request and the facts in, one step out; failover, the
 // verdict, the key's window and the clock enter only as facts (docs/design.md §3).
+import type { MailLogRow } from '../db/orderMailLog';
 import type { LogOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { IdempotencyRetrySettings } from '../shared/workflowSettings';
 import type { EarlierAttempt, NoProviderChoice, ProviderChoice } from '../shared/providerChoice';
@@ -118,19 +119,20 @@ export interface ClaimObserver {
 // ---- the decision ----
 
 /** The columns of order_mail_log the claim decides from. */
-export interface ClaimRow {
-  orderId: string;
-  state: 'sending' | 'sent' | 'failed';
-  attempts: number;
-  claimToken: string;
-  claimIssuedAt: Date;
-  claimedAt: Date;
-  resendCount: number;
-  dispatchedAt: Date | null;
-  outcome: LogOutcome | null;
-  provider: string | null;
-  providerChoice: string | null;
-}
+export type ClaimRow = Pick<
+  MailLogRow,
+  | 'orderId'
+  | 'state'
+  | 'attempts'
+  | 'claimToken'
+  | 'claimIssuedAt'
+  | 'claimedAt'
+  | 'resendCount'
+  | 'dispatchedAt'
+  | 'outcome'
+  | 'provider'
+  | 'providerChoice'
+>;
 
 /** The latest unknown under the row's key, from its audit rows; null when the key has none. */
 export interface UnknownUnderKey {
