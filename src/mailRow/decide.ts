@@ -331,6 +331,29 @@ function settleClosedRun(decision: UnknownOutcomeDecision, why: string): ClaimSt
   return run({ name: 'settleClosedRunDispatched', decision, note });
 }
 
+/** The verify activity's request: the claim's, less what only a claim without a verdict reads. */
+export type VerdictRequest = Pick<
+  ClaimRequest,
+  'orderId' | 'claimToken' | 'workflowScope' | 'issuedAt' | 'policy' | 'recordedBy'
+>;
+
+export type VerdictSettlement = Extract<ClaimTransition, { name: 'settleClosedRunDispatched' }>;
+
+/**
+ * What follows a closed run's dispatched attempt once its provider answered: decideClaim with the verdict as
+ * its one fact, so the verify activity and the claim share one rule. Null: the row moved on (claim again).
+ */
+export function decideVerdict(
+  row: ClaimRow | null,
+  request: VerdictRequest,
+  verdict: NonNullable<ClaimFacts['verdict']>,
+): VerdictSettlement | null {
+  if (row === null) return null;
+  // Unread: decideClaim asks for another fact (and stops here) before it reads the key's window or timeout.
+  const step = decideClaim(row, { ...request, idempotency: null, sendTimeoutMs: 0 }, { verdict });
+  return step.kind === 'run' && step.transition.name === 'settleClosedRunDispatched' ? step.transition : null;
+}
+
 /** What the claim answers once its transition's statement ran: claimed, or read again. */
 export function afterTransition(
   transition: ClaimTransition,
