@@ -8,7 +8,7 @@ import {
   type UnknownOutcomeDecision,
   type VerificationAnswer,
 } from '../shared/unknownOutcome';
-import { verifiedOrphanFacts } from '../shared/unknownOutcomeFacts';
+import { decideVerdict } from '../mailRow/decide';
 import { readMailLog } from './orderMailLog';
 import type { Database } from './pool';
 import { releaseClosedRunUndispatched, settleClosedRunDispatched, type SeenRow } from '../mailRow/statements';
@@ -29,34 +29,21 @@ export interface VerifiedOrphan {
 }
 
 /**
- * Settles a closed run's dispatched attempt with the provider's answer (found → sent, not found → failed,
- * inconclusive → the policy), fenced like the claim. 'changed' when the row moved on meanwhile.
+ * Settles a closed run's dispatched attempt with the provider's answer: read → decideVerdict (the claim's rule)
+ * → its one statement. 'changed' when the row moved on meanwhile.
  */
 export async function settleVerifiedOrphan(
   db: Database,
   input: VerifiedOrphan,
 ): Promise<{ kind: 'settled'; decision: UnknownOutcomeDecision } | { kind: 'changed' }> {
-  const row = await readMailLog(db, input.orderId);
-  if (
-    row === null ||
-    row.state !== 'sending' ||
-    row.claimToken !== input.holder ||
-    !row.claimToken.startsWith(input.workflowScope) ||
-    row.claimToken === input.ownToken ||
-    row.attempts !== input.attempt ||
-    row.dispatchedAt === null
-  ) {
-    return { kind: 'changed' };
-  }
-  const facts = verifiedOrphanFacts({ policy: input.policy, answer: input.answer });
-  const decision = decideUnknownOutcome(facts);
-  const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
-  const settled = await settleClosedRunDispatched(db, row, {
-    decision,
-    note,
-    recordedBy: input.recordedBy,
-    issuedAt: input.issuedAt,
-  });
+  const { orderId, workflowScope, issuedAt, policy, recordedBy } = input;
+  const row = await readMailLog(db, orderId);
+  const request = { orderId, claimToken: input.ownToken, workflowScope, issuedAt, policy, recordedBy };
+  const verdict = { holder: input.holder, attempt: input.attempt, answer: input.answer };
+  const settle = decideVerdict(row, request, verdict);
+  if (row === null || settle === null) return { kind: 'changed' };
+  const { decision, note } = settle;
+  const settled = await settleClosedRunDispatched(db, row, { decision, note, recordedBy, issuedAt });
   return settled ? { kind: 'settled', decision } : { kind: 'changed' };
 }
 

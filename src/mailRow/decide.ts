@@ -1,5 +1,6 @@
 // The claim's decisions, pure: the row as read, the request and the facts in, one step out; failover, the
 // verdict, the key's window and the clock enter only as facts (docs/design.md §3).
+import type { MailLogRow } from '../db/orderMailLog';
 import type { LogOutcome, UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { IdempotencyRetrySettings } from '../shared/workflowSettings';
 import type { EarlierAttempt, NoProviderChoice, ProviderChoice } from '../shared/providerChoice';
@@ -118,19 +119,20 @@ export interface ClaimObserver {
 // ---- the decision ----
 
 /** The columns of order_mail_log the claim decides from. */
-export interface ClaimRow {
-  orderId: string;
-  state: 'sending' | 'sent' | 'failed';
-  attempts: number;
-  claimToken: string;
-  claimIssuedAt: Date;
-  claimedAt: Date;
-  resendCount: number;
-  dispatchedAt: Date | null;
-  outcome: LogOutcome | null;
-  provider: string | null;
-  providerChoice: string | null;
-}
+export type ClaimRow = Pick<
+  MailLogRow,
+  | 'orderId'
+  | 'state'
+  | 'attempts'
+  | 'claimToken'
+  | 'claimIssuedAt'
+  | 'claimedAt'
+  | 'resendCount'
+  | 'dispatchedAt'
+  | 'outcome'
+  | 'provider'
+  | 'providerChoice'
+>;
 
 /** The latest unknown under the row's key, from its audit rows; null when the key has none. */
 export interface UnknownUnderKey {
@@ -327,6 +329,29 @@ function decideClosedRunAttempt(row: ClaimRow, request: ClaimRequest, facts: Cla
 function settleClosedRun(decision: UnknownOutcomeDecision, why: string): ClaimStep {
   const note = `the run holding this claim closed after dispatching; ${why}`;
   return run({ name: 'settleClosedRunDispatched', decision, note });
+}
+
+/** The verify activity's request: the claim's, less what only a claim without a verdict reads. */
+export type VerdictRequest = Pick<
+  ClaimRequest,
+  'orderId' | 'claimToken' | 'workflowScope' | 'issuedAt' | 'policy' | 'recordedBy'
+>;
+
+export type VerdictSettlement = Extract<ClaimTransition, { name: 'settleClosedRunDispatched' }>;
+
+/**
+ * What follows a closed run's dispatched attempt once its provider answered: decideClaim with the verdict as
+ * its one fact, so the verify activity and the claim share one rule. Null: the row moved on (claim again).
+ */
+export function decideVerdict(
+  row: ClaimRow | null,
+  request: VerdictRequest,
+  verdict: NonNullable<ClaimFacts['verdict']>,
+): VerdictSettlement | null {
+  if (row === null) return null;
+  // Unread: decideClaim asks for another fact (and stops here) before it reads the key's window or timeout.
+  const step = decideClaim(row, { ...request, idempotency: null, sendTimeoutMs: 0 }, { verdict });
+  return step.kind === 'run' && step.transition.name === 'settleClosedRunDispatched' ? step.transition : null;
 }
 
 /** What the claim answers once its transition's statement ran: claimed, or read again. */

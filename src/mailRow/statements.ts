@@ -25,7 +25,7 @@ export function seenRowOf(row: MailLogRow): SeenRow {
 
 /**
  * The fence every transition shares: the row as read (state, holder, attempt, key; only the fence sets
- * dispatched_at).
+ * dispatched_at). Each WHERE also names its own from-states: a caller's read is not the fence.
  */
 function asRead(row: MailLogRow | SeenRow): SqlFragment {
   const seen = 'dispatched' in row ? row : seenRowOf(row);
@@ -99,7 +99,7 @@ export async function reclaimFailed(db: Database, row: MailLogRow, claim: Claime
                claim_issued_at = ${claim.issuedAt}, claimed_at = now(), dispatched_at = NULL, outcome = NULL,
                unknown_policy = NULL, verification = NULL, provider_message_id = NULL, http_status = NULL, last_error = NULL,
                updated_at = now()
-         WHERE ${asRead(row)} AND ${issuedBefore(claim.issuedAt)}
+         WHERE ${asRead(row)} AND log.state = 'failed' AND ${issuedBefore(claim.issuedAt)}
         RETURNING log.attempts`,
   );
   return rows[0]?.attempts ?? null;
@@ -119,7 +119,8 @@ export async function takeOverUndispatched(
              SET claim_token = ${claim.claimToken}, claim_issued_at = ${claim.issuedAt},
                  provider = ${provider}, provider_choice = ${providerChoice},
                  attempts = log.attempts + 1, claimed_at = now(), updated_at = now()
-           WHERE ${asRead(row)} AND ${issuedBefore(claim.issuedAt)}
+           WHERE ${asRead(row)} AND log.state = 'sending' AND log.dispatched_at IS NULL
+             AND ${issuedBefore(claim.issuedAt)}
           RETURNING log.attempts
         ), audit AS (
           ${AUDIT_OF_SETTLED}
@@ -160,7 +161,8 @@ export async function settleDeferredUnknown(
                  attempts = log.attempts + 1, claim_token = ${input.claimToken}, claimed_at = now(),
                  dispatched_at = ${input.dispatchedAt}::timestamptz, provider_message_id = NULL,
                  http_status = NULL, last_error = ${note}, updated_at = now()
-           WHERE ${asRead(row)} AND ${issuedBefore(input.issuedAt)}
+           WHERE ${asRead(row)} AND (log.state = 'failed' OR (log.state = 'sending' AND log.dispatched_at IS NULL))
+             AND ${issuedBefore(input.issuedAt)}
           RETURNING log.*
         ), abandoned AS (
           ${AUDIT_OF_SETTLED}
@@ -200,7 +202,7 @@ export async function settleClosedRunDispatched(
              SET state = ${decision.state}, outcome = ${decision.outcome}, unknown_policy = ${decision.unknownPolicy},
                  verification = ${decision.verification ?? null}, provider_message_id = ${providerMessageId},
                  last_error = ${input.note}, updated_at = now()
-           WHERE ${asRead(row)} AND log.dispatched_at IS NOT NULL AND ${fence}
+           WHERE ${asRead(row)} AND log.state = 'sending' AND log.dispatched_at IS NOT NULL AND ${fence}
           RETURNING log.*
         ), audit AS (
           INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
@@ -230,7 +232,7 @@ export async function releaseClosedRunUndispatched(
           UPDATE order_mail_log AS log
              SET state = 'failed', outcome = 'not_sent', unknown_policy = NULL, last_error = ${note},
                  updated_at = now()
-           WHERE ${asRead(seen)} AND log.dispatched_at IS NULL
+           WHERE ${asRead(seen)} AND log.state = 'sending' AND log.dispatched_at IS NULL
           RETURNING log.*
         ), audit AS (
           ${AUDIT_OF_SETTLED}

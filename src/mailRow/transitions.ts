@@ -79,7 +79,7 @@ export const TRANSITIONS = {
     to: ['sending'],
     fence: {
       words: 'the row as read, and this claim issued later than the last',
-      where: [...AS_READ, ISSUED_BEFORE],
+      where: [...AS_READ, "log.state = 'failed'", ISSUED_BEFORE],
     },
     mayRun: SERVICE,
     issuedBy: 'the claim activity',
@@ -90,7 +90,7 @@ export const TRANSITIONS = {
     to: ['sending'],
     fence: {
       words: "a closed run's attempt as read, never dispatched, and this claim issued later",
-      where: [...AS_READ, ISSUED_BEFORE],
+      where: [...AS_READ, "log.state = 'sending'", 'log.dispatched_at IS NULL', ISSUED_BEFORE],
     },
     mayRun: SERVICE,
     issuedBy: 'the claim activity',
@@ -151,7 +151,12 @@ export const TRANSITIONS = {
     fence: {
       words:
         "a closed run's dispatched attempt as read; for a later claim, issued later (the sweep: no more)",
-      where: [...AS_READ, 'log.dispatched_at IS NOT NULL', `${ISSUED_BEFORE}, or TRUE for the sweep`],
+      where: [
+        ...AS_READ,
+        "log.state = 'sending'",
+        'log.dispatched_at IS NOT NULL',
+        `${ISSUED_BEFORE}, or TRUE for the sweep`,
+      ],
     },
     mayRun: SERVICE,
     issuedBy: 'the claim activity, the verify activity, the reconciliation sweep',
@@ -162,7 +167,7 @@ export const TRANSITIONS = {
     to: ['failed'],
     fence: {
       words: "a closed run's attempt as read, never dispatched",
-      where: [...AS_READ, 'log.dispatched_at IS NULL'],
+      where: [...AS_READ, "log.state = 'sending'", 'log.dispatched_at IS NULL'],
     },
     mayRun: SERVICE,
     issuedBy: 'the reconciliation sweep',
@@ -175,7 +180,11 @@ export const TRANSITIONS = {
       words:
         'the row as read (an unknown left for a retry under the key, whose window closed; failed, or a ' +
         "closed run's undispatched claim), this claim later",
-      where: [...AS_READ, ISSUED_BEFORE],
+      where: [
+        ...AS_READ,
+        "(log.state = 'failed' OR (log.state = 'sending' AND log.dispatched_at IS NULL))",
+        ISSUED_BEFORE,
+      ],
     },
     mayRun: SERVICE,
     issuedBy: 'the claim activity (by the policy)',

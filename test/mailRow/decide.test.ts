@@ -5,12 +5,19 @@ import type { ClaimRequest } from '../../src/mailRow/decide';
 import {
   afterTransition,
   decideClaim,
+  decideVerdict,
   type ClaimFacts,
   type ClaimRow,
   type ClaimStep,
 } from '../../src/mailRow/decide';
 import type { NoProviderChoice, ProviderChoice } from '../../src/shared/providerChoice';
-import type { VerificationAnswer } from '../../src/shared/unknownOutcome';
+import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
+import {
+  decideUnknownOutcome,
+  describeUnknownDecision,
+  type VerificationAnswer,
+} from '../../src/shared/unknownOutcome';
+import { verifiedOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
 
 const T = (s: number): Date => new Date(Date.UTC(2026, 11, 6, 10, 0, s));
 const SCOPE = 'default/order-mail-1/';
@@ -419,5 +426,88 @@ describe('decideClaim', () => {
         r,
       ),
     ).toBe('read-again');
+  });
+});
+
+describe("decideVerdict: the verify activity settles by the claim's rule", () => {
+  /**
+   * The rule settleVerifiedOrphan applied on its own before it went through decideClaim, with its statement's
+   * fence (issued later): the shared rule must settle exactly where it did, the same way.
+   */
+  function formerRule(r: ClaimRow | null, policy: UnknownOutcomePolicy, answer: VerificationAnswer) {
+    if (
+      r === null ||
+      r.state !== 'sending' ||
+      r.claimToken === OWN ||
+      r.claimToken !== CLOSED ||
+      !r.claimToken.startsWith(SCOPE) ||
+      r.attempts !== 1 ||
+      r.dispatchedAt === null ||
+      !(r.claimIssuedAt < T(30))
+    ) {
+      return null;
+    }
+    const facts = verifiedOrphanFacts({ policy, answer });
+    const decision = decideUnknownOutcome(facts);
+    const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
+    return { name: 'settleClosedRunDispatched', decision, note };
+  }
+
+  it('settles exactly the rows the former rule settled, with the same decision and note', () => {
+    const answers: VerificationAnswer[] = [
+      { kind: 'found', via: 'lookup', providerMessageId: 'm-1' },
+      { kind: 'found', via: 'webhook', providerMessageId: null },
+      { kind: 'not-found', via: 'lookup', sinceDispatchMs: 600_000 },
+      { kind: 'inconclusive', reason: 'no answer' },
+    ];
+    const tokens = [CLOSED, OWN, `${SCOPE}run-0`, 'default/order-mail-2/run-1', 'legacy:x', 'operator:x'];
+    const rows: (ClaimRow | null)[] = [null];
+    for (const state of ['sending', 'sent', 'failed'] as const)
+      for (const claimToken of tokens)
+        for (const attempts of [1, 2])
+          for (const dispatchedAt of [null, T(12)])
+            for (const claimIssuedAt of [T(10), T(30), T(40)]) {
+              const outcome = state === 'sending' ? null : state === 'sent' ? 'accepted' : 'not_sent';
+              rows.push(row({ state, claimToken, attempts, dispatchedAt, claimIssuedAt, outcome }));
+            }
+    let settled = 0;
+    for (const r of rows)
+      for (const policy of ['assume-failed', 'assume-sent'] as const)
+        for (const answer of answers) {
+          const shared = decideVerdict(r, request({ policy }), { holder: CLOSED, attempt: 1, answer });
+          expect({ r, policy, answer, shared }).toEqual({
+            r,
+            policy,
+            answer,
+            shared: formerRule(r, policy, answer),
+          });
+          if (shared !== null) settled++;
+        }
+    // Each policy × answer settles the one row the rule names (sending, the holder's, dispatched, earlier).
+    expect(settled).toBe(2 * answers.length);
+  });
+
+  it('found settles as sent, not found as failed, inconclusive by the policy', () => {
+    const closed = row({ dispatchedAt: T(12) });
+    const verdict = (answer: VerificationAnswer) => ({ holder: CLOSED, attempt: 1, answer });
+    const kinds = (policy: UnknownOutcomePolicy) =>
+      [
+        { kind: 'found', via: 'lookup', providerMessageId: 'm-1' },
+        { kind: 'not-found', via: 'lookup', sinceDispatchMs: 600_000 },
+        { kind: 'inconclusive', reason: 'no answer' },
+      ].map((answer) => {
+        const settle = decideVerdict(closed, request({ policy }), verdict(answer as VerificationAnswer));
+        return settle && [settle.decision.kind, settle.decision.state];
+      });
+    expect(kinds('assume-failed')).toEqual([
+      ['verified-accepted', 'sent'],
+      ['verified-not-sent', 'failed'],
+      ['policy', 'failed'],
+    ]);
+    expect(kinds('assume-sent')).toEqual([
+      ['verified-accepted', 'sent'],
+      ['verified-not-sent', 'failed'],
+      ['policy', 'sent'],
+    ]);
   });
 });
