@@ -11,12 +11,14 @@ import {
 } from '@temporalio/workflow';
 import type { ClaimResult } from '../activities';
 import { FailureType } from '../shared/failures';
+import type { LogOutcome } from '../shared/mailOutcome';
 import {
   describeSendOutcome,
   SEND_HELD,
   sendOutcomeOfFailure,
   type SendAccepted,
   type SendNotAccepted,
+  type SendClaimLost,
   type SendOutcome,
 } from '../shared/sendOutcome';
 import {
@@ -27,7 +29,7 @@ import {
 } from '../shared/unknownOutcome';
 import { ownAttemptFacts, type AttemptOnRecord } from '../shared/unknownOutcomeFacts';
 import {
-  delayBeforeNextAttempt,
+  afterAttempt,
   delayBeforeOrderLookAgain,
   orderVisibleWaitOf,
   type OrderMailRunOptions,
@@ -176,10 +178,11 @@ export const AFTER_STEP = {
   'not-accepted': async (step, run) => {
     run.attempts += 1;
     const { orderId, attempts } = run;
-    const { sent, settings } = step;
-    if (step.recordedOutcome === 'rejected' || !sent.retryable) throw ending.permanentFailure(orderId, step);
-    if (attempts >= settings.maxSendAttempts) throw ending.gaveUpFailure(orderId, attempts, sent);
-    const delayMs = delayBeforeNextAttempt(settings, attempts, sent.retryAfterMs);
+    const { sent } = step;
+    const next = afterAttempt(step.settings, attempts, { ...sent, outcome: step.recordedOutcome });
+    if (next.kind === 'permanent') throw ending.permanentFailure(orderId, step);
+    if (next.kind === 'gave-up') throw ending.gaveUpFailure(orderId, attempts, sent);
+    const { delayMs } = next;
     log.info('Order mail not accepted; waiting before the next attempt', {
       orderId,
       attempt: step.attempt,
@@ -272,30 +275,10 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
   }
 
   const { sent, failure } = await send(orderId, claim);
-  if (sent.outcome === 'claim-lost') {
-    const { currentState, currentOutcome } = sent.row;
-    if (currentState !== null && currentState !== 'sending') {
-      showOrderMailState({ state: stateShownFor(currentState, currentOutcome), outcome: currentOutcome });
-    }
-    const result = ending.claimLost(orderId, attempt, currentOutcome, null);
-    // The fence refused: this attempt made no request.
-    if (currentState === 'sending') return { kind: 'lost-while-held', result };
-    return { kind: 'finished', result };
-  }
-
+  // The fence refused: this attempt made no request.
+  if (sent.outcome === 'claim-lost') return lostClaim(orderId, attempt, sent.row, sent, true);
   const { recorded, providerMessageId, sentNothing } = await recordSendOutcome(run, base, sent, claim);
-  if (recorded.kind === 'claim-lost') {
-    if (recorded.currentState !== null && recorded.currentState !== 'sending') {
-      showOrderMailState({ state: recorded.currentState });
-    }
-    // The row is someone else's now; an accepted mail's id went into the attempt's audit row instead.
-    const result =
-      sent.outcome === 'accepted'
-        ? ending.claimLost(orderId, attempt, 'accepted', sent.providerMessageId)
-        : ending.claimLost(orderId, attempt, null, null);
-    if (recorded.currentState === 'sending' && sentNothing) return { kind: 'lost-while-held', result };
-    return { kind: 'finished', result };
-  }
+  if (recorded.kind === 'claim-lost') return lostClaim(orderId, attempt, recorded, sent, sentNothing);
   if (
     sent.outcome === 'not_sent' &&
     sent.errorCode === SEND_HELD &&
@@ -323,6 +306,29 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
     return { kind: 'finished', result };
   }
   return { kind: 'not-accepted', attempt, settings, sent, cause: failure, recordedOutcome: recorded.outcome };
+}
+
+/** Someone else settled the row while this attempt held it; an accepted mail's id went to its audit row. */
+function lostClaim(
+  orderId: string,
+  attempt: number,
+  row: { currentState: SendClaimLost['row']['currentState']; currentOutcome?: LogOutcome | null },
+  sent: SendOutcome,
+  sentNothing: boolean,
+): Step {
+  const { currentState, currentOutcome } = row;
+  if (currentState !== null && currentState !== 'sending') {
+    showOrderMailState({
+      state: stateShownFor(currentState, currentOutcome ?? null),
+      outcome: currentOutcome,
+    });
+  }
+  const result =
+    sent.outcome === 'accepted'
+      ? ending.claimLost(orderId, attempt, 'accepted', sent.providerMessageId)
+      : ending.claimLost(orderId, attempt, currentOutcome ?? null, null);
+  if (currentState === 'sending' && sentNothing) return { kind: 'lost-while-held', result };
+  return { kind: 'finished', result };
 }
 
 /** The send, waited for to its real end (never retried, never abandoned); its failure is kept as a cause. */
@@ -386,18 +392,14 @@ async function recordSendOutcome(
     };
   }
   const { settings } = claim;
-  // Judged as the send came back, before any wait: how long a retry would wait, and whether one follows.
-  const delayBeforeRetryMs = delayBeforeNextAttempt(settings, run.attempts + 1, sent.retryAfterMs);
-  const anotherAttemptFollows = !run.cancelRequested() && run.attempts + 1 < settings.maxSendAttempts;
+  // Judged as the send came back, before any wait: whether a retry follows, and after how long.
+  const next = run.cancelRequested() ? null : afterAttempt(settings, run.attempts + 1, sent);
+  const after = {
+    delayBeforeRetryMs: next?.kind === 'retry' ? next.delayMs : 0,
+    anotherAttemptFollows: next?.kind === 'retry',
+  };
   const facts = (attempt: AttemptOnRecord, answer: VerificationAnswer | null) =>
-    ownAttemptFacts({
-      attempt,
-      settings,
-      delayBeforeRetryMs,
-      anotherAttemptFollows,
-      providerError: sent.errorCode,
-      answer,
-    });
+    ownAttemptFacts({ attempt, settings, ...after, providerError: sent.errorCode, answer });
   // What the provider said, once asked: asked at most once per attempt.
   let answer: VerificationAnswer | null = null;
   // The fence moves at most once (not dispatched → dispatched), so the second decision stands.

@@ -11,6 +11,7 @@ import {
   type VerificationAnswer,
 } from '../../src/shared/unknownOutcome';
 import { ownAttemptFacts, sweptOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
+import { afterAttempt } from '../../src/shared/workflowSettings';
 
 /** What asking the provider can tell: a lookup (generic, Postmark, Mailgun), webhooks (SES, SendGrid), nothing. */
 export type Evidence = 'lookup' | 'webhook' | 'none';
@@ -528,6 +529,12 @@ function runSteps(s: State, config: Config, i: number, run: Run, canFault: boole
 }
 
 const VERIFYING = {};
+const ATTEMPTS = (config: Config) => ({
+  maxSendAttempts: config.bounds.attemptsPerRun,
+  retryInitialIntervalMs: 0,
+  retryMaxIntervalMs: 0,
+});
+const UNKNOWN_SENT = { outcome: 'unknown', retryable: true, retryAfterMs: null } as const;
 
 function ownDecision(s: State, config: Config, run: Run, answer: VerificationAnswer | null) {
   const first = s.requests[0]?.at ?? null;
@@ -547,7 +554,8 @@ function ownDecision(s: State, config: Config, run: Run, answer: VerificationAns
         verification: config.provider.evidence === 'none' ? null : (VERIFYING as never),
       },
       delayBeforeRetryMs: 0,
-      anotherAttemptFollows: run.attemptsClaimed < config.bounds.attemptsPerRun,
+      // What follows this attempt, by the workflow's own rule: another, while the run has attempts left.
+      anotherAttemptFollows: afterAttempt(ATTEMPTS(config), run.attemptsClaimed, UNKNOWN_SENT).kind === 'retry',
       providerError: null,
       answer,
     }),
