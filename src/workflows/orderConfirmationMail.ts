@@ -14,6 +14,7 @@ import { FailureType } from '../shared/failures';
 import type { LogOutcome } from '../shared/mailOutcome';
 import {
   describeSendOutcome,
+  recordOfAnswer,
   SEND_HELD,
   sendOutcomeOfFailure,
   type SendAccepted,
@@ -171,7 +172,7 @@ export const AFTER_STEP = {
       orderId: run.orderId,
       attempt: step.attempt,
     });
-    await run.hold.wait(run.holdWaits, () => ending.cancelledWhileHeld(run.orderId));
+    await run.hold.wait(run.holdWaits, () => ending.cancelledWhileHeld(run.orderId, step.attempt));
     run.holdWaits += 1;
     return AGAIN;
   },
@@ -369,15 +370,10 @@ async function recordSendOutcome(
   claim: Claimed,
 ): Promise<Recording> {
   if (sent.outcome !== 'unknown') {
-    const accepted = sent.outcome === 'accepted';
+    const answered = recordOfAnswer(sent);
     const recorded = await bookkeeping.recordOrderMailOutcome({
       ...base,
-      state: accepted ? 'sent' : 'failed',
-      outcome: sent.outcome,
-      unknownPolicy: null,
-      providerMessageId: accepted ? sent.providerMessageId : null,
-      httpStatus: sent.httpStatus,
-      error: accepted ? null : sent.reason,
+      ...answered,
       expectDispatched: null,
     });
     if (recorded.kind === 'dispatch-changed')
@@ -387,7 +383,7 @@ async function recordSendOutcome(
       );
     return {
       recorded,
-      providerMessageId: accepted ? sent.providerMessageId : null,
+      providerMessageId: answered.providerMessageId,
       sentNothing: sent.outcome === 'not_sent',
     };
   }

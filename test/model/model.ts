@@ -12,6 +12,7 @@ import {
 } from '../../src/shared/unknownOutcome';
 import { ownAttemptFacts, sweptOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
 import { afterAttempt } from '../../src/shared/workflowSettings';
+import { notAcceptedOutcome, recordOfAnswer } from '../../src/shared/sendOutcome';
 
 /** What asking the provider can tell: a lookup (generic, Postmark, Mailgun), webhooks (SES, SendGrid), nothing. */
 export type Evidence = 'lookup' | 'webhook' | 'none';
@@ -479,21 +480,11 @@ function runSteps(s: State, config: Config, i: number, run: Run, canFault: boole
       return;
     }
     act(`records ${pc.answer}`, (n, r) => {
-      if (pc.answer === 'accepted') {
-        return record(n, r, pc.attempt, {
-          kind: 'accepted',
-          state: 'sent',
-          outcome: 'accepted',
-          unknownPolicy: null,
-        });
-      }
+      // Recorded as the workflow records the provider's own answer.
+      if (pc.answer === 'accepted')
+        return record(n, r, pc.attempt, { kind: 'accepted', ...recordOfAnswer(ACCEPTED) });
       n.requests[n.requests.length - 1]!.known = 'not-taken';
-      return record(n, r, pc.attempt, {
-        kind: 'rejected',
-        state: 'failed',
-        outcome: 'rejected',
-        unknownPolicy: null,
-      });
+      return record(n, r, pc.attempt, { kind: 'rejected', ...recordOfAnswer(REFUSED) });
     });
     return;
   }
@@ -529,6 +520,13 @@ function runSteps(s: State, config: Config, i: number, run: Run, canFault: boole
 }
 
 const VERIFYING = {};
+const ACCEPTED = { outcome: 'accepted', httpStatus: 200, providerMessageId: 'm' } as const;
+const REFUSED = notAcceptedOutcome({
+  outcome: 'rejected',
+  httpStatus: 422,
+  errorCode: null,
+  reason: 'refused',
+});
 const ATTEMPTS = (config: Config) => ({
   maxSendAttempts: config.bounds.attemptsPerRun,
   retryInitialIntervalMs: 0,
@@ -555,7 +553,8 @@ function ownDecision(s: State, config: Config, run: Run, answer: VerificationAns
       },
       delayBeforeRetryMs: 0,
       // What follows this attempt, by the workflow's own rule: another, while the run has attempts left.
-      anotherAttemptFollows: afterAttempt(ATTEMPTS(config), run.attemptsClaimed, UNKNOWN_SENT).kind === 'retry',
+      anotherAttemptFollows:
+        afterAttempt(ATTEMPTS(config), run.attemptsClaimed, UNKNOWN_SENT).kind === 'retry',
       providerError: null,
       answer,
     }),
