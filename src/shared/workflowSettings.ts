@@ -29,6 +29,15 @@ export function verifyActivityTimeoutMs(verification: Pick<VerificationSettings,
   return verification.lookupTimeoutMs + VERIFY_ACTIVITY_MARGIN_MS;
 }
 
+/** How long until a lookup's "not found" may count: the request's longest life and the settle delay after dispatch. */
+export function msUntilNotFoundCounts(
+  sinceDispatchMs: number,
+  requestMayLastMs: number,
+  settleDelayMs: number,
+) {
+  return Math.max(0, requestMayLastMs + settleDelayMs - sinceDispatchMs);
+}
+
 export interface IdempotencyRetrySettings {
   /** Resend documents 24 h. */
   windowMs: number;

@@ -9,11 +9,12 @@ import {
   log,
   patched,
 } from '@temporalio/workflow';
-import type { ClaimResult } from '../activities';
+import type { ClaimResult, VerifyOrderMailInput } from '../activities';
 import { FailureType } from '../shared/failures';
 import type { LogOutcome } from '../shared/mailOutcome';
 import {
   describeSendOutcome,
+  notAcceptedOutcome,
   recordOfAnswer,
   SEND_HELD,
   sendOutcomeOfFailure,
@@ -24,7 +25,7 @@ import {
 } from '../shared/sendOutcome';
 import {
   decideUnknownOutcome,
-  describeUnknownDecision,
+  recordOfUnknown,
   type AnsweredFacts,
   type VerificationAnswer,
 } from '../shared/unknownOutcome';
@@ -32,6 +33,7 @@ import { ownAttemptFacts, type AttemptOnRecord } from '../shared/unknownOutcomeF
 import {
   afterAttempt,
   delayBeforeOrderLookAgain,
+  msUntilNotFoundCounts,
   orderVisibleWaitOf,
   type OrderMailRunOptions,
   type VerificationSettings,
@@ -261,14 +263,17 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
   showOrderMailState({ state: 'sending', outcome: null, attempts: attempt, httpStatus: null });
   if (run.cancelRequested()) {
     // Cancelled while claiming: nothing was dispatched, so the claim is released as not sent.
+    const reason = 'no request was made: the workflow was cancelled before this attempt sent anything';
+    const notSent = notAcceptedOutcome({
+      outcome: 'not_sent',
+      httpStatus: null,
+      errorCode: null,
+      reason,
+      retryAfterMs: null,
+    });
     await bookkeeping.recordOrderMailOutcome({
       ...base,
-      state: 'failed',
-      outcome: 'not_sent',
-      unknownPolicy: null,
-      providerMessageId: null,
-      httpStatus: null,
-      error: 'no request was made: the workflow was cancelled before this attempt sent anything',
+      ...recordOfAnswer(notSent),
       expectDispatched: false,
     });
     showOrderMailState({ state: 'failed', outcome: 'not_sent' });
@@ -399,35 +404,30 @@ async function recordSendOutcome(
   // What the provider said, once asked: asked at most once per attempt.
   let answer: VerificationAnswer | null = null;
   // The fence moves at most once (not dispatched → dispatched), so the second decision stands.
-  for (let decided = 0; ; decided++) {
+  for (let decisions = 0; ; decisions++) {
     const attempt = await bookkeeping.readAttemptOutcomeFacts(base);
     let decision = decideUnknownOutcome(facts(attempt, answer));
     if (decision.kind === 'verify') {
       // Null (no request of its own): "not found" counts only after the whole send timeout.
       const ended = sent.requestEndedAfterFenceMs;
-      answer = await verifyWithProvider(run, base, claim.idempotencyKey, settings.verification!, {
-        own: ended === null ? {} : { requestEndedWithinMs: ended },
-      });
+      const own = ended === null ? {} : { requestEndedWithinMs: ended };
+      const verification = settings.verification!;
+      const input = { ...base, sendKey: claim.idempotencyKey, ...own };
+      answer = await verifyWithProvider(run, input, verification, verification.settleDelayMs);
       const answered: AnsweredFacts = { ...facts(attempt, answer), verification: { answer } };
       decision = decideUnknownOutcome(answered);
     }
-    const described = describeUnknownDecision(decision, facts(attempt, answer));
-    const providerMessageId = decision.kind === 'verified-accepted' ? decision.providerMessageId : null;
+    const decided = recordOfUnknown(decision, facts(attempt, answer), sent);
     const recorded = await bookkeeping.recordOrderMailOutcome({
       ...base,
-      httpStatus: sent.httpStatus,
-      state: decision.state,
-      outcome: decision.outcome,
-      unknownPolicy: decision.unknownPolicy,
-      verification: decision.verification ?? null,
-      providerMessageId,
-      error: decision.kind === 'not-sent' ? `${described} (${sent.reason})` : `${sent.reason}; ${described}`,
+      ...decided,
       expectDispatched: attempt.dispatched,
     });
     // Not sent: the request never left (the fence was not passed), or the provider said it has no such mail.
     const sentNothing = decision.outcome === 'not_sent';
-    if (recorded.kind !== 'dispatch-changed') return { recorded, providerMessageId, sentNothing };
-    if (decided >= 1)
+    if (recorded.kind !== 'dispatch-changed')
+      return { recorded, providerMessageId: decided.providerMessageId, sentNothing };
+    if (decisions >= 1)
       throw ending.unexpectedAnswerFailure(base.orderId, 'the dispatch fence changed twice for one attempt');
   }
 }
@@ -435,20 +435,17 @@ async function recordSendOutcome(
 /** Waits until "not found" can count, or an early ask; a cancel or a lookup past its deadline: inconclusive. */
 async function verifyWithProvider(
   run: Run,
-  base: AttemptRef,
-  sendKey: string,
+  input: VerifyOrderMailInput,
   verification: VerificationSettings,
-  of: { own: { requestEndedWithinMs?: number }; orphan?: { waitMs: number; requestMayLastMs: number } },
+  waitMs: number,
 ): Promise<VerificationAnswer> {
   const { cancelRequested, early } = run;
-  const { orphan } = of;
-  log.info('Order mail outcome unknown; waiting the settle delay before asking the provider', {
-    orderId: base.orderId,
-    attempt: base.attempt,
-    settleDelayMs: verification.settleDelayMs,
-    ...(orphan === undefined ? {} : { waitMs: orphan.waitMs }),
+  const { orderId, attempt } = input;
+  log.info('Order mail outcome unknown; waiting until "not found" can count before asking the provider', {
+    orderId,
+    attempt,
+    waitMs,
   });
-  const waitMs = orphan?.waitMs ?? verification.settleDelayMs;
   // A cancel that came first needs no timer.
   const woke =
     cancelRequested() ||
@@ -458,17 +455,8 @@ async function verifyWithProvider(
   }
   if (woke) {
     early.taken();
-    log.info('A provider event of this send arrived; asking the provider now', {
-      orderId: base.orderId,
-      attempt: base.attempt,
-    });
+    log.info('A provider event of this send arrived; asking the provider now', { orderId, attempt });
   }
-  const input = {
-    ...base,
-    sendKey,
-    ...of.own,
-    ...(orphan === undefined ? {} : { requestMayLastMs: orphan.requestMayLastMs }),
-  };
   return askProvider(verification, input, { cancelRequested, early });
 }
 
@@ -486,12 +474,10 @@ async function verifyOrphan(run: Run, orphan: OrphanToVerify): Promise<Step> {
     );
   // Nobody waited for the closed run's send: it may have lasted until its send timeout.
   const requestMayLastMs = orphan.settings.sendTimeoutMs;
-  const waitMs = Math.max(0, requestMayLastMs + verification.settleDelayMs - orphan.sinceDispatchMs);
-  const base = { orderId, claimToken: orphan.holder, attempt: orphan.attempt };
-  const answer = await verifyWithProvider(run, base, orphan.sendKey, verification, {
-    own: {},
-    orphan: { waitMs, requestMayLastMs },
-  });
+  const waitMs = msUntilNotFoundCounts(orphan.sinceDispatchMs, requestMayLastMs, verification.settleDelayMs);
+  const { holder: claimToken, attempt, sendKey } = orphan;
+  const input = { orderId, claimToken, attempt, sendKey, requestMayLastMs };
+  const answer = await verifyWithProvider(run, input, verification, waitMs);
   if (run.cancelRequested() && answer.kind === 'inconclusive') {
     // Cancelled before the provider was asked: the row stays the closed run's, for the sweep to ask about.
     return { kind: 'cancelled', left: { kind: 'orphan-left', attempt: orphan.attempt } };

@@ -7,6 +7,7 @@ import { TRANSITIONS, type RoleGroup, type TransitionName } from '../../src/mail
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import {
   decideUnknownOutcome,
+  recordOfUnknown,
   type UnknownOutcomeDecision,
   type VerificationAnswer,
 } from '../../src/shared/unknownOutcome';
@@ -476,7 +477,7 @@ function runSteps(s: State, config: Config, i: number, run: Run, canFault: boole
         );
         return;
       }
-      act(`records ${decision.kind}`, (n, r) => record(n, r, pc.attempt, decision));
+      act(`records ${decision.kind}`, (n, r) => recordUnknown(n, r, pc.attempt, decision));
       return;
     }
     act(`records ${pc.answer}`, (n, r) => {
@@ -496,7 +497,7 @@ function runSteps(s: State, config: Config, i: number, run: Run, canFault: boole
         if (fault) n.faults++;
         const decision = ownDecision(n, config, r, answer);
         if (decision.kind === 'verify') throw new Error('asked twice');
-        return record(n, r, pc.attempt, decision);
+        return recordUnknown(n, r, pc.attempt, decision);
       });
     }
     return;
@@ -532,7 +533,13 @@ const ATTEMPTS = (config: Config) => ({
   retryInitialIntervalMs: 0,
   retryMaxIntervalMs: 0,
 });
-const UNKNOWN_SENT = { outcome: 'unknown', retryable: true, retryAfterMs: null } as const;
+const UNKNOWN_SENT = {
+  outcome: 'unknown',
+  retryable: true,
+  retryAfterMs: null,
+  httpStatus: null,
+  reason: 'unknown',
+} as const;
 
 function ownDecision(s: State, config: Config, run: Run, answer: VerificationAnswer | null) {
   const first = s.requests[0]?.at ?? null;
@@ -561,6 +568,16 @@ function ownDecision(s: State, config: Config, run: Run, answer: VerificationAns
   );
 }
 
+/** An unknown's decision, recorded as the workflow records it (the model keeps no texts, so no facts for them). */
+function recordUnknown(n: State, r: Run, attempt: number, decision: UnknownOutcomeDecision) {
+  const fields = recordOfUnknown(
+    decision,
+    { sinceKeyFirstDispatchMs: null, idempotency: null },
+    UNKNOWN_SENT,
+  );
+  return record(n, r, attempt, { kind: decision.kind, ...fields });
+}
+
 /** The record activity: fenced on this attempt still holding the claim. */
 function record(
   n: State,
@@ -571,7 +588,7 @@ function record(
     state: 'sent' | 'failed';
     outcome: string;
     unknownPolicy: string | null;
-    verification?: string;
+    verification?: string | null;
   },
 ): TransitionName | undefined {
   const row = n.row;
