@@ -223,11 +223,6 @@ export function unexpectedAnswerFailure(orderId: string, what: string): Applicat
   return runFails(FailureType.UnexpectedActivityAnswer, `Order ${orderId}: ${what}; this run stops here.`);
 }
 
-/** An exhaustive switch's default: `value` is `never` to the compiler; at run time, a newer worker's answer. */
-export function unexpectedKind(orderId: string, what: string, value: never): ApplicationFailure {
-  return unexpectedAnswerFailure(orderId, `the ${what} answered ${JSON.stringify(value)}`);
-}
-
 /** This run used its attempts and the mail is still not sent. */
 export function gaveUpFailure(
   orderId: string,

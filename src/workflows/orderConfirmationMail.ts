@@ -11,7 +11,7 @@ import {
 } from '@temporalio/workflow';
 import type { ClaimResult, VerifyOrderMailInput } from '../activities';
 import { FailureType } from '../shared/failures';
-import type { LogOutcome } from '../shared/mailOutcome';
+import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
 import {
   describeSendOutcome,
   notAcceptedOutcome,
@@ -225,8 +225,11 @@ async function oneAttempt(run: Run): Promise<Step> {
       return verifyOrphan(run, claim);
     case 'claimed':
       return sendAndRecord(run, claim);
-    default:
-      throw ending.unexpectedKind(orderId, 'claim', claim);
+    default: // A kind this code does not know: a newer worker's answer.
+      throw ending.unexpectedAnswerFailure(
+        orderId,
+        `the claim answered ${JSON.stringify(claim satisfies never)}`,
+      );
   }
 }
 
@@ -283,8 +286,10 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
   const { sent, failure } = await send(orderId, claim);
   // The fence refused: this attempt made no request.
   if (sent.outcome === 'claim-lost') return lostClaim(orderId, attempt, sent.row, sent, true);
-  const { recorded, providerMessageId, sentNothing } = await recordSendOutcome(run, base, sent, claim);
-  if (recorded.kind === 'claim-lost') return lostClaim(orderId, attempt, recorded, sent, sentNothing);
+  const { recorded, as } = await recordSendOutcome(run, base, sent, claim);
+  // Recorded not_sent: no request was made, or the provider said (or was verified to say) it took nothing.
+  if (recorded.kind === 'claim-lost')
+    return lostClaim(orderId, attempt, recorded, sent, as.outcome === 'not_sent');
   if (
     sent.outcome === 'not_sent' &&
     sent.errorCode === SEND_HELD &&
@@ -307,7 +312,7 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
       result: 'sent',
       outcome: recorded.outcome,
       attempts: attempt,
-      providerMessageId,
+      providerMessageId: as.providerMessageId,
     };
     return { kind: 'finished', result };
   }
@@ -356,13 +361,8 @@ async function send(
   }
 }
 
-interface Recording {
-  recorded: Recorded;
-  /** The accepted mail's id: the provider's answer, or what verification found; null when none is known. */
-  providerMessageId: string | null;
-  /** The attempt made no request, or the provider said (or was verified to say) it took nothing. */
-  sentNothing: boolean;
-}
+/** The record's answer, and what the attempt was recorded as (the accepted mail's id where one is known). */
+type Recording = { recorded: Recorded; as: { outcome: MailOutcome; providerMessageId: string | null } };
 
 /**
  * Records the send's outcome; an unknown is decided by decideUnknownOutcome from the row's facts, after asking
@@ -386,11 +386,7 @@ async function recordSendOutcome(
         base.orderId,
         'the record found the fence changed, though nothing was expected of it',
       );
-    return {
-      recorded,
-      providerMessageId: answered.providerMessageId,
-      sentNothing: sent.outcome === 'not_sent',
-    };
+    return { recorded, as: answered };
   }
   const { settings } = claim;
   // Judged as the send came back, before any wait: whether a retry follows, and after how long.
@@ -423,10 +419,7 @@ async function recordSendOutcome(
       ...decided,
       expectDispatched: attempt.dispatched,
     });
-    // Not sent: the request never left (the fence was not passed), or the provider said it has no such mail.
-    const sentNothing = decision.outcome === 'not_sent';
-    if (recorded.kind !== 'dispatch-changed')
-      return { recorded, providerMessageId: decided.providerMessageId, sentNothing };
+    if (recorded.kind !== 'dispatch-changed') return { recorded, as: decided };
     if (decisions >= 1)
       throw ending.unexpectedAnswerFailure(base.orderId, 'the dispatch fence changed twice for one attempt');
   }
