@@ -11,6 +11,7 @@ import {
 } from '../db/orderMailLog';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/messageIdentity';
 import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
+import { msUntilNotFoundCounts } from '../shared/workflowSettings';
 import {
   OUTSIDE_WRITER,
   type ReconcileDependencies,
@@ -95,7 +96,11 @@ export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: Rec
             });
             // The attempt's own recorded send timeout; this worker's only for a row dispatched before it was recorded.
             const mayLastMs = row.dispatchSendTimeoutMs ?? requestMayLastMs;
-            if (sinceDispatchMs !== null && sinceDispatchMs < mayLastMs + verification.settleDelayMs) {
+            const untilMs =
+              sinceDispatchMs === null
+                ? 0
+                : msUntilNotFoundCounts(sinceDispatchMs, mayLastMs, verification.settleDelayMs);
+            if (untilMs > 0) {
               youngerThanSettleDelay += 1;
               continue;
             }

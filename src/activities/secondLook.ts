@@ -14,8 +14,7 @@ import {
 } from '../db/secondLook';
 import { reopenAfterSecondLook, secondLookFound } from '../mailRow/statements';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
-import { ORDER_MAIL_WORKFLOW_TYPE } from '../shared/workflowContract';
-import { ORDER_MAIL_ATTRIBUTES_AT_START } from '../workflows/showOrderMailState';
+import { ORDER_MAIL_ATTRIBUTES_AT_START, ORDER_MAIL_WORKFLOW_TYPE } from '../shared/workflowContract';
 import { verifiersOf } from './dependencies';
 import type { ReconcileDependencies, SecondLookMail } from './reconcileTypes';
 import { judgeDispatchedAttempt, type VerifyOrderMailResult } from './verifyOrderMail';

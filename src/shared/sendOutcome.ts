@@ -57,6 +57,19 @@ export function notAcceptedOutcome(
   };
 }
 
+/** What the provider's own answer is recorded as (an unknown is decided by decideUnknownOutcome instead). */
+export function recordOfAnswer(sent: SendAccepted | SendNotAccepted) {
+  const accepted = sent.outcome === 'accepted';
+  return {
+    state: accepted ? ('sent' as const) : ('failed' as const),
+    outcome: sent.outcome,
+    unknownPolicy: null,
+    providerMessageId: accepted ? sent.providerMessageId : null,
+    httpStatus: sent.httpStatus,
+    error: accepted ? null : sent.reason,
+  };
+}
+
 /** The fence refused: an operator holds sends (docs/design.md §6, "The hold wait"). */
 export const SEND_HELD = 'SEND_HELD';
 

@@ -144,6 +144,24 @@ export function describeUnknownDecision(
   return describeDecision(decision, facts, answer) + waited;
 }
 
+/** What an unknown's decision is recorded as, the send's own reason kept beside the decision's. */
+export function recordOfUnknown(
+  decision: UnknownOutcomeDecision,
+  facts: Pick<UnknownOutcomeFacts, 'sinceKeyFirstDispatchMs' | 'idempotency' | 'verification'>,
+  sent: { httpStatus: number | null; reason: string },
+) {
+  const described = describeUnknownDecision(decision, facts);
+  return {
+    httpStatus: sent.httpStatus,
+    state: decision.state,
+    outcome: decision.outcome,
+    unknownPolicy: decision.unknownPolicy,
+    verification: decision.verification ?? null,
+    providerMessageId: decision.kind === 'verified-accepted' ? decision.providerMessageId : null,
+    error: decision.kind === 'not-sent' ? `${described} (${sent.reason})` : `${sent.reason}; ${described}`,
+  };
+}
+
 function describeDecision(
   decision: UnknownOutcomeDecision,
   facts: Pick<UnknownOutcomeFacts, 'sinceKeyFirstDispatchMs' | 'idempotency' | 'verification'>,

@@ -1,6 +1,6 @@
 // Settings the workflow may not read from the environment: the claim's result carries them into history
 // (docs/design.md §6, "The workflow reads no clock and no environment").
-import type { UnknownOutcomePolicy } from './mailOutcome';
+import type { MailOutcome, UnknownOutcomePolicy } from './mailOutcome';
 
 export interface OrderMailWorkflowSettings {
   unknownOutcomePolicy: UnknownOutcomePolicy;
@@ -29,6 +29,15 @@ export function verifyActivityTimeoutMs(verification: Pick<VerificationSettings,
   return verification.lookupTimeoutMs + VERIFY_ACTIVITY_MARGIN_MS;
 }
 
+/** How long until a lookup's "not found" may count: the request's longest life and the settle delay after dispatch. */
+export function msUntilNotFoundCounts(
+  sinceDispatchMs: number,
+  requestMayLastMs: number,
+  settleDelayMs: number,
+) {
+  return Math.max(0, requestMayLastMs + settleDelayMs - sinceDispatchMs);
+}
+
 export interface IdempotencyRetrySettings {
   /** Resend documents 24 h. */
   windowMs: number;
@@ -44,6 +53,26 @@ export function delayBeforeNextAttempt(
   const exponential = settings.retryInitialIntervalMs * 2 ** Math.max(0, runAttempt - 1);
   const backoff = Math.min(settings.retryMaxIntervalMs, exponential);
   return Math.max(backoff, retryAfterMs ?? 0);
+}
+
+/** What follows a run's attempt that was not accepted: another after `delayMs`, or the run ends. */
+export type AfterAttempt = { kind: 'retry'; delayMs: number } | { kind: 'permanent' } | { kind: 'gave-up' };
+
+/**
+ * The one definition of what follows this attempt (docs/design.md §6), for the workflow before it decides an
+ * unknown and after it records, and for the model checker. `runAttempts` counts this one.
+ */
+export function afterAttempt(
+  settings: Pick<
+    OrderMailWorkflowSettings,
+    'maxSendAttempts' | 'retryInitialIntervalMs' | 'retryMaxIntervalMs'
+  >,
+  runAttempts: number,
+  ended: { outcome: MailOutcome; retryable: boolean; retryAfterMs: number | null },
+): AfterAttempt {
+  if (ended.outcome === 'rejected' || !ended.retryable) return { kind: 'permanent' };
+  if (runAttempts >= settings.maxSendAttempts) return { kind: 'gave-up' };
+  return { kind: 'retry', delayMs: delayBeforeNextAttempt(settings, runAttempts, ended.retryAfterMs) };
 }
 
 /** The workflow's optional second argument (tests); the order service passes none. */

@@ -23,11 +23,8 @@ export type Recorded = Exclude<
   { kind: 'dispatch-changed' }
 >;
 
-export interface AttemptRef {
-  orderId: string;
-  claimToken: string;
-  attempt: number;
-}
+/** The attempt as the activities name it. */
+export type AttemptRef = Parameters<OrderMailActivities['readAttemptOutcomeFacts']>[0];
 
 export type Ended =
   | { kind: 'finished'; result: OrderMailResult }
@@ -50,12 +47,7 @@ export type LeftByCancel =
 
 export type Step = Ended | { kind: 'cancelled'; left: LeftByCancel };
 
-export type StepKind = Step['kind'];
-
-export type StepRow<S extends { kind: string }, K extends S['kind'], Run, Next> = (
-  step: Extract<S, { kind: K }>,
-  run: Run,
-) => Promise<Next>;
-
 /** One row per step kind, each typed by its own kind: a new kind does not compile until it has its row. */
-export type StepTable<S extends { kind: string }, Run, Next> = { [K in S['kind']]: StepRow<S, K, Run, Next> };
+export type StepTable<S extends { kind: string }, Run, Next> = {
+  [K in S['kind']]: (step: Extract<S, { kind: K }>, run: Run) => Promise<Next>;
+};

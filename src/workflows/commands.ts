@@ -116,47 +116,34 @@ export function earlyAskOnProviderEvents(): EarlyAsk {
 // Only keeps a history finite should clocks disagree (docs/design.md §6, "Asking the provider").
 const MAX_EVIDENCE_WAITS = 24;
 
-/** A "wait" answer is waited out and asked again, unless `waitForEvidence: false` (the sweep). */
+/** A "wait" answer is waited out and asked again; the sweep asks once instead (askOnce). */
 export async function askProvider(
   verification: VerificationSettings,
   input: VerifyOrderMailInput,
-  options: { waitForEvidence: false },
-): Promise<VerificationAnswer | VerificationWait>;
-export async function askProvider(
-  verification: VerificationSettings,
-  input: VerifyOrderMailInput,
-  options?: { waitForEvidence?: true; cancelRequested?: () => boolean; early?: EarlyAsk },
-): Promise<VerificationAnswer>;
-export async function askProvider(
-  verification: VerificationSettings,
-  input: VerifyOrderMailInput,
-  options: { waitForEvidence?: boolean; cancelRequested?: () => boolean; early?: EarlyAsk } = {},
-): Promise<VerificationAnswer | VerificationWait> {
+  options: { cancelRequested: () => boolean; early: EarlyAsk },
+): Promise<VerificationAnswer> {
   let lastWait: VerificationWait | null = null;
   for (let waits = 0; ;) {
     const answer = await askOnce(verification, waits === 0 ? input : { ...input, evidenceWaits: waits });
-    if (answer.kind !== 'wait' || options.waitForEvidence === false) {
+    if (answer.kind !== 'wait') {
       // The answer says that it waited and why, so the attempt's audit row does (describeUnknownDecision).
-      return lastWait === null || answer.kind === 'wait'
-        ? answer
-        : { ...answer, waited: { times: waits, reason: lastWait.reason } };
+      return lastWait === null ? answer : { ...answer, waited: { times: waits, reason: lastWait.reason } };
     }
     lastWait = answer;
     if (waits >= MAX_EVIDENCE_WAITS) {
       return { kind: 'inconclusive', reason: `still too early after ${waits} waits: ${answer.reason}` };
     }
-    const cancelRequested = options.cancelRequested ?? (() => false);
-    const early = options.early;
-    const woke = await condition(() => cancelRequested() || (early?.requested() ?? false), answer.waitMs);
+    const { cancelRequested, early } = options;
+    const woke = await condition(() => cancelRequested() || early.requested(), answer.waitMs);
     if (woke && cancelRequested()) {
       return { kind: 'inconclusive', reason: `the run was cancelled while waiting: ${answer.reason}` };
     }
-    if (woke) early?.taken();
+    if (woke) early.taken();
     else waits++;
   }
 }
 
-async function askOnce(
+export async function askOnce(
   verification: VerificationSettings,
   input: VerifyOrderMailInput,
 ): Promise<VerificationAnswer | VerificationWait> {

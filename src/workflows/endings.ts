@@ -19,22 +19,18 @@ export function cancelledWhileWaiting(orderId: string, when: string): CancelledF
 
 /** A cancel while waiting for the order's row to become visible: no row exists. */
 export function cancelledWhileOrderNotVisible(orderId: string): CancelledFailure {
-  return endCancelled(orderNotVisibleCancelled(orderId));
-}
-
-/** A cancel while sends are held: the refused attempt is settled failed/not_sent. */
-export function cancelledWhileHeld(orderId: string): CancelledFailure {
+  showNoClaim();
   return endCancelled(
-    `Order ${orderId}: cancelled while sends were held (npm run ops -- hold). Nothing is in flight: the log ` +
-      'row is settled as failed/not_sent, and after the hold a reset or npm run ops -- retry sends the mail.',
+    `Order ${orderId}: cancelled while waiting for the order to become visible. Nothing was claimed or sent ` +
+      'and no log row exists; once the order exists, the reconciliation sweep starts its mail again.',
   );
 }
 
-function orderNotVisibleCancelled(orderId: string): string {
-  showNoClaim();
-  return (
-    `Order ${orderId}: cancelled while waiting for the order to become visible. Nothing was claimed or sent ` +
-    'and no log row exists; once the order exists, the reconciliation sweep starts its mail again.'
+/** A cancel while sends are held, waiting or as the attempt the fence refused ended: settled failed/not_sent. */
+export function cancelledWhileHeld(orderId: string, attempt: number): CancelledFailure {
+  return endCancelled(
+    `Order ${orderId}: cancelled while sends were held (npm run ops -- hold): attempt ${attempt} made no ` +
+      'request and is recorded as failed/not_sent. After the hold, a reset or npm run ops -- retry sends the mail.',
   );
 }
 
@@ -91,17 +87,14 @@ export function cancelledAfter(orderId: string, step: LeftByCancel): CancelledFa
           'reconciliation sweep asks the provider and settles it; npm run ops -- status shows the row.',
       );
     case 'order-not-visible':
-      return endCancelled(orderNotVisibleCancelled(orderId));
+      return cancelledWhileOrderNotVisible(orderId);
     case 'held-at-same-time':
       showNoClaim();
       return endCancelled(
         `Order ${orderId}: cancelled; the row is held by ${step.holder}, and this run sent nothing.`,
       );
     case 'held':
-      return endCancelled(
-        `Order ${orderId}: cancelled when sends were held (npm run ops -- hold): attempt ${step.attempt} made no ` +
-          'request and is recorded as failed/not_sent. After the hold, a reset or npm run ops -- retry sends the mail.',
-      );
+      return cancelledWhileHeld(orderId, step.attempt);
     case 'not-accepted':
       return endCancelled(
         `Order ${orderId}: cancelled during attempt ${step.attempt}, which was waited for and recorded as ` +
@@ -228,11 +221,6 @@ export function closedRunsKeptComingFailure(orderId: string, settledInARow: numb
 /** A contract broken by an activity fails the run visibly (docs/design.md §6, "Only ApplicationFailures"). */
 export function unexpectedAnswerFailure(orderId: string, what: string): ApplicationFailure {
   return runFails(FailureType.UnexpectedActivityAnswer, `Order ${orderId}: ${what}; this run stops here.`);
-}
-
-/** An exhaustive switch's default: `value` is `never` to the compiler; at run time, a newer worker's answer. */
-export function unexpectedKind(orderId: string, what: string, value: never): ApplicationFailure {
-  return unexpectedAnswerFailure(orderId, `the ${what} answered ${JSON.stringify(value)}`);
 }
 
 /** This run used its attempts and the mail is still not sent. */

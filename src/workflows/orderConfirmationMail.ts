@@ -9,26 +9,31 @@ import {
   log,
   patched,
 } from '@temporalio/workflow';
-import type { ClaimResult } from '../activities';
+import type { ClaimResult, VerifyOrderMailInput } from '../activities';
 import { FailureType } from '../shared/failures';
+import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
 import {
   describeSendOutcome,
+  notAcceptedOutcome,
+  recordOfAnswer,
   SEND_HELD,
   sendOutcomeOfFailure,
   type SendAccepted,
   type SendNotAccepted,
+  type SendClaimLost,
   type SendOutcome,
 } from '../shared/sendOutcome';
 import {
   decideUnknownOutcome,
-  describeUnknownDecision,
+  recordOfUnknown,
   type AnsweredFacts,
   type VerificationAnswer,
 } from '../shared/unknownOutcome';
 import { ownAttemptFacts, type AttemptOnRecord } from '../shared/unknownOutcomeFacts';
 import {
-  delayBeforeNextAttempt,
+  afterAttempt,
   delayBeforeOrderLookAgain,
+  msUntilNotFoundCounts,
   orderVisibleWaitOf,
   type OrderMailRunOptions,
   type VerificationSettings,
@@ -169,17 +174,18 @@ export const AFTER_STEP = {
       orderId: run.orderId,
       attempt: step.attempt,
     });
-    await run.hold.wait(run.holdWaits, () => ending.cancelledWhileHeld(run.orderId));
+    await run.hold.wait(run.holdWaits, () => ending.cancelledWhileHeld(run.orderId, step.attempt));
     run.holdWaits += 1;
     return AGAIN;
   },
   'not-accepted': async (step, run) => {
     run.attempts += 1;
     const { orderId, attempts } = run;
-    const { sent, settings } = step;
-    if (step.recordedOutcome === 'rejected' || !sent.retryable) throw ending.permanentFailure(orderId, step);
-    if (attempts >= settings.maxSendAttempts) throw ending.gaveUpFailure(orderId, attempts, sent);
-    const delayMs = delayBeforeNextAttempt(settings, attempts, sent.retryAfterMs);
+    const { sent } = step;
+    const next = afterAttempt(step.settings, attempts, { ...sent, outcome: step.recordedOutcome });
+    if (next.kind === 'permanent') throw ending.permanentFailure(orderId, step);
+    if (next.kind === 'gave-up') throw ending.gaveUpFailure(orderId, attempts, sent);
+    const { delayMs } = next;
     log.info('Order mail not accepted; waiting before the next attempt', {
       orderId,
       attempt: step.attempt,
@@ -219,8 +225,11 @@ async function oneAttempt(run: Run): Promise<Step> {
       return verifyOrphan(run, claim);
     case 'claimed':
       return sendAndRecord(run, claim);
-    default:
-      throw ending.unexpectedKind(orderId, 'claim', claim);
+    default: // A kind this code does not know: a newer worker's answer.
+      throw ending.unexpectedAnswerFailure(
+        orderId,
+        `the claim answered ${JSON.stringify(claim satisfies never)}`,
+      );
   }
 }
 
@@ -257,14 +266,17 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
   showOrderMailState({ state: 'sending', outcome: null, attempts: attempt, httpStatus: null });
   if (run.cancelRequested()) {
     // Cancelled while claiming: nothing was dispatched, so the claim is released as not sent.
+    const reason = 'no request was made: the workflow was cancelled before this attempt sent anything';
+    const notSent = notAcceptedOutcome({
+      outcome: 'not_sent',
+      httpStatus: null,
+      errorCode: null,
+      reason,
+      retryAfterMs: null,
+    });
     await bookkeeping.recordOrderMailOutcome({
       ...base,
-      state: 'failed',
-      outcome: 'not_sent',
-      unknownPolicy: null,
-      providerMessageId: null,
-      httpStatus: null,
-      error: 'no request was made: the workflow was cancelled before this attempt sent anything',
+      ...recordOfAnswer(notSent),
       expectDispatched: false,
     });
     showOrderMailState({ state: 'failed', outcome: 'not_sent' });
@@ -272,30 +284,12 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
   }
 
   const { sent, failure } = await send(orderId, claim);
-  if (sent.outcome === 'claim-lost') {
-    const { currentState, currentOutcome } = sent.row;
-    if (currentState !== null && currentState !== 'sending') {
-      showOrderMailState({ state: stateShownFor(currentState, currentOutcome), outcome: currentOutcome });
-    }
-    const result = ending.claimLost(orderId, attempt, currentOutcome, null);
-    // The fence refused: this attempt made no request.
-    if (currentState === 'sending') return { kind: 'lost-while-held', result };
-    return { kind: 'finished', result };
-  }
-
-  const { recorded, providerMessageId, sentNothing } = await recordSendOutcome(run, base, sent, claim);
-  if (recorded.kind === 'claim-lost') {
-    if (recorded.currentState !== null && recorded.currentState !== 'sending') {
-      showOrderMailState({ state: recorded.currentState });
-    }
-    // The row is someone else's now; an accepted mail's id went into the attempt's audit row instead.
-    const result =
-      sent.outcome === 'accepted'
-        ? ending.claimLost(orderId, attempt, 'accepted', sent.providerMessageId)
-        : ending.claimLost(orderId, attempt, null, null);
-    if (recorded.currentState === 'sending' && sentNothing) return { kind: 'lost-while-held', result };
-    return { kind: 'finished', result };
-  }
+  // The fence refused: this attempt made no request.
+  if (sent.outcome === 'claim-lost') return lostClaim(orderId, attempt, sent.row, sent, true);
+  const { recorded, as } = await recordSendOutcome(run, base, sent, claim);
+  // Recorded not_sent: no request was made, or the provider said (or was verified to say) it took nothing.
+  if (recorded.kind === 'claim-lost')
+    return lostClaim(orderId, attempt, recorded, sent, as.outcome === 'not_sent');
   if (
     sent.outcome === 'not_sent' &&
     sent.errorCode === SEND_HELD &&
@@ -318,11 +312,34 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
       result: 'sent',
       outcome: recorded.outcome,
       attempts: attempt,
-      providerMessageId,
+      providerMessageId: as.providerMessageId,
     };
     return { kind: 'finished', result };
   }
   return { kind: 'not-accepted', attempt, settings, sent, cause: failure, recordedOutcome: recorded.outcome };
+}
+
+/** Someone else settled the row while this attempt held it; an accepted mail's id went to its audit row. */
+function lostClaim(
+  orderId: string,
+  attempt: number,
+  row: { currentState: SendClaimLost['row']['currentState']; currentOutcome?: LogOutcome | null },
+  sent: SendOutcome,
+  sentNothing: boolean,
+): Step {
+  const { currentState, currentOutcome } = row;
+  if (currentState !== null && currentState !== 'sending') {
+    showOrderMailState({
+      state: stateShownFor(currentState, currentOutcome ?? null),
+      outcome: currentOutcome,
+    });
+  }
+  const result =
+    sent.outcome === 'accepted'
+      ? ending.claimLost(orderId, attempt, 'accepted', sent.providerMessageId)
+      : ending.claimLost(orderId, attempt, currentOutcome ?? null, null);
+  if (currentState === 'sending' && sentNothing) return { kind: 'lost-while-held', result };
+  return { kind: 'finished', result };
 }
 
 /** The send, waited for to its real end (never retried, never abandoned); its failure is kept as a cause. */
@@ -344,13 +361,8 @@ async function send(
   }
 }
 
-interface Recording {
-  recorded: Recorded;
-  /** The accepted mail's id: the provider's answer, or what verification found; null when none is known. */
-  providerMessageId: string | null;
-  /** The attempt made no request, or the provider said (or was verified to say) it took nothing. */
-  sentNothing: boolean;
-}
+/** The record's answer, and what the attempt was recorded as (the accepted mail's id where one is known). */
+type Recording = { recorded: Recorded; as: { outcome: MailOutcome; providerMessageId: string | null } };
 
 /**
  * Records the send's outcome; an unknown is decided by decideUnknownOutcome from the row's facts, after asking
@@ -363,15 +375,10 @@ async function recordSendOutcome(
   claim: Claimed,
 ): Promise<Recording> {
   if (sent.outcome !== 'unknown') {
-    const accepted = sent.outcome === 'accepted';
+    const answered = recordOfAnswer(sent);
     const recorded = await bookkeeping.recordOrderMailOutcome({
       ...base,
-      state: accepted ? 'sent' : 'failed',
-      outcome: sent.outcome,
-      unknownPolicy: null,
-      providerMessageId: accepted ? sent.providerMessageId : null,
-      httpStatus: sent.httpStatus,
-      error: accepted ? null : sent.reason,
+      ...answered,
       expectDispatched: null,
     });
     if (recorded.kind === 'dispatch-changed')
@@ -379,57 +386,41 @@ async function recordSendOutcome(
         base.orderId,
         'the record found the fence changed, though nothing was expected of it',
       );
-    return {
-      recorded,
-      providerMessageId: accepted ? sent.providerMessageId : null,
-      sentNothing: sent.outcome === 'not_sent',
-    };
+    return { recorded, as: answered };
   }
   const { settings } = claim;
-  // Judged as the send came back, before any wait: how long a retry would wait, and whether one follows.
-  const delayBeforeRetryMs = delayBeforeNextAttempt(settings, run.attempts + 1, sent.retryAfterMs);
-  const anotherAttemptFollows = !run.cancelRequested() && run.attempts + 1 < settings.maxSendAttempts;
+  // Judged as the send came back, before any wait: whether a retry follows, and after how long.
+  const next = run.cancelRequested() ? null : afterAttempt(settings, run.attempts + 1, sent);
+  const after = {
+    delayBeforeRetryMs: next?.kind === 'retry' ? next.delayMs : 0,
+    anotherAttemptFollows: next?.kind === 'retry',
+  };
   const facts = (attempt: AttemptOnRecord, answer: VerificationAnswer | null) =>
-    ownAttemptFacts({
-      attempt,
-      settings,
-      delayBeforeRetryMs,
-      anotherAttemptFollows,
-      providerError: sent.errorCode,
-      answer,
-    });
+    ownAttemptFacts({ attempt, settings, ...after, providerError: sent.errorCode, answer });
   // What the provider said, once asked: asked at most once per attempt.
   let answer: VerificationAnswer | null = null;
   // The fence moves at most once (not dispatched → dispatched), so the second decision stands.
-  for (let decided = 0; ; decided++) {
+  for (let decisions = 0; ; decisions++) {
     const attempt = await bookkeeping.readAttemptOutcomeFacts(base);
     let decision = decideUnknownOutcome(facts(attempt, answer));
     if (decision.kind === 'verify') {
       // Null (no request of its own): "not found" counts only after the whole send timeout.
       const ended = sent.requestEndedAfterFenceMs;
-      answer = await verifyWithProvider(run, base, claim.idempotencyKey, settings.verification!, {
-        own: ended === null ? {} : { requestEndedWithinMs: ended },
-      });
+      const own = ended === null ? {} : { requestEndedWithinMs: ended };
+      const verification = settings.verification!;
+      const input = { ...base, sendKey: claim.idempotencyKey, ...own };
+      answer = await verifyWithProvider(run, input, verification, verification.settleDelayMs);
       const answered: AnsweredFacts = { ...facts(attempt, answer), verification: { answer } };
       decision = decideUnknownOutcome(answered);
     }
-    const described = describeUnknownDecision(decision, facts(attempt, answer));
-    const providerMessageId = decision.kind === 'verified-accepted' ? decision.providerMessageId : null;
+    const decided = recordOfUnknown(decision, facts(attempt, answer), sent);
     const recorded = await bookkeeping.recordOrderMailOutcome({
       ...base,
-      httpStatus: sent.httpStatus,
-      state: decision.state,
-      outcome: decision.outcome,
-      unknownPolicy: decision.unknownPolicy,
-      verification: decision.verification ?? null,
-      providerMessageId,
-      error: decision.kind === 'not-sent' ? `${described} (${sent.reason})` : `${sent.reason}; ${described}`,
+      ...decided,
       expectDispatched: attempt.dispatched,
     });
-    // Not sent: the request never left (the fence was not passed), or the provider said it has no such mail.
-    const sentNothing = decision.outcome === 'not_sent';
-    if (recorded.kind !== 'dispatch-changed') return { recorded, providerMessageId, sentNothing };
-    if (decided >= 1)
+    if (recorded.kind !== 'dispatch-changed') return { recorded, as: decided };
+    if (decisions >= 1)
       throw ending.unexpectedAnswerFailure(base.orderId, 'the dispatch fence changed twice for one attempt');
   }
 }
@@ -437,20 +428,17 @@ async function recordSendOutcome(
 /** Waits until "not found" can count, or an early ask; a cancel or a lookup past its deadline: inconclusive. */
 async function verifyWithProvider(
   run: Run,
-  base: AttemptRef,
-  sendKey: string,
+  input: VerifyOrderMailInput,
   verification: VerificationSettings,
-  of: { own: { requestEndedWithinMs?: number }; orphan?: { waitMs: number; requestMayLastMs: number } },
+  waitMs: number,
 ): Promise<VerificationAnswer> {
   const { cancelRequested, early } = run;
-  const { orphan } = of;
-  log.info('Order mail outcome unknown; waiting the settle delay before asking the provider', {
-    orderId: base.orderId,
-    attempt: base.attempt,
-    settleDelayMs: verification.settleDelayMs,
-    ...(orphan === undefined ? {} : { waitMs: orphan.waitMs }),
+  const { orderId, attempt } = input;
+  log.info('Order mail outcome unknown; waiting until "not found" can count before asking the provider', {
+    orderId,
+    attempt,
+    waitMs,
   });
-  const waitMs = orphan?.waitMs ?? verification.settleDelayMs;
   // A cancel that came first needs no timer.
   const woke =
     cancelRequested() ||
@@ -460,17 +448,8 @@ async function verifyWithProvider(
   }
   if (woke) {
     early.taken();
-    log.info('A provider event of this send arrived; asking the provider now', {
-      orderId: base.orderId,
-      attempt: base.attempt,
-    });
+    log.info('A provider event of this send arrived; asking the provider now', { orderId, attempt });
   }
-  const input = {
-    ...base,
-    sendKey,
-    ...of.own,
-    ...(orphan === undefined ? {} : { requestMayLastMs: orphan.requestMayLastMs }),
-  };
   return askProvider(verification, input, { cancelRequested, early });
 }
 
@@ -488,12 +467,10 @@ async function verifyOrphan(run: Run, orphan: OrphanToVerify): Promise<Step> {
     );
   // Nobody waited for the closed run's send: it may have lasted until its send timeout.
   const requestMayLastMs = orphan.settings.sendTimeoutMs;
-  const waitMs = Math.max(0, requestMayLastMs + verification.settleDelayMs - orphan.sinceDispatchMs);
-  const base = { orderId, claimToken: orphan.holder, attempt: orphan.attempt };
-  const answer = await verifyWithProvider(run, base, orphan.sendKey, verification, {
-    own: {},
-    orphan: { waitMs, requestMayLastMs },
-  });
+  const waitMs = msUntilNotFoundCounts(orphan.sinceDispatchMs, requestMayLastMs, verification.settleDelayMs);
+  const { holder: claimToken, attempt, sendKey } = orphan;
+  const input = { orderId, claimToken, attempt, sendKey, requestMayLastMs };
+  const answer = await verifyWithProvider(run, input, verification, waitMs);
   if (run.cancelRequested() && answer.kind === 'inconclusive') {
     // Cancelled before the provider was asked: the row stays the closed run's, for the sweep to ask about.
     return { kind: 'cancelled', left: { kind: 'orphan-left', attempt: orphan.attempt } };

@@ -7,7 +7,7 @@ import type {
 import { OrderMailStuckOrders } from '../shared/orderMailSearchAttributes';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
 import { sweptOrphanFacts } from '../shared/unknownOutcomeFacts';
-import { askProvider } from './commands';
+import { askOnce } from './commands';
 import type { VerificationWait } from '../activities';
 
 // Idempotent batches, retried freely; two minutes leave room for a slow Temporal or Postgres.
@@ -116,17 +116,13 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
         async (claim) =>
           [
             claim.orderId,
-            await askProvider(
-              verification!,
-              {
-                orderId: claim.orderId,
-                claimToken: claim.seen.claimToken,
-                attempt: claim.attempts,
-                sendKey: claim.sendKey,
-                requestMayLastMs: found.requestMayLastMs,
-              },
-              { waitForEvidence: false },
-            ),
+            await askOnce(verification!, {
+              orderId: claim.orderId,
+              claimToken: claim.seen.claimToken,
+              attempt: claim.attempts,
+              sendKey: claim.sendKey,
+              requestMayLastMs: found.requestMayLastMs,
+            }),
           ] as const,
       ),
     ),

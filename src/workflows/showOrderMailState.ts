@@ -26,8 +26,6 @@ export function stateShownFor(
   return rowState === 'sent' && outcome === 'unknown' ? 'unknown' : rowState;
 }
 
-export { ORDER_MAIL_ATTRIBUTES_AT_START } from '../shared/workflowContract';
-
 export function showOrderMailState(shown: OrderMailStateShown): void {
   const updates: SearchAttributeUpdatePair[] = [{ key: OrderMailState, value: shown.state }];
   if (shown.outcome !== undefined) updates.push({ key: OrderMailOutcome, value: shown.outcome });

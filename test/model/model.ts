@@ -7,10 +7,13 @@ import { TRANSITIONS, type RoleGroup, type TransitionName } from '../../src/mail
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import {
   decideUnknownOutcome,
+  recordOfUnknown,
   type UnknownOutcomeDecision,
   type VerificationAnswer,
 } from '../../src/shared/unknownOutcome';
 import { ownAttemptFacts, sweptOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
+import { afterAttempt } from '../../src/shared/workflowSettings';
+import { notAcceptedOutcome, recordOfAnswer } from '../../src/shared/sendOutcome';
 
 /** What asking the provider can tell: a lookup (generic, Postmark, Mailgun), webhooks (SES, SendGrid), nothing. */
 export type Evidence = 'lookup' | 'webhook' | 'none';
@@ -474,25 +477,15 @@ function runSteps(s: State, config: Config, i: number, run: Run, canFault: boole
         );
         return;
       }
-      act(`records ${decision.kind}`, (n, r) => record(n, r, pc.attempt, decision));
+      act(`records ${decision.kind}`, (n, r) => recordUnknown(n, r, pc.attempt, decision));
       return;
     }
     act(`records ${pc.answer}`, (n, r) => {
-      if (pc.answer === 'accepted') {
-        return record(n, r, pc.attempt, {
-          kind: 'accepted',
-          state: 'sent',
-          outcome: 'accepted',
-          unknownPolicy: null,
-        });
-      }
+      // Recorded as the workflow records the provider's own answer.
+      if (pc.answer === 'accepted')
+        return record(n, r, pc.attempt, { kind: 'accepted', ...recordOfAnswer(ACCEPTED) });
       n.requests[n.requests.length - 1]!.known = 'not-taken';
-      return record(n, r, pc.attempt, {
-        kind: 'rejected',
-        state: 'failed',
-        outcome: 'rejected',
-        unknownPolicy: null,
-      });
+      return record(n, r, pc.attempt, { kind: 'rejected', ...recordOfAnswer(REFUSED) });
     });
     return;
   }
@@ -504,7 +497,7 @@ function runSteps(s: State, config: Config, i: number, run: Run, canFault: boole
         if (fault) n.faults++;
         const decision = ownDecision(n, config, r, answer);
         if (decision.kind === 'verify') throw new Error('asked twice');
-        return record(n, r, pc.attempt, decision);
+        return recordUnknown(n, r, pc.attempt, decision);
       });
     }
     return;
@@ -528,6 +521,25 @@ function runSteps(s: State, config: Config, i: number, run: Run, canFault: boole
 }
 
 const VERIFYING = {};
+const ACCEPTED = { outcome: 'accepted', httpStatus: 200, providerMessageId: 'm' } as const;
+const REFUSED = notAcceptedOutcome({
+  outcome: 'rejected',
+  httpStatus: 422,
+  errorCode: null,
+  reason: 'refused',
+});
+const ATTEMPTS = (config: Config) => ({
+  maxSendAttempts: config.bounds.attemptsPerRun,
+  retryInitialIntervalMs: 0,
+  retryMaxIntervalMs: 0,
+});
+const UNKNOWN_SENT = {
+  outcome: 'unknown',
+  retryable: true,
+  retryAfterMs: null,
+  httpStatus: null,
+  reason: 'unknown',
+} as const;
 
 function ownDecision(s: State, config: Config, run: Run, answer: VerificationAnswer | null) {
   const first = s.requests[0]?.at ?? null;
@@ -547,11 +559,23 @@ function ownDecision(s: State, config: Config, run: Run, answer: VerificationAns
         verification: config.provider.evidence === 'none' ? null : (VERIFYING as never),
       },
       delayBeforeRetryMs: 0,
-      anotherAttemptFollows: run.attemptsClaimed < config.bounds.attemptsPerRun,
+      // What follows this attempt, by the workflow's own rule: another, while the run has attempts left.
+      anotherAttemptFollows:
+        afterAttempt(ATTEMPTS(config), run.attemptsClaimed, UNKNOWN_SENT).kind === 'retry',
       providerError: null,
       answer,
     }),
   );
+}
+
+/** An unknown's decision, recorded as the workflow records it (the model keeps no texts, so no facts for them). */
+function recordUnknown(n: State, r: Run, attempt: number, decision: UnknownOutcomeDecision) {
+  const fields = recordOfUnknown(
+    decision,
+    { sinceKeyFirstDispatchMs: null, idempotency: null },
+    UNKNOWN_SENT,
+  );
+  return record(n, r, attempt, { kind: decision.kind, ...fields });
 }
 
 /** The record activity: fenced on this attempt still holding the claim. */
@@ -564,7 +588,7 @@ function record(
     state: 'sent' | 'failed';
     outcome: string;
     unknownPolicy: string | null;
-    verification?: string;
+    verification?: string | null;
   },
 ): TransitionName | undefined {
   const row = n.row;

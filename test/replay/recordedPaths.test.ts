@@ -19,9 +19,8 @@ import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbo
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
-import { ORDER_MAIL_ATTRIBUTES_AT_START } from '../../src/workflows/showOrderMailState';
 import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
-import { SEND_HOLD_RESUME_SIGNAL } from '../../src/shared/workflowContract';
+import { ORDER_MAIL_ATTRIBUTES_AT_START, SEND_HOLD_RESUME_SIGNAL } from '../../src/shared/workflowContract';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
 import { ActivityHolds } from '../support/heldActivities';
 import { testVerifier } from '../support/verificationKit';

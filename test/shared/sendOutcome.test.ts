@@ -12,10 +12,15 @@ import { FailureType } from '../../src/shared/failures';
 import {
   claimLostFailure,
   notAcceptedOutcome,
+  recordOfAnswer,
   sendFailure,
   sendOutcomeOfFailure,
 } from '../../src/shared/sendOutcome';
-import { delayBeforeNextAttempt } from '../../src/shared/workflowSettings';
+import {
+  afterAttempt,
+  delayBeforeNextAttempt,
+  msUntilNotFoundCounts,
+} from '../../src/shared/workflowSettings';
 
 function activityFailure(cause: Error): ActivityFailure {
   return new ActivityFailure(
@@ -102,5 +107,60 @@ describe('delayBeforeNextAttempt', () => {
   it('never waits less than Retry-After', () => {
     expect(delayBeforeNextAttempt(settings, 1, 30_000)).toBe(30_000);
     expect(delayBeforeNextAttempt(settings, 3, 10)).toBe(4_000);
+  });
+});
+
+describe('afterAttempt: what follows an attempt that was not accepted', () => {
+  const settings = { maxSendAttempts: 3, retryInitialIntervalMs: 1_000, retryMaxIntervalMs: 5_000 };
+  const notSent = { outcome: 'not_sent', retryable: true, retryAfterMs: null } as const;
+  it('another attempt after the backoff while the run has attempts left, then none', () => {
+    expect(afterAttempt(settings, 1, notSent)).toEqual({ kind: 'retry', delayMs: 1_000 });
+    expect(afterAttempt(settings, 2, { ...notSent, retryAfterMs: 30_000 })).toEqual({
+      kind: 'retry',
+      delayMs: 30_000,
+    });
+    expect(afterAttempt(settings, 3, notSent)).toEqual({ kind: 'gave-up' });
+  });
+  it('none after a rejection or an answer that is not retryable, attempts left or not', () => {
+    expect(afterAttempt(settings, 1, { ...notSent, outcome: 'rejected' })).toEqual({ kind: 'permanent' });
+    expect(afterAttempt(settings, 1, { ...notSent, retryable: false })).toEqual({ kind: 'permanent' });
+    expect(afterAttempt(settings, 3, { ...notSent, outcome: 'rejected' })).toEqual({ kind: 'permanent' });
+  });
+});
+
+describe("recordOfAnswer: what the provider's own answer is recorded as", () => {
+  it('accepted: sent, with the message id', () => {
+    expect(recordOfAnswer({ outcome: 'accepted', httpStatus: 202, providerMessageId: 'm-1' })).toEqual({
+      state: 'sent',
+      outcome: 'accepted',
+      unknownPolicy: null,
+      providerMessageId: 'm-1',
+      httpStatus: 202,
+      error: null,
+    });
+  });
+  it('not accepted: failed, with the reason', () => {
+    const rejected = notAcceptedOutcome({
+      outcome: 'rejected',
+      httpStatus: 422,
+      errorCode: null,
+      reason: 'bad',
+    });
+    expect(recordOfAnswer(rejected)).toEqual({
+      state: 'failed',
+      outcome: 'rejected',
+      unknownPolicy: null,
+      providerMessageId: null,
+      httpStatus: 422,
+      error: 'bad',
+    });
+  });
+});
+
+describe('msUntilNotFoundCounts', () => {
+  it("the request's longest life plus the settle delay after dispatch, never negative", () => {
+    expect(msUntilNotFoundCounts(1_000, 10_000, 60_000)).toBe(69_000);
+    expect(msUntilNotFoundCounts(70_000, 10_000, 60_000)).toBe(0);
+    expect(msUntilNotFoundCounts(69_999, 10_000, 60_000)).toBe(1);
   });
 });
