@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { ORDER_PATHS, type OrderPath } from './cost/orderPaths';
 
-export const VARIANT_NAMES = ['floor', 'floor-local', 'empty', 'product', 'plain'] as const;
+export const VARIANT_NAMES = ['floor', 'floor-local', 'empty', 'card', 'product', 'plain'] as const;
 export type VariantName = (typeof VARIANT_NAMES)[number];
 export const SERVER_NAMES = ['dev', 'stack'] as const;
 /** dev: the dev server (or TEMPORAL_ADDRESS); stack: the Temporal server on Postgres of `npm run stack`. */
@@ -46,7 +46,7 @@ export interface BenchOptions {
 }
 
 const USAGE = `npm run bench -- [options]
-  --short                  CI smoke profile (< 60 s): every variant completes, the product sends every order
+  --short                  CI smoke profile (< 60 s): every variant completes, product, card and plain mail every order once
   --concurrency N          closed-loop starters (default 50; short: 10)
   --warmup S, --duration S closed-loop warm-up and measured seconds per phase (default 5 and 15; short: 1 and 3)
   --rounds N               closed loop with 1 worker: run the variants N times, interleaved (default 3; short: 1)

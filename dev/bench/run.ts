@@ -14,14 +14,14 @@ import { headlineRatios, kneesOf, medianThroughput } from './report/headlines';
 import { upgradeReport, type BenchReport } from './report/benchReport';
 import { renderMarkdown } from './report/markdown';
 import { renderTables } from './report/table';
-import { floorVariant, plainVariant, productVariant, type Variant } from './variants';
+import { cardVariant, floorVariant, plainVariant, productVariant, type Variant } from './variants';
 import { measureCostRows, type CostRow } from './cost/costRows';
 import { ACTION_LIST_PRICE } from './cost/pricing';
 import { insertBenchOrders } from './orders';
 import { PlainProcessPool, TemporalWorkerPool } from './workerPools';
 
 // The open-loop sweep compares these; the empty workflow is a reference point for the closed loop only.
-const OPEN_LOOP_VARIANTS: VariantName[] = ['floor', 'floor-local', 'product', 'plain'];
+const OPEN_LOOP_VARIANTS: VariantName[] = ['floor', 'floor-local', 'card', 'product', 'plain'];
 
 async function main(): Promise<number> {
   // Ctrl-C or a CI timeout: exit through process.exit, whose 'exit' handlers stop every child we started
@@ -81,6 +81,7 @@ async function main(): Promise<number> {
     const temporalEnv = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
     const floorQueue = `bench-floor-${server.name}-${runTag}`;
     const productQueue = `bench-product-${server.name}-${runTag}`;
+    const cardQueue = `bench-card-${server.name}-${runTag}`;
     const floorPool = new TemporalWorkerPool(
       `floor-${server.name}`,
       'dev/bench/floor/worker.ts',
@@ -93,20 +94,23 @@ async function main(): Promise<number> {
       { ...temporalEnv, ...mailEnv, TEMPORAL_TASK_QUEUE: productQueue, ...options.productEnv },
       environment.logDirectory,
     );
+    // The product's environment, so the card has the product's settings (pool, timeouts, transport).
+    const cardPool = new TemporalWorkerPool(
+      `card-${server.name}`,
+      'dev/bench/card/worker.ts',
+      { ...temporalEnv, ...mailEnv, TEMPORAL_TASK_QUEUE: cardQueue, ...options.productEnv },
+      environment.logDirectory,
+    );
     const variants: Variant[] = options.variants
       .filter((name) => name !== 'plain')
-      .map((name) =>
-        name === 'product'
-          ? productVariant(server, client, productPool, productQueue, environment.db, sandbox)
-          : floorVariant(
-              name,
-              server,
-              client,
-              floorPool,
-              floorQueue,
-              `bench-${runTag}-${server.name}-${name}-`,
-            ),
-      );
+      .map((name) => {
+        const workflowIdPrefix = `bench-${runTag}-${server.name}-${name}-`;
+        if (name === 'product')
+          return productVariant(server, client, productPool, productQueue, environment.db, sandbox);
+        if (name === 'card')
+          return cardVariant(server, client, cardPool, cardQueue, workflowIdPrefix, environment.db, sandbox);
+        return floorVariant(name, server, client, floorPool, floorQueue, workflowIdPrefix);
+      });
     perServer.push({
       server,
       connection,
@@ -115,6 +119,7 @@ async function main(): Promise<number> {
       productQueue,
       floorPool,
       productPool,
+      cardPool,
       variants,
     });
   }
@@ -247,7 +252,11 @@ async function main(): Promise<number> {
     }
   } finally {
     await Promise.allSettled([
-      ...perServer.flatMap((entry) => [entry.floorPool.close(), entry.productPool.close()]),
+      ...perServer.flatMap((entry) => [
+        entry.floorPool.close(),
+        entry.productPool.close(),
+        entry.cardPool.close(),
+      ]),
       plainPool.close(),
     ]);
     await sandbox.close().catch(() => undefined);

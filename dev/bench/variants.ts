@@ -149,6 +149,55 @@ export function productVariant(
   };
 }
 
+/** The design card built plainly (dev/bench/card): its own workflow and worker, the product's modules. */
+export function cardVariant(
+  server: BenchServer,
+  client: Client,
+  pool: Pick<TemporalWorkerPool, 'pids' | 'scaleTo'>,
+  taskQueue: string,
+  workflowIdPrefix: string,
+  db: Database,
+  sandbox: SandboxControlClient,
+): Variant {
+  const target: TemporalTarget = {
+    async start(orderId) {
+      // The product's start options, without the search attributes it sets at start.
+      await client.workflow.start('benchCardMail', {
+        workflowId: `${workflowIdPrefix}${orderId}`,
+        taskQueue,
+        args: [orderId],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdConflictPolicy: 'FAIL',
+      });
+    },
+    result: (orderId) => client.workflow.getHandle(`${workflowIdPrefix}${orderId}`).result(),
+  };
+  return {
+    name: 'card',
+    server,
+    description: 'card: the design card built plainly (claim, one POST, record; no fence, audit, attributes)',
+    needsDatabaseOrders: true,
+    workerPids: () => pool.pids(),
+    scaleTo: (workers) => pool.scaleTo(workers),
+    async closedLoop(orderIds, concurrency, durationMs) {
+      const run = await temporalClosedLoop(target, orderIds, concurrency, durationMs);
+      const started = run.starts.map(([orderId]) => orderId);
+      return {
+        starts: run.starts,
+        stoppedAtMs: run.stoppedAtMs,
+        recordedAtMs: await recordedMs(db, started),
+      };
+    },
+    async openLoop(orderIds, t0Ms, ratePerSecond, drainTimeoutMs) {
+      await temporalOpenLoop(target, orderIds, t0Ms, ratePerSecond);
+      // The card never retries: an order not sent by the deadline stays so, and verify() reports it.
+      await waitUntil(async () => (await countSent(db, orderIds)) === orderIds.length, drainTimeoutMs);
+      return recordedMs(db, orderIds);
+    },
+    verify: (orderIds) => verifyMails('card', db, sandbox, orderIds),
+  };
+}
+
 export function plainVariant(
   pool: PlainProcessPool,
   db: Database,
