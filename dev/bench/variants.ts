@@ -16,6 +16,7 @@ import {
 import type { VariantName } from './options';
 import { countSent, recordedTimes } from './orders';
 import type { PlainCommand, PlainReply } from './plain/process';
+import { SWITCHES, type SwitchVariant } from './switches/skips';
 import type { PlainProcessPool, TemporalWorkerPool } from './workerPools';
 
 export interface ClosedLoopOutcome {
@@ -114,6 +115,8 @@ export function productVariant(
   taskQueue: string,
   db: Database,
   sandbox: SandboxControlClient,
+  /** 'product', or the product with one extra left out (dev/bench/switches). */
+  name: VariantName = 'product',
 ): Variant {
   const target: TemporalTarget = {
     async start(orderId) {
@@ -123,9 +126,12 @@ export function productVariant(
     result: (orderId) => client.workflow.getHandle(orderId).result(),
   };
   return {
-    name: 'product',
+    name,
     server,
-    description: 'product: orderConfirmationMail, src/worker.ts processes, Postgres, POST to the sandbox',
+    description:
+      name === 'product'
+        ? 'product: orderConfirmationMail, src/worker.ts processes, Postgres, POST to the sandbox'
+        : `${name}: the product with ${SWITCHES[name as SwitchVariant]} (one extra left out)`,
     needsDatabaseOrders: true,
     workerPids: () => pool.pids(),
     scaleTo: (workers) => pool.scaleTo(workers),
@@ -145,7 +151,7 @@ export function productVariant(
       await waitUntil(async () => (await countSent(db, orderIds)) === orderIds.length, drainTimeoutMs);
       return recordedMs(db, orderIds);
     },
-    verify: (orderIds) => verifyMails('product', db, sandbox, orderIds),
+    verify: (orderIds) => verifyMails(name, db, sandbox, orderIds),
   };
 }
 

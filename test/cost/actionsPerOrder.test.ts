@@ -12,7 +12,11 @@ import { createCardActivities } from '../../dev/bench/card/activities';
 import { countHistoryCost } from '../../dev/bench/cost/historyCost';
 import { runOrderPaths, type OrderPath, type PathRun } from '../../dev/bench/cost/orderPaths';
 import type { BenchServer } from '../../dev/bench/environment';
+import { SWITCHES, skipStatement, takeSkips } from '../../dev/bench/switches/skips';
 import { cardVariant } from '../../dev/bench/variants';
+import { ConfigError, loadConfig } from '../../src/config/loadConfig';
+import type { Database } from '../../src/db/pool';
+import { markDispatched, record } from '../../src/mailRow/statements';
 import { historyToJson } from '../../dev/devtools/historyJson';
 import { createSandboxControlClient } from '../../dev/sandbox/sandboxControlClient';
 import { loadOrderForMail } from '../../src/db/orders';
@@ -140,5 +144,94 @@ describe('the card variant (npm run bench)', () => {
       await controls.close();
       await connection.close();
     }
+  });
+});
+
+// The bench's switches (dev/bench/switches) leave one extra out of the product's worker to price it: refused by
+// the product itself, and each still finding the statement it leaves out.
+describe('the bench switches (BENCH_SKIP_)', () => {
+  const required = {
+    DATABASE_URL: 'postgres://user:secret@db:5432/shop',
+    MAIL_DEPLOYMENT_ID: 'test-deployment',
+    MAIL_API_BASE_URL: 'https://mail.example.com/',
+    MAIL_API_KEY: 'key-123',
+  };
+
+  it('the product refuses every switch, with the other problems', () => {
+    for (const name of Object.values(SWITCHES)) {
+      expect(() => loadConfig({ ...required, [name]: '1' }), name).toThrow(ConfigError);
+      try {
+        loadConfig({ ...required, DATABASE_URL: undefined, [name]: '1' });
+      } catch (error) {
+        expect((error as ConfigError).problems).toEqual([
+          'DATABASE_URL is required.',
+          expect.stringContaining(`${name} is a benchmark switch`),
+        ]);
+      }
+    }
+  });
+
+  it("the bench's preload takes them out of the environment before the worker reads it", () => {
+    const env: Record<string, string | undefined> = { ...required };
+    for (const name of Object.values(SWITCHES)) env[name] = '/tmp/bundle.js';
+    expect(takeSkips(env)).toEqual({
+      fence: true,
+      audit: true,
+      searchAttributesBundle: '/tmp/bundle.js',
+      logLines: true,
+    });
+    expect(() => loadConfig(env)).not.toThrow();
+  });
+
+  it('the fence and audit switches find their statements in src/mailRow/statements.ts', async () => {
+    const texts: string[] = [];
+    const capture = {
+      query: async (text: string) => {
+        texts.push(text);
+        return { rows: [], rowCount: 0 };
+      },
+    } as unknown as Database;
+    const attempt = { orderId: '1', claimToken: 'token', attempt: 1 };
+    await markDispatched(capture, {
+      ...attempt,
+      provider: null,
+      dispatch: {
+        provider: null,
+        origin: null,
+        scope: null,
+        credentialFingerprint: null,
+        account: null,
+        sendKey: 'key',
+        sendTimeoutMs: 1,
+        templateName: null,
+        templateSha256: null,
+      },
+    });
+    await record(capture, {
+      ...attempt,
+      state: 'sent',
+      outcome: 'accepted',
+      unknownPolicy: null,
+      providerMessageId: null,
+      httpStatus: 202,
+      error: null,
+      recordedBy: 'test',
+      expectDispatched: null,
+    });
+    const [fence, settle] = texts as [string, string];
+    const none = { fence: false, audit: false };
+    expect(skipStatement(fence, none)).toEqual({ text: fence });
+    expect(skipStatement(settle, none)).toEqual({ text: settle });
+    expect(skipStatement(fence, { fence: true, audit: false })).toEqual({
+      answer: { rows: [], rowCount: 1 },
+    });
+    const noFence = skipStatement(settle, { fence: true, audit: false }) as { text: string };
+    expect(noFence.text).toContain('SET dispatched_at = coalesce(log.dispatched_at, now()), state = $1');
+    const noAudit = skipStatement(settle, { fence: false, audit: true }) as { text: string; params: number };
+    // Its own parameter (recorded_by, $11) goes with the audit row; the other ten stay.
+    expect(noAudit.params).toBe(10);
+    expect(settle).toContain('INSERT INTO order_mail_attempts');
+    expect(noAudit.text).not.toContain('order_mail_attempts');
+    expect(noAudit.text).toMatch(/RETURNING log\.\*\s*\) SELECT state, outcome FROM settled$/);
   });
 });
