@@ -33,11 +33,14 @@ export async function spawnTsProcess(options: {
   logPath: string;
   readyText: string;
   startupTimeoutMs: number;
+  /** A module imported before the script (the bench's switches: dev/bench/switches/preload.ts). */
+  preload?: string;
 }): Promise<LoggedProcess> {
   const logFd = openSync(options.logPath, 'a');
   // node --import tsx rather than the tsx CLI: the CLI runs the script in a child of its own, so the pid we
   // measure would be the wrapper's, not the worker's.
-  const child = spawn(process.execPath, ['--import', 'tsx', options.script], {
+  const preload = options.preload === undefined ? [] : ['--import', `./${options.preload}`];
+  const child = spawn(process.execPath, ['--import', 'tsx', ...preload, options.script], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', logFd, logFd],

@@ -6,6 +6,8 @@ export interface LatencySummary {
   count: number;
   p50Ms: number;
   p90Ms: number;
+  /** Absent in reports written before 2026-12-06. */
+  p95Ms?: number;
   p99Ms: number;
   maxMs: number;
   meanMs: number;
@@ -25,6 +27,7 @@ export function summarizeLatencies(latenciesMs: number[]): LatencySummary {
       count: latenciesMs.length,
       p50Ms: ms(histogram.getValueAtPercentile(50)),
       p90Ms: ms(histogram.getValueAtPercentile(90)),
+      p95Ms: ms(histogram.getValueAtPercentile(95)),
       p99Ms: ms(histogram.getValueAtPercentile(99)),
       maxMs: ms(histogram.maxValue),
       meanMs: ms(histogram.mean),

@@ -2,8 +2,22 @@
 // docs/benchmarks.md) and --short (under a minute, CI's smoke test: everything runs, nothing is judged).
 import { parseArgs } from 'node:util';
 import { ORDER_PATHS, type OrderPath } from './cost/orderPaths';
+import { SWITCH_VARIANTS } from './switches/skips';
 
-export const VARIANT_NAMES = ['floor', 'floor-local', 'empty', 'product', 'plain'] as const;
+export const VARIANT_NAMES = [
+  'floor',
+  'floor-local',
+  'empty',
+  'card',
+  'product',
+  'plain',
+  // The product with one extra left out each (dev/bench/switches): only when named in --variants.
+  'product-nofence',
+  'product-noaudit',
+  'product-noattrs',
+  'product-nolog',
+] as const;
+const ON_REQUEST_ONLY: readonly string[] = SWITCH_VARIANTS;
 export type VariantName = (typeof VARIANT_NAMES)[number];
 export const SERVER_NAMES = ['dev', 'stack'] as const;
 /** dev: the dev server (or TEMPORAL_ADDRESS); stack: the Temporal server on Postgres of `npm run stack`. */
@@ -33,6 +47,11 @@ export interface BenchOptions {
   /** Open loop with fixed rates (per second) instead, e.g. when the floor is not measured. */
   openLoopRates: number[] | null;
   openLoopSeconds: number;
+  /**
+   * Orders per paired latency phase (card, product, the switch variants), once per round and server, at half
+   * the card's knee; 0: none.
+   */
+  latencyOrders: number;
   jsonPath: string | null;
   svgPath: string | null;
   markdownPath: string | null;
@@ -46,12 +65,13 @@ export interface BenchOptions {
 }
 
 const USAGE = `npm run bench -- [options]
-  --short                  CI smoke profile (< 60 s): every variant completes, the product sends every order
+  --short                  CI smoke profile (< 60 s): every variant completes, product, card and plain mail every order once
   --concurrency N          closed-loop starters (default 50; short: 10)
   --warmup S, --duration S closed-loop warm-up and measured seconds per phase (default 5 and 15; short: 1 and 3)
   --rounds N               closed loop with 1 worker: run the variants N times, interleaved (default 3; short: 1)
   --workers 1,2,4          worker processes per Temporal variant (and plain-loop processes)
-  --variants LIST          any of ${VARIANT_NAMES.join(',')} (default: all)
+  --variants LIST          any of ${VARIANT_NAMES.join(',')}
+                           (default: all but the product-no… ones, which leave one extra out each)
   --servers LIST           Temporal servers, any of ${SERVER_NAMES.join(',')} (default: dev,stack; short: dev)
                            dev: start-dev or TEMPORAL_ADDRESS; stack: the server on Postgres of npm run stack
   --scale-all-servers      run the 2- and 4-worker phases on every server, not only the first
@@ -59,6 +79,8 @@ const USAGE = `npm run bench -- [options]
   --open-rates LIST        open-loop rates per second instead of fractions
   --open-seconds S         seconds of offered load per open-loop rate (default 15; short: 3)
   --no-open-loop           skip the open-loop sweep
+  --latency-orders N       per round and server, N orders each for card, product and the product-no… variants
+                           in the open loop at half the card's knee (paired p50/p95 ratios; default: none)
   --json PATH              write every figure as JSON
   --svg PATH               write the latency-vs-offered-load chart as SVG
   --markdown PATH          write the results as Markdown tables
@@ -86,6 +108,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
       'open-rates': { type: 'string' },
       'open-seconds': { type: 'string' },
       'no-open-loop': { type: 'boolean', default: false },
+      'latency-orders': { type: 'string' },
       json: { type: 'string' },
       svg: { type: 'string' },
       markdown: { type: 'string' },
@@ -105,7 +128,8 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
   const short = values.short;
   const numbers = (text: string | undefined, fallback: number[]): number[] =>
     text === undefined ? fallback : text.split(',').map((part) => positive(part, text));
-  const variants = (values.variants?.split(',') ?? [...VARIANT_NAMES]) as VariantName[];
+  const variants = (values.variants?.split(',') ??
+    VARIANT_NAMES.filter((name) => !ON_REQUEST_ONLY.includes(name))) as VariantName[];
   for (const name of variants) {
     if (!VARIANT_NAMES.includes(name)) throw new Error(`unknown variant "${name}"\n${USAGE}`);
   }
@@ -132,6 +156,10 @@ export function parseBenchOptions(argv: string[]): BenchOptions {
     openLoopRates:
       noOpenLoop || values['open-rates'] === undefined ? null : numbers(values['open-rates'], []),
     openLoopSeconds: numbers(values['open-seconds'], [short ? 3 : 15])[0]!,
+    latencyOrders:
+      values['latency-orders'] === undefined
+        ? 0
+        : Math.round(positive(values['latency-orders'], values['latency-orders'])),
     jsonPath: values.json ?? null,
     svgPath: values.svg ?? null,
     markdownPath: values.markdown ?? null,

@@ -25,6 +25,8 @@ export interface PhaseResult {
   latency: LatencySummary;
   /** Open loop: the offered rate was sustained (throughput kept up and the backlog did not grow). */
   keptUp: boolean | null;
+  /** An open-loop phase at half the card's knee, run once per round for the paired latency ratios. */
+  latencyPhase?: boolean;
   resources: PhaseResources;
   cpuSecondsPer1000: {
     workers: number;
@@ -184,6 +186,7 @@ export async function runOpenPhase(
   workers: number,
   ratePerSecond: number,
   seconds: number,
+  latencyRound: number | null = null,
 ): Promise<PhaseResult> {
   const count = Math.max(2, Math.round(ratePerSecond * seconds));
   const orderIds = await ordersFor(context, variant, count);
@@ -209,12 +212,12 @@ export async function runOpenPhase(
   const late = median(latencies.slice(-quarter));
   const keptUp = recordedAt.size === count && achieved >= 0.85 * ratePerSecond && late <= 2 * early + 250;
   const problems = await variant.verify(orderIds, recordedAt);
-  return summarize({
+  const phase = summarize({
     variant: variant.name,
     server: variant.server?.name ?? null,
     mode: 'open',
     workers,
-    round: 1,
+    round: latencyRound ?? 1,
     concurrency: null,
     offeredPerSecond: ratePerSecond,
     ordersDone: count,
@@ -225,6 +228,7 @@ export async function runOpenPhase(
     commits: windowCommits,
     problems,
   });
+  return latencyRound === null ? phase : { ...phase, latencyPhase: true };
 }
 
 function summarize(input: {

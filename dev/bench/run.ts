@@ -3,6 +3,7 @@
 // Every headline figure is a ratio of two things measured here, on the same servers, minutes apart.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createSandboxControlClient } from '../sandbox/sandboxControlClient';
 import { startBenchEnvironment, SANDBOX_API_KEY } from './environment';
@@ -10,18 +11,30 @@ import { loadAverage, machineFacts } from './machine';
 import { parseBenchOptions, type BenchOptions, type ServerName, type VariantName } from './options';
 import { runClosedPhase, runOpenPhase, type PhaseContext, type PhaseResult } from './phases';
 import { renderLatencyChart } from './report/chart';
-import { headlineRatios, kneesOf, medianThroughput } from './report/headlines';
+import { halfCardKnee, headlineRatios, kneesOf, medianThroughput } from './report/headlines';
 import { upgradeReport, type BenchReport } from './report/benchReport';
 import { renderMarkdown } from './report/markdown';
 import { renderTables } from './report/table';
-import { floorVariant, plainVariant, productVariant, type Variant } from './variants';
+import { cardVariant, floorVariant, plainVariant, productVariant, type Variant } from './variants';
 import { measureCostRows, type CostRow } from './cost/costRows';
 import { ACTION_LIST_PRICE } from './cost/pricing';
 import { insertBenchOrders } from './orders';
 import { PlainProcessPool, TemporalWorkerPool } from './workerPools';
+import { bundleWithoutUpserts } from './switches/bundle';
+import { SWITCHES, SWITCH_VARIANTS, type SwitchVariant } from './switches/skips';
+
+const isSwitchVariant = (name: VariantName): name is SwitchVariant =>
+  (SWITCH_VARIANTS as readonly string[]).includes(name);
 
 // The open-loop sweep compares these; the empty workflow is a reference point for the closed loop only.
-const OPEN_LOOP_VARIANTS: VariantName[] = ['floor', 'floor-local', 'product', 'plain'];
+const OPEN_LOOP_VARIANTS: VariantName[] = [
+  'floor',
+  'floor-local',
+  'card',
+  'product',
+  'plain',
+  ...SWITCH_VARIANTS,
+];
 
 async function main(): Promise<number> {
   // Ctrl-C or a CI timeout: exit through process.exit, whose 'exit' handlers stop every child we started
@@ -73,6 +86,11 @@ async function main(): Promise<number> {
     MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON: 'the bench sandbox indexes within 1 s',
   };
 
+  // Built once, for product-noattrs on every server.
+  let bundle: Promise<string> | null = null;
+  const noUpsertsBundle = (): Promise<string> =>
+    (bundle ??= bundleWithoutUpserts(path.join(environment.logDirectory, 'workflows-without-upserts.js')));
+
   // One client and one pool of each kind of Temporal worker per server; the plain loop needs no server.
   const perServer = [];
   for (const server of environment.servers) {
@@ -81,6 +99,7 @@ async function main(): Promise<number> {
     const temporalEnv = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
     const floorQueue = `bench-floor-${server.name}-${runTag}`;
     const productQueue = `bench-product-${server.name}-${runTag}`;
+    const cardQueue = `bench-card-${server.name}-${runTag}`;
     const floorPool = new TemporalWorkerPool(
       `floor-${server.name}`,
       'dev/bench/floor/worker.ts',
@@ -93,20 +112,47 @@ async function main(): Promise<number> {
       { ...temporalEnv, ...mailEnv, TEMPORAL_TASK_QUEUE: productQueue, ...options.productEnv },
       environment.logDirectory,
     );
+    // The product's environment, so the card has the product's settings (pool, timeouts, transport).
+    const cardPool = new TemporalWorkerPool(
+      `card-${server.name}`,
+      'dev/bench/card/worker.ts',
+      { ...temporalEnv, ...mailEnv, TEMPORAL_TASK_QUEUE: cardQueue, ...options.productEnv },
+      environment.logDirectory,
+    );
+    // The product with one extra left out each: src/worker.ts behind the switches' preload, a queue each.
+    const switchPools = new Map<SwitchVariant, { pool: TemporalWorkerPool; queue: string }>();
+    for (const name of options.variants.filter(isSwitchVariant)) {
+      const queue = `bench-${name}-${server.name}-${runTag}`;
+      const value = name === 'product-noattrs' ? await noUpsertsBundle() : '1';
+      const pool = new TemporalWorkerPool(
+        `${name}-${server.name}`,
+        'src/worker.ts',
+        {
+          ...temporalEnv,
+          ...mailEnv,
+          TEMPORAL_TASK_QUEUE: queue,
+          ...options.productEnv,
+          [SWITCHES[name]]: value,
+        },
+        environment.logDirectory,
+        'dev/bench/switches/preload.ts',
+      );
+      switchPools.set(name, { pool, queue });
+    }
     const variants: Variant[] = options.variants
       .filter((name) => name !== 'plain')
-      .map((name) =>
-        name === 'product'
-          ? productVariant(server, client, productPool, productQueue, environment.db, sandbox)
-          : floorVariant(
-              name,
-              server,
-              client,
-              floorPool,
-              floorQueue,
-              `bench-${runTag}-${server.name}-${name}-`,
-            ),
-      );
+      .map((name) => {
+        const workflowIdPrefix = `bench-${runTag}-${server.name}-${name}-`;
+        if (name === 'product')
+          return productVariant(server, client, productPool, productQueue, environment.db, sandbox);
+        if (isSwitchVariant(name)) {
+          const { pool, queue } = switchPools.get(name)!;
+          return productVariant(server, client, pool, queue, environment.db, sandbox, name);
+        }
+        if (name === 'card')
+          return cardVariant(server, client, cardPool, cardQueue, workflowIdPrefix, environment.db, sandbox);
+        return floorVariant(name, server, client, floorPool, floorQueue, workflowIdPrefix);
+      });
     perServer.push({
       server,
       connection,
@@ -115,6 +161,8 @@ async function main(): Promise<number> {
       productQueue,
       floorPool,
       productPool,
+      cardPool,
+      switchPools: [...switchPools.values()].map((entry) => entry.pool),
       variants,
     });
   }
@@ -223,8 +271,10 @@ async function main(): Promise<number> {
       if (index > 0) continue;
 
       for (const entry of servers) {
-        const saturation = medianThroughput(phases, 'floor', workers, entry.server.name);
-        floorSaturation[entry.server.name] = saturation;
+        const floor = medianThroughput(phases, 'floor', workers, entry.server.name);
+        floorSaturation[entry.server.name] = floor;
+        // Without the floor, the sweep's fractions are of the card's saturation (its knee is what they find).
+        const saturation = floor ?? medianThroughput(phases, 'card', workers, entry.server.name);
         const rates =
           options.openLoopRates ??
           (saturation === null ? [] : options.openLoopFractions.map((fraction) => fraction * saturation));
@@ -243,11 +293,34 @@ async function main(): Promise<number> {
             log(describePhase(phase));
           }
         }
+        // Latency paired per round at half the card's knee: card, product and the switch variants in turn.
+        const halfKnee = halfCardKnee(phases, entry.server.name);
+        const paired = entry.variants.filter(
+          (variant) => variant.name === 'card' || variant.name === 'product' || isSwitchVariant(variant.name),
+        );
+        if (options.latencyOrders > 0 && halfKnee !== null) {
+          for (let round = 1; round <= options.rounds; round++) {
+            for (const variant of paired) {
+              log(
+                `latency: ${variant.name}@${entry.server.name} at ${halfKnee.toFixed(1)}/s, ${options.latencyOrders} orders, round ${round}/${options.rounds}`,
+              );
+              const seconds = options.latencyOrders / halfKnee;
+              const phase = await runOpenPhase(context, variant, workers, halfKnee, seconds, round);
+              phases.push(phase);
+              log(describePhase(phase));
+            }
+          }
+        }
       }
     }
   } finally {
     await Promise.allSettled([
-      ...perServer.flatMap((entry) => [entry.floorPool.close(), entry.productPool.close()]),
+      ...perServer.flatMap((entry) => [
+        entry.floorPool.close(),
+        entry.productPool.close(),
+        entry.cardPool.close(),
+        ...entry.switchPools.map((pool) => pool.close()),
+      ]),
       plainPool.close(),
     ]);
     await sandbox.close().catch(() => undefined);

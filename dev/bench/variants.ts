@@ -16,6 +16,7 @@ import {
 import type { VariantName } from './options';
 import { countSent, recordedTimes } from './orders';
 import type { PlainCommand, PlainReply } from './plain/process';
+import { SWITCHES, type SwitchVariant } from './switches/skips';
 import type { PlainProcessPool, TemporalWorkerPool } from './workerPools';
 
 export interface ClosedLoopOutcome {
@@ -114,6 +115,8 @@ export function productVariant(
   taskQueue: string,
   db: Database,
   sandbox: SandboxControlClient,
+  /** 'product', or the product with one extra left out (dev/bench/switches). */
+  name: VariantName = 'product',
 ): Variant {
   const target: TemporalTarget = {
     async start(orderId) {
@@ -123,9 +126,12 @@ export function productVariant(
     result: (orderId) => client.workflow.getHandle(orderId).result(),
   };
   return {
-    name: 'product',
+    name,
     server,
-    description: 'product: orderConfirmationMail, src/worker.ts processes, Postgres, POST to the sandbox',
+    description:
+      name === 'product'
+        ? 'product: orderConfirmationMail, src/worker.ts processes, Postgres, POST to the sandbox'
+        : `${name}: the product with ${SWITCHES[name as SwitchVariant]} (one extra left out)`,
     needsDatabaseOrders: true,
     workerPids: () => pool.pids(),
     scaleTo: (workers) => pool.scaleTo(workers),
@@ -145,7 +151,56 @@ export function productVariant(
       await waitUntil(async () => (await countSent(db, orderIds)) === orderIds.length, drainTimeoutMs);
       return recordedMs(db, orderIds);
     },
-    verify: (orderIds) => verifyMails('product', db, sandbox, orderIds),
+    verify: (orderIds) => verifyMails(name, db, sandbox, orderIds),
+  };
+}
+
+/** The design card built plainly (dev/bench/card): its own workflow and worker, the product's modules. */
+export function cardVariant(
+  server: BenchServer,
+  client: Client,
+  pool: Pick<TemporalWorkerPool, 'pids' | 'scaleTo'>,
+  taskQueue: string,
+  workflowIdPrefix: string,
+  db: Database,
+  sandbox: SandboxControlClient,
+): Variant {
+  const target: TemporalTarget = {
+    async start(orderId) {
+      // The product's start options, without the search attributes it sets at start.
+      await client.workflow.start('benchCardMail', {
+        workflowId: `${workflowIdPrefix}${orderId}`,
+        taskQueue,
+        args: [orderId],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdConflictPolicy: 'FAIL',
+      });
+    },
+    result: (orderId) => client.workflow.getHandle(`${workflowIdPrefix}${orderId}`).result(),
+  };
+  return {
+    name: 'card',
+    server,
+    description: 'card: the design card built plainly (claim, one POST, record; no fence, audit, attributes)',
+    needsDatabaseOrders: true,
+    workerPids: () => pool.pids(),
+    scaleTo: (workers) => pool.scaleTo(workers),
+    async closedLoop(orderIds, concurrency, durationMs) {
+      const run = await temporalClosedLoop(target, orderIds, concurrency, durationMs);
+      const started = run.starts.map(([orderId]) => orderId);
+      return {
+        starts: run.starts,
+        stoppedAtMs: run.stoppedAtMs,
+        recordedAtMs: await recordedMs(db, started),
+      };
+    },
+    async openLoop(orderIds, t0Ms, ratePerSecond, drainTimeoutMs) {
+      await temporalOpenLoop(target, orderIds, t0Ms, ratePerSecond);
+      // The card never retries: an order not sent by the deadline stays so, and verify() reports it.
+      await waitUntil(async () => (await countSent(db, orderIds)) === orderIds.length, drainTimeoutMs);
+      return recordedMs(db, orderIds);
+    },
+    verify: (orderIds) => verifyMails('card', db, sandbox, orderIds),
   };
 }
 

@@ -17,6 +17,7 @@ export class TemporalWorkerPool {
     private readonly script: string,
     private readonly env: Record<string, string>,
     private readonly logDirectory: string,
+    private readonly preload?: string,
   ) {}
 
   pids(): number[] {
@@ -43,6 +44,7 @@ export class TemporalWorkerPool {
           logPath: path.join(this.logDirectory, `${this.name}-worker-${index + 1}.log`),
           readyText: '"message":"Worker started"',
           startupTimeoutMs: WORKER_STARTUP_TIMEOUT_MS,
+          ...(this.preload === undefined ? {} : { preload: this.preload }),
         }),
       );
     }

@@ -224,6 +224,14 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
     },
   };
   // Several providers read the same shared variables (MAIL_FROM, MAILGUN_REGION…): each problem once.
+  // The bench's switches each leave a guarantee's part out (dev/bench/switches); a worker never runs so.
+  for (const name of Object.keys(env)
+    .filter((key) => key.startsWith('BENCH_SKIP_'))
+    .sort()) {
+    problems.push(
+      `${name} is a benchmark switch (npm run bench) that leaves out part of the guarantees; unset it.`,
+    );
+  }
   if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return config;
 }

@@ -3,9 +3,25 @@
 // rules of the pricing page (dev/bench/cost/historyCost.ts). A change that adds an Action to a path fails
 // here; a change that removes one fails too, until its pin is lowered: both are decisions to make on purpose.
 // `npm run bench` prints the same table, beside the floor's, against each server it runs.
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createCardActivities } from '../../dev/bench/card/activities';
+import { countHistoryCost } from '../../dev/bench/cost/historyCost';
 import { runOrderPaths, type OrderPath, type PathRun } from '../../dev/bench/cost/orderPaths';
+import type { BenchServer } from '../../dev/bench/environment';
+import { SWITCHES, skipStatement, takeSkips } from '../../dev/bench/switches/skips';
+import { cardVariant } from '../../dev/bench/variants';
+import { ConfigError, loadConfig } from '../../src/config/loadConfig';
+import type { Database } from '../../src/db/pool';
+import { markDispatched, record } from '../../src/mailRow/statements';
+import { historyToJson } from '../../dev/devtools/historyJson';
+import { createSandboxControlClient } from '../../dev/sandbox/sandboxControlClient';
+import { loadOrderForMail } from '../../src/db/orders';
+import { renderConfirmationMail } from '../../src/mail/confirmationMail';
+import { defaultMailTemplates } from '../../src/mail/template/mailTemplates';
 import { createOrder, openWorkflowTestBed, type WorkflowTestBed } from '../support/testKit';
 
 // Billable Actions per order, by path (docs/benchmarks.md, "What one order costs").
@@ -51,4 +67,171 @@ describe('Temporal Cloud Actions per order', () => {
       );
     });
   }
+});
+
+// The bench's card variant (dev/bench/card): the same check the bench runs after every phase, here against a
+// worker in-process, and shown to report what it is there to catch.
+describe('the card variant (npm run bench)', () => {
+  const identity = { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' };
+
+  it('mails every order once with one sent row, costs 4 Actions, and its check reports a second mail or a row not sent', async () => {
+    const { database, sandbox, mail } = bed!;
+    const db = database.db;
+    const taskQueue = `bench-card-${randomUUID()}`;
+    const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+    const controls = createSandboxControlClient(sandbox.url);
+    try {
+      const worker = await Worker.create({
+        connection,
+        namespace: inject('temporalNamespace'),
+        taskQueue,
+        workflowsPath: path.join(__dirname, '../../dev/bench/card/workflows.ts'),
+        activities: createCardActivities({
+          db,
+          mail,
+          mailIdentity: identity,
+          mailTemplates: defaultMailTemplates(),
+          sendTimeoutMs: 60_000,
+        }),
+      });
+      const server: BenchServer = {
+        name: 'dev',
+        address: inject('temporalAddress'),
+        namespace: inject('temporalNamespace'),
+        pids: { temporalServer: null, temporalStore: null },
+        describe: 'the test run’s dev server',
+        storeCommits: null,
+      };
+      const prefix = `card-${randomUUID()}-`;
+      const card = cardVariant(
+        server,
+        client,
+        { pids: () => [], scaleTo: async () => undefined },
+        taskQueue,
+        prefix,
+        db,
+        controls,
+      );
+      await worker.runUntil(async () => {
+        await controls.reset();
+        const orderIds = await Promise.all(Array.from({ length: 4 }, () => createOrder(db)));
+        const recorded = await card.openLoop(orderIds, Date.now(), 20, 60_000);
+        expect([...recorded.keys()].sort()).toEqual([...orderIds].sort());
+        expect(await card.verify(orderIds, recorded)).toEqual([]);
+        const history = historyToJson(
+          await client.workflow.getHandle(`${prefix}${orderIds[0]}`).fetchHistory(),
+        );
+        // Start, the send, the markers of two workflow tasks (claim; record): the floor-local's count.
+        expect(countHistoryCost(history).actions).toBe(4);
+
+        const [twice, notSent, fine] = await Promise.all(Array.from({ length: 3 }, () => createOrder(db)));
+        const more = [twice!, notSent!, fine!];
+        const again = await card.openLoop(more, Date.now(), 20, 60_000);
+        const order = await loadOrderForMail(db, twice!);
+        await mail.send(renderConfirmationMail(order!, identity));
+        await db.query(
+          `UPDATE order_mail_log SET state = 'failed', outcome = 'rejected' WHERE order_id = $1`,
+          [notSent],
+        );
+        const problems = await card.verify(more, again);
+        expect(problems).toHaveLength(2);
+        expect(problems[0]).toMatch(/^card: 1 of 3 orders have no sent\/accepted row/);
+        expect(problems[1]).toMatch(
+          new RegExp(`^card: 1 of 3 orders did not get exactly one mail \\(e.g. ${twice}: 2\\)`),
+        );
+      });
+    } finally {
+      await controls.close();
+      await connection.close();
+    }
+  });
+});
+
+// The bench's switches (dev/bench/switches) leave one extra out of the product's worker to price it: refused by
+// the product itself, and each still finding the statement it leaves out.
+describe('the bench switches (BENCH_SKIP_)', () => {
+  const required = {
+    DATABASE_URL: 'postgres://user:secret@db:5432/shop',
+    MAIL_DEPLOYMENT_ID: 'test-deployment',
+    MAIL_API_BASE_URL: 'https://mail.example.com/',
+    MAIL_API_KEY: 'key-123',
+  };
+
+  it('the product refuses every switch, with the other problems', () => {
+    for (const name of Object.values(SWITCHES)) {
+      expect(() => loadConfig({ ...required, [name]: '1' }), name).toThrow(ConfigError);
+      try {
+        loadConfig({ ...required, DATABASE_URL: undefined, [name]: '1' });
+      } catch (error) {
+        expect((error as ConfigError).problems).toEqual([
+          'DATABASE_URL is required.',
+          expect.stringContaining(`${name} is a benchmark switch`),
+        ]);
+      }
+    }
+  });
+
+  it("the bench's preload takes them out of the environment before the worker reads it", () => {
+    const env: Record<string, string | undefined> = { ...required };
+    for (const name of Object.values(SWITCHES)) env[name] = '/tmp/bundle.js';
+    expect(takeSkips(env)).toEqual({
+      fence: true,
+      audit: true,
+      searchAttributesBundle: '/tmp/bundle.js',
+      logLines: true,
+    });
+    expect(() => loadConfig(env)).not.toThrow();
+  });
+
+  it('the fence and audit switches find their statements in src/mailRow/statements.ts', async () => {
+    const texts: string[] = [];
+    const capture = {
+      query: async (text: string) => {
+        texts.push(text);
+        return { rows: [], rowCount: 0 };
+      },
+    } as unknown as Database;
+    const attempt = { orderId: '1', claimToken: 'token', attempt: 1 };
+    await markDispatched(capture, {
+      ...attempt,
+      provider: null,
+      dispatch: {
+        provider: null,
+        origin: null,
+        scope: null,
+        credentialFingerprint: null,
+        account: null,
+        sendKey: 'key',
+        sendTimeoutMs: 1,
+        templateName: null,
+        templateSha256: null,
+      },
+    });
+    await record(capture, {
+      ...attempt,
+      state: 'sent',
+      outcome: 'accepted',
+      unknownPolicy: null,
+      providerMessageId: null,
+      httpStatus: 202,
+      error: null,
+      recordedBy: 'test',
+      expectDispatched: null,
+    });
+    const [fence, settle] = texts as [string, string];
+    const none = { fence: false, audit: false };
+    expect(skipStatement(fence, none)).toEqual({ text: fence });
+    expect(skipStatement(settle, none)).toEqual({ text: settle });
+    expect(skipStatement(fence, { fence: true, audit: false })).toEqual({
+      answer: { rows: [], rowCount: 1 },
+    });
+    const noFence = skipStatement(settle, { fence: true, audit: false }) as { text: string };
+    expect(noFence.text).toContain('SET dispatched_at = coalesce(log.dispatched_at, now()), state = $1');
+    const noAudit = skipStatement(settle, { fence: false, audit: true }) as { text: string; params: number };
+    // Its own parameter (recorded_by, $11) goes with the audit row; the other ten stay.
+    expect(noAudit.params).toBe(10);
+    expect(settle).toContain('INSERT INTO order_mail_attempts');
+    expect(noAudit.text).not.toContain('order_mail_attempts');
+    expect(noAudit.text).toMatch(/RETURNING log\.\*\s*\) SELECT state, outcome FROM settled$/);
+  });
 });

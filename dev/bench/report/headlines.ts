@@ -99,7 +99,7 @@ function median(values: number[]): number | null {
 }
 
 export function kneesOf(phases: PhaseResult[]): Knee[] {
-  const open = phases.filter((phase) => phase.mode === 'open');
+  const open = phases.filter((phase) => phase.mode === 'open' && phase.latencyPhase !== true);
   const keys = [...new Set(open.map((phase) => `${phase.server ?? ''}|${phase.variant}`))];
   return keys.map((key) => {
     const [serverText, variant] = key.split('|') as [string, string];
@@ -234,6 +234,7 @@ export function headlineRatios(
       }
     }
   }
+  ratios.push(...cardRatios(phases, servers));
   // The production server against the dev server: what durable persistence costs the same workload.
   if (servers.includes('dev') && servers.includes('stack')) {
     for (const variant of ['product', 'floor-local']) {
@@ -251,6 +252,91 @@ export function headlineRatios(
         null,
         null,
       );
+    }
+  }
+  return ratios;
+}
+
+/** The rate of the paired latency phases on `server`: half the card's knee, else half its closed-loop rate. */
+export function halfCardKnee(phases: PhaseResult[], server: ServerName): number | null {
+  const knee = kneesOf(phases).find((entry) => entry.variant === 'card' && entry.server === server);
+  const rate = knee?.sustainedPerSecond ?? medianThroughput(phases, 'card', 1, server);
+  return rate === null || rate === undefined ? null : rate / 2;
+}
+
+/** product / card (and each switch variant against both), paired per round, on each server. */
+function cardRatios(phases: PhaseResult[], servers: ServerName[]): Ratio[] {
+  const ratios: Ratio[] = [];
+  const cpu = (part: keyof PhaseResult['cpuSecondsPer1000']) => (phase: PhaseResult) =>
+    phase.cpuSecondsPer1000[part];
+  const metrics: [string, (phase: PhaseResult) => number | null][] = [
+    ['CPU per order, all processes', totalCpuPer1000],
+    [
+      'CPU per order, all but the sandbox',
+      (phase) => totalCpuPer1000(phase) - (phase.cpuSecondsPer1000.sandbox ?? 0),
+    ],
+    ['worker CPU per order', cpu('workers')],
+    ['Temporal server CPU per order (+ its Postgres)', serverCpuPer1000],
+    ['our Postgres CPU per order', cpu('postgres')],
+    ['sandbox CPU per order', cpu('sandbox')],
+    ['throughput', (phase) => phase.throughputPerSecond],
+  ];
+  const variants = [...new Set(phases.map((phase) => phase.variant))];
+  const switches = variants.filter((variant) => variant.startsWith('product-no'));
+  for (const server of servers) {
+    const pairs: [string, string][] = [
+      ['product', 'card'],
+      ...switches.flatMap((variant): [string, string][] => [
+        [variant, 'card'],
+        ['product', variant],
+      ]),
+    ];
+    for (const [a, b] of pairs) {
+      for (const [what, metric] of metrics) {
+        if (b !== 'card' && what !== 'CPU per order, all processes' && what !== 'worker CPU per order')
+          continue;
+        const paired = pairedRatio(phases, { variant: a, server }, { variant: b, server }, metric);
+        if (paired.perRound.length === 0) continue;
+        ratios.push({
+          name: `${server}: ${a} / ${b} ${what}`,
+          value: paired.value,
+          perRound: paired.perRound,
+          of: 'closed loop, 1 worker, paired per round',
+          target:
+            a === 'product' && b === 'card' && what === 'CPU per order, all processes'
+              ? '≤ 1.10 on the stack'
+              : null,
+          met:
+            a === 'product' && b === 'card' && what === 'CPU per order, all processes' && server === 'stack'
+              ? paired.value !== null && paired.value <= 1.1
+              : null,
+        });
+      }
+      // Latency from start to the recorded row, in the open-loop phases at half the card's knee.
+      for (const percentile of ['p50Ms', 'p95Ms'] as const) {
+        const perRound: number[] = [];
+        const latencyOf = (variant: string) =>
+          phases.filter(
+            (phase) => phase.latencyPhase === true && phase.variant === variant && phase.server === server,
+          );
+        for (const phaseA of latencyOf(a)) {
+          const phaseB = latencyOf(b).find((candidate) => candidate.round === phaseA.round);
+          const valueA = phaseA.latency[percentile];
+          const valueB = phaseB?.latency[percentile];
+          if (valueA !== undefined && valueB !== undefined && valueB > 0) perRound.push(valueA / valueB);
+        }
+        if (perRound.length === 0) continue;
+        const value = median(perRound);
+        const isTarget = a === 'product' && b === 'card' && percentile === 'p95Ms';
+        ratios.push({
+          name: `${server}: ${a} / ${b} latency ${percentile.slice(0, 3)} at half the card's knee`,
+          value,
+          perRound,
+          of: `open loop at ${latencyOf(a)[0]?.offeredPerSecond?.toFixed(1) ?? '?'}/s, start → recorded row`,
+          target: isTarget ? '≤ 1.10 on the stack' : null,
+          met: isTarget && server === 'stack' ? value !== null && value <= 1.1 : null,
+        });
+      }
     }
   }
   return ratios;
