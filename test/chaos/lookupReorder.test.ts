@@ -8,8 +8,8 @@
 // real Postgres, the sandbox's provider emulations over loopback, assume-failed (a wrong "not found", or an
 // undecided unknown, costs a second mail).
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMailSandbox } from '../../dev/sandbox/mailSandbox';
 import type { ReorderWatermark } from '../../dev/sandbox/lookupReorder';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import { noOrderMailMetrics } from '../../src/metrics/orderMailMetrics';
@@ -38,66 +38,63 @@ const INDEXING_LAG_MS = 300;
 // are accepted while the unknowns before them are still within their send timeout, and shown at once.
 const ORDERS = 16;
 const STAGGER_MS = 500;
-const PROVIDERS = ['generic', 'postmark', 'mailgun'] as const;
 
 let database: TestDatabase;
-let sandbox: MailSandbox;
 let client: Client;
 const stops: (() => Promise<void>)[] = [];
-const queues = new Map<MailProviderName, string>();
 
 beforeAll(async () => {
   database = await openTestDatabase('lookup_reorder');
-  sandbox = await startMailSandbox({ lookups: { indexingLagMs: INDEXING_LAG_MS } });
   client = await connectTestClient();
-  for (const provider of PROVIDERS) {
-    const mail = testProviderMailClient(provider, sandbox.url);
-    const verifier = testVerifier(provider, sandbox.url, { settings: VERIFY });
-    // Probes for the window's last unknowns, which no customer's send follows.
-    const prober = createWitnessProber({
-      db: database.db,
-      settings: { sinkAddress: 'witness-sink@example.com', intervalMs: 1_000 },
-      transports: [mail],
-      identityOf: () => ({ from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' }),
-      deploymentId: 'default',
-      workerIdentity: `reorder-${provider}`,
-      metrics: noOrderMailMetrics,
-    });
-    const worker = await startTestWorker({
-      db: database.db,
-      mail,
-      settings: SETTINGS,
-      verifier: verifier.verifier,
-      witnessProber: prober,
-    });
-    stops.push(
-      () => worker.stop(),
-      () => prober.settled(),
-      () => verifier.close(),
-      () => mail.close(),
-    );
-    queues.set(provider, worker.taskQueue);
-  }
 }, 120_000);
 
 afterAll(async () => {
   for (const stop of stops.reverse()) await stop();
   await client?.connection.close();
-  await sandbox?.close();
   await database?.close();
 });
 
-beforeEach(() => {
-  sandbox.reset();
-  sandbox.configureLookups({ indexingLagMs: INDEXING_LAG_MS });
-});
+/**
+ * A sandbox and a worker of the case's own, so the cases run side by side: the reorder is the whole sandbox's,
+ * and a witness (a probe included) is one of the same destination.
+ */
+async function openCase(provider: MailProviderName) {
+  const sandbox = await startMailSandbox({ lookups: { indexingLagMs: INDEXING_LAG_MS } });
+  stops.push(() => sandbox.close());
+  const mail = testProviderMailClient(provider, sandbox.url);
+  const verifier = testVerifier(provider, sandbox.url, { settings: VERIFY });
+  // Probes for the window's last unknowns, which no customer's send follows.
+  const prober = createWitnessProber({
+    db: database.db,
+    settings: { sinkAddress: 'witness-sink@example.com', intervalMs: 1_000 },
+    transports: [mail],
+    identityOf: () => ({ from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' }),
+    deploymentId: 'default',
+    workerIdentity: `reorder-${provider}`,
+    metrics: noOrderMailMetrics,
+  });
+  const worker = await startTestWorker({
+    db: database.db,
+    mail,
+    settings: SETTINGS,
+    verifier: verifier.verifier,
+    witnessProber: prober,
+  });
+  stops.push(
+    () => worker.stop(),
+    () => prober.settled(),
+    () => verifier.close(),
+    () => mail.close(),
+  );
+  return { sandbox, taskQueue: worker.taskQueue };
+}
+type Case = Awaited<ReturnType<typeof openCase>>;
 
 /**
  * Starts ORDERS orders, staggered, every other one's first request taken and its answer dropped (or every one's,
  * with `allUnknown`), and waits for every workflow to complete (every order terminal, or it throws).
  */
-async function runWindow(provider: MailProviderName, allUnknown = false) {
-  const taskQueue = queues.get(provider)!;
+async function runWindow({ sandbox, taskQueue }: Case, allUnknown = false) {
   const orders: { orderId: string; unknown: boolean }[] = [];
   const runs: Promise<unknown>[] = [];
   for (let i = 0; i < ORDERS; i++) {
@@ -115,7 +112,7 @@ async function runWindow(provider: MailProviderName, allUnknown = false) {
 }
 
 /** The facts every case must end with: one mail per customer, every row settled `sent`, none `sending`. */
-async function expectOneMailEach(orders: { orderId: string }[]) {
+async function expectOneMailEach({ sandbox }: Case, orders: { orderId: string }[]) {
   const mails = orders.map(({ orderId }) => sandbox.messagesFor(orderId).length);
   expect(
     mails.filter((count) => count > 1),
@@ -142,7 +139,7 @@ async function unknownsFoundByLookup(orders: { orderId: string; unknown: boolean
   return rows[0]!.count;
 }
 
-function lookupsOutOfOrder(): number {
+function lookupsOutOfOrder({ sandbox }: Case): number {
   return sandbox.lookups().filter((lookup) => lookup.reorder?.outOfOrder === true).length;
 }
 
@@ -167,23 +164,29 @@ const CASES: { provider: MailProviderName; watermark: ReorderWatermark; holdMs: 
   { provider: 'mailgun', watermark: 'absent', holdMs: SETTLE_MS, why: 'held up to its threshold' },
 ];
 
-describe.each(CASES)('$provider, $why', ({ provider, watermark, holdMs }) => {
+describe.concurrent.each(CASES)('$provider, $why', ({ provider, watermark, holdMs }) => {
   it('later sends shown before the unknowns: 0 customers with two mails, every order terminal', async () => {
     if (watermark === 'absent' && provider !== 'mailgun') expect(holdMs).toBeLessThan(SEND_TIMEOUT_MS);
-    sandbox.setLookupReorder({ holdMs, share: 0, watermark });
-    const orders = await runWindow(provider);
-    await expectOneMailEach(orders);
+    const bed = await openCase(provider);
+    bed.sandbox.setLookupReorder({ holdMs, share: 0, watermark });
+    const orders = await runWindow(bed);
+    await expectOneMailEach(bed, orders);
     // The case happened: lookups listed a later send while an unknown's message was hidden, and the unknowns'
     // own sends were found by the lookup, not settled by the policy.
-    if (holdMs > SETTLE_MS) expect(lookupsOutOfOrder()).toBeGreaterThan(0);
+    if (holdMs > SETTLE_MS) expect(lookupsOutOfOrder(bed)).toBeGreaterThan(0);
     expect(await unknownsFoundByLookup(orders)).toBe(orders.filter((order) => order.unknown).length);
   }, 180_000);
 });
 
-it('the lagging lookup (2x the settle delay) with the reorder live, every send taken and its answer dropped: 0 with two', async () => {
-  sandbox.configureLookups({ indexingLagMs: 2 * SETTLE_MS });
-  sandbox.setLookupReorder({ holdMs: 5_000, share: 0.5, watermark: 'absent', seed: 7 });
-  const orders = await runWindow('generic', true);
-  await expectOneMailEach(orders);
-  expect(await unknownsFoundByLookup(orders)).toBe(ORDERS);
-}, 180_000);
+it.concurrent(
+  'the lagging lookup (2x the settle delay) with the reorder live, every send taken and its answer dropped: 0 with two',
+  async () => {
+    const bed = await openCase('generic');
+    bed.sandbox.configureLookups({ indexingLagMs: 2 * SETTLE_MS });
+    bed.sandbox.setLookupReorder({ holdMs: 5_000, share: 0.5, watermark: 'absent', seed: 7 });
+    const orders = await runWindow(bed, true);
+    await expectOneMailEach(bed, orders);
+    expect(await unknownsFoundByLookup(orders)).toBe(ORDERS);
+  },
+  180_000,
+);

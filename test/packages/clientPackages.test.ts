@@ -222,7 +222,9 @@ async function serviceOnTemporal(name: string, temporal: string): Promise<string
   return directory;
 }
 
-describe('@order-confirmation-mail/client (npm)', () => {
+// The consumers install side by side, each into a directory of its own, from the same packed tarball and wheel;
+// the installs mostly wait on the caches and the network.
+describe.concurrent('@order-confirmation-mail/client (npm)', () => {
   it('packs its built code alone: the ES module, the CommonJS file, their types', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball]);
     const files = stdout.trim().split('\n').sort();
@@ -394,7 +396,7 @@ describe('@order-confirmation-mail/client (npm)', () => {
   );
 });
 
-describe('order-confirmation-mail-client (Python)', () => {
+describe.concurrent('order-confirmation-mail-client (Python)', () => {
   it('names the same contract as the TypeScript client, at the worker version', async () => {
     const source = await readFile(
       path.join(PYTHON_PACKAGE, 'src', 'order_confirmation_mail_client', '__init__.py'),

@@ -173,51 +173,57 @@ async function sendThenTakeOverOn(orderId: string, before: string, after: string
   return run(orderId, after);
 }
 
-describe('finding 1: a lookup asks where the attempt went, not what the asking worker is set up for', () => {
-  it('MAILGUN_DOMAIN changed between the send and the lookup: inconclusive, no second mail', async () => {
-    const orderId = await createOrder(production.db);
-    const before = await worker({
-      api: mailApi('mailgun', sandbox),
-      policy: 'assume-sent',
-      send: (send) => holdingFirstSend(send, (id) => id === orderId),
-    });
-    const after = await worker({
-      api: mailApi('mailgun', sandbox, { mailgunDomain: 'mg-new.example.com' }),
-      policy: 'assume-sent',
-    });
-    await sendThenTakeOverOn(orderId, before, after, sandbox);
+// The findings run side by side: each test has workers and orders of its own, and where two share a destination,
+// another test's send can only be a witness that its test waits for anyway (none expects "not found" to be ruled
+// out for want of one).
+describe.concurrent(
+  'finding 1: a lookup asks where the attempt went, not what the asking worker is set up for',
+  () => {
+    it('MAILGUN_DOMAIN changed between the send and the lookup: inconclusive, no second mail', async () => {
+      const orderId = await createOrder(production.db);
+      const before = await worker({
+        api: mailApi('mailgun', sandbox),
+        policy: 'assume-sent',
+        send: (send) => holdingFirstSend(send, (id) => id === orderId),
+      });
+      const after = await worker({
+        api: mailApi('mailgun', sandbox, { mailgunDomain: 'mg-new.example.com' }),
+        policy: 'assume-sent',
+      });
+      await sendThenTakeOverOn(orderId, before, after, sandbox);
 
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-    const [attempt, ...more] = await attemptsWithVerification(production.db, orderId);
-    expect(more).toEqual([]);
-    expect(attempt).toMatchObject({
-      attempt: 1,
-      outcome: 'unknown',
-      unknownPolicy: 'assume-sent',
-      verification: 'inconclusive',
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      const [attempt, ...more] = await attemptsWithVerification(production.db, orderId);
+      expect(more).toEqual([]);
+      expect(attempt).toMatchObject({
+        attempt: 1,
+        outcome: 'unknown',
+        unknownPolicy: 'assume-sent',
+        verification: 'inconclusive',
+      });
     });
-  });
 
-  it('another provider endpoint (provider, region or account changed): inconclusive, no second mail', async () => {
-    const orderId = await createOrder(production.db);
-    const before = await worker({
-      api: mailApi('generic', sandbox),
-      policy: 'assume-sent',
-      send: (send) => holdingFirstSend(send, (id) => id === orderId),
+    it('another provider endpoint (provider, region or account changed): inconclusive, no second mail', async () => {
+      const orderId = await createOrder(production.db);
+      const before = await worker({
+        api: mailApi('generic', sandbox),
+        policy: 'assume-sent',
+        send: (send) => holdingFirstSend(send, (id) => id === orderId),
+      });
+      const after = await worker({ api: mailApi('generic', elsewhere), policy: 'assume-sent' });
+      await sendThenTakeOverOn(orderId, before, after, sandbox);
+
+      expect(sandbox.messagesFor(orderId).length + elsewhere.messagesFor(orderId).length).toBe(1);
+      expect(await rowWithVerification(production.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'unknown',
+        verification: 'inconclusive',
+      });
     });
-    const after = await worker({ api: mailApi('generic', elsewhere), policy: 'assume-sent' });
-    await sendThenTakeOverOn(orderId, before, after, sandbox);
+  },
+);
 
-    expect(sandbox.messagesFor(orderId).length + elsewhere.messagesFor(orderId).length).toBe(1);
-    expect(await rowWithVerification(production.db, orderId)).toMatchObject({
-      state: 'sent',
-      outcome: 'unknown',
-      verification: 'inconclusive',
-    });
-  });
-});
-
-describe('finding 8: "ours" is our send key, which names the deployment', () => {
+describe.concurrent('finding 8: "ours" is our send key, which names the deployment', () => {
   it('a staging system with the same order id on the same provider account is not "found" for production', async () => {
     const orderId = await createOrder(production.db);
     // Staging's copy of the shop: the same order id, its own database, the same provider account.
@@ -300,7 +306,7 @@ const keysOf = (orderId: string) => [
   `order-confirmation/${orderId}/0`,
 ];
 
-describe('finding 7: a webhook event counts only when it is authentic for this attempt', () => {
+describe.concurrent('finding 7: a webhook event counts only when it is authentic for this attempt', () => {
   it('Mailgun: a fresh event with our key and Message-Id (a forged signed triple) does not settle alone; the lookup does', async () => {
     const orderId = await createOrder(production.db);
     for (const sendKey of keysOf(orderId)) {
@@ -361,64 +367,67 @@ describe('finding 7: a webhook event counts only when it is authentic for this a
   });
 });
 
-describe('finding 5: a second execution of a dispatched attempt waits for the first one’s request', () => {
-  it('ALREADY_DISPATCHED while the first request is still on the wire: no "not found" before it could have ended', async () => {
-    const orderId = await createOrder(production.db);
-    let release: () => void = () => undefined;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let heldOne = false;
-    const generic = await worker({
-      // A 6 s deadline after the fence (inside a 12 s send timeout), so the held request outlives the first
-      // lookup by far, even on a loaded machine.
-      api: mailApi('generic', sandbox, { headersTimeoutMs: 5_000, overallTimeoutMs: 6_000 }),
-      sendTimeoutMs: 12_000,
-      policy: 'assume-sent',
-      // The first request of the order waits after its fence, on the wire as it were, until released.
-      transport: (real) => ({
-        ...real,
-        send: (mail: OutgoingMail, gate?: DispatchGate) =>
-          real.send(
-            mail,
-            gate === undefined || mail.orderId !== orderId || heldOne
-              ? gate
-              : {
-                  passFenceBy: gate.passFenceBy,
-                  passFence: async () => {
-                    await gate.passFence();
-                    heldOne = true;
-                    await released;
+describe.concurrent(
+  'finding 5: a second execution of a dispatched attempt waits for the first one’s request',
+  () => {
+    it('ALREADY_DISPATCHED while the first request is still on the wire: no "not found" before it could have ended', async () => {
+      const orderId = await createOrder(production.db);
+      let release: () => void = () => undefined;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let heldOne = false;
+      const generic = await worker({
+        // A 6 s deadline after the fence (inside a 12 s send timeout), so the held request outlives the first
+        // lookup by far, even on a loaded machine.
+        api: mailApi('generic', sandbox, { headersTimeoutMs: 5_000, overallTimeoutMs: 6_000 }),
+        sendTimeoutMs: 12_000,
+        policy: 'assume-sent',
+        // The first request of the order waits after its fence, on the wire as it were, until released.
+        transport: (real) => ({
+          ...real,
+          send: (mail: OutgoingMail, gate?: DispatchGate) =>
+            real.send(
+              mail,
+              gate === undefined || mail.orderId !== orderId || heldOne
+                ? gate
+                : {
+                    passFenceBy: gate.passFenceBy,
+                    passFence: async () => {
+                      await gate.passFence();
+                      heldOne = true;
+                      await released;
+                    },
                   },
-                },
-          ),
-      }),
-      // The send runs twice for the same attempt (a second execution): the first in the background, then
-      // again once the first has passed the fence, which refuses it as already dispatched.
-      send: (send) => {
-        let twice = false;
-        return async (input) => {
-          if (input.orderId !== orderId || twice) return send(input);
-          twice = true;
-          void send(input).catch(() => undefined);
-          await waitFor('the first execution to pass the fence', async () =>
-            (await readMailLog(production.db, orderId))?.dispatchedAt ? true : undefined,
-          );
-          return send(input);
-        };
-      },
+            ),
+        }),
+        // The send runs twice for the same attempt (a second execution): the first in the background, then
+        // again once the first has passed the fence, which refuses it as already dispatched.
+        send: (send) => {
+          let twice = false;
+          return async (input) => {
+            if (input.orderId !== orderId || twice) return send(input);
+            twice = true;
+            void send(input).catch(() => undefined);
+            await waitFor('the first execution to pass the fence', async () =>
+              (await readMailLog(production.db, orderId))?.dispatchedAt ? true : undefined,
+            );
+            return send(input);
+          };
+        },
+      });
+      const result = run(orderId, generic);
+      // Once the provider was first asked (nothing there yet: the request is still held), the request goes on.
+      await waitFor('the first lookup', async () =>
+        sandbox.lookups().some((lookup) => lookup.orderId === orderId) ? true : undefined,
+      );
+      release();
+      const outcome = await result;
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(outcome).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
+      expect(await rowWithVerification(production.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'accepted',
+        verification: 'lookup',
+      });
     });
-    const result = run(orderId, generic);
-    // Once the provider was first asked (nothing there yet: the request is still held), the request goes on.
-    await waitFor('the first lookup', async () =>
-      sandbox.lookups().some((lookup) => lookup.orderId === orderId) ? true : undefined,
-    );
-    release();
-    const outcome = await result;
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-    expect(outcome).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
-    expect(await rowWithVerification(production.db, orderId)).toMatchObject({
-      state: 'sent',
-      outcome: 'accepted',
-      verification: 'lookup',
-    });
-  });
-});
+  },
+);
