@@ -9,7 +9,11 @@
 // (a grace period too short included). fast-check chooses the scenario and the interleaving, statement by
 // statement, against real Postgres; the invariants are checked after every statement.
 //
+// Once every racer has finished, a final sweep also settles a closed run's claim nobody claimed again, as the
+// real sweep does.
+//
 // PROPERTY_RUNS sets the number of cases (default below; the 10,000 with PROPERTY_RUNS=10000).
+// PROPERTY_SEED with PROPERTY_PATH replays one failing case (the seed and path a failure prints).
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
