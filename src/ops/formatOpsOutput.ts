@@ -22,7 +22,12 @@ export function formatStatus(status: OrderMailStatus): string {
     const shown = Object.entries(workflow.searchAttributes).map(
       ([name, value]) => `${name}=${JSON.stringify(value)}`,
     );
-    if (shown.length > 0) lines.push(`  in the UI:  ${shown.join(' ')}`);
+    // The start gives every run `sending`/1; with no row, no attempt has claimed yet (e.g. the order is not visible).
+    const fromStart =
+      status.row === null && workflow.searchAttributes.OrderMailState === 'sending'
+        ? ' (set by the start: no attempt has claimed the order yet)'
+        : '';
+    if (shown.length > 0) lines.push(`  in the UI:  ${shown.join(' ')}${fromStart}`);
   }
   lines.push(`  Web UI:     ${status.uiUrl}`);
   if (status.attempts.length > 0) {
