@@ -9,7 +9,7 @@ import type { LookupRecord } from '../sandbox/lookups';
 import type { RelayTarget } from '../sandbox/relayToInbox';
 import type { WebhookDeliveryRecord } from '../sandbox/webhooks';
 import { startSmtpSandbox, type SmtpTransactionRecord } from '../sandbox/smtp/smtpSandbox';
-import { faultRates, HANG_MS } from './profiles';
+import { faultRates, HANG_MS, type AnswerTimes } from './profiles';
 import type { FaultMix, MailTransportName } from './runOptions';
 import type { LiesTold, MessageFact, RequestFact, VerificationActivity, WebhookFacts } from './report/facts';
 import { smtpFaultRates } from './smtpFaultRates';
@@ -54,6 +54,8 @@ export interface DemoMailTarget {
 export async function startMailTarget(options: {
   transport: MailTransportName;
   faults: FaultMix;
+  /** Null: the usual slow and hang answers (profiles.ts). */
+  answerTimes?: AnswerTimes | null;
   seed: number;
   relayTo: RelayTarget | null;
   verification: VerificationRunOptions;
@@ -110,7 +112,7 @@ export async function startMailTarget(options: {
     };
   }
   const sandbox = await startMailSandbox({
-    faultPlan: { rates: faultRates(options.faults), seed: options.seed },
+    faultPlan: { rates: faultRates(options.faults, options.answerTimes ?? undefined), seed: options.seed },
     ...relay,
   });
   const { provider } = options.verification;
@@ -147,7 +149,7 @@ export async function startMailTarget(options: {
         .filter((request) => request.provider === provider && !isWitnessProbe(request.orderId))
         .map((request) => ({
           orderId: request.orderId,
-          fault: request.fault && describeFault(request.fault),
+          fault: request.fault && describeFault(request.fault, options.answerTimes?.hangMs ?? HANG_MS),
         })),
     refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
     dropEverySendFor: (ms, say, signal) => dropEverySend(sandbox, ms, say, signal),
@@ -259,13 +261,13 @@ function smtpRequestFact(record: SmtpTransactionRecord): RequestFact {
 }
 
 /** An HTTP sandbox fault, named as the report lists it. */
-function describeFault(fault: Fault): string {
+function describeFault(fault: Fault, hangMs: number): string {
   switch (fault.kind) {
     case 'status':
       return `${fault.status}${fault.record === true ? ' after processing' : ''}`;
     case 'accept-then-hang':
       // --slow holds the answer too, but answers before the client gives up.
-      return fault.ms !== undefined && fault.ms < HANG_MS ? 'slow' : 'hang';
+      return fault.ms !== undefined && fault.ms < hangMs ? 'slow' : 'hang';
     default:
       return fault.kind;
   }

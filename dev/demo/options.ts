@@ -12,6 +12,7 @@ import {
 import { MAIL_TRANSPORTS, type FaultMix, type MailTransportName, type RunOptions } from './runOptions';
 import { applyVerificationFlag } from './verificationOptions';
 import { applySendOutageDefaults } from './sendOutage';
+import { applyUpgradeDefaults } from './upgradeLoad';
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -35,6 +36,7 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   let outageForMs: number | null = null;
   let holdForMs: number | null = null;
   let upgradeEveryMs: number | null = null;
+  let upgradeMinPerState: number | null = null;
   let drainAtMs: number | null = null;
   let rotateKeyAtMs: number | null = null;
 
@@ -156,11 +158,15 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
           atMs: seconds(flag, value()),
           everyMs: 30_000,
           deploymentName: 'order-mail-chaos',
+          minPerState: 0,
         };
         break;
       case '--upgrade-every':
         upgradeEveryMs = seconds(flag, value());
         if (upgradeEveryMs <= 0) throw new UsageError(`${flag} must be more than 0 seconds`);
+        break;
+      case '--upgrade-min-per-state':
+        upgradeMinPerState = nonNegativeInteger(flag, value());
         break;
       case '--outage-at':
         outageAtMs = seconds(flag, value());
@@ -253,8 +259,11 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   if (options.upgrade !== null) {
     if (upgradeEveryMs !== null) options.upgrade.everyMs = upgradeEveryMs;
     if (options.cluster !== null) throw new UsageError('--upgrade-at does not go with --cluster');
-  } else if (upgradeEveryMs !== null) {
-    throw new UsageError('--upgrade-every needs --upgrade-at');
+    if (options.transport !== 'http')
+      throw new UsageError('--upgrade-at shapes its load at the HTTP sandbox');
+    applyUpgradeDefaults(options, argv, upgradeMinPerState);
+  } else if (upgradeEveryMs !== null || upgradeMinPerState !== null) {
+    throw new UsageError('--upgrade-every and --upgrade-min-per-state need --upgrade-at');
   }
   if (options.sendOutage !== null)
     applySendOutageDefaults(options, argv, (message) => new UsageError(message));
@@ -335,6 +344,12 @@ function applyProviderChangeDefaults(
 function positiveInteger(flag: string, text: string): number {
   const value = Number(text);
   if (!Number.isSafeInteger(value) || value < 1) throw new UsageError(`${flag} must be a positive integer`);
+  return value;
+}
+
+function nonNegativeInteger(flag: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 0) throw new UsageError(`${flag} must be an integer >= 0`);
   return value;
 }
 

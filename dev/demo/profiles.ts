@@ -162,18 +162,27 @@ export const PROFILES: Record<RunOptions['profile'], RunOptions> = {
   },
 };
 
+/** How long the sandbox holds a slow and a hung answer (the upgrade run's shaped load holds them longer). */
+export interface AnswerTimes {
+  slowMs: number;
+  hangMs: number;
+}
+
 /** The sandbox's fault plan for a mix. */
-export function faultRates(mix: FaultMix): FaultRate[] {
+export function faultRates(
+  mix: FaultMix,
+  times: AnswerTimes = { slowMs: SLOW_MS, hangMs: HANG_MS },
+): FaultRate[] {
   const rates: FaultRate[] = [
     { fault: { kind: 'accept-then-drop' }, probability: mix.acceptThenDrop },
     // Answered long after the worker's headers timeout: the worker sees a timeout, the customer a mail.
-    { fault: { kind: 'accept-then-hang', ms: HANG_MS }, probability: mix.hang },
+    { fault: { kind: 'accept-then-hang', ms: times.hangMs }, probability: mix.hang },
     { fault: { kind: 'status', status: 500 }, probability: mix.serverError / 2 },
     { fault: { kind: 'status', status: 502, record: true }, probability: mix.serverError / 2 },
     { fault: { kind: 'status', status: 429, retryAfterSeconds: 1 }, probability: mix.tooManyRequests },
     { fault: { kind: 'status', status: 503 }, probability: mix.unavailable },
     { fault: { kind: 'drop-without-processing' }, probability: mix.dropWithoutProcessing },
-    { fault: { kind: 'accept-then-hang', ms: SLOW_MS }, probability: mix.slow },
+    { fault: { kind: 'accept-then-hang', ms: times.slowMs }, probability: mix.slow },
   ];
   return rates.filter((entry) => entry.probability > 0);
 }

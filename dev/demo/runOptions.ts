@@ -60,6 +60,11 @@ export interface UpgradeSettings {
   /** From one switch to the next: N+1 at atMs + everyMs, back to N at atMs + 2 × everyMs. */
   everyMs: number;
   deploymentName: string;
+  /**
+   * The least open runs of the build being left, in each of claimed, mid-send, settle delay and not-sent backoff,
+   * at every switch (the invariant old-runs-per-state-at-switch); 0 = counted, not asked.
+   */
+  minPerState: number;
 }
 
 /**

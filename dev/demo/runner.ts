@@ -27,6 +27,7 @@ import { startStack, type Stack } from './stack';
 import { seededRandom } from './startOrdersProcess';
 import { startSendHoldAct, type SendHoldAct } from './sendHoldAct';
 import { startUpgradeAct, type UpgradeAct } from './upgradeAct';
+import { upgradeTimes } from './upgradeLoad';
 import type { FailoverTarget } from './failoverTarget';
 import { startProviderChange, type ProviderChange } from './providerChange';
 import { readProviderChangeFacts } from './report/readProviderChange';
@@ -76,6 +77,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       env: process.env,
       transport: options.transport,
       faults: options.faults,
+      answerTimes: options.upgrade === null ? null : upgradeTimes(options.upgrade.everyMs),
       seed: options.seed,
       inbox: options.inbox,
       verification: options.verification,

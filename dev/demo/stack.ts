@@ -24,6 +24,7 @@ import { applyTemporalSchema } from '../stack/temporalSchema';
 import { startMailTarget, type DemoMailTarget } from './mailTarget';
 import { startFailoverTarget } from './failoverTarget';
 import type { FailoverSettings, FaultMix, MailTransportName } from './runOptions';
+import type { AnswerTimes } from './profiles';
 import type { VerificationRunOptions } from './verificationOptions';
 
 const STOP_DEADLINE_MS = 15_000;
@@ -46,6 +47,8 @@ export async function startStack(options: {
   env: NodeJS.ProcessEnv;
   transport: MailTransportName;
   faults: FaultMix;
+  /** The upgrade run's longer slow and hung answers (upgradeLoad.ts); null: the usual ones. */
+  answerTimes?: AnswerTimes | null;
   seed: number;
   inbox: boolean;
   verification: VerificationRunOptions;
@@ -107,6 +110,7 @@ export async function startStack(options: {
         ? await startMailTarget({
             transport: options.transport,
             faults: options.faults,
+            answerTimes: options.answerTimes ?? null,
             seed: options.seed,
             relayTo: inbox === null ? null : { host: inbox.smtpHost, port: inbox.smtpPort },
             verification: options.verification,

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Database } from '../../src/db/pool';
-import type { UpgradeFacts, UpgradeSwitch } from './report/facts';
+import type { OldRunsAtSwitch, UpgradeFacts, UpgradeSwitch } from './report/facts';
 import type { UpgradeSettings } from './runOptions';
 import { bundleWorkflows } from './workerEnvironment';
 import { startWorkerFleet, type WorkerFleet } from './workerFleet';
@@ -25,6 +25,8 @@ const UNVERSIONED_DRAIN_BOUND_MS = 300_000;
 const SWITCH_TRIES = 45;
 const HISTORY_READS_AT_ONCE = 8;
 const WORKER_RESTART_DELAY_MS = 500;
+const DESCRIBES_AT_ONCE = 16;
+const SEND_ACTIVITY = 'sendOrderMail';
 
 const EventType = temporal.api.enums.v1.EventType;
 const NON_DETERMINISTIC =
@@ -98,7 +100,61 @@ export function startUpgradeAct(options: {
       ? 'TemporalWorkerDeploymentVersion IS NULL'
       : `TemporalWorkerDeploymentVersion = '${version(buildId)}'`;
 
-  const snapshot = async (to: string): Promise<UpgradeSwitch> => {
+  // Where the open runs of the build being left are, by their rows; a dispatched row is mid-send while its
+  // send activity is open, else its run waits out the settle delay (or asks the provider).
+  const placeOldRuns = async (buildId: string | null): Promise<OldRunsAtSwitch> => {
+    const begun = Date.now();
+    const ids: string[] = [];
+    for await (const run of client.workflow.list({ query: `${openRuns} AND ${ofBuild(buildId)}` })) {
+      ids.push(run.workflowId);
+    }
+    const rows = await options.db.query<{
+      order_id: string;
+      state: string;
+      outcome: string | null;
+      dispatched: boolean;
+    }>(
+      `SELECT order_id::text, state, outcome, dispatched_at IS NOT NULL AS dispatched
+         FROM order_mail_log WHERE order_id = ANY($1::bigint[])`,
+      [ids.filter((id) => /^[0-9]+$/.test(id))],
+    );
+    const placed: OldRunsAtSwitch = {
+      open: ids.length,
+      claimed: 0,
+      midSend: 0,
+      settleDelay: 0,
+      notSentBackoff: 0,
+      other: 0,
+      countedInMs: 0,
+    };
+    const dispatched: string[] = [];
+    for (const row of rows.rows) {
+      if (row.state === 'sending' && !row.dispatched) placed.claimed += 1;
+      else if (row.state === 'sending') dispatched.push(row.order_id);
+      else if (row.state === 'failed' && row.outcome === 'not_sent') placed.notSentBackoff += 1;
+    }
+    await Promise.all(
+      Array.from({ length: DESCRIBES_AT_ONCE }, async () => {
+        for (let orderId = dispatched.shift(); orderId !== undefined; orderId = dispatched.shift()) {
+          const description = await client.workflow
+            .getHandle(orderId)
+            .describe()
+            .catch(() => null);
+          if (description === null) continue;
+          const sending = description.raw.pendingActivities?.some(
+            (activity) => activity.activityType?.name === SEND_ACTIVITY,
+          );
+          if (sending) placed.midSend += 1;
+          else placed.settleDelay += 1;
+        }
+      }),
+    );
+    placed.other = placed.open - placed.claimed - placed.midSend - placed.settleDelay - placed.notSentBackoff;
+    placed.countedInMs = Date.now() - begun;
+    return placed;
+  };
+
+  const snapshot = async (to: string, from: string, oldRuns: OldRunsAtSwitch): Promise<UpgradeSwitch> => {
     const openByBuild: UpgradeSwitch['openByBuild'] = {};
     for (const buildId of [null, BUILDS.n, BUILDS.next]) {
       const perState: Record<string, number> = {};
@@ -119,10 +175,26 @@ export function startUpgradeAct(options: {
       atMs: since(),
       openByBuild,
       rows: { claimed: Number(row.claimed), midSend: Number(row.mid_send), notSent: Number(row.not_sent) },
+      from,
+      oldRuns,
     };
   };
 
-  const setCurrent = async (buildId: string): Promise<void> => {
+  const setCurrent = async (buildId: string, from: string | null): Promise<void> => {
+    // Counted just before the switch, so the runs are those the switch meets (again while Temporal restarts).
+    let oldRuns: OldRunsAtSwitch | null = null;
+    for (let tries = 1; oldRuns === null; tries++) {
+      oldRuns = await placeOldRuns(from).catch((error: unknown) => {
+        if (tries >= SWITCH_TRIES || stopped) throw error;
+        return null;
+      });
+      if (oldRuns === null) await sleep(2_000);
+    }
+    say(
+      `upgrade: before ${version(buildId)}, open runs of ${from ?? 'unversioned'}: ${oldRuns.claimed} claimed, ` +
+        `${oldRuns.midSend} mid-send, ${oldRuns.settleDelay} in a settle delay, ${oldRuns.notSentBackoff} in a ` +
+        `not-sent backoff, ${oldRuns.other} other (counted in ${Math.round(oldRuns.countedInMs / 100) / 10} s)`,
+    );
     for (let tries = 1; ; tries++) {
       try {
         await client.workflowService.setWorkerDeploymentCurrentVersion({
@@ -137,7 +209,7 @@ export function startUpgradeAct(options: {
         await sleep(2_000);
       }
     }
-    const shot = await snapshot(version(buildId));
+    const shot = await snapshot(version(buildId), from ?? 'unversioned', oldRuns);
     switches.push(shot);
     say(
       `upgrade: ${version(buildId)} is current at ${Math.round(shot.atMs / 1000)} s; ${describeOpen(shot)}`,
@@ -171,7 +243,7 @@ export function startUpgradeAct(options: {
       await sleep(settings.atMs - since());
       say(`upgrade: starting build ${version(BUILDS.n)}`);
       await startBuild(BUILDS.n, null);
-      await setCurrent(BUILDS.n);
+      await setCurrent(BUILDS.n, null);
       await sleep(settings.atMs + settings.everyMs - since());
       const drainBound = Date.now() + UNVERSIONED_DRAIN_BOUND_MS;
       while (unversionedDrainedAtMs === null) {
@@ -180,10 +252,11 @@ export function startUpgradeAct(options: {
       }
       say(`upgrade: starting build ${version(BUILDS.next)} (one more command in the mail workflow)`);
       await startBuild(BUILDS.next, await nextBundle);
-      await setCurrent(BUILDS.next);
-      await sleep(settings.atMs + 2 * settings.everyMs - since());
+      await setCurrent(BUILDS.next, BUILDS.n);
+      // One period on N+1, however long 2.0's runs took to drain.
+      await sleep(switches.at(-1)!.atMs + settings.everyMs - since());
       say(`upgrade: rolling back to ${version(BUILDS.n)}`);
-      await setCurrent(BUILDS.n);
+      await setCurrent(BUILDS.n, BUILDS.next);
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
       say(`upgrade: FAILED: ${failure}`);
@@ -239,6 +312,7 @@ export function startUpgradeAct(options: {
       );
       return {
         deploymentName: settings.deploymentName,
+        minPerState: settings.minPerState,
         switches,
         unversionedDrainedAtMs,
         runsByBuild,

@@ -70,7 +70,12 @@ ${VERIFICATION_USAGE}
                                 build N starts as a Worker Deployment Version and becomes current, --upgrade-every
                                 seconds (30) later build N+1 (one more command in the mail workflow), then back
                                 to N; every build's workers run to the end and are killed now and then. The
-                                report counts runs per build, open runs at each switch, non-determinism failures
+                                report counts runs per build, open runs at each switch, non-determinism failures.
+                                The load is shaped (dev/demo/upgradeLoad.ts) unless fault flags, --worker-concurrency
+                                or --settle-delay say otherwise: slow answers held half a period, a settle delay and
+                                a not-sent backoff of a period, 25 activity slots per worker
+  --upgrade-min-per-state N     the least open runs of the build being left in each of claimed, mid-send, settle
+                                delay and not-sent backoff at every switch (50 from 1,000 orders, else 0)
   --send-outage S               outage chaos: once every order has started, every send is dropped before the
                                 provider for S seconds (the connection dies after the request is written; nothing
                                 is recorded), then healthy; lookups keep answering. No other faults, kills or

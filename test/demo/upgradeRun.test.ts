@@ -8,18 +8,52 @@ import { parseRunOptions, UsageError } from '../../dev/demo/options';
 import type { UpgradeFacts } from '../../dev/demo/report/facts';
 import { upgradeInvariants } from '../../dev/demo/report/scenarioInvariants';
 import type { RunOptions } from '../../dev/demo/runOptions';
+import {
+  UPGRADE_FAULTS,
+  UPGRADE_WORKER_CONCURRENCY,
+  upgradeTimes,
+  upgradeWorkerEnv,
+} from '../../dev/demo/upgradeLoad';
+import { loadConfig } from '../../src/config/loadConfig';
 import { REPLAY_HISTORIES_DIRECTORY } from '../replay/histories';
 
 const NEXT_BUILD = path.join(__dirname, '..', '..', 'dev', 'demo', 'upgrade', 'nextBuildWorkflows.ts');
 const parse = (...argv: string[]) => parseRunOptions(['--profile', 'chaos', ...argv]) as RunOptions;
+/** What loadConfig says of the workers' deadlines under the shaped load: null when it takes them. */
+const loadConfigProblem = (env: Record<string, string>): string | null => {
+  try {
+    loadConfig({
+      DATABASE_URL: 'postgres://u:p@localhost:5432/shop',
+      MAIL_DEPLOYMENT_ID: 'test-deployment',
+      MAIL_API_KEY: 'sandbox-key',
+      MAIL_API_BASE_URL: 'http://127.0.0.1:4010',
+      ...env,
+    });
+    return null;
+  } catch (error) {
+    return (error as Error).message;
+  }
+};
 
+const OLD_RUNS = {
+  open: 14,
+  claimed: 3,
+  midSend: 4,
+  settleDelay: 3,
+  notSentBackoff: 3,
+  other: 1,
+  countedInMs: 200,
+};
 const ROLLED: UpgradeFacts = {
   deploymentName: 'order-mail-chaos',
+  minPerState: 3,
   switches: ['n', 'n1', 'n'].map((build, index) => ({
     to: `order-mail-chaos:${build}`,
     atMs: 10_000 + index * 30_000,
     openByBuild: { unversioned: { sending: 3, unknown: 1, failed: 2, held: 0 } },
     rows: { claimed: 1, midSend: 2, notSent: 2 },
+    from: ['unversioned', 'n', 'n1'][index]!,
+    oldRuns: OLD_RUNS,
   })),
   unversionedDrainedAtMs: 14_000,
   runsByBuild: { unversioned: 40, n: 80, n1: 30 },
@@ -37,9 +71,50 @@ describe('--upgrade-at', () => {
     expect(parse('--upgrade-every', '15', '--upgrade-at', '10').upgrade).toMatchObject({ everyMs: 15_000 });
   });
 
-  it('refuses --upgrade-every alone, and --cluster', () => {
+  it('refuses --upgrade-every or --upgrade-min-per-state alone, --cluster, and SMTP', () => {
     expect(() => parse('--upgrade-every', '15')).toThrow(UsageError);
+    expect(() => parse('--upgrade-min-per-state', '5')).toThrow(UsageError);
     expect(() => parse('--upgrade-at', '10', '--cluster')).toThrow(UsageError);
+    expect(() => parse('--upgrade-at', '10', '--transport', 'smtp')).toThrow(UsageError);
+  });
+
+  it('asks 50 old runs per place at each switch from 1,000 orders, none below, or what --upgrade-min-per-state says', () => {
+    expect(parse('--upgrade-at', '10', '--orders', '1000').upgrade?.minPerState).toBe(50);
+    expect(parse('--upgrade-at', '10', '--orders', '999').upgrade?.minPerState).toBe(0);
+    expect(
+      parse('--upgrade-at', '10', '--orders', '80', '--upgrade-min-per-state', '3').upgrade?.minPerState,
+    ).toBe(3);
+  });
+
+  it('shapes the load unless a flag says otherwise: its fault mix, 20 slots, a settle delay of a period', () => {
+    const shaped = parse('--upgrade-at', '10', '--upgrade-every', '40');
+    expect(shaped.faults).toEqual(UPGRADE_FAULTS);
+    expect(shaped.workerConcurrency).toBe(UPGRADE_WORKER_CONCURRENCY);
+    expect(shaped.verification.settleDelayMs).toBe(40_000);
+    const given = parse(
+      '--upgrade-at',
+      '10',
+      '--429',
+      '0.05',
+      '--worker-concurrency',
+      '50',
+      '--settle-delay',
+      '5',
+    );
+    expect(given.faults).toEqual({ ...UPGRADE_FAULTS, tooManyRequests: 0.05 });
+    expect(given.workerConcurrency).toBe(50);
+    expect(given.verification.settleDelayMs).toBe(5_000);
+  });
+
+  it('holds the slow answers inside the client deadlines and the hung ones past them, the send timeout past both', () => {
+    for (const everyMs of [10_000, 60_000]) {
+      const times = upgradeTimes(everyMs);
+      expect(times.slowMs).toBeLessThan(times.headersTimeoutMs);
+      expect(times.headersTimeoutMs).toBeLessThan(times.overallTimeoutMs);
+      expect(times.hangMs).toBeGreaterThan(times.overallTimeoutMs);
+      const problem = loadConfigProblem(upgradeWorkerEnv(times));
+      expect(problem).toBeNull();
+    }
   });
 });
 
@@ -58,6 +133,20 @@ describe('the upgrade invariants', () => {
     expect(failing({ nondeterminismFailures: ['17'] })).toEqual(['no-nondeterminism']);
     expect(failing({ historiesUnreadable: 1 })).toEqual(['no-nondeterminism']);
     expect(failing({ crossedBuilds: ['17 (n → n1)'] })).toEqual(['no-run-crossed-builds']);
+  });
+
+  it('fail when a switch met fewer old runs than asked in any one place', () => {
+    const short = ROLLED.switches.map((shot, index) =>
+      index === 2 ? { ...shot, oldRuns: { ...shot.oldRuns, notSentBackoff: 2 } } : shot,
+    );
+    const result = upgradeInvariants({ ...ROLLED, switches: short }).find(
+      (invariant) => invariant.name === 'old-runs-per-state-at-switch',
+    );
+    expect(result?.holds).toBe(false);
+    expect(result?.violations).toEqual(['order-mail-chaos:n at 70 s: 2 notSentBackoff of n1']);
+    expect(upgradeInvariants({ ...ROLLED, switches: short, minPerState: 2 }).every((i) => i.holds)).toBe(
+      true,
+    );
   });
 });
 

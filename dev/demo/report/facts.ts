@@ -67,11 +67,33 @@ export interface UpgradeSwitch {
   openByBuild: Record<string, Record<string, number>>;
   /** The rows at that moment: claimed and not dispatched, dispatched and not recorded, not sent awaiting a retry. */
   rows: { claimed: number; midSend: number; notSent: number };
+  /** The build being left ('unversioned', 'n', 'n1'), and where its open runs were just before the switch. */
+  from: string;
+  oldRuns: OldRunsAtSwitch;
+}
+
+/**
+ * The open runs of the build being left, placed by their rows: claimed (a 'sending' row not dispatched),
+ * mid-send (dispatched, the send activity still open), waiting out a settle delay (dispatched, the send came
+ * back without an answer: the run waits before asking the provider, or asks), in a not-sent backoff ('failed'
+ * / 'not_sent', the run waiting to claim again); `other`: no row yet, or a row settled as the run closes.
+ */
+export interface OldRunsAtSwitch {
+  open: number;
+  claimed: number;
+  midSend: number;
+  settleDelay: number;
+  notSentBackoff: number;
+  other: number;
+  /** How long counting them took (listing, the rows, one describe per dispatched row). */
+  countedInMs: number;
 }
 
 /** The upgrade run (--upgrade-at): 2.0 → N → N+1 → back to N (dev/demo/upgradeAct.ts). */
 export interface UpgradeFacts {
   deploymentName: string;
+  /** --upgrade-min-per-state: the least old-build runs asked in each place at each switch (0: not asked). */
+  minPerState: number;
   switches: UpgradeSwitch[];
   /** When no unversioned run was open any more, after N became current; null if never seen. */
   unversionedDrainedAtMs: number | null;

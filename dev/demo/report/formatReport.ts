@@ -187,7 +187,10 @@ export function formatReport(report: RunReport): string {
         .join('; ');
       lines.push(
         `  ${shot.to} current at ${seconds(shot.atMs)}: open runs ${open}; rows ${shot.rows.claimed} claimed, ` +
-          `${shot.rows.midSend} mid-send, ${shot.rows.notSent} not sent awaiting a retry`,
+          `${shot.rows.midSend} mid-send, ${shot.rows.notSent} not sent awaiting a retry; ` +
+          `${shot.from}'s open runs just before: ${shot.oldRuns.open} (${shot.oldRuns.claimed} claimed, ` +
+          `${shot.oldRuns.midSend} mid-send, ${shot.oldRuns.settleDelay} in a settle delay, ` +
+          `${shot.oldRuns.notSentBackoff} in a not-sent backoff, ${shot.oldRuns.other} other)`,
       );
     }
   }

@@ -201,8 +201,21 @@ export function upgradeInvariants(upgrade: UpgradeFacts): InvariantResult[] {
       "no run went from one build to another, but 2.0's unversioned runs onto N, the first versioned build",
       upgrade.crossedBuilds,
     ),
+    judged(
+      'old-runs-per-state-at-switch',
+      `at every switch, at least ${upgrade.minPerState} open runs of the build being left in each of claimed, ` +
+        'mid-send, a settle delay and a not-sent backoff, counted from the rows',
+      upgrade.switches.flatMap((shot) =>
+        OLD_RUN_PLACES.filter((place) => shot.oldRuns[place] < upgrade.minPerState).map(
+          (place) =>
+            `${shot.to} at ${Math.round(shot.atMs / 1000)} s: ${shot.oldRuns[place]} ${place} of ${shot.from}`,
+        ),
+      ),
+    ),
   ];
 }
+
+const OLD_RUN_PLACES = ['claimed', 'midSend', 'settleDelay', 'notSentBackoff'] as const;
 
 /**
  * A --lookup-reorder run: the reordering stayed inside what its provider promises (docs/providers.md, "What a

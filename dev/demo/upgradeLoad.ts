@@ -1,0 +1,96 @@
+// The upgrade run's load (--upgrade-at): shaped so that at every switch many runs of the build being left sit in
+// each of the four places a deploy meets them (docs/demo-and-chaos.md, "The upgrade run"):
+//   - claimed, not yet dispatched: sends wait for a free activity slot, because each build's workers have
+//     fewer slots than its sends need (slow answers hold them);
+//   - mid-send: most answers come slowly, well inside the raised client deadline;
+//   - waiting out a settle delay: a fifth of the sends are accepted and then dropped unanswered;
+//   - in a not-sent backoff: a quarter answer 429 or 503, and the backoff is a whole switch period.
+// The delays follow --upgrade-every, so a short period (CI) makes a short run of the same shape.
+import type { FaultMix, RunOptions } from './runOptions';
+
+/** The fault mix: 3% answered at once and accepted; every other request either slow or a fault. */
+export const UPGRADE_FAULTS: FaultMix = {
+  acceptThenDrop: 0.2,
+  hang: 0.08,
+  serverError: 0.03,
+  tooManyRequests: 0.12,
+  unavailable: 0.12,
+  dropWithoutProcessing: 0.02,
+  slow: 0.4,
+};
+
+/** Slots per worker: 3 workers × 20 = 60 sends of one build in flight at most, the rest wait claimed. */
+export const UPGRADE_WORKER_CONCURRENCY = 20;
+
+/** At 1,000 orders and more, the least number of old-build runs in each place at each switch, unless given. */
+export const UPGRADE_MIN_PER_STATE_AT_1000 = 50;
+
+export function defaultMinPerState(orders: number): number {
+  return orders >= 1_000 ? UPGRADE_MIN_PER_STATE_AT_1000 : 0;
+}
+
+/** The delays and deadlines of the shaped load, for a switch period of `everyMs`. */
+export interface UpgradeTimes {
+  /** How long a slow answer takes (the sandbox's --slow), inside the client's headers deadline. */
+  slowMs: number;
+  /** How long a hang holds the answer: past the client's overall deadline, so the client gives up. */
+  hangMs: number;
+  headersTimeoutMs: number;
+  overallTimeoutMs: number;
+  /** SEND_ACTIVITY_TIMEOUT_MS: the overall deadline plus the product's margins, and some. */
+  sendTimeoutMs: number;
+  /** SEND_RETRY_INITIAL_MS = SEND_RETRY_MAX_MS: a not-sent attempt waits this long before the next claim. */
+  retryMs: number;
+  /** MAIL_VERIFY_SETTLE_DELAY_MS, unless --settle-delay says otherwise. */
+  settleDelayMs: number;
+}
+
+export function upgradeTimes(everyMs: number): UpgradeTimes {
+  const slowMs = Math.round(everyMs / 2);
+  const headersTimeoutMs = slowMs + 5_000;
+  const overallTimeoutMs = headersTimeoutMs + 1_000;
+  return {
+    slowMs,
+    hangMs: overallTimeoutMs + 15_000,
+    headersTimeoutMs,
+    overallTimeoutMs,
+    sendTimeoutMs: overallTimeoutMs + 10_000,
+    retryMs: everyMs,
+    settleDelayMs: everyMs,
+  };
+}
+
+/** The worker environment's changes for the shaped load (on top of workerEnvironment's). */
+export function upgradeWorkerEnv(times: UpgradeTimes): Record<string, string> {
+  return {
+    MAIL_HEADERS_TIMEOUT_MS: String(times.headersTimeoutMs),
+    MAIL_OVERALL_TIMEOUT_MS: String(times.overallTimeoutMs),
+    SEND_ACTIVITY_TIMEOUT_MS: String(times.sendTimeoutMs),
+    WORKER_SHUTDOWN_GRACE_MS: String(times.sendTimeoutMs),
+    SEND_RETRY_INITIAL_MS: String(times.retryMs),
+    SEND_RETRY_MAX_MS: String(times.retryMs),
+  };
+}
+
+/** --upgrade-at's defaults: the shaped fault mix, slots and settle delay, unless a flag of the command line says. */
+export function applyUpgradeDefaults(options: RunOptions, argv: string[], minPerState: number | null): void {
+  const upgrade = options.upgrade!;
+  const asked = (flag: string) => argv.includes(flag);
+  const faultFlags: [string, keyof FaultMix][] = [
+    ['--accept-then-drop', 'acceptThenDrop'],
+    ['--hang', 'hang'],
+    ['--5xx', 'serverError'],
+    ['--429', 'tooManyRequests'],
+    ['--503', 'unavailable'],
+    ['--drop', 'dropWithoutProcessing'],
+    ['--slow', 'slow'],
+  ];
+  const noFaults = asked('--no-faults');
+  for (const [flag, key] of faultFlags) {
+    if (!asked(flag) && !noFaults) options.faults[key] = UPGRADE_FAULTS[key];
+  }
+  if (!asked('--worker-concurrency')) options.workerConcurrency = UPGRADE_WORKER_CONCURRENCY;
+  if (!asked('--settle-delay'))
+    options.verification.settleDelayMs = upgradeTimes(upgrade.everyMs).settleDelayMs;
+  upgrade.minPerState = minPerState ?? defaultMinPerState(options.orders);
+}
