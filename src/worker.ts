@@ -8,7 +8,7 @@ import { Runtime } from '@temporalio/worker';
 import { loadConfig, type WorkerConfig } from './config/loadConfig';
 import { isTransientPostgresError, retryUntilAvailable } from './dependencyRetry';
 import { postgresTarget, temporalTarget } from './config/connectionTargets';
-import { countStuckSending } from './db/mailLogGauges';
+import { countOverdueSending } from './db/mailLogGauges';
 import { readSendHoldGauges } from './db/sendHolds';
 import { createDatabase } from './db/pool';
 import { checkNoRowsBoundElsewhere, checkNoRowsBoundToAnotherDestination } from './db/boundProviders';
@@ -85,8 +85,8 @@ async function runWorkerTraced(
               runtimeMetricsUrl,
               gaugeRefreshIntervalMs: config.worker.gaugeRefreshIntervalMs,
               refreshGauges: async () => {
-                metrics.setStuckSendingRows(
-                  await countStuckSending(db, { sendTimeoutMs: config.workflow.sendTimeoutMs }),
+                metrics.setOverdueSendingRows(
+                  await countOverdueSending(db, { sendTimeoutMs: config.workflow.sendTimeoutMs }),
                 );
                 metrics.setSendHolds(await readSendHoldGauges(db));
               },

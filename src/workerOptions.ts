@@ -2,7 +2,7 @@ import os from 'node:os';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
-import { createReconcileActivities, type ReconcileDependencies } from './activities/reconcileActivities';
+import { createSweepActivities, type SweepDependencies } from './activities/sweepActivities';
 import { DROPPED_WORKFLOW_SPANS, type Tracing } from './tracing/tracing';
 import { WORKFLOW_INTERCEPTOR_MODULES } from './tracing/workflowInterceptorModules';
 import type { UnrecordedSendTracker } from './unrecordedSendTracker';
@@ -12,7 +12,7 @@ export interface OrderMailWorkerSetup {
   namespace: string;
   taskQueue: string;
   dependencies: ActivityDependencies;
-  reconcileDependencies?: ReconcileDependencies;
+  sweepDependencies?: SweepDependencies;
   workflows: { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
   shutdownGraceTimeMs: number;
   maxConcurrentActivityTaskExecutions: number;
@@ -33,9 +33,7 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
     identity: setup.dependencies.workerIdentity,
     activities: {
       ...(setup.unrecordedSends ? setup.unrecordedSends.track(activities) : activities),
-      ...(setup.reconcileDependencies
-        ? createReconcileActivities(setup.reconcileDependencies, setup.dependencies)
-        : {}),
+      ...(setup.sweepDependencies ? createSweepActivities(setup.sweepDependencies, setup.dependencies) : {}),
     },
     ...setup.workflows,
     // With tracing off the interceptors would be the largest share of CPU per order (docs/benchmarks.md).

@@ -128,7 +128,7 @@ async function runWorkerPair(
       ...(witnessProber === null ? {} : { witnessProber }),
       ...(setup.providers.verifiers[0] === undefined ? {} : { verifier: setup.providers.verifiers[0] }),
     },
-    reconcileDependencies: { db, temporal, settings: config.reconcile, metrics: setup.metrics },
+    sweepDependencies: { db, temporal, settings: config.reconcile, metrics: setup.metrics },
     workflows:
       config.worker.workflowBundlePath === null
         ? { workflowsPath: require.resolve('./workflows') }

@@ -5,8 +5,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { Database } from '../../src/db/pool';
-import { ensureReconcileSchedule } from '../../src/temporal/reconcileSchedule';
-import { reconcileOrderMails, type ReconcileReport } from '../../src/workflows/reconcileOrderMails';
+import { ensureSweepSchedule } from '../../src/temporal/sweepSchedule';
+import { reconcileOrderMails, type SweepReport } from '../../src/workflows/reconcileOrderMails';
 
 /** The grace the run's workers are given (RECONCILE_GRACE_MS): past the send timeout, so no live send is quiet. */
 export const RUN_SWEEP_GRACE_MS = 10_000;
@@ -29,7 +29,7 @@ export interface SweepFacts {
   settledBySweep: number;
   /** 'sending' rows left after the last sweep, and the last sweep's count of rows it found stuck under a closed run. */
   sendingRowsLeft: number;
-  lastReport: (Pick<ReconcileReport, 'found' | 'started' | 'alreadyStarted'> & { stuck: number }) | null;
+  lastReport: (Pick<SweepReport, 'found' | 'started' | 'alreadyStarted'> & { stuck: number }) | null;
 }
 
 export interface RunSweeps {
@@ -50,7 +50,7 @@ export async function startRunSweeps(options: {
   const { client, db, taskQueue } = options;
   const scheduleId = `reconcile-${options.runId}`;
   if (options.everyMs > 0) {
-    await ensureReconcileSchedule(client, { scheduleId, taskQueue, intervalMs: options.everyMs });
+    await ensureSweepSchedule(client, { scheduleId, taskQueue, intervalMs: options.everyMs });
   }
   let finalRuns = 0;
   let lastReport: SweepFacts['lastReport'] = null;

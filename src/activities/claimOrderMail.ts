@@ -3,7 +3,7 @@ import type { ClaimDecision, ClaimHow, ProviderJudgement } from '../mailRow/deci
 import { claimTokenOf, workflowScopeOf } from '../db/claimToken';
 import { claimOrderMailRow } from '../db/orderMailClaim';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/messageIdentity';
-import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
+import { orderConfirmationSendKey } from '../mail/sendKey';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import { orderNotFoundFailure, providerNotConfiguredFailure } from '../shared/sendOutcome';
 import type { OrderMailWorkflowSettings } from '../shared/workflowSettings';
@@ -33,7 +33,7 @@ export type ClaimResult =
     }
   | (Extract<ClaimDecision, { kind: 'already-sent' }> & { settings: OrderMailWorkflowSettings })
   | {
-      /** A closed run's dispatched attempt, to be verified with the provider before it is settled. */
+      /** A dispatched orphan, to be verified with the provider before it is settled. */
       kind: 'verify-orphan';
       attempt: number;
       holder: string;
@@ -75,7 +75,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
         idempotency: settings.idempotency,
         sendTimeoutMs: settings.sendTimeoutMs,
         recordedBy: deps.workerIdentity,
-        // A closed run's dispatched attempt is verified wherever this worker can ask its provider; else the policy.
+        // A dispatched orphan is verified wherever this worker can ask its provider; else the policy.
         verifyDispatchedOrphans: settings.verification !== null && verifiersOf(deps).length > 0,
         byProvider: judgements,
         providers: providerNamesOf(deps),
@@ -144,7 +144,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
           attempt: decision.attempt,
           how: decision.how,
           claimToken,
-          idempotencyKey: orderConfirmationIdempotencyKey(deploymentId, orderId, decision.resendCount),
+          idempotencyKey: orderConfirmationSendKey(deploymentId, orderId, decision.resendCount),
           ...(decision.provider === null
             ? {}
             : { provider: decision.provider, providerChoice: decision.providerChoice }),
@@ -173,7 +173,7 @@ export function createClaimOrderMail(deps: ActivityDependencies) {
           kind: 'verify-orphan',
           attempt: decision.attempt,
           holder: decision.holder,
-          sendKey: orderConfirmationIdempotencyKey(deploymentId, orderId, decision.resendCount),
+          sendKey: orderConfirmationSendKey(deploymentId, orderId, decision.resendCount),
           sinceDispatchMs: decision.sinceDispatchMs,
           // The orphan's provider's: the workflow waits its settle delay and asks with its verification.
           settings: settingsOfProvider(deps, decision.provider),

@@ -16,7 +16,7 @@ import { reopenAfterSecondLook, secondLookFound } from '../mailRow/statements';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import { ORDER_MAIL_ATTRIBUTES_AT_START, ORDER_MAIL_WORKFLOW_TYPE } from '../shared/workflowContract';
 import { verifiersOf } from './dependencies';
-import type { ReconcileDependencies, SecondLookMail } from './reconcileTypes';
+import type { SweepDependencies, SecondLookMail } from './sweepTypes';
 import { judgeDispatchedAttempt, type VerifyOrderMailResult } from './verifyOrderMail';
 
 /** What one sweep's second look did. */
@@ -46,7 +46,7 @@ const LOOKUP_DEADLINE_MS = 30_000;
 
 export const DEFAULT_SECOND_LOOK_MAX_LATE_MS = 24 * 3_600_000;
 
-export function createSecondLook(deps: ReconcileDependencies, mail: SecondLookMail) {
+export function createSecondLook(deps: SweepDependencies, mail: SecondLookMail) {
   return async function secondLookAtAssumedSent(): Promise<SecondLookResult> {
     const result: SecondLookResult = {
       asked: 0,

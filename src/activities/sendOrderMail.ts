@@ -31,7 +31,7 @@ export interface SendOrderMailInput {
   orderId: string;
   claimToken: string;
   attempt: number;
-  /** From the claim: what a provider that dedupes by key gets (src/mail/idempotencyKey.ts). */
+  /** From the claim: what a provider that dedupes by key gets (src/mail/sendKey.ts). */
   idempotencyKey: string;
 }
 
@@ -96,7 +96,7 @@ export function createSendOrderMail(deps: ActivityDependencies) {
         limits,
         templates,
       ),
-      idempotencyKey: input.idempotencyKey,
+      sendKey: input.idempotencyKey,
     }));
 
     // The transport calls this once it holds a connection, and makes its request only if it returns.

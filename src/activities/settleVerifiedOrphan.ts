@@ -1,6 +1,6 @@
 import { activityInfo, log } from '@temporalio/activity';
 import { claimTokenOf, workflowScopeOf } from '../db/claimToken';
-import { settleVerifiedOrphan } from '../db/closedRunAttempt';
+import { settleVerifiedOrphan } from '../db/orphans';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
 import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import type { UnknownOutcomeDecision, VerificationAnswer } from '../shared/unknownOutcome';
@@ -8,7 +8,7 @@ import type { ActivityDependencies } from './dependencies';
 
 export interface SettleVerifiedOrphanInput {
   orderId: string;
-  /** The closed run's claim token and attempt, as the claim's 'verify-orphan' result named them. */
+  /** The orphan's claim token and attempt, as the claim's 'verify-orphan' result named them. */
   holder: string;
   attempt: number;
   answer: VerificationAnswer;
@@ -21,7 +21,7 @@ export interface SettleVerifiedOrphanInput {
 export type SettleVerifiedOrphanResult =
   { kind: 'settled'; decision: UnknownOutcomeDecision['kind'] } | { kind: 'changed' };
 
-/** Settles a closed run's dispatched attempt by the provider's answer, fenced like the claim. */
+/** Settles a dispatched orphan by the provider's answer, fenced like the claim. */
 export function createSettleVerifiedOrphan(deps: ActivityDependencies) {
   return async function settleVerifiedOrphanAttempt(
     input: SettleVerifiedOrphanInput,
@@ -44,7 +44,7 @@ export function createSettleVerifiedOrphan(deps: ActivityDependencies) {
       recordedBy: deps.workerIdentity,
     });
     if (result.kind === 'changed') {
-      log.info('A closed run’s attempt was settled by someone else meanwhile; claiming again', {
+      log.info('An orphan was settled by someone else meanwhile; claiming again', {
         orderId,
         attempt: input.attempt,
       });

@@ -3,17 +3,12 @@ import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import { OrderMailWorkflowIdTakenError, RESTARTED_BY_MEMO, startOrderConfirmationMail } from '../client';
 import { findConfirmedOrdersWithoutMail, type ConfirmedOrderCursor } from '../db/confirmedOrders';
 import { readMailLog } from '../db/orderMailLog';
-import { advanceReconcileProgress, sweepNotBefore } from '../db/reconcileProgress';
+import { advanceSweepProgress, sweepNotBefore } from '../db/sweepProgress';
 import { noOrderMailMetrics } from '../metrics/orderMailMetrics';
-import type {
-  ReconcileDependencies,
-  SecondLookMail,
-  StartBatchResult,
-  WorkflowIdConflict,
-} from './reconcileTypes';
+import type { SweepDependencies, SecondLookMail, StartBatchResult, WorkflowIdConflict } from './sweepTypes';
 import { createSecondLook } from './secondLook';
 
-export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies, mail?: SecondLookMail) {
+export function createStartMailsForConfirmedOrders(deps: SweepDependencies, mail?: SecondLookMail) {
   const secondLook = mail === undefined ? null : createSecondLook(deps, mail);
   /** One bounded batch: finds confirmed orders without a log row and starts each one's workflow. */
   return async function startMailsForConfirmedOrders(input: {
@@ -23,7 +18,7 @@ export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies, 
     // Once per sweep, with its first batch: the second look. A reopened order has a row, so it starts there.
     const looked = input.after === null && secondLook !== null ? await secondLook() : undefined;
     const progress = { namespace: activityInfo().namespace, graceMs: settings.graceMs };
-    // Since the last complete sweep only (src/db/reconcileProgress.ts), within the look-back window.
+    // Since the last complete sweep only (src/db/sweepProgress.ts), within the look-back window.
     const notBefore = await sweepNotBefore(deps.db, {
       ...progress,
       lookbackMs: settings.lookbackMs,
@@ -92,7 +87,7 @@ export function createStartMailsForConfirmedOrders(deps: ReconcileDependencies, 
       });
     }
     // The last batch: every order up to the grace was looked at, so the mark may move (docs/design.md §7).
-    if (batch.next === null) await advanceReconcileProgress(deps.db, progress);
+    if (batch.next === null) await advanceSweepProgress(deps.db, progress);
     return {
       found: batch.orderIds.length,
       started,

@@ -24,7 +24,7 @@ export interface VerifyOrderMailInput {
   attempt: number;
   /** The key this attempt's request carried; the fence's recorded key wins where there is one. */
   sendKey: string;
-  /** A closed run's request's possible length after dispatch, where the fence recorded none. */
+  /** An orphan's request's possible length after dispatch, where the fence recorded none. */
   requestMayLastMs?: number;
   /** When the run's own send saw its request end, after the fence; absent: the whole send timeout counts. */
   requestEndedWithinMs?: number;

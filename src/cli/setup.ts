@@ -6,7 +6,7 @@ import { connectOrderMailClient } from '../client';
 import { ConfigError } from '../config/envReader';
 import { loadOpsConfig } from '../config/loadOpsConfig';
 import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../shared/orderMailSearchAttributes';
-import { DEFAULT_RECONCILE_SCHEDULE_ID, ensureReconcileSchedule } from '../temporal/reconcileSchedule';
+import { DEFAULT_SWEEP_SCHEDULE_ID, ensureSweepSchedule } from '../temporal/sweepSchedule';
 import { ensureSearchAttributes } from '../temporal/searchAttributeRegistration';
 
 const DEFAULT_RECONCILE_INTERVAL_MS = 300_000;
@@ -28,8 +28,8 @@ export async function main(
       `Search attributes registered on namespace "${config.temporal.namespace}": ` +
         ORDER_MAIL_SEARCH_ATTRIBUTES.map((key) => `${key.name} (${key.type})`).join(', '),
     );
-    const schedule = await ensureReconcileSchedule(client, {
-      scheduleId: env.RECONCILE_SCHEDULE_ID?.trim() || DEFAULT_RECONCILE_SCHEDULE_ID,
+    const schedule = await ensureSweepSchedule(client, {
+      scheduleId: env.RECONCILE_SCHEDULE_ID?.trim() || DEFAULT_SWEEP_SCHEDULE_ID,
       taskQueue: config.temporal.taskQueue,
       intervalMs,
     });

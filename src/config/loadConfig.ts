@@ -82,10 +82,10 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         'so a deploy lets sends in flight finish and be recorded.',
     );
   }
-  const reconcileBatchSize = read.positiveInt('RECONCILE_BATCH_SIZE', CONFIG_DEFAULTS.RECONCILE_BATCH_SIZE);
-  if (reconcileBatchSize > 1_000) {
+  const sweepBatchSize = read.positiveInt('RECONCILE_BATCH_SIZE', CONFIG_DEFAULTS.RECONCILE_BATCH_SIZE);
+  if (sweepBatchSize > 1_000) {
     problems.push(
-      `RECONCILE_BATCH_SIZE (${reconcileBatchSize}) must be at most 1000, so one batch stays one short activity.`,
+      `RECONCILE_BATCH_SIZE (${sweepBatchSize}) must be at most 1000, so one batch stays one short activity.`,
     );
   }
   for (const part of parts) {
@@ -193,7 +193,7 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
       graceMs: read.positiveInt('RECONCILE_GRACE_MS', CONFIG_DEFAULTS.RECONCILE_GRACE_MS),
       lookbackMs: read.positiveInt('RECONCILE_LOOKBACK_MS', CONFIG_DEFAULTS.RECONCILE_LOOKBACK_MS),
       confirmedSince: read.isoInstant('RECONCILE_CONFIRMED_SINCE'),
-      batchSize: reconcileBatchSize,
+      batchSize: sweepBatchSize,
       secondLookMaxLateMs:
         read.nonNegativeInt('MAIL_SECOND_LOOK_MAX_LATE_H', CONFIG_DEFAULTS.MAIL_SECOND_LOOK_MAX_LATE_H) *
         3_600_000,

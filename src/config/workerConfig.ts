@@ -1,7 +1,7 @@
 // What a worker runs with, once loadConfig has checked the environment. Holds API keys and passwords: never
 // log it. Each setting is described in .env.example and docs/production.md.
 import type { WorkerDeploymentVersion } from '@temporalio/common';
-import type { ReconcileSettings } from '../activities/reconcileTypes';
+import type { SweepSettings } from '../activities/sweepTypes';
 import type { MailApiConfig } from '../mail/createMailTransport';
 import { type MailSizeLimits } from '../mail/mailSizeLimits';
 import type { SmtpConfig } from '../mail/smtp/smtpMailTransport';
@@ -35,7 +35,7 @@ export interface WorkerConfig {
   deploymentId: string;
   tracing: TracingSettings | null;
   workflow: OrderMailWorkflowSettings;
-  reconcile: ReconcileSettings;
+  reconcile: SweepSettings;
   worker: {
     shutdownGraceTimeMs: number;
     maxConcurrentActivityTaskExecutions: number;

@@ -1,24 +1,24 @@
 // The gauges read from order_mail_log at each scrape: read-only index range scans. When a 'sending' row
-// counts as stuck (a healthy queue never does): docs/design.md §4, "When a row counts as stuck".
+// counts as overdue (a healthy queue never does): docs/design.md §4, "When a row counts as overdue".
 import type { Database } from './pool';
 
 /** After a send timed out or ended, the record runs within seconds; a minute covers its retries. */
-const STUCK_GRACE_MS = 60_000;
+const OVERDUE_GRACE_MS = 60_000;
 /** How much longer than its queue explains a claim may wait before it counts as left behind. */
 const QUEUE_EXPLANATION_FACTOR = 2;
 
-export interface StuckSendingRows {
+export interface OverdueSendingRows {
   /** Passed the fence longer ago than the send timeout + grace: the outcome is unknown and unrecorded. */
   dispatched: number;
   /** Never passed the fence, and waited far longer than its queue explains: no request was made. */
   undispatched: number;
 }
 
-export async function countStuckSending(
+export async function countOverdueSending(
   db: Database,
   settings: { sendTimeoutMs: number },
-): Promise<StuckSendingRows> {
-  const thresholdSeconds = (settings.sendTimeoutMs + STUCK_GRACE_MS) / 1000;
+): Promise<OverdueSendingRows> {
+  const thresholdSeconds = (settings.sendTimeoutMs + OVERDUE_GRACE_MS) / 1000;
   // First the cheap part, from the rows in 'sending' only: what every scrape of a healthy fleet runs.
   const { rows: heads } = await db.query<{ dispatched: number; since: string | null }>(
     `SELECT count(*) FILTER (WHERE dispatched_at < now() - make_interval(secs => $1))::int AS dispatched,
@@ -31,7 +31,7 @@ export async function countStuckSending(
   const since = heads[0]?.since ?? null;
   if (since === null) return { dispatched, undispatched: 0 };
   // The lower bound is passed as a value, exact to the microsecond: planned against an unknown bound the
-  // statement read the whole table (docs/design.md §4, "When a row counts as stuck").
+  // statement read the whole table (docs/design.md §4, "When a row counts as overdue").
   const { rows } = await db.query<{ undispatched: number }>(
     `WITH candidates AS (
        SELECT claimed_at FROM order_mail_log

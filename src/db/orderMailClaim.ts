@@ -17,7 +17,7 @@ import {
 import {
   firstClaim,
   reclaimFailed,
-  settleClosedRunDispatched,
+  settleDispatchedOrphan,
   settleDeferredUnknown,
   takeOverUndispatched,
 } from '../mailRow/statements';
@@ -71,7 +71,7 @@ export async function claimOrderMailRow(
     if (after !== 'read-again') return after;
     const { transition } = step;
     if (result.applied && row !== 'unread' && row !== null) {
-      if (transition.name === 'settleDeferredUnknown' || transition.name === 'settleClosedRunDispatched') {
+      if (transition.name === 'settleDeferredUnknown' || transition.name === 'settleDispatchedOrphan') {
         const attempt = transition.name === 'settleDeferredUnknown' ? row.attempts + 1 : row.attempts;
         observer.settled({ attempt, holder: row.claimToken, decision: transition.decision });
       }
@@ -148,19 +148,19 @@ async function runTransition(
       return attempted(await takeOverUndispatched(db, row, { ...claimer, ...transition.claimed, note }));
     }
     case 'settleDeferredUnknown': {
-      const { decision, dispatchedAt, note, abandonedNote } = transition;
+      const { decision, dispatchedAt, note, orphanNote } = transition;
       const settled = await settleDeferredUnknown(db, row, {
         ...claimer,
         decision,
         dispatchedAt,
         note,
-        abandonedNote,
+        orphanNote,
       });
       return attempted(settled ? row.attempts + 1 : null);
     }
-    case 'settleClosedRunDispatched': {
+    case 'settleDispatchedOrphan': {
       const { decision, note } = transition;
-      const settled = await settleClosedRunDispatched(db, row, { ...claimer, decision, note });
+      const settled = await settleDispatchedOrphan(db, row, { ...claimer, decision, note });
       return attempted(settled ? row.attempts : null);
     }
   }

@@ -15,7 +15,7 @@ export interface MailLogRow {
   /** When the holding run issued its claim, on the workflow's (server's) clock: orders runs of one id. */
   claimIssuedAt: Date;
   claimedAt: Date;
-  /** Deliberate re-sends so far; part of the idempotency key (src/mail/idempotencyKey.ts). */
+  /** Deliberate re-sends so far; part of the send key (src/mail/sendKey.ts). */
   resendCount: number;
   dispatchedAt: Date | null;
   outcome: LogOutcome | null;

@@ -10,7 +10,7 @@ export interface AttemptFacts {
   held: boolean;
   /** This attempt passed the dispatch fence: a request may have reached the provider. */
   dispatched: boolean;
-  /** Since the first request under the order's current idempotency key (Postgres's clock); null if none. */
+  /** Since the first request under the order's current send key (Postgres's clock); null if none. */
   sinceKeyFirstDispatchMs: number | null;
 }
 

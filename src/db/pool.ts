@@ -6,7 +6,7 @@ export interface DatabaseOptions {
   applicationName: string;
   maxConnections?: number;
   connectTimeoutMs?: number;
-  /** Server-side limit for one statement; a stuck statement fails instead of hanging an activity. */
+  /** Server-side limit for one statement; a hung statement fails instead of hanging an activity. */
   statementTimeoutMs?: number;
 }
 

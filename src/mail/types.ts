@@ -12,7 +12,7 @@ export interface OutgoingMail {
   /** The HTML part, every value escaped by the template engine (src/mail/template/mailTemplates.ts). */
   html: string;
   /** From the claim: the same for every automatic attempt (docs/providers.md, "Idempotency windows"). */
-  idempotencyKey?: string;
+  sendKey?: string;
 }
 
 /** The dispatch fence (docs/design.md §4 rule 2): connection first, then passFence(), then the request. */

@@ -19,7 +19,7 @@ import type { TransitionName } from './transitions';
 export interface ProviderJudgement {
   idempotency: IdempotencyRetrySettings | null;
   /**
-   * A closed run's attempt at this provider is handed back to verify ('verify-orphan'): the workflow handles
+   * An orphan at this provider is handed back to verify ('verify-orphan'): the workflow handles
    * that, this provider's verification is on and the claimer has its verifier.
    */
   canVerify: boolean;
@@ -45,7 +45,7 @@ export interface ClaimRequest {
   /** Written into the audit rows this claim may add (takeovers, settlements). */
   recordedBy: string;
   /**
-   * The claimer can ask the provider (MAIL_VERIFY): a closed run's dispatched attempt is handed back to
+   * The claimer can ask the provider (MAIL_VERIFY): a dispatched orphan is handed back to
    * verify.
    */
   verifyDispatchedOrphans?: boolean;
@@ -87,7 +87,7 @@ export type ClaimDecision =
   /** Held by another workflow id, or by a run of this one whose claim is not older: nothing changed. */
   | { kind: 'held-elsewhere'; holder: string; sameWorkflow: boolean }
   /**
-   * A closed run's dispatched attempt the provider can be asked about: nothing changed; the claimer asks after
+   * A dispatched orphan the provider can be asked about: nothing changed; the claimer asks after
    * the settle delay, settles it (settleVerifiedOrphan) and claims again.
    */
   | {
@@ -103,7 +103,7 @@ export type ClaimDecision =
   | { kind: 'no-provider'; provider: string; explanation: string }
   | { kind: 'order-not-found' };
 
-/** An attempt whose unknown outcome this claim settled (a closed run's dispatched claim, or a deferred one). */
+/** An attempt whose unknown outcome this claim settled (a dispatched orphan, or a deferred one). */
 export interface SettledAttempt {
   attempt: number;
   holder: string;
@@ -176,10 +176,10 @@ export type ClaimTransition = (
       decision: UnknownOutcomeDecision;
       dispatchedAt: Date;
       note: string;
-      /** From a closed run's undispatched claim: the note of that attempt's audit row (failed/not_sent). */
-      abandonedNote: string | null;
+      /** From an undispatched orphan: the note of that attempt's audit row (failed/not_sent). */
+      orphanNote: string | null;
     }
-  | { name: 'settleClosedRunDispatched'; decision: UnknownOutcomeDecision; note: string }
+  | { name: 'settleDispatchedOrphan'; decision: UnknownOutcomeDecision; note: string }
 ) & { name: TransitionName };
 
 export type ClaimStep =
@@ -226,19 +226,18 @@ export function decideClaim(
   if (row.state === 'failed') return decideFailed(row, request, facts);
   // 'sending', held by an earlier run of this workflow id: Temporal keeps one run of an id open, so it is closed.
   if (row.dispatchedAt === null) {
-    const abandoned: EarlierAttempt = { attempt: row.attempts, provider: row.provider, outcome: 'not_sent' };
+    const orphan: EarlierAttempt = { attempt: row.attempts, provider: row.provider, outcome: 'not_sent' };
     const choice = facts.providerChoice;
-    if (choice === undefined)
-      return need({ fact: 'provider-choice', readEarlier: true, leftBehind: abandoned });
+    if (choice === undefined) return need({ fact: 'provider-choice', readEarlier: true, leftBehind: orphan });
     if (isNoProvider(choice)) return answer(noProvider(choice));
     // The taken-over attempt would send under the key: the same rule as a failed row's reclaim.
-    const abandonedNote = `the run holding this claim closed before dispatching; settled by ${claimToken}`;
-    const settle = settleExpiredKey(row, request, facts, abandonedNote);
+    const orphanNote = `the run holding this claim closed before dispatching; settled by ${claimToken}`;
+    const settle = settleExpiredKey(row, request, facts, orphanNote);
     if (settle !== null) return settle;
     const note = `the run holding this claim closed before dispatching; taken over by ${claimToken}`;
     return run({ name: 'takeOverUndispatched', claimed: claimedAt(choice), note });
   }
-  return decideClosedRunAttempt(row, request, facts);
+  return decideOrphan(row, request, facts);
 }
 
 function decideFailed(row: ClaimRow, request: ClaimRequest, facts: ClaimFacts): ClaimStep {
@@ -259,7 +258,7 @@ function settleExpiredKey(
   row: ClaimRow,
   request: ClaimRequest,
   facts: ClaimFacts,
-  abandonedNote: string | null,
+  orphanNote: string | null,
 ): ClaimStep | null {
   if (facts.unknownUnderKey === undefined) return need({ fact: 'unknown-under-key' });
   const deferred = facts.unknownUnderKey;
@@ -275,7 +274,7 @@ function settleExpiredKey(
   const decision = decideUnknownOutcome(unknownFacts);
   if (decision.kind !== 'policy') return null;
   const note =
-    `no request made by this attempt: an earlier request under this idempotency key (dispatched ` +
+    `no request made by this attempt: an earlier request under this send key (dispatched ` +
     `${deferred.firstDispatchedAt.toISOString()}) may have been accepted, and the key's window no longer ` +
     `covers a retry; ${describeUnknownDecision(decision, unknownFacts)}`;
   return run({
@@ -283,22 +282,22 @@ function settleExpiredKey(
     decision,
     dispatchedAt: deferred.firstDispatchedAt,
     note,
-    abandonedNote,
+    orphanNote,
   });
 }
 
 /**
- * A closed run's dispatched attempt: judged by the provider it went to. Where that provider can say, it is
+ * A dispatched orphan: judged by the provider it went to. Where that provider can say, it is
  * asked first (handed back as verify-orphan); a retry under the key needs no asking.
  */
-function decideClosedRunAttempt(row: ClaimRow, request: ClaimRequest, facts: ClaimFacts): ClaimStep {
+function decideOrphan(row: ClaimRow, request: ClaimRequest, facts: ClaimFacts): ClaimStep {
   const verdict = facts.verdict;
   if (verdict !== undefined) {
     // The verdict is about one attempt: on any other the claim is asked again without it.
     if (verdict.holder !== row.claimToken || verdict.attempt !== row.attempts) return { kind: 'read-again' };
     const answered = verifiedOrphanFacts({ policy: request.policy, answer: verdict.answer });
     const decision = decideUnknownOutcome(answered);
-    return settleClosedRun(decision, describeUnknownDecision(decision, answered));
+    return settleOrphanBy(decision, describeUnknownDecision(decision, answered));
   }
   const dispatched: EarlierAttempt = { attempt: row.attempts, provider: row.provider, outcome: 'unknown' };
   const choice = facts.providerChoice;
@@ -323,12 +322,12 @@ function decideClosedRunAttempt(row: ClaimRow, request: ClaimRequest, facts: Cla
     const sinceDispatchMs = facts.sinceAttemptDispatchMs;
     return answer({ kind: 'verify-orphan', attempt, holder, resendCount, sinceDispatchMs, provider });
   }
-  return settleClosedRun(decision, describeUnknownDecision(decision, unknownFacts));
+  return settleOrphanBy(decision, describeUnknownDecision(decision, unknownFacts));
 }
 
-function settleClosedRun(decision: UnknownOutcomeDecision, why: string): ClaimStep {
+function settleOrphanBy(decision: UnknownOutcomeDecision, why: string): ClaimStep {
   const note = `the run holding this claim closed after dispatching; ${why}`;
-  return run({ name: 'settleClosedRunDispatched', decision, note });
+  return run({ name: 'settleDispatchedOrphan', decision, note });
 }
 
 /** The verify activity's request: the claim's, less what only a claim without a verdict reads. */
@@ -337,10 +336,10 @@ export type VerdictRequest = Pick<
   'orderId' | 'claimToken' | 'workflowScope' | 'issuedAt' | 'policy' | 'recordedBy'
 >;
 
-export type VerdictSettlement = Extract<ClaimTransition, { name: 'settleClosedRunDispatched' }>;
+export type VerdictSettlement = Extract<ClaimTransition, { name: 'settleDispatchedOrphan' }>;
 
 /**
- * What follows a closed run's dispatched attempt once its provider answered: decideClaim with the verdict as
+ * What follows a dispatched orphan once its provider answered: decideClaim with the verdict as
  * its one fact, so the verify activity and the claim share one rule. Null: the row moved on (claim again).
  */
 export function decideVerdict(
@@ -351,7 +350,7 @@ export function decideVerdict(
   if (row === null) return null;
   // Unread: decideClaim asks for another fact (and stops here) before it reads the key's window or timeout.
   const step = decideClaim(row, { ...request, idempotency: null, sendTimeoutMs: 0 }, { verdict });
-  return step.kind === 'run' && step.transition.name === 'settleClosedRunDispatched' ? step.transition : null;
+  return step.kind === 'run' && step.transition.name === 'settleDispatchedOrphan' ? step.transition : null;
 }
 
 /** What the claim answers once its transition's statement ran: claimed, or read again. */
@@ -382,7 +381,7 @@ export function afterTransition(
         ...transition.claimed,
       };
     case 'settleDeferredUnknown':
-    case 'settleClosedRunDispatched':
+    case 'settleDispatchedOrphan':
       return 'read-again';
   }
 }

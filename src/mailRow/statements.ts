@@ -105,7 +105,7 @@ export async function reclaimFailed(db: Database, row: MailLogRow, claim: Claime
   return rows[0]?.attempts ?? null;
 }
 
-/** takeOverUndispatched: sending → sending, attempts + 1; the abandoned attempt audited failed/not_sent. */
+/** takeOverUndispatched: sending → sending, attempts + 1; the orphan audited failed/not_sent. */
 export async function takeOverUndispatched(
   db: Database,
   row: MailLogRow,
@@ -135,7 +135,7 @@ export async function takeOverUndispatched(
 
 /**
  * settleDeferredUnknown: the policy settles an unknown left for a retry under the key, as a new attempt with no
- * request (claim_issued_at stays); a closed run's undispatched claim is audited as in takeOverUndispatched.
+ * request (claim_issued_at stays); an undispatched orphan is audited as in takeOverUndispatched.
  */
 export async function settleDeferredUnknown(
   db: Database,
@@ -148,11 +148,11 @@ export async function settleDeferredUnknown(
     /** When the earliest request under the key left: the row's dispatched_at names it. */
     dispatchedAt: Date;
     note: string;
-    /** Given exactly when the row is a closed run's undispatched claim. */
-    abandonedNote: string | null;
+    /** Given exactly when the row is an undispatched orphan. */
+    orphanNote: string | null;
   },
 ): Promise<boolean> {
-  const { decision, note, abandonedNote } = input;
+  const { decision, note, orphanNote } = input;
   const { rowCount } = await runSql(
     db,
     sql`WITH settled AS (
@@ -164,12 +164,12 @@ export async function settleDeferredUnknown(
            WHERE ${asRead(row)} AND (log.state = 'failed' OR (log.state = 'sending' AND log.dispatched_at IS NULL))
              AND ${issuedBefore(input.issuedAt)}
           RETURNING log.*
-        ), abandoned AS (
+        ), orphan_audit AS (
           ${AUDIT_OF_SETTLED}
           SELECT ${row.orderId}, ${row.attempts}, ${row.claimToken}, ${row.resendCount}, ${row.claimedAt}::timestamptz,
-                 NULL, 'failed', 'not_sent', NULL, ${abandonedNote}::text, ${input.recordedBy}, ${row.provider},
+                 NULL, 'failed', 'not_sent', NULL, ${orphanNote}::text, ${input.recordedBy}, ${row.provider},
                  ${row.providerChoice}
-            FROM settled WHERE ${abandonedNote}::text IS NOT NULL
+            FROM settled WHERE ${orphanNote}::text IS NOT NULL
         ), audit AS (
           ${AUDIT_OF_SETTLED}
           SELECT order_id, attempts, claim_token, resend_count, claimed_at, NULL, state, outcome, unknown_policy,
@@ -181,13 +181,13 @@ export async function settleDeferredUnknown(
   return rowCount === 1;
 }
 
-// ---- a closed run's attempt ----------------------------------------------------------------------------------
+// ---- an orphan ----------------------------------------------------------------------------------
 
 /**
- * settleClosedRunDispatched: as `decision` says; `issuedAt` null for the sweep (fenced on the row as read
+ * settleDispatchedOrphan: as `decision` says; `issuedAt` null for the sweep (fenced on the row as read
  * alone).
  */
-export async function settleClosedRunDispatched(
+export async function settleDispatchedOrphan(
   db: Database,
   row: MailLogRow | SeenRow,
   input: { decision: UnknownOutcomeDecision; note: string; recordedBy: string; issuedAt: Date | null },
@@ -219,8 +219,8 @@ export async function settleClosedRunDispatched(
   return rowCount === 1;
 }
 
-/** releaseClosedRunUndispatched: a closed run's attempt that never dispatched → failed/not_sent, audited. */
-export async function releaseClosedRunUndispatched(
+/** releaseUndispatchedOrphan: an orphan that never dispatched → failed/not_sent, audited. */
+export async function releaseUndispatchedOrphan(
   db: Database,
   seen: SeenRow,
   input: { note: string; recordedBy: string },

@@ -89,7 +89,7 @@ export const TRANSITIONS = {
     from: ['sending'],
     to: ['sending'],
     fence: {
-      words: "a closed run's attempt as read, never dispatched, and this claim issued later",
+      words: 'an orphan as read, never dispatched, and this claim issued later',
       where: [...AS_READ, "log.state = 'sending'", 'log.dispatched_at IS NULL', ISSUED_BEFORE],
     },
     mayRun: SERVICE,
@@ -145,12 +145,11 @@ export const TRANSITIONS = {
     issuedBy: 'the record activity, when its claim was lost',
     writes: true,
   },
-  settleClosedRunDispatched: {
+  settleDispatchedOrphan: {
     from: ['sending'],
     to: ['sent', 'failed'],
     fence: {
-      words:
-        "a closed run's dispatched attempt as read; for a later claim, issued later (the sweep: no more)",
+      words: 'a dispatched orphan as read; for a later claim, issued later (the sweep: no more)',
       where: [
         ...AS_READ,
         "log.state = 'sending'",
@@ -162,11 +161,11 @@ export const TRANSITIONS = {
     issuedBy: 'the claim activity, the verify activity, the reconciliation sweep',
     writes: true,
   },
-  releaseClosedRunUndispatched: {
+  releaseUndispatchedOrphan: {
     from: ['sending'],
     to: ['failed'],
     fence: {
-      words: "a closed run's attempt as read, never dispatched",
+      words: 'an orphan as read, never dispatched',
       where: [...AS_READ, "log.state = 'sending'", 'log.dispatched_at IS NULL'],
     },
     mayRun: SERVICE,
@@ -178,8 +177,8 @@ export const TRANSITIONS = {
     to: ['sent', 'failed'],
     fence: {
       words:
-        'the row as read (an unknown left for a retry under the key, whose window closed; failed, or a ' +
-        "closed run's undispatched claim), this claim later",
+        'the row as read (an unknown left for a retry under the key, whose window closed; failed, or an ' +
+        'undispatched orphan), this claim later',
       where: [
         ...AS_READ,
         "(log.state = 'failed' OR (log.state = 'sending' AND log.dispatched_at IS NULL))",

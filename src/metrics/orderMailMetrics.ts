@@ -1,7 +1,7 @@
 // The product's metrics, on the Temporal runtime's meter so they share the SDK's exporter and scrape. Each is
 // described in docs/production.md, "Metrics, health, alerts"; deploy/prometheus/alerts.yml uses the names.
 import type { MetricMeter } from '@temporalio/common';
-import type { StuckSendingRows } from '../db/mailLogGauges';
+import type { OverdueSendingRows } from '../db/mailLogGauges';
 import type { SendHoldGauge } from '../db/sendHolds';
 import type { MailOutcome, UnknownSettlement } from '../shared/mailOutcome';
 
@@ -10,7 +10,7 @@ export const ORDER_MAIL_METRICS = {
   sendDuration: 'order_mail_send_duration_seconds',
   unknownOutcomes: 'order_mail_unknown_outcomes_total',
   claimConflicts: 'order_mail_claim_conflicts_total',
-  stuckSending: 'order_mail_stuck_sending_rows',
+  overdueSending: 'order_mail_stuck_sending_rows',
   ordersLeftWithoutMail: 'order_mail_orders_left_without_mail_total',
   providerChoices: 'order_mail_provider_choices_total',
   ordersBoundToUnconfiguredProvider: 'order_mail_orders_bound_to_unconfigured_provider_total',
@@ -48,7 +48,7 @@ export interface OrderMailMetrics {
     verification?: 'lookup' | 'webhook' | 'inconclusive' | 'none',
   ): void;
   claimConflict(conflict: ClaimConflict): void;
-  setStuckSendingRows(rows: StuckSendingRows): void;
+  setOverdueSendingRows(rows: OverdueSendingRows): void;
   /** The holds in force now; a scope seen before and absent now goes to 0. */
   setSendHolds(holds: readonly SendHoldGauge[]): void;
   orderLeftWithoutMail(reason: 'closed-without-row' | 'workflow-id-taken'): void;
@@ -77,11 +77,11 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     undefined,
     'Claims and dispatch fences that found the row not this attempt’s to send',
   );
-  const stuckSending = meter.createGauge(
-    ORDER_MAIL_METRICS.stuckSending,
+  const overdueSending = meter.createGauge(
+    ORDER_MAIL_METRICS.overdueSending,
     'int',
     undefined,
-    'Rows stuck in sending: dispatched and unrecorded past the send timeout, or left behind by their queue',
+    'Overdue rows in sending: dispatched and unrecorded past the send timeout, or left behind by their queue',
   );
   const ordersLeftWithoutMail = meter.createCounter(
     ORDER_MAIL_METRICS.ordersLeftWithoutMail,
@@ -172,9 +172,9 @@ export function createOrderMailMetrics(meter: MetricMeter, labels: { provider: s
     claimConflict(conflict) {
       claimConflicts.add(1, { conflict });
     },
-    setStuckSendingRows(rows) {
-      stuckSending.set(rows.dispatched, { phase: 'dispatched' });
-      stuckSending.set(rows.undispatched, { phase: 'undispatched' });
+    setOverdueSendingRows(rows) {
+      overdueSending.set(rows.dispatched, { phase: 'dispatched' });
+      overdueSending.set(rows.undispatched, { phase: 'undispatched' });
     },
     setSendHolds(holds) {
       for (const scope of holdScopes) {
@@ -208,7 +208,7 @@ export const noOrderMailMetrics: OrderMailMetrics = {
   policyDuplicateShown: () => undefined,
   unknownOutcomeSettled: () => undefined,
   claimConflict: () => undefined,
-  setStuckSendingRows: () => undefined,
+  setOverdueSendingRows: () => undefined,
   setSendHolds: () => undefined,
   orderLeftWithoutMail: () => undefined,
   witnessProbeFinished: () => undefined,

@@ -1,5 +1,5 @@
 // `npm run ops -- list --state failed|unknown|sending|sent [--since …] [--limit N]`: rows from the log, with
-// whether their workflow still runs for the rows in 'sending' (a closed one means a stuck claim).
+// whether their workflow still runs for the rows in 'sending' (a closed one means an orphan).
 import { listMailLog, type MailLogFilter, type MailLogRow } from '../db/orderMailLog';
 import type { OpsContext } from './opsContext';
 import { describeWorkflow } from './orderMailStatus';

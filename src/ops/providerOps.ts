@@ -31,7 +31,7 @@ export interface ProviderStatus {
 
 export interface BoundToProvider {
   provider: string;
-  /** Open rows: in flight or a closed run's to settle ('sending'), or failed with an attempt that may have arrived. */
+  /** Open rows: in flight or an orphan to settle ('sending'), or failed with an attempt that may have arrived. */
   sending: number;
   failedBound: number;
   /** Attempts the policy settled whose late answer its lookup may still give (dispatched within `retentionMs`). */

@@ -45,7 +45,7 @@ export function ownAttemptFacts(input: {
   };
 }
 
-/** A closed run's dispatched attempt at the claim; the window is its own provider's (a key dedupes only there). */
+/** A dispatched orphan at the claim; the window is its own provider's (a key dedupes only there). */
 export function orphanFactsAtClaim(input: {
   policy: UnknownOutcomePolicy;
   idempotency: IdempotencyRetrySettings | null;

@@ -40,7 +40,7 @@ export function witnessProbeMail(input: {
     'took mail again after an unknown outcome; no action is needed.';
   return {
     orderId: input.probeId,
-    idempotencyKey: input.sendKey,
+    sendKey: input.sendKey,
     to: input.sinkAddress,
     from: input.identity.from,
     replyTo: null,

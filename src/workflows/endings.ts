@@ -71,7 +71,7 @@ export function cancelledAfter(orderId: string, step: LeftByCancel): CancelledFa
     case 'lost-while-held':
       return endCancelled(
         `Order ${orderId}: cancelled after attempt ${step.result.attempts}, which sent nothing, found the row held ` +
-          "by another claim (a closed run's, after a reset). The sweep settles that claim; then a reset or " +
+          'by an orphan (after a reset). The sweep settles that orphan; then a reset or ' +
           'npm run ops -- retry sends the mail.',
       );
     case 'orphan-settled':
@@ -209,11 +209,11 @@ export function heldByAnotherWorkflowFailure(orderId: string, holder: string): A
   );
 }
 
-/** Closed runs' attempts kept turning up: the row keeps changing under this run. */
-export function closedRunsKeptComingFailure(orderId: string, settledInARow: number): ApplicationFailure {
+/** Orphans kept turning up: the row keeps changing under this run. */
+export function orphansKeptComingFailure(orderId: string, settledInARow: number): ApplicationFailure {
   return runFails(
     FailureType.ClaimHeldElsewhere,
-    `Order ${orderId}: ${settledInARow} attempts of closed runs were settled in a row and the row was ` +
+    `Order ${orderId}: ${settledInARow} orphans were settled in a row and the row was ` +
       'still not free to claim; this run sends nothing. See npm run ops -- status, then retry.',
   );
 }

@@ -73,7 +73,7 @@ export const SAME_TIME_WAITS = 2;
 const SAME_TIME_WAIT_MS = 1_000;
 /** Claims again after an attempt that sent nothing found the row held by another claim (after a Reset). */
 export const RECLAIMS_AFTER_LOST_CLAIM = 3;
-/** Closed runs' attempts verified and settled in a row, each followed by a claim, before the run gives up. */
+/** Orphans verified and settled in a row, each followed by a claim, before the run gives up. */
 export const ORPHAN_SETTLEMENTS = 3;
 
 /** What the loop knows across attempts; each count bounds its row of the table. */
@@ -165,7 +165,7 @@ export const AFTER_STEP = {
   'orphan-settled': async (_step, run) => {
     run.orphansSettled += 1;
     if (run.orphansSettled > ORPHAN_SETTLEMENTS)
-      throw ending.closedRunsKeptComingFailure(run.orderId, run.orphansSettled);
+      throw ending.orphansKeptComingFailure(run.orderId, run.orphansSettled);
     return AGAIN;
   },
   held: async (step, run) => {
@@ -342,7 +342,7 @@ function lostClaim(
   return { kind: 'finished', result };
 }
 
-/** The send, waited for to its real end (never retried, never abandoned); its failure is kept as a cause. */
+/** The send, waited for to its real end (never retried, never given up on); its failure is kept as a cause. */
 async function send(
   orderId: string,
   claim: Claimed,
@@ -454,25 +454,22 @@ async function verifyWithProvider(
 }
 
 /**
- * A closed run's dispatched attempt, handed back by the claim: asked about like this run's own unknowns and
+ * A dispatched orphan, handed back by the claim: asked about like this run's own unknowns and
  * settled with the answer, rather than by the policy; then the run claims again (docs/design.md §7).
  */
 async function verifyOrphan(run: Run, orphan: OrphanToVerify): Promise<Step> {
   const { orderId } = run;
   const verification = orphan.settings.verification;
   if (verification === null)
-    throw ending.unexpectedAnswerFailure(
-      orderId,
-      "the claim handed back a closed run's attempt with no verification",
-    );
-  // Nobody waited for the closed run's send: it may have lasted until its send timeout.
+    throw ending.unexpectedAnswerFailure(orderId, 'the claim handed back an orphan with no verification');
+  // Nobody waited for the orphan's send: it may have lasted until its send timeout.
   const requestMayLastMs = orphan.settings.sendTimeoutMs;
   const waitMs = msUntilNotFoundCounts(orphan.sinceDispatchMs, requestMayLastMs, verification.settleDelayMs);
   const { holder: claimToken, attempt, sendKey } = orphan;
   const input = { orderId, claimToken, attempt, sendKey, requestMayLastMs };
   const answer = await verifyWithProvider(run, input, verification, waitMs);
   if (run.cancelRequested() && answer.kind === 'inconclusive') {
-    // Cancelled before the provider was asked: the row stays the closed run's, for the sweep to ask about.
+    // Cancelled before the provider was asked: the orphan stays, for the sweep to ask about.
     return { kind: 'cancelled', left: { kind: 'orphan-left', attempt: orphan.attempt } };
   }
   const settled = await bookkeeping.settleVerifiedOrphanAttempt({

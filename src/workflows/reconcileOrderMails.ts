@@ -1,9 +1,5 @@
 import { continueAsNew, log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
-import type {
-  ConfirmedOrderCursor,
-  ReconcileActivities,
-  StuckClaim,
-} from '../activities/reconcileActivities';
+import type { ConfirmedOrderCursor, SweepActivities, Orphan } from '../activities/sweepActivities';
 import { OrderMailStuckOrders } from '../shared/orderMailSearchAttributes';
 import type { VerificationAnswer } from '../shared/unknownOutcome';
 import { sweptOrphanFacts } from '../shared/unknownOutcomeFacts';
@@ -11,7 +7,7 @@ import { askOnce } from './commands';
 import type { VerificationWait } from '../activities';
 
 // Idempotent batches, retried freely; two minutes leave room for a slow Temporal or Postgres.
-const sweep = proxyActivities<ReconcileActivities>({
+const sweep = proxyActivities<SweepActivities>({
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
@@ -20,9 +16,9 @@ const sweep = proxyActivities<ReconcileActivities>({
 // Keeps each history small whatever the backlog (figures: docs/design.md §7).
 const DEFAULT_BATCHES_PER_RUN = 20;
 const MAX_ASKS_PER_SWEEP = 10;
-const MAX_STUCK_ORDERS_SHOWN = 100;
+const MAX_ALERT_ORDERS_SHOWN = 100;
 
-export interface ReconcileInput {
+export interface SweepInput {
   /** Set only by continue-as-new: where the previous run of this sweep stopped, and what it counted. */
   resumeAfter?: ConfirmedOrderCursor;
   counted?: {
@@ -39,12 +35,12 @@ export interface ReconcileInput {
   batchesPerRun?: number;
 }
 
-export interface SettledStuckClaim extends StuckClaim {
+export interface SettledOrphan extends Orphan {
   settlement: 'released' | 'settled' | 'changed';
   settledAs?: 'verified-accepted' | 'verified-not-sent' | 'policy' | 'not-sent' | 'retry-under-key';
 }
 
-export interface ReconcileReport {
+export interface SweepReport {
   found: number;
   started: number;
   restarted: number;
@@ -53,16 +49,16 @@ export interface ReconcileReport {
   alreadyStarted: number;
   batches: number;
   conflicts: number;
-  stuck: SettledStuckClaim[];
+  stuck: SettledOrphan[];
   moreSendingRows: boolean;
   leftForLater: number;
 }
 
 /**
- * The reconciliation sweep (docs/design.md §7, G3): starts missed mails, settles closed runs' claims with
+ * The reconciliation sweep (docs/design.md §7, G3): starts missed mails, settles orphans with
  * the claim's fences. Running it twice changes nothing.
  */
-export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<ReconcileReport> {
+export async function reconcileOrderMails(input: SweepInput = {}): Promise<SweepReport> {
   const counted = {
     ...(input.counted ?? {
       found: 0,
@@ -83,7 +79,7 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
     counted.restarted += result.restarted;
     counted.closedWithoutRow = [...counted.closedWithoutRow, ...result.closedWithoutRow].slice(
       0,
-      MAX_STUCK_ORDERS_SHOWN,
+      MAX_ALERT_ORDERS_SHOWN,
     );
     counted.alreadyStarted += result.alreadyStarted;
     counted.batches += 1;
@@ -103,24 +99,24 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
 
   const found = await sweep.findStuckMailClaims();
   const { more } = found;
-  const stuck: SettledStuckClaim[] = [];
+  const orphans: SettledOrphan[] = [];
   const { verification } = found;
-  const askable = (claim: StuckClaim): claim is StuckClaim & { sendKey: string } =>
-    claim.dispatched && claim.sendKey !== null && verification !== null;
+  const askable = (orphan: Orphan): orphan is Orphan & { sendKey: string } =>
+    orphan.dispatched && orphan.sendKey !== null && verification !== null;
   // A few asks, together: a hundred in a row through a lookup outage would hold off later sweeps for hours.
   const asked = found.stuck.filter(askable).slice(0, MAX_ASKS_PER_SWEEP);
-  // "wait" leaves the claim for a later sweep, like one found too young.
+  // "wait" leaves the orphan for a later sweep, like one found too young.
   const answers = new Map<string, VerificationAnswer | VerificationWait>(
     await Promise.all(
       asked.map(
-        async (claim) =>
+        async (orphan) =>
           [
-            claim.orderId,
+            orphan.orderId,
             await askOnce(verification!, {
-              orderId: claim.orderId,
-              claimToken: claim.seen.claimToken,
-              attempt: claim.attempts,
-              sendKey: claim.sendKey,
+              orderId: orphan.orderId,
+              claimToken: orphan.seen.claimToken,
+              attempt: orphan.attempts,
+              sendKey: orphan.sendKey,
               requestMayLastMs: found.requestMayLastMs,
             }),
           ] as const,
@@ -128,33 +124,33 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
     ),
   );
   let leftForLater = found.youngerThanSettleDelay;
-  for (const claim of found.stuck) {
-    const asked = answers.get(claim.orderId);
+  for (const orphan of found.stuck) {
+    const asked = answers.get(orphan.orderId);
     const answer = asked?.kind === 'wait' ? undefined : asked;
-    if (askable(claim) && answer === undefined) {
+    if (askable(orphan) && answer === undefined) {
       leftForLater += 1;
       continue;
     }
     // No attempt follows here, so what the provider cannot decide goes to the policy.
     const facts = sweptOrphanFacts({
-      dispatched: claim.dispatched,
+      dispatched: orphan.dispatched,
       policy: found.unknownOutcomePolicy,
       ...(answer === undefined ? {} : { answer }),
     });
-    const settled = await sweep.settleClosedRunClaim({ claim, facts });
-    stuck.push({
-      ...claim,
+    const settled = await sweep.settleClosedRunClaim({ claim: orphan, facts });
+    orphans.push({
+      ...orphan,
       settlement: settled.kind,
       ...(settled.kind === 'settled' ? { settledAs: settled.decision.kind } : {}),
     });
   }
-  if (stuck.length > 0 || counted.closedWithoutRow.length > 0) {
+  if (orphans.length > 0 || counted.closedWithoutRow.length > 0) {
     upsertSearchAttributes([
       {
         key: OrderMailStuckOrders,
-        value: [...stuck.map((claim) => claim.orderId), ...counted.closedWithoutRow].slice(
+        value: [...orphans.map((orphan) => orphan.orderId), ...counted.closedWithoutRow].slice(
           0,
-          MAX_STUCK_ORDERS_SHOWN,
+          MAX_ALERT_ORDERS_SHOWN,
         ),
       },
     ]);
@@ -165,27 +161,27 @@ export async function reconcileOrderMails(input: ReconcileInput = {}): Promise<R
       hint: 'see why (npm run ops -- status <orderId>), fix it, then: npm run ops -- retry <orderId> --reason "…"',
     });
   }
-  if (stuck.length > 0) {
-    log.warn('Order mails were stuck in sending under a closed run; settled', {
-      orders: stuck.map((claim) => `${claim.orderId}: ${claim.settledAs ?? claim.settlement}`),
+  if (orphans.length > 0) {
+    log.warn('Orphans settled', {
+      orders: orphans.map((orphan) => `${orphan.orderId}: ${orphan.settledAs ?? orphan.settlement}`),
       hint: 'a released mail is sent by: npm run ops -- retry <orderId> --reason "…"',
     });
   }
-  const noMail = stuck.filter((claim) => claim.settledAs === 'verified-not-sent');
+  const noMail = orphans.filter((orphan) => orphan.settledAs === 'verified-not-sent');
   if (noMail.length > 0) {
-    log.warn('The provider has no mail of these closed runs: their customers have none', {
-      orders: noMail.map((claim) => claim.orderId),
+    log.warn('The provider has no mail of these orphans: their customers have none', {
+      orders: noMail.map((orphan) => orphan.orderId),
       hint: 'send each with: npm run ops -- retry <orderId> --reason "…"',
     });
   }
   if (leftForLater > 0) {
     log.info(
-      'Claims of closed runs left for a later sweep: too young to ask the provider about, or over this sweep’s asks',
+      'Orphans left for a later sweep: too young to ask the provider about, or over this sweep’s asks',
       {
         claims: leftForLater,
       },
     );
   }
-  log.info('Reconciliation finished', { ...counted, stuck: stuck.length });
-  return { ...counted, stuck, moreSendingRows: more, leftForLater };
+  log.info('Reconciliation finished', { ...counted, orphans: orphans.length });
+  return { ...counted, stuck: orphans, moreSendingRows: more, leftForLater };
 }

@@ -34,7 +34,7 @@ export function showOrderMailState(shown: OrderMailStateShown): void {
   upsertChanged(updates);
 }
 
-/** A run that never held a claim shows no state: `sending` from the start would read as stuck. */
+/** A run that never held a claim shows no state: `sending` from the start would read as a send in flight. */
 export function showNoClaim(): void {
   upsertChanged([
     { key: OrderMailState, value: null },

@@ -145,7 +145,7 @@ describe('claim', () => {
     ]);
   });
 
-  it('settles a closed run’s dispatched claim by assume-sent: nothing more is sent', async () => {
+  it('settles a dispatched orphan by assume-sent: nothing more is sent', async () => {
     const acts = activitiesWith('assume-sent');
     const orderId = await createOrder(database.db);
     const closedRun = run(orderId, 'run-a');
@@ -195,7 +195,7 @@ describe('claim', () => {
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
-  it('settles a closed run’s dispatched claim by assume-failed and claims again, saying so in the log', async () => {
+  it('settles a dispatched orphan by assume-failed and claims again, saying so in the log', async () => {
     const acts = activitiesWith('assume-failed');
     const orderId = await createOrder(database.db);
     const closedRun = run(orderId, 'run-a');
@@ -343,7 +343,7 @@ describe('claim', () => {
   });
 });
 
-describe('claim of a closed run’s dispatched attempt, where the provider can be asked', () => {
+describe('claim of a dispatched orphan, where the provider can be asked', () => {
   const VERIFY = { settleDelayMs: 1_000, lookupTimeoutMs: 500, deadlineMs: 2_000 };
   // The claim only needs to know that this worker can ask; the asking is the verify activity's.
   const verifier = {

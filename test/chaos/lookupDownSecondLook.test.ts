@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { createActivities } from '../../src/activities';
-import { createReconcileActivities, type ReconcileSettings } from '../../src/activities/reconcileActivities';
+import { createSweepActivities, type SweepSettings } from '../../src/activities/sweepActivities';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
@@ -26,7 +26,7 @@ import {
 import { testVerifier, untilAttemptEnded } from '../support/verificationKit';
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 3_000 };
-const SETTINGS: ReconcileSettings = {
+const SETTINGS: SweepSettings = {
   graceMs: 60_000,
   lookbackMs: 24 * 3_600_000,
   confirmedSince: null,
@@ -70,7 +70,7 @@ async function worker(taskQueue: string, name: string): Promise<void> {
   const running = await startTestWorker(deps, {
     taskQueue,
     reconcile,
-    activities: { ...createActivities(deps), ...createReconcileActivities(reconcile, deps) },
+    activities: { ...createActivities(deps), ...createSweepActivities(reconcile, deps) },
   });
   stops.push(
     () => running.stop(),

@@ -6,7 +6,7 @@
 //      and the worker is cut off from Temporal, so it can take no more tasks.
 //   3. An operator resets the workflow to its first workflow task: run 1 closes, run 2 starts on the worker
 //      BEHIND, claims the failed row and sends (the sandbox keeps the answer back: the send is in flight).
-//   4. Run 1's held claim is released: a claim of a closed run, arriving late, from the clock that is ahead.
+//   4. Run 1's held claim is released: an orphan, arriving late, from the clock that is ahead.
 //   5. The sandbox answers run 2's send.
 //
 // The fence must hold whatever the clocks say: exactly one message, the row sent/accepted by run 2 with the

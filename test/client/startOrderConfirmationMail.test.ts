@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createReconcileActivities, type StartBatchResult } from '../../src/activities/reconcileActivities';
+import { createSweepActivities, type StartBatchResult } from '../../src/activities/sweepActivities';
 import {
   OrderMailWorkflowIdTakenError,
   startOrderConfirmationMail,
@@ -97,7 +97,7 @@ describe('the reconciliation sweep', () => {
     started.push(ours, missed);
     const other = await holdIdWithAnotherType(taken);
 
-    const activities = createReconcileActivities(
+    const activities = createSweepActivities(
       {
         db: database.db,
         temporal: client,

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
 import { migrate } from '../../src/db/migrator';
 import type { ClaimDecision } from '../../src/mailRow/decide';
-import { settleClosedRunClaim } from '../../src/db/closedRunAttempt';
+import { settleOrphan } from '../../src/db/orphans';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { seenRowOf } from '../../src/mailRow/statements';
 import { sweptOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
@@ -178,7 +178,7 @@ describe('each interleaving of the two systems on one order', () => {
     expect(await oldSystem.claim(orderId)).toBe(true);
     // The sweep settles the quiet claim by the policy (here as failed, so ours may send), then ours claims it.
     const row = (await readMailLog(database.db, orderId))!;
-    const settled = await settleClosedRunClaim(database.db, seenRowOf(row), {
+    const settled = await settleOrphan(database.db, seenRowOf(row), {
       facts: sweptOrphanFacts({ dispatched: true, policy: 'assume-failed' }),
       why: 'test: the old claim was quiet',
       recordedBy: 'test sweep',

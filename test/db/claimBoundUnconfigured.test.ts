@@ -59,7 +59,7 @@ async function claimedAtMailgun(dispatched: boolean): Promise<string> {
 }
 
 describe('a claim by a worker without the provider the order is bound to', () => {
-  it('a closed run’s dispatched attempt at mailgun: no provider, the row left sending for a worker with mailgun', async () => {
+  it('a dispatched orphan at mailgun: no provider, the row left sending for a worker with mailgun', async () => {
     const orderId = await claimedAtMailgun(true);
     const before = await readMailLog(database.db, orderId);
 

@@ -1,4 +1,4 @@
-// Failover review finding: a closed run's dispatched attempt is judged by the provider it went to. With
+// Failover review finding: a dispatched orphan is judged by the provider it went to. With
 // MAIL_PROVIDERS=resend,postmark an attempt at postmark (no key) must not be "retried under the key" because
 // resend, the first provider, has a 24 h window: postmark would send a second mail. Real Postgres; the claim,
 // fence and audit trail as the activities run them.

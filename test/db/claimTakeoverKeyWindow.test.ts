@@ -46,7 +46,7 @@ function request(orderId: string, run: number, policy: UnknownOutcomePolicy): Cl
  * Attempt 1 dispatched `keyAgeHours` ago and left unknown for a retry under the key; attempt 2, run 1's late
  * reclaim, claimed and never dispatched (run 1 is closed).
  */
-async function retryUnderKeyAbandoned(keyAgeHours: number): Promise<string> {
+async function deferredUnknownWithOrphan(keyAgeHours: number): Promise<string> {
   const orderId = await createOrder(database.db);
   const sent = `now() - make_interval(hours => ${keyAgeHours})`;
   await database.db.query(
@@ -68,7 +68,7 @@ async function retryUnderKeyAbandoned(keyAgeHours: number): Promise<string> {
 
 describe("a closed run's undispatched retry under the key, taken over after the key's window", () => {
   it('assume-failed: the unknown is settled by the policy before a new attempt is claimed', async () => {
-    const orderId = await retryUnderKeyAbandoned(26);
+    const orderId = await deferredUnknownWithOrphan(26);
     const second = await claimOrderMailRow(database.db, request(orderId, 2, 'assume-failed'));
     // Not 'took-over-undispatched' at attempt 3: that attempt would send under the expired key.
     expect(second).toMatchObject({ kind: 'claimed', attempt: 4, how: 'reclaimed-failed' });
@@ -85,7 +85,7 @@ describe("a closed run's undispatched retry under the key, taken over after the 
   });
 
   it('assume-sent: settled as sent, no attempt claimed, nothing to send', async () => {
-    const orderId = await retryUnderKeyAbandoned(26);
+    const orderId = await deferredUnknownWithOrphan(26);
     const second = await claimOrderMailRow(database.db, request(orderId, 2, 'assume-sent'));
     expect(second).toEqual({ kind: 'already-sent', outcome: 'unknown', attempts: 3 });
     const attempts = await listAttempts(database.db, orderId);
@@ -106,7 +106,7 @@ describe("a closed run's undispatched retry under the key, taken over after the 
   });
 
   it("inside the key's window the takeover still retries under the key", async () => {
-    const orderId = await retryUnderKeyAbandoned(1);
+    const orderId = await deferredUnknownWithOrphan(1);
     const second = await claimOrderMailRow(database.db, request(orderId, 2, 'assume-failed'));
     expect(second).toMatchObject({ kind: 'claimed', attempt: 3, how: 'took-over-undispatched' });
     const attempts = await listAttempts(database.db, orderId);

@@ -6,7 +6,7 @@ import { migrate } from '../../src/db/migrator';
 import { checkOrderContract } from '../../src/db/orderContract';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { assertSchemaReady, SchemaNotReadyError } from '../../src/db/schemaReady';
-import { advanceReconcileProgress, reconcileResumesFrom } from '../../src/db/reconcileProgress';
+import { advanceSweepProgress, sweepResumesFrom } from '../../src/db/sweepProgress';
 import { listSendEvents, storeDelivery } from '../../src/webhooks/providerEvents';
 import { RoleSetupError, setUpDatabaseRoles, weakPasswordProblem } from '../../src/db/roles';
 import { readFileSync } from 'node:fs';
@@ -217,9 +217,9 @@ describe('the workers role', () => {
     );
     // The sweep's mark, moved twice (the second time an UPDATE), and read back.
     const namespace = `least-privilege-${orderId}`;
-    await advanceReconcileProgress(worker, { namespace, graceMs: 0 });
-    await advanceReconcileProgress(worker, { namespace, graceMs: 0 });
-    expect(await reconcileResumesFrom(worker, { namespace, graceMs: 0 })).toBeInstanceOf(Date);
+    await advanceSweepProgress(worker, { namespace, graceMs: 0 });
+    await advanceSweepProgress(worker, { namespace, graceMs: 0 });
+    expect(await sweepResumesFrom(worker, { namespace, graceMs: 0 })).toBeInstanceOf(Date);
     await assertSchemaReady(worker);
   });
 

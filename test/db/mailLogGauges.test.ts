@@ -3,7 +3,7 @@
 // must a dispatched send that nothing recorded.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { QueryResultRow } from 'pg';
-import { countStuckSending } from '../../src/db/mailLogGauges';
+import { countOverdueSending } from '../../src/db/mailLogGauges';
 import type { Database } from '../../src/db/pool';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 
@@ -67,10 +67,10 @@ function burst(count: number, ago: number, perSecond: number): RowAt[] {
   });
 }
 
-describe('countStuckSending', () => {
+describe('countOverdueSending', () => {
   it('a healthy backlog under a rate limit: 1,200 claims 10 minutes ago at 1 send/s, 600 still queued, none stuck', async () => {
     await lay(burst(1_200, 600, 1));
-    expect(await countStuckSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
+    expect(await countOverdueSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
       dispatched: 0,
       undispatched: 0,
     });
@@ -86,7 +86,7 @@ describe('countStuckSending', () => {
       return { claimedAgo, dispatchedAgo: leavesAgo, settledAgo: leavesAgo - 0.1 };
     });
     await lay(rows);
-    expect(await countStuckSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
+    expect(await countOverdueSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
       dispatched: 0,
       undispatched: 0,
     });
@@ -100,7 +100,7 @@ describe('countStuckSending', () => {
       settledAgo: 588.5 - index,
     }));
     await lay([{ claimedAgo: 600 }, ...later]);
-    expect(await countStuckSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
+    expect(await countOverdueSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
       dispatched: 0,
       undispatched: 1,
     });
@@ -109,7 +109,7 @@ describe('countStuckSending', () => {
   it('claims left behind inside a healthy backlog: stuck, and only they', async () => {
     // The backlog drained past them: 600 claimed after them have gone, 600 more still wait their turn.
     await lay([{ claimedAgo: 602 }, { claimedAgo: 601 }, ...burst(1_200, 600, 1)]);
-    const stuck = await countStuckSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS });
+    const stuck = await countOverdueSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS });
     expect(stuck).toEqual({ dispatched: 0, undispatched: 2 });
   });
 
@@ -119,7 +119,7 @@ describe('countStuckSending', () => {
       { claimedAgo: 60, dispatchedAgo: 59 },
       { claimedAgo: 10 },
     ]);
-    expect(await countStuckSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
+    expect(await countOverdueSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
       dispatched: 1,
       undispatched: 0,
     });
@@ -127,7 +127,7 @@ describe('countStuckSending', () => {
 
   it('a lone claim older than the send timeout and a grace, nothing else moving: stuck', async () => {
     await lay([{ claimedAgo: 600 }]);
-    expect(await countStuckSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
+    expect(await countOverdueSending(database.db, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
       dispatched: 0,
       undispatched: 1,
     });
@@ -167,7 +167,7 @@ describe('countStuckSending', () => {
       transaction: (work) => database.db.transaction(work),
       close: async () => undefined,
     };
-    expect(await countStuckSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
+    expect(await countOverdueSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS })).toEqual({
       dispatched: 0,
       undispatched: 1,
     });

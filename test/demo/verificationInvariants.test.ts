@@ -208,7 +208,7 @@ describe('verification invariants', () => {
   });
 
   it('a run an operator reset mid-send, its attempt settled by the policy unasked: excused, and only on that order', () => {
-    // docs/design.md §5 and §9: the next claim or the sweep may settle a closed run's dispatched attempt by
+    // docs/design.md §5 and §9: the next claim or the sweep may settle a dispatched orphan by
     // the policy, without a conclusive answer from the provider. Order 7 was reset (its run closed mid-send);
     // order 8 has the same story and no act.
     const policyUnasked = (orderId: string) => ({

@@ -83,7 +83,7 @@ describe('judgeFreshness', () => {
       });
     expect(after(9)).toMatchObject({ kind: 'wait', waitMs: 30_000 });
     expect(after(10).kind).toBe('inconclusive');
-    // Asked first long after the dispatch (a closed run's attempt taken over late): still one wait at least.
+    // Asked first long after the dispatch (an orphan taken over late): still one wait at least.
     expect(after(0, at(3_600_000))).toMatchObject({ kind: 'wait' });
     expect(
       judgeFreshness({

@@ -6,7 +6,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
-import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
+import { orderConfirmationSendKey } from '../../src/mail/sendKey';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
 import type { Fault } from '../../dev/sandbox/faults';
@@ -41,7 +41,7 @@ function mail(orderId: string, overrides: Partial<OutgoingMail> = {}): OutgoingM
     subject: 'ご注文ありがとうございます',
     text: `ご注文番号: ${orderId}\n`,
     html: `<p>ご注文番号: ${orderId}</p>`,
-    idempotencyKey: orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 0),
+    sendKey: orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, orderId, 0),
     ...overrides,
   };
 }
@@ -387,8 +387,8 @@ describe('Resend idempotency, end to end with the sandbox', () => {
     expect(second).toMatchObject({ outcome: 'accepted', providerMessageId: message?.id });
     expect(api.messagesFor('801')).toHaveLength(1);
     expect(api.requests().map((request) => [request.idempotencyKey, request.replayed])).toEqual([
-      [orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, '801', 0), false],
-      [orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, '801', 0), true],
+      [orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, '801', 0), false],
+      [orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, '801', 0), true],
     ]);
   });
 
@@ -411,7 +411,7 @@ describe('Resend idempotency, end to end with the sandbox', () => {
     const transport = client('resend', api.url);
     const first = await transport.send(mail('804'));
     const again = await transport.send(
-      mail('804', { idempotencyKey: orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, '804', 1) }),
+      mail('804', { sendKey: orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, '804', 1) }),
     );
     expect(again.outcome).toBe('accepted');
     expect(api.messagesFor('804')).toHaveLength(2);
@@ -423,9 +423,7 @@ describe('Resend idempotency, end to end with the sandbox', () => {
   it('a mail without an idempotency key is refused before any request: a send without one could duplicate', async () => {
     const api = await sandbox();
     const transport = client('resend', api.url);
-    await expect(transport.send(mail('805', { idempotencyKey: undefined }))).rejects.toThrow(
-      /no idempotency key/,
-    );
+    await expect(transport.send(mail('805', { sendKey: undefined }))).rejects.toThrow(/no idempotency key/);
     expect(api.requests()).toHaveLength(0);
   });
 

@@ -15,7 +15,7 @@ import { credentialFingerprint } from '../../src/evidence/destination';
 import { DEFAULT_DEPLOYMENT_ID, sendKeyOfSesTag } from '../../src/evidence/messageIdentity';
 import { createMailTransport, type SesSettings } from '../../src/mail/createMailTransport';
 import { createHttpMailTransport } from '../../src/mail/httpMailTransport';
-import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
+import { orderConfirmationSendKey } from '../../src/mail/sendKey';
 import { createAwsCredentialProvider } from '../../src/mail/providers/awsCredentials';
 import { createSesAdapter, SES_SIGNATURE_TIME_ERROR } from '../../src/mail/providers/ses';
 import { outcomeForStatus } from '../../src/mail/sendOutcomeTable';
@@ -61,7 +61,7 @@ function mail(orderId: string, overrides: Partial<OutgoingMail> = {}): OutgoingM
     subject: 'ご注文ありがとうございます',
     text: `ご注文番号: ${orderId}\n`,
     html: `<p>ご注文番号: ${orderId}</p>`,
-    idempotencyKey: orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 0),
+    sendKey: orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, orderId, 0),
     ...overrides,
   };
 }
@@ -75,11 +75,9 @@ describe('SES v2 against the sandbox', () => {
     expect(messages).toHaveLength(1);
     expect(result).toEqual({ outcome: 'accepted', httpStatus: 200, providerMessageId: messages[0]!.id });
     // The sandbox decoded the tag back into the very key the claim gave the mail.
-    expect(messages[0]).toMatchObject({ provider: 'ses', orderId: '801', sendKey: sent.idempotencyKey });
+    expect(messages[0]).toMatchObject({ provider: 'ses', orderId: '801', sendKey: sent.sendKey });
     expect(messages[0]!.from).toBe('=?UTF-8?B?44K344On44OD44OX?= <shop@example.com>');
-    expect(sendKeyOfSesTag(Buffer.from(sent.idempotencyKey!).toString('base64url'))).toBe(
-      sent.idempotencyKey,
-    );
+    expect(sendKeyOfSesTag(Buffer.from(sent.sendKey!).toString('base64url'))).toBe(sent.sendKey);
   });
 
   it('a wrong secret key: the sandbox recomputes the signature, 403 SignatureDoesNotMatch, rejected and nothing held', async () => {

@@ -91,7 +91,7 @@ function settle(r: ClaimRow | null | 'unread', req: ClaimRequest, facts: ClaimFa
 function kindOf(step: ClaimStep): string {
   if (step.kind === 'run') {
     const t = step.transition;
-    if (t.name === 'settleClosedRunDispatched' || t.name === 'settleDeferredUnknown') {
+    if (t.name === 'settleDispatchedOrphan' || t.name === 'settleDeferredUnknown') {
       return `${t.name}:${t.decision.kind}:${t.decision.state}`;
     }
     return t.name;
@@ -265,36 +265,28 @@ describe('decideClaim', () => {
     if (sent.kind !== 'run' || sent.transition.name !== 'settleDeferredUnknown')
       throw new Error('not settled');
     expect(sent.transition.dispatchedAt).toEqual(T(5));
-    // The abandoned attempt gets its audit row with the settlement; a failed row has none to write.
-    expect(sent.transition.abandonedNote).toMatch(/closed before dispatching/);
+    // The orphan gets its audit row with the settlement; a failed row has none to write.
+    expect(sent.transition.orphanNote).toMatch(/closed before dispatching/);
     const failed = settle(row({ state: 'failed', outcome: 'not_sent' }), request({ idempotency: WINDOW }), {
       providerChoice: CHOSEN,
       unknownUnderKey: unknowns.deferred,
       sinceKeyFirstDispatchMs: 50_000,
     });
-    expect(failed).toMatchObject({ kind: 'run', transition: { abandonedNote: null } });
+    expect(failed).toMatchObject({ kind: 'run', transition: { orphanNote: null } });
   });
 
-  it("a closed run's dispatched attempt: policy × key window × verification × the dispatch still there", () => {
+  it('a dispatched orphan: policy × key window × verification × the dispatch still there', () => {
     const r = row({ dispatchedAt: T(12) });
     const cases: [Partial<ClaimRequest>, ClaimFacts, string][] = [
-      [{}, { sinceKeyFirstDispatchMs: 1_000 }, 'settleClosedRunDispatched:policy:failed'],
-      [
-        { policy: 'assume-sent' },
-        { sinceKeyFirstDispatchMs: 1_000 },
-        'settleClosedRunDispatched:policy:sent',
-      ],
+      [{}, { sinceKeyFirstDispatchMs: 1_000 }, 'settleDispatchedOrphan:policy:failed'],
+      [{ policy: 'assume-sent' }, { sinceKeyFirstDispatchMs: 1_000 }, 'settleDispatchedOrphan:policy:sent'],
       [
         { idempotency: WINDOW },
         { sinceKeyFirstDispatchMs: 1_000 },
-        'settleClosedRunDispatched:retry-under-key:failed',
+        'settleDispatchedOrphan:retry-under-key:failed',
       ],
-      [
-        { idempotency: WINDOW },
-        { sinceKeyFirstDispatchMs: 50_000 },
-        'settleClosedRunDispatched:policy:failed',
-      ],
-      [{ idempotency: WINDOW }, { sinceKeyFirstDispatchMs: null }, 'settleClosedRunDispatched:policy:failed'],
+      [{ idempotency: WINDOW }, { sinceKeyFirstDispatchMs: 50_000 }, 'settleDispatchedOrphan:policy:failed'],
+      [{ idempotency: WINDOW }, { sinceKeyFirstDispatchMs: null }, 'settleDispatchedOrphan:policy:failed'],
       [
         { verifyDispatchedOrphans: true },
         { sinceKeyFirstDispatchMs: 1_000, sinceAttemptDispatchMs: 4_000 },
@@ -309,7 +301,7 @@ describe('decideClaim', () => {
       [
         { verifyDispatchedOrphans: true, idempotency: WINDOW },
         { sinceKeyFirstDispatchMs: 1_000 },
-        'settleClosedRunDispatched:retry-under-key:failed',
+        'settleDispatchedOrphan:retry-under-key:failed',
       ],
     ];
     for (const [req, facts, kind] of cases) {
@@ -344,11 +336,11 @@ describe('decideClaim', () => {
       providerChoice: CHOSEN,
       sinceKeyFirstDispatchMs: 1_000,
     });
-    expect(kindOf(step)).toBe('settleClosedRunDispatched:retry-under-key:failed');
+    expect(kindOf(step)).toBe('settleDispatchedOrphan:retry-under-key:failed');
     const other = row({ dispatchedAt: T(12), provider: 'postmark' });
     expect(
       kindOf(settle(other, request({ byProvider }), { providerChoice: CHOSEN, sinceKeyFirstDispatchMs: 1 })),
-    ).toBe('settleClosedRunDispatched:policy:failed');
+    ).toBe('settleDispatchedOrphan:policy:failed');
   });
 
   it("the provider's verdict on the held attempt settles it, and only that attempt", () => {
@@ -356,17 +348,17 @@ describe('decideClaim', () => {
     const verdicts: [VerificationAnswer, string][] = [
       [
         { kind: 'found', via: 'lookup', providerMessageId: 'm-1' },
-        'settleClosedRunDispatched:verified-accepted:sent',
+        'settleDispatchedOrphan:verified-accepted:sent',
       ],
       [
         { kind: 'found', via: 'webhook', providerMessageId: null },
-        'settleClosedRunDispatched:verified-accepted:sent',
+        'settleDispatchedOrphan:verified-accepted:sent',
       ],
       [
         { kind: 'not-found', via: 'lookup', sinceDispatchMs: 60_000 },
-        'settleClosedRunDispatched:verified-not-sent:failed',
+        'settleDispatchedOrphan:verified-not-sent:failed',
       ],
-      [{ kind: 'inconclusive', reason: 'no access' }, 'settleClosedRunDispatched:policy:failed'],
+      [{ kind: 'inconclusive', reason: 'no access' }, 'settleDispatchedOrphan:policy:failed'],
     ];
     for (const [answer, kind] of verdicts) {
       const facts = { verdict: { holder: CLOSED, attempt: 2, answer } };
@@ -381,7 +373,7 @@ describe('decideClaim', () => {
     const inconclusiveSent = settle(r, request({ policy: 'assume-sent' }), {
       verdict: { holder: CLOSED, attempt: 2, answer: { kind: 'inconclusive', reason: 'lookup down' } },
     });
-    expect(kindOf(inconclusiveSent)).toBe('settleClosedRunDispatched:policy:sent');
+    expect(kindOf(inconclusiveSent)).toBe('settleDispatchedOrphan:policy:sent');
   });
 
   it('every transition is followed by the claim it made, or by reading again', () => {
@@ -413,15 +405,15 @@ describe('decideClaim', () => {
       unknownPolicy: null,
     } as const;
     for (const t of [
-      { name: 'settleClosedRunDispatched', decision, note: '' },
-      { name: 'settleDeferredUnknown', decision, note: '', dispatchedAt: T(1), abandonedNote: null },
+      { name: 'settleDispatchedOrphan', decision, note: '' },
+      { name: 'settleDeferredUnknown', decision, note: '', dispatchedAt: T(1), orphanNote: null },
       { name: 'reclaimFailed', claimed },
     ] as const) {
       expect(afterTransition(t, { applied: false }, r)).toBe('read-again');
     }
     expect(
       afterTransition(
-        { name: 'settleClosedRunDispatched', decision, note: '' },
+        { name: 'settleDispatchedOrphan', decision, note: '' },
         { applied: true, attempt: 1 },
         r,
       ),
@@ -450,7 +442,7 @@ describe("decideVerdict: the verify activity settles by the claim's rule", () =>
     const facts = verifiedOrphanFacts({ policy, answer });
     const decision = decideUnknownOutcome(facts);
     const note = `the run holding this claim closed after dispatching; ${describeUnknownDecision(decision, facts)}`;
-    return { name: 'settleClosedRunDispatched', decision, note };
+    return { name: 'settleDispatchedOrphan', decision, note };
   }
 
   it('settles exactly the rows the former rule settled, with the same decision and note', () => {

@@ -210,20 +210,20 @@ const RECIPES: Partial<Record<TransitionName, Recipe>> = {
     row: (orderId) => ({ ...held(orderId, false), claim_token: "'operator:someone'" }),
     run: (db, orderId) => statements.recordAfterClaimLost(db, answer(orderId)),
   },
-  settleClosedRunDispatched: {
+  settleDispatchedOrphan: {
     row: (orderId) => held(orderId, true),
     run: (db, _orderId, seen) =>
-      statements.settleClosedRunDispatched(db, seen, {
+      statements.settleDispatchedOrphan(db, seen, {
         decision: POLICY_FAILED,
         note: 'settled',
         recordedBy: 'test',
         issuedAt: new Date(),
       }),
   },
-  releaseClosedRunUndispatched: {
+  releaseUndispatchedOrphan: {
     row: (orderId) => held(orderId, false),
     run: (db, _orderId, seen) =>
-      statements.releaseClosedRunUndispatched(db, statements.seenRowOf(seen), {
+      statements.releaseUndispatchedOrphan(db, statements.seenRowOf(seen), {
         note: 'released',
         recordedBy: 'test',
       }),
@@ -243,8 +243,8 @@ const RECIPES: Partial<Record<TransitionName, Recipe>> = {
         decision: POLICY_FAILED,
         dispatchedAt: new Date(Date.now() - 3_600_000),
         note: 'deferred',
-        // As decideClaim gives it: exactly for a closed run's undispatched claim.
-        abandonedNote: seen.state === 'sending' ? 'abandoned' : null,
+        // As decideClaim gives it: exactly for an undispatched orphan.
+        orphanNote: seen.state === 'sending' ? 'abandoned' : null,
       }),
   },
   reopenAfterSecondLook: {

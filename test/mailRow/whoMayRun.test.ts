@@ -231,20 +231,20 @@ const SCENARIOS = {
         expectDispatched: null,
       }),
   },
-  settleClosedRunDispatched: {
+  settleDispatchedOrphan: {
     given: (orderId) => put(orderId, sending(orderId, true)),
     run: async (db, orderId) =>
-      statements.settleClosedRunDispatched(db, await readRow(orderId), {
+      statements.settleDispatchedOrphan(db, await readRow(orderId), {
         decision: POLICY_FAILED,
         note: 'settled',
         recordedBy: 'test',
         issuedAt: new Date(),
       }),
   },
-  releaseClosedRunUndispatched: {
+  releaseUndispatchedOrphan: {
     given: (orderId) => put(orderId, sending(orderId, false)),
     run: async (db, orderId) =>
-      statements.releaseClosedRunUndispatched(db, statements.seenRowOf(await readRow(orderId)), {
+      statements.releaseUndispatchedOrphan(db, statements.seenRowOf(await readRow(orderId)), {
         note: 'released',
         recordedBy: 'test',
       }),
@@ -259,7 +259,7 @@ const SCENARIOS = {
         decision: POLICY_FAILED,
         dispatchedAt: new Date(Date.now() - 3_600_000),
         note: 'deferred',
-        abandonedNote: null,
+        orphanNote: null,
       }),
   },
   reopenAfterSecondLook: {

@@ -35,10 +35,10 @@ describe('the row model, checked exhaustively', () => {
       'markDispatched',
       'reclaimFailed',
       'record',
-      'releaseClosedRunUndispatched',
+      'releaseUndispatchedOrphan',
       'reopenAfterSecondLook',
       'secondLookFound',
-      'settleClosedRunDispatched',
+      'settleDispatchedOrphan',
       'takeOverUndispatched',
     ]);
   });

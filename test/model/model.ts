@@ -502,7 +502,7 @@ function runSteps(s: State, config: Config, i: number, run: Run, canFault: boole
     }
     return;
   }
-  // verify-orphan: the claim handed back a closed run's dispatched attempt; ask, settle it, claim again.
+  // verify-orphan: the claim handed back a dispatched orphan; ask, settle it, claim again.
   if (!(s.now > (s.row?.dispatchedAt ?? 0))) return; // the settle delay
   for (const { answer, fault } of verdicts(s, config)) {
     if (fault && !canFault) continue;
@@ -514,7 +514,7 @@ function runSteps(s: State, config: Config, i: number, run: Run, canFault: boole
         attempt: pc.attempt,
         answer,
       });
-      if (step.kind !== 'run' || step.transition.name !== 'settleClosedRunDispatched') return undefined;
+      if (step.kind !== 'run' || step.transition.name !== 'settleDispatchedOrphan') return undefined;
       return settleDispatched(n, step.transition.decision, r.id);
     });
   }
@@ -673,8 +673,8 @@ function claimPass(n: State, config: Config, r: Run): TransitionName | undefined
     return t.name;
   }
   if (t.name === 'settleDeferredUnknown') {
-    // From a closed run's undispatched claim: its attempt is audited as not sent first (takeOverUndispatched's).
-    if (t.abandonedNote !== null) {
+    // From an undispatched orphan: its attempt is audited as not sent first (takeOverUndispatched's).
+    if (t.orphanNote !== null) {
       n.audit.push({ attempt: row.attempts, outcome: 'not_sent', unknownPolicy: null, dispatchedAt: null });
     }
     const dispatchedAt = Math.min(
@@ -714,7 +714,7 @@ function settleDispatched(n: State, decision: UnknownOutcomeDecision, _by: strin
     unknownPolicy: decision.unknownPolicy,
     dispatchedAt: row.dispatchedAt,
   });
-  return 'settleClosedRunDispatched';
+  return 'settleDispatchedOrphan';
 }
 
 /** The holder of a 'sending' row is gone: a closed run of ours, or the case study's writer that stopped. */
@@ -763,7 +763,7 @@ function sweepSteps(s: State, config: Config, canFault: boolean, push: Push): vo
           unknownPolicy: null,
           dispatchedAt: null,
         });
-        transition = 'releaseClosedRunUndispatched';
+        transition = 'releaseUndispatchedOrphan';
       } else transition = settleDispatched(next, decision, 'sweep');
       push(
         'sweep',

@@ -1,10 +1,10 @@
 // A Reset while a send is in flight, with a provider that can be asked afterwards (docs/design.md §4 rule 3,
-// §5): the new run's claim finds the closed run's attempt dispatched and unrecorded. Settled by the policy,
+// §5): the new run's claim finds the orphan dispatched and unrecorded. Settled by the policy,
 // that attempt cost a customer's mail (assume-sent, the provider had dropped it) or sent a second one
 // (assume-failed, the provider had it). Now the new run asks the provider first, after what is left of the
 // settle delay, and settles the attempt with the answer. Real Temporal dev server, real Postgres, the
 // sandbox's generic provider over loopback with its lookup; assertions on the messages the sandbox holds,
-// the row, its attempts and the runs. Nobody waited for the closed run's send, so the new run asks only once
+// the row, its attempts and the runs. Nobody waited for the orphan's send, so the new run asks only once
 // its send timeout (8 s here) and the settle delay have passed since that dispatch.
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReconcileSettings } from '../../src/activities/reconcileActivities';
+import type { SweepSettings } from '../../src/activities/sweepActivities';
 import {
   AdoptionRequiredError,
   CASE_STUDY_TABLE_KEPT_AS,
@@ -37,7 +37,7 @@ import {
 } from './caseStudyKit';
 
 // The sweep settles an old 'sending' row once it has been quiet this long; the test's rows are an hour old.
-const reconcileSettings: ReconcileSettings = {
+const reconcileSettings: SweepSettings = {
   graceMs: 60_000,
   lookbackMs: 24 * 3_600_000,
   confirmedSince: null,

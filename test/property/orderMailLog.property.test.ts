@@ -20,7 +20,7 @@ import { markDispatched } from '../../src/activities/dispatchFence';
 import { Client as PgClient, type QueryResultRow } from 'pg';
 import type { ClaimDecision } from '../../src/mailRow/decide';
 import { isOutsideWriterToken } from '../../src/db/claimToken';
-import { settleClosedRunClaim } from '../../src/db/closedRunAttempt';
+import { settleOrphan } from '../../src/db/orphans';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { seenRowOf } from '../../src/mailRow/statements';
 import { readMailLog } from '../../src/db/orderMailLog';
@@ -566,7 +566,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
     const row = await readMailLog(db, orderId);
     if (row === null || row.state !== 'sending' || !isOutsideWriterToken(row.claimToken)) return;
     const facts = sweptOrphanFacts({ dispatched: row.dispatchedAt !== null, policy: scenario.policy });
-    const settled = await settleClosedRunClaim(gate ? turnstile.gated(db, label) : db, seenRowOf(row), {
+    const settled = await settleOrphan(gate ? turnstile.gated(db, label) : db, seenRowOf(row), {
       facts,
       why: 'property: the old claim was quiet',
       recordedBy: 'property sweep',
@@ -595,7 +595,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
   if (left?.state === 'sending' && !isOutsideWriterToken(left.claimToken)) {
     const holder = runs.find((run) => run.token === left.claimToken);
     expect(holder?.closed, "only a closed run's claim is left 'sending' for the sweep").toBe(true);
-    const settled = await settleClosedRunClaim(db, seenRowOf(left), {
+    const settled = await settleOrphan(db, seenRowOf(left), {
       facts: sweptOrphanFacts({ dispatched: left.dispatchedAt !== null, policy: scenario.policy }),
       why: 'property: the run holding this claim was reset',
       recordedBy: 'property sweep',

@@ -8,10 +8,7 @@ import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities, type ActivityDependencies } from '../../src/activities';
-import {
-  createReconcileActivities,
-  type ReconcileDependencies,
-} from '../../src/activities/reconcileActivities';
+import { createSweepActivities, type SweepDependencies } from '../../src/activities/sweepActivities';
 import { readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
@@ -66,7 +63,7 @@ async function worker(
   name: keyof typeof workers,
   settings: Partial<OrderMailWorkflowSettings>,
   mail: MailTransport,
-  reconcile?: ReconcileDependencies,
+  reconcile?: SweepDependencies,
   extra: Partial<ActivityDependencies> = {},
 ) {
   const deps: ActivityDependencies = {
@@ -80,7 +77,7 @@ async function worker(
   const running: RunningTestWorker = await startTestWorker(deps, {
     activities: {
       ...holds.wrap(createActivities(deps)),
-      ...(reconcile ? createReconcileActivities(reconcile, deps) : {}),
+      ...(reconcile ? createSweepActivities(reconcile, deps) : {}),
     },
   });
   stops.push(() => running.stop());

@@ -181,7 +181,7 @@ describe('the core on the Temporal server with Postgres persistence and three wo
 async function waitForMetricSum(urls: string[], expected: number): Promise<number> {
   const deadline = Date.now() + 40_000;
   for (;;) {
-    const sum = await sumMetric(urls, ORDER_MAIL_METRICS.stuckSending);
+    const sum = await sumMetric(urls, ORDER_MAIL_METRICS.overdueSending);
     if (sum === expected || Date.now() > deadline) return sum;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }

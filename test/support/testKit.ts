@@ -6,7 +6,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { escapeIdentifier } from 'pg';
 import { inject } from 'vitest';
 import type { ActivityDependencies } from '../../src/activities';
-import type { ReconcileDependencies } from '../../src/activities/reconcileActivities';
+import type { SweepDependencies } from '../../src/activities/sweepActivities';
 import { migrate } from '../../src/db/migrator';
 import { insertOrder, type NewOrder } from '../../dev/devtools/shopOrders';
 import { createDatabase, type Database } from '../../src/db/pool';
@@ -232,7 +232,7 @@ export async function startTestWorker(
     sendRateLimitPerSecond?: number;
     /** Activities one worker runs at once (as WORKER_MAX_CONCURRENT_ACTIVITIES); 20 by default. */
     maxConcurrentActivities?: number;
-    reconcile?: ReconcileDependencies;
+    reconcile?: SweepDependencies;
     /** Another Temporal server than the run's shared one (e.g. one with a Web UI). */
     temporal?: { address: string; namespace: string };
     /** Poll as this Worker Deployment Version (TEMPORAL_WORKER_DEPLOYMENT_NAME / _BUILD_ID). */
@@ -254,7 +254,7 @@ export async function startTestWorker(
       mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
       ...dependencies,
     },
-    reconcileDependencies: options.reconcile,
+    sweepDependencies: options.reconcile,
     workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
     shutdownGraceTimeMs: 1_000,
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 20,

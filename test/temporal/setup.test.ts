@@ -7,7 +7,7 @@ import { google } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { main as setup } from '../../src/cli/setup';
 import { ORDER_MAIL_SEARCH_ATTRIBUTES } from '../../src/shared/orderMailSearchAttributes';
-import { DEFAULT_RECONCILE_SCHEDULE_ID } from '../../src/temporal/reconcileSchedule';
+import { DEFAULT_SWEEP_SCHEDULE_ID } from '../../src/temporal/sweepSchedule';
 import {
   assertSearchAttributesRegistered,
   SearchAttributesMissingError,
@@ -83,7 +83,7 @@ it('setup registers the attributes and the schedule, runs again without changing
   expect(said.filter((line) => line.startsWith('Reconciliation schedule updated'))).toHaveLength(1);
 
   await assertSearchAttributesRegistered(connection, namespace);
-  const schedule = new Client({ connection, namespace }).schedule.getHandle(DEFAULT_RECONCILE_SCHEDULE_ID);
+  const schedule = new Client({ connection, namespace }).schedule.getHandle(DEFAULT_SWEEP_SCHEDULE_ID);
   const described = await schedule.describe();
   expect(described.action).toMatchObject({ workflowType: 'reconcileOrderMails', taskQueue });
   expect(described.spec.intervals).toMatchObject([{ every: 300_000 }]);

@@ -158,7 +158,7 @@ describe('generic: a gateway that ignores the order_id filter', () => {
     const orderId = String(nextOrder++);
     // An operator's re-send: the first send's key differs from the one asked about.
     const transport = testProviderMailClient('generic', sandbox.url);
-    await transport.send({ ...mail(orderId), idempotencyKey: `order-confirmation/default/${orderId}/7` });
+    await transport.send({ ...mail(orderId), sendKey: `order-confirmation/default/${orderId}/7` });
     await transport.close();
     const { verdict } = await ask('generic', orderId);
     expect(verdict).toMatchObject({ kind: 'not_found' });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { SANDBOX_SNS_TOPIC_ARN } from '../../dev/sandbox/sns';
 import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
-import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
+import { orderConfirmationSendKey } from '../../src/mail/sendKey';
 import type { ReceivedMessage } from '../../dev/sandbox/records';
 import { listProviderEvents, storeDelivery } from '../../src/webhooks/providerEvents';
 import { loadWebhookConfig } from '../../src/webhooks/webhookConfig';
@@ -89,7 +89,7 @@ function heldMessage(orderId: string, overrides: Partial<ReceivedMessage> = {}):
     orderId,
     to: 'customer@example.com',
     from: 'shop@example.com',
-    sendKey: orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 0),
+    sendKey: orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, orderId, 0),
     receivedAt: new Date().toISOString(),
     ...overrides,
   } as ReceivedMessage;
@@ -117,7 +117,7 @@ describe('SES events through SNS', () => {
   it('a send through the SES emulation: SNS posts Send and Delivery, stored as accepted and delivered with the send key', async () => {
     const orderId = String((nextOrder += 10));
     const client = testProviderMailClient('ses', sandbox.url);
-    const idempotencyKey = orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 0);
+    const sendKey = orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, orderId, 0);
     const result = await client.send({
       orderId,
       to: 'customer@example.com',
@@ -126,7 +126,7 @@ describe('SES events through SNS', () => {
       subject: 'ご注文ありがとうございます',
       text: 'ok',
       html: '<p>ok</p>',
-      idempotencyKey,
+      sendKey,
     });
     await client.close();
     expect(result.outcome).toBe('accepted');
@@ -136,8 +136,8 @@ describe('SES events through SNS', () => {
       return rows.length === 2 ? rows : undefined;
     });
     expect(events.map((event) => [event.provider, event.eventType, event.sendKey])).toEqual([
-      ['ses', 'accepted', idempotencyKey],
-      ['ses', 'delivered', idempotencyKey],
+      ['ses', 'accepted', sendKey],
+      ['ses', 'delivered', sendKey],
     ]);
     expect(events[0]!.providerMessageId).toBe(
       result.outcome === 'accepted' ? result.providerMessageId : null,

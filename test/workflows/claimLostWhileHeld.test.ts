@@ -3,7 +3,7 @@
 // closed run's NEXT claim, never dispatched. Ending the new run 'claim-lost' (Completed) there would leave the
 // sweep to release the closed run's claim later, with nobody left to send: a customer without a mail (seen in
 // CI's operator chaos, before the run claimed again). The row as the reset leaves it is laid out here directly, with the real workflow,
-// Postgres and the sandbox; the run must claim again, take the closed run's attempt over and send once. The
+// Postgres and the sandbox; the run must claim again, take the orphan over and send once. The
 // same when the attempt's send ended unknown before its fence (CI met that too: decided not sent).
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -156,7 +156,7 @@ function run(orderId: string, taskQueue: string) {
 }
 
 /**
- * A closed run's attempt asked about by a worker configured differently: run 1 (on `before`) sends, and its
+ * An orphan asked about by a worker configured differently: run 1 (on `before`) sends, and its
  * send is held (dispatched, never recorded) until it is terminated; run 2 on `after` takes the attempt over and
  * asks the provider about it, once the send timeout and the settle delay have passed since the dispatch.
  */

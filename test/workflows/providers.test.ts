@@ -7,7 +7,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
-import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
+import { orderConfirmationSendKey } from '../../src/mail/sendKey';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
@@ -136,8 +136,8 @@ describe('Resend: an unknown outcome within the idempotency window', () => {
     });
     const requests = sandbox.requests().filter((request) => request.orderId === orderId);
     expect(requests.map((request) => [request.idempotencyKey, request.status, request.replayed])).toEqual([
-      [orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 0), 'dropped', false],
-      [orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 0), 200, true],
+      [orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, orderId, 0), 'dropped', false],
+      [orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, orderId, 0), 200, true],
     ]);
     expect(await readMailLog(database.db, orderId)).toMatchObject({
       state: 'sent',

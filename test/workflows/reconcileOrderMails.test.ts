@@ -6,16 +6,16 @@ import { randomUUID } from 'node:crypto';
 import type { Client, ScheduleHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities';
-import type { ReconcileSettings } from '../../src/activities/reconcileActivities';
+import type { SweepSettings } from '../../src/activities/sweepActivities';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
-import { advanceReconcileProgress, RECONCILE_OVERLAP_MS } from '../../src/db/reconcileProgress';
+import { advanceSweepProgress, SWEEP_OVERLAP_MS } from '../../src/db/sweepProgress';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
 import { OrderMailStuckOrders } from '../../src/shared/orderMailSearchAttributes';
-import { ensureReconcileSchedule } from '../../src/temporal/reconcileSchedule';
+import { ensureSweepSchedule } from '../../src/temporal/sweepSchedule';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
-import { reconcileOrderMails, type ReconcileReport } from '../../src/workflows/reconcileOrderMails';
+import { reconcileOrderMails, type SweepReport } from '../../src/workflows/reconcileOrderMails';
 import {
   connectTestClient,
   createOrder,
@@ -29,7 +29,7 @@ import {
 } from '../support/testKit';
 
 const GRACE_MS = 10 * 60_000;
-const settings: ReconcileSettings = {
+const settings: SweepSettings = {
   graceMs: GRACE_MS,
   lookbackMs: 24 * 3_600_000,
   confirmedSince: null,
@@ -55,7 +55,7 @@ beforeAll(async () => {
   );
   const scheduleId = `reconcile-test-${randomUUID()}`;
   // Paused: only the test's triggers run it, so nothing fires on its own half-way through a test.
-  await ensureReconcileSchedule(client, {
+  await ensureSweepSchedule(client, {
     scheduleId,
     taskQueue: worker.taskQueue,
     intervalMs: 300_000,
@@ -84,7 +84,7 @@ async function orderConfirmedAgo(agoMs: number, status: 'confirmed' | 'pending' 
 }
 
 /** Triggers the schedule and waits for the sweep it started (and its continued-as-new runs) to finish. */
-async function triggerSweep(): Promise<{ report: ReconcileReport; workflowId: string; firstRunId: string }> {
+async function triggerSweep(): Promise<{ report: SweepReport; workflowId: string; firstRunId: string }> {
   const before = (await schedule.describe()).info.numActionsTaken;
   await schedule.trigger();
   const action = await waitFor('the schedule to start a sweep', async () => {
@@ -151,7 +151,7 @@ describe('reconciliation', () => {
     expect(mark).toBeGreaterThan(Date.now() - GRACE_MS - 120_000);
     expect(mark).toBeLessThanOrEqual(Date.now() - GRACE_MS + 5_000);
     // The mark only moves forward: a sweep with a longer grace does not take it back.
-    await advanceReconcileProgress(database.db, {
+    await advanceSweepProgress(database.db, {
       namespace: client.options.namespace,
       graceMs: 2 * GRACE_MS,
     });
@@ -159,7 +159,7 @@ describe('reconciliation', () => {
 
     // Inside the look-back window but before the mark less the overlap: an order the first sweep would have
     // found, had it been there then, and whose row no sweep since could have missed.
-    const beforeMark = await orderConfirmedAgo(GRACE_MS + RECONCILE_OVERLAP_MS + 3_600_000);
+    const beforeMark = await orderConfirmedAgo(GRACE_MS + SWEEP_OVERLAP_MS + 3_600_000);
     const sinceMark = await orderConfirmedAgo(GRACE_MS + 60_000);
     const next = await triggerSweep();
     expect(next.report).toMatchObject({ found: 1, started: 1 });

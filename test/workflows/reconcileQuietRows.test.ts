@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import type { ReconcileSettings } from '../../src/activities/reconcileActivities';
+import type { SweepSettings } from '../../src/activities/sweepActivities';
 import { claimTokenOf, workflowScopeOf } from '../../src/db/claimToken';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
 import { readMailLog } from '../../src/db/orderMailLog';
@@ -24,7 +24,7 @@ import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbo
 import type { MailTransport } from '../../src/mail/types';
 
 const GRACE_MS = 10 * 60_000;
-const settings: ReconcileSettings = {
+const settings: SweepSettings = {
   graceMs: GRACE_MS,
   lookbackMs: 24 * 3_600_000,
   confirmedSince: null,

@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { createActivities } from '../../src/activities';
-import { createReconcileActivities, type ReconcileSettings } from '../../src/activities/reconcileActivities';
+import { createSweepActivities, type SweepSettings } from '../../src/activities/sweepActivities';
 import { readMailLog } from '../../src/db/orderMailLog';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
@@ -33,9 +33,9 @@ import {
 } from '../support/verificationKit';
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
-// The sweep asks about a closed run's request only once its send may be over and the provider's log trusted.
+// The sweep asks about an orphan's request only once its send may be over and the provider's log trusted.
 const SEND_TIMEOUT_MS = testSettings().sendTimeoutMs;
-const SETTINGS: ReconcileSettings = {
+const SETTINGS: SweepSettings = {
   graceMs: 60_000,
   lookbackMs: 24 * 3_600_000,
   confirmedSince: null,
@@ -79,7 +79,7 @@ async function verifyingSweepWorker(verification: VerificationSettings): Promise
     reconcile,
     activities: {
       ...real,
-      ...createReconcileActivities(reconcile, deps),
+      ...createSweepActivities(reconcile, deps),
       // The run is terminated before it could record its send.
       sendOrderMail: holdingFirstSend(real.sendOrderMail, (orderId) => heldOrders.has(orderId)),
     },
@@ -122,7 +122,7 @@ async function sendWitness(taskQueue: string, after: string): Promise<void> {
 
 /**
  * Until the sweep may ask about these orders' requests: each dispatched a send timeout and a settle delay ago on
- * Postgres's clock, the clock and the figures the sweep itself reads (src/activities/findStuckMailClaims.ts).
+ * Postgres's clock, the clock and the figures the sweep itself reads (src/activities/findOrphans.ts).
  */
 async function untilSweepMayAsk(orderIds: string[]): Promise<void> {
   await waitFor(

@@ -8,7 +8,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { createActivities } from '../../src/activities';
-import { createReconcileActivities, type ReconcileSettings } from '../../src/activities/reconcileActivities';
+import { createSweepActivities, type SweepSettings } from '../../src/activities/sweepActivities';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { reopenAfterSecondLook } from '../../src/mailRow/statements';
 import { noOrderMailMetrics, type OrderMailMetrics } from '../../src/metrics/orderMailMetrics';
@@ -31,7 +31,7 @@ import {
 import { testVerifier, untilAttemptEnded } from '../support/verificationKit';
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 3_000 };
-const SETTINGS: ReconcileSettings = {
+const SETTINGS: SweepSettings = {
   graceMs: 60_000,
   lookbackMs: 24 * 3_600_000,
   confirmedSince: null,
@@ -109,7 +109,7 @@ async function sweepingWorker(
   };
   const worker = await startTestWorker(deps, {
     reconcile,
-    activities: { ...createActivities(deps), ...createReconcileActivities(reconcile, deps) },
+    activities: { ...createActivities(deps), ...createSweepActivities(reconcile, deps) },
   });
   bed.stops.push(
     () => worker.stop(),

@@ -7,7 +7,7 @@ import { execSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../../devtools/embeddedPostgres';
-import { countStuckSending as now } from '../../../src/db/mailLogGauges';
+import { countOverdueSending as now } from '../../../src/db/mailLogGauges';
 import { createDatabase } from '../../../src/db/pool';
 
 async function main() {
@@ -22,9 +22,9 @@ async function main() {
       .toString()
       .replace("from './pool'", "from '../../../src/db/pool'"),
   );
-  let v1: typeof import('../../../src/db/mailLogGauges').countStuckSending;
+  let v1: typeof now;
   try {
-    ({ countStuckSending: v1 } = (await import(v1Path)) as typeof import('../../../src/db/mailLogGauges'));
+    ({ countStuckSending: v1 } = (await import(v1Path)) as { countStuckSending: typeof now });
   } finally {
     rmSync(v1Path, { force: true });
   }

@@ -7,13 +7,13 @@ import { randomUUID } from 'node:crypto';
 import type { QueryResultRow } from 'pg';
 import { markDispatched } from '../../../src/activities/dispatchFence';
 import { findConfirmedOrdersWithoutMail } from '../../../src/db/confirmedOrders';
-import { countStuckSending } from '../../../src/db/mailLogGauges';
+import { countOverdueSending } from '../../../src/db/mailLogGauges';
 import { workflowScopeOf } from '../../../src/db/claimToken';
 import { claimOrderMailRow } from '../../../src/db/orderMailClaim';
 import { listQuietSendingRows } from '../../../src/db/orderMailLog';
 import { recordOutcome } from '../../../src/db/orderMailRecord';
 import type { Database } from '../../../src/db/pool';
-import { advanceReconcileProgress, sweepNotBefore } from '../../../src/db/reconcileProgress';
+import { advanceSweepProgress, sweepNotBefore } from '../../../src/db/sweepProgress';
 import { DAY_MS, pruneOrderMailHistory } from '../../../src/ops/pruneOrderMailHistory';
 import type { LatencySummary } from '../latency';
 
@@ -174,7 +174,7 @@ export async function measureRound(
   // The sweep and the gauge, as the schedule and every worker's metrics scrape run them. In steady state the
   // previous sweep went through to its end (minutes ago; here, just now), so a batch reads from its mark.
   const progress = { namespace: 'bench', graceMs: GRACE_MS };
-  await advanceReconcileProgress(db, progress);
+  await advanceSweepProgress(db, progress);
   for (let repeat = 0; repeat < options.repeats; repeat++) {
     const last = repeat === options.repeats - 1;
     await time(
@@ -197,7 +197,7 @@ export async function measureRound(
       () => listQuietSendingRows(recorder, { olderThanMs: GRACE_MS, limit: SWEEP_BATCH }),
       last,
     );
-    await time('stuck gauge', () => countStuckSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS }), last);
+    await time('stuck gauge', () => countOverdueSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS }), last);
   }
   // The gauge's other branch, which runs only while a claim is left behind: it reads every row settled
   // since that claim (here ten minutes ago) to see how far the queue moved.
@@ -208,11 +208,11 @@ export async function measureRound(
     for (let repeat = 0; repeat < options.repeats; repeat++) {
       const stuck = await time(
         stuckStep,
-        () => countStuckSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS }),
+        () => countOverdueSending(recorder, { sendTimeoutMs: SEND_TIMEOUT_MS }),
         repeat === options.repeats - 1,
       );
       if (stuck.undispatched < 1)
-        throw new Error(`order ${stuckOrderId}: the gauge did not count the stuck claim`);
+        throw new Error(`order ${stuckOrderId}: the gauge did not count the orphan`);
     }
     // Explained while the claim is still there: without it the plan would be the cheap branch's.
     const statements = recorded.get(stuckStep);

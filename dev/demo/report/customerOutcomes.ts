@@ -5,7 +5,7 @@
 // Pure, and kept apart from report.ts so the run report's other sections can change without touching it. Its
 // input is the few fields it reads of the run's facts (facts.ts), so a test can state a story in a few lines.
 import { DEFAULT_DEPLOYMENT_ID } from '../../../src/evidence/messageIdentity';
-import { orderConfirmationIdempotencyKey } from '../../../src/mail/idempotencyKey';
+import { orderConfirmationSendKey } from '../../../src/mail/sendKey';
 import type { VerificationFact } from './facts';
 
 export interface CustomerRowFact {
@@ -139,7 +139,7 @@ export function summarizeCustomers(facts: CustomerFacts): CustomerOutcomes {
     const key =
       attempt.resendCount === undefined
         ? null
-        : orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, attempt.orderId, attempt.resendCount);
+        : orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, attempt.orderId, attempt.resendCount);
     const hadIt = (receivedByOrder.get(attempt.orderId) ?? []).some(
       (message) =>
         Date.parse(message.receivedAt) <= finishedAt &&

@@ -81,10 +81,10 @@ export function createResendAdapter(options: { apiKey: string }): MailProviderAd
 }
 
 function requiredKey(mail: OutgoingMail): string {
-  if (mail.idempotencyKey === undefined || mail.idempotencyKey === '') {
+  if (mail.sendKey === undefined || mail.sendKey === '') {
     throw new Error(
       `Resend mail for order ${mail.orderId} has no idempotency key; the send must pass the claim's.`,
     );
   }
-  return mail.idempotencyKey;
+  return mail.sendKey;
 }

@@ -10,10 +10,10 @@ import type { VerificationSettings } from '../shared/workflowSettings';
 
 export type { ConfirmedOrderCursor };
 
-/** StuckClaim.runStatus of a claim an outside writer (the case study's old workers) left 'sending'. */
+/** Orphan.runStatus of a claim an outside writer (the case study's old workers) left 'sending'. */
 export const OUTSIDE_WRITER = 'OUTSIDE_WRITER';
 
-export interface ReconcileSettings {
+export interface SweepSettings {
   /** Orders confirmed more recently than this are left to the order service's own start. */
   graceMs: number;
   /** Orders confirmed longer ago than this are never mailed by the sweep. */
@@ -26,11 +26,11 @@ export interface ReconcileSettings {
   secondLookMaxLateMs?: number;
 }
 
-export interface ReconcileDependencies {
+export interface SweepDependencies {
   db: Database;
   /** Starts workflows and describes runs; bound to the worker's namespace. */
   temporal: Client;
-  settings: ReconcileSettings;
+  settings: SweepSettings;
   /** Counts the orders a sweep could not start (order_mail_orders_left_without_mail_total). */
   metrics?: OrderMailMetrics;
 }
@@ -63,7 +63,7 @@ export interface WorkflowIdConflict {
   runId: string;
 }
 
-export interface StuckClaim {
+export interface Orphan {
   orderId: string;
   /** The run the claim token names and Temporal's word on it; an outside writer's claim: OUTSIDE_WRITER. */
   workflowId: string;
@@ -79,23 +79,23 @@ export interface StuckClaim {
   sendKey: string | null;
 }
 
-export interface StuckClaimsResult {
+export interface OrphansFound {
   examined: number;
-  stuck: StuckClaim[];
+  stuck: Orphan[];
   /** More 'sending' rows than one sweep examines. */
   more: boolean;
   /** This worker's policy, for the sweep workflow to decide with (recorded in history). */
   unknownOutcomePolicy: UnknownOutcomePolicy;
   /** How this worker asks the provider (MAIL_VERIFY) before the policy settles a claim; null when it cannot. */
   verification: VerificationSettings | null;
-  /** How long after its dispatch a closed run's request may have been under way (the send timeout). */
+  /** How long after its dispatch an orphan's request may have been under way (the send timeout). */
   requestMayLastMs: number;
-  /** Closed runs' dispatched claims too young for the provider's log: left for a later sweep. */
+  /** Dispatched orphans too young for the provider's log: left for a later sweep. */
   youngerThanSettleDelay: number;
 }
 
 /** What the sweep needs of the mail worker it runs on: its policy, and who it is for the audit trail. */
-export interface ReconcileMailSettings {
+export interface SweepMailSettings {
   settings: {
     unknownOutcomePolicy: UnknownOutcomePolicy;
     verification?: VerificationSettings | null;
@@ -107,4 +107,4 @@ export interface ReconcileMailSettings {
 }
 
 /** What the second look needs of the mail worker: its verifiers, beside what the sweep has of it. */
-export type SecondLookMail = ReconcileMailSettings & Pick<ActivityDependencies, 'verifier' | 'verifiers'>;
+export type SecondLookMail = SweepMailSettings & Pick<ActivityDependencies, 'verifier' | 'verifiers'>;

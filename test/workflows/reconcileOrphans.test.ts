@@ -8,7 +8,7 @@ import { Client, Connection, WorkflowFailedError, type ScheduleHandle } from '@t
 import { google } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../src/activities';
-import type { ReconcileSettings } from '../../src/activities/reconcileActivities';
+import type { SweepSettings } from '../../src/activities/sweepActivities';
 import { RESTARTED_BY_MEMO, startOrderConfirmationMail } from '../../src/client';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
@@ -16,9 +16,9 @@ import type { MailTransport } from '../../src/mail/types';
 import { noOrderMailMetrics } from '../../src/metrics/orderMailMetrics';
 import { FailureType } from '../../src/shared/failures';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
-import { ensureReconcileSchedule } from '../../src/temporal/reconcileSchedule';
+import { ensureSweepSchedule } from '../../src/temporal/sweepSchedule';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
-import type { ReconcileReport } from '../../src/workflows/reconcileOrderMails';
+import type { SweepReport } from '../../src/workflows/reconcileOrderMails';
 import {
   connectTestClient,
   createOrder,
@@ -32,7 +32,7 @@ import {
 } from '../support/testKit';
 
 const GRACE_MS = 10 * 60_000;
-const settings: ReconcileSettings = {
+const settings: SweepSettings = {
   graceMs: GRACE_MS,
   lookbackMs: 24 * 3_600_000,
   confirmedSince: null,
@@ -68,7 +68,7 @@ beforeAll(async () => {
     },
   );
   const scheduleId = `reconcile-closed-${randomUUID()}`;
-  await ensureReconcileSchedule(client, {
+  await ensureSweepSchedule(client, {
     scheduleId,
     taskQueue: worker.taskQueue,
     intervalMs: 300_000,
@@ -93,14 +93,14 @@ async function confirmedAgo(orderId: string, agoMs: number): Promise<void> {
   );
 }
 
-async function triggerSweep(): Promise<ReconcileReport> {
+async function triggerSweep(): Promise<SweepReport> {
   const before = (await schedule.describe()).info.numActionsTaken;
   await schedule.trigger();
   const action = await waitFor('the schedule to start a sweep', async () => {
     const { info } = await schedule.describe();
     return info.numActionsTaken > before ? info.recentActions.at(-1)?.action : undefined;
   });
-  return client.workflow.getHandle(action.workflow.workflowId).result() as Promise<ReconcileReport>;
+  return client.workflow.getHandle(action.workflow.workflowId).result() as Promise<SweepReport>;
 }
 
 describe('closed runs that made no log row', () => {

@@ -7,7 +7,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
-import { orderConfirmationIdempotencyKey } from '../../src/mail/idempotencyKey';
+import { orderConfirmationSendKey } from '../../src/mail/sendKey';
 import type { MailTransport } from '../../src/mail/types';
 import type { OpsContext } from '../../src/ops/opsContext';
 import { resolveOrderMail } from '../../src/ops/resolveOrderMail';
@@ -213,8 +213,8 @@ describe('an operator’s deliberate re-send', () => {
     expect(messages).toHaveLength(2);
     expect(again).toMatchObject({ result: 'sent', outcome: 'accepted', providerMessageId: messages[1]!.id });
     expect(requestsOf(orderId).map((request) => [request.idempotencyKey, request.replayed])).toEqual([
-      [orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 0), false],
-      [orderConfirmationIdempotencyKey(DEFAULT_DEPLOYMENT_ID, orderId, 1), false],
+      [orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, orderId, 0), false],
+      [orderConfirmationSendKey(DEFAULT_DEPLOYMENT_ID, orderId, 1), false],
     ]);
     expect((await listAttempts(database.db, orderId)).map((attempt) => attempt.resendCount)).toEqual([0, 1]);
     expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', resendCount: 1 });

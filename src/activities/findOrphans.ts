@@ -10,34 +10,34 @@ import {
   type QuietRowCursor,
 } from '../db/orderMailLog';
 import { DEFAULT_DEPLOYMENT_ID } from '../evidence/messageIdentity';
-import { orderConfirmationIdempotencyKey } from '../mail/idempotencyKey';
+import { orderConfirmationSendKey } from '../mail/sendKey';
 import { msUntilNotFoundCounts } from '../shared/workflowSettings';
 import {
   OUTSIDE_WRITER,
-  type ReconcileDependencies,
-  type ReconcileMailSettings,
-  type StuckClaim,
-  type StuckClaimsResult,
-} from './reconcileTypes';
+  type SweepDependencies,
+  type SweepMailSettings,
+  type Orphan,
+  type OrphansFound,
+} from './sweepTypes';
 
 /** Pages of quiet 'sending' rows one sweep reads at most (docs/design.md §7). */
 const MAX_QUIET_ROW_PAGES = 20;
 
-export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: ReconcileMailSettings) {
+export function createFindOrphans(deps: SweepDependencies, mail: SweepMailSettings) {
   /** 'sending' rows whose run is closed: a closed run never touches its row again (docs/design.md §7). */
-  return async function findStuckMailClaims(): Promise<StuckClaimsResult> {
+  return async function findOrphans(): Promise<OrphansFound> {
     const namespace = activityInfo().namespace;
     const limit = deps.settings.batchSize;
-    const stuck: StuckClaim[] = [];
+    const orphans: Orphan[] = [];
     const verification = mail.settings.verification ?? null;
-    // Nobody waited for a closed run's send: its request may have been under way until its send timeout.
+    // Nobody waited for an orphan's send: its request may have been under way until its send timeout.
     const requestMayLastMs = mail.settings.sendTimeoutMs;
     let youngerThanSettleDelay = 0;
     let examined = 0;
-    // Open runs' quiet rows are passed over page after page, so they cannot hide a closed run's row (§7).
+    // Open runs' quiet rows are passed over page after page, so they cannot hide an orphan (§7).
     let after: QuietRowCursor | null = null;
     let more = false;
-    for (let page = 0; page < MAX_QUIET_ROW_PAGES && stuck.length < limit; page++) {
+    for (let page = 0; page < MAX_QUIET_ROW_PAGES && orphans.length < limit; page++) {
       const { rows, next } = await listQuietSendingRows(deps.db, {
         namespace,
         olderThanMs: deps.settings.graceMs,
@@ -52,7 +52,7 @@ export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: Rec
     }
     return {
       examined,
-      stuck,
+      stuck: orphans,
       more,
       unknownOutcomePolicy: mail.settings.unknownOutcomePolicy,
       verification,
@@ -60,14 +60,14 @@ export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: Rec
       youngerThanSettleDelay,
     };
 
-    /** Adds the page's stuck claims; true when the batch filled before the page's end. */
+    /** Adds the page's orphans; true when the batch filled before the page's end. */
     async function examine(rows: MailLogRow[]): Promise<boolean> {
       for (const [index, row] of rows.entries()) {
         heartbeat();
-        if (stuck.length >= limit) return index < rows.length;
+        if (orphans.length >= limit) return index < rows.length;
         if (isOutsideWriterToken(row.claimToken)) {
           // The old system's claim has no fence and no key of ours: counted dispatched, settled by the policy (§9).
-          stuck.push({
+          orphans.push({
             orderId: row.orderId,
             workflowId: row.orderId,
             runId: row.claimToken,
@@ -105,7 +105,7 @@ export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: Rec
               continue;
             }
           }
-          stuck.push({
+          orphans.push({
             orderId: row.orderId,
             ...run,
             runStatus,
@@ -116,7 +116,7 @@ export function createFindStuckMailClaims(deps: ReconcileDependencies, mail: Rec
             // The key the request really carried, as its fence recorded it; computed only for an older row.
             sendKey:
               row.dispatchSendKey ??
-              orderConfirmationIdempotencyKey(
+              orderConfirmationSendKey(
                 mail.deploymentId ?? DEFAULT_DEPLOYMENT_ID,
                 row.orderId,
                 row.resendCount,

@@ -2,9 +2,9 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { reconcileOrderMails } from '../workflows/reconcileOrderMails';
 
-export const DEFAULT_RECONCILE_SCHEDULE_ID = 'order-mail-reconcile';
+export const DEFAULT_SWEEP_SCHEDULE_ID = 'order-mail-reconcile';
 
-export interface ReconcileScheduleOptions {
+export interface SweepScheduleOptions {
   scheduleId?: string;
   taskQueue: string;
   intervalMs: number;
@@ -12,11 +12,11 @@ export interface ReconcileScheduleOptions {
   paused?: boolean;
 }
 
-export async function ensureReconcileSchedule(
+export async function ensureSweepSchedule(
   client: Client,
-  options: ReconcileScheduleOptions,
+  options: SweepScheduleOptions,
 ): Promise<'created' | 'updated'> {
-  const scheduleId = options.scheduleId ?? DEFAULT_RECONCILE_SCHEDULE_ID;
+  const scheduleId = options.scheduleId ?? DEFAULT_SWEEP_SCHEDULE_ID;
   const spec = { intervals: [{ every: options.intervalMs }] };
   const action = {
     type: 'startWorkflow' as const,

@@ -1,4 +1,4 @@
-// A closed run's dispatched attempt (an orphan): settled by a later claim, after the provider was asked, or by
+// A dispatched orphan: settled by a later claim, after the provider was asked, or by
 // the sweep; docs/design.md §4 rule 3 and §7. The statements are in src/mailRow/statements.ts.
 import type { UnknownOutcomePolicy } from '../shared/mailOutcome';
 import {
@@ -11,11 +11,11 @@ import {
 import { decideVerdict } from '../mailRow/decide';
 import { readMailLog } from './orderMailLog';
 import type { Database } from './pool';
-import { releaseClosedRunUndispatched, settleClosedRunDispatched, type SeenRow } from '../mailRow/statements';
+import { releaseUndispatchedOrphan, settleDispatchedOrphan, type SeenRow } from '../mailRow/statements';
 
 export interface VerifiedOrphan {
   orderId: string;
-  /** The closed run's claim token and the attempt it dispatched, as the claim's 'verify-orphan' named them. */
+  /** The orphan's claim token and the attempt it dispatched, as the claim's 'verify-orphan' named them. */
   holder: string;
   attempt: number;
   /** The settling run's '<namespace>/<workflow id>/' and its own token: the holder must be another run of it. */
@@ -29,7 +29,7 @@ export interface VerifiedOrphan {
 }
 
 /**
- * Settles a closed run's dispatched attempt with the provider's answer: read → decideVerdict (the claim's rule)
+ * Settles a dispatched orphan with the provider's answer: read → decideVerdict (the claim's rule)
  * → its one statement. 'changed' when the row moved on meanwhile.
  */
 export async function settleVerifiedOrphan(
@@ -43,28 +43,28 @@ export async function settleVerifiedOrphan(
   const settle = decideVerdict(row, request, verdict);
   if (row === null || settle === null) return { kind: 'changed' };
   const { decision, note } = settle;
-  const settled = await settleClosedRunDispatched(db, row, { decision, note, recordedBy, issuedAt });
+  const settled = await settleDispatchedOrphan(db, row, { decision, note, recordedBy, issuedAt });
   return settled ? { kind: 'settled', decision } : { kind: 'changed' };
 }
 
-export type ClosedRunSettlement =
+export type OrphanSettlement =
   { kind: 'released' | 'settled'; attempt: number; decision: UnknownOutcomeDecision } | { kind: 'changed' };
 
 /**
- * The sweep's settlement of a closed run's claim that nobody took (docs/design.md §7): undispatched → released
+ * The sweep's settlement of an orphan nobody took (docs/design.md §7): undispatched → released
  * failed/not_sent; dispatched → as decideUnknownOutcome says. Fenced on the token, attempt and dispatch as read.
  */
-export async function settleClosedRunClaim(
+export async function settleOrphan(
   db: Database,
   seen: SeenRow,
   input: { facts: AnsweredFacts; why: string; recordedBy: string },
-): Promise<ClosedRunSettlement> {
+): Promise<OrphanSettlement> {
   const { facts } = input;
   const decision = decideUnknownOutcome(facts);
   if (decision.kind !== 'not-sent') {
     const settled =
       seen.dispatched &&
-      (await settleClosedRunDispatched(db, seen, {
+      (await settleDispatchedOrphan(db, seen, {
         decision,
         note: `${input.why} after dispatching; ${describeUnknownDecision(decision, facts)}`,
         recordedBy: input.recordedBy,
@@ -73,6 +73,6 @@ export async function settleClosedRunClaim(
     return settled ? { kind: 'settled', attempt: seen.attempts, decision } : { kind: 'changed' };
   }
   const note = `${input.why} before dispatching: ${describeUnknownDecision(decision, facts)}; released, so the next claim sends it`;
-  const released = await releaseClosedRunUndispatched(db, seen, { note, recordedBy: input.recordedBy });
+  const released = await releaseUndispatchedOrphan(db, seen, { note, recordedBy: input.recordedBy });
   return released ? { kind: 'released', attempt: seen.attempts, decision } : { kind: 'changed' };
 }

@@ -3,11 +3,7 @@
 // Why: docs/providers.md, "The send key" and "Idempotency windows".
 import { DEPLOYMENT_ID_PATTERN } from '../evidence/messageIdentity';
 
-export function orderConfirmationIdempotencyKey(
-  deploymentId: string,
-  orderId: string,
-  resendCount: number,
-): string {
+export function orderConfirmationSendKey(deploymentId: string, orderId: string, resendCount: number): string {
   if (!Number.isSafeInteger(resendCount) || resendCount < 0) {
     throw new RangeError(`resendCount must be a non-negative integer (got ${resendCount})`);
   }
