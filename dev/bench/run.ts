@@ -15,6 +15,7 @@ import { halfCardKnee, headlineRatios, kneesOf, medianThroughput } from './repor
 import { upgradeReport, type BenchReport } from './report/benchReport';
 import { renderMarkdown } from './report/markdown';
 import { renderTables } from './report/table';
+import { inRoundOrder } from './roundOrder';
 import { cardVariant, floorVariant, plainVariant, productVariant, type Variant } from './variants';
 import { measureCostRows, type CostRow } from './cost/costRows';
 import { ACTION_LIST_PRICE } from './cost/pricing';
@@ -257,11 +258,12 @@ async function main(): Promise<number> {
         await sandbox.reset();
       }
       // Interleaved rounds with one worker: each ratio is taken between phases minutes apart at most, and the
-      // median over rounds damps what other processes on the machine did meanwhile.
+      // median over rounds damps what other processes on the machine did meanwhile. Even rounds run the variants
+      // in reverse, so a server that slows as its history grows does not always favour the first one.
       const rounds = index === 0 ? options.rounds : 1;
       for (let round = 1; round <= rounds; round++) {
         for (const entry of servers) {
-          for (const variant of entry.variants) {
+          for (const variant of inRoundOrder(entry.variants, round)) {
             if (variant.name === 'empty' && index > 0) continue;
             await runClosed(variant, workers, round, rounds);
           }
@@ -300,7 +302,7 @@ async function main(): Promise<number> {
         );
         if (options.latencyOrders > 0 && halfKnee !== null) {
           for (let round = 1; round <= options.rounds; round++) {
-            for (const variant of paired) {
+            for (const variant of inRoundOrder(paired, round)) {
               log(
                 `latency: ${variant.name}@${entry.server.name} at ${halfKnee.toFixed(1)}/s, ${options.latencyOrders} orders, round ${round}/${options.rounds}`,
               );
@@ -376,3 +378,4 @@ main().then(
     process.exit(1);
   },
 );
+
