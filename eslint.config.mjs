@@ -55,8 +55,8 @@ const workflowThrows = {
 // The src/shared modules the workflows import (test/layout/workflowThrows.test.ts keeps this list whole).
 // prettier-ignore
 const sharedInWorkflows = [
-  'failures', 'mailOutcome', 'orderId', 'orderMailSearchAttributes', 'sendOutcome', 'unknownOutcome',
-  'unknownOutcomeFacts', 'workflowContract', 'workflowSettings',
+  'endingTexts', 'failures', 'mailOutcome', 'orderId', 'orderMailSearchAttributes', 'sendOutcome',
+  'unknownOutcome', 'unknownOutcomeFacts', 'workflowContract', 'workflowSettings',
 ].map((name) => `src/shared/${name}.ts`);
 
 export default tseslint.config(

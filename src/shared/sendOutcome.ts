@@ -117,7 +117,8 @@ export function claimLostFailure(orderId: string, row: SendClaimLost['row']): Ap
   });
 }
 
-function notAccepted(outcome: 'rejected' | 'not_sent', errorCode: string | null, reason: string) {
+/** Not accepted, and no HTTP answer to tell of. */
+export function notAccepted(outcome: 'rejected' | 'not_sent', errorCode: string | null, reason: string) {
   return notAcceptedOutcome({ outcome, httpStatus: null, errorCode, reason, retryAfterMs: null });
 }
 

@@ -1,4 +1,5 @@
 // The one decision of what a possibly-accepted request becomes (docs/design.md §5, "The decision"). Pure.
+import { TimeoutFailure, type ActivityFailure } from '@temporalio/common';
 import type { UnknownOutcomePolicy, UnknownSettlement } from './mailOutcome';
 import type { IdempotencyRetrySettings } from './workflowSettings';
 
@@ -29,6 +30,19 @@ export type VerificationAnswer = (
 };
 
 export type VerificationRecord = 'lookup' | 'webhook' | 'inconclusive';
+
+/** A verify activity that failed for good: inconclusive, saying whether its deadline passed. */
+export function inconclusiveOfFailure(failure: ActivityFailure, deadlineMs: number): VerificationAnswer {
+  // Past schedule-to-close: the last try's failure (retry state TIMEOUT), or a timeout failure.
+  const deadlinePassed = failure.retryState === 'TIMEOUT' || failure.cause instanceof TimeoutFailure;
+  const last = failure.cause?.message ? ` (last: ${failure.cause.message})` : '';
+  return {
+    kind: 'inconclusive',
+    reason: deadlinePassed
+      ? `the lookup did not succeed within its deadline of ${Math.round(deadlineMs / 1000)} s${last}`
+      : `verification failed${last}`,
+  };
+}
 
 export type UnknownOutcomeDecision =
   | { kind: 'not-sent'; state: 'failed'; outcome: 'not_sent'; unknownPolicy: null; verification?: undefined }

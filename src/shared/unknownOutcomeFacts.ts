@@ -1,5 +1,5 @@
 // The facts an unknown is decided from, one builder per situation (docs/design.md §5, "The decision"). Pure.
-import type { IdempotencyRetrySettings, OrderMailWorkflowSettings } from './workflowSettings';
+import type { AfterAttempt, IdempotencyRetrySettings, OrderMailWorkflowSettings } from './workflowSettings';
 import type { UnknownOutcomePolicy } from './mailOutcome';
 import type { AnsweredFacts, UnknownOutcomeFacts, VerificationAnswer } from './unknownOutcome';
 
@@ -43,6 +43,12 @@ export function ownAttemptFacts(input: {
     providerError: input.providerError,
     ...(settings.verification === null ? {} : { verification: { answer: input.answer } }),
   };
+}
+
+/** What follows the run's own attempt (afterAttempt; null: the run was cancelled), as its facts name it. */
+export function retryFollowing(next: AfterAttempt | null) {
+  const retry = next?.kind === 'retry' ? next : null;
+  return { delayBeforeRetryMs: retry?.delayMs ?? 0, anotherAttemptFollows: retry !== null };
 }
 
 /** A dispatched orphan at the claim; the window is its own provider's (a key dedupes only there). */

@@ -93,3 +93,12 @@ export function orderVisibleWaitOf(options: OrderMailRunOptions | undefined): nu
 export function delayBeforeOrderLookAgain(tries: number): number {
   return Math.min(ORDER_VISIBLE_RETRY_MAX_MS, ORDER_VISIBLE_RETRY_INITIAL_MS * 2 ** Math.max(0, tries - 1));
 }
+
+// 1, 2, 4, 8, then every 15 min (docs/design.md §6, "The hold wait").
+const FIRST_HOLD_RECHECK_MS = 60_000;
+const LONGEST_HOLD_RECHECK_MS = 15 * 60_000;
+
+/** The hold wait's fallback timer, should the resume signal be missed. */
+export function delayBeforeHoldRecheck(waits: number): number {
+  return Math.min(FIRST_HOLD_RECHECK_MS * 2 ** Math.min(waits, 10), LONGEST_HOLD_RECHECK_MS);
+}

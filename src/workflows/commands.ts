@@ -5,18 +5,28 @@ import {
   condition,
   defineSignal,
   isCancellation,
+  log,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
   sleep,
-  TimeoutFailure,
   type CancelledFailure,
 } from '@temporalio/workflow';
-import type { OrderMailActivities, VerificationWait, VerifyOrderMailInput } from '../activities';
+import type {
+  OrderMailActivities,
+  RecordOrderMailOutcomeInput,
+  VerificationWait,
+  VerifyOrderMailInput,
+} from '../activities';
 import { FailureType } from '../shared/failures';
-import type { VerificationAnswer } from '../shared/unknownOutcome';
+import { inconclusiveOfFailure, type VerificationAnswer } from '../shared/unknownOutcome';
 import { PROVIDER_EVENT_SIGNAL, SEND_HOLD_RESUME_SIGNAL } from '../shared/workflowContract';
-import { verifyActivityTimeoutMs, type VerificationSettings } from '../shared/workflowSettings';
+import {
+  delayBeforeHoldRecheck,
+  verifyActivityTimeoutMs,
+  type VerificationSettings,
+} from '../shared/workflowSettings';
+import type { AttemptRef } from './attemptStep';
 
 // Claim, record and the read of an attempt's facts: fenced and idempotent, so retried without end, as local
 // activities (docs/design.md §6, "Claim and record are local activities").
@@ -33,6 +43,15 @@ export const bookkeeping = proxyLocalActivities<OrderMailActivities>({
   // From 10 s on, backoffs wait on a durable timer instead of holding the workflow task open.
   localRetryThreshold: '10 seconds',
 });
+
+/** The record, fenced on the attempt's claim; `expectDispatched` null: nothing is expected of the dispatch fence. */
+export function record(
+  attempt: AttemptRef,
+  fields: Omit<RecordOrderMailOutcomeInput, keyof AttemptRef | 'expectDispatched'>,
+  expectDispatched: boolean | null,
+) {
+  return bookkeeping.recordOrderMailOutcome({ ...attempt, ...fields, expectDispatched });
+}
 
 /** The send: NEVER retried, since a retry after an unknown outcome could send a second mail (docs/design.md §6). */
 export function sender(sendTimeoutMs: number) {
@@ -52,53 +71,43 @@ export function verifier(verification: VerificationSettings) {
   });
 }
 
-export async function sleepOrEnd(delayMs: number, cancelled: () => CancelledFailure): Promise<void> {
+/** A wait that the run's cancel ends with the failure `cancelled` builds, which says what was left. */
+async function orEnd<T>(waiting: () => Promise<T>, cancelled: () => CancelledFailure): Promise<T> {
   try {
-    await sleep(delayMs);
+    return await waiting();
   } catch (error) {
     if (!isCancellation(error)) throw error;
     throw cancelled();
   }
 }
 
-// 1, 2, 4, 8, then every 15 min (docs/design.md §6, "The hold wait").
-const FIRST_RECHECK_MS = 60_000;
-const LONGEST_RECHECK_MS = 15 * 60_000;
-
-export interface HoldWait {
-  wait(waits: number, cancelled: () => CancelledFailure): Promise<void>;
+export function sleepOrEnd(delayMs: number, cancelled: () => CancelledFailure): Promise<void> {
+  return orEnd(() => sleep(delayMs), cancelled);
 }
 
+export type HoldWait = ReturnType<typeof resumeOnSignal>;
+
 /** Listens from the run's start, so an early signal is kept. */
-export function resumeOnSignal(): HoldWait {
+export function resumeOnSignal() {
   let resumed = false;
   setHandler(defineSignal(SEND_HOLD_RESUME_SIGNAL), () => {
     resumed = true;
   });
   return {
-    async wait(waits, cancelled) {
-      const recheckMs = Math.min(FIRST_RECHECK_MS * 2 ** Math.min(waits, 10), LONGEST_RECHECK_MS);
-      try {
-        await condition(() => resumed, recheckMs);
-      } catch (error) {
-        if (!isCancellation(error)) throw error;
-        throw cancelled();
-      }
+    async wait(waits: number, cancelled: () => CancelledFailure): Promise<void> {
+      await orEnd(() => condition(() => resumed, delayBeforeHoldRecheck(waits)), cancelled);
       resumed = false;
     },
   };
 }
 
 /** A provider event of the send asks for an early lookup (docs/design.md §5, "What counts as evidence"). */
-export interface EarlyAsk {
-  requested(): boolean;
-  taken(): void;
-}
+export type EarlyAsk = ReturnType<typeof earlyAskOnProviderEvents>;
 
 // Each early ask is an activity in the run's history: a stream of events must not grow it without end.
 const MAX_EARLY_ASKS = 3;
 
-export function earlyAskOnProviderEvents(): EarlyAsk {
+export function earlyAskOnProviderEvents() {
   let eventSeen = false;
   let asked = 0;
   setHandler(defineSignal(PROVIDER_EVENT_SIGNAL), () => {
@@ -116,12 +125,29 @@ export function earlyAskOnProviderEvents(): EarlyAsk {
 // Only keeps a history finite should clocks disagree (docs/design.md §6, "Asking the provider").
 const MAX_EVIDENCE_WAITS = 24;
 
-/** A "wait" answer is waited out and asked again; the sweep asks once instead (askOnce). */
+/**
+ * Waits `waitMs` until "not found" can count (or an early ask), then asks; a "wait" answer is waited out and
+ * asked again (the sweep asks once instead: askOnce). A cancel or a lookup past its deadline: inconclusive.
+ */
 export async function askProvider(
   verification: VerificationSettings,
   input: VerifyOrderMailInput,
-  options: { cancelRequested: () => boolean; early: EarlyAsk },
+  run: AskWhile,
+  waitMs: number,
 ): Promise<VerificationAnswer> {
+  const { orderId, attempt } = input;
+  log.info('Order mail outcome unknown; waiting until "not found" can count before asking the provider', {
+    orderId,
+    attempt,
+    waitMs,
+  });
+  // A cancel that came first needs no timer.
+  const first = run.cancelRequested() ? 'cancelled' : waitMs > 0 ? await waitToAsk(waitMs, run) : 'waited';
+  if (first === 'cancelled') {
+    return { kind: 'inconclusive', reason: 'the run was cancelled before the settle delay had passed' };
+  }
+  if (first === 'early')
+    log.info('A provider event of this send arrived; asking the provider now', { orderId, attempt });
   let lastWait: VerificationWait | null = null;
   for (let waits = 0; ;) {
     const answer = await askOnce(verification, waits === 0 ? input : { ...input, evidenceWaits: waits });
@@ -133,14 +159,29 @@ export async function askProvider(
     if (waits >= MAX_EVIDENCE_WAITS) {
       return { kind: 'inconclusive', reason: `still too early after ${waits} waits: ${answer.reason}` };
     }
-    const { cancelRequested, early } = options;
-    const woke = await condition(() => cancelRequested() || early.requested(), answer.waitMs);
-    if (woke && cancelRequested()) {
+    const woke = await waitToAsk(answer.waitMs, run);
+    if (woke === 'cancelled') {
       return { kind: 'inconclusive', reason: `the run was cancelled while waiting: ${answer.reason}` };
     }
-    if (woke) early.taken();
-    else waits++;
+    if (woke === 'waited') waits++;
   }
+}
+
+interface AskWhile {
+  cancelRequested: () => boolean;
+  early: EarlyAsk;
+}
+
+/** Waits `ms`, ended sooner by a cancel or by a provider event of the send (an early ask, then taken). */
+async function waitToAsk(
+  ms: number,
+  { cancelRequested, early }: AskWhile,
+): Promise<'cancelled' | 'early' | 'waited'> {
+  const woke = await condition(() => cancelRequested() || early.requested(), ms);
+  if (!woke) return 'waited';
+  if (cancelRequested()) return 'cancelled';
+  early.taken();
+  return 'early';
 }
 
 export async function askOnce(
@@ -151,14 +192,6 @@ export async function askOnce(
     return await verifier(verification).verifyOrderMail(input);
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
-    // Past schedule-to-close: the last try's failure (retry state TIMEOUT), or a timeout failure.
-    const deadlinePassed = error.retryState === 'TIMEOUT' || error.cause instanceof TimeoutFailure;
-    const last = error.cause?.message ? ` (last: ${error.cause.message})` : '';
-    return {
-      kind: 'inconclusive',
-      reason: deadlinePassed
-        ? `the lookup did not succeed within its deadline of ${Math.round(verification.deadlineMs / 1000)} s${last}`
-        : `verification failed${last}`,
-    };
+    return inconclusiveOfFailure(error, verification.deadlineMs);
   }
 }

@@ -1,20 +1,13 @@
 // The mail workflow, read top to bottom in the order of its commands: the loop and its step table, one attempt
 // (claim → send → record), then verification. The proxies and timers, with their options: commands.ts. Why it
 // is built this way: docs/design.md §5 and §6 ("The mail workflow's sequence").
-import {
-  ActivityFailure,
-  ApplicationFailure,
-  CancellationScope,
-  condition,
-  log,
-  patched,
-} from '@temporalio/workflow';
-import type { ClaimResult, VerifyOrderMailInput } from '../activities';
+import { ActivityFailure, ApplicationFailure, CancellationScope, log, patched } from '@temporalio/workflow';
+import type { ClaimResult } from '../activities';
 import { FailureType } from '../shared/failures';
 import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
 import {
   describeSendOutcome,
-  notAcceptedOutcome,
+  notAccepted,
   recordOfAnswer,
   SEND_HELD,
   sendOutcomeOfFailure,
@@ -23,20 +16,14 @@ import {
   type SendClaimLost,
   type SendOutcome,
 } from '../shared/sendOutcome';
-import {
-  decideUnknownOutcome,
-  recordOfUnknown,
-  type AnsweredFacts,
-  type VerificationAnswer,
-} from '../shared/unknownOutcome';
-import { ownAttemptFacts, type AttemptOnRecord } from '../shared/unknownOutcomeFacts';
+import { decideUnknownOutcome, recordOfUnknown, type VerificationAnswer } from '../shared/unknownOutcome';
+import { ownAttemptFacts, retryFollowing, type AttemptOnRecord } from '../shared/unknownOutcomeFacts';
 import {
   afterAttempt,
   delayBeforeOrderLookAgain,
   msUntilNotFoundCounts,
   orderVisibleWaitOf,
   type OrderMailRunOptions,
-  type VerificationSettings,
 } from '../shared/workflowSettings';
 import type {
   AttemptRef,
@@ -51,6 +38,7 @@ import {
   askProvider,
   bookkeeping,
   earlyAskOnProviderEvents,
+  record,
   resumeOnSignal,
   sender,
   sleepOrEnd,
@@ -58,7 +46,7 @@ import {
   type HoldWait,
 } from './commands';
 import * as ending from './endings';
-import { showNoClaim, showOrderMailState, stateShownFor } from './showOrderMailState';
+import { showNoClaim, showOrderMailState, showRow } from './showOrderMailState';
 
 export type { OrderMailResult } from './attemptStep';
 export { EXPLANATION_MEMO } from './endings';
@@ -131,26 +119,27 @@ type Next = OrderMailResult | typeof AGAIN;
 export const AFTER_STEP = {
   finished: async (step) => step.result,
   cancelled: async (step, run) => {
-    throw ending.cancelledAfter(run.orderId, step.left);
+    throw ending.cancelled(step.left.kind, run.orderId, step.left);
   },
   'order-not-visible': async (step, run) => {
     // Waited = the timers slept so far: the same on every replay.
-    if (run.orderWaitedMs >= run.orderWaitMs)
-      throw ending.orderNeverVisibleFailure(run.orderId, step.failure, run.orderWaitedMs);
+    if (run.orderWaitedMs >= run.orderWaitMs) {
+      const values = { notFound: step.failure.message, waitedMs: run.orderWaitedMs };
+      throw ending.failed('order-never-visible', run.orderId, values, step.failure.cause);
+    }
     run.orderLooks += 1;
     const delayMs = delayBeforeOrderLookAgain(run.orderLooks);
     const { orderId, orderLooks } = run;
     log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, delayMs });
-    await sleepOrEnd(delayMs, () => ending.cancelledWhileOrderNotVisible(orderId));
+    await sleepOrEnd(delayMs, () => ending.cancelled('order-not-visible', orderId, {}));
     run.orderWaitedMs += delayMs;
     return AGAIN;
   },
   'held-at-same-time': async (step, run) => {
-    if (run.sameTimeWaits >= SAME_TIME_WAITS) throw ending.heldAtSameTimeFailure(run.orderId, step.holder);
+    if (run.sameTimeWaits >= SAME_TIME_WAITS) throw ending.failed('held-at-same-time', run.orderId, step);
     run.sameTimeWaits += 1;
-    await sleepOrEnd(SAME_TIME_WAIT_MS, () =>
-      ending.cancelledWhileWaiting(run.orderId, 'before claiming again'),
-    );
+    const when = 'before claiming again';
+    await sleepOrEnd(SAME_TIME_WAIT_MS, () => ending.cancelled('waiting', run.orderId, { when }));
     return AGAIN;
   },
   'lost-while-held': async (step, run) => {
@@ -164,8 +153,9 @@ export const AFTER_STEP = {
   },
   'orphan-settled': async (_step, run) => {
     run.orphansSettled += 1;
-    if (run.orphansSettled > ORPHAN_SETTLEMENTS)
-      throw ending.orphansKeptComingFailure(run.orderId, run.orphansSettled);
+    const settledInARow = run.orphansSettled;
+    if (settledInARow > ORPHAN_SETTLEMENTS)
+      throw ending.failed('orphans-kept-coming', run.orderId, { settledInARow });
     return AGAIN;
   },
   held: async (step, run) => {
@@ -174,7 +164,7 @@ export const AFTER_STEP = {
       orderId: run.orderId,
       attempt: step.attempt,
     });
-    await run.hold.wait(run.holdWaits, () => ending.cancelledWhileHeld(run.orderId, step.attempt));
+    await run.hold.wait(run.holdWaits, () => ending.cancelled('held', run.orderId, step));
     run.holdWaits += 1;
     return AGAIN;
   },
@@ -183,8 +173,8 @@ export const AFTER_STEP = {
     const { orderId, attempts } = run;
     const { sent } = step;
     const next = afterAttempt(step.settings, attempts, { ...sent, outcome: step.recordedOutcome });
-    if (next.kind === 'permanent') throw ending.permanentFailure(orderId, step);
-    if (next.kind === 'gave-up') throw ending.gaveUpFailure(orderId, attempts, sent);
+    if (next.kind === 'permanent') throw ending.failed('permanent', orderId, step, step.cause);
+    if (next.kind === 'gave-up') throw ending.failed('gave-up', orderId, { runAttempts: attempts, sent });
     const { delayMs } = next;
     log.info('Order mail not accepted; waiting before the next attempt', {
       orderId,
@@ -193,7 +183,7 @@ export const AFTER_STEP = {
       outcome: step.recordedOutcome,
     });
     const when = `after attempt ${step.attempt} (${describeSendOutcome(sent)})`;
-    await sleepOrEnd(delayMs, () => ending.cancelledWhileWaiting(orderId, when));
+    await sleepOrEnd(delayMs, () => ending.cancelled('waiting', orderId, { when }));
     return AGAIN;
   },
 } satisfies StepTable<Step, Run, Next>;
@@ -212,24 +202,20 @@ async function oneAttempt(run: Run): Promise<Step> {
       return claim;
     case 'already-sent':
       log.info('Order mail was already sent; this run sends nothing', { orderId, outcome: claim.outcome });
-      showOrderMailState({
-        state: stateShownFor('sent', claim.outcome),
-        outcome: claim.outcome,
-        attempts: claim.attempts,
-      });
+      showRow('sent', claim.outcome, { attempts: claim.attempts });
       return { kind: 'finished', result: ending.alreadySent(orderId, claim.outcome, claim.attempts) };
     case 'held-elsewhere':
       if (claim.sameWorkflow) return { kind: 'held-at-same-time', holder: claim.holder };
-      throw ending.heldByAnotherWorkflowFailure(orderId, claim.holder);
+      throw ending.failed('held-by-another-workflow', orderId, claim);
     case 'verify-orphan':
       return verifyOrphan(run, claim);
     case 'claimed':
       return sendAndRecord(run, claim);
-    default: // A kind this code does not know: a newer worker's answer.
-      throw ending.unexpectedAnswerFailure(
-        orderId,
-        `the claim answered ${JSON.stringify(claim satisfies never)}`,
-      );
+    default: {
+      // A kind this code does not know: a newer worker's answer.
+      const what = `the claim answered ${JSON.stringify(claim satisfies never)}`;
+      throw ending.failed('unexpected-answer', orderId, { what });
+    }
   }
 }
 
@@ -267,23 +253,12 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
   if (run.cancelRequested()) {
     // Cancelled while claiming: nothing was dispatched, so the claim is released as not sent.
     const reason = 'no request was made: the workflow was cancelled before this attempt sent anything';
-    const notSent = notAcceptedOutcome({
-      outcome: 'not_sent',
-      httpStatus: null,
-      errorCode: null,
-      reason,
-      retryAfterMs: null,
-    });
-    await bookkeeping.recordOrderMailOutcome({
-      ...base,
-      ...recordOfAnswer(notSent),
-      expectDispatched: false,
-    });
+    await record(base, recordOfAnswer(notAccepted('not_sent', null, reason)), false);
     showOrderMailState({ state: 'failed', outcome: 'not_sent' });
     return { kind: 'cancelled', left: { kind: 'released', attempt } };
   }
 
-  const { sent, failure } = await send(orderId, claim);
+  const { sent, failure } = await send(base, claim);
   // The fence refused: this attempt made no request.
   if (sent.outcome === 'claim-lost') return lostClaim(orderId, attempt, sent.row, sent, true);
   const { recorded, as } = await recordSendOutcome(run, base, sent, claim);
@@ -300,11 +275,7 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
     showOrderMailState({ state: 'held', outcome: recorded.outcome, httpStatus: null });
     return { kind: 'held', attempt };
   }
-  showOrderMailState({
-    state: stateShownFor(recorded.state, recorded.outcome),
-    outcome: recorded.outcome,
-    httpStatus: sent.httpStatus,
-  });
+  showRow(recorded.state, recorded.outcome, { httpStatus: sent.httpStatus });
   if (recorded.state === 'sent' || sent.outcome === 'accepted') {
     // The provider's id: its answer, or what verification found; none when the policy assumed it sent.
     const result: OrderMailResult = {
@@ -328,12 +299,7 @@ function lostClaim(
   sentNothing: boolean,
 ): Step {
   const { currentState, currentOutcome } = row;
-  if (currentState !== null && currentState !== 'sending') {
-    showOrderMailState({
-      state: stateShownFor(currentState, currentOutcome ?? null),
-      outcome: currentOutcome,
-    });
-  }
+  if (currentState !== null && currentState !== 'sending') showRow(currentState, currentOutcome);
   const result =
     sent.outcome === 'accepted'
       ? ending.claimLost(orderId, attempt, 'accepted', sent.providerMessageId)
@@ -344,14 +310,12 @@ function lostClaim(
 
 /** The send, waited for to its real end (never retried, never given up on); its failure is kept as a cause. */
 async function send(
-  orderId: string,
+  base: AttemptRef,
   claim: Claimed,
 ): Promise<{ sent: SendOutcome; failure?: ActivityFailure }> {
   try {
     const sent = await sender(claim.settings.sendTimeoutMs).sendOrderMail({
-      orderId,
-      claimToken: claim.claimToken,
-      attempt: claim.attempt,
+      ...base,
       idempotencyKey: claim.idempotencyKey,
     });
     return { sent };
@@ -376,25 +340,15 @@ async function recordSendOutcome(
 ): Promise<Recording> {
   if (sent.outcome !== 'unknown') {
     const answered = recordOfAnswer(sent);
-    const recorded = await bookkeeping.recordOrderMailOutcome({
-      ...base,
-      ...answered,
-      expectDispatched: null,
-    });
+    const recorded = await record(base, answered, null);
+    const what = 'the record found the fence changed, though nothing was expected of it';
     if (recorded.kind === 'dispatch-changed')
-      throw ending.unexpectedAnswerFailure(
-        base.orderId,
-        'the record found the fence changed, though nothing was expected of it',
-      );
+      throw ending.failed('unexpected-answer', base.orderId, { what });
     return { recorded, as: answered };
   }
   const { settings } = claim;
   // Judged as the send came back, before any wait: whether a retry follows, and after how long.
-  const next = run.cancelRequested() ? null : afterAttempt(settings, run.attempts + 1, sent);
-  const after = {
-    delayBeforeRetryMs: next?.kind === 'retry' ? next.delayMs : 0,
-    anotherAttemptFollows: next?.kind === 'retry',
-  };
+  const after = retryFollowing(run.cancelRequested() ? null : afterAttempt(settings, run.attempts + 1, sent));
   const facts = (attempt: AttemptOnRecord, answer: VerificationAnswer | null) =>
     ownAttemptFacts({ attempt, settings, ...after, providerError: sent.errorCode, answer });
   // What the provider said, once asked: asked at most once per attempt.
@@ -409,48 +363,15 @@ async function recordSendOutcome(
       const own = ended === null ? {} : { requestEndedWithinMs: ended };
       const verification = settings.verification!;
       const input = { ...base, sendKey: claim.idempotencyKey, ...own };
-      answer = await verifyWithProvider(run, input, verification, verification.settleDelayMs);
-      const answered: AnsweredFacts = { ...facts(attempt, answer), verification: { answer } };
-      decision = decideUnknownOutcome(answered);
+      answer = await askProvider(verification, input, run, verification.settleDelayMs);
+      decision = decideUnknownOutcome({ ...facts(attempt, answer), verification: { answer } });
     }
     const decided = recordOfUnknown(decision, facts(attempt, answer), sent);
-    const recorded = await bookkeeping.recordOrderMailOutcome({
-      ...base,
-      ...decided,
-      expectDispatched: attempt.dispatched,
-    });
+    const recorded = await record(base, decided, attempt.dispatched);
     if (recorded.kind !== 'dispatch-changed') return { recorded, as: decided };
-    if (decisions >= 1)
-      throw ending.unexpectedAnswerFailure(base.orderId, 'the dispatch fence changed twice for one attempt');
+    const what = 'the dispatch fence changed twice for one attempt';
+    if (decisions >= 1) throw ending.failed('unexpected-answer', base.orderId, { what });
   }
-}
-
-/** Waits until "not found" can count, or an early ask; a cancel or a lookup past its deadline: inconclusive. */
-async function verifyWithProvider(
-  run: Run,
-  input: VerifyOrderMailInput,
-  verification: VerificationSettings,
-  waitMs: number,
-): Promise<VerificationAnswer> {
-  const { cancelRequested, early } = run;
-  const { orderId, attempt } = input;
-  log.info('Order mail outcome unknown; waiting until "not found" can count before asking the provider', {
-    orderId,
-    attempt,
-    waitMs,
-  });
-  // A cancel that came first needs no timer.
-  const woke =
-    cancelRequested() ||
-    (waitMs > 0 && (await condition(() => cancelRequested() || early.requested(), waitMs)));
-  if (woke && cancelRequested()) {
-    return { kind: 'inconclusive', reason: 'the run was cancelled before the settle delay had passed' };
-  }
-  if (woke) {
-    early.taken();
-    log.info('A provider event of this send arrived; asking the provider now', { orderId, attempt });
-  }
-  return askProvider(verification, input, { cancelRequested, early });
 }
 
 /**
@@ -460,29 +381,25 @@ async function verifyWithProvider(
 async function verifyOrphan(run: Run, orphan: OrphanToVerify): Promise<Step> {
   const { orderId } = run;
   const verification = orphan.settings.verification;
-  if (verification === null)
-    throw ending.unexpectedAnswerFailure(orderId, 'the claim handed back an orphan with no verification');
+  const what = 'the claim handed back an orphan with no verification';
+  if (verification === null) throw ending.failed('unexpected-answer', orderId, { what });
   // Nobody waited for the orphan's send: it may have lasted until its send timeout.
   const requestMayLastMs = orphan.settings.sendTimeoutMs;
   const waitMs = msUntilNotFoundCounts(orphan.sinceDispatchMs, requestMayLastMs, verification.settleDelayMs);
   const { holder: claimToken, attempt, sendKey } = orphan;
   const input = { orderId, claimToken, attempt, sendKey, requestMayLastMs };
-  const answer = await verifyWithProvider(run, input, verification, waitMs);
+  const answer = await askProvider(verification, input, run, waitMs);
   if (run.cancelRequested() && answer.kind === 'inconclusive') {
     // Cancelled before the provider was asked: the orphan stays, for the sweep to ask about.
-    return { kind: 'cancelled', left: { kind: 'orphan-left', attempt: orphan.attempt } };
+    return { kind: 'cancelled', left: { kind: 'orphan-left', attempt } };
   }
   const settled = await bookkeeping.settleVerifiedOrphanAttempt({
     orderId,
-    holder: orphan.holder,
-    attempt: orphan.attempt,
+    holder: claimToken,
+    attempt,
     answer,
     policy: orphan.settings.unknownOutcomePolicy,
     issuedAtMs: Date.now(),
   });
-  return {
-    kind: 'orphan-settled',
-    attempt: orphan.attempt,
-    settledAs: settled.kind === 'settled' ? settled.decision : null,
-  };
+  return { kind: 'orphan-settled', attempt, settledAs: settled.kind === 'settled' ? settled.decision : null };
 }

@@ -19,11 +19,17 @@ export interface OrderMailStateShown {
   httpStatus?: number | null;
 }
 
-export function stateShownFor(
+/** The row as the Web UI shows it: a sent row of unknown outcome shows `unknown`. */
+export function showRow(
   rowState: 'sending' | 'sent' | 'failed',
-  outcome: LogOutcome | null,
-): OrderMailStateValue {
-  return rowState === 'sent' && outcome === 'unknown' ? 'unknown' : rowState;
+  outcome: LogOutcome | null | undefined,
+  more: Omit<OrderMailStateShown, 'state' | 'outcome'> = {},
+): void {
+  showOrderMailState({
+    state: rowState === 'sent' && outcome === 'unknown' ? 'unknown' : rowState,
+    outcome,
+    ...more,
+  });
 }
 
 export function showOrderMailState(shown: OrderMailStateShown): void {

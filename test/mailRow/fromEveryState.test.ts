@@ -24,6 +24,7 @@ import {
   type LeastPrivilegeDatabase,
   type OutsideLogin,
 } from '../support/testKit';
+import { HOUR_AGO, overClient, run1, run2, seedStatements, type Audit, type Columns } from './seedRows';
 
 /** Every state of the row; a new state does not compile until it is here. */
 const STATES = Object.keys({ none: 0, sending: 0, sent: 0, failed: 0 } satisfies Record<
@@ -79,28 +80,7 @@ afterAll(async () => {
   await caseStudyLogin?.drop();
 });
 
-function overClient(client: pg.Client): Database {
-  return {
-    async query(text: string, params: readonly unknown[] = []) {
-      const result = await client.query<Record<string, unknown>>(text, params as unknown[]);
-      return { rows: result.rows, rowCount: result.rowCount ?? 0 };
-    },
-    transaction: () => Promise.reject(new Error('no nested transaction here')),
-    close: () => Promise.resolve(),
-  } as Database;
-}
-
 // ---- the recipes: a row for the transition, and its statement with plain values satisfying its fence ----
-
-type Columns = Record<string, string>;
-
-interface Audit {
-  attempt: number;
-  token: string;
-  outcome?: string;
-  unknownPolicy?: string;
-  at?: string;
-}
 
 interface Recipe {
   /** The row the fence wants, in any state (`inState` puts it in each). */
@@ -110,10 +90,7 @@ interface Recipe {
   run(db: Database, orderId: string, seen: MailLogRow): Promise<unknown>;
 }
 
-const HOUR_AGO = "now() - interval '1 hour'";
 const MONTH_AGO = "now() - interval '30 days'";
-const run1 = (orderId: string): string => `default/${orderId}/run-1`;
-const run2 = (orderId: string): string => `default/${orderId}/run-2`;
 const held = (orderId: string, dispatched: boolean): Columns => ({
   attempts: '1',
   claim_token: `'${run1(orderId)}'`,
@@ -346,25 +323,9 @@ function inState(columns: Columns, state: Exclude<MailRowState, 'none'>): Column
   return row;
 }
 
-function auditState(audit: Audit): 'sent' | 'failed' {
-  const outcome = audit.outcome ?? 'accepted';
-  return outcome === 'accepted' || audit.unknownPolicy === 'assume-sent' ? 'sent' : 'failed';
-}
-
-function seedStatements(recipe: Recipe, orderId: string, state: Exclude<MailRowState, 'none'>): string[] {
-  const columns = { order_id: orderId, ...inState(recipe.row(orderId), state) };
-  const log = `INSERT INTO order_mail_log (${Object.keys(columns).join(', ')})
-               VALUES (${Object.values(columns).join(', ')})`;
-  const audits = (recipe.audits?.(orderId) ?? []).map(
-    (audit) => `INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at,
-                  dispatched_at, finished_at, state, outcome, unknown_policy, recorded_by)
-                VALUES (${orderId}, ${audit.attempt}, '${audit.token}', 0, ${audit.at ?? HOUR_AGO},
-                        ${audit.at ?? HOUR_AGO}, ${audit.at ?? HOUR_AGO},
-                        '${auditState(audit)}',
-                        '${audit.outcome ?? 'accepted'}',
-                        ${audit.unknownPolicy === undefined ? 'NULL' : `'${audit.unknownPolicy}'`}, 'test')`,
-  );
-  return [log, ...audits];
+/** The recipe's rows, its row in `state`. */
+function recipeSeed(recipe: Recipe, orderId: string, state: Exclude<MailRowState, 'none'>): string[] {
+  return seedStatements(orderId, inState(recipe.row(orderId), state), recipe.audits?.(orderId));
 }
 
 // ---- the cases ----------------------------------------------------------------------------------------------
@@ -416,7 +377,7 @@ async function runCase(name: TransitionName, recipe: Recipe, state: MailRowState
     // 'none': the row the first listed from-state would be, read, then removed with its audit rows.
     const listedRow = (transition.from as readonly MailRowState[]).filter((from) => from !== 'none');
     const seededIn = state !== 'none' ? state : (listedRow[0] ?? 'failed');
-    await client.query('SELECT test_seed($1)', [seedStatements(recipe, orderId, seededIn)]);
+    await client.query('SELECT test_seed($1)', [recipeSeed(recipe, orderId, seededIn)]);
     const seen = (await readMailLog(db, orderId))!;
     if (state === 'none') {
       await client.query('SELECT test_seed($1)', [

@@ -19,6 +19,7 @@ import {
   type LeastPrivilegeDatabase,
   type OutsideLogin,
 } from '../support/testKit';
+import { HOUR_AGO, overClient, run1, run2, seedStatements, type Audit, type Columns } from './seedRows';
 
 let database: LeastPrivilegeDatabase;
 let caseStudyLogin: OutsideLogin;
@@ -59,18 +60,6 @@ afterAll(async () => {
   await caseStudyLogin?.drop();
 });
 
-/** The statements take a Database; here it is one login's connection, inside its transaction. */
-function overClient(client: pg.Client): Database {
-  return {
-    async query(text: string, params: readonly unknown[] = []) {
-      const result = await client.query<Record<string, unknown>>(text, params as unknown[]);
-      return { rows: result.rows, rowCount: result.rowCount ?? 0 };
-    },
-    transaction: () => Promise.reject(new Error('no nested transaction here')),
-    close: () => Promise.resolve(),
-  } as Database;
-}
-
 interface LogRow {
   state: string;
   claim_token: string;
@@ -83,44 +72,28 @@ interface Effect {
   late: number;
 }
 
-const HOUR_AGO = "now() - interval '1 hour'";
-
 /** Puts the order's row (and audit rows) in a from-state, as the test run's admin, committed. */
-async function put(orderId: string, columns: Record<string, string>): Promise<void> {
-  const names = ['order_id', ...Object.keys(columns)];
-  const values = ['$1::bigint', ...Object.values(columns)];
-  await database.admin.query(
-    `INSERT INTO order_mail_log (${names.join(', ')}) VALUES (${values.join(', ')})`,
-    [orderId],
-  );
+async function put(orderId: string, columns: Columns, audits: Audit[] = []): Promise<void> {
+  for (const statement of seedStatements(orderId, columns, audits)) await database.admin.query(statement);
 }
 
-async function audit(orderId: string, attempt: number, token: string, finished = 'now()'): Promise<void> {
-  await database.admin.query(
-    `INSERT INTO order_mail_attempts (order_id, attempt, claim_token, resend_count, claimed_at, dispatched_at,
-                                      finished_at, state, outcome, recorded_by)
-     VALUES ($1::bigint, $2, $3, 0, ${finished}, ${finished}, ${finished}, 'failed', 'not_sent', 'test')`,
-    [orderId, attempt, token],
-  );
-}
-
-const run1 = (orderId: string): string => `default/${orderId}/run-1`;
-const run2 = (orderId: string): string => `default/${orderId}/run-2`;
-const sending = (orderId: string, dispatched: boolean): Record<string, string> => ({
+/** A failed/not_sent audit row of attempt 1, finished `at`. */
+const notSent = (token: string, at = 'now()'): Audit => ({ attempt: 1, token, outcome: 'not_sent', at });
+const sending = (orderId: string, dispatched: boolean): Columns => ({
   state: "'sending'",
   attempts: '1',
   claim_token: `'${run1(orderId)}'`,
   claim_issued_at: HOUR_AGO,
   dispatched_at: dispatched ? HOUR_AGO : 'NULL',
 });
-const settledFailed = (orderId: string): Record<string, string> => ({
+const settledFailed = (orderId: string): Columns => ({
   state: "'failed'",
   outcome: "'not_sent'",
   attempts: '1',
   claim_token: `'${run1(orderId)}'`,
   claim_issued_at: HOUR_AGO,
 });
-const assumedSent = (orderId: string): Record<string, string> => ({
+const assumedSent = (orderId: string): Columns => ({
   state: "'sent'",
   outcome: "'unknown'",
   unknown_policy: "'assume-sent'",
@@ -264,8 +237,7 @@ const SCENARIOS = {
   },
   reopenAfterSecondLook: {
     given: async (orderId) => {
-      await put(orderId, assumedSent(orderId));
-      await audit(orderId, 1, run1(orderId));
+      await put(orderId, assumedSent(orderId), [notSent(run1(orderId))]);
     },
     run: (db, orderId) =>
       statements.reopenAfterSecondLook(
@@ -276,8 +248,7 @@ const SCENARIOS = {
   },
   secondLookFound: {
     given: async (orderId) => {
-      await put(orderId, assumedSent(orderId));
-      await audit(orderId, 1, run1(orderId));
+      await put(orderId, assumedSent(orderId), [notSent(run1(orderId))]);
     },
     run: (db, orderId) =>
       statements.secondLookFound(
@@ -299,7 +270,7 @@ const SCENARIOS = {
   pruneHistory: {
     given: async (orderId) => {
       const monthAgo = "now() - interval '30 days'";
-      await put(orderId, {
+      const row = {
         state: "'sent'",
         outcome: "'accepted'",
         attempts: '2',
@@ -307,8 +278,8 @@ const SCENARIOS = {
         claim_issued_at: monthAgo,
         dispatched_at: monthAgo,
         updated_at: monthAgo,
-      });
-      await audit(orderId, 1, run1(orderId), monthAgo);
+      };
+      await put(orderId, row, [notSent(run1(orderId), monthAgo)]);
     },
     run: (db) =>
       statements.pruneHistory(db, {
@@ -334,8 +305,7 @@ const SCENARIOS = {
   caseStudyLateRecord: {
     // This service's row after an outside writer's attempt 1: the word goes to that attempt's late answer.
     given: async (orderId) => {
-      await put(orderId, { ...settledFailed(orderId), attempts: '2' });
-      await audit(orderId, 1, 'legacy:earlier');
+      await put(orderId, { ...settledFailed(orderId), attempts: '2' }, [notSent('legacy:earlier')]);
     },
     run: (db, orderId) => statements.caseStudyLateRecord(db, orderId, 'sent'),
   },

@@ -11,7 +11,7 @@ import {
   type UnknownOutcomeDecision,
   type VerificationAnswer,
 } from '../../src/shared/unknownOutcome';
-import { ownAttemptFacts, sweptOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
+import { ownAttemptFacts, retryFollowing, sweptOrphanFacts } from '../../src/shared/unknownOutcomeFacts';
 import { afterAttempt } from '../../src/shared/workflowSettings';
 import { notAcceptedOutcome, recordOfAnswer } from '../../src/shared/sendOutcome';
 
@@ -558,10 +558,8 @@ function ownDecision(s: State, config: Config, run: Run, answer: VerificationAns
         // Only whether it is set matters to the decision.
         verification: config.provider.evidence === 'none' ? null : (VERIFYING as never),
       },
-      delayBeforeRetryMs: 0,
       // What follows this attempt, by the workflow's own rule: another, while the run has attempts left.
-      anotherAttemptFollows:
-        afterAttempt(ATTEMPTS(config), run.attemptsClaimed, UNKNOWN_SENT).kind === 'retry',
+      ...retryFollowing(afterAttempt(ATTEMPTS(config), run.attemptsClaimed, UNKNOWN_SENT)),
       providerError: null,
       answer,
     }),
