@@ -2,8 +2,10 @@
 // slow sends, an unknown's lookup still answers within the verification deadline, and the order gets its one
 // mail by the evidence, not by the policy. The workers are built as src/workerPair.ts builds them (the process's
 // workers, not the tests' single one); real Postgres, the real Temporal dev server, the sandbox over loopback.
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import { promisify } from 'node:util';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createMailTransport } from '../../src/mail/createMailTransport';
@@ -13,6 +15,7 @@ import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { lookupTaskQueueOf, orderMailWorkerPair } from '../../src/workerOptions';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { pinnedTemporalCli } from '../../dev/devtools/findTemporalCli';
 import {
   connectTestClient,
   createOrder,
@@ -39,7 +42,8 @@ let database: TestDatabase;
 let sandbox: MailSandbox;
 let client: Client;
 const stops: (() => Promise<void>)[] = [];
-const taskQueues = new Map<UnknownOutcomePolicy, string>();
+const taskQueues = new Map<string, string>();
+const deployment = { deploymentName: `lookups-${randomUUID().slice(0, 8)}`, buildId: '1' };
 
 function slowSendTransport(baseUrl: string): MailTransport {
   return createMailTransport({
@@ -57,7 +61,11 @@ function slowSendTransport(baseUrl: string): MailTransport {
 }
 
 /** The process's workers on a queue of their own, with SEND_SLOTS activity slots. */
-async function startProcessWorkers(policy: UnknownOutcomePolicy): Promise<void> {
+async function startProcessWorkers(
+  name: string,
+  policy: UnknownOutcomePolicy,
+  versioned: typeof deployment | null = null,
+): Promise<void> {
   const taskQueue = `test-${randomUUID()}`;
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
   const mail = slowSendTransport(sandbox.url);
@@ -82,7 +90,7 @@ async function startProcessWorkers(policy: UnknownOutcomePolicy): Promise<void> 
     shutdownGraceTimeMs: 1_000,
     maxConcurrentActivityTaskExecutions: SEND_SLOTS,
     sendRateLimitPerSecond: null,
-    deployment: null,
+    deployment: versioned,
   });
   const workers = await Promise.all(Object.values(options).map((worker) => Worker.create(worker)));
   const running = workers.map((worker) => worker.run());
@@ -95,14 +103,15 @@ async function startProcessWorkers(policy: UnknownOutcomePolicy): Promise<void> 
     () => verifier.close(),
     () => mail.close(),
   );
-  taskQueues.set(policy, taskQueue);
+  taskQueues.set(name, taskQueue);
 }
 
 beforeAll(async () => {
   database = await openTestDatabase('lookup_slots');
   sandbox = await startMailSandbox({ lookups: { indexingLagMs: 300 } });
   client = await connectTestClient();
-  for (const policy of ['assume-sent', 'assume-failed'] as const) await startProcessWorkers(policy);
+  for (const policy of ['assume-sent', 'assume-failed'] as const) await startProcessWorkers(policy, policy);
+  await startProcessWorkers('versioned', 'assume-sent', deployment);
 }, 120_000);
 
 afterAll(async () => {
@@ -112,10 +121,10 @@ afterAll(async () => {
   await database?.close();
 });
 
-function startMail(orderId: string, policy: UnknownOutcomePolicy) {
+function startMail(orderId: string, workers: string) {
   return client.workflow.start(orderConfirmationMail, {
     workflowId: orderId,
-    taskQueue: taskQueues.get(policy)!,
+    taskQueue: taskQueues.get(workers)!,
     args: [orderId],
   });
 }
@@ -130,6 +139,16 @@ async function untilRequestSeen(orderId: string, status?: string): Promise<void>
       ? true
       : undefined,
   );
+}
+
+/** The task queues the run's lookups were scheduled on, each once. */
+async function lookupQueuesOf(run: WorkflowHandle): Promise<(string | null | undefined)[]> {
+  const { events } = await run.fetchHistory();
+  const queues = (events ?? []).flatMap((event) => {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    return scheduled?.activityType?.name === 'verifyOrderMail' ? [scheduled.taskQueue?.name] : [];
+  });
+  return [...new Set(queues)];
 }
 
 describe.each(['assume-sent', 'assume-failed'] as const)('%s', (policy) => {
@@ -163,17 +182,47 @@ describe.each(['assume-sent', 'assume-failed'] as const)('%s', (policy) => {
       { attempt: 1, state: 'sent', outcome: 'accepted', unknownPolicy: null, verification: 'lookup' },
     ]);
     // Its lookups were scheduled on the lookup queue, not behind the sends.
-    const { events } = await run.fetchHistory();
-    const lookupQueues = (events ?? []).flatMap((event) => {
-      const scheduled = event.activityTaskScheduledEventAttributes;
-      return scheduled?.activityType?.name === 'verifyOrderMail' ? [scheduled.taskQueue?.name] : [];
-    });
-    expect(lookupQueues.length).toBeGreaterThanOrEqual(1);
-    expect(new Set(lookupQueues)).toEqual(new Set([lookupTaskQueueOf(taskQueues.get(policy)!)]));
+    expect(await lookupQueuesOf(run)).toEqual([lookupTaskQueueOf(taskQueues.get(policy)!)]);
     // The slow sends end as they would anyway: each its one mail.
     for (const [index, slowRun] of slowRuns.entries()) {
       expect(await slowRun.result()).toMatchObject({ result: 'sent', outcome: 'accepted' });
       expect(sandbox.messagesFor(slow[index]!)).toHaveLength(1);
     }
   });
+});
+
+it('a pinned run’s lookups go to the lookup worker of its own build: verified, one mail', async () => {
+  // As docs/production.md#upgrades makes a build current; the server knows the version once its workers poll.
+  const cli = promisify(execFile);
+  const address = ['--address', inject('temporalAddress'), '--namespace', inject('temporalNamespace')];
+  await waitFor(
+    'the build to become current',
+    () =>
+      cli(
+        pinnedTemporalCli(),
+        [
+          ...['worker', 'deployment', 'set-current-version', '--deployment-name', deployment.deploymentName],
+          ...['--build-id', deployment.buildId, '--yes', ...address],
+        ],
+        { timeout: 20_000 },
+      ).then(
+        () => true,
+        () => undefined,
+      ),
+    30_000,
+  );
+  const orderId = await createOrder(database.db);
+  sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+  const run = await startMail(orderId, 'versioned');
+
+  expect(await run.result()).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
+  expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  expect(await rowWithVerification(database.db, orderId)).toMatchObject({
+    state: 'sent',
+    outcome: 'accepted',
+    verification: 'lookup',
+  });
+  expect(await lookupQueuesOf(run)).toEqual([lookupTaskQueueOf(taskQueues.get('versioned')!)]);
+  const described = await run.describe();
+  expect(described.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion).toMatchObject(deployment);
 });
