@@ -3,6 +3,8 @@ import type { WorkerDeploymentVersion } from '@temporalio/common';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDependencies } from './activities';
 import { createSweepActivities, type SweepDependencies } from './activities/sweepActivities';
+import { CONFIG_DEFAULTS } from './config/configDefaults';
+import { withLookupTaskQueue } from './shared/workflowSettings';
 import { DROPPED_WORKFLOW_SPANS, type Tracing } from './tracing/tracing';
 import { WORKFLOW_INTERCEPTOR_MODULES } from './tracing/workflowInterceptorModules';
 import type { UnrecordedSendTracker } from './unrecordedSendTracker';
@@ -16,6 +18,8 @@ export interface OrderMailWorkerSetup {
   workflows: { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
   shutdownGraceTimeMs: number;
   maxConcurrentActivityTaskExecutions: number;
+  /** Lookups the lookup worker runs at once (WORKER_MAX_CONCURRENT_LOOKUPS); the default when absent. */
+  maxConcurrentLookups?: number;
   sendRateLimitPerSecond?: number | null;
   unrecordedSends?: UnrecordedSendTracker;
   tracing?: Tracing | null;
@@ -67,20 +71,68 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
 // The workflow worker's own grace on shutdown: only local activities (claim, record) can be running then.
 const WORKFLOW_WORKER_GRACE_MS = 10_000;
 
-/** Two workers, so the activity worker can stop first (docs/design.md §6, "Shutdown grace"). */
+/** The queue a process's lookup worker polls, beside the order-mail task queue (docs/design.md §6). */
+export function lookupTaskQueueOf(taskQueue: string): string {
+  return `${taskQueue}-lookups`;
+}
+
+/**
+ * The process's workers: the activity worker stops first (docs/design.md §6, "Shutdown grace"), and lookups
+ * have slots of their own on a queue apart, which slow sends cannot hold (§6, "Lookup slots").
+ */
 export function orderMailWorkerPair(setup: OrderMailWorkerSetup): {
   activityWorker: WorkerOptions;
   workflowWorker: WorkerOptions;
+  lookupWorker: WorkerOptions;
 } {
-  const { workflowsPath: _path, workflowBundle: _bundle, ...activityWorker } = orderMailWorkerOptions(setup);
-  const { maxTaskQueueActivitiesPerSecond: _rate, ...combined } = orderMailWorkerOptions(setup);
+  const lookupTaskQueue = lookupTaskQueueOf(setup.taskQueue);
+  // Every claim (and the sweep's find) hands the lookup queue to the run; verifyOrderMail stays registered on the
+  // main queue too, for runs claimed by a build without it.
+  const dependencies = withLookupsOn(setup.dependencies, lookupTaskQueue);
+  const withLookups: OrderMailWorkerSetup = { ...setup, dependencies };
+  const {
+    workflowsPath: _path,
+    workflowBundle: _bundle,
+    ...activityWorker
+  } = orderMailWorkerOptions(withLookups);
+  const { maxTaskQueueActivitiesPerSecond: _rate, ...combined } = orderMailWorkerOptions(withLookups);
   const workflowWorker: WorkerOptions = {
     ...combined,
     // Regular activities are the activity worker's; this one runs claim and record locally only.
     enableNonLocalActivities: false,
     shutdownGraceTime: WORKFLOW_WORKER_GRACE_MS,
   };
-  return { activityWorker, workflowWorker };
+  const {
+    workflowsPath: _lookupPath,
+    workflowBundle: _lookupBundle,
+    // The send rate limit is the main queue's: it never delays a lookup.
+    maxTaskQueueActivitiesPerSecond: _lookupRate,
+    ...lookupBase
+  } = orderMailWorkerOptions(withLookups);
+  const lookupWorker: WorkerOptions = {
+    ...lookupBase,
+    taskQueue: lookupTaskQueue,
+    activities: { verifyOrderMail: createActivities(dependencies).verifyOrderMail },
+    maxConcurrentActivityTaskExecutions:
+      setup.maxConcurrentLookups ?? CONFIG_DEFAULTS.WORKER_MAX_CONCURRENT_LOOKUPS,
+  };
+  return { activityWorker, workflowWorker, lookupWorker };
+}
+
+/** `deps` whose settings, the worker's and each provider's, schedule lookups on `taskQueue`. */
+export function withLookupsOn(deps: ActivityDependencies, taskQueue: string): ActivityDependencies {
+  const { providerSettings } = deps;
+  return {
+    ...deps,
+    settings: withLookupTaskQueue(deps.settings, taskQueue),
+    ...(providerSettings === undefined
+      ? {}
+      : {
+          providerSettings: new Map(
+            [...providerSettings].map(([name, settings]) => [name, withLookupTaskQueue(settings, taskQueue)]),
+          ),
+        }),
+  };
 }
 
 export function defaultWorkerIdentity(): string {

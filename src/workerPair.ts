@@ -135,6 +135,7 @@ async function runWorkerPair(
         : { workflowBundle: { codePath: config.worker.workflowBundlePath } },
     shutdownGraceTimeMs: config.worker.shutdownGraceTimeMs,
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
+    maxConcurrentLookups: config.worker.maxConcurrentLookups,
     sendRateLimitPerSecond: config.worker.sendRateLimitPerSecond,
     unrecordedSends: unrecorded,
     tracing: setup.tracing,
@@ -142,9 +143,11 @@ async function runWorkerPair(
   });
   let workflowWorker: Worker;
   let activityWorker: Worker;
+  let lookupWorker: Worker;
   try {
     workflowWorker = await Worker.create(options.workflowWorker);
     activityWorker = await Worker.create(options.activityWorker);
+    lookupWorker = await Worker.create(options.lookupWorker);
   } catch (error) {
     // Temporal went away between connecting and registering the workers: another round.
     if (!isTransientTemporalError(error)) throw error;
@@ -154,6 +157,7 @@ async function runWorkerPair(
 
   const workflowsRunning = workflowWorker.run();
   const activitiesRunning = activityWorker.run();
+  const lookupsRunning = lookupWorker.run();
   // Early asks, best effort (docs/design.md §6, "Early asks").
   const earlyLookups = !setup.providers.verifiers.some((verifier) => verifier.webhookProvider !== null)
     ? null
@@ -172,6 +176,7 @@ async function runWorkerPair(
     identity: setup.workerIdentity,
     temporal: config.temporal.connection.description,
     taskQueue: config.temporal.taskQueue,
+    lookupTaskQueue: options.lookupWorker.taskQueue,
     deploymentVersion:
       config.worker.deployment === null
         ? 'unversioned'
@@ -183,8 +188,8 @@ async function runWorkerPair(
     http: setup.httpUrl,
   });
 
-  // Either worker failing ends the round; a stop request ends it in order.
-  const failed = Promise.race([workflowsRunning, activitiesRunning]).then(
+  // Any worker failing ends the round; a stop request ends it in order.
+  const failed = Promise.race([workflowsRunning, activitiesRunning, lookupsRunning]).then(
     () => null,
     (error: unknown) => error,
   );
@@ -195,7 +200,7 @@ async function runWorkerPair(
   const first = await Promise.race([failed, stopped]);
   await earlyLookups?.stop();
 
-  // null: a worker ended without failing, which only a shutdown does; stop the other in order too.
+  // null: a worker ended without failing, which only a shutdown does; stop the others in order too.
   if (first === 'stop' || first === null) {
     status.set('stopping');
     const deadline = Date.now() + config.worker.shutdownGraceTimeMs;
@@ -204,9 +209,14 @@ async function runWorkerPair(
       graceMs: config.worker.shutdownGraceTimeMs,
     });
     activityWorker.shutdown();
-    await activitiesRunning.catch((error: unknown) =>
-      logError('The activity worker failed while stopping', error),
-    );
+    // A lookup cut off at the grace is retried on another worker within its deadline.
+    lookupWorker.shutdown();
+    await Promise.all([
+      activitiesRunning.catch((error: unknown) =>
+        logError('The activity worker failed while stopping', error),
+      ),
+      lookupsRunning.catch((error: unknown) => logError('The lookup worker failed while stopping', error)),
+    ]);
     // A probe under way finishes and records its answer (its transport's deadline bounds it).
     await witnessProber?.settled();
     // The workflow worker still polls: each finished send's next workflow task (its record) runs here.
@@ -224,12 +234,12 @@ async function runWorkerPair(
     return 'stopped';
   }
 
-  // A worker failed. Stop the other, then decide: for want of Temporal, connect again; otherwise, exit.
+  // A worker failed. Stop the others, then decide: for want of Temporal, connect again; otherwise, exit.
   status.set('failed');
-  for (const worker of [activityWorker, workflowWorker]) {
+  for (const worker of [activityWorker, lookupWorker, workflowWorker]) {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   }
-  await Promise.allSettled([workflowsRunning, activitiesRunning, witnessProber?.settled()]);
+  await Promise.allSettled([workflowsRunning, activitiesRunning, lookupsRunning, witnessProber?.settled()]);
   if (isTransientTemporalError(first)) {
     logError('The worker lost Temporal; connecting again', first);
     return 'lost';

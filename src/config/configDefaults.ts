@@ -36,6 +36,8 @@ export const CONFIG_DEFAULTS = {
   SEND_RETRY_INITIAL_MS: 10_000,
   SEND_RETRY_MAX_MS: 600_000,
   WORKER_MAX_CONCURRENT_ACTIVITIES: 100,
+  // Lookups are short reads over MAIL_VERIFY_CONNECTIONS; more at once would only queue on that pool.
+  WORKER_MAX_CONCURRENT_LOOKUPS: 10,
   PG_POOL_MAX: 10,
   // A Prometheus scrape interval: more scrapes than that (several Prometheus, a dashboard) share one read.
   WORKER_GAUGE_REFRESH_INTERVAL_MS: 15_000,

@@ -204,6 +204,10 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         'WORKER_MAX_CONCURRENT_ACTIVITIES',
         CONFIG_DEFAULTS.WORKER_MAX_CONCURRENT_ACTIVITIES,
       ),
+      maxConcurrentLookups: read.positiveInt(
+        'WORKER_MAX_CONCURRENT_LOOKUPS',
+        CONFIG_DEFAULTS.WORKER_MAX_CONCURRENT_LOOKUPS,
+      ),
       metricsBindAddress: read.hostPort('TEMPORAL_METRICS_BIND_ADDRESS'),
       httpBindAddress: read.hostPort('WORKER_HTTP_BIND_ADDRESS', { loopbackForBarePort: true }),
       gaugeRefreshIntervalMs: read.positiveInt(

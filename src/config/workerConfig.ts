@@ -39,6 +39,8 @@ export interface WorkerConfig {
   worker: {
     shutdownGraceTimeMs: number;
     maxConcurrentActivityTaskExecutions: number;
+    /** The lookup worker's slots, apart from the sends' (docs/design.md §6, "Lookup slots"). */
+    maxConcurrentLookups: number;
     metricsBindAddress: string | null;
     /** A bare port binds loopback only. */
     httpBindAddress: string | null;

@@ -20,6 +20,20 @@ export interface VerificationSettings {
   /** All lookups of one verify try together. */
   lookupTimeoutMs: number;
   deadlineMs: number;
+  /**
+   * The task queue lookups are scheduled on, whose worker has slots apart from the sends' (docs/design.md §6,
+   * "Lookup slots"). Absent: the run's own queue, as in runs claimed before it and in a single-worker setup.
+   */
+  taskQueue?: string;
+}
+
+/** `settings` with their lookups scheduled on `taskQueue`; the claim carries that into the run's history. */
+export function withLookupTaskQueue(
+  settings: OrderMailWorkflowSettings,
+  taskQueue: string,
+): OrderMailWorkflowSettings {
+  const { verification } = settings;
+  return verification === null ? settings : { ...settings, verification: { ...verification, taskQueue } };
 }
 
 /** Room for the verify activity's Postgres reads beyond its lookups. */

@@ -68,6 +68,8 @@ export function verifier(verification: VerificationSettings) {
     scheduleToCloseTimeout: verification.deadlineMs,
     // 10 s at most keeps a few tries inside the verification deadline.
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+    // Slots of its own, so slow sends cannot hold it past the deadline (docs/design.md §6, "Lookup slots").
+    ...(verification.taskQueue === undefined ? {} : { taskQueue: verification.taskQueue }),
   });
 }
 
