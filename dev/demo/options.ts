@@ -37,6 +37,7 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   let holdForMs: number | null = null;
   let upgradeEveryMs: number | null = null;
   let upgradeMinPerState: number | null = null;
+  let upgradePlainLoad = false;
   let drainAtMs: number | null = null;
   let rotateKeyAtMs: number | null = null;
 
@@ -158,8 +159,12 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
           atMs: seconds(flag, value()),
           everyMs: 30_000,
           deploymentName: 'order-mail-chaos',
+          shapedLoad: true,
           minPerState: 0,
         };
+        break;
+      case '--upgrade-plain-load':
+        upgradePlainLoad = true;
         break;
       case '--upgrade-every':
         upgradeEveryMs = seconds(flag, value());
@@ -258,12 +263,15 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
   }
   if (options.upgrade !== null) {
     if (upgradeEveryMs !== null) options.upgrade.everyMs = upgradeEveryMs;
+    if (upgradePlainLoad) options.upgrade.shapedLoad = false;
     if (options.cluster !== null) throw new UsageError('--upgrade-at does not go with --cluster');
     if (options.transport !== 'http')
       throw new UsageError('--upgrade-at shapes its load at the HTTP sandbox');
     applyUpgradeDefaults(options, argv, upgradeMinPerState);
-  } else if (upgradeEveryMs !== null || upgradeMinPerState !== null) {
-    throw new UsageError('--upgrade-every and --upgrade-min-per-state need --upgrade-at');
+  } else if (upgradeEveryMs !== null || upgradeMinPerState !== null || upgradePlainLoad) {
+    throw new UsageError(
+      '--upgrade-every, --upgrade-min-per-state and --upgrade-plain-load need --upgrade-at',
+    );
   }
   if (options.sendOutage !== null)
     applySendOutageDefaults(options, argv, (message) => new UsageError(message));

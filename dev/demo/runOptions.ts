@@ -55,11 +55,16 @@ export interface FailoverSettings {
 
 /** The upgrade run (--upgrade-at, --upgrade-every): 2.0 → N → N+1 → back to N (dev/demo/upgradeAct.ts). */
 export interface UpgradeSettings {
-  /** When build N starts and becomes current, after the first start. */
+  /** When build N becomes current, after the first start (or once its workers poll, if later). */
   atMs: number;
   /** From one switch to the next: N+1 at atMs + everyMs, back to N at atMs + 2 × everyMs. */
   everyMs: number;
   deploymentName: string;
+  /**
+   * True: the shaped load of dev/demo/upgradeLoad.ts (runs of the build being left in each place at a switch);
+   * false (--upgrade-plain-load): the chaos profile's own faults, slots, deadlines and settle delay.
+   */
+  shapedLoad: boolean;
   /**
    * The least open runs of the build being left, in each of claimed, mid-send, settle delay and not-sent backoff,
    * at every switch (the invariant old-runs-per-state-at-switch); 0 = counted, not asked.

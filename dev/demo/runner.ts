@@ -26,8 +26,14 @@ import { releaseEmbeddedPostgresSignalHooks } from './signalHooks';
 import { startStack, type Stack } from './stack';
 import { seededRandom } from './startOrdersProcess';
 import { startSendHoldAct, type SendHoldAct } from './sendHoldAct';
-import { startUpgradeAct, type UpgradeAct } from './upgradeAct';
-import { upgradeTimes } from './upgradeLoad';
+import {
+  bundleNextBuild,
+  startUpgradeAct,
+  startUpgradeBuilds,
+  type UpgradeAct,
+  type UpgradeBuilds,
+} from './upgradeAct';
+import { shapedUpgradeTimes } from './upgradeLoad';
 import type { FailoverTarget } from './failoverTarget';
 import { startProviderChange, type ProviderChange } from './providerChange';
 import { readProviderChangeFacts } from './report/readProviderChange';
@@ -64,6 +70,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
   let operators: Operators | null = null;
   let sendHold: SendHoldAct | null = null;
   let upgrade: UpgradeAct | null = null;
+  let upgradeBuilds: UpgradeBuilds | null = null;
   let providerChange: ProviderChange | null = null;
   try {
     say(
@@ -77,7 +84,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       env: process.env,
       transport: options.transport,
       faults: options.faults,
-      answerTimes: options.upgrade === null ? null : upgradeTimes(options.upgrade.everyMs),
+      answerTimes: shapedUpgradeTimes(options),
       seed: options.seed,
       inbox: options.inbox,
       verification: options.verification,
@@ -86,6 +93,9 @@ export async function runDemo(options: RunOptions): Promise<number> {
       failover: options.failover,
       onProgress: say,
     });
+    // The upgrade run's build N+1 is bundled meanwhile too (its workers start before the first order).
+    const nextBundle = options.upgrade === null ? null : bundleNextBuild(runDirectory);
+    nextBundle?.catch(() => undefined);
     const [startedStack, bundlePath] = await interruption.race(
       Promise.all([pendingStack, bundleWorkflows(runDirectory)]),
     );
@@ -110,8 +120,26 @@ export async function runDemo(options: RunOptions): Promise<number> {
 
     const workerEnv = workerEnvironment(options, stack, taskQueue, bundlePath);
     workers = startWorkerFleet({ size: options.workers, env: workerEnv, logDirectory: runDirectory, random });
-    await interruption.race(workers.whenAllStarted());
+    // The upgrade run's builds N and N+1 start beside them: no switch then waits for a worker to start.
+    if (options.upgrade !== null && nextBundle !== null) {
+      upgradeBuilds = startUpgradeBuilds({
+        settings: options.upgrade,
+        workerEnv,
+        workers: options.workers,
+        runDirectory,
+        nextBundle,
+        random,
+      });
+    }
+    await interruption.race(Promise.all([workers.whenAllStarted(), upgradeBuilds?.ready()]));
     say(`${options.workers} worker processes polling task queue ${taskQueue}`);
+    if (upgradeBuilds !== null) {
+      say(
+        `upgrade: builds N and N+1 polling, ${options.workers} workers each (their workers started in ` +
+          `${Math.round(upgradeBuilds.startedInMs('n') / 1000)} s and ` +
+          `${Math.round(upgradeBuilds.startedInMs('n1') / 1000)} s)`,
+      );
+    }
 
     const startedAt = Date.now();
     clients = await startClientFleet({
@@ -201,23 +229,24 @@ export async function runDemo(options: RunOptions): Promise<number> {
       );
     }
 
-    if (options.upgrade !== null) {
+    if (options.upgrade !== null && upgradeBuilds !== null) {
       upgrade = startUpgradeAct({
         settings: options.upgrade,
+        builds: upgradeBuilds,
         client: temporalClient,
         db,
         taskQueue,
         workerEnv,
-        workers: options.workers,
+        settleDelayMs: options.verification.settleDelayMs,
         killEveryMs: options.killEveryMs,
-        runDirectory,
         random,
         startedAt,
+        deadline: startedAt + options.timeoutMs,
         say,
       });
       say(
-        `upgrade: build N at ${options.upgrade.atMs / 1000} s, N+1 ${options.upgrade.everyMs / 1000} s later, ` +
-          `then back to N`,
+        `upgrade: N current at ${options.upgrade.atMs / 1000} s, N+1 once 2.0's runs drained and at least ` +
+          `${options.upgrade.everyMs / 1000} s later, then back to N one period on (${options.upgrade.shapedLoad ? 'shaped' : 'plain'} load)`,
       );
     }
 
@@ -339,6 +368,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
     await chaos?.stop();
     await clients?.stop();
     await upgrade?.stop();
+    await upgradeBuilds?.stop();
     await workers?.stop();
     await temporalClient?.connection.close().catch(() => undefined);
     await db?.close().catch(() => undefined);

@@ -1,96 +1,179 @@
 // The upgrade chaos run (`npm run chaos -- --upgrade-at S --upgrade-every S`): orders flow under the usual
-// faults on unversioned workers (2.0's way); at S the workers of build N (the same workflow code) start as a
-// Worker Deployment Version and it becomes current: 2.0's open runs move to it at their next workflow task, as
-// Temporal moves unversioned runs, and replay there. Once none is open (and one period on), build N+1, whose
-// mail workflow issues one more command (upgrade/nextBuildWorkflows.ts), starts and becomes current; one period
-// later the current version goes back to N. Every build's workers poll to the end, so each pinned run finishes
-// on its build; they are killed now and then during the roll. The facts: the open runs per build and state at
-// each switch, the runs per build, and what each history shows: no non-determinism failure, no run that went
-// from one versioned build to another.
+// faults on unversioned workers (2.0's way); the workers of build N (the same workflow code) and N+1 (one more
+// command in the mail workflow, upgrade/nextBuildWorkflows.ts) start with the run's own, before the first order,
+// each as a Worker Deployment Version. At S (or once N is confirmed polling) N becomes current: 2.0's open runs
+// move to it at their next workflow task, as Temporal moves unversioned runs, and replay there. Once none is
+// open (and one period on), N+1 becomes current; one period later the current version goes back to N. Every
+// switch is made only after the build it makes current is confirmed polling, so no switch depends on how fast a
+// worker starts. Every build's workers poll to the end, so each pinned run finishes on its build; they are killed
+// now and then once their build was current. The facts: the open runs per build and state at each switch, the
+// runs per build, and what each history shows: no non-determinism failure, no run that went from one versioned
+// build to another.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
+import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { Database } from '../../src/db/pool';
-import type { OldRunsAtSwitch, UpgradeFacts, UpgradeSwitch } from './report/facts';
+import type { BuildPolling, OldRunsAtSwitch, UpgradeFacts, UpgradeSwitch } from './report/facts';
 import type { UpgradeSettings } from './runOptions';
 import { bundleWorkflows } from './workerEnvironment';
 import { startWorkerFleet, type WorkerFleet } from './workerFleet';
 
 const BUILDS = { n: 'n', next: 'n1' } as const;
 const STATES = ['sending', 'unknown', 'failed', 'held'] as const;
-/** How long N+1 waits for 2.0's runs to close: an incompatible build must not be current while one is open. */
-const UNVERSIONED_DRAIN_BOUND_MS = 300_000;
-/** Tries of one switch while Temporal restarts or the new build's pollers are not yet known (2 s apart). */
-const SWITCH_TRIES = 45;
 const HISTORY_READS_AT_ONCE = 8;
 const WORKER_RESTART_DELAY_MS = 500;
 const DESCRIBES_AT_ONCE = 16;
 const SEND_ACTIVITY = 'sendOrderMail';
+/** Between two looks at a switch's preconditions (pollers, drainage) and two tries of a refused switch. */
+const LOOK_EVERY_MS = 1_000;
+const GRPC_NOT_FOUND = 5;
 
 const EventType = temporal.api.enums.v1.EventType;
+const TaskQueueType = temporal.api.enums.v1.TaskQueueType;
 const NON_DETERMINISTIC =
   temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR;
 
-export interface UpgradeAct {
-  /** Resolves once the three switches were made (or one failed: the facts say so). */
-  switched(): Promise<void>;
-  /** After every order finished: the runs per build and what their histories show. */
-  facts(orderIds: string[]): Promise<UpgradeFacts>;
-  /** Stops the builds' workers. */
-  stop(): Promise<void>;
-}
-
-export function startUpgradeAct(options: {
-  settings: UpgradeSettings;
-  client: Client;
-  db: Database;
-  taskQueue: string;
-  workerEnv: Record<string, string>;
-  workers: number;
-  killEveryMs: number;
-  runDirectory: string;
-  random: () => number;
-  startedAt: number;
-  say: (line: string) => void;
-}): UpgradeAct {
-  const { settings, client, say } = options;
-  const namespace = client.options.namespace;
-  const since = () => Date.now() - options.startedAt;
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-  const fleets: WorkerFleet[] = [];
-  const extraFleets: WorkerFleet[] = [];
-  const switches: UpgradeSwitch[] = [];
-  let failure: string | null = null;
-  let stopped = false;
-  let unversionedDrainedAtMs: number | null = null;
-
-  const nextBundle = bundleWorkflows(options.runDirectory, {
+/** Build N+1's workflow code, bundled beside the run's own (start it early: bundling takes a while). */
+export function bundleNextBuild(runDirectory: string): Promise<string> {
+  return bundleWorkflows(runDirectory, {
     workflowsPath: require.resolve('./upgrade/nextBuildWorkflows'),
     name: 'workflow-bundle-n1',
   });
-  nextBundle.catch(() => undefined);
+}
 
-  const startBuild = async (buildId: string, bundlePath: string | null): Promise<WorkerFleet> => {
+/**
+ * Whether the server lists the run's task queue under a Worker Deployment Version for both workflow and activity
+ * tasks: it does once a poller of that version on that queue reached it (`temporal worker deployment
+ * describe-version` shows the same). False for a version it never heard of.
+ */
+export async function versionRegistered(
+  client: Client,
+  where: { deploymentName: string; buildId: string; taskQueue: string },
+): Promise<boolean> {
+  const answer = await client.workflowService
+    .describeWorkerDeploymentVersion({
+      namespace: client.options.namespace,
+      deploymentVersion: { deploymentName: where.deploymentName, buildId: where.buildId },
+    })
+    .catch((error: unknown) => {
+      if (isGrpcServiceError(error) && Number(error.code) === GRPC_NOT_FOUND) return null;
+      throw error;
+    });
+  const types = new Set(
+    (answer?.workerDeploymentVersionInfo?.taskQueueInfos ?? [])
+      .filter((queue) => queue.name === where.taskQueue)
+      .map((queue) => queue.type),
+  );
+  return (
+    types.has(TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW) && types.has(TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)
+  );
+}
+
+/** The workers of builds N and N+1, started before the first order so that no switch waits for a start. */
+export interface UpgradeBuilds {
+  /** Resolves once every worker of both builds said it polls; rejects if one exits first. */
+  ready(): Promise<void>;
+  fleet(buildId: string): WorkerFleet;
+  /** From launching a build's workers to every one of them polling. */
+  startedInMs(buildId: string): number;
+  stop(): Promise<void>;
+}
+
+export function startUpgradeBuilds(options: {
+  settings: UpgradeSettings;
+  workerEnv: Record<string, string>;
+  workers: number;
+  runDirectory: string;
+  nextBundle: Promise<string>;
+  random: () => number;
+}): UpgradeBuilds {
+  const fleets = new Map<string, WorkerFleet>();
+  const took = new Map<string, number>();
+  let stopped = false;
+  const launch = async (buildId: string, bundlePath: string | null): Promise<void> => {
     const logDirectory = path.join(options.runDirectory, `build-${buildId}`);
     await mkdir(logDirectory, { recursive: true });
+    if (stopped) return;
+    const launchedAt = Date.now();
     const fleet = startWorkerFleet({
       size: options.workers,
       env: {
         ...options.workerEnv,
-        TEMPORAL_WORKER_DEPLOYMENT_NAME: settings.deploymentName,
+        TEMPORAL_WORKER_DEPLOYMENT_NAME: options.settings.deploymentName,
         TEMPORAL_WORKER_BUILD_ID: buildId,
         ...(bundlePath === null ? {} : { WORKFLOW_BUNDLE_PATH: bundlePath }),
       },
       logDirectory,
       random: options.random,
     });
-    extraFleets.push(fleet);
+    fleets.set(buildId, fleet);
     await fleet.whenAllStarted();
-    // Killed now and then only once polling: a worker killed before it started fails the start.
-    fleets.push(fleet);
-    return fleet;
+    took.set(buildId, Date.now() - launchedAt);
   };
+  const ready = Promise.all([
+    launch(BUILDS.n, null),
+    options.nextBundle.then((bundlePath) => launch(BUILDS.next, bundlePath)),
+  ]).then(() => undefined);
+  ready.catch(() => undefined);
+  return {
+    ready: () => ready,
+    fleet(buildId) {
+      const fleet = fleets.get(buildId);
+      if (fleet === undefined) throw new Error(`build ${buildId} was never started`);
+      return fleet;
+    },
+    startedInMs: (buildId) => took.get(buildId) ?? 0,
+    async stop() {
+      stopped = true;
+      await Promise.all([...fleets.values()].map((fleet) => fleet.stop()));
+    },
+  };
+}
+
+export interface UpgradeAct {
+  /** Resolves once the three switches were made (or one failed: the facts say so). */
+  switched(): Promise<void>;
+  /** After every order finished: the runs per build and what their histories show. */
+  facts(orderIds: string[]): Promise<UpgradeFacts>;
+  /** Stops the switches and the kills (the builds' workers are stopped with UpgradeBuilds.stop). */
+  stop(): Promise<void>;
+}
+
+export function startUpgradeAct(options: {
+  settings: UpgradeSettings;
+  builds: UpgradeBuilds;
+  client: Client;
+  db: Database;
+  taskQueue: string;
+  /** The workers' environment: how long a run can wait for its next workflow task follows from it. */
+  workerEnv: Record<string, string>;
+  settleDelayMs: number;
+  killEveryMs: number;
+  random: () => number;
+  startedAt: number;
+  /** The run's timeout: no switch waits past it. */
+  deadline: number;
+  say: (line: string) => void;
+}): UpgradeAct {
+  const { settings, client, builds, say } = options;
+  const namespace = client.options.namespace;
+  const since = () => Date.now() - options.startedAt;
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+  const killable: WorkerFleet[] = [];
+  const switches: UpgradeSwitch[] = [];
+  let failure: string | null = null;
+  let stopped = false;
+  let unversionedDrainedAtMs: number | null = null;
+  // The longest one open run waits for its next workflow task: a send activity's timeout, a not-sent backoff, a
+  // settle delay. Twice that plus N's measured start is how long 2.0's runs may go without one draining.
+  const longestWaitMs = Math.max(
+    Number(options.workerEnv.SEND_ACTIVITY_TIMEOUT_MS ?? 0),
+    Number(options.workerEnv.SEND_RETRY_MAX_MS ?? 0),
+    options.settleDelayMs,
+  );
+  const drainStallBoundMs = () => 2 * longestWaitMs + builds.startedInMs(BUILDS.n);
+  const pastDeadline = () => stopped || Date.now() > options.deadline;
 
   const version = (buildId: string) => `${settings.deploymentName}:${buildId}`;
   const count = async (query: string): Promise<number> => (await client.workflow.count(query)).count;
@@ -154,7 +237,13 @@ export function startUpgradeAct(options: {
     return placed;
   };
 
-  const snapshot = async (to: string, from: string, oldRuns: OldRunsAtSwitch): Promise<UpgradeSwitch> => {
+  const snapshot = async (
+    to: string,
+    from: string,
+    oldRuns: OldRunsAtSwitch,
+    polling: BuildPolling,
+    atMs: number,
+  ): Promise<UpgradeSwitch> => {
     const openByBuild: UpgradeSwitch['openByBuild'] = {};
     for (const buildId of [null, BUILDS.n, BUILDS.next]) {
       const perState: Record<string, number> = {};
@@ -172,30 +261,51 @@ export function startUpgradeAct(options: {
     const row = rows.rows[0]!;
     return {
       to,
-      atMs: since(),
+      atMs,
       openByBuild,
       rows: { claimed: Number(row.claimed), midSend: Number(row.mid_send), notSent: Number(row.not_sent) },
       from,
       oldRuns,
+      polling,
+    };
+  };
+
+  const confirmPolling = async (buildId: string): Promise<BuildPolling> => {
+    const due = Date.now();
+    const fleet = builds.fleet(buildId);
+    const where = { deploymentName: settings.deploymentName, buildId, taskQueue: options.taskQueue };
+    // A worker of the build says it polls now, and the server knows the version on the run's task queue.
+    while (!(fleet.pollingCount() > 0 && (await versionRegistered(client, where).catch(() => false)))) {
+      if (pastDeadline())
+        throw new Error(`${version(buildId)} was not seen polling before the run's timeout`);
+      await sleep(LOOK_EVERY_MS);
+    }
+    return {
+      build: buildId,
+      workersStartedInMs: builds.startedInMs(buildId),
+      confirmedAtMs: since(),
+      waitedMs: Date.now() - due,
     };
   };
 
   const setCurrent = async (buildId: string, from: string | null): Promise<void> => {
+    const polling = await confirmPolling(buildId);
     // Counted just before the switch, so the runs are those the switch meets (again while Temporal restarts).
     let oldRuns: OldRunsAtSwitch | null = null;
-    for (let tries = 1; oldRuns === null; tries++) {
+    while (oldRuns === null) {
       oldRuns = await placeOldRuns(from).catch((error: unknown) => {
-        if (tries >= SWITCH_TRIES || stopped) throw error;
+        if (pastDeadline()) throw error;
         return null;
       });
-      if (oldRuns === null) await sleep(2_000);
+      if (oldRuns === null) await sleep(LOOK_EVERY_MS);
     }
     say(
-      `upgrade: before ${version(buildId)}, open runs of ${from ?? 'unversioned'}: ${oldRuns.claimed} claimed, ` +
+      `upgrade: before ${version(buildId)} (polling, its workers started in ` +
+        `${seconds(polling.workersStartedInMs)}), open runs of ${from ?? 'unversioned'}: ${oldRuns.claimed} claimed, ` +
         `${oldRuns.midSend} mid-send, ${oldRuns.settleDelay} in a settle delay, ${oldRuns.notSentBackoff} in a ` +
-        `not-sent backoff, ${oldRuns.other} other (counted in ${Math.round(oldRuns.countedInMs / 100) / 10} s)`,
+        `not-sent backoff, ${oldRuns.other} other (counted in ${seconds(oldRuns.countedInMs)})`,
     );
-    for (let tries = 1; ; tries++) {
+    for (;;) {
       try {
         await client.workflowService.setWorkerDeploymentCurrentVersion({
           namespace,
@@ -205,20 +315,46 @@ export function startUpgradeAct(options: {
         });
         break;
       } catch (error) {
-        if (tries >= SWITCH_TRIES || stopped) throw error;
-        await sleep(2_000);
+        // Refused while Temporal restarts: tried again until the run's timeout.
+        if (pastDeadline()) throw error;
+        await sleep(LOOK_EVERY_MS);
       }
     }
-    const shot = await snapshot(version(buildId), from ?? 'unversioned', oldRuns);
+    const switchedAtMs = since();
+    const fleet = builds.fleet(buildId);
+    if (!killable.includes(fleet)) killable.push(fleet);
+    const shot = await snapshot(version(buildId), from ?? 'unversioned', oldRuns, polling, switchedAtMs);
     switches.push(shot);
-    say(
-      `upgrade: ${version(buildId)} is current at ${Math.round(shot.atMs / 1000)} s; ${describeOpen(shot)}`,
-    );
+    say(`upgrade: ${version(buildId)} is current at ${seconds(shot.atMs)}; ${describeOpen(shot)}`);
+  };
+
+  // 2.0's runs drain as long as one closes or moves to N now and then; only a stall fails the rollout.
+  const waitForUnversionedDrain = async (): Promise<void> => {
+    let fewest = Number.POSITIVE_INFINITY;
+    let fellAt = Date.now();
+    for (;;) {
+      const open = await count(`${openRuns} AND ${ofBuild(null)}`).catch(() => null);
+      if (open === 0) {
+        unversionedDrainedAtMs = since();
+        return;
+      }
+      if (open !== null && open < fewest) {
+        fewest = open;
+        fellAt = Date.now();
+      }
+      if (Date.now() - fellAt > drainStallBoundMs())
+        throw new Error(
+          `2.0's unversioned runs stopped draining: ${fewest} open, none closed or moved to N for ` +
+            `${seconds(drainStallBoundMs())}`,
+        );
+      if (pastDeadline()) throw new Error(`2.0's unversioned runs had not drained by the run's timeout`);
+      await sleep(LOOK_EVERY_MS);
+    }
   };
 
   const kills = setInterval(
     () => {
-      const alive = fleets.filter((fleet) => fleet.aliveCount() > 0);
+      const alive = killable.filter((fleet) => fleet.aliveCount() > 0);
       if (stopped || alive.length === 0) return;
       void alive[Math.floor(options.random() * alive.length)]!.killOneAndReplace(
         WORKER_RESTART_DELAY_MS,
@@ -228,32 +364,14 @@ export function startUpgradeAct(options: {
   );
   if (options.killEveryMs <= 0) clearInterval(kills);
 
-  // 2.0's unversioned runs drain on the unversioned workers; when none is open, the report says when.
-  const drainWatch = (async () => {
-    await sleep(settings.atMs - since());
-    while (!stopped && unversionedDrainedAtMs === null) {
-      const open = await count(`${openRuns} AND ${ofBuild(null)}`).catch(() => -1);
-      if (open === 0 && switches.length > 0) unversionedDrainedAtMs = since();
-      else await sleep(2_000);
-    }
-  })();
-
   const done = (async () => {
     try {
       await sleep(settings.atMs - since());
-      say(`upgrade: starting build ${version(BUILDS.n)}`);
-      await startBuild(BUILDS.n, null);
       await setCurrent(BUILDS.n, null);
-      await sleep(settings.atMs + settings.everyMs - since());
-      const drainBound = Date.now() + UNVERSIONED_DRAIN_BOUND_MS;
-      while (unversionedDrainedAtMs === null) {
-        if (Date.now() > drainBound) throw new Error("2.0's unversioned runs did not close in time");
-        await sleep(1_000);
-      }
-      say(`upgrade: starting build ${version(BUILDS.next)} (one more command in the mail workflow)`);
-      await startBuild(BUILDS.next, await nextBundle);
+      await waitForUnversionedDrain();
+      // One period on N at least, however soon 2.0's runs drained.
+      await sleep(switches.at(-1)!.atMs + settings.everyMs - since());
       await setCurrent(BUILDS.next, BUILDS.n);
-      // One period on N+1, however long 2.0's runs took to drain.
       await sleep(switches.at(-1)!.atMs + settings.everyMs - since());
       say(`upgrade: rolling back to ${version(BUILDS.n)}`);
       await setCurrent(BUILDS.n, BUILDS.next);
@@ -310,12 +428,18 @@ export function startUpgradeAct(options: {
           }
         }),
       );
+      const killsByBuild: Record<string, number> = {};
+      for (const buildId of [BUILDS.n, BUILDS.next])
+        killsByBuild[buildId] = builds.fleet(buildId).counts().kills;
       return {
         deploymentName: settings.deploymentName,
+        shapedLoad: settings.shapedLoad,
+        drainStallBoundMs: drainStallBoundMs(),
         minPerState: settings.minPerState,
         switches,
         unversionedDrainedAtMs,
         runsByBuild,
+        killsByBuild,
         nondeterminismFailures: [...new Set(nondeterminism)],
         crossedBuilds: crossed,
         movedFromUnversioned,
@@ -323,13 +447,17 @@ export function startUpgradeAct(options: {
         failure,
       };
     },
-    async stop() {
+    stop() {
+      // A switch still waiting gives up at its next look; the facts were read before.
       stopped = true;
       clearInterval(kills);
-      await drainWatch.catch(() => undefined);
-      await Promise.all(extraFleets.map((fleet) => fleet.stop()));
+      return Promise.resolve();
     },
   };
+}
+
+function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
 }
 
 function describeOpen(shot: UpgradeSwitch): string {

@@ -6,6 +6,7 @@
 //   - waiting out a settle delay: a fifth of the sends are accepted and then dropped unanswered;
 //   - in a not-sent backoff: a quarter answer 429 or 503, and the backoff is a whole switch period.
 // The delays follow --upgrade-every, so a short period (CI) makes a short run of the same shape.
+// --upgrade-plain-load leaves the chaos profile's load as it is: none of this applies.
 import type { FaultMix, RunOptions } from './runOptions';
 
 /** The fault mix: 3% answered at once and accepted; every other request either slow or a fault. */
@@ -25,8 +26,13 @@ export const UPGRADE_WORKER_CONCURRENCY = 20;
 /** At 1,000 orders and more, the least number of old-build runs in each place at each switch, unless given. */
 export const UPGRADE_MIN_PER_STATE_AT_1000 = 50;
 
-export function defaultMinPerState(orders: number): number {
-  return orders >= 1_000 ? UPGRADE_MIN_PER_STATE_AT_1000 : 0;
+export function defaultMinPerState(orders: number, shapedLoad = true): number {
+  return shapedLoad && orders >= 1_000 ? UPGRADE_MIN_PER_STATE_AT_1000 : 0;
+}
+
+/** The shaped load's delays for a run, or null: no upgrade run, or its plain load. */
+export function shapedUpgradeTimes(options: Pick<RunOptions, 'upgrade'>): UpgradeTimes | null {
+  return options.upgrade?.shapedLoad === true ? upgradeTimes(options.upgrade.everyMs) : null;
 }
 
 /** The delays and deadlines of the shaped load, for a switch period of `everyMs`. */
@@ -72,9 +78,14 @@ export function upgradeWorkerEnv(times: UpgradeTimes): Record<string, string> {
   };
 }
 
-/** --upgrade-at's defaults: the shaped fault mix, slots and settle delay, unless a flag of the command line says. */
+/**
+ * --upgrade-at's defaults: the shaped fault mix, slots and settle delay, unless a flag of the command line says
+ * or --upgrade-plain-load leaves the profile's own.
+ */
 export function applyUpgradeDefaults(options: RunOptions, argv: string[], minPerState: number | null): void {
   const upgrade = options.upgrade!;
+  upgrade.minPerState = minPerState ?? defaultMinPerState(options.orders, upgrade.shapedLoad);
+  if (!upgrade.shapedLoad) return;
   const asked = (flag: string) => argv.includes(flag);
   const faultFlags: [string, keyof FaultMix][] = [
     ['--accept-then-drop', 'acceptThenDrop'],
@@ -92,5 +103,4 @@ export function applyUpgradeDefaults(options: RunOptions, argv: string[], minPer
   if (!asked('--worker-concurrency')) options.workerConcurrency = UPGRADE_WORKER_CONCURRENCY;
   if (!asked('--settle-delay'))
     options.verification.settleDelayMs = upgradeTimes(upgrade.everyMs).settleDelayMs;
-  upgrade.minPerState = minPerState ?? defaultMinPerState(options.orders);
 }

@@ -66,14 +66,19 @@ ${VERIFICATION_USAGE}
   --hold-at S / --hold-for S    S seconds after the first start, hold every send (npm run ops -- hold) for
                                 --hold-for seconds (120), then resume; the report holds the requests the
                                 sandbox received from hold's return to resume to 0 (lookups counted apart)
-  --upgrade-at S / --upgrade-every S   a rollout under the faults: unversioned workers (2.0's way) first; at S
-                                build N starts as a Worker Deployment Version and becomes current, --upgrade-every
-                                seconds (30) later build N+1 (one more command in the mail workflow), then back
-                                to N; every build's workers run to the end and are killed now and then. The
-                                report counts runs per build, open runs at each switch, non-determinism failures.
+  --upgrade-at S / --upgrade-every S   a rollout under the faults: unversioned workers (2.0's way) run the orders;
+                                the workers of builds N and N+1 (one more command in the mail workflow) start
+                                beside them before the first order. At S (or once N polls) N becomes current; once
+                                2.0's runs drained and --upgrade-every seconds (30) on, N+1; a period later back
+                                to N. Every switch waits until its build is seen polling (a worker says so and
+                                describe-version lists the task queue); every build's workers run to the end and
+                                are killed now and then. The report counts runs per build, open runs at each
+                                switch, the builds' start times, non-determinism failures.
                                 The load is shaped (dev/demo/upgradeLoad.ts) unless fault flags, --worker-concurrency
                                 or --settle-delay say otherwise: slow answers held half a period, a settle delay and
-                                a not-sent backoff of a period, 25 activity slots per worker
+                                a not-sent backoff of a period, 20 activity slots per worker
+  --upgrade-plain-load          the chaos profile's own load for the rollout, not the shaped one: its faults,
+                                slots, deadlines and settle delay (--upgrade-min-per-state then defaults to 0)
   --upgrade-min-per-state N     the least open runs of the build being left in each of claimed, mid-send, settle
                                 delay and not-sent backoff at every switch (50 from 1,000 orders, else 0)
   --send-outage S               outage chaos: once every order has started, every send is dropped before the

@@ -7,7 +7,7 @@ import type { RunOptions } from './runOptions';
 import type { Stack } from './stack';
 import { RUN_SEND_TIMEOUT_MS } from './runTimeouts';
 import { RUN_SWEEP_GRACE_MS } from './sweep';
-import { upgradeTimes, upgradeWorkerEnv } from './upgradeLoad';
+import { shapedUpgradeTimes, upgradeWorkerEnv } from './upgradeLoad';
 
 export async function bundleWorkflows(
   runDirectory: string,
@@ -59,6 +59,11 @@ export function workerEnvironment(
     // The sweep looks at rows quiet this long (and at orders confirmed this long ago without a row).
     RECONCILE_GRACE_MS: String(RUN_SWEEP_GRACE_MS),
     // The upgrade run's shaped load: slow answers inside longer deadlines, a backoff of a switch period.
-    ...(options.upgrade === null ? {} : upgradeWorkerEnv(upgradeTimes(options.upgrade.everyMs))),
+    ...upgradeEnv(options),
   };
+}
+
+function upgradeEnv(options: RunOptions): Record<string, string> {
+  const times = shapedUpgradeTimes(options);
+  return times === null ? {} : upgradeWorkerEnv(times);
 }

@@ -15,12 +15,16 @@ interface FleetWorker {
   started: Promise<void>;
   exited: Promise<void>;
   alive: boolean;
+  /** It said it polls ("Worker started"). */
+  polling: boolean;
 }
 
 export interface WorkerFleet {
   /** Resolves when every worker said it polls; rejects if one exits first. */
   whenAllStarted(): Promise<void>;
   aliveCount(): number;
+  /** Live workers that said they poll. */
+  pollingCount(): number;
   /** SIGKILLs one random live worker and starts another in its slot after `restartDelayMs`. */
   killOneAndReplace(restartDelayMs: number): Promise<void>;
   /** Kills by the runner, restarts after them, and workers that exited on their own (restarted as well). */
@@ -67,6 +71,7 @@ export function startWorkerFleet(options: {
       slot,
       child,
       alive: true,
+      polling: false,
       started: Promise.resolve(),
       exited: Promise.resolve(),
     };
@@ -75,7 +80,10 @@ export function startWorkerFleet(options: {
       const onData = (chunk: Buffer): void => {
         log.write(chunk);
         seen = (seen + chunk.toString('utf8')).slice(-4_000);
-        if (seen.includes(STARTED_MARKER)) resolve();
+        if (!worker.polling && seen.includes(STARTED_MARKER)) {
+          worker.polling = true;
+          resolve();
+        }
       };
       child.stdout?.on('data', onData);
       child.stderr?.on('data', onData);
@@ -123,6 +131,9 @@ export function startWorkerFleet(options: {
     },
     aliveCount() {
       return workers.filter((worker) => worker.alive).length;
+    },
+    pollingCount() {
+      return workers.filter((worker) => worker.alive && worker.polling).length;
     },
     async killOneAndReplace(restartDelayMs) {
       const alive = workers.filter((worker) => worker.alive);

@@ -8,7 +8,9 @@ import { parseRunOptions, UsageError } from '../../dev/demo/options';
 import type { UpgradeFacts } from '../../dev/demo/report/facts';
 import { upgradeInvariants } from '../../dev/demo/report/scenarioInvariants';
 import type { RunOptions } from '../../dev/demo/runOptions';
+import { PROFILES } from '../../dev/demo/profiles';
 import {
+  shapedUpgradeTimes,
   UPGRADE_FAULTS,
   UPGRADE_WORKER_CONCURRENCY,
   upgradeTimes,
@@ -46,6 +48,8 @@ const OLD_RUNS = {
 };
 const ROLLED: UpgradeFacts = {
   deploymentName: 'order-mail-chaos',
+  shapedLoad: true,
+  drainStallBoundMs: 90_000,
   minPerState: 3,
   switches: ['n', 'n1', 'n'].map((build, index) => ({
     to: `order-mail-chaos:${build}`,
@@ -54,9 +58,11 @@ const ROLLED: UpgradeFacts = {
     rows: { claimed: 1, midSend: 2, notSent: 2 },
     from: ['unversioned', 'n', 'n1'][index]!,
     oldRuns: OLD_RUNS,
+    polling: { build, workersStartedInMs: 20_000, confirmedAtMs: 9_000 + index * 30_000, waitedMs: 0 },
   })),
   unversionedDrainedAtMs: 14_000,
   runsByBuild: { unversioned: 40, n: 80, n1: 30 },
+  killsByBuild: { n: 3, n1: 2 },
   nondeterminismFailures: [],
   crossedBuilds: [],
   movedFromUnversioned: 12,
@@ -74,6 +80,7 @@ describe('--upgrade-at', () => {
   it('refuses --upgrade-every or --upgrade-min-per-state alone, --cluster, and SMTP', () => {
     expect(() => parse('--upgrade-every', '15')).toThrow(UsageError);
     expect(() => parse('--upgrade-min-per-state', '5')).toThrow(UsageError);
+    expect(() => parse('--upgrade-plain-load')).toThrow(UsageError);
     expect(() => parse('--upgrade-at', '10', '--cluster')).toThrow(UsageError);
     expect(() => parse('--upgrade-at', '10', '--transport', 'smtp')).toThrow(UsageError);
   });
@@ -106,6 +113,22 @@ describe('--upgrade-at', () => {
     expect(given.verification.settleDelayMs).toBe(5_000);
   });
 
+  it("--upgrade-plain-load keeps the chaos profile's load: its faults, slots, settle delay and deadlines", () => {
+    const plain = parse('--upgrade-at', '10', '--upgrade-plain-load', '--orders', '1000');
+    expect(plain.upgrade).toMatchObject({ atMs: 10_000, shapedLoad: false, minPerState: 0 });
+    expect(plain.faults).toEqual(PROFILES.chaos.faults);
+    expect(plain.workerConcurrency).toBe(PROFILES.chaos.workerConcurrency);
+    expect(plain.verification.settleDelayMs).toBe(PROFILES.chaos.verification.settleDelayMs);
+    expect(shapedUpgradeTimes(plain)).toBeNull();
+    const shaped = parse('--upgrade-at', '10', '--orders', '1000');
+    expect(shaped.upgrade).toMatchObject({ shapedLoad: true, minPerState: 50 });
+    expect(shapedUpgradeTimes(shaped)).toEqual(upgradeTimes(30_000));
+    expect(
+      parse('--upgrade-at', '10', '--upgrade-plain-load', '--upgrade-min-per-state', '2').upgrade
+        ?.minPerState,
+    ).toBe(2);
+  });
+
   it('holds the slow answers inside the client deadlines and the hung ones past them, the send timeout past both', () => {
     for (const everyMs of [10_000, 60_000]) {
       const times = upgradeTimes(everyMs);
@@ -133,6 +156,28 @@ describe('the upgrade invariants', () => {
     expect(failing({ nondeterminismFailures: ['17'] })).toEqual(['no-nondeterminism']);
     expect(failing({ historiesUnreadable: 1 })).toEqual(['no-nondeterminism']);
     expect(failing({ crossedBuilds: ['17 (n → n1)'] })).toEqual(['no-run-crossed-builds']);
+  });
+
+  it('fail when a switch was made before its build was seen polling', () => {
+    const early = ROLLED.switches.map((shot, index) =>
+      index === 1 ? { ...shot, polling: { ...shot.polling, confirmedAtMs: shot.atMs + 1 } } : shot,
+    );
+    const result = upgradeInvariants({ ...ROLLED, switches: early }).find(
+      (invariant) => invariant.name === 'upgrade-switches-made',
+    );
+    expect(result?.holds).toBe(false);
+    expect(result?.violations).toEqual(['order-mail-chaos:n1 at 40 s: made before its workers polled']);
+  });
+
+  it('fail when a build got no run: N+1 made current after the last order started, or never', () => {
+    const failing = (runsByBuild: Record<string, number>) =>
+      upgradeInvariants({ ...ROLLED, runsByBuild }).filter((invariant) => !invariant.holds);
+    expect(failing({ unversioned: 40, n: 110, n1: 0 })).toMatchObject([
+      { name: 'runs-on-every-build', violations: ['no run on n1'] },
+    ]);
+    expect(failing({ unversioned: 40, n: 110 }).map((invariant) => invariant.name)).toEqual([
+      'runs-on-every-build',
+    ]);
   });
 
   it('fail when a switch met fewer old runs than asked in any one place', () => {

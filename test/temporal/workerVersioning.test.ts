@@ -13,6 +13,7 @@ import { main } from '../../src/cli/ops';
 import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { pinnedTemporalCli } from '../../dev/devtools/findTemporalCli';
+import { versionRegistered } from '../../dev/demo/upgradeAct';
 import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
@@ -192,5 +193,12 @@ describe('a build rolled out with Worker Versioning', () => {
     await expect(client.workflow.getHandle(rejected).result()).resolves.toMatchObject({ result: 'sent' });
     expect(await pinnedBuild(rejected)).toBe('v2');
     expect(sandbox.messagesFor(rejected)).toHaveLength(1);
+  });
+
+  it("describe-version lists a build's task queue once its workers polled it, none for a build that never did (the upgrade run's check before a switch)", async () => {
+    const where = (buildId: string) => ({ deploymentName, buildId, taskQueue });
+    expect(await versionRegistered(client, where('v2'))).toBe(true);
+    expect(await versionRegistered(client, where('never-started'))).toBe(false);
+    expect(await versionRegistered(client, { ...where('v2'), taskQueue: `other-${taskQueue}` })).toBe(false);
   });
 });

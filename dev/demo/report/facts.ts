@@ -70,6 +70,22 @@ export interface UpgradeSwitch {
   /** The build being left ('unversioned', 'n', 'n1'), and where its open runs were just before the switch. */
   from: string;
   oldRuns: OldRunsAtSwitch;
+  /** The build made current: its workers confirmed polling before the switch, and how long they took. */
+  polling: BuildPolling;
+}
+
+/** How the build a switch made current was confirmed polling before the switch. */
+export interface BuildPolling {
+  build: string;
+  /** From launching the build's workers to every one of them polling (measured once per build). */
+  workersStartedInMs: number;
+  /**
+   * When the version was confirmed polling (a worker of the build polls, and describe-version lists the run's
+   * task queue for workflow and activity tasks), ms after the first start.
+   */
+  confirmedAtMs: number;
+  /** How long the switch waited for that confirmation past the moment it was due. */
+  waitedMs: number;
 }
 
 /**
@@ -92,6 +108,13 @@ export interface OldRunsAtSwitch {
 /** The upgrade run (--upgrade-at): 2.0 → N → N+1 → back to N (dev/demo/upgradeAct.ts). */
 export interface UpgradeFacts {
   deploymentName: string;
+  /** False: --upgrade-plain-load, the chaos profile's load; true: the shaped load (dev/demo/upgradeLoad.ts). */
+  shapedLoad: boolean;
+  /**
+   * How long 2.0's open runs may go without one closing or moving to N before the rollout gives up: twice the
+   * longest a run waits for its next workflow task, plus the time N's workers took to start (the machine's load).
+   */
+  drainStallBoundMs: number;
   /** --upgrade-min-per-state: the least old-build runs asked in each place at each switch (0: not asked). */
   minPerState: number;
   switches: UpgradeSwitch[];
@@ -99,6 +122,8 @@ export interface UpgradeFacts {
   unversionedDrainedAtMs: number | null;
   /** Mail runs per build, closed ones included. */
   runsByBuild: Record<string, number>;
+  /** Workers of builds N and N+1 killed by the run (the unversioned ones are the chaos section's). */
+  killsByBuild: Record<string, number>;
   /** Orders whose history holds a workflow task failed for non-determinism. */
   nondeterminismFailures: string[];
   /** Orders whose run went from one build to another, but 2.0's runs moving to N (which replays them). */

@@ -170,7 +170,8 @@ export function formatReport(report: RunReport): string {
     lines.push(
       `Upgrade: runs per build ${Object.entries(upgrade.runsByBuild)
         .map(([build, runs]) => `${build} ${runs}`)
-        .join(', ')}; ` +
+        .join(', ')}; ${upgrade.shapedLoad ? 'shaped' : 'plain'} load; workers of N / N+1 killed ` +
+        `${upgrade.killsByBuild.n ?? 0} / ${upgrade.killsByBuild.n1 ?? 0}; ` +
         `unversioned runs drained ${upgrade.unversionedDrainedAtMs === null ? 'never seen' : `at ${seconds(upgrade.unversionedDrainedAtMs)}`}; ` +
         `${upgrade.movedFromUnversioned} unversioned run(s) moved to N; ` +
         `${upgrade.nondeterminismFailures.length} non-determinism failure(s), ${upgrade.crossedBuilds.length} run(s) across builds` +
@@ -186,7 +187,9 @@ export function formatReport(report: RunReport): string {
         )
         .join('; ');
       lines.push(
-        `  ${shot.to} current at ${seconds(shot.atMs)}: open runs ${open}; rows ${shot.rows.claimed} claimed, ` +
+        `  ${shot.to} current at ${seconds(shot.atMs)} (its workers started in ` +
+          `${seconds(shot.polling.workersStartedInMs)}, seen polling at ${seconds(shot.polling.confirmedAtMs)}, ` +
+          `the switch waited ${seconds(shot.polling.waitedMs)} for them): open runs ${open}; rows ${shot.rows.claimed} claimed, ` +
           `${shot.rows.midSend} mid-send, ${shot.rows.notSent} not sent awaiting a retry; ` +
           `${shot.from}'s open runs just before: ${shot.oldRuns.open} (${shot.oldRuns.claimed} claimed, ` +
           `${shot.oldRuns.midSend} mid-send, ${shot.oldRuns.settleDelay} in a settle delay, ` +

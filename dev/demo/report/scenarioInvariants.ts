@@ -181,13 +181,30 @@ export function sendHoldInvariants(hold: SendHoldFacts): InvariantResult[] {
   ];
 }
 
-/** An --upgrade-at run: every switch made, no run failed for non-determinism, no run crossed builds. */
+/**
+ * An --upgrade-at run: every switch made after its build polled, runs on every build, no run failed for
+ * non-determinism, no run crossed builds, enough old runs in each place at each switch.
+ */
 export function upgradeInvariants(upgrade: UpgradeFacts): InvariantResult[] {
   return [
-    judged('upgrade-switches-made', 'the rollout made N, then N+1, then N again the current version', [
-      ...(upgrade.failure === null ? [] : [`a switch failed: ${upgrade.failure}`]),
-      ...(upgrade.switches.length === 3 ? [] : [`${upgrade.switches.length} of 3 switches made`]),
-    ]),
+    judged(
+      'upgrade-switches-made',
+      'the rollout made N, then N+1, then N again the current version, each once its workers were seen polling',
+      [
+        ...(upgrade.failure === null ? [] : [`a switch failed: ${upgrade.failure}`]),
+        ...(upgrade.switches.length === 3 ? [] : [`${upgrade.switches.length} of 3 switches made`]),
+        ...upgrade.switches
+          .filter((shot) => !(shot.polling.confirmedAtMs <= shot.atMs))
+          .map((shot) => `${shot.to} at ${Math.round(shot.atMs / 1000)} s: made before its workers polled`),
+      ],
+    ),
+    judged(
+      'runs-on-every-build',
+      'runs started on each build: 2.0 (unversioned), N and N+1, so each switch met orders still flowing',
+      UPGRADE_BUILDS.filter((build) => !((upgrade.runsByBuild[build] ?? 0) > 0)).map(
+        (build) => `no run on ${build}`,
+      ),
+    ),
     judged(
       'no-nondeterminism',
       'no workflow task failed for non-determinism: every run replayed only on the build that started it',
@@ -216,6 +233,7 @@ export function upgradeInvariants(upgrade: UpgradeFacts): InvariantResult[] {
 }
 
 const OLD_RUN_PLACES = ['claimed', 'midSend', 'settleDelay', 'notSentBackoff'] as const;
+const UPGRADE_BUILDS = ['unversioned', 'n', 'n1'] as const;
 
 /**
  * A --lookup-reorder run: the reordering stayed inside what its provider promises (docs/providers.md, "What a
