@@ -5,6 +5,8 @@
 // First: refuses an unsupported Node before any other import can fail on it.
 import '../nodeGuard';
 import { createInterface } from 'node:readline';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import {
   connectOrderMailClient,
   InvalidOrderIdError,
@@ -12,6 +14,7 @@ import {
   parseOrderId,
   startOrderConfirmationMail,
 } from '../client';
+import { FailureType } from '../shared/failures';
 
 const EXIT = {
   ok: 0,
@@ -49,6 +52,42 @@ async function readIds(args: string[]): Promise<string[]> {
   return ids;
 }
 
+/** What helps next for a run that closed without a mail; a run that never saw its order gets its own answer. */
+async function closedWithoutMailHint(
+  client: Client,
+  orderId: string,
+  runId: string,
+  runStatus: string,
+): Promise<string> {
+  const retry = `npm run ops -- retry ${orderId} --reason "…"`;
+  if (runStatus === 'FAILED' && (await failureTypeOf(client, orderId, runId)) === FailureType.OrderNotFound) {
+    return (
+      `Order ${orderId}: its run ${runId} ended OrderNotFound: the order was not visible within the run's wait, ` +
+      'so nothing was claimed or sent, and a start never starts that run again. Once the order exists, the ' +
+      'reconciliation sweep starts its mail (at its first run once the order is RECONCILE_GRACE_MS old); to ' +
+      `send it right away: ` +
+      `${retry}. A mistaken id needs nothing.`
+    );
+  }
+  return (
+    `Order ${orderId}: its run ${runId} closed ${runStatus} without sending the mail, and a start never starts ` +
+    `it again. See why: npm run ops -- status ${orderId} (and the run in the Web UI). Once the cause is fixed: ` +
+    `${retry}. A run that closed before its first claim is started again by the reconciliation sweep.`
+  );
+}
+
+/** The type of the failure a failed run ended with, or null when it cannot be read. */
+async function failureTypeOf(client: Client, orderId: string, runId: string): Promise<string | null> {
+  try {
+    await client.workflow.getHandle(orderId, runId, { followRuns: false }).result();
+    return null;
+  } catch (error) {
+    return error instanceof WorkflowFailedError && error.cause instanceof ApplicationFailure
+      ? (error.cause.type ?? null)
+      : null;
+  }
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.includes('--help') || args.includes('-h')) {
@@ -78,13 +117,7 @@ async function main(): Promise<void> {
           console.log(`${result.orderId}\t${result.status}\trun ${result.runId}\t${result.runStatus}`);
           if (CLOSED_WITHOUT_MAIL.has(result.runStatus)) {
             closedWithoutMail += 1;
-            console.error(
-              `Order ${result.orderId}: its run ${result.runId} closed ${result.runStatus} without sending the mail, ` +
-                'and a start never starts it again. See why: npm run ops -- status ' +
-                `${result.orderId} (and the run in the Web UI). Once the cause is fixed: npm run ops -- retry ` +
-                `${result.orderId}. A run that closed before its order was visible is started again by the ` +
-                'reconciliation sweep.',
-            );
+            console.error(await closedWithoutMailHint(client, result.orderId, result.runId, result.runStatus));
           }
         } else {
           console.log(`${result.orderId}\t${result.status}\trun ${result.runId}`);

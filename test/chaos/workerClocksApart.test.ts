@@ -36,17 +36,14 @@ const AHEAD = '+30s';
 const BEHIND = '-30s';
 
 let database: TestDatabase;
-let sandbox: MailSandbox;
 let client: Client;
 
 beforeAll(async () => {
   database = await openTestDatabase('clocks');
-  sandbox = await startMailSandbox();
   client = await connectTestClient();
 });
 afterAll(async () => {
   await client.connection.close();
-  await sandbox.close();
   await database.close();
 });
 
@@ -72,9 +69,12 @@ it('a killed predecessor’s semaphore under the same pid does not stop a shifte
   }
 });
 
-describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s', (policy) => {
+// The two policies side by side, each with its own order, workers, proxies and sandbox (a release of held
+// answers is the whole sandbox's).
+describe.concurrent.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s', (policy) => {
   it('a late claim of a reset run, on a worker a minute ahead, cannot take the open run’s claim', async () => {
     const taskQueue = `clocks-${policy}-${Date.now()}`;
+    const sandbox: MailSandbox = await startMailSandbox();
     const orderId = await createOrder(database.db);
     // Run 1's send is refused for now; the next request (run 2's) is kept, its answer held until released.
     sandbox.queueFault(orderId, { kind: 'status', status: 429 });
@@ -226,6 +226,7 @@ describe.each<UnknownOutcomePolicy>(['assume-sent', 'assume-failed'])('under %s'
       }
       await pgProxy.close();
       await temporalProxy.close();
+      await sandbox.close();
     }
   }, 240_000);
 });

@@ -2,10 +2,20 @@
 // pipe), never a silent success: the command says so and exits non-zero, and starts nothing.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { expect, inject, it } from 'vitest';
+import { readMailLog } from '../../src/db/orderMailLog';
+import { FailureType } from '../../src/shared/failures';
 import { getFreePort } from '../../src/shared/freePort';
-import { ORDER_MAIL_WORKFLOW_TYPE } from '../../src/shared/workflowContract';
+import { ORDER_MAIL_ATTRIBUTES_AT_START, ORDER_MAIL_WORKFLOW_TYPE } from '../../src/shared/workflowContract';
+import {
+  connectTestClient,
+  createOrder,
+  openTestDatabase,
+  startTestWorker,
+  testMailClient,
+  testSettings,
+} from '../support/testKit';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
 
@@ -77,5 +87,43 @@ it('an order whose run closed without a mail: exit 3, its run status and where t
     expect((await client.workflow.getHandle(orderId).describe()).runId).toBe(handle.firstExecutionRunId);
   } finally {
     await connection.close();
+  }
+});
+
+it('an order that never exists: its run ends OrderNotFound after its bound, and start-mail then exits 3, starting nothing', async () => {
+  const database = await openTestDatabase('start_mail_cli');
+  const client = await connectTestClient();
+  // Never used: the run ends before any send.
+  const mail = testMailClient('http://127.0.0.1:9');
+  const worker = await startTestWorker({ db: database.db, mail, settings: testSettings() });
+  try {
+    // An id past this database's orders, never inserted.
+    const orderId = String(BigInt(await createOrder(database.db)) + 1_000n);
+    const handle = await client.workflow.start(ORDER_MAIL_WORKFLOW_TYPE, {
+      workflowId: orderId,
+      taskQueue: worker.taskQueue,
+      // A 1 s bound for the wait instead of the 5 minutes a start gets by default.
+      args: [orderId, { orderVisibleWaitMs: 1_000 }],
+      typedSearchAttributes: [...ORDER_MAIL_ATTRIBUTES_AT_START],
+    });
+    const failure = await handle.result().then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    expect((failure as WorkflowFailedError).cause).toMatchObject({ type: FailureType.OrderNotFound });
+
+    const { code } = await startMail(null, [orderId], { TEMPORAL_TASK_QUEUE: worker.taskQueue });
+    expect(code).toBe(3);
+    // Nothing was started again and nothing claimed: the failed run is still the order's only run, and no row.
+    const described = await client.workflow.getHandle(orderId).describe();
+    expect(described.status.name).toBe('FAILED');
+    expect(described.runId).toBe(handle.firstExecutionRunId);
+    expect(await readMailLog(database.db, orderId)).toBeNull();
+  } finally {
+    await worker.stop();
+    await mail.close();
+    await client.connection.close();
+    await database.close();
   }
 });

@@ -110,7 +110,9 @@ async function startThenResetMidSend(orderId: string, taskQueue: string) {
   return client.workflow.getHandle<typeof orderConfirmationMail>(orderId, newRunId);
 }
 
-describe('reset while a dispatched send is unrecorded: the new run asks the provider first', () => {
+// Side by side: each test has its own order and worker; a release of held answers only ends requests whose
+// worker already discarded them (holdingFirstSend), and another test's accepted send is one more witness.
+describe.concurrent('reset while a dispatched send is unrecorded: the new run asks the provider first', () => {
   it('the provider has the mail (assume-failed): verified accepted, no second mail', async () => {
     const orderId = await createOrder(database.db);
     const taskQueue = await verifyingWorker('assume-failed', orderId);

@@ -3,9 +3,10 @@
 // search-attribute and memo upserts, how it ended) and the answers it got, with times, ids and payload
 // details left out. Histories are read and stored in the CLI's JSON (`temporal workflow show --output json`),
 // the form the SDK's replayer reads.
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import { findTemporalCli } from '../../dev/devtools/findTemporalCli';
 
@@ -69,11 +70,14 @@ export function readStoredHistory(name: string): StoredHistory | null {
   return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as StoredHistory) : null;
 }
 
-/** The latest run's history of `workflowId`, from the run's Temporal server, in the CLI's JSON. */
-export function fetchHistoryJson(workflowId: string): StoredHistory {
+/**
+ * The latest run's history of `workflowId`, from the run's Temporal server, in the CLI's JSON. Not blocking:
+ * paths run side by side with their workers in this process.
+ */
+export async function fetchHistoryJson(workflowId: string): Promise<StoredHistory> {
   const cli = findTemporalCli();
   if (cli === null) throw new Error('Replay histories need the temporal CLI; run scripts/setup.sh');
-  const json = execFileSync(
+  const { stdout: json } = await promisify(execFile)(
     cli,
     [
       'workflow',

@@ -91,7 +91,8 @@ async function insertOrderWithId(orderId: string): Promise<void> {
   });
 }
 
-describe('orderConfirmationMail', () => {
+// Side by side: each test has its own order, and the sandbox's faults are queued by order.
+describe.concurrent('orderConfirmationMail', () => {
   it('accepted: one message, a sent/accepted row with the provider id, a completed workflow', async () => {
     const orderId = await createOrder(database.db);
     const result = await runMail(orderId);
@@ -254,7 +255,8 @@ describe('orderConfirmationMail', () => {
     expect(attempts[2]!.claimedAt.getTime() - attempts[1]!.finishedAt.getTime()).toBeGreaterThanOrEqual(400);
   });
 
-  it('connection refused: not_sent, retried until the API is back, one message', async () => {
+  // Alone (the tests before it done, the ones after not begun): the refusal is the whole sandbox's.
+  it('connection refused: not_sent, retried until the API is back, one message', { concurrent: false }, async () => {
     const orderId = await createOrder(database.db);
     await sandbox.refuseConnectionsFor(1_500);
     const result = await runMail(orderId);

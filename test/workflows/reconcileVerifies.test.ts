@@ -42,7 +42,6 @@ const SETTINGS: SweepSettings = {
   batchSize: 20,
 };
 
-let database: TestDatabase;
 let sandbox: MailSandbox;
 let client: Client;
 const stops: (() => Promise<void>)[] = [];
@@ -50,7 +49,6 @@ const stops: (() => Promise<void>)[] = [];
 const heldOrders = new Set<string>();
 
 beforeAll(async () => {
-  database = await openTestDatabase('reconcile_verify');
   sandbox = await startMailSandbox({ lookups: { indexingLagMs: 300 } });
   client = await connectTestClient();
 }, 120_000);
@@ -59,10 +57,27 @@ afterAll(async () => {
   for (const stop of stops.reverse()) await stop();
   await client?.connection.close();
   await sandbox?.close();
-  await database?.close();
 });
 
-async function verifyingSweepWorker(verification: VerificationSettings): Promise<string> {
+/**
+ * A database of its own and a worker with verification and the sweep on it, for each test: a sweep reads
+ * every row, so each test's sweep sees only its own orphans, and the tests run side by side.
+ */
+async function openBed(verification: VerificationSettings = VERIFY): Promise<Bed> {
+  const database = await openTestDatabase('reconcile_verify');
+  stops.push(() => database.close());
+  return { database, taskQueue: await verifyingSweepWorker(database, verification) };
+}
+
+interface Bed {
+  database: TestDatabase;
+  taskQueue: string;
+}
+
+async function verifyingSweepWorker(
+  database: TestDatabase,
+  verification: VerificationSettings,
+): Promise<string> {
   const mail = testProviderMailClient('generic', sandbox.url);
   const verifier = testVerifier('generic', sandbox.url, { settings: verification });
   const deps = {
@@ -93,7 +108,7 @@ async function verifyingSweepWorker(verification: VerificationSettings): Promise
 }
 
 /** A run terminated after its send went out and before it recorded it; the row is quiet past the grace. */
-async function terminatedMidSend(taskQueue: string, orderId: string): Promise<void> {
+async function terminatedMidSend({ database, taskQueue }: Bed, orderId: string): Promise<void> {
   heldOrders.add(orderId);
   await client.workflow.start(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] });
   await waitFor('the send to have gone out and been held', async () =>
@@ -114,7 +129,7 @@ async function terminatedMidSend(taskQueue: string, orderId: string): Promise<vo
  * timeout, on Postgres's clock): the freshness witness the lookup must show before its "not found" counts
  * (src/evidence/freshnessCheck.ts).
  */
-async function sendWitness(taskQueue: string, after: string): Promise<void> {
+async function sendWitness({ database, taskQueue }: Bed, after: string): Promise<void> {
   await untilAttemptEnded(database.db, after);
   const orderId = await createOrder(database.db);
   await client.workflow.execute(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] });
@@ -124,7 +139,7 @@ async function sendWitness(taskQueue: string, after: string): Promise<void> {
  * Until the sweep may ask about these orders' requests: each dispatched a send timeout and a settle delay ago on
  * Postgres's clock, the clock and the figures the sweep itself reads (src/activities/findOrphans.ts).
  */
-async function untilSweepMayAsk(orderIds: string[]): Promise<void> {
+async function untilSweepMayAsk({ database }: Bed, orderIds: string[]): Promise<void> {
   await waitFor(
     'the requests to be older than the send timeout and the settle delay',
     async () => {
@@ -140,7 +155,7 @@ async function untilSweepMayAsk(orderIds: string[]): Promise<void> {
   );
 }
 
-function sweep(taskQueue: string) {
+function sweep({ taskQueue }: Bed) {
   return client.workflow.execute(reconcileOrderMails, {
     workflowId: `sweep-${randomUUID()}`,
     taskQueue,
@@ -148,20 +163,17 @@ function sweep(taskQueue: string) {
   });
 }
 
-describe('the sweep asks the provider about a terminated run’s dispatched request', () => {
-  let taskQueue: string;
-  beforeAll(async () => {
-    taskQueue = await verifyingSweepWorker(VERIFY);
-  });
-
+describe.concurrent('the sweep asks the provider about a terminated run’s dispatched request', () => {
   it('dropped by the provider: recorded failed/not_sent, verified, for a retry to send (not sent/unknown)', async () => {
+    const bed = await openBed();
+    const { database } = bed;
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
-    await terminatedMidSend(taskQueue, orderId);
-    await sendWitness(taskQueue, orderId);
-    await untilSweepMayAsk([orderId]);
+    await terminatedMidSend(bed, orderId);
+    await sendWitness(bed, orderId);
+    await untilSweepMayAsk(bed, [orderId]);
 
-    const report = await sweep(taskQueue);
+    const report = await sweep(bed);
     expect(report.stuck).toEqual([
       expect.objectContaining({ orderId, settlement: 'settled', settledAs: 'verified-not-sent' }),
     ]);
@@ -179,12 +191,14 @@ describe('the sweep asks the provider about a terminated run’s dispatched requ
   });
 
   it('taken by the provider: recorded sent/accepted with its message id', async () => {
+    const bed = await openBed();
+    const { database } = bed;
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
-    await terminatedMidSend(taskQueue, orderId);
-    await untilSweepMayAsk([orderId]);
+    await terminatedMidSend(bed, orderId);
+    await untilSweepMayAsk(bed, [orderId]);
 
-    const report = await sweep(taskQueue);
+    const report = await sweep(bed);
     sandbox.releaseHeld();
     const messages = sandbox.messagesFor(orderId);
     expect(messages).toHaveLength(1);
@@ -200,25 +214,26 @@ describe('the sweep asks the provider about a terminated run’s dispatched requ
   });
 });
 
-describe('many closed runs’ requests at once', () => {
+describe.concurrent('many closed runs’ requests at once', () => {
   it('one sweep asks about ten, together; the rest wait for the next sweep, which settles them', async () => {
-    const taskQueue = await verifyingSweepWorker(VERIFY);
+    const bed = await openBed();
+    const { database } = bed;
     const orderIds: string[] = [];
     for (let i = 0; i < 12; i++) {
       const orderId = await createOrder(database.db);
       sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
-      await terminatedMidSend(taskQueue, orderId);
+      await terminatedMidSend(bed, orderId);
       orderIds.push(orderId);
     }
     // The last one dispatched ends last.
-    await sendWitness(taskQueue, orderIds[orderIds.length - 1]!);
-    await untilSweepMayAsk(orderIds);
+    await sendWitness(bed, orderIds[orderIds.length - 1]!);
+    await untilSweepMayAsk(bed, orderIds);
 
-    const first = await sweep(taskQueue);
+    const first = await sweep(bed);
     expect(first.stuck).toHaveLength(10);
     expect(first.stuck.every((claim) => claim.settledAs === 'verified-not-sent')).toBe(true);
     expect(first.leftForLater).toBe(2);
-    const second = await sweep(taskQueue);
+    const second = await sweep(bed);
     expect(second.stuck.map((claim) => claim.settledAs)).toEqual(['verified-not-sent', 'verified-not-sent']);
     expect(second.leftForLater).toBe(0);
     for (const orderId of orderIds) {
@@ -231,15 +246,16 @@ describe('many closed runs’ requests at once', () => {
   });
 });
 
-describe('a request younger than the settle delay', () => {
+describe.concurrent('a request younger than the settle delay', () => {
   it('is left for a later sweep, not settled by the policy now', async () => {
-    const taskQueue = await verifyingSweepWorker({ ...VERIFY, settleDelayMs: 600_000 });
+    const bed = await openBed({ ...VERIFY, settleDelayMs: 600_000 });
+    const { database } = bed;
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'drop-without-processing' });
-    await terminatedMidSend(taskQueue, orderId);
+    await terminatedMidSend(bed, orderId);
     const before = await readMailLog(database.db, orderId);
 
-    const report = await sweep(taskQueue);
+    const report = await sweep(bed);
     expect(report.stuck.map((claim) => claim.orderId)).not.toContain(orderId);
     expect(await readMailLog(database.db, orderId)).toEqual(before);
   });

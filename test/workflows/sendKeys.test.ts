@@ -34,6 +34,8 @@ let sandbox: MailSandbox;
 let mail: MailTransport;
 let client: Client;
 const workers = {} as Record<UnknownOutcomePolicy, RunningTestWorker>;
+/** Orders brought to "unknown, then gave up" in beforeAll: one for inside the key's window, two for past it. */
+const gaveUp = {} as Record<'inside' | UnknownOutcomePolicy, string>;
 
 beforeAll(async () => {
   database = await openTestDatabase('idempotency_keys');
@@ -47,13 +49,18 @@ beforeAll(async () => {
       settings: testSettings({
         unknownOutcomePolicy: policy,
         idempotency: { windowMs: WINDOW_MS, safetyMarginMs: 0 },
-        // Two attempts a run, two seconds apart: time for the test to act between them.
+        // Two attempts a run, four seconds apart: time for the test to act between them, for three runs at once.
         maxSendAttempts: 2,
-        retryInitialIntervalMs: 2_000,
+        retryInitialIntervalMs: 4_000,
+        retryMaxIntervalMs: 4_000,
       }),
     });
   }
-});
+  // Together, before any test runs: the sandbox's refusal is for every order, so one refusal serves all three,
+  // and the windows of the two past-window orders run out side by side (one wait, not one each).
+  const [inside, sent, failed] = await unknownThenGaveUp(['assume-sent', 'assume-sent', 'assume-failed']);
+  Object.assign(gaveUp, { inside, 'assume-sent': sent, 'assume-failed': failed });
+}, 120_000);
 
 afterAll(async () => {
   for (const worker of Object.values(workers)) await worker.stop();
@@ -87,27 +94,38 @@ function requestsOf(orderId: string) {
 }
 
 /**
- * Attempt 1 is accepted and its answer lost (unknown, left for a retry under the key); attempt 2 cannot
- * connect (not sent), and the run gives up with the row failed. The provider holds one message.
+ * Attempt 1 of each run is accepted and its answer lost (unknown, left for a retry under the key); attempt 2
+ * cannot connect (not sent), and each run gives up with the row failed. The provider holds one message each.
  */
-async function unknownThenGaveUp(policy: UnknownOutcomePolicy): Promise<string> {
-  const orderId = await createOrder(database.db);
-  sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
-  const handle = await start(orderId, policy);
-  await waitFor('attempt 1 to be left for a retry under the key', async () => {
-    const row = await readMailLog(database.db, orderId);
-    return row?.unknownPolicy === 'idempotent-retry' ? true : undefined;
+async function unknownThenGaveUp(policies: UnknownOutcomePolicy[]): Promise<string[]> {
+  const runs = await Promise.all(
+    policies.map(async (policy) => {
+      const orderId = await createOrder(database.db);
+      sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+      return { orderId, handle: await start(orderId, policy) };
+    }),
+  );
+  await waitFor('attempt 1 of each run to be left for a retry under the key', async () => {
+    for (const { orderId } of runs) {
+      const row = await readMailLog(database.db, orderId);
+      if (row?.unknownPolicy !== 'idempotent-retry') return undefined;
+    }
+    return true;
   });
   await sandbox.refuseConnectionsFor(6_000);
-  await expect(handle.result()).rejects.toMatchObject({ cause: { type: 'MailNotSentGaveUp' } });
+  for (const { handle } of runs) {
+    await expect(handle.result()).rejects.toMatchObject({ cause: { type: 'MailNotSentGaveUp' } });
+  }
   await sandbox.whenListening();
-  expect(await readMailLog(database.db, orderId)).toMatchObject({
-    state: 'failed',
-    outcome: 'not_sent',
-    attempts: 2,
-  });
-  expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-  return orderId;
+  for (const { orderId } of runs) {
+    expect(await readMailLog(database.db, orderId)).toMatchObject({
+      state: 'failed',
+      outcome: 'not_sent',
+      attempts: 2,
+    });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  }
+  return runs.map(({ orderId }) => orderId);
 }
 
 async function keyWindowPassed(orderId: string): Promise<void> {
@@ -126,9 +144,10 @@ async function keyWindowPassed(orderId: string): Promise<void> {
   );
 }
 
-describe('a reclaim after an unknown outcome left for a retry under the key', () => {
+// Every test has its own order (and no refusal happens once beforeAll is done): they run side by side.
+describe.concurrent('a reclaim after an unknown outcome left for a retry under the key', () => {
   it('inside the window: sends under the same key, and the provider answers from its store: one message', async () => {
-    const orderId = await unknownThenGaveUp('assume-sent');
+    const orderId = gaveUp.inside;
     await retryOrderMail(opsContext('assume-sent'), { orderId, reason: 'connection fixed' });
     const result = await client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
     const [message] = sandbox.messagesFor(orderId);
@@ -138,15 +157,7 @@ describe('a reclaim after an unknown outcome left for a retry under the key', ()
   }, 60_000);
 });
 
-describe('a reclaim after an unknown outcome left for a retry under the key, past the window', () => {
-  // Both orders are brought to the same point first, one after the other (the sandbox's refusal is for all), so
-  // their windows run out side by side: the tests wait the key's window once, not once each.
-  const gaveUp = {} as Record<UnknownOutcomePolicy, string>;
-  beforeAll(async () => {
-    gaveUp['assume-sent'] = await unknownThenGaveUp('assume-sent');
-    gaveUp['assume-failed'] = await unknownThenGaveUp('assume-failed');
-  });
-
+describe.concurrent('a reclaim after an unknown outcome left for a retry under the key, past the window', () => {
   it('past the window, assume-sent: the policy settles it, no request, no second mail', async () => {
     const orderId = gaveUp['assume-sent'];
     await keyWindowPassed(orderId);
@@ -195,7 +206,7 @@ describe('a reclaim after an unknown outcome left for a retry under the key, pas
   }, 90_000);
 });
 
-describe('an operator’s deliberate re-send', () => {
+describe.concurrent('an operator’s deliberate re-send', () => {
   it('resolve as failed, then retry, inside the window: a new key, so the provider really sends again', async () => {
     const orderId = await createOrder(database.db);
     const first = await (await start(orderId, 'assume-sent')).result();
@@ -221,7 +232,7 @@ describe('an operator’s deliberate re-send', () => {
   });
 });
 
-describe('409 invalid_idempotent_request', () => {
+describe.concurrent('409 invalid_idempotent_request', () => {
   it('is evidence of an earlier send: settled by the policy, not a rejection; one message', async () => {
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
