@@ -5,6 +5,7 @@
 //          its own (4 history shards, deploy/stack.env), that Postgres with fsync on, as production runs it.
 // Every variant on every server uses the same Postgres and sandbox, in the same run.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import { appendFileSync } from 'node:fs';
 import { Connection } from '@temporalio/client';
 import { migrate } from '../../src/db/migrator';
 import { createDatabase, type Database } from '../../src/db/pool';
+import { setUpDatabaseRoles } from '../../src/db/roles';
 import { startTemporalDevServer } from '../devtools/devServer';
 import { findTemporalCli } from '../devtools/findTemporalCli';
 import { startEmbeddedPostgres } from '../devtools/embeddedPostgres';
@@ -44,6 +46,7 @@ export interface BenchServer {
 }
 
 export interface BenchEnvironment {
+  /** What the measured processes connect with: a worker login on the embedded Postgres, else DATABASE_URL's. */
   databaseUrl: string;
   /** The harness's own pool on the bench database (order inserts, verification; never in a measured path). */
   db: Database;
@@ -75,16 +78,22 @@ export async function startBenchEnvironment(options: {
     let adminUrl = env.DATABASE_URL ?? '';
     let postgresPid: number | null = null;
     let postgresDescription = `DATABASE_URL (${new URL(adminUrl || 'postgres://x/').host})`;
-    if (adminUrl === '') {
+    const embedded = adminUrl === '';
+    if (embedded) {
       const postgres = await startEmbeddedPostgres();
       closers.push(() => postgres.stop());
       adminUrl = postgres.connectionString;
       postgresPid = findProcess(['-p', new URL(adminUrl).port, '-D']);
-      postgresDescription = 'embedded PostgreSQL 17 (fsync=off), same machine';
+      postgresDescription =
+        'embedded PostgreSQL 17 (fsync=off), same machine; workers log in as a worker login, as in production';
     }
     const isolated = await createIsolatedDatabase(adminUrl, 'order_mail_bench');
     closers.push(() => isolated.drop());
-    await migrate(isolated.connectionString);
+    // On a Postgres of its own, the workers' logins are production's (npm run db:roles); on DATABASE_URL, its
+    // login as given.
+    let workerUrl = isolated.connectionString;
+    if (embedded) workerUrl = await productionLogins(isolated.connectionString);
+    else await migrate(isolated.connectionString);
     const db = createDatabase({
       connectionString: isolated.connectionString,
       applicationName: 'order-mail-bench harness',
@@ -117,7 +126,7 @@ export async function startBenchEnvironment(options: {
     closers.push(() => sandbox.stop(5_000));
 
     return {
-      databaseUrl: isolated.connectionString,
+      databaseUrl: workerUrl,
       db,
       servers,
       sandboxUrl: `http://127.0.0.1:${sandboxPort}`,
@@ -131,6 +140,27 @@ export async function startBenchEnvironment(options: {
     await close();
     throw error;
   }
+}
+
+/**
+ * Makes the migration and worker logins `npm run db:roles` makes, migrates as the first, and returns the
+ * second's URL. The embedded cluster's superuser (a member of the worker group, dev/devtools/serviceMembership.ts)
+ * is what tests run as; order_mail_log's trigger asks a superuser's membership of the catalog once per
+ * transaction and keeps it in a sequence (migration 0050), so each statement that writes the row paid that
+ * where a production worker login takes the role cache (docs/benchmarks.md, "Where the product's extra CPU goes").
+ */
+async function productionLogins(adminUrl: string): Promise<string> {
+  const loginUrl = (user: string): string => {
+    const url = new URL(adminUrl);
+    url.username = user;
+    url.password = randomBytes(16).toString('hex');
+    return url.toString();
+  };
+  const migrationUrl = loginUrl('order_mail_bench_migrator');
+  const workerUrl = loginUrl('order_mail_bench_worker');
+  await setUpDatabaseRoles({ adminUrl, migrationUrl, workerUrl });
+  await migrate(migrationUrl);
+  return workerUrl;
 }
 
 // Both servers cache search attributes as production's does. The CLI's dev server and the stack's test config

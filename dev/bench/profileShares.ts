@@ -2,7 +2,7 @@
 // what ran it (our code, the pg and undici clients, the Temporal SDK, Node, GC), so a profile of the bench's
 // workers reads as a table (docs/benchmarks.md, "Where the worker's CPU per order goes").
 //
-//   npm run bench:profile -- [--skip-ms N] DIR_OR_FILE...   (dev/cli/profileShares.ts)
+//   npm run bench:profile -- [--skip-ms N] [--top N] [--orders N] DIR_OR_FILE...   (dev/cli/profileShares.ts)
 //
 // Idle samples and start-up (module loading, tsx, webpack bundling the workflows) never count; --skip-ms
 // also leaves out each profile's first N ms. Shares are of the busy time of all files given.
@@ -11,7 +11,7 @@ import path from 'node:path';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string };
+  callFrame: { functionName: string; url: string; lineNumber?: number };
 }
 interface CpuProfile {
   nodes: ProfileNode[];
@@ -31,6 +31,8 @@ const CATEGORIES: ReadonlyArray<readonly [string, (url: string, name: string) =>
   ['our logging (src/workerLog.ts)', (url) => url.includes('/src/workerLog')],
   ['our mail rendering (src/mail/render*)', (url) => /\/src\/mail\/render/.test(url)],
   ['our code (src/, the rest)', (url) => url.includes('/src/') && !url.includes('node_modules')],
+  // The bench's card (docs/benchmarks.md, "The card"): its activities and worker, over the product's modules.
+  ["the card's own code (dev/bench/card)", (url) => url.includes('/dev/bench/card/')],
   [
     "workflow bundle in the sandbox (our workflow, the SDK's workflow half)",
     (url) => url.includes('workflow-bundle-') || url.startsWith('evalmachine'),
@@ -47,7 +49,7 @@ const CATEGORIES: ReadonlyArray<readonly [string, (url: string, name: string) =>
 // neither is per-order work.
 const NOT_BUSY = new Set(['(idle)', '(program)']);
 const START_UP = (url: string, name: string): boolean =>
-  /node:internal\/modules|tsx\/dist|node_modules\/webpack|node_modules\/(terser|acorn|enhanced-resolve|swc)/.test(
+  /node:internal\/modules|tsx\/dist|node_modules\/webpack|node_modules\/(terser|acorn|enhanced-resolve|swc|@swc|esbuild)/.test(
     url,
   ) ||
   [
@@ -64,17 +66,32 @@ export interface Shares {
   busyMs: number;
   byCategory: Map<string, number>;
   byFile: Map<string, number>;
+  /** Self time by function (`name path:line`, the path from node_modules/ or the project on): the top frames. */
+  byFrame: Map<string, number>;
+}
+
+/** `name path:line`, the path cut to what names it (a package, or the project's own file). */
+export function frameName(callFrame: { functionName: string; url: string; lineNumber?: number }): string {
+  const { functionName, url, lineNumber } = callFrame;
+  const cut = url.lastIndexOf('node_modules/');
+  const own = url.search(/\/(src|dev|test)\//);
+  const where = cut >= 0 ? url.slice(cut + 'node_modules/'.length) : own >= 0 ? url.slice(own + 1) : url;
+  const line = lineNumber === undefined || lineNumber < 0 ? '' : `:${lineNumber + 1}`;
+  return `${functionName === '' ? '(anonymous)' : functionName}${where === '' ? '' : ` ${where}${line}`}`;
 }
 
 export function profileShares(files: readonly string[], skipMs: number): Shares {
   const byCategory = new Map<string, number>();
   const byFile = new Map<string, number>();
+  const byFrame = new Map<string, number>();
   let busyMs = 0;
   for (const file of files) {
     const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
     const category = new Map<number, string | null>();
+    const frames = new Map<number, string>();
     for (const node of profile.nodes) {
       const { functionName, url } = node.callFrame;
+      frames.set(node.id, frameName(node.callFrame));
       category.set(
         node.id,
         NOT_BUSY.has(functionName) || START_UP(url, functionName)
@@ -90,10 +107,12 @@ export function profileShares(files: readonly string[], skipMs: number): Shares 
       const name = category.get(nodeId);
       if (elapsedUs < skipMs * 1_000 || name === null || name === undefined) return;
       byCategory.set(name, (byCategory.get(name) ?? 0) + deltaUs / 1_000);
+      const frame = frames.get(nodeId)!;
+      byFrame.set(frame, (byFrame.get(frame) ?? 0) + deltaUs / 1_000);
       fileMs += deltaUs / 1_000;
     });
     byFile.set(path.basename(file), fileMs);
     busyMs += fileMs;
   }
-  return { busyMs, byCategory, byFile };
+  return { busyMs, byCategory, byFile, byFrame };
 }

@@ -64,17 +64,3 @@ export async function markDispatched(
   if (row === undefined) return 'claim-lost';
   return !row.dispatched && row.held ? 'held' : 'already-dispatched';
 }
-
-/** The provider the claim chose, read before the send picks its transport; null when none or no longer ours. */
-export async function readAttemptProvider(
-  db: Database,
-  input: { orderId: string; claimToken: string; attempt: number },
-): Promise<string | null> {
-  const { rows } = await runSql<{ provider: string | null }>(
-    db,
-    sql`SELECT provider FROM order_mail_log
-         WHERE order_id = ${input.orderId} AND claim_token = ${input.claimToken} AND attempts = ${input.attempt}
-           AND state = 'sending'`,
-  );
-  return rows[0]?.provider ?? null;
-}

@@ -2,7 +2,7 @@ import { activityInfo, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { timeBeforeFenceMs } from '../config/sendTimeBudget';
 import { readMailLog } from '../db/orderMailLog';
-import { loadOrderForMail, type OrderForMail } from '../db/orders';
+import { loadOrderForAttempt, type OrderForMail } from '../db/orders';
 import { describeDatabaseError } from '../db/pool';
 import { renderConfirmationMail, type MailIdentity } from '../mail/confirmationMail';
 import { defaultMailTemplates, MailRenderError, type MailTemplates } from '../mail/template/mailTemplates';
@@ -21,7 +21,7 @@ import {
   type SendClaimLost,
 } from '../shared/sendOutcome';
 import { mailTransportsOf, type ActivityDependencies } from './dependencies';
-import { markDispatched, readAttemptProvider } from './dispatchFence';
+import { markDispatched } from './dispatchFence';
 import { countSendAgainstProvider } from './providerHealthCount';
 
 /** Kept for the fence statement itself out of the time before the fence deadline. */
@@ -60,9 +60,11 @@ export function createSendOrderMail(deps: ActivityDependencies) {
     const beforeFence = <T>(step: string, work: () => Promise<T>) =>
       beforeDispatch(step, () => withinDeadline(passFenceBy, tooLate, work));
 
-    // The provider the claim chose for this attempt (failover): the request goes through it and nowhere else.
-    const provider = await beforeFence('read the attempt’s provider', () =>
-      readAttemptProvider(deps.db, input),
+    const limits = deps.mailLimits ?? DEFAULT_MAIL_SIZE_LIMITS;
+    // The provider the claim chose for this attempt (failover), through which the request goes and nowhere
+    // else, and the order: one read. One more item than the limit, so an order over it is known to be over.
+    const { provider, order } = await beforeFence('read the attempt’s provider and load the order', () =>
+      loadOrderForAttempt(deps.db, input, limits.maxOrderItems + 1),
     );
     const mailTransport =
       provider === null
@@ -82,11 +84,6 @@ export function createSendOrderMail(deps: ActivityDependencies) {
       );
     }
 
-    const limits = deps.mailLimits ?? DEFAULT_MAIL_SIZE_LIMITS;
-    // One more than the limit, so an order over it is known to be over without reading all of it.
-    const order = await beforeFence('load the order', () =>
-      loadOrderForMail(deps.db, orderId, limits.maxOrderItems + 1),
-    );
     if (order === null) throw orderNotFoundFailure(orderId);
     const templates = deps.mailTemplates ?? defaultMailTemplates();
     const mail = await beforeFence('render the mail', async () => ({

@@ -1,4 +1,5 @@
-// The only reads of the shop's orders, through the order contract's views (docs/adoption.md).
+// The only reads of the shop's orders, through the order contract's views (docs/adoption.md); the send's read
+// also names the attempt's provider, so that the send reads once before its fence.
 import type { Database } from './pool';
 
 export interface OrderItemForMail {
@@ -22,43 +23,83 @@ export interface OrderForMail {
   extra: Record<string, string>;
 }
 
+// The order's row once (MATERIALIZED): a view's computed column (the demo's amount sums the items) would
+// otherwise be computed again for every item row of the join. $1 the order, $2 the item limit.
+const ORDER_ROW = `o AS MATERIALIZED (
+       SELECT v.order_id, v.customer_name, v.customer_email, v.ordered_at, v.amount_minor, v.currency,
+              to_jsonb(v) AS whole
+         FROM order_mail_source.orders_for_mail AS v
+        WHERE v.order_id = $1)`;
+const ORDER_COLUMNS = `o.customer_name AS "customerName", o.customer_email AS "customerEmail", o.ordered_at AS "orderedAt",
+            o.amount_minor::text AS "amountMinor", o.currency, o.whole,
+            i.line_no AS "lineNo", i.product_name AS "productName", i.quantity,
+            i.unit_amount_minor::text AS "unitAmountMinor"`;
+const ITEMS = `LEFT JOIN LATERAL (
+              SELECT line_no, product_name, quantity, unit_amount_minor FROM order_mail_source.order_items_for_mail
+               WHERE order_id = o.order_id ORDER BY line_no LIMIT $2) AS i ON true`;
+
+/** One row per item (an order without items gives one, item NULL); extras as JSON of text columns. */
+interface OrderRow {
+  customerName: string;
+  customerEmail: string;
+  orderedAt: Date;
+  amountMinor: string;
+  currency: string;
+  whole: Record<string, unknown>;
+  lineNo: number | null;
+  productName: string;
+  quantity: number;
+  unitAmountMinor: string;
+}
+
 /** The order and its items in one statement; `maxItems` bounds the read, so a huge order is never loaded. */
 export async function loadOrderForMail(
   db: Database,
   orderId: string,
   maxItems: number | null = null,
 ): Promise<OrderForMail | null> {
-  // One row per item (an order without items gives one, item NULL); extras as JSON of text columns.
-  const { rows } = await db.query<{
-    customerName: string;
-    customerEmail: string;
-    orderedAt: Date;
-    amountMinor: string;
-    currency: string;
-    whole: Record<string, unknown>;
-    lineNo: number | null;
-    productName: string;
-    quantity: number;
-    unitAmountMinor: string;
-  }>(
-    // The order's row once (MATERIALIZED): a view's computed column (the demo's amount sums the items) would
-    // otherwise be computed again for every item row of the join.
-    `WITH o AS MATERIALIZED (
-       SELECT v.order_id, v.customer_name, v.customer_email, v.ordered_at, v.amount_minor, v.currency,
-              to_jsonb(v) AS whole
-         FROM order_mail_source.orders_for_mail AS v
-        WHERE v.order_id = $1)
-     SELECT o.customer_name AS "customerName", o.customer_email AS "customerEmail", o.ordered_at AS "orderedAt",
-            o.amount_minor::text AS "amountMinor", o.currency, o.whole,
-            i.line_no AS "lineNo", i.product_name AS "productName", i.quantity,
-            i.unit_amount_minor::text AS "unitAmountMinor"
+  const { rows } = await db.query<OrderRow>(
+    `WITH ${ORDER_ROW}
+     SELECT ${ORDER_COLUMNS}
        FROM o
-       LEFT JOIN LATERAL (
-              SELECT line_no, product_name, quantity, unit_amount_minor FROM order_mail_source.order_items_for_mail
-               WHERE order_id = o.order_id ORDER BY line_no LIMIT $2) AS i ON true
+       ${ITEMS}
       ORDER BY i.line_no`,
     [orderId, maxItems],
   );
+  return orderOf(orderId, rows);
+}
+
+/**
+ * What the send reads before its fence, in one statement (one round trip): the provider the claim chose for
+ * this attempt (null when it chose none, or when the row is no longer the attempt's, 'sending'), and the
+ * order as loadOrderForMail reads it.
+ */
+export async function loadOrderForAttempt(
+  db: Database,
+  attempt: { orderId: string; claimToken: string; attempt: number },
+  maxItems: number | null = null,
+): Promise<{ provider: string | null; order: OrderForMail | null }> {
+  // One row even without the order (`one`), so the provider is read either way.
+  const { rows } = await db.query<OrderRow & { attemptProvider: string | null; found: boolean }>(
+    `WITH ${ORDER_ROW}
+     SELECT (SELECT log.provider FROM order_mail_log AS log
+              WHERE log.order_id = $1 AND log.claim_token = $3 AND log.attempts = $4 AND log.state = 'sending')
+              AS "attemptProvider",
+            o.order_id IS NOT NULL AS found, ${ORDER_COLUMNS}
+       FROM (SELECT 1) AS one
+       LEFT JOIN o ON true
+       ${ITEMS}
+      ORDER BY i.line_no`,
+    [attempt.orderId, maxItems, attempt.claimToken, attempt.attempt],
+  );
+  const first = rows[0];
+  return {
+    provider: first?.attemptProvider ?? null,
+    order: first?.found === true ? orderOf(attempt.orderId, rows) : null,
+  };
+}
+
+function orderOf(orderId: string, rows: readonly OrderRow[]): OrderForMail | null {
   const first = rows[0];
   if (!first) return null;
   const extra: Record<string, string> = {};

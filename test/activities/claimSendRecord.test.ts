@@ -6,6 +6,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, type ClaimResult } from '../../src/activities';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
+import type { Database } from '../../src/db/pool';
 import { decideUnknownOutcome } from '../../src/shared/unknownOutcome';
 import { ownAttemptFacts } from '../../src/shared/unknownOutcomeFacts';
 import type { MailTransport } from '../../src/mail/types';
@@ -491,6 +492,34 @@ describe('send', () => {
     expect(second.details?.[0]).toMatchObject({ outcome: 'unknown', errorCode: 'ALREADY_DISPATCHED' });
     expect(sandbox.requests()).toHaveLength(1);
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+
+  it('reads once before its fence: the attempt’s provider and the order in one statement', async () => {
+    const statements: string[] = [];
+    const counting: Database = {
+      ...database.db,
+      query: (sql, params) => {
+        statements.push(sql);
+        return database.db.query(sql, params);
+      },
+    };
+    const acts = createActivities({
+      db: counting,
+      mail,
+      mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
+      settings: testSettings(),
+      workerIdentity: 'activity-test',
+    });
+    const orderId = await createOrder(database.db);
+    const env = run(orderId, 'run-a');
+    const a = claimed(await claim(env, acts, orderId));
+    statements.length = 0;
+    expect((await exec(env, acts.sendOrderMail, sendInput(orderId, a))).outcome).toBe('accepted');
+    // The read, then the dispatch fence; nothing else before or after the request (no provider health here).
+    expect(statements).toHaveLength(2);
+    expect(statements[1]).toMatch(/^UPDATE order_mail_log SET dispatched_at = now\(\)/);
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending' });
   });
 
   it('renders the Japanese confirmation mail from the order loaded by id', async () => {

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { profileShares } from '../../dev/bench/profileShares';
+import { frameName, profileShares } from '../../dev/bench/profileShares';
 
 const frame = (id: number, functionName: string, url: string) => ({ id, callFrame: { functionName, url } });
 
@@ -40,5 +40,24 @@ describe('profileShares', () => {
     const shares = profileShares([file], 2);
     expect(shares.busyMs).toBe(2);
     expect(shares.byCategory.get('pg client and pool')).toBe(1);
+  });
+  it('sums self time by function, named by its package or project file and line', () => {
+    const file = writeProfile([2, 2, 6, 1], [1_000, 1_000, 1_000, 1_000]);
+    const shares = profileShares([file], 0);
+    expect(Object.fromEntries(shares.byFrame)).toEqual({
+      'query pg/lib/client.js': 2,
+      'claim src/db/orderMailClaim.ts': 1,
+    });
+    expect(
+      frameName({ functionName: '', url: 'file:///app/dev/bench/card/activities.ts', lineNumber: 9 }),
+    ).toBe('(anonymous) dev/bench/card/activities.ts:10');
+  });
+  it("counts the card's own code apart from the product's", () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'profile-shares-')), 'CPU.2.cpuprofile');
+    const nodes = [frame(1, 'cardClaim', 'file:///app/dev/bench/card/statements.ts')];
+    writeFileSync(file, JSON.stringify({ nodes, samples: [1], timeDeltas: [1_000] }));
+    expect(Object.fromEntries(profileShares([file], 0).byCategory)).toEqual({
+      "the card's own code (dev/bench/card)": 1,
+    });
   });
 });

@@ -2,7 +2,8 @@
 // statement (one round trip per send, and the order and its items from one snapshot).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/pool';
-import { loadOrderForMail } from '../../src/db/orders';
+import { loadOrderForAttempt, loadOrderForMail } from '../../src/db/orders';
+import { firstClaim } from '../../src/mailRow/statements';
 import { createOrder, openTestDatabase, type TestDatabase } from '../support/testKit';
 
 let database: TestDatabase;
@@ -67,5 +68,54 @@ describe('loadOrderForMail', () => {
     expect(statements).toHaveLength(1);
     expect(order).toMatchObject({ orderId, items: [] });
     expect(await loadOrderForMail(counted, String(Number(orderId) + 1_000_000))).toBeNull();
+  });
+});
+
+describe('loadOrderForAttempt: what the send reads before its fence', () => {
+  it('reads the attempt’s provider and the order in one statement', async () => {
+    const orderId = await createOrder(database.db, { items });
+    const claimer = { claimToken: `default/${orderId}/run-1`, issuedAt: new Date() };
+    await firstClaim(database.db, orderId, { ...claimer, provider: 'postmark', providerChoice: 'first' });
+    statements = [];
+    const read = await loadOrderForAttempt(
+      counted,
+      { orderId, claimToken: claimer.claimToken, attempt: 1 },
+      2,
+    );
+    expect(statements).toHaveLength(1);
+    expect(read.provider).toBe('postmark');
+    expect(read.order).toEqual(await loadOrderForMail(database.db, orderId, 2));
+  });
+
+  it('names no provider for a row that is not the attempt’s, and still reads the order', async () => {
+    const orderId = await createOrder(database.db);
+    const claimToken = `default/${orderId}/run-1`;
+    await firstClaim(database.db, orderId, {
+      claimToken,
+      issuedAt: new Date(),
+      provider: 'postmark',
+      providerChoice: 'first',
+    });
+    for (const attempt of [
+      { orderId, claimToken: `default/${orderId}/run-2`, attempt: 1 },
+      { orderId, claimToken, attempt: 2 },
+    ]) {
+      const read = await loadOrderForAttempt(database.db, attempt);
+      expect(read.provider).toBeNull();
+      expect(read.order).toMatchObject({ orderId });
+    }
+    await database.db.query(
+      `UPDATE order_mail_log SET state = 'failed', outcome = 'not_sent' WHERE order_id = $1`,
+      [orderId],
+    );
+    expect((await loadOrderForAttempt(database.db, { orderId, claimToken, attempt: 1 })).provider).toBeNull();
+  });
+
+  it('gives a missing order as null, in one statement', async () => {
+    const orderId = String(Number(await createOrder(database.db)) + 1_000_000);
+    statements = [];
+    const read = await loadOrderForAttempt(counted, { orderId, claimToken: 'default/x/y', attempt: 1 });
+    expect(statements).toHaveLength(1);
+    expect(read).toEqual({ provider: null, order: null });
   });
 });

@@ -3,7 +3,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { OrderForMail } from '../../src/db/orders';
 import { yenOrder } from './jaDefaultOrders';
 import { confirmationView, renderConfirmationMail } from '../../src/mail/confirmationMail';
@@ -252,6 +252,20 @@ describe('helpers', () => {
     ['2026-03-08T07:00:00Z', 'en-US', 'America/New_York', 'March 8, 2026, 03:00'],
   ] as const)('the time %s in %s, %s is %s', (instant, locale, timeZone, expected) => {
     expect(formatDateTime(new Date(instant), locale, timeZone)).toBe(expected);
+  });
+
+  it('makes one date formatter per time zone, not one per date (docs/benchmarks.md), and each keeps its zone', () => {
+    const made = vi.spyOn(Intl, 'DateTimeFormat');
+    try {
+      const times = ['2026-05-01T00:00:00Z', '2026-05-02T12:34:00Z', '2026-05-03T23:59:00Z'];
+      const auckland = times.map((time) => formatDateTime(new Date(time), 'ja-JP', 'Pacific/Auckland'));
+      const chicago = times.map((time) => formatDateTime(new Date(time), 'en-US', 'America/Chicago'));
+      expect(made).toHaveBeenCalledTimes(2);
+      expect(auckland).toEqual(['2026年5月1日 12:00', '2026年5月3日 00:34', '2026年5月4日 11:59']);
+      expect(chicago).toEqual(['April 30, 2026, 19:00', 'May 2, 2026, 07:34', 'May 3, 2026, 18:59']);
+    } finally {
+      made.mockRestore();
+    }
   });
 
   it('the shipped template reads no file but its own four', () => {
