@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
+import { lookupTaskQueueOf } from '../../src/workerOptions';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
@@ -71,20 +72,21 @@ it('a worker killed mid-send: after the send timeout the order is settled by ass
     await doomed.exited;
     expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending' });
 
-    // A surviving worker picks the workflow up once Temporal times the dead worker's send out.
+    // A surviving process picks the workflow up once Temporal times the dead worker's send out. Like every
+    // worker process it also polls the lookup queue the dead worker's claim named (docs/design.md §6).
     const mail = testMailClient(sandbox.url);
-    const survivor = await startTestWorker(
-      {
-        db: database.db,
-        mail,
-        settings: testSettings({ sendTimeoutMs, unknownOutcomePolicy: 'assume-sent' }),
-      },
-      { taskQueue },
-    );
+    const survivorDeps = {
+      db: database.db,
+      mail,
+      settings: testSettings({ sendTimeoutMs, unknownOutcomePolicy: 'assume-sent' }),
+    };
+    const survivor = await startTestWorker(survivorDeps, { taskQueue });
+    const survivorLookups = await startTestWorker(survivorDeps, { taskQueue: lookupTaskQueueOf(taskQueue) });
     try {
       const result = await handle.result();
       expect(result).toMatchObject({ result: 'sent', outcome: 'unknown', attempts: 1 });
     } finally {
+      await survivorLookups.stop();
       await survivor.stop();
       await mail.close();
     }
