@@ -3,7 +3,7 @@
 // placed and started meanwhile each get one mail. Real processes and servers: the worker process points at
 // ports where nothing listens yet, then an embedded Postgres and a Temporal dev server start on those ports.
 import { Client, Connection } from '@temporalio/client';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect, inject, it } from 'vitest';
 import { migrate } from '../../src/db/migrator';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { insertOrder } from '../../dev/devtools/shopOrders';
@@ -77,6 +77,9 @@ it('a worker started 20 s before Postgres and Temporal serves once they are up, 
         WORKER_HTTP_BIND_ADDRESS: httpUrl.replace('http://', ''),
         MAIL_API_BASE_URL: sandbox.url,
         MAIL_API_KEY: 'sandbox-key',
+        // The prebuilt bundle, as the image sets it: "ready within seconds" is about the dependencies, and
+        // bundling at each connection took over 30 s when CI's other tests loaded the machine.
+        WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
       });
       const started = worker;
       started.started.catch(() => undefined);
