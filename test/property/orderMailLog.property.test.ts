@@ -10,7 +10,7 @@
 // statement, against real Postgres; the invariants are checked after every statement.
 //
 // Once every racer has finished, a final sweep also settles a closed run's claim nobody claimed again, as the
-// real sweep does.
+// real sweep does: a reset's, or one a run's dropped claim execution made after the run had ended.
 //
 // PROPERTY_RUNS sets the number of cases (default below; the issue's 10,000 with PROPERTY_RUNS=10000).
 // PROPERTY_SEED with PROPERTY_PATH replays one failing case (the seed and path a failure prints).
@@ -134,6 +134,10 @@ const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
  * 'sending' (a 5xx), a reset closes run 1, run 2 finds the row held elsewhere and ends, the sweep fails the old
  * claim, and run 1's retried claim (still executing) reclaims the failed row; no later run ever claimed, so
  * claim_issued_at has nothing to order it against, and the closed run's claim is left for the sweep.
+ * Seed 955263951, path 119: one run, no reset; the old worker claims and makes its request, one execution of
+ * the run's duplicated claim finds the row held by it, the old worker records its 4xx ('failed'), the other
+ * execution reclaims the failed row (attempt 2); the run received "held elsewhere" and ended, so that claim,
+ * never received, is left for the sweep.
  */
 const FIXED_EXAMPLES: [Scenario][] = [
   [
@@ -218,6 +222,90 @@ const FIXED_EXAMPLES: [Scenario][] = [
       oldDelay: 0,
       sweepDelays: [3, 9],
       schedule: [1, 6, 4, 3, 6, 5, 3],
+    },
+  ],
+  [
+    {
+      policy: 'assume-sent',
+      maxAttempts: 2,
+      resets: 0,
+      resetDelays: [0, 7, 9],
+      fates: [
+        'not_sent',
+        'not_sent',
+        'not_sent',
+        'unknown-lost',
+        'unknown-lost',
+        'unknown-delivered',
+        'unknown-delivered',
+        'accepted',
+        'not_sent',
+        'not_sent',
+        'rejected',
+        'died-before-fence',
+        'not_sent',
+        'accepted',
+        'unknown-delivered',
+        'not_sent',
+      ],
+      claimModes: [
+        'duplicated',
+        'duplicated',
+        'retried',
+        'duplicated',
+        'duplicated',
+        'retried',
+        'once',
+        'retried',
+        'duplicated',
+        'duplicated',
+        'duplicated',
+        'duplicated',
+        'once',
+        'duplicated',
+        'duplicated',
+        'retried',
+      ],
+      sendReexecuted: [
+        true,
+        true,
+        false,
+        false,
+        true,
+        false,
+        false,
+        true,
+        false,
+        false,
+        false,
+        true,
+        false,
+        false,
+        false,
+        true,
+      ],
+      recordRetried: [
+        false,
+        true,
+        false,
+        true,
+        false,
+        false,
+        false,
+        false,
+        false,
+        true,
+        false,
+        false,
+        false,
+        false,
+        true,
+        false,
+      ],
+      oldJobs: ['rejected'],
+      oldDelay: 2,
+      sweepDelays: [15],
+      schedule: [4, 3, 3, 3, 6, 7],
     },
   ],
 ];
@@ -313,7 +401,17 @@ async function runScenario(scenario: Scenario): Promise<void> {
   const turnstile = new Turnstile();
   const requests: Request[] = [];
   const draws = { fate: 0, claim: 0, send: 0, record: 0 };
-  const runs: { token: string; closed: boolean; inClaim: boolean; finished: boolean; claims: number }[] = [];
+  const runs: {
+    token: string;
+    closed: boolean;
+    inClaim: boolean;
+    finished: boolean;
+    claims: number;
+    /** Attempts whose claim the run's workflow received. */
+    received: Set<number>;
+    /** Attempts claimed by an execution whose result the workflow never received (the other of two). */
+    dropped: Set<number>;
+  }[] = [];
 
   const startRun = (): void => {
     const run = {
@@ -322,6 +420,8 @@ async function runScenario(scenario: Scenario): Promise<void> {
       inClaim: false,
       finished: false,
       claims: 0,
+      received: new Set<number>(),
+      dropped: new Set<number>(),
     };
     runs.push(run);
     turnstile.spawn(async () => {
@@ -355,7 +455,12 @@ async function runScenario(scenario: Scenario): Promise<void> {
     return decision;
   };
 
-  /** The claim activity: once, retried after a lost completion, or two executions at once. */
+  /**
+   * The claim activity: once, retried after a lost completion, or two executions at once. Of two, the workflow
+   * receives one result; the other execution's statements may land after the run has moved on or ended (a
+   * local activity runs again when its workflow task fails while the first execution still runs:
+   * docs/design.md §6).
+   */
   const claimActivity = async (run: (typeof runs)[number]): Promise<ClaimDecision> => {
     const mode = scenario.claimModes[draws.claim++ % scenario.claimModes.length]!;
     run.inClaim = true;
@@ -384,7 +489,10 @@ async function runScenario(scenario: Scenario): Promise<void> {
       );
       if (!STALE_CLAIMS)
         expect(new Set(claimedAttempts).size, 'two executions of one claim').toBeLessThanOrEqual(1);
-      return results[1]!;
+      const [other, returned] = results as [ClaimDecision, ClaimDecision];
+      if (other.kind === 'claimed' && !(returned.kind === 'claimed' && returned.attempt === other.attempt))
+        run.dropped.add(other.attempt);
+      return returned;
     } finally {
       run.inClaim = false;
     }
@@ -501,6 +609,9 @@ async function runScenario(scenario: Scenario): Promise<void> {
   const workflowRun = async (run: (typeof runs)[number]): Promise<void> => {
     for (;;) {
       const decision = await claimActivity(run);
+      if (decision.kind === 'claimed') run.received.add(decision.attempt);
+      // Not claimed: the real run ends here too (orderConfirmationMail.ts: already sent, or held by another
+      // workflow id fails it).
       if (run.closed || decision.kind !== 'claimed') return;
       const fate = scenario.fates[draws.fate++ % scenario.fates.length]!;
       // A workflow task lies between two activities: a reset can close the run there, as anywhere.
@@ -588,13 +699,20 @@ async function runScenario(scenario: Scenario): Promise<void> {
   });
 
   // Every racer has finished: the last run settled the row, or the old worker left it 'sending' for the sweep,
-  // or a closed run's late claim took it after the open run had ended (FIXED_EXAMPLES). No later run holds
-  // anything to order that claim against; the real sweep settles a closed run's claim too (docs/design.md §4
-  // rule 3, §7), so the final sweep does, and the run the reset left open must have settled its own claim.
+  // or a closed run's late claim took it after the open run had ended (FIXED_EXAMPLES), or a claim execution
+  // whose result a run never received took it after that run had ended (FIXED_EXAMPLES: the run received
+  // "held elsewhere" and ended, as the real run fails). No later run holds anything to order that claim
+  // against; the real sweep settles the claim of any run no longer running (docs/design.md §4 rule 3, §7),
+  // so the final sweep does, and no run leaves a claim it received 'sending'.
   const left = await readMailLog(db, orderId);
   if (left?.state === 'sending' && !isOutsideWriterToken(left.claimToken)) {
     const holder = runs.find((run) => run.token === left.claimToken);
-    expect(holder?.closed, "only a closed run's claim is left 'sending' for the sweep").toBe(true);
+    const neverReceived =
+      holder !== undefined && holder.dropped.has(left.attempts) && !holder.received.has(left.attempts);
+    expect(
+      holder?.closed === true || neverReceived,
+      "only a closed run's claim, or one its run never received, is left 'sending' for the sweep",
+    ).toBe(true);
     const settled = await settleOrphan(db, seenRowOf(left), {
       facts: sweptOrphanFacts({ dispatched: left.dispatchedAt !== null, policy: scenario.policy }),
       why: 'property: the run holding this claim was reset',
