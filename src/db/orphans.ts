@@ -38,9 +38,9 @@ export async function settleVerifiedOrphan(
 ): Promise<{ kind: 'settled'; decision: UnknownOutcomeDecision } | { kind: 'changed' }> {
   const { orderId, workflowScope, issuedAt, policy, recordedBy } = input;
   const row = await readMailLog(db, orderId);
-  const request = { orderId, claimToken: input.ownToken, workflowScope, issuedAt, policy, recordedBy };
+  const claimer = { claimToken: input.ownToken, workflowScope, issuedAt, policy };
   const verdict = { holder: input.holder, attempt: input.attempt, answer: input.answer };
-  const settle = decideVerdict(row, request, verdict);
+  const settle = decideVerdict(row, claimer, verdict);
   if (row === null || settle === null) return { kind: 'changed' };
   const { decision, note } = settle;
   const settled = await settleDispatchedOrphan(db, row, { decision, note, recordedBy, issuedAt });

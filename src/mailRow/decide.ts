@@ -31,8 +31,11 @@ export function judgementFor(request: ClaimRequest, provider: string | null): Pr
   return own ?? { idempotency: request.idempotency, canVerify: request.verifyDispatchedOrphans === true };
 }
 
-export interface ClaimRequest {
-  orderId: string;
+/**
+ * The claimer as every decision reads it, the verdict's included: its token, its run's scope, when it asked,
+ * and its policy. The verify activity gives only this (decideVerdict); a claim gives a whole ClaimRequest.
+ */
+export interface Claimer {
   claimToken: string;
   /** '<namespace>/<workflow id>/' of the claiming run. */
   workflowScope: string;
@@ -40,6 +43,10 @@ export interface ClaimRequest {
   issuedAt: Date;
   /** What an attempt left unknown becomes (src/shared/unknownOutcome.ts decides, with these). */
   policy: UnknownOutcomePolicy;
+}
+
+export interface ClaimRequest extends Claimer {
+  orderId: string;
   idempotency: IdempotencyRetrySettings | null;
   sendTimeoutMs: number;
   /** Written into the audit rows this claim may add (takeovers, settlements). */
@@ -151,7 +158,14 @@ export interface ClaimFacts {
   /** Postgres's clock: since the held attempt's dispatch; null when the row moved meanwhile. */
   sinceAttemptDispatchMs?: number | null;
   /** The provider's verdict on the held dispatched attempt, once asked (the verify-orphan hand-back). */
-  verdict?: { holder: string; attempt: number; answer: VerificationAnswer };
+  verdict?: Verdict;
+}
+
+/** A provider's answer about one attempt: the holder's token and the attempt it dispatched. */
+export interface Verdict {
+  holder: string;
+  attempt: number;
+  answer: VerificationAnswer;
 }
 
 export type NeededFact =
@@ -201,7 +215,31 @@ export function decideClaim(
     if (isNoProvider(choice)) return answer(noProvider(choice));
     return run({ name: 'firstClaim', claimed: claimedAt(choice) });
   }
-  const { claimToken, workflowScope, issuedAt } = request;
+  const held = decideHolder(row, request);
+  if (held !== null) return held;
+  if (row.state === 'failed') return decideFailed(row, request, facts);
+  // 'sending', held by an earlier run of this workflow id: Temporal keeps one run of an id open, so it is closed.
+  if (row.dispatchedAt === null) {
+    const orphan: EarlierAttempt = { attempt: row.attempts, provider: row.provider, outcome: 'not_sent' };
+    const choice = facts.providerChoice;
+    if (choice === undefined) return need({ fact: 'provider-choice', readEarlier: true, leftBehind: orphan });
+    if (isNoProvider(choice)) return answer(noProvider(choice));
+    // The taken-over attempt would send under the key: the same rule as a failed row's reclaim.
+    const orphanNote = `the run holding this claim closed before dispatching; settled by ${request.claimToken}`;
+    const settle = settleExpiredKey(row, request, facts, orphanNote);
+    if (settle !== null) return settle;
+    const note = `the run holding this claim closed before dispatching; taken over by ${request.claimToken}`;
+    return run({ name: 'takeOverUndispatched', claimed: claimedAt(choice), note });
+  }
+  return decideOrphan(row, request, facts);
+}
+
+/**
+ * Whose the row is, the checks every decision makes first (the verdict's too). Null: a closed run of this
+ * workflow id held it, and a claim issued later may move it.
+ */
+function decideHolder(row: ClaimRow, claimer: Claimer): ClaimStep | null {
+  const { claimToken, workflowScope, issuedAt } = claimer;
   if (row.state === 'sending' && row.claimToken === claimToken) {
     return answer({
       kind: 'claimed',
@@ -223,21 +261,7 @@ export function decideClaim(
   if (!(row.claimIssuedAt.getTime() < issuedAt.getTime())) {
     return answer({ kind: 'held-elsewhere', holder: row.claimToken, sameWorkflow });
   }
-  if (row.state === 'failed') return decideFailed(row, request, facts);
-  // 'sending', held by an earlier run of this workflow id: Temporal keeps one run of an id open, so it is closed.
-  if (row.dispatchedAt === null) {
-    const orphan: EarlierAttempt = { attempt: row.attempts, provider: row.provider, outcome: 'not_sent' };
-    const choice = facts.providerChoice;
-    if (choice === undefined) return need({ fact: 'provider-choice', readEarlier: true, leftBehind: orphan });
-    if (isNoProvider(choice)) return answer(noProvider(choice));
-    // The taken-over attempt would send under the key: the same rule as a failed row's reclaim.
-    const orphanNote = `the run holding this claim closed before dispatching; settled by ${claimToken}`;
-    const settle = settleExpiredKey(row, request, facts, orphanNote);
-    if (settle !== null) return settle;
-    const note = `the run holding this claim closed before dispatching; taken over by ${claimToken}`;
-    return run({ name: 'takeOverUndispatched', claimed: claimedAt(choice), note });
-  }
-  return decideOrphan(row, request, facts);
+  return null;
 }
 
 function decideFailed(row: ClaimRow, request: ClaimRequest, facts: ClaimFacts): ClaimStep {
@@ -291,14 +315,7 @@ function settleExpiredKey(
  * asked first (handed back as verify-orphan); a retry under the key needs no asking.
  */
 function decideOrphan(row: ClaimRow, request: ClaimRequest, facts: ClaimFacts): ClaimStep {
-  const verdict = facts.verdict;
-  if (verdict !== undefined) {
-    // The verdict is about one attempt: on any other the claim is asked again without it.
-    if (verdict.holder !== row.claimToken || verdict.attempt !== row.attempts) return { kind: 'read-again' };
-    const answered = verifiedOrphanFacts({ policy: request.policy, answer: verdict.answer });
-    const decision = decideUnknownOutcome(answered);
-    return settleOrphanBy(decision, describeUnknownDecision(decision, answered));
-  }
+  if (facts.verdict !== undefined) return settleByVerdict(row, request.policy, facts.verdict);
   const dispatched: EarlierAttempt = { attempt: row.attempts, provider: row.provider, outcome: 'unknown' };
   const choice = facts.providerChoice;
   if (choice === undefined)
@@ -325,31 +342,35 @@ function decideOrphan(row: ClaimRow, request: ClaimRequest, facts: ClaimFacts): 
   return settleOrphanBy(decision, describeUnknownDecision(decision, unknownFacts));
 }
 
+/** A dispatched orphan once its provider answered: the verdict settles it, by the policy where inconclusive. */
+function settleByVerdict(row: ClaimRow, policy: UnknownOutcomePolicy, verdict: Verdict): ClaimStep {
+  // The verdict is about one attempt: on any other the claim is asked again without it.
+  if (verdict.holder !== row.claimToken || verdict.attempt !== row.attempts) return { kind: 'read-again' };
+  const answered = verifiedOrphanFacts({ policy, answer: verdict.answer });
+  const decision = decideUnknownOutcome(answered);
+  return settleOrphanBy(decision, describeUnknownDecision(decision, answered));
+}
+
 function settleOrphanBy(decision: UnknownOutcomeDecision, why: string): ClaimStep {
   const note = `the run holding this claim closed after dispatching; ${why}`;
   return run({ name: 'settleDispatchedOrphan', decision, note });
 }
 
-/** The verify activity's request: the claim's, less what only a claim without a verdict reads. */
-export type VerdictRequest = Pick<
-  ClaimRequest,
-  'orderId' | 'claimToken' | 'workflowScope' | 'issuedAt' | 'policy' | 'recordedBy'
->;
-
 export type VerdictSettlement = Extract<ClaimTransition, { name: 'settleDispatchedOrphan' }>;
 
 /**
- * What follows a dispatched orphan once its provider answered: decideClaim with the verdict as
- * its one fact, so the verify activity and the claim share one rule. Null: the row moved on (claim again).
+ * What follows a dispatched orphan once its provider answered: the claim's own holder checks and settlement
+ * by the verdict, so the verify activity and the claim share one rule. Null: the row moved on (claim again).
  */
 export function decideVerdict(
   row: ClaimRow | null,
-  request: VerdictRequest,
-  verdict: NonNullable<ClaimFacts['verdict']>,
+  claimer: Claimer,
+  verdict: Verdict,
 ): VerdictSettlement | null {
-  if (row === null) return null;
-  // Unread: decideClaim asks for another fact (and stops here) before it reads the key's window or timeout.
-  const step = decideClaim(row, { ...request, idempotency: null, sendTimeoutMs: 0 }, { verdict });
+  if (row === null || decideHolder(row, claimer) !== null) return null;
+  // A failed row or an undispatched orphan is decideClaim's to move, whatever the verdict says.
+  if (row.state === 'failed' || row.dispatchedAt === null) return null;
+  const step = settleByVerdict(row, claimer.policy, verdict);
   return step.kind === 'run' && step.transition.name === 'settleDispatchedOrphan' ? step.transition : null;
 }
 

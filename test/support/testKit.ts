@@ -302,24 +302,44 @@ export interface WorkflowTestBed {
   close(): Promise<void>;
 }
 
+/** What every test file with workflows talks to: its database, the sandbox, a mail client on it, a client. */
+export interface TestServices {
+  database: TestDatabase;
+  sandbox: MailSandbox;
+  mail: MailTransport;
+  client: Client;
+}
+
+/** Opens them one by one, pushing each one's close onto `closers` as soon as it is open. */
+export async function openTestServices(
+  prefix: string,
+  closers: (() => Promise<void>)[],
+): Promise<TestServices> {
+  const database = await openTestDatabase(prefix);
+  closers.push(() => database.close());
+  const sandbox = await startMailSandbox();
+  closers.push(() => sandbox.close());
+  const mail = testMailClient(sandbox.url);
+  closers.push(() => mail.close());
+  const client = await connectTestClient();
+  closers.push(() => client.connection.close());
+  return { database, sandbox, mail, client };
+}
+
+/** Closes in reverse order, each also when one before failed, and empties `closers`; throws the first error. */
+export async function closeInReverse(closers: (() => Promise<void>)[]): Promise<void> {
+  const errors: unknown[] = [];
+  for (const closer of closers.reverse()) await closer().catch((error: unknown) => errors.push(error));
+  closers.length = 0;
+  if (errors.length > 0) throw errors[0];
+}
+
 export async function openWorkflowTestBed(prefix: string): Promise<WorkflowTestBed> {
   // Closed in reverse order, also when a later part fails to start, so nothing is left running.
   const closers: (() => Promise<void>)[] = [];
-  const close = async (): Promise<void> => {
-    const errors: unknown[] = [];
-    for (const closer of closers.reverse()) await closer().catch((error: unknown) => errors.push(error));
-    closers.length = 0;
-    if (errors.length > 0) throw errors[0];
-  };
+  const close = (): Promise<void> => closeInReverse(closers);
   try {
-    const database = await openTestDatabase(prefix);
-    closers.push(() => database.close());
-    const sandbox = await startMailSandbox();
-    closers.push(() => sandbox.close());
-    const mail = testMailClient(sandbox.url);
-    closers.push(() => mail.close());
-    const client = await connectTestClient();
-    closers.push(() => client.connection.close());
+    const { database, sandbox, mail, client } = await openTestServices(prefix, closers);
     const worker = async (policy: UnknownOutcomePolicy): Promise<RunningTestWorker> => {
       const running = await startTestWorker({
         db: database.db,

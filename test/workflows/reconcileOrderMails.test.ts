@@ -3,101 +3,23 @@
 // claim stuck in 'sending' under a run that was really terminated is settled (released, or by the policy), in
 // the audit trail and on the sweep's search attribute.
 import { randomUUID } from 'node:crypto';
-import type { Client, ScheduleHandle } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../src/activities';
-import type { SweepSettings } from '../../src/activities/sweepActivities';
+import { describe, expect, it } from 'vitest';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { advanceSweepProgress, SWEEP_OVERLAP_MS } from '../../src/db/sweepProgress';
-import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
 import { OrderMailStuckOrders } from '../../src/shared/orderMailSearchAttributes';
-import { ensureSweepSchedule } from '../../src/temporal/sweepSchedule';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
-import { reconcileOrderMails, type SweepReport } from '../../src/workflows/reconcileOrderMails';
-import {
-  connectTestClient,
-  createOrder,
-  openTestDatabase,
-  startTestWorker,
-  testMailClient,
-  testSettings,
-  waitFor,
-  type RunningTestWorker,
-  type TestDatabase,
-} from '../support/testKit';
+import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
+import { SWEEP_GRACE_MS as GRACE_MS, sweepSettings, useSweepTestBed } from '../support/sweepTestBed';
+import { startTestWorker, testSettings, waitFor } from '../support/testKit';
 
-const GRACE_MS = 10 * 60_000;
-const settings: SweepSettings = {
-  graceMs: GRACE_MS,
-  lookbackMs: 24 * 3_600_000,
-  confirmedSince: null,
-  // Small, so a handful of orders already takes several batches.
-  batchSize: 2,
-};
-
-let database: TestDatabase;
-let sandbox: MailSandbox;
-let mail: MailTransport;
-let client: Client;
-let worker: RunningTestWorker;
-let schedule: ScheduleHandle;
-
-beforeAll(async () => {
-  database = await openTestDatabase('reconcile');
-  sandbox = await startMailSandbox();
-  mail = testMailClient(sandbox.url);
-  client = await connectTestClient();
-  worker = await startTestWorker(
-    { db: database.db, mail, settings: testSettings() },
-    { reconcile: { db: database.db, temporal: client, settings } },
-  );
-  const scheduleId = `reconcile-test-${randomUUID()}`;
-  // Paused: only the test's triggers run it, so nothing fires on its own half-way through a test.
-  await ensureSweepSchedule(client, {
-    scheduleId,
-    taskQueue: worker.taskQueue,
-    intervalMs: 300_000,
-    paused: true,
-  });
-  schedule = client.schedule.getHandle(scheduleId);
-});
-
-afterAll(async () => {
-  await schedule.delete();
-  await worker.stop();
-  await client.connection.close();
-  await mail.close();
-  await sandbox.close();
-  await database.close();
-});
-
-/** An order confirmed `agoMs` ago (createOrder confirms it now), optionally in another status. */
-async function orderConfirmedAgo(agoMs: number, status: 'confirmed' | 'pending' | 'cancelled' = 'confirmed') {
-  const orderId = await createOrder(database.db, { status });
-  await database.db.query(
-    `UPDATE orders SET confirmed_at = now() - make_interval(secs => $2::double precision / 1000) WHERE id = $1`,
-    [orderId, agoMs],
-  );
-  return orderId;
-}
-
-/** Triggers the schedule and waits for the sweep it started (and its continued-as-new runs) to finish. */
-async function triggerSweep(): Promise<{ report: SweepReport; workflowId: string; firstRunId: string }> {
-  const before = (await schedule.describe()).info.numActionsTaken;
-  await schedule.trigger();
-  const action = await waitFor('the schedule to start a sweep', async () => {
-    const { info } = await schedule.describe();
-    return info.numActionsTaken > before ? info.recentActions.at(-1)?.action : undefined;
-  });
-  const { workflowId, firstExecutionRunId } = action.workflow;
-  const report = await client.workflow.getHandle<typeof reconcileOrderMails>(workflowId).result();
-  return { report, workflowId, firstRunId: firstExecutionRunId };
-}
+// Small batches, so a handful of orders already takes several batches.
+const settings = sweepSettings(2);
+const bed = useSweepTestBed('reconcile', { settings });
+const { triggerSweep, orderConfirmedAgo, makeQuiet } = bed;
 
 async function mailResult(orderId: string) {
-  return client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
+  return bed.client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
 }
 
 describe('reconciliation', () => {
@@ -110,9 +32,9 @@ describe('reconciliation', () => {
     const beforeLookback = await orderConfirmedAgo(settings.lookbackMs + 60_000);
     // One whose start did happen, and whose mail went out: it has a row, so the sweep leaves it alone.
     const alreadyMailed = await orderConfirmedAgo(GRACE_MS + 60_000);
-    await client.workflow.execute(orderConfirmationMail, {
+    await bed.client.workflow.execute(orderConfirmationMail, {
       workflowId: alreadyMailed,
-      taskQueue: worker.taskQueue,
+      taskQueue: bed.worker.taskQueue,
       args: [alreadyMailed],
     });
 
@@ -122,27 +44,30 @@ describe('reconciliation', () => {
     expect(first.report.batches).toBe(3);
     for (const orderId of missed) {
       expect(await mailResult(orderId)).toMatchObject({ result: 'sent', attempts: 1 });
-      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-      expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'accepted' });
+      expect(bed.sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(await readMailLog(bed.database.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'accepted',
+      });
     }
     for (const orderId of [tooRecent, pending, cancelled, beforeLookback]) {
-      expect(await readMailLog(database.db, orderId)).toBeNull();
-      expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+      expect(await readMailLog(bed.database.db, orderId)).toBeNull();
+      expect(bed.sandbox.messagesFor(orderId)).toHaveLength(0);
     }
-    expect(sandbox.messagesFor(alreadyMailed)).toHaveLength(1);
+    expect(bed.sandbox.messagesFor(alreadyMailed)).toHaveLength(1);
 
-    const messagesAfterFirst = sandbox.messages().length;
+    const messagesAfterFirst = bed.sandbox.messages().length;
     const second = await triggerSweep();
     expect(second.report).toMatchObject({ found: 0, started: 0, alreadyStarted: 0, stuck: [] });
-    expect(sandbox.messages()).toHaveLength(messagesAfterFirst);
-    for (const orderId of missed) expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(bed.sandbox.messages()).toHaveLength(messagesAfterFirst);
+    for (const orderId of missed) expect(bed.sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
   it('after a complete sweep the next reads only since its mark (less the overlap); without the mark, all the window', async () => {
     await triggerSweep();
     const marks = async () =>
       (
-        await database.db.query<{ checkedThrough: Date }>(
+        await bed.database.db.query<{ checkedThrough: Date }>(
           `SELECT checked_through AS "checkedThrough" FROM order_mail_reconcile_progress`,
         )
       ).rows.map((row) => row.checkedThrough.getTime());
@@ -151,8 +76,8 @@ describe('reconciliation', () => {
     expect(mark).toBeGreaterThan(Date.now() - GRACE_MS - 120_000);
     expect(mark).toBeLessThanOrEqual(Date.now() - GRACE_MS + 5_000);
     // The mark only moves forward: a sweep with a longer grace does not take it back.
-    await advanceSweepProgress(database.db, {
-      namespace: client.options.namespace,
+    await advanceSweepProgress(bed.database.db, {
+      namespace: bed.client.options.namespace,
       graceMs: 2 * GRACE_MS,
     });
     expect(await marks()).toEqual([mark]);
@@ -164,15 +89,15 @@ describe('reconciliation', () => {
     const next = await triggerSweep();
     expect(next.report).toMatchObject({ found: 1, started: 1 });
     expect(await mailResult(sinceMark)).toMatchObject({ result: 'sent', attempts: 1 });
-    expect(await readMailLog(database.db, beforeMark)).toBeNull();
+    expect(await readMailLog(bed.database.db, beforeMark)).toBeNull();
 
     // With no mark (a new database, or the row deleted), a sweep reads its whole window again.
-    await database.db.query(`DELETE FROM order_mail_reconcile_progress`);
+    await bed.database.db.query(`DELETE FROM order_mail_reconcile_progress`);
     const whole = await triggerSweep();
     expect(whole.report).toMatchObject({ found: 1, started: 1 });
     expect(await mailResult(beforeMark)).toMatchObject({ result: 'sent', attempts: 1 });
-    expect(sandbox.messagesFor(beforeMark)).toHaveLength(1);
-    expect(sandbox.messagesFor(sinceMark)).toHaveLength(1);
+    expect(bed.sandbox.messagesFor(beforeMark)).toHaveLength(1);
+    expect(bed.sandbox.messagesFor(sinceMark)).toHaveLength(1);
   });
 
   it('a start that raced with the sweep is "already started", and the order still gets one mail', async () => {
@@ -180,7 +105,7 @@ describe('reconciliation', () => {
     // The order service's own start arrives late, but before the sweep: its run has not claimed yet, since
     // no worker polls this queue, so the order still has no row when the sweep looks.
     const idle = `idle-${randomUUID()}`;
-    await client.workflow.start(orderConfirmationMail, {
+    await bed.client.workflow.start(orderConfirmationMail, {
       workflowId: orderId,
       taskQueue: idle,
       args: [orderId],
@@ -190,7 +115,7 @@ describe('reconciliation', () => {
     expect(report).toMatchObject({ found: 1, started: 0, alreadyStarted: 1 });
     // The order service's run goes on once a worker polls its queue: one mail in all.
     const late = await startTestWorker(
-      { db: database.db, mail, settings: testSettings() },
+      { db: bed.database.db, mail: bed.mail, settings: testSettings() },
       { taskQueue: idle },
     );
     try {
@@ -198,16 +123,16 @@ describe('reconciliation', () => {
     } finally {
       await late.stop();
     }
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(bed.sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
   it('a large backlog is worked through in bounded runs: the sweep continues as new', async () => {
     const backlog = [];
     for (let i = 0; i < 7; i++) backlog.push(await orderConfirmedAgo(GRACE_MS + 60_000));
     // Started directly, with one batch per run, to see continue-as-new without creating 41 orders.
-    const handle = await client.workflow.start(reconcileOrderMails, {
+    const handle = await bed.client.workflow.start(reconcileOrderMails, {
       workflowId: `reconcile-backlog-${randomUUID()}`,
-      taskQueue: worker.taskQueue,
+      taskQueue: bed.worker.taskQueue,
       args: [{ batchesPerRun: 1 }],
     });
     const report = await handle.result();
@@ -215,43 +140,23 @@ describe('reconciliation', () => {
     expect((await handle.describe()).runId).not.toBe(handle.firstExecutionRunId);
     for (const orderId of backlog) {
       await mailResult(orderId);
-      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(bed.sandbox.messagesFor(orderId)).toHaveLength(1);
     }
   });
 
   it('a run terminated before its send passed the fence: the sweep releases the row, and a retry sends once', async () => {
     const orderId = await orderConfirmedAgo(GRACE_MS + 60_000);
     // A run that claimed and was then terminated before its send passed the fence: its row stays 'sending'.
-    const deps = {
-      db: database.db,
-      mail,
-      settings: testSettings(),
-      workerIdentity: 'stalled',
-      mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
-    };
-    let releaseSend!: () => void;
-    const sendReleased = new Promise<void>((resolve) => (releaseSend = resolve));
-    let stalledSend: Promise<unknown> | null = null;
-    const stalled = await startTestWorker(deps, {
-      activities: {
-        ...createActivities(deps),
-        // Stalls before its dispatch fence, then dies: no request is ever made.
-        sendOrderMail: () =>
-          (stalledSend = sendReleased.then(() => {
-            throw new Error('test: the stalled send gave up');
-          })),
-      },
-    });
+    const stalled = await bed.startStalledSendWorker({ identity: 'stalled' });
     try {
-      await client.workflow.start(orderConfirmationMail, {
+      await bed.client.workflow.start(orderConfirmationMail, {
         workflowId: orderId,
         taskQueue: stalled.taskQueue,
         args: [orderId],
       });
-      await waitFor('the send to be under way', async () => (stalledSend === null ? undefined : true));
-      await client.workflow.getHandle(orderId).terminate('test: the run dies holding its claim');
-      releaseSend();
-      await stalledSend!.catch(() => undefined);
+      await stalled.underWay('the send to be under way');
+      await bed.client.workflow.getHandle(orderId).terminate('test: the run dies holding its claim');
+      await stalled.release();
     } finally {
       await stalled.stop();
     }
@@ -267,25 +172,25 @@ describe('reconciliation', () => {
         settlement: 'released',
       }),
     ]);
-    const sweep = await client.workflow.getHandle(workflowId).describe();
+    const sweep = await bed.client.workflow.getHandle(workflowId).describe();
     expect(sweep.typedSearchAttributes.get(OrderMailStuckOrders)).toEqual([orderId]);
-    const row = await readMailLog(database.db, orderId);
+    const row = await readMailLog(bed.database.db, orderId);
     expect(row).toMatchObject({ state: 'failed', outcome: 'not_sent', attempts: 1 });
     expect(row!.lastError).toContain('terminated');
-    const attempts = await listAttempts(database.db, orderId);
+    const attempts = await listAttempts(bed.database.db, orderId);
     expect(attempts).toMatchObject([
       { attempt: 1, state: 'failed', outcome: 'not_sent', dispatchedAt: null },
     ]);
     expect(attempts[0]!.recordedBy).toMatch(/^reconciliation sweep /);
-    expect(sandbox.messagesFor(orderId)).toHaveLength(0);
+    expect(bed.sandbox.messagesFor(orderId)).toHaveLength(0);
 
     // A second sweep finds nothing left; the operator's retry claims the released row at once and sends once
     // (a reset keeps the run's task queue: a worker polls it again, this time without the stall).
     expect((await triggerSweep()).report.stuck).toEqual([]);
-    const resumed = await startTestWorker(deps, { taskQueue: stalled.taskQueue });
+    const resumed = await startTestWorker(stalled.dependencies, { taskQueue: stalled.taskQueue });
     try {
-      const { runId } = await client.workflow.getHandle(orderId).describe();
-      await resetToFirstWorkflowTask(client, {
+      const { runId } = await bed.client.workflow.getHandle(orderId).describe();
+      await resetToFirstWorkflowTask(bed.client, {
         workflowId: orderId,
         runId,
         reason: 'test: retry',
@@ -295,7 +200,7 @@ describe('reconciliation', () => {
     } finally {
       await resumed.stop();
     }
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(bed.sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
   it('a run terminated while its dispatched send is held: the sweep settles it by the policy, one message', async () => {
@@ -304,16 +209,16 @@ describe('reconciliation', () => {
     await makeQuiet(orderId);
 
     const { report } = await triggerSweep();
-    sandbox.releaseHeld();
+    bed.sandbox.releaseHeld();
     expect(report.stuck).toEqual([
       expect.objectContaining({ orderId, runStatus: 'TERMINATED', dispatched: true, settlement: 'settled' }),
     ]);
-    expect(await readMailLog(database.db, orderId)).toMatchObject({
+    expect(await readMailLog(bed.database.db, orderId)).toMatchObject({
       state: 'sent',
       outcome: 'unknown',
       unknownPolicy: 'assume-sent',
     });
-    const [attempt] = await listAttempts(database.db, orderId);
+    const [attempt] = await listAttempts(bed.database.db, orderId);
     expect(attempt).toMatchObject({
       attempt: 1,
       state: 'sent',
@@ -321,7 +226,7 @@ describe('reconciliation', () => {
       unknownPolicy: 'assume-sent',
     });
     expect(attempt!.error).toContain('terminated');
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(bed.sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 });
 
@@ -330,7 +235,7 @@ describe('reconciliation beside an open run of the same order', () => {
     const orderId = await orderConfirmedAgo(GRACE_MS + 60_000);
     await terminatedWhileDispatched(orderId);
     // A later run of the order that no worker polls: it would hold the row forever if the sweep waited for it.
-    const later = await client.workflow.start(orderConfirmationMail, {
+    const later = await bed.client.workflow.start(orderConfirmationMail, {
       workflowId: orderId,
       taskQueue: `nobody-polls-${randomUUID()}`,
       args: [orderId],
@@ -338,34 +243,26 @@ describe('reconciliation beside an open run of the same order', () => {
     await makeQuiet(orderId);
 
     const { report } = await triggerSweep();
-    sandbox.releaseHeld();
+    bed.sandbox.releaseHeld();
     await later.terminate('test: done');
     expect(report.stuck).toEqual([
       expect.objectContaining({ orderId, runStatus: 'TERMINATED', dispatched: true, settlement: 'settled' }),
     ]);
-    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'unknown' });
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(await readMailLog(bed.database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'unknown' });
+    expect(bed.sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 });
 
 /** Its run started, its send dispatched and held at the provider (which has the mail), then terminated. */
 async function terminatedWhileDispatched(orderId: string): Promise<void> {
-  sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
-  await client.workflow.start(orderConfirmationMail, {
+  bed.sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+  await bed.client.workflow.start(orderConfirmationMail, {
     workflowId: orderId,
-    taskQueue: worker.taskQueue,
+    taskQueue: bed.worker.taskQueue,
     args: [orderId],
   });
   await waitFor('the held send to be dispatched', async () =>
-    (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
+    (await readMailLog(bed.database.db, orderId))?.dispatchedAt ? true : undefined,
   );
-  await client.workflow.getHandle(orderId).terminate('test: terminated mid-send');
-}
-
-/** Quiet for longer than the grace period (the sweep leaves fresh claims alone). */
-async function makeQuiet(orderId: string): Promise<void> {
-  await database.db.query(
-    `UPDATE order_mail_log SET updated_at = now() - interval '1 hour' WHERE order_id = $1`,
-    [orderId],
-  );
+  await bed.client.workflow.getHandle(orderId).terminate('test: terminated mid-send');
 }

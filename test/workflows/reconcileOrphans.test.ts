@@ -4,116 +4,42 @@
 // the sweep starts it again, once, and the order gets one mail. A claim held by a run of ANOTHER namespace is
 // never taken for a closed run of this one.
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowFailedError, type ScheduleHandle } from '@temporalio/client';
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { google } from '@temporalio/proto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createActivities } from '../../src/activities';
-import type { SweepSettings } from '../../src/activities/sweepActivities';
+import { describe, expect, inject, it } from 'vitest';
 import { RESTARTED_BY_MEMO, startOrderConfirmationMail } from '../../src/client';
 import { readMailLog } from '../../src/db/orderMailLog';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import type { MailTransport } from '../../src/mail/types';
 import { noOrderMailMetrics } from '../../src/metrics/orderMailMetrics';
 import { FailureType } from '../../src/shared/failures';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
-import { ensureSweepSchedule } from '../../src/temporal/sweepSchedule';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
-import type { SweepReport } from '../../src/workflows/reconcileOrderMails';
-import {
-  connectTestClient,
-  createOrder,
-  openTestDatabase,
-  startTestWorker,
-  testMailClient,
-  testSettings,
-  waitFor,
-  type RunningTestWorker,
-  type TestDatabase,
-} from '../support/testKit';
+import { SWEEP_GRACE_MS as GRACE_MS, sweepSettings, useSweepTestBed } from '../support/sweepTestBed';
+import { createOrder, waitFor } from '../support/testKit';
 
-const GRACE_MS = 10 * 60_000;
-const settings: SweepSettings = {
-  graceMs: GRACE_MS,
-  lookbackMs: 24 * 3_600_000,
-  confirmedSince: null,
-  batchSize: 10,
-};
-
-let database: TestDatabase;
-let sandbox: MailSandbox;
-let mail: MailTransport;
-let client: Client;
-let worker: RunningTestWorker;
-let schedule: ScheduleHandle;
 // What the sweep counted for order_mail_orders_left_without_mail_total.
 const leftWithoutMail: string[] = [];
-
-beforeAll(async () => {
-  database = await openTestDatabase('reconcile_closed');
-  sandbox = await startMailSandbox();
-  mail = testMailClient(sandbox.url);
-  client = await connectTestClient();
-  worker = await startTestWorker(
-    { db: database.db, mail, settings: testSettings() },
-    {
-      reconcile: {
-        db: database.db,
-        temporal: client,
-        settings,
-        metrics: {
-          ...noOrderMailMetrics,
-          orderLeftWithoutMail: (reason) => void leftWithoutMail.push(reason),
-        },
-      },
-    },
-  );
-  const scheduleId = `reconcile-closed-${randomUUID()}`;
-  await ensureSweepSchedule(client, {
-    scheduleId,
-    taskQueue: worker.taskQueue,
-    intervalMs: 300_000,
-    paused: true,
-  });
-  schedule = client.schedule.getHandle(scheduleId);
+const bed = useSweepTestBed('reconcile_closed', {
+  settings: sweepSettings(10),
+  metrics: { ...noOrderMailMetrics, orderLeftWithoutMail: (reason) => void leftWithoutMail.push(reason) },
 });
+const { confirmedAgo } = bed;
 
-afterAll(async () => {
-  await schedule?.delete();
-  await worker?.stop();
-  await client?.connection.close();
-  await mail?.close();
-  await sandbox?.close();
-  await database?.close();
-});
-
-async function confirmedAgo(orderId: string, agoMs: number): Promise<void> {
-  await database.db.query(
-    `UPDATE orders SET confirmed_at = now() - make_interval(secs => $2::double precision / 1000) WHERE id = $1`,
-    [orderId, agoMs],
-  );
-}
-
-async function triggerSweep(): Promise<SweepReport> {
-  const before = (await schedule.describe()).info.numActionsTaken;
-  await schedule.trigger();
-  const action = await waitFor('the schedule to start a sweep', async () => {
-    const { info } = await schedule.describe();
-    return info.numActionsTaken > before ? info.recentActions.at(-1)?.action : undefined;
-  });
-  return client.workflow.getHandle(action.workflow.workflowId).result() as Promise<SweepReport>;
+/** The report of the sweep the schedule starts now. */
+async function triggerSweep() {
+  return (await bed.triggerSweep()).report;
 }
 
 describe('closed runs that made no log row', () => {
   it('a run that failed OrderNotFound before the order was visible, and one terminated before its claim, are started again once', async () => {
     // Started before its order exists (the order service started it before its commit was visible).
-    const early = String(BigInt(await createOrder(database.db)) + 500n);
-    await client.workflow.start(orderConfirmationMail, {
+    const early = String(BigInt(await createOrder(bed.database.db)) + 500n);
+    await bed.client.workflow.start(orderConfirmationMail, {
       workflowId: early,
-      taskQueue: worker.taskQueue,
+      taskQueue: bed.worker.taskQueue,
       // A short wait for the order, so the run fails OrderNotFound before the order is inserted below.
       args: [early, { orderVisibleWaitMs: 1_000 }],
     });
-    const failure: unknown = await client.workflow
+    const failure: unknown = await bed.client.workflow
       .getHandle(early)
       .result()
       .then(
@@ -124,12 +50,12 @@ describe('closed runs that made no log row', () => {
     expect(((failure as WorkflowFailedError).cause as { type?: string }).type).toBe(
       FailureType.OrderNotFound,
     );
-    await database.db.query(
+    await bed.database.db.query(
       `INSERT INTO orders (id, customer_name, customer_email, status, confirmed_at)
        VALUES ($1, '山田 太郎', 'early@example.com', 'confirmed', now())`,
       [early],
     );
-    await database.db.query(
+    await bed.database.db.query(
       `INSERT INTO order_items (order_id, line_no, product_name, quantity, unit_price_yen)
        VALUES ($1, 1, '有機緑茶 100g', 1, 1200)`,
       [early],
@@ -137,60 +63,65 @@ describe('closed runs that made no log row', () => {
     await confirmedAgo(early, GRACE_MS + 60_000);
 
     // Terminated before its first claim: no worker polled its queue.
-    const terminated = await createOrder(database.db);
+    const terminated = await createOrder(bed.database.db);
     await confirmedAgo(terminated, GRACE_MS + 60_000);
-    await client.workflow.start(orderConfirmationMail, {
+    await bed.client.workflow.start(orderConfirmationMail, {
       workflowId: terminated,
       taskQueue: `nobody-polls-${randomUUID()}`,
       args: [terminated],
     });
-    await client.workflow.getHandle(terminated).terminate('test: the run dies before its claim');
+    await bed.client.workflow.getHandle(terminated).terminate('test: the run dies before its claim');
 
     // The order service's own start, again, after the commit: it starts nothing, but says the run is closed.
-    const again = await startOrderConfirmationMail(client, terminated, { taskQueue: worker.taskQueue });
+    const again = await startOrderConfirmationMail(bed.client, terminated, {
+      taskQueue: bed.worker.taskQueue,
+    });
     expect(again).toMatchObject({ status: 'already-started', runStatus: 'TERMINATED' });
 
     const report = await triggerSweep();
     expect(report).toMatchObject({ found: 2, started: 0, restarted: 2, alreadyStarted: 0 });
     for (const orderId of [early, terminated]) {
-      const result = await client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
+      const result = await bed.client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
       expect(result).toMatchObject({ result: 'sent', attempts: 1 });
-      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-      expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'accepted' });
+      expect(bed.sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(await readMailLog(bed.database.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'accepted',
+      });
     }
 
     // A second sweep finds rows, starts nothing, and sends nothing.
     const second = await triggerSweep();
     expect(second).toMatchObject({ found: 0, restarted: 0 });
-    for (const orderId of [early, terminated]) expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    for (const orderId of [early, terminated]) expect(bed.sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
   it('a run the sweep itself restarted that closed again without a row is not started again: the sweep names it', async () => {
-    const orderId = await createOrder(database.db);
+    const orderId = await createOrder(bed.database.db);
     await confirmedAgo(orderId, GRACE_MS + 60_000);
     // As the sweep starts it again (its memo says so), then closed before its claim.
-    await client.workflow.start(orderConfirmationMail, {
+    await bed.client.workflow.start(orderConfirmationMail, {
       workflowId: orderId,
       taskQueue: `nobody-polls-${randomUUID()}`,
       args: [orderId],
       memo: { [RESTARTED_BY_MEMO]: 'reconciliation sweep' },
     });
-    await client.workflow.getHandle(orderId).terminate('test: the restart dies too');
+    await bed.client.workflow.getHandle(orderId).terminate('test: the restart dies too');
 
     const counted = leftWithoutMail.length;
     const report = await triggerSweep();
     expect(report).toMatchObject({ restarted: 0, closedWithoutRow: [orderId] });
     // Counted for the alert (OrderMailOrdersLeftWithoutMail).
     expect(leftWithoutMail.slice(counted)).toEqual(['closed-without-row']);
-    expect((await client.workflow.getHandle(orderId).describe()).status.name).toBe('TERMINATED');
-    expect(await readMailLog(database.db, orderId)).toBeNull();
+    expect((await bed.client.workflow.getHandle(orderId).describe()).status.name).toBe('TERMINATED');
+    expect(await readMailLog(bed.database.db, orderId)).toBeNull();
   });
 });
 
 describe('two namespaces sharing one database', () => {
   it('a sweep never settles a claim held by a run of another namespace', async () => {
     const otherNamespace = `other-${randomUUID().slice(0, 8)}`;
-    await client.connection.workflowService.registerNamespace({
+    await bed.client.connection.workflowService.registerNamespace({
       namespace: otherNamespace,
       workflowExecutionRetentionPeriod: google.protobuf.Duration.fromObject({ seconds: 86_400 }),
     });
@@ -203,28 +134,12 @@ describe('two namespaces sharing one database', () => {
       ),
     );
 
-    const orderId = await createOrder(database.db);
+    const orderId = await createOrder(bed.database.db);
     await confirmedAgo(orderId, GRACE_MS + 60_000);
-    const deps = {
-      db: database.db,
-      mail,
-      settings: testSettings(),
-      workerIdentity: 'other-namespace',
-      mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
-    };
-    let releaseSend!: () => void;
-    const sendReleased = new Promise<void>((resolve) => (releaseSend = resolve));
-    let stalledSend = null as Promise<unknown> | null;
-    const otherWorker = await startTestWorker(deps, {
+    // Holds its claim, before the dispatch fence, while the other namespace's sweep looks.
+    const otherWorker = await bed.startStalledSendWorker({
+      identity: 'other-namespace',
       temporal: { address: inject('temporalAddress'), namespace: otherNamespace },
-      activities: {
-        ...createActivities(deps),
-        // Holds its claim, before the dispatch fence, while the other namespace's sweep looks.
-        sendOrderMail: () =>
-          (stalledSend = sendReleased.then(() => {
-            throw new Error('test: the stalled send gave up');
-          })),
-      },
     });
     try {
       await waitFor(
@@ -242,28 +157,22 @@ describe('two namespaces sharing one database', () => {
             ),
         30_000,
       );
-      await waitFor('the other namespace’s send to be under way', async () =>
-        stalledSend === null ? undefined : true,
-      );
-      const held = await readMailLog(database.db, orderId);
+      await otherWorker.underWay('the other namespace’s send to be under way');
+      const held = await readMailLog(bed.database.db, orderId);
       expect(held).toMatchObject({ state: 'sending' });
       expect(held!.claimToken.startsWith(`${otherNamespace}/`)).toBe(true);
       // Quiet for longer than the grace: a candidate for the sweep, were the run its own.
-      await database.db.query(
-        `UPDATE order_mail_log SET updated_at = now() - interval '1 hour' WHERE order_id = $1`,
-        [orderId],
-      );
+      await bed.makeQuiet(orderId);
 
       const report = await triggerSweep();
       expect(report.stuck.map((claim) => claim.orderId)).not.toContain(orderId);
-      expect(await readMailLog(database.db, orderId)).toMatchObject({
+      expect(await readMailLog(bed.database.db, orderId)).toMatchObject({
         state: 'sending',
         claimToken: held!.claimToken,
         attempts: 1,
       });
     } finally {
-      releaseSend();
-      await stalledSend?.catch(() => undefined);
+      await otherWorker.release();
       await other.workflow
         .getHandle(orderId)
         .terminate('test: done')
