@@ -259,7 +259,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
           mail.endFaults?.();
           faultsEndedAtMs = Date.now() - startedAt;
           say(
-            `upgrade: every switch made and every order started; the faults end at ${faultsEndedAtMs / 1000} s`,
+            `upgrade: every switch made and every order started; the faults end at ${Math.round(faultsEndedAtMs / 100) / 10} s`,
           );
         })
         .catch(() => undefined);
