@@ -48,6 +48,8 @@ export interface DemoMailTarget {
   webhookPostings(): Promise<Omit<WebhookFacts, 'rows'> | null>;
   /** --send-outage: drops every send for `ms`, then heals (the HTTP sandbox only). */
   dropEverySendFor?(ms: number, say: (line: string) => void, signal?: AbortSignal): Promise<OutageWindow>;
+  /** From now on every send is taken at once, without a fault (the HTTP sandbox only). */
+  endFaults?(): void;
   close(): Promise<void>;
 }
 
@@ -153,6 +155,7 @@ export async function startMailTarget(options: {
         })),
     refuseConnectionsFor: (ms) => sandbox.refuseConnectionsFor(ms),
     dropEverySendFor: (ms, say, signal) => dropEverySend(sandbox, ms, say, signal),
+    endFaults: () => sandbox.setFaultPlan({ rates: [], seed: options.seed }),
     receiverOutage: (ms) => verification.receiverOutage(ms),
     whenListening: () => sandbox.whenListening(),
     relaysSettled: () => sandbox.relaysSettled(),

@@ -71,6 +71,8 @@ export async function runDemo(options: RunOptions): Promise<number> {
   let sendHold: SendHoldAct | null = null;
   let upgrade: UpgradeAct | null = null;
   let upgradeBuilds: UpgradeBuilds | null = null;
+  let faultsEnded: Promise<void> = Promise.resolve();
+  let faultsEndedAtMs: number | null = null;
   let providerChange: ProviderChange | null = null;
   try {
     say(
@@ -244,6 +246,23 @@ export async function runDemo(options: RunOptions): Promise<number> {
         deadline: startedAt + options.timeoutMs,
         say,
       });
+      // The roll is made under faults; once every switch is made and every order started, the faults end (the
+      // kills, refused connections and the provider's fault mix), so what the roll left open runs out as it
+      // would after an incident: against a provider that answers (docs/demo-and-chaos.md, "The upgrade run").
+      const roll = upgrade;
+      const started = clients.done;
+      const mail = stack.mail;
+      faultsEnded = Promise.all([roll.switched(), started])
+        .then(async () => {
+          await roll.stop();
+          await chaos?.stop();
+          mail.endFaults?.();
+          faultsEndedAtMs = Date.now() - startedAt;
+          say(
+            `upgrade: every switch made and every order started; the faults end at ${Math.round(faultsEndedAtMs / 100) / 10} s`,
+          );
+        })
+        .catch(() => undefined);
       say(
         `upgrade: N current at ${options.upgrade.atMs / 1000} s, N+1 once 2.0's runs drained and at least ` +
           `${options.upgrade.everyMs / 1000} s later, then back to N one period on (${options.upgrade.shapedLoad ? 'shaped' : 'plain'} load)`,
@@ -330,7 +349,9 @@ export async function runDemo(options: RunOptions): Promise<number> {
               since: new Date(startedAt),
             }),
           );
-    const upgradeFacts = upgrade === null ? null : await interruption.race(upgrade.facts(orderIds));
+    await faultsEnded;
+    const upgradeFacts =
+      upgrade === null ? null : { ...(await interruption.race(upgrade.facts(orderIds))), faultsEndedAtMs };
     const report = buildReport({
       ...facts,
       sendHold: sendHoldFacts,

@@ -135,7 +135,7 @@ export interface UpgradeAct {
   /** Resolves once the three switches were made (or one failed: the facts say so). */
   switched(): Promise<void>;
   /** After every order finished: the runs per build and what their histories show. */
-  facts(orderIds: string[]): Promise<UpgradeFacts>;
+  facts(orderIds: string[]): Promise<Omit<UpgradeFacts, 'faultsEndedAtMs'>>;
   /** Stops the switches and the kills (the builds' workers are stopped with UpgradeBuilds.stop). */
   stop(): Promise<void>;
 }

@@ -68,6 +68,7 @@ const ROLLED: UpgradeFacts = {
   movedFromUnversioned: 12,
   historiesUnreadable: 0,
   failure: null,
+  faultsEndedAtMs: 95_000,
 };
 
 describe('--upgrade-at', () => {

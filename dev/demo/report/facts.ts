@@ -132,6 +132,8 @@ export interface UpgradeFacts {
   movedFromUnversioned: number;
   historiesUnreadable: number;
   failure: string | null;
+  /** When the faults ended (ms after the first start): every switch made and every order started; null if never. */
+  faultsEndedAtMs: number | null;
 }
 
 /** A run's hold (--hold-at): when it was set and lifted (ms after the first start), and what reached the provider. */

@@ -175,6 +175,7 @@ export function formatReport(report: RunReport): string {
         `unversioned runs drained ${upgrade.unversionedDrainedAtMs === null ? 'never seen' : `at ${seconds(upgrade.unversionedDrainedAtMs)}`}; ` +
         `${upgrade.movedFromUnversioned} unversioned run(s) moved to N; ` +
         `${upgrade.nondeterminismFailures.length} non-determinism failure(s), ${upgrade.crossedBuilds.length} run(s) across builds` +
+        `; faults ended ${upgrade.faultsEndedAtMs === null ? 'never' : `at ${seconds(upgrade.faultsEndedAtMs)}`}` +
         (upgrade.failure === null ? '' : `; FAILED: ${upgrade.failure}`),
     );
     for (const shot of upgrade.switches) {
