@@ -115,7 +115,7 @@ describe('the card variant (npm run bench)', () => {
       await worker.runUntil(async () => {
         await controls.reset();
         const orderIds = await Promise.all(Array.from({ length: 4 }, () => createOrder(db)));
-        const recorded = await card.openLoop(orderIds, Date.now(), 20, 60_000);
+        const { recordedAtMs: recorded } = await card.openLoop(orderIds, Date.now(), 20, 60_000);
         expect([...recorded.keys()].sort()).toEqual([...orderIds].sort());
         expect(await card.verify(orderIds, recorded)).toEqual([]);
         const history = historyToJson(
@@ -126,7 +126,7 @@ describe('the card variant (npm run bench)', () => {
 
         const [twice, notSent, fine] = await Promise.all(Array.from({ length: 3 }, () => createOrder(db)));
         const more = [twice!, notSent!, fine!];
-        const again = await card.openLoop(more, Date.now(), 20, 60_000);
+        const { recordedAtMs: again } = await card.openLoop(more, Date.now(), 20, 60_000);
         const order = await loadOrderForMail(db, twice!);
         await mail.send(renderConfirmationMail(order!, identity));
         await db.query(
