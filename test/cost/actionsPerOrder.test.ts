@@ -118,9 +118,11 @@ describe('the card variant (npm run bench)', () => {
         const { recordedAtMs: recorded } = await card.openLoop(orderIds, Date.now(), 20, 60_000);
         expect([...recorded.keys()].sort()).toEqual([...orderIds].sort());
         expect(await card.verify(orderIds, recorded)).toEqual([]);
-        const history = historyToJson(
-          await client.workflow.getHandle(`${prefix}${orderIds[0]}`).fetchHistory(),
-        );
+        // The row is written by the record step before the workflow task that ran it completes: wait for the
+        // run's end, or the history may lack the record's marker on a busy machine.
+        const handle = client.workflow.getHandle(`${prefix}${orderIds[0]}`);
+        await handle.result();
+        const history = historyToJson(await handle.fetchHistory());
         // Start, the send, the markers of two workflow tasks (claim; record): the floor-local's count.
         expect(countHistoryCost(history).actions).toBe(4);
 
