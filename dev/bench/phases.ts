@@ -1,9 +1,10 @@
 // One measured phase: a variant under closed-loop or open-loop load, with its latency histogram, throughput
 // and the CPU and memory of every process involved over the measured window.
 import { summarizeLatencies, type LatencySummary } from './latency';
+import { summarizeSegments, type SegmentSummary } from './latencySegments';
 import { insertBenchOrders } from './orders';
 import type { Database } from '../../src/db/pool';
-import { nowMs } from './plain/plainLoop';
+import { CLOCK_STEP_LIMIT_MS, clockStepMs, nowMs, readClock } from './clock';
 import type { CommitCounter } from './commitCounter';
 import { ResourceMeter, type MeteredProcesses, type PhaseResources } from './resourceMeter';
 import type { ServerName } from './options';
@@ -25,6 +26,15 @@ export interface PhaseResult {
   latency: LatencySummary;
   /** Open loop: the offered rate was sustained (throughput kept up and the backlog did not grow). */
   keptUp: boolean | null;
+  /**
+   * How far the wall clock moved against the monotonic clock during the phase: near 0, unless the machine
+   * was paused (dev/bench/clock.ts). Absent in reports written before 2026-12-06 20:00.
+   */
+  clockStepMs?: number;
+  /** Open loop, Temporal variants: from each start's due time to the server's answer (the starter's share). */
+  startLag?: LatencySummary;
+  /** Latency phases, Temporal variants: where a sample of runs spent their time, from their histories. */
+  segments?: SegmentSummary;
   /** An open-loop phase at half the card's knee, run once per round for the paired latency ratios. */
   latencyPhase?: boolean;
   resources: PhaseResources;
@@ -139,7 +149,9 @@ export async function runClosedPhase(
     // Read now; divided by the orders recorded in the window once they are known.
     commitsEnd = commits?.perOrder(1) ?? null;
   }, totalMs);
+  const clockAtStart = readClock();
   const run = await variant.closedLoop(orderIds, concurrency, totalMs);
+  const clockStep = clockStepMs(clockAtStart, readClock());
   clearTimeout(begin);
   clearTimeout(end);
   if (windowStart === 0) throw new Error(`${variant.name}: ran out of orders during the warm-up`);
@@ -174,9 +186,10 @@ export async function runClosedPhase(
     throughputPerSecond: recordedInWindow / ((windowEnd - windowStart) / 1000),
     latencies,
     keptUp: null,
+    clockStepMs: clockStep,
     resources,
     commits: windowCommits,
-    problems,
+    problems: [...clockProblem(variant, clockStep), ...problems],
   });
 }
 
@@ -195,7 +208,14 @@ export async function runOpenPhase(
   meter.begin();
   const commits = commitWindow(context, variant);
   const drainTimeoutMs = Math.max(120_000, seconds * 4_000);
-  const recordedAt = await variant.openLoop(orderIds, t0, ratePerSecond, drainTimeoutMs);
+  const clockAtStart = readClock();
+  const { recordedAtMs: recordedAt, startLagsMs } = await variant.openLoop(
+    orderIds,
+    t0,
+    ratePerSecond,
+    drainTimeoutMs,
+  );
+  const clockStep = clockStepMs(clockAtStart, readClock());
   const resources = meter.end();
   const windowCommits = await commits.perOrder(1);
   const intervalMs = 1000 / ratePerSecond;
@@ -224,11 +244,15 @@ export async function runOpenPhase(
     throughputPerSecond: achieved,
     latencies,
     keptUp,
+    clockStepMs: clockStep,
     resources,
     commits: windowCommits,
-    problems,
+    problems: [...clockProblem(variant, clockStep), ...problems],
   });
-  return latencyRound === null ? phase : { ...phase, latencyPhase: true };
+  const withStarts = startLagsMs === null ? phase : { ...phase, startLag: summarizeLatencies(startLagsMs) };
+  if (latencyRound === null) return withStarts;
+  const segments = await sampleSegments(variant, orderIds);
+  return { ...withStarts, latencyPhase: true, ...(segments === null ? {} : { segments }) };
 }
 
 function summarize(input: {
@@ -243,6 +267,7 @@ function summarize(input: {
   throughputPerSecond: number;
   latencies: number[];
   keptUp: boolean | null;
+  clockStepMs: number;
   resources: PhaseResources;
   /** Commits in the window: ours, the server's store. */
   commits: (number | null)[];
@@ -267,6 +292,7 @@ function summarize(input: {
     throughputPerSecond: input.throughputPerSecond,
     latency: summarizeLatencies(input.latencies),
     keptUp: input.keptUp,
+    clockStepMs: input.clockStepMs,
     resources,
     cpuSecondsPer1000: {
       workers: per1000(resources.workerCpuSeconds) ?? 0,
@@ -291,6 +317,32 @@ function summarize(input: {
     },
     problems: input.problems,
   };
+}
+
+// Histories read after a latency phase, spread over it: enough for a p95 of each segment.
+const SEGMENT_SAMPLE = 100;
+
+async function sampleSegments(variant: Variant, orderIds: string[]): Promise<SegmentSummary | null> {
+  const history = variant.history?.bind(variant);
+  if (history === undefined) return null;
+  const step = Math.max(1, Math.floor(orderIds.length / SEGMENT_SAMPLE));
+  const sample = orderIds.filter((_, index) => index % step === 0).slice(0, SEGMENT_SAMPLE);
+  const histories: unknown[] = [];
+  for (let index = 0; index < sample.length; index += 10) {
+    histories.push(
+      ...(await Promise.all(sample.slice(index, index + 10).map((orderId) => history(orderId)))),
+    );
+  }
+  return summarizeSegments(histories);
+}
+
+/** A phase during which the wall clock stepped: its latencies and rates compare two different clocks. */
+function clockProblem(variant: Variant, stepMs: number): string[] {
+  if (Math.abs(stepMs) <= CLOCK_STEP_LIMIT_MS) return [];
+  const name = `${variant.name}${variant.server === null ? '' : `@${variant.server.name}`}`;
+  return [
+    `${name}: the wall clock stepped ${(stepMs / 1000).toFixed(1)} s against the monotonic clock during the phase (the machine paused?); its latencies and rates are void`,
+  ];
 }
 
 function median(values: number[]): number {

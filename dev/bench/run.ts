@@ -10,6 +10,7 @@ import { startBenchEnvironment, SANDBOX_API_KEY } from './environment';
 import { loadAverage, machineFacts } from './machine';
 import { parseBenchOptions, type BenchOptions, type ServerName, type VariantName } from './options';
 import { runClosedPhase, runOpenPhase, type PhaseContext, type PhaseResult } from './phases';
+import { SEGMENTS } from './latencySegments';
 import { renderLatencyChart } from './report/chart';
 import { halfCardKnee, headlineRatios, kneesOf, medianThroughput } from './report/headlines';
 import { upgradeReport, type BenchReport } from './report/benchReport';
@@ -190,6 +191,13 @@ async function main(): Promise<number> {
     `x${phase.workers}: ${phase.throughputPerSecond.toFixed(1)}/s, p50 ${phase.latency.p50Ms.toFixed(0)} ms, ` +
     `p99 ${phase.latency.p99Ms.toFixed(0)} ms, worker ${phase.cores.workers.toFixed(2)} cores, ` +
     `server ${phase.cores.temporalServer?.toFixed(2) ?? '-'} cores, machine ${phase.cores.machine?.toFixed(2) ?? '-'} cores` +
+    (phase.startLag === undefined
+      ? ''
+      : `, starts p50/p99 ${phase.startLag.p50Ms.toFixed(0)}/${phase.startLag.p99Ms.toFixed(0)} ms after due`) +
+    (phase.keptUp === false ? ', NOT SUSTAINED' : '') +
+    (phase.segments === undefined
+      ? ''
+      : `, segments p50 ${SEGMENTS.map((segment) => phase.segments!.p50Ms[segment].toFixed(0)).join('/')} ms (${SEGMENTS.join('/')})`) +
     (phase.problems.length > 0 ? `  PROBLEMS: ${phase.problems.join('; ')}` : '');
   const runClosed = async (variant: Variant, workers: number, round: number, rounds: number) => {
     log(
@@ -378,4 +386,3 @@ main().then(
     process.exit(1);
   },
 );
-

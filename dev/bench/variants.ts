@@ -14,6 +14,7 @@ import {
   type TemporalTarget,
 } from './load/temporalLoad';
 import type { VariantName } from './options';
+import { historyToJson } from '../devtools/historyJson';
 import { countSent, recordedTimes } from './orders';
 import type { PlainCommand, PlainReply } from './plain/process';
 import { SWITCHES, type SwitchVariant } from './switches/skips';
@@ -23,6 +24,12 @@ export interface ClosedLoopOutcome {
   starts: [string, number][];
   stoppedAtMs: number;
   recordedAtMs: Map<string, number>;
+}
+
+export interface OpenLoopOutcome {
+  recordedAtMs: Map<string, number>;
+  /** Temporal variants: each start's lag from its due time to the server's answer; null for the plain loop. */
+  startLagsMs: number[] | null;
 }
 
 export interface Variant {
@@ -41,7 +48,9 @@ export interface Variant {
     t0Ms: number,
     ratePerSecond: number,
     drainTimeoutMs: number,
-  ): Promise<Map<string, number>>;
+  ): Promise<OpenLoopOutcome>;
+  /** Temporal variants: the recorded history of one order's run, as JSON (for where its latency went). */
+  history?(orderId: string): Promise<unknown>;
   /** Problems found: a missing or duplicated mail, a row not sent, a workflow that did not finish. */
   verify(orderIds: string[], recordedAtMs: Map<string, number>): Promise<string[]>;
 }
@@ -87,7 +96,7 @@ export function floorVariant(
       return { starts: run.starts, stoppedAtMs: run.stoppedAtMs, recordedAtMs: times(run.results) };
     },
     async openLoop(orderIds, t0Ms, ratePerSecond, drainTimeoutMs) {
-      await temporalOpenLoop(target, orderIds, t0Ms, ratePerSecond);
+      const { startLagsMs } = await temporalOpenLoop(target, orderIds, t0Ms, ratePerSecond);
       // Visibility is a cheap way to wait; the results (fetched after) are the truth.
       const closed = await waitUntil(
         async () => (await countRunning(client, taskQueue)) === 0,
@@ -97,8 +106,10 @@ export function floorVariant(
       // No-op workflows that do not close within minutes mean the harness or the server is broken.
       if (!closed)
         throw new Error(`${name}: workflows still running ${drainTimeoutMs} ms after the last start`);
-      return times(await fetchResults(target, orderIds));
+      return { recordedAtMs: times(await fetchResults(target, orderIds)), startLagsMs };
     },
+    history: async (orderId) =>
+      historyToJson(await client.workflow.getHandle(`${workflowIdPrefix}${orderId}`).fetchHistory()),
     async verify(orderIds, recordedAtMs) {
       const missing = orderIds.filter((orderId) => !recordedAtMs.has(orderId)).length;
       return missing === 0
@@ -145,12 +156,13 @@ export function productVariant(
       };
     },
     async openLoop(orderIds, t0Ms, ratePerSecond, drainTimeoutMs) {
-      await temporalOpenLoop(target, orderIds, t0Ms, ratePerSecond);
+      const { startLagsMs } = await temporalOpenLoop(target, orderIds, t0Ms, ratePerSecond);
       // Done means sent: a row recorded as failed (not sent) is claimed again by its workflow after a
       // backoff. Whatever is not sent by the deadline is reported by verify().
       await waitUntil(async () => (await countSent(db, orderIds)) === orderIds.length, drainTimeoutMs);
-      return recordedMs(db, orderIds);
+      return { recordedAtMs: await recordedMs(db, orderIds), startLagsMs };
     },
+    history: async (orderId) => historyToJson(await client.workflow.getHandle(orderId).fetchHistory()),
     verify: (orderIds) => verifyMails(name, db, sandbox, orderIds),
   };
 }
@@ -195,11 +207,13 @@ export function cardVariant(
       };
     },
     async openLoop(orderIds, t0Ms, ratePerSecond, drainTimeoutMs) {
-      await temporalOpenLoop(target, orderIds, t0Ms, ratePerSecond);
+      const { startLagsMs } = await temporalOpenLoop(target, orderIds, t0Ms, ratePerSecond);
       // The card never retries: an order not sent by the deadline stays so, and verify() reports it.
       await waitUntil(async () => (await countSent(db, orderIds)) === orderIds.length, drainTimeoutMs);
-      return recordedMs(db, orderIds);
+      return { recordedAtMs: await recordedMs(db, orderIds), startLagsMs };
     },
+    history: async (orderId) =>
+      historyToJson(await client.workflow.getHandle(`${workflowIdPrefix}${orderId}`).fetchHistory()),
     verify: (orderIds) => verifyMails('card', db, sandbox, orderIds),
   };
 }
@@ -252,7 +266,7 @@ export function plainVariant(
         concurrency: Math.ceil(openLoopConcurrency / processes),
       }));
       await pool.run(commands, (orderIds.length / ratePerSecond) * 1000 + drainTimeoutMs);
-      return recordedMs(db, orderIds);
+      return { recordedAtMs: await recordedMs(db, orderIds), startLagsMs: null };
     },
     verify: (orderIds) => verifyMails('plain', db, sandbox, orderIds),
   };

@@ -2,7 +2,7 @@
 // workflow and waiting for its result before the next) and open loop (starts at fixed scheduled times,
 // never waiting, so a slow server cannot slow the schedule down).
 import type { Client } from '@temporalio/client';
-import { nowMs } from '../plain/plainLoop';
+import { nowMs } from '../clock';
 
 export interface TemporalTarget {
   /** Starts the workflow of one order. */
@@ -47,23 +47,29 @@ export async function temporalClosedLoop(
 const MAX_STARTS_IN_FLIGHT = 2_000;
 
 /**
- * Open loop: order i is started at t0 + i/rate. Returns once every start was accepted by the server; the
- * caller then waits for the work itself to finish.
+ * Open loop: order i is started at t0 + i/rate. Returns once every start was accepted by the server, with each
+ * start's lag from its due time to the server's answer (the starter's own share of the latency); the caller
+ * then waits for the work itself to finish.
  */
 export async function temporalOpenLoop(
   target: TemporalTarget,
   orderIds: string[],
   t0Ms: number,
   ratePerSecond: number,
-): Promise<void> {
+): Promise<{ startLagsMs: number[] }> {
   const intervalMs = 1000 / ratePerSecond;
   const inFlight = new Set<Promise<void>>();
   const failures: unknown[] = [];
+  const startLagsMs: number[] = [];
   for (let index = 0; index < orderIds.length; index++) {
-    const dueIn = t0Ms + index * intervalMs - nowMs();
+    const dueAt = t0Ms + index * intervalMs;
+    const dueIn = dueAt - nowMs();
     if (dueIn > 0) await sleep(dueIn);
     while (inFlight.size >= MAX_STARTS_IN_FLIGHT) await Promise.race(inFlight);
-    const started = target.start(orderIds[index]!).catch((error: unknown) => void failures.push(error));
+    const started = target.start(orderIds[index]!).then(
+      () => void startLagsMs.push(nowMs() - dueAt),
+      (error: unknown) => void failures.push(error),
+    );
     inFlight.add(started);
     void started.finally(() => inFlight.delete(started));
   }
@@ -71,6 +77,7 @@ export async function temporalOpenLoop(
   if (failures.length > 0) {
     throw new AggregateError(failures, `${failures.length} of ${orderIds.length} workflow starts failed`);
   }
+  return { startLagsMs };
 }
 
 /** Polls `isDone` until it says so or `timeoutMs` has passed; returns whether it is done. */

@@ -4,6 +4,7 @@
 // redesign (docs/design.md §1) costs on this machine without Temporal: what exactly-once via Temporal is
 // compared against.
 import { randomUUID } from 'node:crypto';
+import { nowMs } from '../clock';
 import { markDispatched } from '../../../src/activities/dispatchFence';
 import { claimOrderMailRow } from '../../../src/db/orderMailClaim';
 import { recordOutcome } from '../../../src/db/orderMailRecord';
@@ -127,10 +128,6 @@ export async function runOpenLoop(
     }
   };
   await Promise.all([releaser(), ...Array.from({ length: concurrency }, consumer)]);
-}
-
-export function nowMs(): number {
-  return performance.timeOrigin + performance.now();
 }
 
 function sleep(ms: number): Promise<void> {

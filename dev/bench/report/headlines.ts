@@ -1,5 +1,6 @@
 // The figures the issue asks for, each a ratio of two things measured in the same run, and the targets they
 // are held against. Nothing here fails the run: targets are reported, met or missed, with the numbers.
+import { CLOCK_STEP_LIMIT_MS } from '../clock';
 import type { ServerName } from '../options';
 import type { PhaseResult } from '../phases';
 
@@ -12,6 +13,11 @@ export interface Ratio {
   of: string;
   target: string | null;
   met: boolean | null;
+  /**
+   * Why there is no value: a phase it would be taken from did not sustain its offered rate (absent in
+   * reports written before 2026-12-06 20:00, which printed a ratio anyway).
+   */
+  notMeasured?: string;
 }
 
 export interface Knee {
@@ -20,6 +26,19 @@ export interface Knee {
   /** Highest offered rate that was sustained, below the first that was not; null if none was. */
   sustainedPerSecond: number | null;
   firstUnsustainedPerSecond: number | null;
+}
+
+/**
+ * Why an open-loop phase's latency cannot be compared: it did not sustain its offered rate (a backlog, so
+ * its latency is the queue's), or the wall clock stepped during it. Null: it can be.
+ */
+export function notSustained(phase: PhaseResult): string | null {
+  const name = `${phase.variant}${phase.server === null ? '' : `@${phase.server}`}`;
+  if (phase.clockStepMs !== undefined && Math.abs(phase.clockStepMs) > CLOCK_STEP_LIMIT_MS) {
+    return `${name}: the wall clock stepped ${(phase.clockStepMs / 1000).toFixed(1)} s against the monotonic clock during the phase`;
+  }
+  if (phase.keptUp === true) return null;
+  return `${name} achieved ${phase.throughputPerSecond.toFixed(1)}/s of ${phase.offeredPerSecond?.toFixed(1) ?? '?'}/s offered`;
 }
 
 /** The plain loop has no server: it pairs with the phases of any server. */
@@ -107,7 +126,7 @@ export function kneesOf(phases: PhaseResult[]): Knee[] {
     const sweep = open
       .filter((phase) => phase.variant === variant && phase.server === server)
       .sort((a, b) => a.offeredPerSecond! - b.offeredPerSecond!);
-    const firstMiss = sweep.findIndex((phase) => phase.keptUp !== true);
+    const firstMiss = sweep.findIndex((phase) => notSustained(phase) !== null);
     const sustained = firstMiss === -1 ? sweep : sweep.slice(0, firstMiss);
     return {
       variant,
@@ -218,8 +237,22 @@ export function headlineRatios(
           .filter((phase) => phase.mode === 'open' && phase.variant === variant && phase.server === server)
           .find((phase) => Math.abs(phase.offeredPerSecond! - halfRate) < 0.01 * halfRate + 0.01);
       for (const floor of ['floor', 'floor-local']) {
-        const product = near('product')?.latency.p99Ms;
-        const reference = near(floor)?.latency.p99Ms;
+        const pair = [near('product'), near(floor)];
+        const unsustained = pair.flatMap((phase) => (phase === undefined ? [] : [notSustained(phase)]));
+        if (pair.every((phase) => phase !== undefined) && unsustained.some((why) => why !== null)) {
+          ratios.push({
+            name: label(`product / ${floor} p99 at 50% of floor saturation`),
+            value: null,
+            perRound: [],
+            of: `open loop at ${halfRate.toFixed(1)}/s`,
+            target: '≤ 1.5',
+            met: null,
+            notMeasured: unsustained.filter((why) => why !== null).join('; '),
+          });
+          continue;
+        }
+        const product = pair[0]?.latency.p99Ms;
+        const reference = pair[1]?.latency.p99Ms;
         const value =
           product === undefined || reference === undefined || reference === 0 ? null : product / reference;
         if (value === null) continue;
@@ -313,31 +346,60 @@ function cardRatios(phases: PhaseResult[], servers: ServerName[]): Ratio[] {
         });
       }
       // Latency from start to the recorded row, in the open-loop phases at half the card's knee.
-      for (const percentile of ['p50Ms', 'p95Ms'] as const) {
-        const perRound: number[] = [];
-        const latencyOf = (variant: string) =>
-          phases.filter(
-            (phase) => phase.latencyPhase === true && phase.variant === variant && phase.server === server,
-          );
-        for (const phaseA of latencyOf(a)) {
-          const phaseB = latencyOf(b).find((candidate) => candidate.round === phaseA.round);
-          const valueA = phaseA.latency[percentile];
-          const valueB = phaseB?.latency[percentile];
-          if (valueA !== undefined && valueB !== undefined && valueB > 0) perRound.push(valueA / valueB);
-        }
-        if (perRound.length === 0) continue;
-        const value = median(perRound);
-        const isTarget = a === 'product' && b === 'card' && percentile === 'p95Ms';
-        ratios.push({
-          name: `${server}: ${a} / ${b} latency ${percentile.slice(0, 3)} at half the card's knee`,
-          value,
-          perRound,
-          of: `open loop at ${latencyOf(a)[0]?.offeredPerSecond?.toFixed(1) ?? '?'}/s, start → recorded row`,
-          target: isTarget ? '≤ 1.10 on the stack' : null,
-          met: isTarget && server === 'stack' ? value !== null && value <= 1.1 : null,
-        });
-      }
+      ratios.push(...latencyRatios(phases, server, a, b));
     }
+  }
+  return ratios;
+}
+
+/**
+ * a / b latency (p50, p95), paired per round, from the latency phases at half the card's knee. A phase of
+ * either variant that did not sustain its rate gives no ratio at all: its latency would be the backlog's.
+ */
+export function latencyRatios(phases: PhaseResult[], server: ServerName, a: string, b: string): Ratio[] {
+  const latencyOf = (variant: string) =>
+    phases.filter(
+      (phase) => phase.latencyPhase === true && phase.variant === variant && phase.server === server,
+    );
+  const phasesA = latencyOf(a);
+  const phasesB = latencyOf(b);
+  if (phasesA.length === 0 || phasesB.length === 0) return [];
+  // Per variant, the first phase that was not sustained and in how many rounds.
+  const unsustained = [phasesA, phasesB].flatMap((list) => {
+    const reasons = list.flatMap((phase) => {
+      const why = notSustained(phase);
+      return why === null ? [] : [why];
+    });
+    return reasons.length === 0 ? [] : [`${reasons[0]!} (${reasons.length} of ${list.length} rounds)`];
+  });
+  const offered = phasesA[0]?.offeredPerSecond?.toFixed(1) ?? '?';
+  const ratios: Ratio[] = [];
+  for (const percentile of ['p50Ms', 'p95Ms'] as const) {
+    const isTarget = a === 'product' && b === 'card' && percentile === 'p95Ms';
+    const common = {
+      name: `${server}: ${a} / ${b} latency ${percentile.slice(0, 3)} at half the card's knee`,
+      of: `open loop at ${offered}/s, start → recorded row`,
+      target: isTarget ? '≤ 1.10 on the stack' : null,
+    };
+    if (unsustained.length > 0) {
+      ratios.push({ ...common, value: null, perRound: [], met: null, notMeasured: unsustained.join('; ') });
+      continue;
+    }
+    const perRound: number[] = [];
+    for (const phaseA of phasesA) {
+      const phaseB = phasesB.find((candidate) => candidate.round === phaseA.round);
+      const valueA = phaseA.latency[percentile];
+      const valueB = phaseB?.latency[percentile];
+      if (valueA !== undefined && valueB !== undefined && valueB > 0) perRound.push(valueA / valueB);
+    }
+    if (perRound.length === 0) continue;
+    const value = median(perRound);
+    ratios.push({
+      ...common,
+      value,
+      perRound,
+      met: isTarget && server === 'stack' ? value !== null && value <= 1.1 : null,
+    });
   }
   return ratios;
 }

@@ -159,10 +159,16 @@ export function renderMarkdown(report: BenchReport): string {
     ...report.ratios.map((ratio) =>
       row([
         `${ratio.name} (${ratio.of})`,
-        fixed(ratio.value, 2),
+        ratio.notMeasured === undefined ? fixed(ratio.value, 2) : `not measured: ${ratio.notMeasured}`,
         ratio.perRound.map((value) => value.toFixed(2)).join(', '),
         ratio.target ?? '',
-        ratio.met === null ? '' : ratio.met ? 'yes' : '**no**',
+        ratio.notMeasured !== undefined && ratio.target !== null
+          ? 'not measured'
+          : ratio.met === null
+            ? ''
+            : ratio.met
+              ? 'yes'
+              : '**no**',
       ]),
     ),
     '',

@@ -8,7 +8,8 @@ import {
   usdPerMillionOrders,
 } from '../cost/pricing';
 import type { CostRow } from '../cost/costRows';
-import { totalCpuPer1000, type Knee } from './headlines';
+import { SEGMENTS } from '../latencySegments';
+import { notSustained, totalCpuPer1000, type Knee, type Ratio } from './headlines';
 
 /**
  * How a phase's variant is named in tables and charts: with its server when the run used more than one
@@ -145,7 +146,9 @@ export function renderTables(report: BenchReport): string {
   if (scale.length > 0) lines.push('Scale (closed loop, median over rounds): who uses the CPU', ...scale, '');
   const open = report.phases.filter((phase) => phase.mode === 'open');
   if (open.length > 0) {
-    lines.push('Open loop, 1 worker (latency from the SCHEDULED start → recorded row)');
+    lines.push(
+      'Open loop, 1 worker (latency from the SCHEDULED start → recorded row; starts: due → accepted by the server)',
+    );
     lines.push(
       table(
         [
@@ -156,6 +159,7 @@ export function renderTables(report: BenchReport): string {
           'p99 ms',
           'max ms',
           'kept up',
+          'starts p99 ms',
           'wkr CPU s/1k',
           'srv CPU s/1k',
           'srv pg CPU s/1k',
@@ -168,7 +172,8 @@ export function renderTables(report: BenchReport): string {
           fixed(phase.latency.p50Ms, 0),
           fixed(phase.latency.p99Ms, 0),
           fixed(phase.latency.maxMs, 0),
-          phase.keptUp ? 'yes' : 'NO',
+          notSustained(phase) === null ? 'yes' : 'NO',
+          fixed(phase.startLag?.p99Ms, 0),
           fixed(phase.cpuSecondsPer1000.workers, 1),
           fixed(phase.cpuSecondsPer1000.temporalServer, 1),
           fixed(phase.cpuSecondsPer1000.temporalStore, 1),
@@ -186,17 +191,24 @@ export function renderTables(report: BenchReport): string {
     }
     lines.push('');
   }
-  lines.push('Headline ratios (same run, same servers)');
-  for (const ratio of report.ratios) {
-    const verdict = ratio.met === null ? '' : ratio.met ? '  target met' : '  TARGET MISSED';
-    const rounds =
-      ratio.perRound.length > 1
-        ? ` [per round: ${ratio.perRound.map((value) => value.toFixed(2)).join(', ')}]`
-        : '';
+  const segmented = report.phases.filter((phase) => phase.segments !== undefined);
+  if (segmented.length > 0) {
     lines.push(
-      `  ${ratio.name}: ${fixed(ratio.value, 2)}${rounds}   (${ratio.of}${ratio.target ? `; target ${ratio.target}` : ''})${verdict}`,
+      'Where the latency went (latency phases; p50 ms of each segment, server timestamps of up to 100 runs each)',
+      table(
+        ['variant', 'round', 'runs', ...SEGMENTS],
+        segmented.map((phase) => [
+          label(phase),
+          String(phase.round),
+          String(phase.segments!.runs),
+          ...SEGMENTS.map((segment) => fixed(phase.segments!.p50Ms[segment], 1)),
+        ]),
+      ),
+      '',
     );
   }
+  lines.push('Headline ratios (same run, same servers)');
+  for (const ratio of report.ratios) lines.push(`  ${ratioLine(ratio)}`);
   if (report.problems.length > 0) {
     lines.push('', 'PROBLEMS:', ...report.problems.map((problem) => `  ${problem}`));
   }
@@ -278,4 +290,18 @@ export function scaleSummary(
     }
   }
   return lines;
+}
+
+/** One headline ratio as the report prints it; a ratio its phases could not give says why, never "met". */
+export function ratioLine(ratio: Ratio): string {
+  const context = `(${ratio.of}${ratio.target ? `; target ${ratio.target}` : ''})`;
+  if (ratio.notMeasured !== undefined) {
+    return `${ratio.name}: not measured: ${ratio.notMeasured}   ${context}${ratio.target ? '  target not measured' : ''}`;
+  }
+  const verdict = ratio.met === null ? '' : ratio.met ? '  target met' : '  TARGET MISSED';
+  const rounds =
+    ratio.perRound.length > 1
+      ? ` [per round: ${ratio.perRound.map((value) => value.toFixed(2)).join(', ')}]`
+      : '';
+  return `${ratio.name}: ${fixed(ratio.value, 2)}${rounds}   ${context}${verdict}`;
 }
