@@ -1,5 +1,5 @@
-// Types only: the run's result, one attempt's Step and the step table (docs/design.md §6, "The step table").
-import type { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
+// Types only: the run's result, one attempt's Step, the step table and a row's Wait (docs/design.md §6).
+import type { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/workflow';
 import type { ClaimResult, OrderMailActivities } from '../activities';
 import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
 import type { SendNotAccepted } from '../shared/sendOutcome';
@@ -18,10 +18,6 @@ export interface OrderMailResult {
 
 export type Claimed = Extract<ClaimResult, { kind: 'claimed' }>;
 export type OrphanToVerify = Extract<ClaimResult, { kind: 'verify-orphan' }>;
-export type Recorded = Exclude<
-  Awaited<ReturnType<OrderMailActivities['recordOrderMailOutcome']>>,
-  { kind: 'dispatch-changed' }
->;
 
 /** The attempt as the activities name it. */
 export type AttemptRef = Parameters<OrderMailActivities['readAttemptOutcomeFacts']>[0];
@@ -49,5 +45,12 @@ export type Step = Ended | { kind: 'cancelled'; left: LeftByCancel };
 
 /** One row per step kind, each typed by its own kind: a new kind does not compile until it has its row. */
 export type StepTable<S extends { kind: string }, Run, Next> = {
-  [K in S['kind']]: (step: Extract<S, { kind: K }>, run: Run) => Promise<Next>;
+  [K in S['kind']]: (step: Extract<S, { kind: K }>, run: Run, times: number) => Next;
 };
+
+/** A row's wait before claiming again; the resume signal ends a hold's early, a cancel with `cancelled()`. */
+export interface Wait {
+  ms: number;
+  untilResumed?: true;
+  cancelled: () => CancelledFailure;
+}

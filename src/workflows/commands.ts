@@ -10,7 +10,6 @@ import {
   proxyLocalActivities,
   setHandler,
   sleep,
-  type CancelledFailure,
 } from '@temporalio/workflow';
 import type {
   OrderMailActivities,
@@ -19,14 +18,11 @@ import type {
   VerifyOrderMailInput,
 } from '../activities';
 import { FailureType } from '../shared/failures';
+import { sendOutcomeOfFailure } from '../shared/sendOutcome';
 import { inconclusiveOfFailure, type VerificationAnswer } from '../shared/unknownOutcome';
 import { PROVIDER_EVENT_SIGNAL, SEND_HOLD_RESUME_SIGNAL } from '../shared/workflowContract';
-import {
-  delayBeforeHoldRecheck,
-  verifyActivityTimeoutMs,
-  type VerificationSettings,
-} from '../shared/workflowSettings';
-import type { AttemptRef } from './attemptStep';
+import { verifyActivityTimeoutMs, type VerificationSettings } from '../shared/workflowSettings';
+import type { AttemptRef, Claimed, Wait } from './attemptStep';
 
 // Claim, record and the read of an attempt's facts: fenced and idempotent, so retried without end, as local
 // activities (docs/design.md §6, "Claim and record are local activities").
@@ -53,63 +49,44 @@ export function record(
   return bookkeeping.recordOrderMailOutcome({ ...attempt, ...fields, expectDispatched });
 }
 
-/** The send: NEVER retried, since a retry after an unknown outcome could send a second mail (docs/design.md §6). */
-export function sender(sendTimeoutMs: number) {
-  return proxyActivities<OrderMailActivities>({
-    startToCloseTimeout: sendTimeoutMs,
+/** The send, waited for to its real end (never given up on); its failure is kept as a cause. */
+export async function send(attempt: AttemptRef, claim: Claimed) {
+  // NEVER retried: a retry after an unknown outcome could send a second mail (docs/design.md §6).
+  const sender = proxyActivities<OrderMailActivities>({
+    startToCloseTimeout: claim.settings.sendTimeoutMs,
     retry: { maximumAttempts: 1 },
   });
-}
-
-export function verifier(verification: VerificationSettings) {
-  return proxyActivities<OrderMailActivities>({
-    // The lookups' one deadline plus a margin to read Postgres.
-    startToCloseTimeout: verifyActivityTimeoutMs(verification),
-    scheduleToCloseTimeout: verification.deadlineMs,
-    // 10 s at most keeps a few tries inside the verification deadline.
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
-    // Slots of its own, so slow sends cannot hold it past the deadline (docs/design.md §6, "Lookup slots").
-    ...(verification.taskQueue === undefined ? {} : { taskQueue: verification.taskQueue }),
-  });
-}
-
-/** A wait that the run's cancel ends with the failure `cancelled` builds, which says what was left. */
-async function orEnd<T>(waiting: () => Promise<T>, cancelled: () => CancelledFailure): Promise<T> {
   try {
-    return await waiting();
+    return { sent: await sender.sendOrderMail({ ...attempt, idempotencyKey: claim.idempotencyKey }) };
   } catch (error) {
-    if (!isCancellation(error)) throw error;
-    throw cancelled();
+    if (!(error instanceof ActivityFailure)) throw error;
+    return { sent: sendOutcomeOfFailure(error), failure: error };
   }
 }
 
-export function sleepOrEnd(delayMs: number, cancelled: () => CancelledFailure): Promise<void> {
-  return orEnd(() => sleep(delayMs), cancelled);
-}
-
-export type HoldWait = ReturnType<typeof resumeOnSignal>;
-
-/** Listens from the run's start, so an early signal is kept. */
-export function resumeOnSignal() {
+/** The run's one wait before claiming again; listens from the run's start, so an early resume is kept. */
+export function waitBeforeClaiming() {
   let resumed = false;
   setHandler(defineSignal(SEND_HOLD_RESUME_SIGNAL), () => {
     resumed = true;
   });
-  return {
-    async wait(waits: number, cancelled: () => CancelledFailure): Promise<void> {
-      await orEnd(() => condition(() => resumed, delayBeforeHoldRecheck(waits)), cancelled);
+  return async (wait: Wait): Promise<void> => {
+    try {
+      if (!wait.untilResumed) return await sleep(wait.ms);
+      await condition(() => resumed, wait.ms);
       resumed = false;
-    },
+    } catch (error) {
+      if (!isCancellation(error)) throw error;
+      throw wait.cancelled();
+    }
   };
 }
-
-/** A provider event of the send asks for an early lookup (docs/design.md §5, "What counts as evidence"). */
-export type EarlyAsk = ReturnType<typeof earlyAskOnProviderEvents>;
 
 // Each early ask is an activity in the run's history: a stream of events must not grow it without end.
 const MAX_EARLY_ASKS = 3;
 
-export function earlyAskOnProviderEvents() {
+/** A provider event of the send asks for an early lookup (docs/design.md §5, "What counts as evidence"). */
+export function listenForEarlyAsks() {
   let eventSeen = false;
   let asked = 0;
   setHandler(defineSignal(PROVIDER_EVENT_SIGNAL), () => {
@@ -171,7 +148,7 @@ export async function askProvider(
 
 interface AskWhile {
   cancelRequested: () => boolean;
-  early: EarlyAsk;
+  early: ReturnType<typeof listenForEarlyAsks>;
 }
 
 /** Waits `ms`, ended sooner by a cancel or by a provider event of the send (an early ask, then taken). */
@@ -190,8 +167,17 @@ export async function askOnce(
   verification: VerificationSettings,
   input: VerifyOrderMailInput,
 ): Promise<VerificationAnswer | VerificationWait> {
+  const verifier = proxyActivities<OrderMailActivities>({
+    // The lookups' one deadline plus a margin to read Postgres.
+    startToCloseTimeout: verifyActivityTimeoutMs(verification),
+    scheduleToCloseTimeout: verification.deadlineMs,
+    // 10 s at most keeps a few tries inside the verification deadline.
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+    // Slots of its own, so slow sends cannot hold it past the deadline (docs/design.md §6, "Lookup slots").
+    ...(verification.taskQueue === undefined ? {} : { taskQueue: verification.taskQueue }),
+  });
   try {
-    return await verifier(verification).verifyOrderMail(input);
+    return await verifier.verifyOrderMail(input);
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
     return inconclusiveOfFailure(error, verification.deadlineMs);

@@ -1,16 +1,14 @@
-// The mail workflow, read top to bottom in the order of its commands: the loop and its step table, one attempt
-// (claim → send → record), then verification. The proxies and timers, with their options: commands.ts. Why it
-// is built this way: docs/design.md §5 and §6 ("The mail workflow's sequence").
+// The mail workflow in the order of its commands: the loop and its step table, one attempt (claim → send →
+// record), then verification; the proxies and timers: commands.ts. Why: docs/design.md §5, §6 (its sequence).
 import { ActivityFailure, ApplicationFailure, CancellationScope, log, patched } from '@temporalio/workflow';
 import type { ClaimResult } from '../activities';
 import { FailureType } from '../shared/failures';
-import type { LogOutcome, MailOutcome } from '../shared/mailOutcome';
+import type { LogOutcome } from '../shared/mailOutcome';
 import {
   describeSendOutcome,
   notAccepted,
   recordOfAnswer,
   SEND_HELD,
-  sendOutcomeOfFailure,
   type SendAccepted,
   type SendNotAccepted,
   type SendClaimLost,
@@ -20,33 +18,16 @@ import { decideUnknownOutcome, recordOfUnknown, type VerificationAnswer } from '
 import { ownAttemptFacts, retryFollowing, type AttemptOnRecord } from '../shared/unknownOutcomeFacts';
 import {
   afterAttempt,
+  delayBeforeHoldRecheck,
   delayBeforeOrderLookAgain,
   msUntilNotFoundCounts,
   orderVisibleWaitOf,
   type OrderMailRunOptions,
 } from '../shared/workflowSettings';
-import type {
-  AttemptRef,
-  Claimed,
-  OrderMailResult,
-  OrphanToVerify,
-  Recorded,
-  Step,
-  StepTable,
-} from './attemptStep';
-import {
-  askProvider,
-  bookkeeping,
-  earlyAskOnProviderEvents,
-  record,
-  resumeOnSignal,
-  sender,
-  sleepOrEnd,
-  type EarlyAsk,
-  type HoldWait,
-} from './commands';
+import type { Claimed, OrderMailResult, OrphanToVerify, Step, StepTable, Wait } from './attemptStep';
+import { askProvider, bookkeeping, listenForEarlyAsks, record, send, waitBeforeClaiming } from './commands';
 import * as ending from './endings';
-import { showNoClaim, showOrderMailState, showRow } from './showOrderMailState';
+import { showNoClaim, showOrderMailState } from './showOrderMailState';
 
 export type { OrderMailResult } from './attemptStep';
 export { EXPLANATION_MEMO } from './endings';
@@ -64,145 +45,132 @@ export const RECLAIMS_AFTER_LOST_CLAIM = 3;
 /** Orphans verified and settled in a row, each followed by a claim, before the run gives up. */
 export const ORPHAN_SETTLEMENTS = 3;
 
-/** What the loop knows across attempts; each count bounds its row of the table. */
-interface Run {
-  orderId: string;
-  cancelRequested: () => boolean;
-  early: EarlyAsk;
-  hold: HoldWait;
-  orderWaitMs: number;
-  /** This run's attempts (maxSendAttempts counts these). */
-  attempts: number;
-  orderLooks: number;
-  orderWaitedMs: number;
-  sameTimeWaits: number;
-  reclaims: number;
-  orphansSettled: number;
-  holdWaits: number;
+/** What the loop knows across attempts. */
+function startRun(orderId: string, options: OrderMailRunOptions | undefined) {
+  // Cancellation requests reach this scope; each attempt runs shielded in a non-cancellable scope of its own.
+  const scope = CancellationScope.current();
+  return {
+    orderId,
+    cancelRequested: () => scope.consideredCancelled,
+    early: listenForEarlyAsks(),
+    waitBeforeClaiming: waitBeforeClaiming(),
+    orderWaitMs: orderVisibleWaitOf(options),
+    orderWaitedMs: 0,
+    /** How many times the run took each row of the table; each row's bound counts these. */
+    taken: new Map<Step['kind'], number>(),
+  };
 }
+type Run = ReturnType<typeof startRun>;
 
 /** Sends order `orderId`'s confirmation mail exactly once; the workflow id is the order id (docs/design.md §6). */
 export async function orderConfirmationMail(
   orderIdInput: string,
   options?: OrderMailRunOptions,
 ): Promise<OrderMailResult> {
-  const orderId = ending.validOrderIdOrFail(orderIdInput);
-  // Cancellation requests reach this scope; each attempt runs shielded in a non-cancellable scope of its own.
-  const scope = CancellationScope.current();
-  const run: Run = {
-    orderId,
-    cancelRequested: () => scope.consideredCancelled,
-    early: earlyAskOnProviderEvents(),
-    hold: resumeOnSignal(),
-    orderWaitMs: orderVisibleWaitOf(options),
-    attempts: 0,
-    orderLooks: 0,
-    orderWaitedMs: 0,
-    sameTimeWaits: 0,
-    reclaims: 0,
-    orphansSettled: 0,
-    holdWaits: 0,
-  };
+  const run = startRun(ending.validOrderIdOrFail(orderIdInput), options);
   for (;;) {
     const ended = await CancellationScope.nonCancellable(() => oneAttempt(run));
     const step: Step =
       run.cancelRequested() && ended.kind !== 'cancelled' ? { kind: 'cancelled', left: ended } : ended;
-    const next = await rowOf(step)(step, run);
-    if (next !== AGAIN) return next;
+    const times = (run.taken.get(step.kind) ?? 0) + 1;
+    run.taken.set(step.kind, times);
+    // The row of the step's own kind (TypeScript cannot correlate a union's kind with its row by itself).
+    const next = (AFTER_STEP[step.kind] as (step: Step, run: Run, times: number) => Next)(step, run, times);
+    if (next instanceof Error) throw next;
+    if (next === AGAIN) continue;
+    if (!('ms' in next)) return next;
+    await run.waitBeforeClaiming(next);
   }
 }
 
 const AGAIN = 'claim-again';
-type Next = OrderMailResult | typeof AGAIN;
+/** What a row answers and the loop carries out: the result, the failure, a wait then a claim, or a claim. */
+type Next = OrderMailResult | ReturnType<(typeof ending)['failed' | 'cancelled']> | Wait | typeof AGAIN;
 
-/** What each way an attempt ended leads to: the run's result, a failure thrown, or AGAIN (claim again). */
+/** What each way an attempt ended leads to, given how often the run took that row (this time included). */
 export const AFTER_STEP = {
-  finished: async (step) => step.result,
-  cancelled: async (step, run) => {
-    throw ending.cancelled(step.left.kind, run.orderId, step.left);
-  },
-  'order-not-visible': async (step, run) => {
+  finished: (step) => step.result,
+  cancelled: (step, run) => ending.cancelled(step.left.kind, run.orderId, step.left),
+  'order-not-visible': (step, run, orderLooks) => {
     // Waited = the timers slept so far: the same on every replay.
     if (run.orderWaitedMs >= run.orderWaitMs) {
       const values = { notFound: step.failure.message, waitedMs: run.orderWaitedMs };
-      throw ending.failed('order-never-visible', run.orderId, values, step.failure.cause);
+      return ending.failed('order-never-visible', run.orderId, values, step.failure.cause);
     }
-    run.orderLooks += 1;
-    const delayMs = delayBeforeOrderLookAgain(run.orderLooks);
-    const { orderId, orderLooks } = run;
-    log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, delayMs });
-    await sleepOrEnd(delayMs, () => ending.cancelled('order-not-visible', orderId, {}));
+    const { orderId } = run;
+    const delayMs = delayBeforeOrderLookAgain(orderLooks);
     run.orderWaitedMs += delayMs;
-    return AGAIN;
+    log.info('Order not visible yet; waiting before claiming again', { orderId, orderLooks, delayMs });
+    return { ms: delayMs, cancelled: () => ending.cancelled('order-not-visible', orderId, {}) };
   },
-  'held-at-same-time': async (step, run) => {
-    if (run.sameTimeWaits >= SAME_TIME_WAITS) throw ending.failed('held-at-same-time', run.orderId, step);
-    run.sameTimeWaits += 1;
+  'held-at-same-time': (step, run, times) => {
+    if (times > SAME_TIME_WAITS) return ending.failed('held-at-same-time', run.orderId, step);
     const when = 'before claiming again';
-    await sleepOrEnd(SAME_TIME_WAIT_MS, () => ending.cancelled('waiting', run.orderId, { when }));
-    return AGAIN;
+    return { ms: SAME_TIME_WAIT_MS, cancelled: () => ending.cancelled('waiting', run.orderId, { when }) };
   },
-  'lost-while-held': async (step, run) => {
-    if (run.reclaims >= RECLAIMS_AFTER_LOST_CLAIM) return step.result;
-    run.reclaims += 1;
+  'lost-while-held': (step, run, times) => {
+    if (times > RECLAIMS_AFTER_LOST_CLAIM) return step.result;
     log.info('Order mail claim held by another claim after an attempt that sent nothing; claiming again', {
       orderId: run.orderId,
       attempts: step.result.attempts,
     });
     return AGAIN;
   },
-  'orphan-settled': async (_step, run) => {
-    run.orphansSettled += 1;
-    const settledInARow = run.orphansSettled;
-    if (settledInARow > ORPHAN_SETTLEMENTS)
-      throw ending.failed('orphans-kept-coming', run.orderId, { settledInARow });
-    return AGAIN;
-  },
-  held: async (step, run) => {
+  'orphan-settled': (_step, run, settledInARow) =>
+    settledInARow > ORPHAN_SETTLEMENTS
+      ? ending.failed('orphans-kept-coming', run.orderId, { settledInARow })
+      : AGAIN,
+  held: (step, run, times) => {
     // No attempt of this run's: an operator's hold made the fence refuse it (docs/operating.md).
-    log.info('Sends are held; waiting for the hold to be lifted', {
-      orderId: run.orderId,
-      attempt: step.attempt,
-    });
-    await run.hold.wait(run.holdWaits, () => ending.cancelled('held', run.orderId, step));
-    run.holdWaits += 1;
-    return AGAIN;
+    const { orderId } = run;
+    log.info('Sends are held; waiting for the hold to be lifted', { orderId, attempt: step.attempt });
+    const ms = delayBeforeHoldRecheck(times - 1);
+    return { ms, untilResumed: true, cancelled: () => ending.cancelled('held', orderId, step) };
   },
-  'not-accepted': async (step, run) => {
-    run.attempts += 1;
-    const { orderId, attempts } = run;
-    const { sent } = step;
-    const next = afterAttempt(step.settings, attempts, { ...sent, outcome: step.recordedOutcome });
-    if (next.kind === 'permanent') throw ending.failed('permanent', orderId, step, step.cause);
-    if (next.kind === 'gave-up') throw ending.failed('gave-up', orderId, { runAttempts: attempts, sent });
+  'not-accepted': (step, run, runAttempts) => {
+    const { orderId } = run;
+    const { sent, attempt, recordedOutcome: outcome } = step;
+    const next = afterAttempt(step.settings, runAttempts, { ...sent, outcome });
+    if (next.kind === 'permanent') return ending.failed('permanent', orderId, step, step.cause);
+    if (next.kind === 'gave-up') return ending.failed('gave-up', orderId, { runAttempts, sent });
     const { delayMs } = next;
     log.info('Order mail not accepted; waiting before the next attempt', {
       orderId,
-      attempt: step.attempt,
+      attempt,
       delayMs,
-      outcome: step.recordedOutcome,
+      outcome,
     });
-    const when = `after attempt ${step.attempt} (${describeSendOutcome(sent)})`;
-    await sleepOrEnd(delayMs, () => ending.cancelled('waiting', orderId, { when }));
-    return AGAIN;
+    const when = `after attempt ${attempt} (${describeSendOutcome(sent)})`;
+    return { ms: delayMs, cancelled: () => ending.cancelled('waiting', orderId, { when }) };
   },
 } satisfies StepTable<Step, Run, Next>;
-
-/** The row of the step's own kind (TypeScript cannot correlate a union's kind with its row by itself). */
-function rowOf<S extends Step>(step: S): (step: S, run: Run) => Promise<Next> {
-  return AFTER_STEP[step.kind] as unknown as (step: S, run: Run) => Promise<Next>;
-}
 
 /** One attempt: claim, then send and record, or what the claim found instead. Runs non-cancellable. */
 async function oneAttempt(run: Run): Promise<Step> {
   const { orderId } = run;
-  const claim = await claimOrFail(orderId);
+  let claim: ClaimResult;
+  try {
+    // The workflow's clock: the server's time of this workflow task, which orders the runs' claims.
+    claim = await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now() });
+  } catch (error) {
+    // A local activity's failure arrives unwrapped (SDK 1.24), a regular one's in an ActivityFailure.
+    const failure = error instanceof ActivityFailure ? error.cause : error;
+    if (!(failure instanceof ApplicationFailure && failure.type === FailureType.OrderNotFound)) throw error;
+    const notFound = ApplicationFailure.create({
+      type: FailureType.OrderNotFound,
+      message: failure.message,
+      nonRetryable: true,
+      cause: error instanceof Error ? error : undefined,
+    });
+    if (patched(ORDER_NOT_VISIBLE_YET_WAITS)) return { kind: 'order-not-visible', failure: notFound };
+    // Runs recorded before that patch failed at once.
+    showNoClaim();
+    throw notFound;
+  }
   switch (claim.kind) {
-    case 'order-not-visible':
-      return claim;
     case 'already-sent':
       log.info('Order mail was already sent; this run sends nothing', { orderId, outcome: claim.outcome });
-      showRow('sent', claim.outcome, { attempts: claim.attempts });
+      showOrderMailState({ state: 'sent', outcome: claim.outcome, attempts: claim.attempts });
       return { kind: 'finished', result: ending.alreadySent(orderId, claim.outcome, claim.attempts) };
     case 'held-elsewhere':
       if (claim.sameWorkflow) return { kind: 'held-at-same-time', holder: claim.holder };
@@ -216,31 +184,6 @@ async function oneAttempt(run: Run): Promise<Step> {
       const what = `the claim answered ${JSON.stringify(claim satisfies never)}`;
       throw ending.failed('unexpected-answer', orderId, { what });
     }
-  }
-}
-
-// Runs recorded before ORDER_NOT_VISIBLE_YET_WAITS failed OrderNotFound at once.
-async function claimOrFail(
-  orderId: string,
-): Promise<ClaimResult | Extract<Step, { kind: 'order-not-visible' }>> {
-  try {
-    // The workflow's clock: the server's time of this workflow task, which orders the runs' claims.
-    return await bookkeeping.claimOrderMail({ orderId, issuedAtMs: Date.now() });
-  } catch (error) {
-    // A local activity's failure arrives unwrapped (SDK 1.24), a regular one's in an ActivityFailure.
-    const failure = error instanceof ActivityFailure ? error.cause : error;
-    if (failure instanceof ApplicationFailure && failure.type === FailureType.OrderNotFound) {
-      const notFound = ApplicationFailure.create({
-        type: FailureType.OrderNotFound,
-        message: failure.message,
-        nonRetryable: true,
-        cause: error instanceof Error ? error : undefined,
-      });
-      if (patched(ORDER_NOT_VISIBLE_YET_WAITS)) return { kind: 'order-not-visible', failure: notFound };
-      showNoClaim();
-      throw notFound;
-    }
-    throw error;
   }
 }
 
@@ -261,21 +204,18 @@ async function sendAndRecord(run: Run, claim: Claimed): Promise<Step> {
   const { sent, failure } = await send(base, claim);
   // The fence refused: this attempt made no request.
   if (sent.outcome === 'claim-lost') return lostClaim(orderId, attempt, sent.row, sent, true);
-  const { recorded, as } = await recordSendOutcome(run, base, sent, claim);
+  const { recorded, as } = await recordSendOutcome(run, claim, sent);
   // Recorded not_sent: no request was made, or the provider said (or was verified to say) it took nothing.
   if (recorded.kind === 'claim-lost')
     return lostClaim(orderId, attempt, recorded, sent, as.outcome === 'not_sent');
-  if (
-    sent.outcome === 'not_sent' &&
-    sent.errorCode === SEND_HELD &&
-    recorded.state === 'failed' &&
-    patched(SEND_HOLD_WAITS)
-  ) {
+  const refusedByHold =
+    sent.outcome === 'not_sent' && sent.errorCode === SEND_HELD && recorded.state === 'failed';
+  if (refusedByHold && patched(SEND_HOLD_WAITS)) {
     // The Web UI's filter for held orders (docs/operating.md): OrderMailState = "held".
     showOrderMailState({ state: 'held', outcome: recorded.outcome, httpStatus: null });
     return { kind: 'held', attempt };
   }
-  showRow(recorded.state, recorded.outcome, { httpStatus: sent.httpStatus });
+  showOrderMailState({ state: recorded.state, outcome: recorded.outcome, httpStatus: sent.httpStatus });
   if (recorded.state === 'sent' || sent.outcome === 'accepted') {
     // The provider's id: its answer, or what verification found; none when the policy assumed it sent.
     const result: OrderMailResult = {
@@ -299,7 +239,8 @@ function lostClaim(
   sentNothing: boolean,
 ): Step {
   const { currentState, currentOutcome } = row;
-  if (currentState !== null && currentState !== 'sending') showRow(currentState, currentOutcome);
+  if (currentState !== null && currentState !== 'sending')
+    showOrderMailState({ state: currentState, outcome: currentOutcome });
   const result =
     sent.outcome === 'accepted'
       ? ending.claimLost(orderId, attempt, 'accepted', sent.providerMessageId)
@@ -308,47 +249,23 @@ function lostClaim(
   return { kind: 'finished', result };
 }
 
-/** The send, waited for to its real end (never retried, never given up on); its failure is kept as a cause. */
-async function send(
-  base: AttemptRef,
-  claim: Claimed,
-): Promise<{ sent: SendOutcome; failure?: ActivityFailure }> {
-  try {
-    const sent = await sender(claim.settings.sendTimeoutMs).sendOrderMail({
-      ...base,
-      idempotencyKey: claim.idempotencyKey,
-    });
-    return { sent };
-  } catch (error) {
-    if (!(error instanceof ActivityFailure)) throw error;
-    return { sent: sendOutcomeOfFailure(error), failure: error };
-  }
-}
-
-/** The record's answer, and what the attempt was recorded as (the accepted mail's id where one is known). */
-type Recording = { recorded: Recorded; as: { outcome: MailOutcome; providerMessageId: string | null } };
-
 /**
- * Records the send's outcome; an unknown is decided by decideUnknownOutcome from the row's facts, after asking
- * the provider where it can be asked (docs/design.md §5).
+ * Records the send's outcome, an unknown decided by decideUnknownOutcome from the row's facts after asking the
+ * provider where it can be asked (docs/design.md §5); returns the record's answer and what it recorded.
  */
-async function recordSendOutcome(
-  run: Run,
-  base: AttemptRef,
-  sent: SendAccepted | SendNotAccepted,
-  claim: Claimed,
-): Promise<Recording> {
+async function recordSendOutcome(run: Run, claim: Claimed, sent: SendAccepted | SendNotAccepted) {
+  const base = { orderId: run.orderId, claimToken: claim.claimToken, attempt: claim.attempt };
   if (sent.outcome !== 'unknown') {
     const answered = recordOfAnswer(sent);
     const recorded = await record(base, answered, null);
+    if (recorded.kind !== 'dispatch-changed') return { recorded, as: answered };
     const what = 'the record found the fence changed, though nothing was expected of it';
-    if (recorded.kind === 'dispatch-changed')
-      throw ending.failed('unexpected-answer', base.orderId, { what });
-    return { recorded, as: answered };
+    throw ending.failed('unexpected-answer', base.orderId, { what });
   }
   const { settings } = claim;
   // Judged as the send came back, before any wait: whether a retry follows, and after how long.
-  const after = retryFollowing(run.cancelRequested() ? null : afterAttempt(settings, run.attempts + 1, sent));
+  const runAttempts = (run.taken.get('not-accepted') ?? 0) + 1;
+  const after = retryFollowing(run.cancelRequested() ? null : afterAttempt(settings, runAttempts, sent));
   const facts = (attempt: AttemptOnRecord, answer: VerificationAnswer | null) =>
     ownAttemptFacts({ attempt, settings, ...after, providerError: sent.errorCode, answer });
   // What the provider said, once asked: asked at most once per attempt.

@@ -1,8 +1,6 @@
 // src/workflows/showOrderMailState.ts without its upserts, for BENCH_SKIP_SEARCH_ATTRIBUTES only.
 export { ORDER_MAIL_ATTRIBUTES_AT_START } from '../../../src/shared/workflowContract';
 
-export function showRow(_rowState: unknown, _outcome: unknown, _more?: unknown): void {}
-
 export function showOrderMailState(_shown: unknown): void {}
 
 export function showNoClaim(): void {}
