@@ -3,8 +3,8 @@
 //   - claimed, not yet dispatched: sends wait for a free activity slot, because each build's workers have
 //     fewer slots than its sends need (slow answers hold them);
 //   - mid-send: most answers come slowly, well inside the raised client deadline;
-//   - waiting out a settle delay: a fifth of the sends are accepted and then dropped unanswered;
-//   - in a not-sent backoff: a quarter answer 429 or 503, and the backoff is a whole switch period.
+//   - waiting out a settle delay: 14% of the sends are accepted and then dropped unanswered, 8% hang;
+//   - in a not-sent backoff: 30% answer 429 or 503, and the backoff is a whole switch period.
 // One client starts each order once, at a rate that follows the switches (upgradeStartSteps), so that every
 // build gets enough new runs before it is left. The delays follow --upgrade-every, so a short period (CI) makes
 // a short run of the same shape.
@@ -13,11 +13,11 @@ import type { FaultMix, RunOptions, StartStep } from './runOptions';
 
 /** The fault mix: 3% answered at once and accepted; every other request either slow or a fault. */
 export const UPGRADE_FAULTS: FaultMix = {
-  acceptThenDrop: 0.2,
+  acceptThenDrop: 0.14,
   hang: 0.08,
   serverError: 0.03,
-  tooManyRequests: 0.12,
-  unavailable: 0.12,
+  tooManyRequests: 0.15,
+  unavailable: 0.15,
   dropWithoutProcessing: 0.02,
   slow: 0.4,
 };
@@ -30,11 +30,11 @@ export const UPGRADE_RAMP_PERCENTAGE = 50;
 
 /**
  * The share of the orders started in each phase of the rollout, by the time they are due: 2.0 alone until
- * --upgrade-at (its workers must be swamped by then: a high rate), N current for a period (it also inherits
- * 2.0's open runs: a low rate), N+1 ramping for a period (both builds take new runs), N+1 current for a
- * period (it has only its own runs: the highest share), and what is left after the rollback, at N's rate.
+ * --upgrade-at (its workers must be swamped by then: the highest rate), N current for a period, N+1 ramping
+ * for a period (both builds take new runs, and N is left again at its end), N+1 current for a period, and what
+ * is left after the rollback, at N's rate. Measured on short runs (docs/demo-and-chaos.md).
  */
-export const UPGRADE_START_SHARES = { unversioned: 0.32, n: 0.16, ramp: 0.22, next: 0.27 } as const;
+export const UPGRADE_START_SHARES = { unversioned: 0.28, n: 0.22, ramp: 0.24, next: 0.23 } as const;
 
 /**
  * The shaped load's start rate per phase for `orders` orders, N current at `atMs`, a switch every `everyMs`:

@@ -142,14 +142,14 @@ describe('--upgrade-at', () => {
     ).toBe(2);
   });
 
-  it('paces one client by phase: fast while 2.0 runs alone, slow on N, then the ramp, then the most on N+1', () => {
+  it('paces one client by phase: fast while 2.0 runs alone, then N, the ramp (both builds) and N+1 each swamped', () => {
     const steps = upgradeStartSteps(1_000, 100_000, 150_000);
     expect(steps).toEqual([
-      { fromMs: 0, rate: 3.2 },
-      { fromMs: 100_000, rate: 1.07 },
-      { fromMs: 250_000, rate: 1.47 },
-      { fromMs: 400_000, rate: 1.8 },
-      { fromMs: 550_000, rate: 1.07 },
+      { fromMs: 0, rate: 2.8 },
+      { fromMs: 100_000, rate: 1.47 },
+      { fromMs: 250_000, rate: 1.6 },
+      { fromMs: 400_000, rate: 1.53 },
+      { fromMs: 550_000, rate: 1.47 },
     ]);
     // Orders are left after the rollback (at its earliest), so N gets runs again and no phase runs dry.
     const shares = Object.values(UPGRADE_START_SHARES).reduce((sum, share) => sum + share, 0);
@@ -159,12 +159,12 @@ describe('--upgrade-at', () => {
     expect(upgradeStartSteps(300, 30_000, 45_000).map((step) => step.rate)).toEqual(
       steps.map((step) => step.rate),
     );
-    expect(startRateAt(steps, 0)).toBe(3.2);
-    expect(startRateAt(steps, 399_999)).toBe(1.47);
-    expect(startRateAt(steps, 10_000_000)).toBe(1.07);
+    expect(startRateAt(steps, 0)).toBe(2.8);
+    expect(startRateAt(steps, 399_999)).toBe(1.6);
+    expect(startRateAt(steps, 10_000_000)).toBe(1.47);
 
     const shaped = parse('--upgrade-at', '100', '--upgrade-every', '150', '--orders', '1000');
-    expect(shaped).toMatchObject({ clients: 1, startRate: 3.2, startSteps: steps });
+    expect(shaped).toMatchObject({ clients: 1, startRate: 2.8, startSteps: steps });
     expect(shaped.upgrade?.rampPercentage).toBe(50);
     const given = parse('--upgrade-at', '10', '--start-rate', '3.5', '--clients', '1');
     expect(given.startSteps).toBeUndefined();
