@@ -22,6 +22,9 @@ export async function startClientFleet(options: {
   seed: number;
   /** Starts per second of each client; 0 = unpaced. */
   rate: number;
+  /** A rate that changes by phase (the upgrade run's shaped load), counted from `epochMs`; overrides `rate`. */
+  steps?: { fromMs: number; rate: number }[];
+  epochMs?: number;
 }): Promise<ClientFleet> {
   const ordersFile = path.join(options.logDirectory, 'order-ids.txt');
   await writeFile(ordersFile, `${options.orderIds.join('\n')}\n`);
@@ -36,6 +39,12 @@ export async function startClientFleet(options: {
         DEMO_CLIENT_ORDERS_FILE: ordersFile,
         DEMO_CLIENT_SEED: String(options.seed * 1_000 + index),
         DEMO_CLIENT_RATE: String(options.rate),
+        ...(options.steps === undefined
+          ? {}
+          : {
+              DEMO_CLIENT_RATE_STEPS: JSON.stringify(options.steps),
+              DEMO_CLIENT_EPOCH_MS: String(options.epochMs ?? Date.now()),
+            }),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Own process group: see workerFleet.ts.

@@ -12,7 +12,7 @@ import {
 import { MAIL_TRANSPORTS, type FaultMix, type MailTransportName, type RunOptions } from './runOptions';
 import { applyVerificationFlag } from './verificationOptions';
 import { applySendOutageDefaults } from './sendOutage';
-import { applyUpgradeDefaults } from './upgradeLoad';
+import { applyUpgradeDefaults, UPGRADE_RAMP_PERCENTAGE } from './upgradeLoad';
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -158,6 +158,7 @@ export function parseRunOptions(argv: string[]): RunOptions | 'help' {
         options.upgrade = {
           atMs: seconds(flag, value()),
           everyMs: 30_000,
+          rampPercentage: UPGRADE_RAMP_PERCENTAGE,
           deploymentName: 'order-mail-chaos',
           shapedLoad: true,
           minPerState: 0,

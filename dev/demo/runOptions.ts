@@ -53,12 +53,20 @@ export interface FailoverSettings {
   skipForMs: number;
 }
 
-/** The upgrade run (--upgrade-at, --upgrade-every): 2.0 → N → N+1 → back to N (dev/demo/upgradeAct.ts). */
+/**
+ * The upgrade run (--upgrade-at, --upgrade-every): 2.0 → N → N+1 ramping → N+1 → back to N
+ * (dev/demo/upgradeAct.ts).
+ */
 export interface UpgradeSettings {
   /** When build N becomes current, after the first start (or once its workers poll, if later). */
   atMs: number;
-  /** From one switch to the next: N+1 at atMs + everyMs, back to N at atMs + 2 × everyMs. */
+  /**
+   * From one switch to the next: N+1 ramps once 2.0's runs drained and at least everyMs after N's switch, becomes
+   * current one period later, and N is current again one period after that.
+   */
   everyMs: number;
+  /** The share of new runs N+1 gets while it ramps, percent (UPGRADE_RAMP_PERCENTAGE). */
+  rampPercentage: number;
   deploymentName: string;
   /**
    * True: the shaped load of dev/demo/upgradeLoad.ts (runs of the build being left in each place at a switch);
@@ -101,6 +109,11 @@ export interface SendOutageSettings {
   forMs: number;
 }
 
+export interface StartStep {
+  fromMs: number;
+  rate: number;
+}
+
 export interface RunOptions {
   profile: 'demo' | 'chaos';
   transport: MailTransportName;
@@ -111,6 +124,11 @@ export interface RunOptions {
   clients: number;
   /** Starts per second of each client process; 0 = as fast as Temporal answers. */
   startRate: number;
+  /**
+   * A start rate that changes during the run (the upgrade run's shaped load, dev/demo/upgradeLoad.ts): from
+   * `fromMs` after the first start, `rate` starts per second, until the next step. Unset: startRate throughout.
+   */
+  startSteps?: StartStep[];
   /** WORKER_MAX_CONCURRENT_ACTIVITIES of each worker. */
   workerConcurrency: number;
   policy: UnknownOutcomePolicy;

@@ -155,6 +155,7 @@ export async function runDemo(options: RunOptions): Promise<number> {
       logDirectory: runDirectory,
       seed: options.seed,
       rate: options.startRate,
+      ...(options.startSteps === undefined ? {} : { steps: options.startSteps, epochMs: startedAt }),
     });
     chaos = startChaos(options, stack, workers, random, say, clients.done);
     const opsEnv = {
@@ -264,8 +265,12 @@ export async function runDemo(options: RunOptions): Promise<number> {
         })
         .catch(() => undefined);
       say(
-        `upgrade: N current at ${options.upgrade.atMs / 1000} s, N+1 once 2.0's runs drained and at least ` +
-          `${options.upgrade.everyMs / 1000} s later, then back to N one period on (${options.upgrade.shapedLoad ? 'shaped' : 'plain'} load)`,
+        `upgrade: N current at ${options.upgrade.atMs / 1000} s, N+1 ramping at ${options.upgrade.rampPercentage}% ` +
+          `once 2.0's runs drained and at least ${options.upgrade.everyMs / 1000} s later, N+1 current one period ` +
+          `on, then back to N one period on (${options.upgrade.shapedLoad ? 'shaped' : 'plain'} load` +
+          (options.startSteps === undefined
+            ? ')'
+            : `; starts per second ${options.startSteps.map((step) => `${step.rate} from ${step.fromMs / 1000} s`).join(', ')})`),
       );
     }
 

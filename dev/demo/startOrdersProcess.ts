@@ -3,10 +3,14 @@
 // order service imports (src/client.ts). Several of these run at once, so every order is started more than once.
 //
 // Input (env): DEMO_CLIENT_ORDERS_FILE (one order id a line), DEMO_CLIENT_SEED, DEMO_CLIENT_CONCURRENCY,
-// DEMO_CLIENT_RATE (starts per second, 0 = as fast as Temporal answers), TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE. Output: one JSON line of counts on stdout.
+// DEMO_CLIENT_RATE (starts per second, 0 = as fast as Temporal answers), DEMO_CLIENT_RATE_STEPS and
+// DEMO_CLIENT_EPOCH_MS (a rate per phase from that moment on, JSON [{fromMs, rate}]: the upgrade run's shaped
+// load), TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE. Output: one JSON line of counts on stdout.
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connectOrderMailClient, startOrderConfirmationMail } from '../../src/client';
+import type { StartStep } from './runOptions';
+import { startRateAt } from './upgradeLoad';
 
 export interface ClientCounts {
   startCalls: number;
@@ -25,10 +29,14 @@ async function main(): Promise<void> {
   const random = seededRandom(Number(process.env.DEMO_CLIENT_SEED ?? '1'));
   shuffle(ids, random);
   const concurrency = Number(process.env.DEMO_CLIENT_CONCURRENCY ?? '8');
-  const rate = Number(process.env.DEMO_CLIENT_RATE ?? '0');
+  const steady = Number(process.env.DEMO_CLIENT_RATE ?? '0');
+  const steps = JSON.parse(process.env.DEMO_CLIENT_RATE_STEPS ?? 'null') as StartStep[] | null;
+  const epochMs = Number(process.env.DEMO_CLIENT_EPOCH_MS ?? Date.now());
+  const rateAt = (at: number) => (steps === null ? steady : startRateAt(steps, at - epochMs));
   // Orders arrive as a stream, not all at once: a shop confirms them over time.
   let nextStartAt = Date.now();
   const pace = async (): Promise<void> => {
+    const rate = rateAt(Math.max(nextStartAt, Date.now()));
     if (rate <= 0) return;
     const at = nextStartAt;
     nextStartAt = Math.max(nextStartAt, Date.now()) + 1000 / rate;

@@ -3,7 +3,8 @@
 // command in the mail workflow, upgrade/nextBuildWorkflows.ts) start with the run's own, before the first order,
 // each as a Worker Deployment Version. At S (or once N is confirmed polling) N becomes current: 2.0's open runs
 // move to it at their next workflow task, as Temporal moves unversioned runs, and replay there. Once none is
-// open (and one period on), N+1 becomes current; one period later the current version goes back to N. Every
+// open (and one period on), N+1 ramps (a share of new runs starts on it), one period later it becomes current,
+// and one period after that the current version goes back to N. Every
 // switch is made only after the build it makes current is confirmed polling, so no switch depends on how fast a
 // worker starts. Every build's workers poll to the end, so each pinned run finishes on its build; they are killed
 // now and then once their build was current. The facts: the open runs per build and state at each switch, the
@@ -132,7 +133,7 @@ export function startUpgradeBuilds(options: {
 }
 
 export interface UpgradeAct {
-  /** Resolves once the three switches were made (or one failed: the facts say so). */
+  /** Resolves once the four switches were made (or one failed: the facts say so). */
   switched(): Promise<void>;
   /** After every order finished: the runs per build and what their histories show. */
   facts(orderIds: string[]): Promise<Omit<UpgradeFacts, 'faultsEndedAtMs'>>;
@@ -243,7 +244,7 @@ export function startUpgradeAct(options: {
     oldRuns: OldRunsAtSwitch,
     polling: BuildPolling,
     atMs: number,
-  ): Promise<UpgradeSwitch> => {
+  ): Promise<Omit<UpgradeSwitch, 'kind' | 'percentage' | 'returnedTo'>> => {
     const openByBuild: UpgradeSwitch['openByBuild'] = {};
     for (const buildId of [null, BUILDS.n, BUILDS.next]) {
       const perState: Record<string, number> = {};
@@ -288,31 +289,57 @@ export function startUpgradeAct(options: {
     };
   };
 
-  const setCurrent = async (buildId: string, from: string | null): Promise<void> => {
-    const polling = await confirmPolling(buildId);
-    // Counted just before the switch, so the runs are those the switch meets (again while Temporal restarts).
-    let oldRuns: OldRunsAtSwitch | null = null;
-    while (oldRuns === null) {
-      oldRuns = await placeOldRuns(from).catch((error: unknown) => {
+  // Counted just before a switch, so the runs are those the switch meets (again while Temporal restarts).
+  const placeOldRunsSurely = async (buildId: string | null): Promise<OldRunsAtSwitch> => {
+    for (;;) {
+      const placed = await placeOldRuns(buildId).catch((error: unknown) => {
         if (pastDeadline()) throw error;
         return null;
       });
-      if (oldRuns === null) await sleep(LOOK_EVERY_MS);
+      if (placed !== null) return placed;
+      await sleep(LOOK_EVERY_MS);
     }
+  };
+
+  /**
+   * Makes `buildId` current, or (a percentage below 100) the ramping version: that share of new runs starts on
+   * it, the rest on the current one. Making the ramping version current ends its ramp.
+   */
+  const switchTo = async (
+    buildId: string,
+    from: string | null,
+    percentage = 100,
+    returnedTo: string | null = null,
+  ): Promise<void> => {
+    const kind = percentage < 100 ? 'ramping' : 'current';
+    const polling = await confirmPolling(buildId);
+    const oldRuns = await placeOldRunsSurely(from);
+    const returned =
+      returnedTo === null ? null : { build: returnedTo, runs: await placeOldRunsSurely(returnedTo) };
     say(
-      `upgrade: before ${version(buildId)} (polling, its workers started in ` +
-        `${seconds(polling.workersStartedInMs)}), open runs of ${from ?? 'unversioned'}: ${oldRuns.claimed} claimed, ` +
-        `${oldRuns.midSend} mid-send, ${oldRuns.settleDelay} in a settle delay, ${oldRuns.notSentBackoff} in a ` +
-        `not-sent backoff, ${oldRuns.other} other (counted in ${seconds(oldRuns.countedInMs)})`,
+      `upgrade: before ${version(buildId)} ${kind === 'ramping' ? `ramps at ${percentage}%` : 'is current'} ` +
+        `(polling, its workers started in ${seconds(polling.workersStartedInMs)}), open runs of ` +
+        `${from ?? 'unversioned'}: ${placesOf(oldRuns)}` +
+        (returned === null ? '' : `; of ${returned.build}: ${placesOf(returned.runs)}`),
     );
     for (;;) {
       try {
-        await client.workflowService.setWorkerDeploymentCurrentVersion({
-          namespace,
-          deploymentName: settings.deploymentName,
-          buildId,
-          identity: 'order-mail-chaos-upgrade',
-        });
+        if (kind === 'ramping') {
+          await client.workflowService.setWorkerDeploymentRampingVersion({
+            namespace,
+            deploymentName: settings.deploymentName,
+            buildId,
+            percentage,
+            identity: 'order-mail-chaos-upgrade',
+          });
+        } else {
+          await client.workflowService.setWorkerDeploymentCurrentVersion({
+            namespace,
+            deploymentName: settings.deploymentName,
+            buildId,
+            identity: 'order-mail-chaos-upgrade',
+          });
+        }
         break;
       } catch (error) {
         // Refused while Temporal restarts: tried again until the run's timeout.
@@ -324,8 +351,11 @@ export function startUpgradeAct(options: {
     const fleet = builds.fleet(buildId);
     if (!killable.includes(fleet)) killable.push(fleet);
     const shot = await snapshot(version(buildId), from ?? 'unversioned', oldRuns, polling, switchedAtMs);
-    switches.push(shot);
-    say(`upgrade: ${version(buildId)} is current at ${seconds(shot.atMs)}; ${describeOpen(shot)}`);
+    switches.push({ ...shot, kind, percentage, returnedTo: returned });
+    say(
+      `upgrade: ${version(buildId)} is ${kind === 'ramping' ? `ramping at ${percentage}%` : 'current'} at ` +
+        `${seconds(shot.atMs)}; ${describeOpen(shot)}`,
+    );
   };
 
   // 2.0's runs drain as long as one closes or moves to N now and then; only a stall fails the rollout.
@@ -367,14 +397,16 @@ export function startUpgradeAct(options: {
   const done = (async () => {
     try {
       await sleep(settings.atMs - since());
-      await setCurrent(BUILDS.n, null);
+      await switchTo(BUILDS.n, null);
       await waitForUnversionedDrain();
-      // One period on N at least, however soon 2.0's runs drained.
+      // One period on N at least, however soon 2.0's runs drained; then one period of ramp, one of N+1.
       await sleep(switches.at(-1)!.atMs + settings.everyMs - since());
-      await setCurrent(BUILDS.next, BUILDS.n);
+      await switchTo(BUILDS.next, BUILDS.n, settings.rampPercentage);
+      await sleep(switches.at(-1)!.atMs + settings.everyMs - since());
+      await switchTo(BUILDS.next, BUILDS.n);
       await sleep(switches.at(-1)!.atMs + settings.everyMs - since());
       say(`upgrade: rolling back to ${version(BUILDS.n)}`);
-      await setCurrent(BUILDS.n, BUILDS.next);
+      await switchTo(BUILDS.n, BUILDS.next, 100, BUILDS.n);
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
       say(`upgrade: FAILED: ${failure}`);
@@ -460,7 +492,14 @@ function seconds(ms: number): string {
   return `${Math.round(ms / 100) / 10} s`;
 }
 
-function describeOpen(shot: UpgradeSwitch): string {
+function placesOf(runs: OldRunsAtSwitch): string {
+  return (
+    `${runs.claimed} claimed, ${runs.midSend} mid-send, ${runs.settleDelay} in a settle delay, ` +
+    `${runs.notSentBackoff} in a not-sent backoff, ${runs.other} other (counted in ${seconds(runs.countedInMs)})`
+  );
+}
+
+function describeOpen(shot: Pick<UpgradeSwitch, 'openByBuild'>): string {
   return Object.entries(shot.openByBuild)
     .map(
       ([build, states]) => `${build}: ${STATES.map((state) => `${states[state] ?? 0} ${state}`).join(', ')}`,

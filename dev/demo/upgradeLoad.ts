@@ -3,25 +3,63 @@
 //   - claimed, not yet dispatched: sends wait for a free activity slot, because each build's workers have
 //     fewer slots than its sends need (slow answers hold them);
 //   - mid-send: most answers come slowly, well inside the raised client deadline;
-//   - waiting out a settle delay: a fifth of the sends are accepted and then dropped unanswered;
-//   - in a not-sent backoff: a quarter answer 429 or 503, and the backoff is a whole switch period.
-// The delays follow --upgrade-every, so a short period (CI) makes a short run of the same shape.
+//   - waiting out a settle delay: 14% of the sends are accepted and then dropped unanswered, 8% hang;
+//   - in a not-sent backoff: 30% answer 429 or 503, and the backoff is a whole switch period.
+// One client starts each order once, at a rate that follows the switches (upgradeStartSteps), so that every
+// build gets enough new runs before it is left. The delays follow --upgrade-every, so a short period (CI) makes
+// a short run of the same shape.
 // --upgrade-plain-load leaves the chaos profile's load as it is: none of this applies.
-import type { FaultMix, RunOptions } from './runOptions';
+import type { FaultMix, RunOptions, StartStep } from './runOptions';
 
 /** The fault mix: 3% answered at once and accepted; every other request either slow or a fault. */
 export const UPGRADE_FAULTS: FaultMix = {
-  acceptThenDrop: 0.2,
+  acceptThenDrop: 0.14,
   hang: 0.08,
   serverError: 0.03,
-  tooManyRequests: 0.12,
-  unavailable: 0.12,
+  tooManyRequests: 0.15,
+  unavailable: 0.15,
   dropWithoutProcessing: 0.02,
   slow: 0.4,
 };
 
 /** Slots per worker: 3 workers × 20 = 60 sends of one build in flight at most, the rest wait claimed. */
 export const UPGRADE_WORKER_CONCURRENCY = 20;
+
+/** The share of new runs N+1 gets while it ramps, before it becomes current. */
+export const UPGRADE_RAMP_PERCENTAGE = 50;
+
+/**
+ * The share of the orders started in each phase of the rollout, by the time they are due: 2.0 alone until
+ * --upgrade-at (its workers must be swamped by then: the highest rate), N current for a period, N+1 ramping
+ * for a period (both builds take new runs, and N is left again at its end), N+1 current for a period, and what
+ * is left after the rollback, at N's rate. Measured on short runs (docs/demo-and-chaos.md).
+ */
+export const UPGRADE_START_SHARES = { unversioned: 0.28, n: 0.22, ramp: 0.24, next: 0.23 } as const;
+
+/**
+ * The shaped load's start rate per phase for `orders` orders, N current at `atMs`, a switch every `everyMs`:
+ * the phases' times are the switches' earliest (N+1 ramps later if 2.0's runs drain slowly). The rates depend
+ * only on orders per second of the schedule, so a run with fewer orders and a proportionally shorter period
+ * has the same rates and the same shape.
+ */
+export function upgradeStartSteps(orders: number, atMs: number, everyMs: number): StartStep[] {
+  const perSecond = (share: number, ms: number) => Math.round(((share * orders) / (ms / 1000)) * 100) / 100;
+  const shares = UPGRADE_START_SHARES;
+  return [
+    { fromMs: 0, rate: perSecond(shares.unversioned, atMs) },
+    { fromMs: atMs, rate: perSecond(shares.n, everyMs) },
+    { fromMs: atMs + everyMs, rate: perSecond(shares.ramp, everyMs) },
+    { fromMs: atMs + 2 * everyMs, rate: perSecond(shares.next, everyMs) },
+    { fromMs: atMs + 3 * everyMs, rate: perSecond(shares.n, everyMs) },
+  ];
+}
+
+/** The rate in force `elapsedMs` after the first start (the last step's from then on). */
+export function startRateAt(steps: StartStep[], elapsedMs: number): number {
+  let rate = steps[0]?.rate ?? 0;
+  for (const step of steps) if (step.fromMs <= elapsedMs) rate = step.rate;
+  return rate;
+}
 
 /** At 1,000 orders and more, the least number of old-build runs in each place at each switch, unless given. */
 export const UPGRADE_MIN_PER_STATE_AT_1000 = 50;
@@ -79,7 +117,7 @@ export function upgradeWorkerEnv(times: UpgradeTimes): Record<string, string> {
 }
 
 /**
- * --upgrade-at's defaults: the shaped fault mix, slots and settle delay, unless a flag of the command line says
+ * --upgrade-at's defaults: the shaped fault mix, slots, settle delay and start rates, unless a flag of the command line says
  * or --upgrade-plain-load leaves the profile's own.
  */
 export function applyUpgradeDefaults(options: RunOptions, argv: string[], minPerState: number | null): void {
@@ -101,6 +139,13 @@ export function applyUpgradeDefaults(options: RunOptions, argv: string[], minPer
     if (!asked(flag) && !noFaults) options.faults[key] = UPGRADE_FAULTS[key];
   }
   if (!asked('--worker-concurrency')) options.workerConcurrency = UPGRADE_WORKER_CONCURRENCY;
+  // Several clients walking every order each in its own order start most orders early (the distinct starts
+  // fall off as each client meets orders already started), which left N+1 few runs: one client, paced by phase.
+  if (!asked('--start-rate')) {
+    options.startSteps = upgradeStartSteps(options.orders, upgrade.atMs, upgrade.everyMs);
+    options.startRate = options.startSteps[0]!.rate;
+    if (!asked('--clients')) options.clients = 1;
+  }
   if (!asked('--settle-delay'))
     options.verification.settleDelayMs = upgradeTimes(upgrade.everyMs).settleDelayMs;
 }

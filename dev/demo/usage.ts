@@ -69,14 +69,15 @@ ${VERIFICATION_USAGE}
   --upgrade-at S / --upgrade-every S   a rollout under the faults: unversioned workers (2.0's way) run the orders;
                                 the workers of builds N and N+1 (one more command in the mail workflow) start
                                 beside them before the first order. At S (or once N polls) N becomes current; once
-                                2.0's runs drained and --upgrade-every seconds (30) on, N+1; a period later back
-                                to N. Every switch waits until its build is seen polling (a worker says so and
+                                2.0's runs drained and --upgrade-every seconds (30) on, N+1 ramps at 50%; a period
+                                later N+1 is current; a period later back to N. Every switch waits until its build is seen polling (a worker says so and
                                 describe-version lists the task queue); every build's workers run to the end and
                                 are killed now and then. The report counts runs per build, open runs at each
                                 switch, the builds' start times, non-determinism failures.
                                 The load is shaped (dev/demo/upgradeLoad.ts) unless fault flags, --worker-concurrency
                                 or --settle-delay say otherwise: slow answers held half a period, a settle delay and
-                                a not-sent backoff of a period, 20 activity slots per worker
+                                a not-sent backoff of a period, 20 activity slots per worker, and (unless
+                                --start-rate) one client whose start rate follows the switches
   --upgrade-plain-load          the chaos profile's own load for the rollout, not the shaped one: its faults,
                                 slots, deadlines and settle delay (--upgrade-min-per-state then defaults to 0)
   --upgrade-min-per-state N     the least open runs of the build being left in each of claimed, mid-send, settle

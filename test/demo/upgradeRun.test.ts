@@ -11,7 +11,10 @@ import type { RunOptions } from '../../dev/demo/runOptions';
 import { PROFILES } from '../../dev/demo/profiles';
 import {
   shapedUpgradeTimes,
+  startRateAt,
   UPGRADE_FAULTS,
+  UPGRADE_START_SHARES,
+  upgradeStartSteps,
   UPGRADE_WORKER_CONCURRENCY,
   upgradeTimes,
   upgradeWorkerEnv,
@@ -46,18 +49,28 @@ const OLD_RUNS = {
   other: 1,
   countedInMs: 200,
 };
+/** 2.0 → N current → N+1 ramping → N+1 current → back to N. */
+const CHAIN = [
+  { build: 'n', kind: 'current' },
+  { build: 'n1', kind: 'ramping' },
+  { build: 'n1', kind: 'current' },
+  { build: 'n', kind: 'current' },
+] as const;
 const ROLLED: UpgradeFacts = {
   deploymentName: 'order-mail-chaos',
   shapedLoad: true,
   drainStallBoundMs: 90_000,
   minPerState: 3,
-  switches: ['n', 'n1', 'n'].map((build, index) => ({
+  switches: CHAIN.map(({ build, kind }, index) => ({
     to: `order-mail-chaos:${build}`,
+    kind,
+    percentage: kind === 'ramping' ? 50 : 100,
     atMs: 10_000 + index * 30_000,
     openByBuild: { unversioned: { sending: 3, unknown: 1, failed: 2, held: 0 } },
     rows: { claimed: 1, midSend: 2, notSent: 2 },
-    from: ['unversioned', 'n', 'n1'][index]!,
+    from: ['unversioned', 'n', 'n', 'n1'][index]!,
     oldRuns: OLD_RUNS,
+    returnedTo: index === 3 ? { build: 'n', runs: OLD_RUNS } : null,
     polling: { build, workersStartedInMs: 20_000, confirmedAtMs: 9_000 + index * 30_000, waitedMs: 0 },
   })),
   unversionedDrainedAtMs: 14_000,
@@ -130,6 +143,37 @@ describe('--upgrade-at', () => {
     ).toBe(2);
   });
 
+  it('paces one client by phase: fast while 2.0 runs alone, then N, the ramp (both builds) and N+1 each swamped', () => {
+    const steps = upgradeStartSteps(1_000, 100_000, 150_000);
+    expect(steps).toEqual([
+      { fromMs: 0, rate: 2.8 },
+      { fromMs: 100_000, rate: 1.47 },
+      { fromMs: 250_000, rate: 1.6 },
+      { fromMs: 400_000, rate: 1.53 },
+      { fromMs: 550_000, rate: 1.47 },
+    ]);
+    // Orders are left after the rollback (at its earliest), so N gets runs again and no phase runs dry.
+    const shares = Object.values(UPGRADE_START_SHARES).reduce((sum, share) => sum + share, 0);
+    expect(shares).toBeLessThan(1);
+    expect(shares).toBeGreaterThan(0.9);
+    // Fewer orders and a proportionally shorter schedule: the same rates, so the same shape.
+    expect(upgradeStartSteps(300, 30_000, 45_000).map((step) => step.rate)).toEqual(
+      steps.map((step) => step.rate),
+    );
+    expect(startRateAt(steps, 0)).toBe(2.8);
+    expect(startRateAt(steps, 399_999)).toBe(1.6);
+    expect(startRateAt(steps, 10_000_000)).toBe(1.47);
+
+    const shaped = parse('--upgrade-at', '100', '--upgrade-every', '150', '--orders', '1000');
+    expect(shaped).toMatchObject({ clients: 1, startRate: 2.8, startSteps: steps });
+    expect(shaped.upgrade?.rampPercentage).toBe(50);
+    const given = parse('--upgrade-at', '10', '--start-rate', '3.5', '--clients', '1');
+    expect(given.startSteps).toBeUndefined();
+    expect(given.startRate).toBe(3.5);
+    expect(parse('--upgrade-at', '10', '--clients', '2').clients).toBe(2);
+    expect(parse('--upgrade-at', '10', '--upgrade-plain-load').startSteps).toBeUndefined();
+  });
+
   it('holds the slow answers inside the client deadlines and the hung ones past them, the send timeout past both', () => {
     for (const everyMs of [10_000, 60_000]) {
       const times = upgradeTimes(everyMs);
@@ -143,7 +187,7 @@ describe('--upgrade-at', () => {
 });
 
 describe('the upgrade invariants', () => {
-  it('hold for a rollout with three switches, no non-determinism and no run across builds', () => {
+  it('hold for a rollout with four switches, no non-determinism and no run across builds', () => {
     expect(upgradeInvariants(ROLLED).every((invariant) => invariant.holds)).toBe(true);
   });
 
@@ -152,11 +196,33 @@ describe('the upgrade invariants', () => {
       upgradeInvariants({ ...ROLLED, ...facts })
         .filter((invariant) => !invariant.holds)
         .map((invariant) => invariant.name);
-    expect(failing({ switches: ROLLED.switches.slice(0, 2) })).toEqual(['upgrade-switches-made']);
+    expect(failing({ switches: ROLLED.switches.slice(0, 3) })).toEqual(['upgrade-switches-made']);
     expect(failing({ failure: 'Temporal down' })).toEqual(['upgrade-switches-made']);
     expect(failing({ nondeterminismFailures: ['17'] })).toEqual(['no-nondeterminism']);
     expect(failing({ historiesUnreadable: 1 })).toEqual(['no-nondeterminism']);
     expect(failing({ crossedBuilds: ['17 (n → n1)'] })).toEqual(['no-run-crossed-builds']);
+  });
+
+  it('fail on the chain without its ramp: N+1 made current straight from N, three switches', () => {
+    const [toN, , toNext, back] = ROLLED.switches;
+    const result = upgradeInvariants({ ...ROLLED, switches: [toN!, toNext!, back!] }).find(
+      (invariant) => invariant.name === 'upgrade-switches-made',
+    );
+    expect(result?.holds).toBe(false);
+    expect(result?.violations).toEqual([
+      '3 of 4 switches made',
+      'switch 2 made order-mail-chaos:n1 current, not n1 ramping',
+      'switch 3 made order-mail-chaos:n current, not n1 current',
+    ]);
+  });
+
+  it("ask the rollback's minimum of the build it leaves (N+1), and report N's open runs beside them", () => {
+    const few = { ...OLD_RUNS, claimed: 0, midSend: 1 };
+    const returned = ROLLED.switches.map((shot, index) =>
+      index === 3 ? { ...shot, returnedTo: { build: 'n', runs: few } } : shot,
+    );
+    expect(upgradeInvariants({ ...ROLLED, switches: returned }).every((i) => i.holds)).toBe(true);
+    expect(ROLLED.switches.map((shot) => shot.returnedTo?.build ?? null)).toEqual([null, null, null, 'n']);
   });
 
   it('fail when a switch was made before its build was seen polling', () => {
@@ -183,13 +249,13 @@ describe('the upgrade invariants', () => {
 
   it('fail when a switch met fewer old runs than asked in any one place', () => {
     const short = ROLLED.switches.map((shot, index) =>
-      index === 2 ? { ...shot, oldRuns: { ...shot.oldRuns, notSentBackoff: 2 } } : shot,
+      index === 3 ? { ...shot, oldRuns: { ...shot.oldRuns, notSentBackoff: 2 } } : shot,
     );
     const result = upgradeInvariants({ ...ROLLED, switches: short }).find(
       (invariant) => invariant.name === 'old-runs-per-state-at-switch',
     );
     expect(result?.holds).toBe(false);
-    expect(result?.violations).toEqual(['order-mail-chaos:n at 70 s: 2 notSentBackoff of n1']);
+    expect(result?.violations).toEqual(['order-mail-chaos:n at 100 s: 2 notSentBackoff of n1']);
     expect(upgradeInvariants({ ...ROLLED, switches: short, minPerState: 2 }).every((i) => i.holds)).toBe(
       true,
     );

@@ -60,8 +60,12 @@ export interface RequestFact {
 
 /** One switch of the upgrade run's current version: the open runs at that moment, per build and state. */
 export interface UpgradeSwitch {
-  /** The version made current, "<deployment>:<build>". */
+  /** The version made current or ramping, "<deployment>:<build>". */
   to: string;
+  /** 'current': every new run goes to `to`; 'ramping': `percentage` of new runs do, the rest to the current. */
+  kind: 'current' | 'ramping';
+  /** The ramp's share of new runs, percent (100 for a switch of the current version). */
+  percentage: number;
   atMs: number;
   /** Open mail runs per build ('unversioned', 'n', 'n1') and OrderMailState (visibility). */
   openByBuild: Record<string, Record<string, number>>;
@@ -70,6 +74,11 @@ export interface UpgradeSwitch {
   /** The build being left ('unversioned', 'n', 'n1'), and where its open runs were just before the switch. */
   from: string;
   oldRuns: OldRunsAtSwitch;
+  /**
+   * At the rollback, the open runs of the build it returns to (N), placed the same way: runs of both versions
+   * are open then, and either may be called the old one. Null at the other switches.
+   */
+  returnedTo: { build: string; runs: OldRunsAtSwitch } | null;
   /** The build made current: its workers confirmed polling before the switch, and how long they took. */
   polling: BuildPolling;
 }
@@ -105,7 +114,7 @@ export interface OldRunsAtSwitch {
   countedInMs: number;
 }
 
-/** The upgrade run (--upgrade-at): 2.0 → N → N+1 → back to N (dev/demo/upgradeAct.ts). */
+/** The upgrade run (--upgrade-at): 2.0 → N → N+1 ramping → N+1 → back to N (dev/demo/upgradeAct.ts). */
 export interface UpgradeFacts {
   deploymentName: string;
   /** False: --upgrade-plain-load, the chaos profile's load; true: the shaped load (dev/demo/upgradeLoad.ts). */

@@ -188,7 +188,7 @@ export function formatReport(report: RunReport): string {
         )
         .join('; ');
       lines.push(
-        `  ${shot.to} current at ${seconds(shot.atMs)} (its workers started in ` +
+        `  ${shot.to} ${shot.kind === 'ramping' ? `ramping at ${shot.percentage}%` : 'current'} at ${seconds(shot.atMs)} (its workers started in ` +
           `${seconds(shot.polling.workersStartedInMs)}, seen polling at ${seconds(shot.polling.confirmedAtMs)}, ` +
           `the switch waited ${seconds(shot.polling.waitedMs)} for them): open runs ${open}; rows ${shot.rows.claimed} claimed, ` +
           `${shot.rows.midSend} mid-send, ${shot.rows.notSent} not sent awaiting a retry; ` +
@@ -196,6 +196,14 @@ export function formatReport(report: RunReport): string {
           `${shot.oldRuns.midSend} mid-send, ${shot.oldRuns.settleDelay} in a settle delay, ` +
           `${shot.oldRuns.notSentBackoff} in a not-sent backoff, ${shot.oldRuns.other} other)`,
       );
+      const back = shot.returnedTo;
+      if (back != null) {
+        lines.push(
+          `    ${back.build}'s open runs just before (the build returned to): ${back.runs.open} ` +
+            `(${back.runs.claimed} claimed, ${back.runs.midSend} mid-send, ${back.runs.settleDelay} in a settle ` +
+            `delay, ${back.runs.notSentBackoff} in a not-sent backoff, ${back.runs.other} other)`,
+        );
+      }
     }
   }
 

@@ -182,17 +182,27 @@ export function sendHoldInvariants(hold: SendHoldFacts): InvariantResult[] {
 }
 
 /**
- * An --upgrade-at run: every switch made after its build polled, runs on every build, no run failed for
- * non-determinism, no run crossed builds, enough old runs in each place at each switch.
+ * An --upgrade-at run: the four switches made, each after its build polled; runs on every build; no run failed
+ * for non-determinism; no run crossed builds; enough runs of the build being left in each place at each switch.
  */
 export function upgradeInvariants(upgrade: UpgradeFacts): InvariantResult[] {
   return [
     judged(
       'upgrade-switches-made',
-      'the rollout made N, then N+1, then N again the current version, each once its workers were seen polling',
+      'the rollout made N current, ramped N+1, made N+1 current, then N again, each once its workers were seen ' +
+        'polling',
       [
         ...(upgrade.failure === null ? [] : [`a switch failed: ${upgrade.failure}`]),
-        ...(upgrade.switches.length === 3 ? [] : [`${upgrade.switches.length} of 3 switches made`]),
+        ...(upgrade.switches.length === UPGRADE_CHAIN.length
+          ? []
+          : [`${upgrade.switches.length} of ${UPGRADE_CHAIN.length} switches made`]),
+        ...upgrade.switches.flatMap((shot, index) => {
+          const expected = UPGRADE_CHAIN[index];
+          const build = shot.to.slice(shot.to.lastIndexOf(':') + 1);
+          return expected === undefined || (expected.build === build && expected.kind === shot.kind)
+            ? []
+            : [`switch ${index + 1} made ${shot.to} ${shot.kind}, not ${expected.build} ${expected.kind}`];
+        }),
         ...upgrade.switches
           .filter((shot) => !(shot.polling.confirmedAtMs <= shot.atMs))
           .map((shot) => `${shot.to} at ${Math.round(shot.atMs / 1000)} s: made before its workers polled`),
@@ -233,6 +243,13 @@ export function upgradeInvariants(upgrade: UpgradeFacts): InvariantResult[] {
 }
 
 const OLD_RUN_PLACES = ['claimed', 'midSend', 'settleDelay', 'notSentBackoff'] as const;
+/** 2.0 → N current → N+1 ramping → N+1 current → back to N (dev/demo/upgradeAct.ts). */
+const UPGRADE_CHAIN = [
+  { build: 'n', kind: 'current' },
+  { build: 'n1', kind: 'ramping' },
+  { build: 'n1', kind: 'current' },
+  { build: 'n', kind: 'current' },
+] as const;
 const UPGRADE_BUILDS = ['unversioned', 'n', 'n1'] as const;
 
 /**
