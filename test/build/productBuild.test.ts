@@ -6,7 +6,7 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
-import { cp, mkdtemp, readdir, readFile, rename, rm, symlink, unlink } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, symlink, unlink } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -75,32 +75,15 @@ beforeAll(async () => {
   for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'src']) {
     await cp(path.join(PROJECT_ROOT, entry), path.join(project, entry), { recursive: true });
   }
-  // The production install is made beside the build, in a folder of its own holding the package files alone
-  // (what the image's install step sees), and moved in once the build is done: the two need nothing of each
-  // other, and each takes tens of seconds.
-  const install = path.join(project, '.production-install');
-  const installed = (async () => {
-    for (const entry of ['package.json', 'package-lock.json']) {
-      await cp(path.join(PROJECT_ROOT, entry), path.join(install, entry));
-    }
-    await run(
-      'npm',
-      ['ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'],
-      {
-        cwd: install,
-        timeout: INSTALL_TIMEOUT_MS,
-      },
-    );
-  })();
-  installed.catch(() => undefined);
   // The build needs the dev dependencies (TypeScript, the bundler's loaders): the checkout's own, for now.
   await symlink(path.join(PROJECT_ROOT, 'node_modules'), path.join(project, 'node_modules'), 'dir');
   await run('npm', ['run', '--silent', 'build'], { cwd: project });
   await run(process.execPath, ['dist/cli/bundle-workflows.js', 'dist/workflow-bundle.js'], { cwd: project });
   await unlink(path.join(project, 'node_modules'));
-  await installed;
-  await rename(path.join(install, 'node_modules'), path.join(project, 'node_modules'));
-  await rm(install, { recursive: true, force: true });
+  await run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'], {
+    cwd: project,
+    timeout: INSTALL_TIMEOUT_MS,
+  });
 }, INSTALL_TIMEOUT_MS + 120_000);
 
 afterAll(async () => {
