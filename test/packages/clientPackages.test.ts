@@ -12,7 +12,6 @@ import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbo
 import { readMailLog } from '../../src/db/orderMailLog';
 import { DEFAULT_TASK_QUEUE, ORDER_MAIL_WORKFLOW_TYPE } from '../../src/shared/workflowContract';
 import {
-  allStarted,
   connectTestClient,
   createOrder,
   openTestDatabase,
@@ -39,41 +38,34 @@ let worker: RunningTestWorker;
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'client-packages-'));
-  // Side by side: the npm package, the wheel and the worker need nothing of one another.
-  const packed = (async () => {
-    await run('npm', ['run', '--silent', 'build:client'], { cwd: PROJECT_ROOT });
-    const { stdout } = await run(
-      'npm',
-      ['pack', '--silent', '--workspace', '@order-confirmation-mail/client', '--pack-destination', work],
-      { cwd: PROJECT_ROOT },
-    );
-    tarball = path.join(work, stdout.trim().split('\n').at(-1)!);
-  })();
-  const built = (async () => {
-    await run('python3', ['-m', 'venv', path.join(work, 'build-venv')]);
-    // Built from a copy: setuptools leaves build/ and egg-info beside the sources it builds.
-    const pythonSource = path.join(work, 'client-python');
-    await cp(PYTHON_PACKAGE, pythonSource, { recursive: true });
-    await run(
-      path.join(work, 'build-venv', 'bin', 'python'),
-      ['-m', 'pip', 'wheel', '--quiet', '--disable-pip-version-check', '--no-deps', pythonSource, '-w', work],
-      { timeout: INSTALL_TIMEOUT_MS },
-    );
-    wheel = path.join(
-      work,
-      (await readdir(work)).find((file) => file.endsWith('.whl'))!,
-    );
-  })();
-  const serving = (async () => {
-    database = await openTestDatabase('client_packages');
-    sandbox = await startMailSandbox();
-    worker = await startTestWorker({
-      db: database.db,
-      mail: testMailClient(sandbox.url),
-      settings: testSettings(),
-    });
-  })();
-  await allStarted([packed, built, serving]);
+  await run('npm', ['run', '--silent', 'build:client'], { cwd: PROJECT_ROOT });
+  const { stdout } = await run(
+    'npm',
+    ['pack', '--silent', '--workspace', '@order-confirmation-mail/client', '--pack-destination', work],
+    { cwd: PROJECT_ROOT },
+  );
+  tarball = path.join(work, stdout.trim().split('\n').at(-1)!);
+  await run('python3', ['-m', 'venv', path.join(work, 'build-venv')]);
+  // Built from a copy: setuptools leaves build/ and egg-info beside the sources it builds.
+  const pythonSource = path.join(work, 'client-python');
+  await cp(PYTHON_PACKAGE, pythonSource, { recursive: true });
+  await run(
+    path.join(work, 'build-venv', 'bin', 'python'),
+    ['-m', 'pip', 'wheel', '--quiet', '--disable-pip-version-check', '--no-deps', pythonSource, '-w', work],
+    { timeout: INSTALL_TIMEOUT_MS },
+  );
+  wheel = path.join(
+    work,
+    (await readdir(work)).find((file) => file.endsWith('.whl'))!,
+  );
+
+  database = await openTestDatabase('client_packages');
+  sandbox = await startMailSandbox();
+  worker = await startTestWorker({
+    db: database.db,
+    mail: testMailClient(sandbox.url),
+    settings: testSettings(),
+  });
 }, INSTALL_TIMEOUT_MS + 60_000);
 
 afterAll(async () => {
