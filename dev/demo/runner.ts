@@ -98,8 +98,10 @@ export async function runDemo(options: RunOptions): Promise<number> {
     // The upgrade run's build N+1 is bundled meanwhile too (its workers start before the first order).
     const nextBundle = options.upgrade === null ? null : bundleNextBuild(runDirectory);
     nextBundle?.catch(() => undefined);
+    // A bundle built already (WORKFLOW_BUNDLE_PATH, as workers read it) is run as is; else one for this run.
+    const prebuiltBundle = process.env.WORKFLOW_BUNDLE_PATH ?? '';
     const [startedStack, bundlePath] = await interruption.race(
-      Promise.all([pendingStack, bundleWorkflows(runDirectory)]),
+      Promise.all([pendingStack, prebuiltBundle === '' ? bundleWorkflows(runDirectory) : prebuiltBundle]),
     );
     stack = startedStack;
     interruption.check();

@@ -12,11 +12,13 @@ const MAX_PREFIX_LENGTH = 40;
 
 /**
  * Creates a fresh database with a random name on the server behind `adminConnectionString`, so each test
- * file gets its own tables and migrations while the run shares one Postgres.
+ * file gets its own tables and migrations while the run shares one Postgres. With `template`, a copy of that
+ * database (one no session is connected to), e.g. one the run migrated once.
  */
 export async function createIsolatedDatabase(
   adminConnectionString: string,
   prefix: string,
+  options: { template?: string } = {},
 ): Promise<IsolatedDatabase> {
   const cleanPrefix = prefix
     .toLowerCase()
@@ -24,7 +26,8 @@ export async function createIsolatedDatabase(
     .slice(0, MAX_PREFIX_LENGTH);
   const name = `${cleanPrefix}_${randomBytes(6).toString('hex')}`;
   // CREATE/DROP DATABASE take no parameters, so the (generated, sanitised) name is quoted instead.
-  await runAdminStatement(adminConnectionString, `CREATE DATABASE ${escapeIdentifier(name)}`);
+  const template = options.template === undefined ? '' : ` TEMPLATE ${escapeIdentifier(options.template)}`;
+  await runAdminStatement(adminConnectionString, `CREATE DATABASE ${escapeIdentifier(name)}${template}`);
 
   const url = new URL(adminConnectionString);
   url.pathname = `/${name}`;

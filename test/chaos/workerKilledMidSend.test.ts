@@ -9,6 +9,7 @@ import { lookupTaskQueueOf } from '../../src/workerOptions';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
+  allStarted,
   connectTestClient,
   createOrder,
   openTestDatabase,
@@ -57,6 +58,8 @@ it('a worker killed mid-send: after the send timeout the order is settled by ass
     // (generic's default, 30 s) for a lookup it cannot make: the wait is not what this test is about.
     MAIL_VERIFY_SETTLE_DELAY_MS: '1000',
     MAIL_VERIFY_SETTLE_DELAY_OVERRIDE_REASON: 'test: the survivor has no lookup; the policy decides',
+    // The run's prebuilt bundle, as the image sets it: this test is about the kill, not webpack at start.
+    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
   });
   try {
     await doomed.started;
@@ -80,8 +83,10 @@ it('a worker killed mid-send: after the send timeout the order is settled by ass
       mail,
       settings: testSettings({ sendTimeoutMs, unknownOutcomePolicy: 'assume-sent' }),
     };
-    const survivor = await startTestWorker(survivorDeps, { taskQueue });
-    const survivorLookups = await startTestWorker(survivorDeps, { taskQueue: lookupTaskQueueOf(taskQueue) });
+    const [survivor, survivorLookups] = await allStarted([
+      startTestWorker(survivorDeps, { taskQueue }),
+      startTestWorker(survivorDeps, { taskQueue: lookupTaskQueueOf(taskQueue) }),
+    ]);
     try {
       const result = await handle.result();
       expect(result).toMatchObject({ result: 'sent', outcome: 'unknown', attempts: 1 });

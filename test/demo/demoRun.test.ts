@@ -95,6 +95,8 @@ function runDemo(args: string[]): Promise<{ code: number | null; stdout: string;
         DATABASE_URL: database.connectionString,
         TEMPORAL_ADDRESS: inject('temporalAddress'),
         TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+        // The run's bundle, built once for every file: the runner would spend seconds of webpack per run.
+        WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -6,9 +6,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
+import { Client, escapeIdentifier } from 'pg';
 import type { TestProject } from 'vitest/node' with { 'resolution-mode': 'import' };
 import { startTemporalDevServer } from '../../dev/devtools/devServer';
 import { startEmbeddedPostgres } from '../../dev/devtools/embeddedPostgres';
+import { createIsolatedDatabase } from '../../dev/devtools/testDatabases';
+import { migrate } from '../../src/db/migrator';
 import { grantServiceMembership } from '../../dev/devtools/serviceMembership';
 import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
@@ -45,21 +48,61 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const failures = rejections(results);
     throw new AggregateError(failures, `test setup failed: ${failures.map(messageOf).join('; ')}`);
   }
-  project.provide('databaseUrl', database.value.value);
+  project.provide('databaseUrl', database.value.value.url);
+  project.provide('migratedTemplate', database.value.value.migratedTemplate);
   project.provide('temporalAddress', temporal.value.value.address);
   project.provide('temporalNamespace', temporal.value.value.namespace);
   project.provide('workflowBundlePath', bundle.value.value);
   return teardown;
 }
 
-async function provideDatabase(databaseUrl: string | undefined): Promise<Started<string>> {
+async function provideDatabase(
+  databaseUrl: string | undefined,
+): Promise<Started<{ url: string; migratedTemplate: string }>> {
   if (databaseUrl !== undefined && databaseUrl !== '') {
     // The tests run this service as that login: a member of its worker group, as the embedded one is made.
     await grantServiceMembership(databaseUrl);
-    return { value: databaseUrl, stop: nothingToStop };
+    const template = await migratedTemplate(databaseUrl);
+    return { value: { url: databaseUrl, migratedTemplate: template.name }, stop: () => template.drop() };
   }
   const postgres = await startEmbeddedPostgres();
-  return { value: postgres.connectionString, stop: () => postgres.stop() };
+  try {
+    const template = await migratedTemplate(postgres.connectionString);
+    return {
+      value: { url: postgres.connectionString, migratedTemplate: template.name },
+      stop: async () => {
+        await template.drop();
+        await postgres.stop();
+      },
+    };
+  } catch (error) {
+    await postgres.stop().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * A database migrated once for the run, which each test file's database copies (CREATE DATABASE ...
+ * TEMPLATE): a copy takes a fraction of applying every migration again. Nothing stays connected to it.
+ */
+async function migratedTemplate(adminUrl: string): Promise<{ name: string; drop: () => Promise<void> }> {
+  const template = await createIsolatedDatabase(adminUrl, 'test_template');
+  const name = new URL(template.connectionString).pathname.slice(1);
+  try {
+    await migrate(template.connectionString);
+    // Closed to connections, so no session can hold it (a copy fails while one does).
+    const admin = new Client({ connectionString: adminUrl, application_name: 'test template' });
+    await admin.connect();
+    try {
+      await admin.query(`ALTER DATABASE ${escapeIdentifier(name)} WITH ALLOW_CONNECTIONS false`);
+    } finally {
+      await admin.end();
+    }
+  } catch (error) {
+    await template.drop().catch(() => undefined);
+    throw error;
+  }
+  return { name, drop: () => template.drop() };
 }
 
 async function provideTemporal(

@@ -3,11 +3,14 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, statSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { Client } from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { createIsolatedDatabase } from '../../dev/devtools/testDatabases';
+import { migrate, MIGRATIONS_DIRECTORY } from '../../src/db/migrator';
+import { createOrder, openTestDatabase } from './testKit';
 
 async function withClient<T>(connectionString: string, use: (client: Client) => Promise<T>): Promise<T> {
   const client = new Client({ connectionString });
@@ -80,6 +83,30 @@ describe('test harness', () => {
       return result.rows;
     });
     expect(remaining).toEqual([]);
+  });
+
+  it('gives each file a copy of the run’s migrated template: fully migrated, isolated, closed to sessions', async () => {
+    const template = inject('migratedTemplate');
+    expect(template).not.toBe('');
+    const [first, second] = await Promise.all([openTestDatabase('harness'), openTestDatabase('harness')]);
+    try {
+      const migrations = (await readdir(MIGRATIONS_DIRECTORY)).filter((file) => file.endsWith('.sql'));
+      // Every migration is on record in the copy: migrating it again applies nothing.
+      expect(await migrate(first.connectionString)).toMatchObject({
+        applied: [],
+        alreadyApplied: expect.arrayContaining(migrations) as string[],
+      });
+      const orderId = await createOrder(first.db);
+      const inSecond = await second.db.query('SELECT 1 FROM orders WHERE id = $1', [orderId]);
+      expect(inSecond.rowCount).toBe(0);
+      // No session may connect to the template (a copy needs it alone), this file's included.
+      const templateRow = await withClient(inject('databaseUrl'), (client) =>
+        client.query('SELECT datallowconn FROM pg_database WHERE datname = $1', [template]),
+      );
+      expect(templateRow.rows).toEqual([{ datallowconn: false }]);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
+    }
   });
 
   it('provides a workflow bundle once the workflows exist', () => {

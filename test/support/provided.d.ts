@@ -6,6 +6,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** Admin connection string of the run's Postgres; test files create their own database on it. */
     databaseUrl: string;
+    /** A database on it migrated once for the run, which openTestDatabase copies; '' when there is none. */
+    migratedTemplate: string;
     temporalAddress: string;
     temporalNamespace: string;
     /** Path of the workflow bundle built once per run; '' while src/workflows/index.ts does not exist. */

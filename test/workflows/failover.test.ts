@@ -5,7 +5,7 @@
 // are on each sandbox's received messages and requests, and on the row and its attempts.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ActivityDependencies } from '../../src/activities';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
@@ -13,6 +13,7 @@ import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import {
+  allStarted,
   connectTestClient,
   createOrder,
   openTestDatabase,
@@ -29,7 +30,12 @@ const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 80
 /** A "not found" waits for a witness that leaves only after the attempt's 8 s send timeout: a longer deadline. */
 const WAITS_FOR_WITNESS: VerificationSettings = { ...VERIFY, deadlineMs: 30_000 };
 
+// The file's six tests at once, not vitest's default of 5 (below: what keeps them apart).
+vi.setConfig({ maxConcurrency: 8 });
+
 let database: TestDatabase;
+/** The refused-connections test's own: it reads postmark's shared health, which any accepted send resets. */
+let downDatabase: TestDatabase;
 let postmark: MailSandbox;
 let mailgun: MailSandbox;
 /** Closed at once: every connection to it is refused, as to a provider that is down. */
@@ -42,6 +48,7 @@ function providerParts(
   policy: UnknownOutcomePolicy,
   list: [MailProviderName, MailSandbox][],
   verify: VerificationSettings = VERIFY,
+  db = database.db,
 ): Omit<ActivityDependencies, 'workerIdentity' | 'mailIdentity'> {
   const transports = list.map(([provider, on]) => testProviderMailClient(provider, on.url));
   const verifiers = list.map(([provider, on]) => testVerifier(provider, on.url, { settings: verify }));
@@ -51,7 +58,7 @@ function providerParts(
   );
   const settings = testSettings({ unknownOutcomePolicy: policy, verification: verify });
   return {
-    db: database.db,
+    db,
     mail: transports[0]!,
     mailProviders: transports,
     verifiers: verifiers.map((verifier) => verifier.verifier),
@@ -66,9 +73,10 @@ async function worker(
   list: [MailProviderName, MailSandbox][],
   taskQueue?: string,
   verify: VerificationSettings = VERIFY,
+  db = database.db,
 ): Promise<RunningTestWorker> {
   const running = await startTestWorker(
-    providerParts(policy, list, verify),
+    providerParts(policy, list, verify, db),
     taskQueue === undefined ? {} : { taskQueue },
   );
   stops.push(() => running.stop());
@@ -78,40 +86,39 @@ async function worker(
 const workers = new Map<string, RunningTestWorker>();
 
 beforeAll(async () => {
-  database = await openTestDatabase('failover');
+  [database, downDatabase] = await allStarted([
+    openTestDatabase('failover'),
+    openTestDatabase('failover_down'),
+  ]);
   postmark = await startMailSandbox({ lookups: { indexingLagMs: 300 } });
   mailgun = await startMailSandbox({ lookups: { indexingLagMs: 300 } });
   down = await startMailSandbox();
   await down.close();
   client = await connectTestClient();
-  for (const policy of ['assume-sent', 'assume-failed'] as const) {
-    workers.set(
-      policy,
-      await worker(policy, [
-        ['postmark', postmark],
-        ['mailgun', mailgun],
-      ]),
-    );
-  }
-  workers.set(
-    'witness',
-    await worker(
+  const both: [MailProviderName, MailSandbox][] = [
+    ['postmark', postmark],
+    ['mailgun', mailgun],
+  ];
+  // Side by side: each worker has its own queue.
+  const [assumeSent, assumeFailed, witness, downFirst] = await allStarted([
+    worker('assume-sent', both),
+    worker('assume-failed', both),
+    worker('assume-sent', both, undefined, WAITS_FOR_WITNESS),
+    worker(
       'assume-sent',
       [
-        ['postmark', postmark],
+        ['postmark', down],
         ['mailgun', mailgun],
       ],
       undefined,
-      WAITS_FOR_WITNESS,
+      VERIFY,
+      downDatabase.db,
     ),
-  );
-  workers.set(
-    'down',
-    await worker('assume-sent', [
-      ['postmark', down],
-      ['mailgun', mailgun],
-    ]),
-  );
+  ]);
+  workers.set('assume-sent', assumeSent);
+  workers.set('assume-failed', assumeFailed);
+  workers.set('witness', witness);
+  workers.set('down', downFirst);
 }, 120_000);
 
 afterAll(async () => {
@@ -119,6 +126,7 @@ afterAll(async () => {
   await client?.connection.close();
   await mailgun?.close();
   await postmark?.close();
+  await downDatabase?.close();
   await database?.close();
 });
 
@@ -130,8 +138,8 @@ function sends(on: MailSandbox, orderId: string) {
   return on.requests().filter((request) => request.orderId === orderId && request.method === 'POST');
 }
 
-async function attemptProviders(orderId: string) {
-  const { rows } = await database.db.query<{
+async function attemptProviders(orderId: string, db = database.db) {
+  const { rows } = await db.query<{
     attempt: number;
     provider: string;
     outcome: string;
@@ -144,7 +152,9 @@ async function attemptProviders(orderId: string) {
   return rows;
 }
 
-describe('an attempt known not sent at the primary moves to the second', () => {
+// The tests run side by side: each has its own order (the sandboxes hold faults by order) and its own worker,
+// and the one that reads postmark's health its own database.
+describe.concurrent('an attempt known not sent at the primary moves to the second', () => {
   it('throttled (429) at postmark → mailgun sends it: one mail for the customer', async () => {
     const orderId = await createOrder(database.db);
     postmark.queueFault(orderId, { kind: 'status', status: 429 });
@@ -160,19 +170,21 @@ describe('an attempt known not sent at the primary moves to the second', () => {
   });
 
   it('connections refused at postmark → mailgun sends it', async () => {
-    const orderId = await createOrder(database.db);
+    const orderId = await createOrder(downDatabase.db);
     const result = await runMail(orderId, workers.get('down')!.taskQueue);
 
     expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
     expect(mailgun.messagesFor(orderId)).toHaveLength(1);
-    expect((await attemptProviders(orderId)).map((row) => [row.provider, row.outcome])).toEqual([
+    expect(
+      (await attemptProviders(orderId, downDatabase.db)).map((row) => [row.provider, row.outcome]),
+    ).toEqual([
       ['postmark', 'not_sent'],
       ['mailgun', 'accepted'],
     ]);
     // The failure was counted for the shared health (after the send reported, not before): new attempts
     // would skip postmark past the threshold.
     await waitFor('the refused send to be counted against postmark', async () => {
-      const { rows } = await database.db.query<{ failures: number }>(
+      const { rows } = await downDatabase.db.query<{ failures: number }>(
         `SELECT consecutive_failures AS failures FROM order_mail_provider_health WHERE provider = 'postmark'`,
       );
       return (rows[0]?.failures ?? 0) >= 1 ? true : undefined;
@@ -203,7 +215,7 @@ describe('an attempt known not sent at the primary moves to the second', () => {
   }, 30_000);
 });
 
-describe('an unknown at the primary that could not be verified never moves', () => {
+describe.concurrent('an unknown at the primary that could not be verified never moves', () => {
   it.each(['assume-sent', 'assume-failed'] as const)(
     'accept-then-drop at postmark, its lookup failing: nothing ever goes to mailgun (%s)',
     async (policy) => {
@@ -231,7 +243,7 @@ describe('an unknown at the primary that could not be verified never moves', () 
   );
 });
 
-describe('verification asks the attempt’s own provider', () => {
+describe.concurrent('verification asks the attempt’s own provider', () => {
   it('after the worker’s list changes to mailgun first, the postmark attempt is still asked of postmark', async () => {
     const taskQueue = `test-${randomUUID()}`;
     const first = await worker(

@@ -17,6 +17,7 @@ import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import { pinnedTemporalCli } from '../../dev/devtools/findTemporalCli';
 import {
+  allStarted,
   connectTestClient,
   createOrder,
   openTestDatabase,
@@ -110,8 +111,12 @@ beforeAll(async () => {
   database = await openTestDatabase('lookup_slots');
   sandbox = await startMailSandbox({ lookups: { indexingLagMs: 300 } });
   client = await connectTestClient();
-  for (const policy of ['assume-sent', 'assume-failed'] as const) await startProcessWorkers(policy, policy);
-  await startProcessWorkers('versioned', 'assume-sent', deployment);
+  // Side by side: each pair has its own connection and queue.
+  await allStarted([
+    startProcessWorkers('assume-sent', 'assume-sent'),
+    startProcessWorkers('assume-failed', 'assume-failed'),
+    startProcessWorkers('versioned', 'assume-sent', deployment),
+  ]);
 }, 120_000);
 
 afterAll(async () => {
@@ -151,7 +156,9 @@ async function lookupQueuesOf(run: WorkflowHandle): Promise<(string | null | und
   return [...new Set(queues)];
 }
 
-describe.each(['assume-sent', 'assume-failed'] as const)('%s', (policy) => {
+// The three tests run side by side: each has its own workers (their own slots and queues) and its own orders,
+// and the sandbox holds each order's faults apart; most of each test is waiting out the slow sends.
+describe.concurrent.each(['assume-sent', 'assume-failed'] as const)('%s', (policy) => {
   it('every send slot held by a slow send: the unknown is still verified by its lookup, one mail', async () => {
     // The first slow send takes one slot; the unknown's send the other, dropped after the provider took it.
     const slow = [await createOrder(database.db), await createOrder(database.db)];
@@ -191,38 +198,47 @@ describe.each(['assume-sent', 'assume-failed'] as const)('%s', (policy) => {
   });
 });
 
-it('a pinned run’s lookups go to the lookup worker of its own build: verified, one mail', async () => {
-  // As docs/production.md#upgrades makes a build current; the server knows the version once its workers poll.
-  const cli = promisify(execFile);
-  const address = ['--address', inject('temporalAddress'), '--namespace', inject('temporalNamespace')];
-  await waitFor(
-    'the build to become current',
-    () =>
-      cli(
-        pinnedTemporalCli(),
-        [
-          ...['worker', 'deployment', 'set-current-version', '--deployment-name', deployment.deploymentName],
-          ...['--build-id', deployment.buildId, '--yes', ...address],
-        ],
-        { timeout: 20_000 },
-      ).then(
-        () => true,
-        () => undefined,
-      ),
-    30_000,
-  );
-  const orderId = await createOrder(database.db);
-  sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
-  const run = await startMail(orderId, 'versioned');
+it.concurrent(
+  'a pinned run’s lookups go to the lookup worker of its own build: verified, one mail',
+  async () => {
+    // As docs/production.md#upgrades makes a build current; the server knows the version once its workers poll.
+    const cli = promisify(execFile);
+    const address = ['--address', inject('temporalAddress'), '--namespace', inject('temporalNamespace')];
+    await waitFor(
+      'the build to become current',
+      () =>
+        cli(
+          pinnedTemporalCli(),
+          [
+            ...[
+              'worker',
+              'deployment',
+              'set-current-version',
+              '--deployment-name',
+              deployment.deploymentName,
+            ],
+            ...['--build-id', deployment.buildId, '--yes', ...address],
+          ],
+          { timeout: 20_000 },
+        ).then(
+          () => true,
+          () => undefined,
+        ),
+      30_000,
+    );
+    const orderId = await createOrder(database.db);
+    sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
+    const run = await startMail(orderId, 'versioned');
 
-  expect(await run.result()).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
-  expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-  expect(await rowWithVerification(database.db, orderId)).toMatchObject({
-    state: 'sent',
-    outcome: 'accepted',
-    verification: 'lookup',
-  });
-  expect(await lookupQueuesOf(run)).toEqual([lookupTaskQueueOf(taskQueues.get('versioned')!)]);
-  const described = await run.describe();
-  expect(described.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion).toMatchObject(deployment);
-});
+    expect(await run.result()).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(await rowWithVerification(database.db, orderId)).toMatchObject({
+      state: 'sent',
+      outcome: 'accepted',
+      verification: 'lookup',
+    });
+    expect(await lookupQueuesOf(run)).toEqual([lookupTaskQueueOf(taskQueues.get('versioned')!)]);
+    const described = await run.describe();
+    expect(described.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion).toMatchObject(deployment);
+  },
+);

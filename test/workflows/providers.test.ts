@@ -14,6 +14,7 @@ import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbo
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
+  allStarted,
   connectTestClient,
   createOrder,
   openTestDatabase,
@@ -47,22 +48,26 @@ beforeAll(async () => {
   database = await openTestDatabase('providers');
   sandbox = await startMailSandbox();
   client = await connectTestClient();
-  for (const provider of ['generic', 'sendgrid', 'postmark', 'mailgun'] as const) {
-    await addWorker(provider, provider, {});
-  }
-  // Resend as configured by default: the documented 24 h window, a 1 h margin.
-  await addWorker('resend', 'resend', { idempotency: RESEND_WINDOW, maxSendAttempts: 10 });
-  await addWorker('resend-assume-failed', 'resend', {
-    idempotency: RESEND_WINDOW,
-    unknownOutcomePolicy: 'assume-failed',
-  });
-  await addWorker('resend-two-attempts', 'resend', { idempotency: RESEND_WINDOW, maxSendAttempts: 2 });
-  // A window wide enough for a retry soon after the first dispatch (since + 200 ms backoff + 6 s send timeout
-  // < 10 s leaves 3.8 s for the workflow to get there), and too narrow once 5 s have passed since it.
-  await addWorker('resend-10s-window', 'resend', {
-    idempotency: { windowMs: 10_000, safetyMarginMs: 0 },
-    unknownOutcomePolicy: 'assume-sent',
-  });
+  // Started side by side: each worker has its own queue.
+  await allStarted([
+    ...(['generic', 'sendgrid', 'postmark', 'mailgun'] as const).map((provider) =>
+      addWorker(provider, provider, {}),
+    ),
+    // Resend as configured by default: the documented 24 h window, a 1 h margin.
+    addWorker('resend', 'resend', { idempotency: RESEND_WINDOW, maxSendAttempts: 10 }),
+    addWorker('resend-assume-failed', 'resend', {
+      idempotency: RESEND_WINDOW,
+      unknownOutcomePolicy: 'assume-failed',
+    }),
+    addWorker('resend-two-attempts', 'resend', { idempotency: RESEND_WINDOW, maxSendAttempts: 2 }),
+    // A window wide enough for a retry soon after the first dispatch (since + 200 ms backoff + 6 s send
+    // timeout < 10 s leaves 3.8 s for the workflow to get there), and too narrow once 5 s have passed
+    // since it.
+    addWorker('resend-10s-window', 'resend', {
+      idempotency: { windowMs: 10_000, safetyMarginMs: 0 },
+      unknownOutcomePolicy: 'assume-sent',
+    }),
+  ]);
 }, 120_000);
 
 afterAll(async () => {
@@ -81,24 +86,32 @@ async function runMail(orderId: string, worker: string) {
   });
 }
 
-describe.each(['generic', 'sendgrid', 'postmark', 'resend', 'mailgun'] as const)('with %s', (provider) => {
-  it('one message through that provider, a sent/accepted row with its message id', async () => {
-    const orderId = await createOrder(database.db);
-    const result = await runMail(orderId, provider);
-    const messages = sandbox.messagesFor(orderId);
-    expect(messages).toHaveLength(1);
-    expect(messages[0]).toMatchObject({ provider });
-    expect(messages[0]!.html).toContain(`<td>${orderId}</td>`);
-    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', providerMessageId: messages[0]!.id });
-    expect(await readMailLog(database.db, orderId)).toMatchObject({
-      state: 'sent',
-      outcome: 'accepted',
-      providerMessageId: messages[0]!.id,
+// Side by side (5 at a time): each test has its own order, and the sandbox queues faults by order.
+describe.concurrent.each(['generic', 'sendgrid', 'postmark', 'resend', 'mailgun'] as const)(
+  'with %s',
+  (provider) => {
+    it('one message through that provider, a sent/accepted row with its message id', async () => {
+      const orderId = await createOrder(database.db);
+      const result = await runMail(orderId, provider);
+      const messages = sandbox.messagesFor(orderId);
+      expect(messages).toHaveLength(1);
+      expect(messages[0]).toMatchObject({ provider });
+      expect(messages[0]!.html).toContain(`<td>${orderId}</td>`);
+      expect(result).toMatchObject({
+        result: 'sent',
+        outcome: 'accepted',
+        providerMessageId: messages[0]!.id,
+      });
+      expect(await readMailLog(database.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'accepted',
+        providerMessageId: messages[0]!.id,
+      });
     });
-  });
-});
+  },
+);
 
-describe('hostile order data, end to end', () => {
+describe.concurrent('hostile order data, end to end', () => {
   it('goes through Postgres and the provider harmlessly: escaped in the HTML part, the orders table intact', async () => {
     const orderId = await createOrder(database.db, {
       customerName: '<script>alert(1)</script>',
@@ -120,7 +133,7 @@ describe('hostile order data, end to end', () => {
   });
 });
 
-describe('Resend: an unknown outcome within the idempotency window', () => {
+describe.concurrent('Resend: an unknown outcome within the idempotency window', () => {
   it('accept-then-drop: retried with the same key, the sandbox holds ONE message, the row is sent/accepted', async () => {
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
@@ -209,7 +222,7 @@ describe('Resend: an unknown outcome within the idempotency window', () => {
   });
 });
 
-describe('Resend: outside the idempotency window, the policy applies', () => {
+describe.concurrent('Resend: outside the idempotency window, the policy applies', () => {
   it('inside: soon after the first dispatch, the unknown outcome is retried under the key', async () => {
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
