@@ -178,6 +178,10 @@ describe('reset while a send is in flight (the orphaned-claim rules)', () => {
     await waitFor('the held send to be dispatched', async () =>
       (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
     );
+    // The fence is written before the request leaves, so on a busy machine the row can lead the provider.
+    await waitFor('the provider to have the message', async () =>
+      sandbox.messagesFor(orderId).length > 0 ? true : undefined,
+    );
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   }
 
