@@ -55,13 +55,22 @@ export function jsonLogger(
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/** Start-up lines that are no news to an operator, at DEBUG. */
+/**
+ * Lines that are no news to an operator, at DEBUG: start-up details, and each look of a run waiting for its
+ * order (the workflow's own INFO line says it waits, its end says if the order never came).
+ */
 function demoted(entry: LogEntry): LogEntry {
   const noNews =
     (entry.level === 'INFO' && /^asset workflow-bundle-/.test(entry.message)) ||
     (entry.level === 'WARN' && entry.message.startsWith('No workflows registered')) ||
-    (entry.level === 'INFO' && entry.message.startsWith('No Nexus services registered'));
+    (entry.level === 'INFO' && entry.message.startsWith('No Nexus services registered')) ||
+    (entry.level === 'WARN' && entry.message === 'Activity failed' && isOrderNotYetVisible(entry.meta));
   return noNews ? { ...entry, level: 'DEBUG' } : entry;
+}
+
+function isOrderNotYetVisible(meta: LogEntry['meta']): boolean {
+  const error = meta?.error as { type?: unknown } | undefined;
+  return meta?.activityType === 'claimOrderMail' && error?.type === 'OrderNotFound';
 }
 
 function withSpanIds(entry: LogEntry): LogEntry {

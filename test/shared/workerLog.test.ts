@@ -107,8 +107,18 @@ describe('jsonLogLine', () => {
     logger.warn('No workflows registered, not polling for workflow tasks', { taskQueue: 'q' });
     logger.info('No Nexus services registered, not polling for Nexus tasks');
     logger.warn('Workflow task failed', { orderId: '3' });
+    // A run waiting for its order: each look's failed claim is no news; any other failure stays a warning.
+    const notYet = Object.assign(new Error('Order 4 does not exist; no mail was sent.'), {
+      type: 'OrderNotFound',
+    });
+    logger.warn('Activity failed', { activityType: 'claimOrderMail', workflowId: '4', error: notYet });
+    const refused = Object.assign(new Error('connection refused'), { type: 'DependencyUnavailable' });
+    logger.warn('Activity failed', { activityType: 'claimOrderMail', workflowId: '5', error: refused });
+    logger.warn('Activity failed', { activityType: 'sendOrderMail', workflowId: '6', error: notYet });
     expect(lines.map(parse)).toEqual([
       expect.objectContaining({ level: 'warn', message: 'Workflow task failed' }),
+      expect.objectContaining({ level: 'warn', message: 'Activity failed', workflowId: '5' }),
+      expect.objectContaining({ level: 'warn', message: 'Activity failed', workflowId: '6' }),
     ]);
 
     const debugLines: string[] = [];
