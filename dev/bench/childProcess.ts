@@ -35,13 +35,15 @@ export async function spawnTsProcess(options: {
   startupTimeoutMs: number;
   /** A module imported before the script (the bench's switches: dev/bench/switches/preload.ts). */
   preload?: string;
+  /** Where the script and its modules are found; default this checkout (release-2.0: 2.0's checkout). */
+  cwd?: string;
 }): Promise<LoggedProcess> {
   const logFd = openSync(options.logPath, 'a');
   // node --import tsx rather than the tsx CLI: the CLI runs the script in a child of its own, so the pid we
   // measure would be the wrapper's, not the worker's.
   const preload = options.preload === undefined ? [] : ['--import', `./${options.preload}`];
   const child = spawn(process.execPath, ['--import', 'tsx', ...preload, options.script], {
-    cwd: PROJECT_ROOT,
+    cwd: options.cwd ?? PROJECT_ROOT,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', logFd, logFd],
   });

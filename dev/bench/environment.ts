@@ -48,6 +48,10 @@ export interface BenchServer {
 export interface BenchEnvironment {
   /** What the measured processes connect with: a worker login on the embedded Postgres, else DATABASE_URL's. */
   databaseUrl: string;
+  /** A login that may create databases on our Postgres (release-2.0 makes one of its own). */
+  adminUrl: string;
+  /** Whether the workers run as production's logins (the embedded Postgres) or as DATABASE_URL's login. */
+  productionLogins: boolean;
   /** The harness's own pool on the bench database (order inserts, verification; never in a measured path). */
   db: Database;
   servers: BenchServer[];
@@ -127,6 +131,8 @@ export async function startBenchEnvironment(options: {
 
     return {
       databaseUrl: workerUrl,
+      adminUrl,
+      productionLogins: embedded,
       db,
       servers,
       sandboxUrl: `http://127.0.0.1:${sandboxPort}`,

@@ -100,7 +100,10 @@ class CommitWindow {
 }
 
 function commitWindow(context: PhaseContext, variant: Variant): CommitWindow {
-  return new CommitWindow([context.commits, variant.server?.storeCommits ?? null]);
+  return new CommitWindow([
+    variant.ownDatabase?.commits ?? context.commits,
+    variant.server?.storeCommits ?? null,
+  ]);
 }
 
 function meterFor(context: PhaseContext, variant: Variant): ResourceMeter {
@@ -113,7 +116,8 @@ function meterFor(context: PhaseContext, variant: Variant): ResourceMeter {
 }
 
 async function ordersFor(context: PhaseContext, variant: Variant, count: number): Promise<string[]> {
-  return variant.needsDatabaseOrders ? insertBenchOrders(context.db, count) : context.syntheticIds(count);
+  if (!variant.needsDatabaseOrders) return context.syntheticIds(count);
+  return insertBenchOrders(variant.ownDatabase?.db ?? context.db, count);
 }
 
 export async function runClosedPhase(

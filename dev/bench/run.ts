@@ -22,6 +22,12 @@ import { measureCostRows, type CostRow } from './cost/costRows';
 import { ACTION_LIST_PRICE } from './cost/pricing';
 import { insertBenchOrders } from './orders';
 import { PlainProcessPool, TemporalWorkerPool } from './workerPools';
+import {
+  prepareReleaseCheckout,
+  prepareReleaseDatabase,
+  RELEASE_20_COMMIT,
+  type ReleaseDatabase,
+} from './release/release20';
 import { bundleWithoutUpserts } from './switches/bundle';
 import { SWITCHES, SWITCH_VARIANTS, type SwitchVariant } from './switches/skips';
 
@@ -93,6 +99,25 @@ async function main(): Promise<number> {
   const noUpsertsBundle = (): Promise<string> =>
     (bundle ??= bundleWithoutUpserts(path.join(environment.logDirectory, 'workflows-without-upserts.js')));
 
+  // 2.0.0's worker runs from its own checkout on a database its own migrator made (dev/bench/release).
+  let release: { directory: string; database: ReleaseDatabase } | null = null;
+  if (options.variants.includes('release-2.0')) {
+    try {
+      const checkout = prepareReleaseCheckout(log);
+      const database = await prepareReleaseDatabase(
+        checkout,
+        environment.adminUrl,
+        environment.productionLogins,
+        log,
+      );
+      release = { directory: checkout.directory, database };
+      log(`release-2.0: ${checkout.commit.slice(0, 7)}, dependencies ${checkout.dependencies}`);
+    } catch (error) {
+      await environment.close();
+      throw error;
+    }
+  }
+
   // One client and one pool of each kind of Temporal worker per server; the plain loop needs no server.
   const perServer = [];
   for (const server of environment.servers) {
@@ -137,10 +162,28 @@ async function main(): Promise<number> {
           [SWITCHES[name]]: value,
         },
         environment.logDirectory,
-        'dev/bench/switches/preload.ts',
+        { preload: 'dev/bench/switches/preload.ts' },
       );
       switchPools.set(name, { pool, queue });
     }
+    // The product's settings and sandbox; its own queue and database. Only variables 2.0 reads matter to it.
+    const releaseQueue = `bench-release-2.0-${server.name}-${runTag}`;
+    const releasePool =
+      release === null
+        ? null
+        : new TemporalWorkerPool(
+            `release-2.0-${server.name}`,
+            'src/worker.ts',
+            {
+              ...temporalEnv,
+              ...mailEnv,
+              TEMPORAL_TASK_QUEUE: releaseQueue,
+              ...options.productEnv,
+              DATABASE_URL: release.database.workerUrl,
+            },
+            environment.logDirectory,
+            { cwd: release.directory },
+          );
     const variants: Variant[] = options.variants
       .filter((name) => name !== 'plain')
       .map((name) => {
@@ -153,6 +196,15 @@ async function main(): Promise<number> {
         }
         if (name === 'card')
           return cardVariant(server, client, cardPool, cardQueue, workflowIdPrefix, environment.db, sandbox);
+        if (name === 'release-2.0') {
+          // 2.0's start is the product's: same workflow type, order id as workflow id and argument, same
+          // reuse policy and attributes at start (2.0's src/client.ts).
+          const { db, commits } = release!.database;
+          return productVariant(server, client, releasePool!, releaseQueue, db, sandbox, name, {
+            db,
+            commits,
+          });
+        }
         return floorVariant(name, server, client, floorPool, floorQueue, workflowIdPrefix);
       });
     perServer.push({
@@ -164,7 +216,11 @@ async function main(): Promise<number> {
       floorPool,
       productPool,
       cardPool,
-      switchPools: [...switchPools.values()].map((entry) => entry.pool),
+      // The switch variants' pools and release-2.0's.
+      extraPools: [
+        ...[...switchPools.values()].map((entry) => entry.pool),
+        ...(releasePool === null ? [] : [releasePool]),
+      ],
       variants,
     });
   }
@@ -329,12 +385,13 @@ async function main(): Promise<number> {
         entry.floorPool.close(),
         entry.productPool.close(),
         entry.cardPool.close(),
-        ...entry.switchPools.map((pool) => pool.close()),
+        ...entry.extraPools.map((pool) => pool.close()),
       ]),
       plainPool.close(),
     ]);
     await sandbox.close().catch(() => undefined);
     for (const entry of perServer) await entry.connection.close().catch(() => undefined);
+    await release?.database.close().catch(() => undefined);
     await environment.close();
   }
 
@@ -353,6 +410,11 @@ async function main(): Promise<number> {
       postgres: environment.describe.postgres,
       mailApi: 'mail sandbox (dev/sandbox) in its own process, pass-through (no faults), loopback HTTP',
       productWorker: 'node --import tsx src/worker.ts, one OS process per worker',
+      ...(release === null
+        ? {}
+        : {
+            releaseWorker: `release-2.0: node --import tsx src/worker.ts in ${path.relative(process.cwd(), release.directory)} (2.0.0, ${RELEASE_20_COMMIT}), its own database migrated by its own db:migrate`,
+          }),
     },
     options,
     floorSaturationPerSecond: floorSaturation,

@@ -3,6 +3,7 @@
 import type { Client } from '@temporalio/client';
 import { startOrderConfirmationMail } from '../../src/client';
 import type { Database } from '../../src/db/pool';
+import type { CommitCounter } from './commitCounter';
 import type { BenchServer } from './environment';
 import type { SandboxControlClient } from '../sandbox/sandboxControlClient';
 import {
@@ -39,6 +40,8 @@ export interface Variant {
   description: string;
   /** Whether its orders must exist in Postgres (the floor's no-op activities never look). */
   needsDatabaseOrders: boolean;
+  /** A database of its own instead of the bench's (release-2.0): its orders go there, its commits are counted there. */
+  ownDatabase?: OwnDatabase;
   workerPids(): number[];
   scaleTo(workers: number): Promise<void>;
   closedLoop(orderIds: string[], concurrency: number, durationMs: number): Promise<ClosedLoopOutcome>;
@@ -53,6 +56,11 @@ export interface Variant {
   history?(orderId: string): Promise<unknown>;
   /** Problems found: a missing or duplicated mail, a row not sent, a workflow that did not finish. */
   verify(orderIds: string[], recordedAtMs: Map<string, number>): Promise<string[]>;
+}
+
+export interface OwnDatabase {
+  db: Database;
+  commits: CommitCounter;
 }
 
 export function floorVariant(
@@ -126,8 +134,10 @@ export function productVariant(
   taskQueue: string,
   db: Database,
   sandbox: SandboxControlClient,
-  /** 'product', or the product with one extra left out (dev/bench/switches). */
+  /** 'product', the product with one extra left out (dev/bench/switches), or 2.0.0's worker (release-2.0). */
   name: VariantName = 'product',
+  /** release-2.0: its database (`db` above), where its orders are inserted and its commits counted. */
+  ownDatabase?: OwnDatabase,
 ): Variant {
   const target: TemporalTarget = {
     async start(orderId) {
@@ -142,8 +152,11 @@ export function productVariant(
     description:
       name === 'product'
         ? 'product: orderConfirmationMail, src/worker.ts processes, Postgres, POST to the sandbox'
-        : `${name}: the product with ${SWITCHES[name as SwitchVariant]} (one extra left out)`,
+        : name === 'release-2.0'
+          ? "release-2.0: 2.0.0's own src/worker.ts (its checkout), on a database its migrator made"
+          : `${name}: the product with ${SWITCHES[name as SwitchVariant]} (one extra left out)`,
     needsDatabaseOrders: true,
+    ...(ownDatabase === undefined ? {} : { ownDatabase }),
     workerPids: () => pool.pids(),
     scaleTo: (workers) => pool.scaleTo(workers),
     async closedLoop(orderIds, concurrency, durationMs) {

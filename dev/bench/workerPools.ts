@@ -17,7 +17,7 @@ export class TemporalWorkerPool {
     private readonly script: string,
     private readonly env: Record<string, string>,
     private readonly logDirectory: string,
-    private readonly preload?: string,
+    private readonly where: { preload?: string; cwd?: string } = {},
   ) {}
 
   pids(): number[] {
@@ -44,7 +44,7 @@ export class TemporalWorkerPool {
           logPath: path.join(this.logDirectory, `${this.name}-worker-${index + 1}.log`),
           readyText: '"message":"Worker started"',
           startupTimeoutMs: WORKER_STARTUP_TIMEOUT_MS,
-          ...(this.preload === undefined ? {} : { preload: this.preload }),
+          ...this.where,
         }),
       );
     }

@@ -11,6 +11,8 @@ export interface BenchEnvironmentFacts {
   postgres: string;
   mailApi: string;
   productWorker: string;
+  /** With release-2.0: where 2.0.0's worker ran from. */
+  releaseWorker?: string;
 }
 
 export interface BenchReport {
