@@ -16,6 +16,9 @@ export const VARIANT_NAMES = [
   'product-noaudit',
   'product-noattrs',
   'product-nolog',
+  'product-nohealthok',
+  'product-prepared',
+  'product-logbuffer',
 ] as const;
 const ON_REQUEST_ONLY: readonly string[] = SWITCH_VARIANTS;
 export type VariantName = (typeof VARIANT_NAMES)[number];
@@ -71,7 +74,7 @@ const USAGE = `npm run bench -- [options]
   --rounds N               closed loop with 1 worker: run the variants N times, interleaved (default 3; short: 1)
   --workers 1,2,4          worker processes per Temporal variant (and plain-loop processes)
   --variants LIST          any of ${VARIANT_NAMES.join(',')}
-                           (default: all but the product-no… ones, which leave one extra out each)
+                           (default: all but the product-… switch ones: each leaves one extra out or prices one proposal)
   --servers LIST           Temporal servers, any of ${SERVER_NAMES.join(',')} (default: dev,stack; short: dev)
                            dev: start-dev or TEMPORAL_ADDRESS; stack: the server on Postgres of npm run stack
   --scale-all-servers      run the 2- and 4-worker phases on every server, not only the first

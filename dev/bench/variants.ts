@@ -126,7 +126,7 @@ export function productVariant(
   taskQueue: string,
   db: Database,
   sandbox: SandboxControlClient,
-  /** 'product', or the product with one extra left out (dev/bench/switches). */
+  /** 'product', or the product behind one bench-only switch (dev/bench/switches). */
   name: VariantName = 'product',
 ): Variant {
   const target: TemporalTarget = {
@@ -142,7 +142,7 @@ export function productVariant(
     description:
       name === 'product'
         ? 'product: orderConfirmationMail, src/worker.ts processes, Postgres, POST to the sandbox'
-        : `${name}: the product with ${SWITCHES[name as SwitchVariant]} (one extra left out)`,
+        : `${name}: the product with ${SWITCHES[name as SwitchVariant]} (a bench-only switch)`,
     needsDatabaseOrders: true,
     workerPids: () => pool.pids(),
     scaleTo: (workers) => pool.scaleTo(workers),
