@@ -134,7 +134,7 @@ export function productVariant(
   taskQueue: string,
   db: Database,
   sandbox: SandboxControlClient,
-  /** 'product', the product with one extra left out (dev/bench/switches), or 2.0.0's worker (release-2.0). */
+  /** 'product', the product behind one bench-only switch (dev/bench/switches), or 2.0.0's worker (release-2.0). */
   name: VariantName = 'product',
   /** release-2.0: its database (`db` above), where its orders are inserted and its commits counted. */
   ownDatabase?: OwnDatabase,
@@ -154,7 +154,7 @@ export function productVariant(
         ? 'product: orderConfirmationMail, src/worker.ts processes, Postgres, POST to the sandbox'
         : name === 'release-2.0'
           ? "release-2.0: 2.0.0's own src/worker.ts (its checkout), on a database its migrator made"
-          : `${name}: the product with ${SWITCHES[name as SwitchVariant]} (one extra left out)`,
+          : `${name}: the product with ${SWITCHES[name as SwitchVariant]} (a bench-only switch)`,
     needsDatabaseOrders: true,
     ...(ownDatabase === undefined ? {} : { ownDatabase }),
     workerPids: () => pool.pids(),

@@ -12,10 +12,11 @@ import { createCardActivities } from '../../dev/bench/card/activities';
 import { countHistoryCost } from '../../dev/bench/cost/historyCost';
 import { runOrderPaths, type OrderPath, type PathRun } from '../../dev/bench/cost/orderPaths';
 import type { BenchServer } from '../../dev/bench/environment';
-import { SWITCHES, skipStatement, takeSkips } from '../../dev/bench/switches/skips';
+import { SWITCHES, preparedName, skipStatement, takeSkips } from '../../dev/bench/switches/skips';
 import { cardVariant } from '../../dev/bench/variants';
 import { ConfigError, loadConfig } from '../../src/config/loadConfig';
 import type { Database } from '../../src/db/pool';
+import { countProviderFailure, countProviderSuccess } from '../../src/db/providerHealth';
 import { markDispatched, record } from '../../src/mailRow/statements';
 import { historyToJson } from '../../dev/devtools/historyJson';
 import { createSandboxControlClient } from '../../dev/sandbox/sandboxControlClient';
@@ -181,6 +182,9 @@ describe('the bench switches (BENCH_SKIP_)', () => {
       audit: true,
       searchAttributesBundle: '/tmp/bundle.js',
       logLines: true,
+      healthSuccess: true,
+      statementParse: true,
+      logLevelAtBuffer: true,
     });
     expect(() => loadConfig(env)).not.toThrow();
   });
@@ -235,5 +239,34 @@ describe('the bench switches (BENCH_SKIP_)', () => {
     expect(settle).toContain('INSERT INTO order_mail_attempts');
     expect(noAudit.text).not.toContain('order_mail_attempts');
     expect(noAudit.text).toMatch(/RETURNING log\.\*\s*\) SELECT state, outcome FROM settled$/);
+  });
+
+  it("the health switch finds the count's success UPDATE and leaves the failure count alone", async () => {
+    const texts: string[] = [];
+    const capture = {
+      query: async (text: string) => {
+        texts.push(text);
+        return { rows: [{ consecutiveFailures: 1, skipped: false }], rowCount: 1 };
+      },
+    } as unknown as Database;
+    await countProviderSuccess(capture, 'mailgun');
+    await countProviderFailure(capture, {
+      provider: 'mailgun',
+      failure: '503',
+      settings: { skipAfterFailures: 3, skipForMs: 60_000 },
+    });
+    const [success, failure] = texts as [string, string];
+    const skips = { fence: false, audit: false, healthSuccess: true };
+    expect(skipStatement(success, skips)).toEqual({ answer: { rows: [], rowCount: 0 } });
+    expect(skipStatement(failure, skips)).toEqual({ text: failure });
+    expect(skipStatement(success, { fence: false, audit: false })).toEqual({ text: success });
+  });
+
+  it('a prepared statement is named by its text alone', () => {
+    const text = 'SELECT 1 WHERE $1::int = 1';
+    expect(preparedName(text)).toBe(preparedName(text));
+    expect(preparedName(text)).not.toBe(preparedName(`${text} `));
+    // Postgres truncates a name past 63 bytes, which could merge two.
+    expect(preparedName(text).length).toBeLessThanOrEqual(63);
   });
 });

@@ -318,7 +318,7 @@ function cardRatios(phases: PhaseResult[], servers: ServerName[]): Ratio[] {
     ['throughput', (phase) => phase.throughputPerSecond],
   ];
   const variants = [...new Set(phases.map((phase) => phase.variant))];
-  const switches = variants.filter((variant) => variant.startsWith('product-no'));
+  const switches = variants.filter((variant) => variant.startsWith('product-'));
   for (const server of servers) {
     const pairs: [string, string][] = [
       ['product', 'card'],

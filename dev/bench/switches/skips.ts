@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 // The bench's switches: each leaves ONE extra out of the product's worker, to price it (docs/benchmarks.md,
 // "What each extra costs"). Read only by dev/bench/switches/preload.ts, in the bench's own worker processes;
 // the product's loadConfig refuses any BENCH_SKIP_ variable, so no deployment can turn one on.
@@ -8,6 +10,11 @@ export const SWITCHES = {
   'product-noaudit': 'BENCH_SKIP_AUDIT',
   'product-noattrs': 'BENCH_SKIP_SEARCH_ATTRIBUTES',
   'product-nolog': 'BENCH_SKIP_LOG_LINES',
+  // The two proposals not made (docs/benchmarks.md), priced: no health UPDATE while healthy; prepared statements.
+  'product-nohealthok': 'BENCH_SKIP_HEALTH_SUCCESS',
+  'product-prepared': 'BENCH_SKIP_STATEMENT_PARSE',
+  // A cut turned off, to price it: the SDK's entries under LOG_LEVEL buffered before they are dropped.
+  'product-logbuffer': 'BENCH_SKIP_LOG_LEVEL_AT_BUFFER',
 } as const;
 
 export type SwitchVariant = keyof typeof SWITCHES;
@@ -19,6 +26,12 @@ export interface Skips {
   /** The workflow bundle built without the upserts (dev/bench/switches/bundle.ts); null: the product's. */
   searchAttributesBundle: string | null;
   logLines: boolean;
+  /** The health count's UPDATE after an answer is not run (the bench's provider is always healthy). */
+  healthSuccess: boolean;
+  /** Each statement named, so each connection parses and plans it once (a prepared statement). */
+  statementParse: boolean;
+  /** The runtime's logger keeps taking every entry into its buffer (src/workerRuntime.ts, before its cut). */
+  logLevelAtBuffer: boolean;
 }
 
 /** Reads the switches and removes them from `env`, so the product's loadConfig never sees them. */
@@ -33,6 +46,9 @@ export function takeSkips(env: Record<string, string | undefined>): Skips {
     audit: take(SWITCHES['product-noaudit']) !== null,
     searchAttributesBundle: take(SWITCHES['product-noattrs']),
     logLines: take(SWITCHES['product-nolog']) !== null,
+    healthSuccess: take(SWITCHES['product-nohealthok']) !== null,
+    statementParse: take(SWITCHES['product-prepared']) !== null,
+    logLevelAtBuffer: take(SWITCHES['product-logbuffer']) !== null,
   };
 }
 
@@ -41,6 +57,7 @@ export function takeSkips(env: Record<string, string | undefined>): Skips {
 const FENCE = /^UPDATE order_mail_log SET dispatched_at = now\(\), updated_at = now\(\),/;
 const RECORD_SET =
   /(WITH settled AS \(\s*UPDATE order_mail_log AS log\s+SET )(state = \$\d+, outcome = \$\d+, unknown_policy = \$\d+,\s+verification = )/;
+const HEALTH_SUCCESS = /^UPDATE order_mail_provider_health\s+SET consecutive_failures = 0, skip_until = NULL,/;
 const RECORD_AUDIT =
   /\), audit AS \(\s*INSERT INTO order_mail_attempts[\s\S]*?FROM settled\s*\)\s*(SELECT state, outcome FROM settled)$/;
 
@@ -50,9 +67,11 @@ const RECORD_AUDIT =
  */
 export function skipStatement(
   text: string,
-  skips: Pick<Skips, 'fence' | 'audit'>,
+  skips: Pick<Skips, 'fence' | 'audit'> & Partial<Pick<Skips, 'healthSuccess'>>,
 ): { text: string; params?: number } | { answer: { rows: never[]; rowCount: number } } {
   if (skips.fence && FENCE.test(text)) return { answer: { rows: [], rowCount: 1 } };
+  // As a healthy provider's row answers it: nothing to reset, no row changed.
+  if (skips.healthSuccess === true && HEALTH_SUCCESS.test(text)) return { answer: { rows: [], rowCount: 0 } };
   let rewritten = text;
   if (skips.fence)
     rewritten = rewritten.replace(RECORD_SET, '$1dispatched_at = coalesce(log.dispatched_at, now()), $2');
@@ -61,4 +80,9 @@ export function skipStatement(
   // The audit row's own value (recorded_by, the last parameter) went with it: Postgres counts the rest.
   const params = Math.max(0, ...[...rewritten.matchAll(/\$(\d+)/g)].map((match) => Number(match[1])));
   return { text: rewritten, params };
+}
+
+/** The statement's name when prepared: one per text, so a connection never reuses a name for another text. */
+export function preparedName(text: string): string {
+  return `bench_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 }
