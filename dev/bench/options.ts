@@ -18,7 +18,6 @@ export const VARIANT_NAMES = [
   'product-nolog',
   'product-nohealthok',
   'product-prepared',
-  'product-logbuffer',
   // 2.0.0's own worker on a database of its own (dev/bench/release): only when named in --variants.
   'release-2.0',
 ] as const;

@@ -184,7 +184,6 @@ describe('the bench switches (BENCH_SKIP_)', () => {
       logLines: true,
       healthSuccess: true,
       statementParse: true,
-      logLevelAtBuffer: true,
     });
     expect(() => loadConfig(env)).not.toThrow();
   });

@@ -1,24 +1,12 @@
 // Loaded before src/worker.ts in the bench's switch variants (`node --import tsx --import <this> src/worker.ts`):
 // takes the BENCH_SKIP_ switches out of the environment and applies them, then the product's worker starts
 // as deployed. Never part of the product (docs/benchmarks.md, "What each extra costs").
-import { Runtime } from '@temporalio/worker';
 import pg from 'pg';
 import { preparedName, skipStatement, takeSkips } from './skips';
 
 const skips = takeSkips(process.env);
 if (skips.logLines) process.env.LOG_LEVEL = 'warn';
 if (skips.searchAttributesBundle !== null) process.env.WORKFLOW_BUNDLE_PATH = skips.searchAttributesBundle;
-if (skips.logLevelAtBuffer) {
-  // The runtime's logger keeps the level it was built with (TRACE): the worker's later setting is ignored.
-  const install = Runtime.install.bind(Runtime);
-  Runtime.install = (options) => {
-    const runtime = install(options);
-    for (const [field, value] of Object.entries(runtime.logger))
-      if (field === 'level' || field === 'severity')
-        Object.defineProperty(runtime.logger, field, { get: () => value as unknown, set: () => undefined });
-    return runtime;
-  };
-}
 if (skips.fence || skips.audit || skips.healthSuccess || skips.statementParse) {
   // Every statement of the worker goes through its one pool's query(text, params).
   // Called with each pool as `this` below, never unbound.
@@ -33,7 +21,10 @@ if (skips.fence || skips.audit || skips.healthSuccess || skips.statementParse) {
     const kept =
       instead.params !== undefined && Array.isArray(values) ? values.slice(0, instead.params) : values;
     if (skips.statementParse && Array.isArray(kept))
-      return query.apply(this, [{ name: preparedName(instead.text), text: instead.text, values: kept }, ...others]);
+      return query.apply(this, [
+        { name: preparedName(instead.text), text: instead.text, values: kept },
+        ...others,
+      ]);
     return query.apply(this, [instead.text, kept, ...others]);
   } as typeof pg.Pool.prototype.query;
 }

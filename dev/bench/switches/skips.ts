@@ -14,7 +14,6 @@ export const SWITCHES = {
   'product-nohealthok': 'BENCH_SKIP_HEALTH_SUCCESS',
   'product-prepared': 'BENCH_SKIP_STATEMENT_PARSE',
   // A cut turned off, to price it: the SDK's entries under LOG_LEVEL buffered before they are dropped.
-  'product-logbuffer': 'BENCH_SKIP_LOG_LEVEL_AT_BUFFER',
 } as const;
 
 export type SwitchVariant = keyof typeof SWITCHES;
@@ -30,8 +29,6 @@ export interface Skips {
   healthSuccess: boolean;
   /** Each statement named, so each connection parses and plans it once (a prepared statement). */
   statementParse: boolean;
-  /** The runtime's logger keeps taking every entry into its buffer (src/workerRuntime.ts, before its cut). */
-  logLevelAtBuffer: boolean;
 }
 
 /** Reads the switches and removes them from `env`, so the product's loadConfig never sees them. */
@@ -48,7 +45,6 @@ export function takeSkips(env: Record<string, string | undefined>): Skips {
     logLines: take(SWITCHES['product-nolog']) !== null,
     healthSuccess: take(SWITCHES['product-nohealthok']) !== null,
     statementParse: take(SWITCHES['product-prepared']) !== null,
-    logLevelAtBuffer: take(SWITCHES['product-logbuffer']) !== null,
   };
 }
 
@@ -57,7 +53,8 @@ export function takeSkips(env: Record<string, string | undefined>): Skips {
 const FENCE = /^UPDATE order_mail_log SET dispatched_at = now\(\), updated_at = now\(\),/;
 const RECORD_SET =
   /(WITH settled AS \(\s*UPDATE order_mail_log AS log\s+SET )(state = \$\d+, outcome = \$\d+, unknown_policy = \$\d+,\s+verification = )/;
-const HEALTH_SUCCESS = /^UPDATE order_mail_provider_health\s+SET consecutive_failures = 0, skip_until = NULL,/;
+const HEALTH_SUCCESS =
+  /^UPDATE order_mail_provider_health\s+SET consecutive_failures = 0, skip_until = NULL,/;
 const RECORD_AUDIT =
   /\), audit AS \(\s*INSERT INTO order_mail_attempts[\s\S]*?FROM settled\s*\)\s*(SELECT state, outcome FROM settled)$/;
 
