@@ -22,8 +22,8 @@ export const UPGRADE_FAULTS: FaultMix = {
   slow: 0.4,
 };
 
-/** Slots per worker: 3 workers × 20 = 60 sends of one build in flight at most, the rest wait claimed. */
-export const UPGRADE_WORKER_CONCURRENCY = 20;
+/** Slots per worker: 3 workers × 21 = 63 sends of one build in flight at most, the rest wait claimed. */
+export const UPGRADE_WORKER_CONCURRENCY = 21;
 
 /** The share of new runs N+1 gets while it ramps, before it becomes current. */
 export const UPGRADE_RAMP_PERCENTAGE = 50;
@@ -34,7 +34,7 @@ export const UPGRADE_RAMP_PERCENTAGE = 50;
  * for a period (both builds take new runs, and N is left again at its end), N+1 current for a period, and what
  * is left after the rollback, at N's rate. Measured on short runs (docs/demo-and-chaos.md).
  */
-export const UPGRADE_START_SHARES = { unversioned: 0.28, n: 0.22, ramp: 0.24, next: 0.23 } as const;
+export const UPGRADE_START_SHARES = { unversioned: 0.24, n: 0.32, ramp: 0.24, next: 0.17 } as const;
 
 /**
  * The shaped load's start rate per phase for `orders` orders, N current at `atMs`, a switch every `everyMs`:
@@ -89,8 +89,11 @@ export interface UpgradeTimes {
   settleDelayMs: number;
 }
 
+/** How long a slow answer holds its slot, as a share of the switch period (dev/demo/upgrade/queue_model.py). */
+export const UPGRADE_SLOW_SHARE_OF_PERIOD = 0.8;
+
 export function upgradeTimes(everyMs: number): UpgradeTimes {
-  const slowMs = Math.round(everyMs / 2);
+  const slowMs = Math.round(everyMs * UPGRADE_SLOW_SHARE_OF_PERIOD);
   const headersTimeoutMs = slowMs + 5_000;
   const overallTimeoutMs = headersTimeoutMs + 1_000;
   return {

@@ -146,11 +146,11 @@ describe('--upgrade-at', () => {
   it('paces one client by phase: fast while 2.0 runs alone, then N, the ramp (both builds) and N+1 each swamped', () => {
     const steps = upgradeStartSteps(1_000, 100_000, 150_000);
     expect(steps).toEqual([
-      { fromMs: 0, rate: 2.8 },
-      { fromMs: 100_000, rate: 1.47 },
+      { fromMs: 0, rate: 2.4 },
+      { fromMs: 100_000, rate: 2.13 },
       { fromMs: 250_000, rate: 1.6 },
-      { fromMs: 400_000, rate: 1.53 },
-      { fromMs: 550_000, rate: 1.47 },
+      { fromMs: 400_000, rate: 1.13 },
+      { fromMs: 550_000, rate: 2.13 },
     ]);
     // Orders are left after the rollback (at its earliest), so N gets runs again and no phase runs dry.
     const shares = Object.values(UPGRADE_START_SHARES).reduce((sum, share) => sum + share, 0);
@@ -160,12 +160,12 @@ describe('--upgrade-at', () => {
     expect(upgradeStartSteps(300, 30_000, 45_000).map((step) => step.rate)).toEqual(
       steps.map((step) => step.rate),
     );
-    expect(startRateAt(steps, 0)).toBe(2.8);
+    expect(startRateAt(steps, 0)).toBe(2.4);
     expect(startRateAt(steps, 399_999)).toBe(1.6);
-    expect(startRateAt(steps, 10_000_000)).toBe(1.47);
+    expect(startRateAt(steps, 10_000_000)).toBe(2.13);
 
     const shaped = parse('--upgrade-at', '100', '--upgrade-every', '150', '--orders', '1000');
-    expect(shaped).toMatchObject({ clients: 1, startRate: 2.8, startSteps: steps });
+    expect(shaped).toMatchObject({ clients: 1, startRate: 2.4, startSteps: steps });
     expect(shaped.upgrade?.rampPercentage).toBe(50);
     const given = parse('--upgrade-at', '10', '--start-rate', '3.5', '--clients', '1');
     expect(given.startSteps).toBeUndefined();
