@@ -1,12 +1,13 @@
 // What ships is src/ alone. The build and the production install are made here as the Dockerfile makes them,
 // in a temporary copy holding only what the image's build stage copies (package files, tsconfigs, src/):
-// `npm run build` and the workflow bundle, then `npm ci --omit=dev` in place of the dev dependencies. The
-// output must hold no dev tool and the install no dev-only package; the production npm scripts must run on
-// that install alone, against the test run's Temporal server and Postgres.
+// `npm run build` (the run's one build, shared with the other files that run built commands) and the workflow
+// bundle, then `npm ci --omit=dev` in place of the dev dependencies. The output must hold no dev tool and the
+// install no dev-only package; the production npm scripts must run on that install alone, against the test
+// run's Temporal server and Postgres.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
-import { cp, mkdtemp, readdir, readFile, rm, symlink, unlink } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, unlink } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,10 +21,10 @@ import { readMailLog } from '../../src/db/orderMailLog';
 import { MINIMUM_NODE_MAJOR } from '../../src/nodeGuard';
 import type { OrderMailStatus } from '../../src/ops/orderMailStatus';
 import { getFreePort } from '../../src/shared/freePort';
+import { buildInto } from '../support/builtProduct';
 import { connectTestClient, createOrder, waitFor } from '../support/testKit';
 
 const run = promisify(execFile);
-const PROJECT_ROOT = path.join(__dirname, '..', '..');
 // The folders of dev/ (and the CLIs of dev/cli), by the names they have there.
 const DEV_TOOLS = ['demo', 'stack', 'sandbox', 'devtools', 'bench', 'research', 'peers'];
 const DEV_ONLY_PACKAGES = [
@@ -72,12 +73,9 @@ async function filesUnder(directory: string): Promise<string[]> {
 
 beforeAll(async () => {
   project = await mkdtemp(path.join(tmpdir(), 'product-build-'));
-  for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'src']) {
-    await cp(path.join(PROJECT_ROOT, entry), path.join(project, entry), { recursive: true });
-  }
-  // The build needs the dev dependencies (TypeScript, the bundler's loaders): the checkout's own, for now.
-  await symlink(path.join(PROJECT_ROOT, 'node_modules'), path.join(project, 'node_modules'), 'dir');
-  await run('npm', ['run', '--silent', 'build'], { cwd: project });
+  // The build and the bundler need the dev dependencies (TypeScript, the bundler's loaders): the checkout's
+  // own, for now. dist/ is the run's one `npm run build` of these same inputs (test/support/builtProduct.ts).
+  await buildInto(project);
   await run(process.execPath, ['dist/cli/bundle-workflows.js', 'dist/workflow-bundle.js'], { cwd: project });
   await unlink(path.join(project, 'node_modules'));
   await run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'], {

@@ -2,13 +2,80 @@
 // (package files, tsconfigs, src/), with the checkout's node_modules linked in: for tests that run a built
 // command as its own process (test/build/productBuild.test.ts checks the production install itself).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cp, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { inject } from 'vitest';
 
 const run = promisify(execFile);
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
+/** What the image's build stage copies before `npm run build`. */
+const BUILD_INPUTS = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'src'];
+// A build is tens of seconds of CPU on a loaded 2-core machine; a file waiting for another's has the headroom.
+const BUILD_WAIT_MS = 240_000;
+
+/** A copy of the build's inputs in `directory`, with the checkout's node_modules linked in. */
+async function copyBuildInputs(directory: string): Promise<void> {
+  for (const entry of BUILD_INPUTS) {
+    await cp(path.join(PROJECT_ROOT, entry), path.join(directory, entry), { recursive: true });
+  }
+  await symlink(path.join(PROJECT_ROOT, 'node_modules'), path.join(directory, 'node_modules'), 'dir');
+}
+
+/**
+ * Copies the build's inputs into `directory` and gives it the dist/ `npm run build` makes from them: built once
+ * per test run in the folder the global setup provides, and copied by every file that needs it (the first file
+ * to ask builds it under a lock, the others wait for it). Where no folder is provided (the stack suite), it is
+ * built in place.
+ */
+export async function buildInto(directory: string): Promise<void> {
+  await copyBuildInputs(directory);
+  const cache = inject('productBuildCache') as string | undefined;
+  if (cache === undefined || cache === '') {
+    await run('npm', ['run', '--silent', 'build'], { cwd: directory });
+    return;
+  }
+  await cp(await sharedDist(cache), path.join(directory, 'dist'), { recursive: true });
+}
+
+async function sharedDist(cache: string): Promise<string> {
+  const product = path.join(cache, 'product');
+  const built = path.join(cache, 'built');
+  const failed = path.join(cache, 'failed');
+  if (!(await takeLock(path.join(cache, 'lock')))) {
+    const deadline = Date.now() + BUILD_WAIT_MS;
+    while (!existsSync(built)) {
+      if (existsSync(failed)) throw new Error(`the shared build failed: ${await readFile(failed, 'utf8')}`);
+      if (Date.now() > deadline) throw new Error(`the shared build was not ready after ${BUILD_WAIT_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    return path.join(product, 'dist');
+  }
+  try {
+    await mkdir(product);
+    await copyBuildInputs(product);
+    await run('npm', ['run', '--silent', 'build'], { cwd: product });
+    await unlink(path.join(product, 'node_modules'));
+    await writeFile(built, '');
+  } catch (error) {
+    await writeFile(failed, error instanceof Error ? error.message : String(error));
+    throw error;
+  }
+  return path.join(product, 'dist');
+}
+
+/** True for the one caller that made the lock folder; another file made it first otherwise. */
+async function takeLock(lock: string): Promise<boolean> {
+  try {
+    await mkdir(lock);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+}
 
 export interface BuiltProduct {
   directory: string;
@@ -33,11 +100,7 @@ export interface RunningCommand {
 
 export async function buildProduct(): Promise<BuiltProduct> {
   const directory = await mkdtemp(path.join(tmpdir(), 'built-product-'));
-  for (const entry of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'src']) {
-    await cp(path.join(PROJECT_ROOT, entry), path.join(directory, entry), { recursive: true });
-  }
-  await symlink(path.join(PROJECT_ROOT, 'node_modules'), path.join(directory, 'node_modules'), 'dir');
-  await run('npm', ['run', '--silent', 'build'], { cwd: directory });
+  await buildInto(directory);
   const envOf = (env: Record<string, string>) => ({ ...process.env, ...env });
   return {
     directory,

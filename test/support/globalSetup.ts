@@ -33,6 +33,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     timed('workflow bundle', () =>
       provideWorkflowBundle(join(project.config.root, 'src/workflows/index.ts')),
     ),
+    provideBuildCache(),
   ]);
   const stops = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.stop] : []));
   const teardown = async (): Promise<void> => {
@@ -42,8 +43,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
     if (failures.length > 0) throw new AggregateError(failures, 'test teardown failed');
   };
 
-  const [database, temporal, bundle] = results;
-  if (database.status === 'rejected' || temporal.status === 'rejected' || bundle.status === 'rejected') {
+  const [database, temporal, bundle, buildCache] = results;
+  if (
+    database.status === 'rejected' ||
+    temporal.status === 'rejected' ||
+    bundle.status === 'rejected' ||
+    buildCache.status === 'rejected'
+  ) {
     await teardown().catch(() => undefined);
     const failures = rejections(results);
     throw new AggregateError(failures, `test setup failed: ${failures.map(messageOf).join('; ')}`);
@@ -53,6 +59,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('temporalAddress', temporal.value.value.address);
   project.provide('temporalNamespace', temporal.value.value.namespace);
   project.provide('workflowBundlePath', bundle.value.value);
+  project.provide('productBuildCache', buildCache.value.value);
   return teardown;
 }
 
@@ -145,6 +152,15 @@ async function provideWorkflowBundle(workflowsPath: string): Promise<Started<str
   const codePath = join(directory, 'workflows.js');
   await writeFile(codePath, code);
   return { value: codePath, stop: () => rm(directory, { recursive: true, force: true }) };
+}
+
+/**
+ * A folder for `npm run build`'s output, built by the first file that needs it and copied by the others
+ * (test/support/builtProduct.ts): nothing is built here, so a run of files that need none pays nothing.
+ */
+async function provideBuildCache(): Promise<Started<string>> {
+  const directory = await mkdtemp(join(tmpdir(), 'product-build-cache-'));
+  return { value: directory, stop: () => rm(directory, { recursive: true, force: true }) };
 }
 
 /** Prints how long each part took: on a slow CI machine, the first thing to look at. */

@@ -12,5 +12,7 @@ declare module 'vitest' {
     temporalNamespace: string;
     /** Path of the workflow bundle built once per run; '' while src/workflows/index.ts does not exist. */
     workflowBundlePath: string;
+    /** An empty folder for the run, where the first file that needs `npm run build`'s output builds it once. */
+    productBuildCache: string;
   }
 }

@@ -3,7 +3,7 @@
 // Postgres, a real Temporal dev server). Assertions are on the messages the sandbox holds, the requests it
 // saw, the log row and its attempts, and the workflow's result.
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
@@ -12,6 +12,7 @@ import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webho
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
 import {
+  allStarted,
   connectTestClient,
   createOrder,
   openTestDatabase,
@@ -34,6 +35,10 @@ import {
 const INDEXING_LAG_MS = 300;
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
 const LOOKUP_PROVIDERS = ['generic', 'postmark', 'mailgun'] as const;
+
+// Twelve tests at once, not vitest's default of 5: most of a test is waiting out a settle delay or a deadline,
+// and each has its own order (the sandboxes key faults by order; the lone sandbox keeps its witnesses apart).
+vi.setConfig({ maxConcurrency: 12 });
 
 let database: TestDatabase;
 let sandbox: MailSandbox;
@@ -73,15 +78,22 @@ async function addWorker(
 }
 
 beforeAll(async () => {
-  database = await openTestDatabase('verification');
-  // Posts no webhooks: what the lookups alone settle.
-  sandbox = await startMailSandbox({ lookups: { indexingLagMs: INDEXING_LAG_MS } });
-  slowSandbox = await startMailSandbox({ lookups: { indexingLagMs: 4_000 } });
-  loneSandbox = await startMailSandbox({ lookups: { indexingLagMs: INDEXING_LAG_MS } });
-  webhookSandbox = await startMailSandbox({
-    lookups: { indexingLagMs: INDEXING_LAG_MS },
-    webhooks: { delayMs: 100 },
-  });
+  // Started side by side: nineteen workers one after the other spent most of the file's set-up waiting.
+  // Each part assigned as it starts, so afterAll stops it even when another failed to start.
+  await allStarted([
+    openTestDatabase('verification').then((opened) => (database = opened)),
+    // Posts no webhooks: what the lookups alone settle.
+    startMailSandbox({ lookups: { indexingLagMs: INDEXING_LAG_MS } }).then((started) => (sandbox = started)),
+    startMailSandbox({ lookups: { indexingLagMs: 4_000 } }).then((started) => (slowSandbox = started)),
+    startMailSandbox({ lookups: { indexingLagMs: INDEXING_LAG_MS } }).then(
+      (started) => (loneSandbox = started),
+    ),
+    startMailSandbox({
+      lookups: { indexingLagMs: INDEXING_LAG_MS },
+      webhooks: { delayMs: 100 },
+    }).then((started) => (webhookSandbox = started)),
+    connectTestClient().then((connected) => (client = connected)),
+  ]);
   receiver = await startWebhookServer({
     db: database.db,
     host: '127.0.0.1',
@@ -92,32 +104,33 @@ beforeAll(async () => {
     log: () => undefined,
   });
   webhookSandbox.configureWebhooks({ url: receiver.url });
-  client = await connectTestClient();
-  for (const provider of LOOKUP_PROVIDERS) {
-    for (const policy of ['assume-sent', 'assume-failed'] as const) {
-      await addWorker(`${provider}-${policy}`, provider, policy, sandbox);
-    }
-    await addWorker(`${provider}-no-witness`, provider, 'assume-failed', loneSandbox);
-    // A "not found" waits for a witness that leaves only after the attempt's 8 s send timeout (and, on Mailgun,
-    // has ended a settle delay before the lookup): a deadline that outlasts that.
-    await addWorker(`${provider}-witness`, provider, 'assume-sent', sandbox, {
-      settings: { ...VERIFY, deadlineMs: 30_000 },
-    });
-    // Its verification deadline is twice the sandbox's lag: the freshness witness can wait that long.
-    await addWorker(`${provider}-slow`, provider, 'assume-failed', slowSandbox, {
-      settings: { ...VERIFY, settleDelayMs: 500, deadlineMs: 8_000 },
-    });
-  }
-  for (const policy of ['assume-sent', 'assume-failed'] as const) {
-    await addWorker(`sendgrid-${policy}`, 'sendgrid', policy, webhookSandbox);
-  }
-  await addWorker('mailgun-webhooks', 'mailgun', 'assume-failed', webhookSandbox);
-  // The workflow's timer (500 ms) is shorter than what the activity holds a "not found" to (4 s): a lookup
-  // made that early must not conclude "not sent".
-  await addWorker('generic-early', 'generic', 'assume-sent', slowSandbox, {
-    settings: { ...VERIFY, settleDelayMs: 500 },
-    evidenceAfterMs: 4_000,
-  });
+  await allStarted([
+    ...LOOKUP_PROVIDERS.flatMap((provider) => [
+      ...(['assume-sent', 'assume-failed'] as const).map((policy) =>
+        addWorker(`${provider}-${policy}`, provider, policy, sandbox),
+      ),
+      addWorker(`${provider}-no-witness`, provider, 'assume-failed', loneSandbox),
+      // A "not found" waits for a witness that leaves only after the attempt's 8 s send timeout (and, on
+      // Mailgun, has ended a settle delay before the lookup): a deadline that outlasts that.
+      addWorker(`${provider}-witness`, provider, 'assume-sent', sandbox, {
+        settings: { ...VERIFY, deadlineMs: 30_000 },
+      }),
+      // Its verification deadline is twice the sandbox's lag: the freshness witness can wait that long.
+      addWorker(`${provider}-slow`, provider, 'assume-failed', slowSandbox, {
+        settings: { ...VERIFY, settleDelayMs: 500, deadlineMs: 8_000 },
+      }),
+    ]),
+    ...(['assume-sent', 'assume-failed'] as const).map((policy) =>
+      addWorker(`sendgrid-${policy}`, 'sendgrid', policy, webhookSandbox),
+    ),
+    addWorker('mailgun-webhooks', 'mailgun', 'assume-failed', webhookSandbox),
+    // The workflow's timer (500 ms) is shorter than what the activity holds a "not found" to (4 s): a lookup
+    // made that early must not conclude "not sent".
+    addWorker('generic-early', 'generic', 'assume-sent', slowSandbox, {
+      settings: { ...VERIFY, settleDelayMs: 500 },
+      evidenceAfterMs: 4_000,
+    }),
+  ]);
 }, 180_000);
 
 afterAll(async () => {
