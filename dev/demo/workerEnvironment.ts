@@ -65,5 +65,8 @@ export function workerEnvironment(
 
 function upgradeEnv(options: RunOptions): Record<string, string> {
   const times = shapedUpgradeTimes(options);
-  return times === null ? {} : upgradeWorkerEnv(times);
+  if (times === null) return {};
+  // A send holds its HTTP connection slot through a slow answer: as many as the activity slots, or mid-send
+  // stops at MAIL_CONNECTIONS per worker and the rest wait claimed.
+  return { ...upgradeWorkerEnv(times), MAIL_CONNECTIONS: String(options.workerConcurrency) };
 }

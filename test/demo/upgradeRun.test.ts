@@ -19,6 +19,8 @@ import {
   upgradeTimes,
   upgradeWorkerEnv,
 } from '../../dev/demo/upgradeLoad';
+import type { Stack } from '../../dev/demo/stack';
+import { workerEnvironment } from '../../dev/demo/workerEnvironment';
 import { loadConfig } from '../../src/config/loadConfig';
 import { REPLAY_HISTORIES_DIRECTORY } from '../replay/histories';
 
@@ -107,10 +109,19 @@ describe('--upgrade-at', () => {
     ).toBe(3);
   });
 
-  it('shapes the load unless a flag says otherwise: its fault mix, 20 slots, a settle delay of a period', () => {
+  it('shapes the load unless a flag says otherwise: its fault mix, its slots, a settle delay of a period', () => {
     const shaped = parse('--upgrade-at', '10', '--upgrade-every', '40');
     expect(shaped.faults).toEqual(UPGRADE_FAULTS);
     expect(shaped.workerConcurrency).toBe(UPGRADE_WORKER_CONCURRENCY);
+    // Every slot can hold a send's HTTP connection through a slow answer.
+    const stack = {
+      databaseUrl: 'postgres://x',
+      temporal: { address: 'a', namespace: 'n' },
+      mail: { workerEnv: {} },
+    };
+    const env = workerEnvironment(shaped, stack as unknown as Stack, 'q', 'bundle.js');
+    expect(env.MAIL_CONNECTIONS).toBe(String(UPGRADE_WORKER_CONCURRENCY));
+    expect(loadConfigProblem(env)).toBeNull();
     expect(shaped.verification.settleDelayMs).toBe(40_000);
     const given = parse(
       '--upgrade-at',
