@@ -9,15 +9,18 @@ import { expect, it } from 'vitest';
 const PACKAGE = path.join(__dirname, '..');
 const IMPORT = /(?:\bfrom\s+|\bimport\s*\(\s*|\brequire\s*\(\s*|^import\s+)['"]([^'"]+)['"]/gm;
 
+interface Manifest {
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+}
+
+function versions(folder: string): Record<string, string> {
+  const manifest = JSON.parse(readFileSync(path.join(folder, 'package.json'), 'utf8')) as Manifest;
+  return { ...manifest.dependencies, ...manifest.devDependencies };
+}
+
 function declared(): Set<string> {
-  const manifest = JSON.parse(readFileSync(path.join(PACKAGE, 'package.json'), 'utf8')) as {
-    dependencies?: Record<string, string>;
-    devDependencies?: Record<string, string>;
-  };
-  return new Set([
-    ...Object.keys(manifest.dependencies ?? {}),
-    ...Object.keys(manifest.devDependencies ?? {}),
-  ]);
+  return new Set(Object.keys(versions(PACKAGE)));
 }
 
 /** A bare specifier's package: `@scope/name` or `name`, without a subpath. */
@@ -46,4 +49,12 @@ it('imports nothing from outside the package but Node and its declared packages'
     }
   }
   expect(strays).toEqual([]);
+});
+
+it("declares the repository's own versions of what it uses, so the workspace installs one copy of each", () => {
+  const repository = versions(path.join(PACKAGE, '..', '..'));
+  const differing = Object.entries(versions(PACKAGE)).filter(
+    ([name, version]) => repository[name] !== version,
+  );
+  expect(differing).toEqual([]);
 });
