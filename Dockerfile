@@ -19,10 +19,11 @@ RUN npm run build && node dist/cli/bundle-workflows.js dist/workflow-bundle.js
 # --- the mail sandbox: docker-compose.yml's stand-in for the mail provider. A dev tool, run from its TypeScript
 # sources with the dev dependencies; `docker build --target mail-sandbox`. Never part of the worker image.
 FROM build AS mail-sandbox
+COPY packages/sandbox ./packages/sandbox
 COPY dev ./dev
 USER node
 EXPOSE 4010
-CMD ["node", "--import", "tsx", "dev/cli/sandbox.ts"]
+CMD ["node", "--import", "tsx", "packages/sandbox/src/cli.ts"]
 
 # --- dependencies: production only, slimmed to what the image runs -----------------------------------------
 # scripts/prune-image-modules.mjs keeps the core bridge's native module of the target architecture alone

@@ -2,7 +2,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    // The sandbox package's own tests run here too: it is the oracle behind the rest.
+    include: ['test/**/*.test.ts', 'packages/sandbox/test/**/*.test.ts'],
     // The production stack's tests start their own Temporal server on Postgres, and the trace viewer test
     // needs a Jaeger built from source: `npm run test:stack` (vitest.stack.config.mts).
     exclude: [...configDefaults.exclude, 'test/stack/**'],

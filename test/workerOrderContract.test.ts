@@ -3,7 +3,7 @@
 // cannot lack, are in test/db/orderContract.test.ts); nothing is claimed or sent.
 // Real Postgres, Temporal and the sandbox over loopback.
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../packages/sandbox/src/mailSandbox';
 import { readMailLog } from '../src/db/orderMailLog';
 import { createOrder, openTestDatabase, type TestDatabase } from './support/testKit';
 import { spawnWorkerProcess, type WorkerProcess } from './support/workerProcess';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { migrate } from '../src/db/migrator';
 import { readMailLog } from '../src/db/orderMailLog';
 import { orderConfirmationMail } from '../src/workflows/orderConfirmationMail';
-import { startMailSandbox, type MailSandbox } from '../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../packages/sandbox/src/mailSandbox';
 import type { Client } from '@temporalio/client';
 import {
   connectTestClient,

@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { orderConfirmationMail } from '../src/workflows/orderConfirmationMail';
-import { startMailSandbox, type MailSandbox } from '../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../packages/sandbox/src/mailSandbox';
 import { connectTestClient, createOrder, openTestDatabase, type TestDatabase } from './support/testKit';
 import { spawnWorkerProcess, type WorkerProcess } from './support/workerProcess';
 

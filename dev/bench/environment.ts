@@ -121,7 +121,7 @@ export async function startBenchEnvironment(options: {
     const sandboxPort = await getFreePort();
     const sandbox: LoggedProcess = await spawnTsProcess({
       name: 'mail sandbox',
-      script: 'dev/cli/sandbox.ts',
+      script: 'packages/sandbox/src/cli.ts',
       env: { SANDBOX_PORT: String(sandboxPort), SANDBOX_API_KEY, SANDBOX_FAULTS: '' },
       logPath: path.join(logDirectory, 'sandbox.log'),
       readyText: 'Mail sandbox listening on',

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { createSandboxControlClient } from '../sandbox/sandboxControlClient';
+import { createSandboxControlClient } from '../../packages/sandbox/src/sandboxControlClient';
 import { startBenchEnvironment, SANDBOX_API_KEY } from './environment';
 import { loadAverage, machineFacts } from './machine';
 import { parseBenchOptions, type BenchOptions, type ServerName, type VariantName } from './options';
@@ -408,7 +408,7 @@ async function main(): Promise<number> {
     environment: {
       temporal: environment.servers.map((server) => `${server.name}: ${server.describe}`).join('; '),
       postgres: environment.describe.postgres,
-      mailApi: 'mail sandbox (dev/sandbox) in its own process, pass-through (no faults), loopback HTTP',
+      mailApi: 'mail sandbox (packages/sandbox) in its own process, pass-through (no faults), loopback HTTP',
       productWorker: 'node --import tsx src/worker.ts, one OS process per worker',
       ...(release === null
         ? {}

@@ -5,7 +5,7 @@ import { startOrderConfirmationMail } from '../../src/client';
 import type { Database } from '../../src/db/pool';
 import type { CommitCounter } from './commitCounter';
 import type { BenchServer } from './environment';
-import type { SandboxControlClient } from '../sandbox/sandboxControlClient';
+import type { SandboxControlClient } from '../../packages/sandbox/src/sandboxControlClient';
 import {
   countRunning,
   fetchResults,

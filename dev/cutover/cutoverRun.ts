@@ -33,7 +33,7 @@ import { startRunSweeps } from '../demo/sweep';
 import { startWorkerFleet, type WorkerFleet } from '../demo/workerFleet';
 import { spawnPythonPeer, PYTHON_PEERS_DIRECTORY, type PeerProcess } from '../peers/pythonPeers';
 import { startRedisServer, type RedisServer } from '../peers/redisServer';
-import { DEFAULT_SANDBOX_API_KEY, startMailSandbox } from '../sandbox/mailSandbox';
+import { DEFAULT_SANDBOX_API_KEY, startMailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { getFreePort } from '../../src/shared/freePort';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');

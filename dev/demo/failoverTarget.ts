@@ -3,7 +3,11 @@
 // invariants count the customers' mails across both. Accept-then-drop on both throughout (the run's fault mix);
 // mid-run the primary goes down for a window: connections refused, then 503s, then accept-then-drop on every
 // request, a third of the window each.
-import { startMailSandbox, DEFAULT_SANDBOX_API_KEY, type MailSandbox } from '../sandbox/mailSandbox';
+import {
+  startMailSandbox,
+  DEFAULT_SANDBOX_API_KEY,
+  type MailSandbox,
+} from '../../packages/sandbox/src/mailSandbox';
 import { faultRates } from './profiles';
 import type { FaultMix } from './runOptions';
 import type { DemoMailTarget } from './mailTarget';

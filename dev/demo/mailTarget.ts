@@ -2,13 +2,13 @@
 // sandbox (`--transport smtp`), behind one face, so the runner, its chaos and its report do not care which.
 // Both relay what they accepted to the inbox when one runs, and both count what they accepted themselves:
 // the report's facts come from the sandbox, the inbox is for people to look at (and is checked against it).
-import { startMailSandbox, DEFAULT_SANDBOX_API_KEY } from '../sandbox/mailSandbox';
-import type { Fault } from '../sandbox/faults';
-import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
-import type { LookupRecord } from '../sandbox/lookups';
-import type { RelayTarget } from '../sandbox/relayToInbox';
-import type { WebhookDeliveryRecord } from '../sandbox/webhooks';
-import { startSmtpSandbox, type SmtpTransactionRecord } from '../sandbox/smtp/smtpSandbox';
+import { startMailSandbox, DEFAULT_SANDBOX_API_KEY } from '../../packages/sandbox/src/mailSandbox';
+import type { Fault } from '../../packages/sandbox/src/faults';
+import { LOOKUP_LIE_KINDS } from '../../packages/sandbox/src/lookupLies';
+import type { LookupRecord } from '../../packages/sandbox/src/lookups';
+import type { RelayTarget } from '../../packages/sandbox/src/relayToInbox';
+import type { WebhookDeliveryRecord } from '../../packages/sandbox/src/webhooks';
+import { startSmtpSandbox, type SmtpTransactionRecord } from '../../packages/sandbox/src/smtp/smtpSandbox';
 import { faultRates, HANG_MS, type AnswerTimes } from './profiles';
 import type { FaultMix, MailTransportName } from './runOptions';
 import type { LiesTold, MessageFact, RequestFact, VerificationActivity, WebhookFacts } from './report/facts';

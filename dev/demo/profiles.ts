@@ -1,7 +1,7 @@
 // The two profiles of the runner, `npm run demo` and `npm run chaos` (the same harness; chaos turns every
 // fault on at full strength), the defaults that --operators, --cluster and --failover turn on, and the
 // sandbox's fault plan for a mix of faults.
-import type { FaultRate } from '../sandbox/faults';
+import type { FaultRate } from '../../packages/sandbox/src/faults';
 import type {
   ClusterSettings,
   FailoverSettings,

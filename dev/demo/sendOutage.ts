@@ -6,7 +6,7 @@
 // The report says how long each took, per provider, and when the last mail went.
 import type { Database } from '../../src/db/pool';
 import { MAIL_PROVIDER_FACTS } from '../../src/mail/providers/mailProvider';
-import type { MailSandbox } from '../sandbox/mailSandbox';
+import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import type { RunOptions } from './runOptions';
 
 /**

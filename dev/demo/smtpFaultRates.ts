@@ -1,6 +1,6 @@
 // The runner's fault flags, read for the SMTP transport (`--transport smtp`): each HTTP fault becomes the SMTP
 // fault with the same meaning for the customer, so one mix drives either sandbox. The table is in USAGE too.
-import type { SmtpFaultRate } from '../sandbox/smtp/smtpFaults';
+import type { SmtpFaultRate } from '../../packages/sandbox/src/smtp/smtpFaults';
 import { HANG_MS, SLOW_MS } from './profiles';
 import type { FaultMix } from './runOptions';
 

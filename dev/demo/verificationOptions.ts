@@ -7,8 +7,8 @@ import {
   MAIL_PROVIDER_NAMES,
   type MailProviderName,
 } from '../../src/mail/providers/mailProvider';
-import { DEFAULT_INDEXING_LAG_MS } from '../sandbox/lookups';
-import { REORDER_WATERMARKS, type ReorderWatermark } from '../sandbox/lookupReorder';
+import { DEFAULT_INDEXING_LAG_MS } from '../../packages/sandbox/src/lookups';
+import { REORDER_WATERMARKS, type ReorderWatermark } from '../../packages/sandbox/src/lookupReorder';
 
 export interface VerificationRunOptions {
   /** The provider the workers are configured for; the HTTP sandbox emulates it. */
@@ -26,10 +26,10 @@ export interface VerificationRunOptions {
   webhookLoss: number;
   webhookDuplicates: number;
   /**
-   * --lying-provider: the sandbox's lookups lie (dev/sandbox/lookupLies.ts), each kind in LYING_LOOKUP_SHARE of
-   * lookups, the lag ones twice the settle delay behind, and with a provider that posts webhooks (Mailgun,
-   * SendGrid) LYING_WEBHOOK_SHARE of the messages are followed by a webhook lie (dev/sandbox/webhookLies.ts);
-   * the report counts every lie and how it and its order were settled.
+   * --lying-provider: the sandbox's lookups lie (packages/sandbox/src/lookupLies.ts), each kind in
+   * LYING_LOOKUP_SHARE of lookups, the lag ones twice the settle delay behind, and with a provider that posts
+   * webhooks (Mailgun, SendGrid) LYING_WEBHOOK_SHARE of the messages are followed by a webhook lie
+   * (packages/sandbox/src/webhookLies.ts); the report counts every lie and how it and its order were settled.
    */
   lyingProvider: boolean;
   /**
@@ -43,7 +43,7 @@ export interface VerificationRunOptions {
   snsRetryEveryS: number;
   /**
    * --lookup-reorder S: the lookups show every faulted send, and a share of the others, only S after it was taken,
-   * and later ones at once (dev/sandbox/lookupReorder.ts); null for an index in the order taken.
+   * and later ones at once (packages/sandbox/src/lookupReorder.ts); null for an index in the order taken.
    */
   lookupReorder: { holdMs: number; share: number; watermark: ReorderWatermark } | null;
 }
@@ -68,7 +68,8 @@ export const LYING_WINDOW_SHARE = 0.004;
 
 /**
  * The share of the messages the sandbox took that it follows with one webhook lie under --lying-provider
- * (a kind drawn evenly from the seven of dev/sandbox/webhookLies.ts), with a provider that posts webhooks.
+ * (a kind drawn evenly from the seven of packages/sandbox/src/webhookLies.ts), with a provider that posts
+ * webhooks.
  */
 export const LYING_WEBHOOK_SHARE = 0.2;
 
@@ -114,7 +115,7 @@ export const VERIFICATION_USAGE = `  --provider NAME               the provider 
                                 the messages are followed by a webhook lie: forged, replayed, stale, oversized, malformed,
                                 another order's, strangers' events; with ses, 20% of the messages and half of the sends SES did
                                 not take are followed by an SNS lie: forged certificate hosts and paths, a forged signature, a
-                                stale Timestamp, events from another account or configuration set (dev/sandbox/snsLies.ts)
+                                stale Timestamp, events from another account or configuration set (packages/sandbox/src/snsLies.ts)
   --receiver-outage-at S / --receiver-outage-for S   the webhook receiver refuses connections from S s after the
                                 first start, for S s, then comes back on its port (none)
   --webhook-max-age S           the receiver's WEBHOOK_MAX_AGE_MS, in seconds (300)

@@ -2,12 +2,12 @@
 // provider that posts events (run in the runner's process, on the run's database, as `npm run webhooks` would
 // run beside the workers: under a login of its own in order_mail_webhooks, checked as the CLI checks it), and
 // the workers' MAIL_PROVIDER / MAIL_VERIFY_* variables. Under --lying-provider the sandbox also tells webhook
-// lies (dev/sandbox/webhookLies.ts) after a share of the messages it took. With SES the sandbox plays SNS with
-// the documented delivery policy, names its certificate by a URL of AWS's form, and the receiver trusts no test
-// origin: it fetches certificates through the forger's network (dev/sandbox/snsLies.ts), which serves the
-// forger's certificate at any URL but the genuine one, so only the pinned check stands between a forged
-// message and the events table. Under --lying-provider the forger lies; --receiver-outage-* stops the
-// receiver for a while.
+// lies (packages/sandbox/src/webhookLies.ts) after a share of the messages it took. With SES the sandbox
+// plays SNS with the documented delivery policy, names its certificate by a URL of AWS's form, and the
+// receiver trusts no test origin: it fetches certificates through the forger's network
+// (packages/sandbox/src/snsLies.ts), which serves the forger's certificate at any URL but the genuine one, so
+// only the pinned check stands between a forged message and the events table. Under --lying-provider the
+// forger lies; --receiver-outage-* stops the receiver for a while.
 import { randomBytes } from 'node:crypto';
 import { escapeIdentifier, escapeLiteral } from 'pg';
 import { createDatabase } from '../../src/db/pool';
@@ -20,19 +20,19 @@ import {
   SnsCertificates,
   snsTokenWindowMs,
 } from '../../src/webhooks/snsWebhook';
-import { DEFAULT_SANDBOX_API_KEY } from '../sandbox/mailSandbox';
+import { DEFAULT_SANDBOX_API_KEY } from '../../packages/sandbox/src/mailSandbox';
 import {
   SANDBOX_AWS_ACCESS_KEY_ID,
   SANDBOX_AWS_ACCOUNT_ID,
   SANDBOX_SES_CONFIGURATION_SET,
   SANDBOX_SES_REGION,
-} from '../sandbox/providers/ses';
-import { SANDBOX_SNS_TOPIC_ARN } from '../sandbox/sns';
-import { policyRetryingEvery, snsRetryDelaysMs } from '../sandbox/snsDeliveryPolicy';
-import { SnsForger } from '../sandbox/snsLies';
+} from '../../packages/sandbox/src/providers/ses';
+import { SANDBOX_SNS_TOPIC_ARN } from '../../packages/sandbox/src/sns';
+import { policyRetryingEvery, snsRetryDelaysMs } from '../../packages/sandbox/src/snsDeliveryPolicy';
+import { SnsForger } from '../../packages/sandbox/src/snsLies';
 import { VERIFICATION_DEFAULTS } from '../../src/verification/verificationConfig';
-import type { MailSandbox } from '../sandbox/mailSandbox';
-import { LOOKUP_LIE_KINDS } from '../sandbox/lookupLies';
+import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
+import { LOOKUP_LIE_KINDS } from '../../packages/sandbox/src/lookupLies';
 import {
   LYING_LOOKUP_SHARE,
   LYING_NOT_TAKEN_SHARE,

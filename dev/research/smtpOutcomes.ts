@@ -4,8 +4,8 @@
 import { Readable } from 'node:stream';
 import { createTransport } from 'nodemailer';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
-import { startSmtpSandbox } from '../sandbox/smtp/smtpSandbox';
-import type { SmtpFault, ReplyFault } from '../sandbox/smtp/smtpFaults';
+import { startSmtpSandbox } from '../../packages/sandbox/src/smtp/smtpSandbox';
+import type { SmtpFault, ReplyFault } from '../../packages/sandbox/src/smtp/smtpFaults';
 
 interface Case {
   name: string;

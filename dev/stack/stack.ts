@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Client, escapeIdentifier } from 'pg';
 import { migrate } from '../../src/db/migrator';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../devtools/embeddedPostgres';
-import { startMailSandbox, type MailSandbox } from '../sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { setUpStackDatabaseRoles } from './stackRoles';
 import { loadStackSettings, type StackSettings } from './stackSettings';
 import type { ManagedProcess } from './managedProcess';

@@ -10,7 +10,7 @@ import type { Database } from '../../src/db/pool';
 import { decideUnknownOutcome } from '../../src/shared/unknownOutcome';
 import { ownAttemptFacts } from '../../src/shared/unknownOutcomeFacts';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import {

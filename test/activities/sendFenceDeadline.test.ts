@@ -8,7 +8,7 @@ import { createActivities, type ClaimResult } from '../../src/activities';
 import { SEND_COMPLETION_MARGIN_MS } from '../../src/config/sendTimeBudget';
 import { readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
 import type { SendNotAccepted } from '../../src/shared/sendOutcome';
 import {

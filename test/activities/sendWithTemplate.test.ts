@@ -11,7 +11,7 @@ import { createActivities, type ClaimResult } from '../../src/activities';
 import { loadMailTemplates, type MailTemplates } from '../../src/mail/template/mailTemplates';
 import type { MailTransport } from '../../src/mail/types';
 import { FailureType } from '../../src/shared/failures';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
   createOrder,
   openTestDatabase,

@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createIsolatedDatabase, type IsolatedDatabase } from '../../dev/devtools/testDatabases';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { MINIMUM_NODE_MAJOR } from '../../src/nodeGuard';

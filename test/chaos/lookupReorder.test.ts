@@ -9,8 +9,8 @@
 // undecided unknown, costs a second mail).
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMailSandbox } from '../../dev/sandbox/mailSandbox';
-import type { ReorderWatermark } from '../../dev/sandbox/lookupReorder';
+import { startMailSandbox } from '../../packages/sandbox/src/mailSandbox';
+import type { ReorderWatermark } from '../../packages/sandbox/src/lookupReorder';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import { noOrderMailMetrics } from '../../src/metrics/orderMailMetrics';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';

@@ -17,7 +17,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { findTemporalCli } from '../../dev/devtools/findTemporalCli';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { getFreePort } from '../../src/shared/freePort';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';

@@ -6,7 +6,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { lookupTaskQueueOf } from '../../src/workerOptions';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   allStarted,

@@ -12,7 +12,7 @@ import { startTemporalDevServer, type TemporalDevServer } from '../../dev/devtoo
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../../dev/devtools/embeddedPostgres';
 import { getFreePort } from '../../src/shared/freePort';
 import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { sampleOrder, waitFor } from '../support/testKit';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/workerProcess';

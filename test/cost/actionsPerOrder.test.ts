@@ -19,7 +19,7 @@ import type { Database } from '../../src/db/pool';
 import { countProviderFailure, countProviderSuccess } from '../../src/db/providerHealth';
 import { markDispatched, record } from '../../src/mailRow/statements';
 import { historyToJson } from '../../dev/devtools/historyJson';
-import { createSandboxControlClient } from '../../dev/sandbox/sandboxControlClient';
+import { createSandboxControlClient } from '../../packages/sandbox/src/sandboxControlClient';
 import { loadOrderForMail } from '../../src/db/orders';
 import { renderConfirmationMail } from '../../src/mail/confirmationMail';
 import { defaultMailTemplates } from '../../src/mail/template/mailTemplates';

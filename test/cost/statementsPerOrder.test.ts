@@ -6,7 +6,7 @@
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOrderPaths, type OrderPath } from '../../dev/bench/cost/orderPaths';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { createDatabase } from '../../src/db/pool';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import {

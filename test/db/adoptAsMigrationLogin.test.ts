@@ -10,7 +10,7 @@ import { Client as TemporalClient } from '@temporalio/client';
 import { Client as PgClient, escapeIdentifier } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createIsolatedDatabase, type IsolatedDatabase } from '../../dev/devtools/testDatabases';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { migrate } from '../../src/db/migrator';
 import type { MigrationPrerequisitesError } from '../../src/db/migrationPrerequisites';
 import { checkOrderContract } from '../../src/db/orderContract';

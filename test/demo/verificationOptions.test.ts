@@ -5,7 +5,7 @@ import { parseRunOptions, UsageError } from '../../dev/demo/options';
 import { PROFILES } from '../../dev/demo/profiles';
 import { verifies } from '../../dev/demo/verificationOptions';
 import { MAIL_PROVIDER_FACTS, MAIL_PROVIDER_NAMES } from '../../src/mail/providers/mailProvider';
-import { DEFAULT_INDEXING_LAG_MS } from '../../dev/sandbox/lookups';
+import { DEFAULT_INDEXING_LAG_MS } from '../../packages/sandbox/src/lookups';
 
 describe('verification flags', () => {
   it('the demo and chaos send to a provider that verifies, waiting longer than the sandbox takes to index', () => {

@@ -1,7 +1,7 @@
 // The webhook half of the --lying-provider report (dev/demo/report/webhookLieReport.ts, its invariant in
 // scenarioInvariants.ts, the tokens looked up in readFacts.ts) and what the sandbox's lies say they carry
-// (dev/sandbox/webhookLies.ts): each lie's event ids and replay token, every lie counted by kind with how the
-// receiver settled it, and the invariant that no refused webhook wrote a row.
+// (packages/sandbox/src/webhookLies.ts): each lie's event ids and replay token, every lie counted by kind
+// with how the receiver settled it, and the invariant that no refused webhook wrote a row.
 import { describe, expect, it } from 'vitest';
 import type { AttemptFact, WebhookFacts } from '../../dev/demo/report/facts';
 import { refusedLieTokens } from '../../dev/demo/report/readFacts';
@@ -10,14 +10,14 @@ import {
   webhookEvidenceInvariants,
 } from '../../dev/demo/report/scenarioInvariants';
 import { buildWebhookLieSection } from '../../dev/demo/report/webhookLieReport';
-import type { ReceivedMessage } from '../../dev/sandbox/records';
+import type { ReceivedMessage } from '../../packages/sandbox/src/records';
 import {
   emptyLieCounts,
   lieAnswer,
   lieRequests,
   WEBHOOK_LIE_KINDS,
   type WebhookLiePosting,
-} from '../../dev/sandbox/webhookLies';
+} from '../../packages/sandbox/src/webhookLies';
 
 const message = (provider: 'mailgun' | 'sendgrid'): ReceivedMessage =>
   ({

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { getFreePort } from '../../src/shared/freePort';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';

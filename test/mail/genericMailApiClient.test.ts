@@ -8,7 +8,11 @@ import {
   type GenericMailApiClientOptions,
 } from '../../dev/devtools/genericMailApiClient';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox, type MailSandboxOptions } from '../../dev/sandbox/mailSandbox';
+import {
+  startMailSandbox,
+  type MailSandbox,
+  type MailSandboxOptions,
+} from '../../packages/sandbox/src/mailSandbox';
 import { waitFor } from '../support/testKit';
 
 const cleanups: Array<() => Promise<void>> = [];

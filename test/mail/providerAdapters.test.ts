@@ -9,8 +9,8 @@ import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
 import { orderConfirmationSendKey } from '../../src/mail/sendKey';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
-import type { Fault } from '../../dev/sandbox/faults';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import type { Fault } from '../../packages/sandbox/src/faults';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import type { MailOutcome } from '../../src/shared/mailOutcome';
 import { TEST_MAILGUN_DOMAIN, testProviderMailClient } from '../support/testKit';
 

@@ -1,16 +1,16 @@
 // The SES v2 adapter over real HTTP against the sandbox's SES emulation, which checks each SigV4 signature with
-// an implementation of its own (dev/sandbox/providers/sigv4.ts): the request it sends, the outcome table's rows
-// the status tests do not cover (signature refused, dropped connections, credentials that cannot be had), the
-// destination it records, and container credentials fetched from a loopback agent.
+// an implementation of its own (packages/sandbox/src/providers/sigv4.ts): the request it sends, the outcome
+// table's rows the status tests do not cover (signature refused, dropped connections, credentials that cannot
+// be had), the destination it records, and container credentials fetched from a loopback agent.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
   SANDBOX_AWS_ACCESS_KEY_ID,
   SANDBOX_AWS_ACCOUNT_ID,
   SANDBOX_SES_REGION,
-} from '../../dev/sandbox/providers/ses';
+} from '../../packages/sandbox/src/providers/ses';
 import { credentialFingerprint } from '../../src/evidence/destination';
 import { DEFAULT_DEPLOYMENT_ID, sendKeyOfSesTag } from '../../src/evidence/messageIdentity';
 import { createMailTransport, type SesSettings } from '../../src/mail/createMailTransport';

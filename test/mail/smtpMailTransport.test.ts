@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SmtpConfig } from '../../src/mail/smtp/smtpMailTransport';
 import { classifySmtpAttempt, queueIdOf } from '../../src/mail/smtp/classifySmtpAttempt';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
-import type { SmtpFault } from '../../dev/sandbox/smtp/smtpFaults';
-import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
+import type { SmtpFault } from '../../packages/sandbox/src/smtp/smtpFaults';
+import { startSmtpSandbox, type SmtpSandbox } from '../../packages/sandbox/src/smtp/smtpSandbox';
 import { testSmtpTransport, waitFor } from '../support/testKit';
 
 let sandbox: SmtpSandbox;

@@ -15,7 +15,7 @@ import { dryRunBulkAct, runBulkAct, SelectionChanged } from '../../src/ops/bulkA
 import type { OpsContext } from '../../src/ops/opsContext';
 import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
 import { retryOrderMail } from '../../src/ops/retryOrderMail';
-import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   createOperatorLogin,

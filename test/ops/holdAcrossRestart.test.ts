@@ -16,7 +16,7 @@ import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { startTemporalDevServer, type TemporalDevServer } from '../../dev/devtools/devServer';
 import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
   createOperatorLogin,
   createOrder,

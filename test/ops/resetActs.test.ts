@@ -14,7 +14,7 @@ import { retryOrderMail } from '../../src/ops/retryOrderMail';
 import { formatStatus } from '../../src/ops/formatOpsOutput';
 import type { OpsContext } from '../../src/ops/opsContext';
 import { readOrderMailStatus } from '../../src/ops/orderMailStatus';
-import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   createOrder,

@@ -9,7 +9,7 @@ import { createActivities, type SendOrderMailInput } from '../../src/activities'
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailTransport } from '../../src/mail/types';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
-import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { FailureType } from '../../src/shared/failures';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import {

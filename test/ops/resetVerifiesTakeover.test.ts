@@ -9,7 +9,7 @@
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { createActivities } from '../../src/activities';
 import { createMailTransport } from '../../src/mail/createMailTransport';
 import { readMailLog } from '../../src/db/orderMailLog';

@@ -14,7 +14,7 @@ import { readSendHoldGauges } from '../../src/db/sendHolds';
 import { holdSends } from '../../src/ops/sendHold';
 import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
   connectTestClient,
   createOperatorLogin,

@@ -9,7 +9,7 @@ import type { OrderMailStatus } from '../../src/ops/orderMailStatus';
 import { listProviderEvents } from '../../src/webhooks/providerEvents';
 import { sendGridPublicKey } from '../../src/webhooks/sendgridWebhook';
 import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webhookServer';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
   connectTestClient,

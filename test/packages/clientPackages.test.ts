@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { DEFAULT_TASK_QUEUE, ORDER_MAIL_WORKFLOW_TYPE } from '../../src/shared/workflowContract';
 import {

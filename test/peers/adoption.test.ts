@@ -20,7 +20,7 @@ import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { reconcileOrderMails } from '../../src/workflows/reconcileOrderMails';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
   connectTestClient,
   createOrder,

@@ -9,7 +9,7 @@ import { inject } from 'vitest';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { createIsolatedDatabase } from '../../dev/devtools/testDatabases';
 import { createOutsideLogin } from '../support/testKit';
-import { DEFAULT_SANDBOX_API_KEY } from '../../dev/sandbox/mailSandbox';
+import { DEFAULT_SANDBOX_API_KEY } from '../../packages/sandbox/src/mailSandbox';
 import { PYTHON_PEERS_DIRECTORY, spawnPythonPeer, type PeerProcess } from '../../dev/peers/pythonPeers';
 import type { RedisServer } from '../../dev/peers/redisServer';
 import { CASE_STUDY_STATEMENTS } from '../../src/mailRow/statements';

@@ -3,7 +3,7 @@
 // jobs, waits until the queue is drained (empty, every worker idle), stops the workers (they finish the job in
 // hand first), and only then asserts the rows and what the sandbox accepted, so a late duplicate cannot slip past.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { createOrder, waitFor } from '../support/testKit';
 import {
   enqueueOrders,

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createIsolatedDatabase, type IsolatedDatabase } from '../../dev/devtools/testDatabases';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { main } from '../../src/cli/ops';
 import { findConfirmedOrdersWithoutMail } from '../../src/db/confirmedOrders';
 import { migrate } from '../../src/db/migrator';

@@ -4,9 +4,9 @@
 
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import type { Fault } from '../../dev/sandbox/faults';
-import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
+import type { Fault } from '../../packages/sandbox/src/faults';
+import { startSmtpSandbox, type SmtpSandbox } from '../../packages/sandbox/src/smtp/smtpSandbox';
 import { testMailClient } from '../support/testKit';
 
 let inbox: SmtpSandbox;

@@ -1,13 +1,14 @@
 // The SMTP sandbox's "relay down for a while" (the chaos runner's refused-connection windows over SMTP): new
 // connections are refused, sessions a pool kept open are cut so no send slips past on them, and afterwards the
 // same port takes mail again. A refused send is not sent and nothing is kept. The window itself is
-// dev/sandbox/refusalWindow.ts, shared with the HTTP sandbox: a port someone else took in the meantime is tried
-// again for a while, and if it stays taken, whenListening() says so instead of leaving the runner waiting.
+// packages/sandbox/src/refusalWindow.ts, shared with the HTTP sandbox: a port someone else took in the
+// meantime is tried again for a while, and if it stays taken, whenListening() says so instead of leaving the
+// runner waiting.
 
 import { connect, createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { MailTransport, OutgoingMail } from '../../src/mail/types';
-import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
+import { startSmtpSandbox, type SmtpSandbox } from '../../packages/sandbox/src/smtp/smtpSandbox';
 import { testSmtpTransport } from '../support/testKit';
 
 let sandbox: SmtpSandbox;

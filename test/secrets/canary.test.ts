@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { findTemporalCli } from '../../dev/devtools/findTemporalCli';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { connectTestClient, createOrder, openTestDatabase, type TestDatabase } from '../support/testKit';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/workerProcess';

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOrderConfirmationMail } from '../../src/client';
 import { readMailLog } from '../../src/db/orderMailLog';
-import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import type { RunningTemporalCluster } from '../../dev/stack/temporalCluster';
 import { createOrder, waitFor } from '../support/testKit';
 import { startTestStack, type TestStack } from './stackKit';

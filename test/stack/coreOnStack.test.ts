@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOrderConfirmationMail } from '../../src/client';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { ORDER_MAIL_METRICS } from '../../src/metrics/orderMailMetrics';
-import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { STACK_WORKER_USER } from '../../dev/stack/stackRoles';
 import { stackToolsDirectory } from '../../dev/stack/stackTools';
 import { createOrder } from '../support/testKit';

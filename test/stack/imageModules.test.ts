@@ -13,12 +13,12 @@ import { arch, tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
+import { startSmtpSandbox, type SmtpSandbox } from '../../packages/sandbox/src/smtp/smtpSandbox';
 import {
   SANDBOX_AWS_ACCESS_KEY_ID,
   SANDBOX_AWS_ACCOUNT_ID,
   SANDBOX_SES_REGION,
-} from '../../dev/sandbox/providers/ses';
+} from '../../packages/sandbox/src/providers/ses';
 import { getFreePorts } from '../../dev/stack/freePorts';
 import { startManagedProcess, type ManagedProcess } from '../../dev/stack/managedProcess';
 import { parseEnvFile, PROJECT_ROOT } from '../../dev/stack/stackSettings';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startOrderConfirmationMail } from '../../src/client';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../../dev/devtools/embeddedPostgres';
-import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { createOrder, waitFor } from '../support/testKit';
 import { startTestStack, type TestStack } from './stackKit';
 

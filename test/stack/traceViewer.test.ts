@@ -10,7 +10,7 @@ import { trace } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startJaeger, type RunningJaeger } from '../../dev/devtools/jaeger';
-import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { connectOrderMailClient, startOrderConfirmationMail } from '../../src/client';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { startTracing, type Tracing } from '../../src/tracing/tracing';

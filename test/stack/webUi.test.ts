@@ -6,7 +6,7 @@ import path from 'node:path';
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { MailSandbox } from '../../dev/sandbox/mailSandbox';
+import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { createOrder, waitFor } from '../support/testKit';
 import { startTestStack, type TestStack } from './stackKit';

@@ -17,13 +17,13 @@ import { createGenericMailApiClient } from '../../dev/devtools/genericMailApiCli
 import { createSmtpMailTransport, type SmtpConfig } from '../../src/mail/smtp/smtpMailTransport';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
   SANDBOX_AWS_ACCESS_KEY_ID,
   SANDBOX_AWS_ACCOUNT_ID,
   SANDBOX_SES_CONFIGURATION_SET,
   SANDBOX_SES_REGION,
-} from '../../dev/sandbox/providers/ses';
+} from '../../packages/sandbox/src/providers/ses';
 import type { SesSettings } from '../../src/mail/createMailTransport';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';

@@ -11,7 +11,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { main } from '../../src/cli/ops';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { pinnedTemporalCli } from '../../dev/devtools/findTemporalCli';
 import { versionRegistered } from '../../dev/demo/upgradeAct';
 import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';

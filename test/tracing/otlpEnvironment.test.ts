@@ -5,7 +5,7 @@
 // within an activity names a span that was exported.
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {

@@ -5,7 +5,7 @@
 // the outcome and the relay's reply code, and nothing of the message (recipient, sender, subject, text).
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
+import { startSmtpSandbox, type SmtpSandbox } from '../../packages/sandbox/src/smtp/smtpSandbox';
 import { CONFIG_DEFAULTS } from '../../src/config/loadConfig';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';

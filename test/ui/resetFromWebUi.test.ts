@@ -15,7 +15,7 @@ import { listObservedResets, listOperatorActs } from '../../src/db/operatorActs'
 import { readMailLog } from '../../src/db/orderMailLog';
 import { startTemporalDevServer, type TemporalDevServer } from '../../dev/devtools/devServer';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { resetHistoryReader } from '../../src/temporal/resetHistory';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';

@@ -11,7 +11,7 @@ import { destinationOfMailApi } from '../../src/evidence/destination';
 import { entryIsOurs } from '../../src/evidence/evidenceRules';
 import type { LookupQuery } from '../../src/evidence/lookupAnswer';
 import { sendKeyOf } from '../../src/verification/sendKey';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { TEST_MAILGUN_DOMAIN, testProviderMailClient, waitFor } from '../support/testKit';
 
 const VERIFYING: MailProviderName[] = ['generic', 'postmark', 'mailgun'];

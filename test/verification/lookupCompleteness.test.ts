@@ -1,10 +1,11 @@
 // Issue 22, finding 2: a lookup's answer says whether it is complete, and an answer that is not about our
 // question never reads as "not found". Real HTTP over loopback against the sandbox, whose lookups lie on
-// purpose (dev/sandbox/lookupLies.ts): they hand out one entry per page, ignore the filter, mix in other
-// orders' or another deployment's messages. Each answer is judged by the evidence rules (src/evidence/).
+// purpose (packages/sandbox/src/lookupLies.ts): they hand out one entry per page, ignore the filter, mix in
+// other orders' or another deployment's messages. Each answer is judged by the evidence rules
+// (src/evidence/).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import type { LookupLieKind } from '../../dev/sandbox/lookupLies';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
+import type { LookupLieKind } from '../../packages/sandbox/src/lookupLies';
 import { createProviderAdapter } from '../../src/mail/createMailTransport';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { OutgoingMail } from '../../src/mail/types';

@@ -8,7 +8,7 @@ import { ConfigError, loadConfig } from '../../src/config/loadConfig';
 import { MAIL_PROVIDER_FACTS } from '../../src/mail/providers/mailProvider';
 import { readVerificationConfig } from '../../src/verification/verificationConfig';
 import { loadWebhookConfig } from '../../src/webhooks/webhookConfig';
-import { startMailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox } from '../../packages/sandbox/src/mailSandbox';
 
 const root = path.join(__dirname, '..', '..');
 

@@ -10,7 +10,7 @@ import { mailgunSignature } from '../../src/webhooks/mailgunWebhook';
 import { listProviderEvents } from '../../src/webhooks/providerEvents';
 import { sendGridPublicKey } from '../../src/webhooks/sendgridWebhook';
 import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webhookServer';
-import { SandboxWebhooks } from '../../dev/sandbox/webhooks';
+import { SandboxWebhooks } from '../../packages/sandbox/src/webhooks';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 
 let database: TestDatabase;

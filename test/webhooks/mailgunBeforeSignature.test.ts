@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SandboxWebhooks } from '../../dev/sandbox/webhooks';
+import { SandboxWebhooks } from '../../packages/sandbox/src/webhooks';
 import { MAILGUN_MAX_BODY_BYTES, mailgunSignature } from '../../src/webhooks/mailgunWebhook';
 import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webhookServer';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';

@@ -4,7 +4,7 @@
 // connections past the limit are closed.
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SandboxWebhooks } from '../../dev/sandbox/webhooks';
+import { SandboxWebhooks } from '../../packages/sandbox/src/webhooks';
 import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webhookServer';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
 

@@ -1,11 +1,12 @@
-// The sandbox's lying webhooks (dev/sandbox/webhookLies.ts), the chaos profile's lying provider, against the
-// real receiver and Postgres: every kind is told for a SendGrid and a Mailgun message, each is counted by kind
-// with the receiver's answer, none is believed, and nothing is stored for the order the lies name falsely.
+// The sandbox's lying webhooks (packages/sandbox/src/webhookLies.ts), the chaos profile's lying provider,
+// against the real receiver and Postgres: every kind is told for a SendGrid and a Mailgun message, each is
+// counted by kind with the receiver's answer, none is believed, and nothing is stored for the order the lies
+// name falsely.
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { WEBHOOK_LIE_KINDS } from '../../dev/sandbox/webhookLies';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
+import { WEBHOOK_LIE_KINDS } from '../../packages/sandbox/src/webhookLies';
 import { listProviderEvents } from '../../src/webhooks/providerEvents';
 import { sendGridPublicKey } from '../../src/webhooks/sendgridWebhook';
 import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webhookServer';

@@ -6,7 +6,7 @@
 // setting that refuses SignatureVersion 1, and the window in which SNS's retries of a message are taken.
 import { createSign, X509Certificate, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { makeTestCertificate } from '../../dev/sandbox/testCertificate';
+import { makeTestCertificate } from '../../packages/sandbox/src/testCertificate';
 import { SnsCertificatesBusyError } from '../../src/webhooks/snsCertificates';
 import {
   DEFAULT_SNS_CERT_HOST_PATTERN,

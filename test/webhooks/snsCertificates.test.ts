@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTestCertificate } from '../../dev/sandbox/testCertificate';
+import { makeTestCertificate } from '../../packages/sandbox/src/testCertificate';
 import { SnsCertificates } from '../../src/webhooks/snsWebhook';
 
 const HOUR_MS = 3_600_000;

@@ -1,17 +1,18 @@
-// The chaos run's SNS forger and SNS delivery (dev/sandbox/snsLies.ts, dev/sandbox/snsDeliveryPolicy.ts): every
-// certificate URL it forges is one the receiver's pinned check refuses, while the genuine sandbox SNS names one
-// it takes; the S3 ones are the reason the profile exists (the host pattern alone let them through); and the
-// sandbox retries by the very delivery policy docs/providers.md gives.
+// The chaos run's SNS forger and SNS delivery (packages/sandbox/src/snsLies.ts,
+// packages/sandbox/src/snsDeliveryPolicy.ts): every certificate URL it forges is one the receiver's pinned
+// check refuses, while the genuine sandbox SNS names one it takes; the S3 ones are the reason the profile
+// exists (the host pattern alone let them through); and the sandbox retries by the very delivery policy
+// docs/providers.md gives.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SandboxSns } from '../../dev/sandbox/sns';
+import { SandboxSns } from '../../packages/sandbox/src/sns';
 import {
   DOCUMENTED_SNS_DELIVERY_POLICY,
   policyRetryingEvery,
   snsRetryDelaysMs,
-} from '../../dev/sandbox/snsDeliveryPolicy';
-import { FORGED_HOST_URLS, FORGED_PATH_URLS, SnsForger } from '../../dev/sandbox/snsLies';
+} from '../../packages/sandbox/src/snsDeliveryPolicy';
+import { FORGED_HOST_URLS, FORGED_PATH_URLS, SnsForger } from '../../packages/sandbox/src/snsLies';
 import { DEFAULT_SNS_CERT_HOST_PATTERN, whyUntrustedSnsUrl } from '../../src/webhooks/snsWebhook';
 
 const settings = { certHostPattern: new RegExp(DEFAULT_SNS_CERT_HOST_PATTERN) };

@@ -6,11 +6,11 @@
 // configuration cannot tell it to.
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import { SANDBOX_SNS_TOPIC_ARN } from '../../dev/sandbox/sns';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
+import { SANDBOX_SNS_TOPIC_ARN } from '../../packages/sandbox/src/sns';
 import { DEFAULT_DEPLOYMENT_ID } from '../../src/evidence/messageIdentity';
 import { orderConfirmationSendKey } from '../../src/mail/sendKey';
-import type { ReceivedMessage } from '../../dev/sandbox/records';
+import type { ReceivedMessage } from '../../packages/sandbox/src/records';
 import { listProviderEvents, storeDelivery } from '../../src/webhooks/providerEvents';
 import { loadWebhookConfig } from '../../src/webhooks/webhookConfig';
 import { DEFAULT_SNS_CERT_HOST_PATTERN } from '../../src/webhooks/snsWebhook';

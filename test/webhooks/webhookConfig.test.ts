@@ -1,7 +1,7 @@
 // The receiver's own settings (src/webhooks/webhookConfig.ts): its own login, never the workers'
 // DATABASE_URL; request limits with defaults; metrics on loopback unless told otherwise. Pure.
 import { describe, expect, it } from 'vitest';
-import { SandboxWebhooks } from '../../dev/sandbox/webhooks';
+import { SandboxWebhooks } from '../../packages/sandbox/src/webhooks';
 import { loadWebhookConfig } from '../../src/webhooks/webhookConfig';
 
 const signingKey = new SandboxWebhooks({}, 1).mailgunSigningKey;

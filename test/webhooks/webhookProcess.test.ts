@@ -10,7 +10,7 @@ import { escapeIdentifier } from 'pg';
 import { Pool, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createIsolatedDatabase, type IsolatedDatabase } from '../../dev/devtools/testDatabases';
-import { SandboxWebhooks } from '../../dev/sandbox/webhooks';
+import { SandboxWebhooks } from '../../packages/sandbox/src/webhooks';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { getFreePort } from '../../src/shared/freePort';
 import { mailgunSignature } from '../../src/webhooks/mailgunWebhook';

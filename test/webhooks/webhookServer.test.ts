@@ -8,7 +8,7 @@ import { mailgunSignature } from '../../src/webhooks/mailgunWebhook';
 import { listProviderEvents } from '../../src/webhooks/providerEvents';
 import { sendGridPublicKey } from '../../src/webhooks/sendgridWebhook';
 import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webhookServer';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { openTestDatabase, testProviderMailClient, waitFor, type TestDatabase } from '../support/testKit';
 
 const MAX_AGE_MS = 300_000;

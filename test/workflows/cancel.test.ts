@@ -10,7 +10,7 @@ import { createActivities, type ActivityDependencies } from '../../src/activitie
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { createGenericMailApiClient } from '../../dev/devtools/genericMailApiClient';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { EXPLANATION_MEMO, orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { ActivityHolds } from '../support/heldActivities';
 import {

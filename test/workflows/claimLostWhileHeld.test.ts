@@ -12,7 +12,7 @@ import { claimTokenOf } from '../../src/db/claimToken';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { recordOutcome } from '../../src/db/orderMailRecord';
 import type { MailTransport } from '../../src/mail/types';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { notAcceptedOutcome, sendFailure } from '../../src/shared/sendOutcome';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { ActivityHolds } from '../support/heldActivities';

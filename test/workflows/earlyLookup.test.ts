@@ -12,7 +12,7 @@ import { temporal } from '@temporalio/proto';
 import { request } from 'undici';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { mailgunMessageId } from '../../src/evidence/messageIdentity';
 import { PROVIDER_EVENT_SIGNAL } from '../../src/shared/workflowContract';

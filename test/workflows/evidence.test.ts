@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { createActivities, type ActivityDependencies, type SendOrderMailInput } from '../../src/activities';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { createMailTransport, type MailApiConfig } from '../../src/mail/createMailTransport';

@@ -11,7 +11,7 @@ import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
   allStarted,
   connectTestClient,

@@ -14,7 +14,7 @@ import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { lookupTaskQueueOf, orderMailWorkerPair } from '../../src/workerOptions';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { pinnedTemporalCli } from '../../dev/devtools/findTemporalCli';
 import {
   allStarted,

@@ -11,7 +11,7 @@ import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import { FailureType } from '../../src/shared/failures';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
   connectTestClient,
   createOrder,

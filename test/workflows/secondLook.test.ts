@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { createActivities } from '../../src/activities';
 import { createSweepActivities, type SweepSettings } from '../../src/activities/sweepActivities';
 import { readMailLog } from '../../src/db/orderMailLog';

@@ -12,7 +12,7 @@ import type { MailTransport } from '../../src/mail/types';
 import type { OpsContext } from '../../src/ops/opsContext';
 import { resolveOrderMail } from '../../src/ops/resolveOrderMail';
 import { retryOrderMail } from '../../src/ops/retryOrderMail';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {

@@ -6,10 +6,10 @@
 import type { Client } from '@temporalio/client';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import type { ReceivedMessage } from '../../dev/sandbox/records';
-import { SANDBOX_AWS_ACCOUNT_ID, SANDBOX_SES_REGION } from '../../dev/sandbox/providers/ses';
-import { SANDBOX_SNS_TOPIC_ARN } from '../../dev/sandbox/sns';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
+import type { ReceivedMessage } from '../../packages/sandbox/src/records';
+import { SANDBOX_AWS_ACCOUNT_ID, SANDBOX_SES_REGION } from '../../packages/sandbox/src/providers/ses';
+import { SANDBOX_SNS_TOPIC_ARN } from '../../packages/sandbox/src/sns';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { DEFAULT_SNS_CERT_HOST_PATTERN } from '../../src/webhooks/snsWebhook';

@@ -9,7 +9,7 @@ import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
 import { getFreePort } from '../../src/shared/freePort';
 import { orderConfirmationMessageId } from '../../src/mail/smtp/smtpMessage';
 import type { MailTransport } from '../../src/mail/types';
-import { startSmtpSandbox, type SmtpSandbox } from '../../dev/sandbox/smtp/smtpSandbox';
+import { startSmtpSandbox, type SmtpSandbox } from '../../packages/sandbox/src/smtp/smtpSandbox';
 import { FailureType } from '../../src/shared/failures';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {

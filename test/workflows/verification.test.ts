@@ -10,7 +10,7 @@ import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { sendGridPublicKey } from '../../src/webhooks/sendgridWebhook';
 import { startWebhookServer, type WebhookServer } from '../../src/webhooks/webhookServer';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
   allStarted,
   connectTestClient,

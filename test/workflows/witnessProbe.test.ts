@@ -11,7 +11,7 @@ import { noOrderMailMetrics, type OrderMailMetrics } from '../../src/metrics/ord
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { createWitnessProber } from '../../src/verification/witnessProbe';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
-import { startMailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
   connectTestClient,
   createOrder,

@@ -7,7 +7,7 @@ import { historyToJson } from '../../devtools/historyJson';
 import { startOrderConfirmationMail } from '../../../src/client';
 import { readMailLog } from '../../../src/db/orderMailLog';
 import type { Database } from '../../../src/db/pool';
-import type { Fault } from '../../sandbox/faults';
+import type { Fault } from '../../../packages/sandbox/src/faults';
 import { countHistoryCost, type HistoryCost } from './historyCost';
 
 export const ORDER_PATHS = ['accepted', 'rejected', 'not-sent-then-accepted', 'unknown'] as const;

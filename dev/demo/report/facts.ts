@@ -3,7 +3,7 @@
 // operators did, and RunFacts, which holds them all. Types only: readFacts.ts gathers them after a run (with
 // inbox.ts and taskRedeliveries.ts), report.ts summarizes them, invariants.ts judges them.
 import type { LogOutcome, MailOutcome, UnknownOutcomePolicy } from '../../../src/shared/mailOutcome';
-import type { WebhookLieCount, WebhookLiePosting } from '../../sandbox/webhookLies';
+import type { WebhookLieCount, WebhookLiePosting } from '../../../packages/sandbox/src/webhookLies';
 import type { ClusterChaosCounts } from '../clusterChaos';
 import type { ActOutcome, OperatorActName } from '../operatorTools';
 import type { SendOutageFacts } from '../sendOutage';
@@ -204,7 +204,7 @@ export interface VerificationActivity {
   reorder?: LookupReorderFacts;
 }
 
-/** A --lookup-reorder run: the sandbox's plan (dev/sandbox/lookupReorder.ts), the workers' timing, the counts. */
+/** A --lookup-reorder run: the sandbox's plan (its lookupReorder.ts), the workers' timing, the counts. */
 export interface LookupReorderFacts {
   provider: string;
   holdMs: number;

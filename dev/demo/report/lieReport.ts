@@ -1,7 +1,8 @@
-// The --lying-provider section of the report: every lie the sandbox's lookups told (dev/sandbox/lookupLies.ts),
-// by kind, with how the orders it was told about were settled, read from their audit rows. Pure, like the rest
-// of the report; the invariants that matter (no customer with two mails, no `sent` without a message, no row
-// left `sending`) are the run's own (invariants.ts) and hold or fail for these orders like for any other.
+// The --lying-provider section of the report: every lie the sandbox's lookups told
+// (packages/sandbox/src/lookupLies.ts), by kind, with how the orders it was told about were settled, read
+// from their audit rows. Pure, like the rest of the report; the invariants that matter (no customer with two
+// mails, no `sent` without a message, no row left `sending`) are the run's own (invariants.ts) and hold or
+// fail for these orders like for any other.
 import type { AttemptFact, LiesTold } from './facts';
 
 export interface LieSection {

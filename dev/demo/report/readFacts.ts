@@ -5,7 +5,7 @@
 import type { Client } from '@temporalio/client';
 import { readSendOutageFacts, type OutageWindow } from '../sendOutage';
 import type { Database } from '../../../src/db/pool';
-import type { WebhookLiePosting } from '../../sandbox/webhookLies';
+import type { WebhookLiePosting } from '../../../packages/sandbox/src/webhookLies';
 import { mayBeKept } from './webhookLieReport';
 import type { ClusterChaos } from '../clusterChaos';
 import type { Operators } from '../operators';

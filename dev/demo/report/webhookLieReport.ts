@@ -1,9 +1,9 @@
-// The webhook half of the --lying-provider report: every webhook lie the sandbox told (dev/sandbox/webhookLies.ts),
-// by kind, with how the receiver settled it and how the orders it named were settled, and the rows the
-// receiver's two tables hold against the events and postings it took. Pure, like the rest of the report; the
-// invariant that no lie wrote a row is scenarioInvariants.ts's.
-import { SES_LIE_KINDS, SES_LIES_FROM_ELSEWHERE } from '../../sandbox/snsLies';
-import type { WebhookLiePosting } from '../../sandbox/webhookLies';
+// The webhook half of the --lying-provider report: every webhook lie the sandbox told
+// (packages/sandbox/src/webhookLies.ts), by kind, with how the receiver settled it and how the orders it
+// named were settled, and the rows the receiver's two tables hold against the events and postings it took.
+// Pure, like the rest of the report; the invariant that no lie wrote a row is scenarioInvariants.ts's.
+import { SES_LIE_KINDS, SES_LIES_FROM_ELSEWHERE } from '../../../packages/sandbox/src/snsLies';
+import type { WebhookLiePosting } from '../../../packages/sandbox/src/webhookLies';
 import { settlementOf } from './lieReport';
 import type { AttemptFact, MessageFact, WebhookFacts } from './facts';
 

@@ -1,7 +1,8 @@
 // The sandbox's provider lookups, played for real: a message becomes visible to a lookup only after the
 // indexing lag (as a provider's log catches up), is forgotten once the retention has passed, and a lookup can
 // itself fail (a 5xx, a hang until the client gives up, a dropped connection), queued for one order or drawn
-// from a seeded plan. Each provider's query and answer shape is in its emulation (dev/sandbox/providers/).
+// from a seeded plan. Each provider's query and answer shape is in its emulation
+// (providers/).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readBody, sendJson } from './httpIo';
 import type { ProviderEmulation } from './providers';
@@ -44,9 +45,9 @@ export interface LookupRecord {
   status: number | 'dropped' | 'hung';
   /** Messages the search matched (0 for a fault). */
   matches: number;
-  /** The lie this lookup told (dev/sandbox/lookupLies.ts), or null for an honest answer. */
+  /** The lie this lookup told (lookupLies.ts), or null for an honest answer. */
   lie: LookupLieKind | null;
-  /** What a reordering index (dev/sandbox/lookupReorder.ts) hid from this answer; null without one. */
+  /** What a reordering index (lookupReorder.ts) hid from this answer; null without one. */
   reorder: ReorderEffect | null;
 }
 
@@ -64,9 +65,9 @@ export class SandboxLookups {
   private plan: { fault: LookupFault; probability: number }[] = [];
   private random: () => number;
   private list: LookupRecord[] = [];
-  /** The lies it tells when a plan is set (dev/sandbox/lookupLies.ts). */
+  /** The lies it tells when a plan is set (lookupLies.ts). */
   readonly lies: LookupLies;
-  /** The index's reordering when a plan is set (dev/sandbox/lookupReorder.ts). */
+  /** The index's reordering when a plan is set (lookupReorder.ts). */
   readonly reorder = new LookupReorder();
 
   constructor(

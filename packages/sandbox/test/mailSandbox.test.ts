@@ -4,8 +4,8 @@
 import { connect } from 'node:net';
 import { Client } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Fault } from '../../dev/sandbox/faults';
-import { startMailSandbox, type MailSandbox, type MailSandboxOptions } from '../../dev/sandbox/mailSandbox';
+import type { Fault } from '../src/faults';
+import { startMailSandbox, type MailSandbox, type MailSandboxOptions } from '../src/mailSandbox';
 
 const cleanups: Array<() => Promise<void>> = [];
 

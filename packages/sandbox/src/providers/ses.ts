@@ -1,12 +1,11 @@
 // Amazon SES API v2 as the sandbox plays it: POST /v2/email/outbound-emails, a JSON SendEmail request signed
-// with SigV4 (checked for real, dev/sandbox/providers/sigv4.ts: access key SANDBOX_AWS_ACCESS_KEY_ID, the
-// sandbox's API key as the secret, region SANDBOX_SES_REGION, service "ses"); 200 {"MessageId"}; errors carry
-// their name in x-amzn-ErrorType and {"message"} in the body (whose text echoes what it was sent, as AWS's
-// does). Accepted messages publish Send and Delivery (or Bounce) events through the sandbox's SNS
-// (dev/sandbox/webhooks.ts).
-import { sendKeyOfSesTag } from '../../../src/evidence/messageIdentity';
-import { SES_SEND_PATH, SES_SIGNING_SERVICE, SES_TAGS } from '../../../src/mail/providers/ses';
+// with SigV4 (checked for real, providers/sigv4.ts: access key
+// SANDBOX_AWS_ACCESS_KEY_ID, the sandbox's API key as the secret, region SANDBOX_SES_REGION, service "ses");
+// 200 {"MessageId"}; errors carry their name in x-amzn-ErrorType and {"message"} in the body (whose text
+// echoes what it was sent, as AWS's does). Accepted messages publish Send and Delivery (or Bounce) events
+// through the sandbox's SNS (webhooks.ts).
 import { isPlausibleAddress } from '../messageValidation';
+import { SES_SEND_PATH, SES_SIGNING_SERVICE, SES_TAGS, sendKeyOfSesTag } from '../providerFormats';
 import { jsonObject, nonEmptyString, type ProviderAnswer, type ProviderEmulation } from './emulation';
 import { checkSigV4 } from './sigv4';
 

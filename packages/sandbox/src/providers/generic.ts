@@ -62,8 +62,8 @@ export const genericEmulation: ProviderEmulation = {
               send_key: message.sendKey,
               accepted_at: message.receivedAt,
             })),
-            // Honest unless a reorder plan says otherwise (dev/sandbox/lookupReorder.ts): every message taken at
-            // or before it is in `indexed` (unless forgotten).
+            // Honest unless a reorder plan says otherwise (lookupReorder.ts): every
+            // message taken at or before it is in `indexed` (unless forgotten).
             ...(options.watermark === null ? {} : { watermark: options.watermark.toISOString() }),
           },
         },

@@ -3,14 +3,14 @@
 // receiver gives (src/webhooks/): refused with a 4xx, or taken with nothing of it stored.
 //   forged           the message's event with a signature of the wrong key              → 401
 //   replayed         a genuine signed posting sent a second time, byte for byte         → 409
-//                    (not a lie when the receiver failed the first: then it is a retry, dev/sandbox/webhooks.ts)
+//                    (not a lie when the receiver failed the first: then it is a retry, webhooks.ts)
 //   stale            the message's event signed an hour ago                             → 401
 //   oversized        a signed body of 2 MiB                                             → 413 (or a reset)
 //   malformed        a signed body that is not JSON                                     → 400
 //   other-order      an event naming this order with the next order's key and message id → 2xx, stored 0
 //   strangers-mixed  another system's events (its own order ids) with one of another order → 2xx, stored 0
 import { randomBytes } from 'node:crypto';
-import { mailgunSignature } from '../../src/webhooks/mailgunWebhook';
+import { mailgunSignature } from './providerFormats';
 import type { ReceivedMessage } from './records';
 import { SES_LIE_KINDS, SES_LIES_FROM_ELSEWHERE, type SesLieKind } from './snsLies';
 

@@ -1,7 +1,7 @@
 // What the sandbox saw: the messages it accepted (what a customer would receive) and every request that
 // reached its mail API. Tests assert on these facts, not on what the client believed.
 
-import type { MailProviderName } from '../../src/mail/providers/mailProvider';
+import type { ProviderName } from './providerFormats';
 import type { Fault } from './faults';
 
 /** A message the sandbox accepted. Accepted means "a customer would get this mail", whatever was answered. */
@@ -9,7 +9,7 @@ export interface ReceivedMessage {
   /** The id in the provider's own format (X-Message-Id, MessageID, `<…@domain>`, …). */
   id: string;
   /** Which provider's endpoint took it. */
-  provider: MailProviderName;
+  provider: ProviderName;
   orderId: string;
   to: string;
   from: string;
@@ -37,7 +37,7 @@ export interface RequestRecord {
   method: string;
   path: string;
   /** The provider whose endpoint the path is, or null for an unknown path. */
-  provider: MailProviderName | null;
+  provider: ProviderName | null;
   /** The Idempotency-Key header of a Resend request, or null. */
   idempotencyKey: string | null;
   /** The answer was replayed from the idempotency store: no new message. */

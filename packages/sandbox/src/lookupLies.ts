@@ -3,7 +3,7 @@
 // each lookup record names the lie it told, so a report can say how the order it was about was settled.
 //
 // Lookup lies only; the webhook lies (forged, replayed, stale, …) live with the webhook sandbox
-// (dev/sandbox/webhooks.ts). A plan of both is two plans, set apart.
+// (webhooks.ts). A plan of both is two plans, set apart.
 import { InvalidFaultError, seededRandom } from './faults';
 
 export const LOOKUP_LIE_KINDS = [
@@ -34,7 +34,7 @@ export interface LookupLiePlan {
   seed?: number;
 }
 
-/** What a lie does to one search: read by dev/sandbox/lookups.ts and the provider emulations. */
+/** What a lie does to one search: read by lookups.ts and the provider emulations. */
 export interface LieEffect {
   kind: LookupLieKind;
   /** Entries per page the provider hands out ('paginate'). */

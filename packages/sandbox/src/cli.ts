@@ -8,9 +8,9 @@
 //   SANDBOX_WEBHOOK_URL      optional base URL of a webhook receiver (npm run webhooks) for the SendGrid and
 //                            Mailgun emulations' signed events; the keys to verify them are printed at start
 
-import { parseFaultPlan, type FaultPlan } from '../sandbox/faults';
-import { DEFAULT_SANDBOX_API_KEY, startMailSandbox } from '../sandbox/mailSandbox';
-import type { RelayTarget } from '../sandbox/relayToInbox';
+import { parseFaultPlan, type FaultPlan } from './faults';
+import { DEFAULT_SANDBOX_API_KEY, startMailSandbox } from './mailSandbox';
+import type { RelayTarget } from './relayToInbox';
 
 interface SandboxCliConfig {
   host: string;

@@ -1,13 +1,13 @@
 // What the sandbox needs to know to answer as one provider would: where it listens, how it checks the key,
 // how a message looks in its request, and what its answers look like. The pipeline that uses these
-// (dev/sandbox/mailApi.ts) is the same for every provider, faults included.
+// (mailApi.ts) is the same for every provider, faults included.
 //
 // The sandbox deliberately echoes what it was sent (the key presented, the address refused) in the free text
 // of its error bodies, as some real providers do, so tests prove the client never copies error bodies into
 // results, logs or workflow history.
 
 import type { IncomingHttpHeaders } from 'node:http';
-import type { MailProviderName } from '../../../src/mail/providers/mailProvider';
+import type { ProviderName } from '../providerFormats';
 import type { ValidMessage } from '../messageValidation';
 import type { ReceivedMessage } from '../records';
 
@@ -32,7 +32,7 @@ export type ParsedRequest =
   | { ok: false; orderId: string | null; answer: ProviderAnswer };
 
 export interface ProviderEmulation {
-  readonly name: MailProviderName;
+  readonly name: ProviderName;
   /** Whether this provider's send endpoint is at `pathname` (any method). */
   servesPath(pathname: string): boolean;
   /** Null when the request carries the sandbox's key, else the provider's answer to a bad or missing one. */
@@ -47,7 +47,7 @@ export interface ProviderEmulation {
   accepted(messageId: string, message: ValidMessage): ProviderAnswer;
   /** The provider's error body for `status`; `providerError` picks a documented error name or code. */
   error(status: number, providerError: string | undefined): ProviderAnswer;
-  /** The provider's lookup of sent messages, for the providers that have one (dev/sandbox/lookups.ts). */
+  /** The provider's lookup of sent messages, for the providers that have one (lookups.ts). */
   readonly lookup?: LookupEmulation;
 }
 
@@ -67,7 +67,7 @@ export interface LookupEmulation {
   readonly pages: boolean;
 }
 
-/** How a search is answered beyond the query: where the sandbox is, and what a lie does (dev/sandbox/lookupLies.ts). */
+/** How a search is answered beyond the query: where the sandbox is, and what a lie does (lookupLies.ts). */
 export interface SearchOptions {
   /** The sandbox's own origin as the client reached it, for next-page URLs. */
   origin: string;

@@ -1,9 +1,9 @@
-// The sandbox's reordering lookup (dev/sandbox/lookupReorder.ts): a send it took without answering shows only
-// holdMs after it was taken, a later one at once, and the generic watermark is honest (stops before the hidden
-// send), absent, or lying (past it), as the plan says. Real HTTP over loopback.
+// The sandbox's reordering lookup (src/lookupReorder.ts): a send it took without answering
+// shows only holdMs after it was taken, a later one at once, and the generic watermark is honest (stops
+// before the hidden send), absent, or lying (past it), as the plan says. Real HTTP over loopback.
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
-import type { ReorderWatermark } from '../../dev/sandbox/lookupReorder';
+import { startMailSandbox, type MailSandbox } from '../src/mailSandbox';
+import type { ReorderWatermark } from '../src/lookupReorder';
 
 const HOLD_MS = 1_500;
 let sandbox: MailSandbox;

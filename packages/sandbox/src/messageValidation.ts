@@ -1,5 +1,5 @@
 // What the sandbox's generic mail API accepts, with the statuses a provider would answer for what it does
-// not. The other providers' shapes are read in dev/sandbox/providers/.
+// not. The other providers' shapes are read in providers/.
 
 /** A message as the sandbox stores it, whichever provider shape it arrived in. */
 export interface ValidMessage {

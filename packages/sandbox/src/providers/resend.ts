@@ -1,6 +1,6 @@
 // Resend as the sandbox plays it: POST /emails, bearer key (missing → 401, wrong → 403), 200 {"id"}; errors
 // are {"statusCode", "name", "message"}. The Idempotency-Key store lives in the shared pipeline
-// (dev/sandbox/idempotencyStore.ts), which this emulation opts into by returning the key.
+// (idempotencyStore.ts), which this emulation opts into by returning the key.
 
 import { isPlausibleAddress } from '../messageValidation';
 import {

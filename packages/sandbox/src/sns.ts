@@ -1,15 +1,13 @@
 // Amazon SNS as the sandbox plays it for SES's event publishing: one topic, a signing certificate made at start
-// (dev/sandbox/testCertificate.ts) and served at GET /sns/SimpleNotificationService-sandbox.pem, a SubscribeURL
-// at GET /sns/confirm that counts confirmations, and SES events wrapped into SNS Notifications signed as SNS
-// signs them (SignatureVersion 1: RSA-SHA1, 2: RSA-SHA256, over the string src/webhooks/snsWebhook.ts builds).
+// (testCertificate.ts) and served at GET /sns/SimpleNotificationService-sandbox.pem, a SubscribeURL at GET
+// /sns/confirm that counts confirmations, and SES events wrapped into SNS Notifications signed as SNS signs
+// them (SignatureVersion 1: RSA-SHA1, 2: RSA-SHA256, over the text of providerFormats.ts's snsStringToSign).
 // The receiver trusts this certificate only when a test passes the sandbox's origin as
 // trustTestCertificateOrigin; from its environment it never does.
 import { createHash, createSign, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sesTagValue } from '../../src/evidence/messageIdentity';
-import { SES_TAGS } from '../../src/mail/providers/ses';
+import { SES_TAGS, sesTagValue, snsStringToSign } from './providerFormats';
 import { SANDBOX_AWS_ACCOUNT_ID, SANDBOX_SES_CONFIGURATION_SET, SANDBOX_SES_REGION } from './providers/ses';
-import { snsStringToSign } from '../../src/webhooks/snsWebhook';
 import type { ReceivedMessage } from './records';
 import { makeTestCertificate, type TestCertificate } from './testCertificate';
 
@@ -42,7 +40,7 @@ export class SandboxSns {
   /**
    * Names its certificate by a URL of AWS's own form, as SNS does, instead of the sandbox's origin: for a
    * receiver that trusts no test origin and fetches through a network of the caller's (the chaos run's
-   * forger, dev/sandbox/snsLies.ts). Returns that URL.
+   * forger, snsLies.ts). Returns that URL.
    */
   useAwsCertificateUrl(): string {
     const hex = createHash('sha256').update(this.cert().pem).digest('hex').slice(0, 32);

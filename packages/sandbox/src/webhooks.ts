@@ -4,14 +4,14 @@
 // them, after a configurable delay; some are lost, some delivered twice (re-signed, as a provider's retry is),
 // and a failed delivery is retried a few times with backoff. The draws come from a seeded generator.
 // With lieProbability > 0 (the chaos profile's lying provider), a share of messages is also followed by a
-// webhook lie of one of lieKinds (dev/sandbox/webhookLies.ts), each counted by kind with the receiver's
-// answer (lies()); those draws come from a generator of their own, so turning lies on changes no other draw.
-// SES's events go out through the sandbox's SNS: retried as the subscription's delivery policy says
-// (dev/sandbox/snsDeliveryPolicy.ts), and under configureSnsChaos() followed by SNS lies (dev/sandbox/snsLies.ts),
-// about messages SES took and about sends it answered without taking them.
+// webhook lie of one of lieKinds (webhookLies.ts), each counted by kind with the
+// receiver's answer (lies()); those draws come from a generator of their own, so turning lies on changes no
+// other draw. SES's events go out through the sandbox's SNS: retried as the subscription's delivery policy
+// says (snsDeliveryPolicy.ts), and under configureSnsChaos() followed by SNS lies
+// (snsLies.ts), about messages SES took and about sends it answered without taking them.
 import { generateKeyPairSync, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { Pool } from 'undici';
-import { mailgunSignature } from '../../src/webhooks/mailgunWebhook';
+import { mailgunSignature } from './providerFormats';
 import { SandboxSns } from './sns';
 import { DOCUMENTED_SNS_DELIVERY_POLICY, snsRetryDelaysMs } from './snsDeliveryPolicy';
 import { SES_LIE_KINDS, type SesLieKind, type SnsForger } from './snsLies';
@@ -107,7 +107,7 @@ export class SandboxWebhooks {
     initial: Partial<WebhookSettings>,
     private readonly seed: number,
     readonly mailgunSigningKey: string = DEFAULT_MAILGUN_SIGNING_KEY,
-    /** SES's events go out through it, signed with its test certificate (dev/sandbox/sns.ts). */
+    /** SES's events go out through it, signed with its test certificate (sns.ts). */
     readonly sns: SandboxSns = new SandboxSns(),
   ) {
     const pair = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
@@ -149,7 +149,7 @@ export class SandboxWebhooks {
     this.snsRetryDelaysMs = [...delaysMs];
   }
 
-  /** SES: tell SNS lies (dev/sandbox/snsLies.ts) after taken messages (lieProbability) and sends not taken. */
+  /** SES: tell SNS lies (snsLies.ts) after taken messages (lieProbability) and sends not taken. */
   configureSnsChaos(chaos: SnsChaos | null): void {
     this.snsChaos = chaos;
   }
@@ -213,7 +213,7 @@ export class SandboxWebhooks {
     }
   }
 
-  /** Called for every send the provider answered without taking it (dev/sandbox/records.ts). */
+  /** Called for every send the provider answered without taking it (records.ts). */
   onNotTaken(message: ReceivedMessage): void {
     if (this.closed || this.settings.url === null || message.provider !== 'ses' || this.snsChaos === null)
       return;

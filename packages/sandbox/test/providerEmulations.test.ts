@@ -3,7 +3,7 @@
 
 import { Client } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox, type MailSandboxOptions } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox, type MailSandboxOptions } from '../src/mailSandbox';
 
 const cleanups: Array<() => Promise<void>> = [];
 

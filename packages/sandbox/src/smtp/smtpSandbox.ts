@@ -1,6 +1,6 @@
 // A real SMTP server (smtp-server, from the nodemailer project) with faults injected on purpose, for the SMTP
-// transport what dev/sandbox/mailSandbox.ts is for the HTTP ones. It counts every message it accepted (and
-// optionally relays it to MailDev), so tests assert on what a relay actually took.
+// transport what mailSandbox.ts is for the HTTP ones. It counts every message it
+// accepted (and optionally relays it to MailDev), so tests assert on what a relay actually took.
 
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo, Socket } from 'node:net';

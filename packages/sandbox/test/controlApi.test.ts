@@ -3,14 +3,15 @@
 
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import path from 'node:path';
 import { Client } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startMailSandbox, type MailSandbox } from '../../dev/sandbox/mailSandbox';
+import { startMailSandbox, type MailSandbox } from '../src/mailSandbox';
 import {
   createSandboxControlClient,
   SandboxControlError,
   type SandboxControlClient,
-} from '../../dev/sandbox/sandboxControlClient';
+} from '../src/sandboxControlClient';
 
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -116,9 +117,9 @@ describe('control API through the control client', () => {
   });
 });
 
-describe('npm run sandbox (dev/cli/sandbox.ts)', () => {
+describe('npm run sandbox (packages/sandbox/src/cli.ts)', () => {
   it('starts from the environment, prints its URL, applies SANDBOX_FAULTS and stops on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'dev/cli/sandbox.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'src', 'cli.ts')], {
       env: {
         ...process.env,
         SANDBOX_PORT: '0',

@@ -42,9 +42,9 @@ export interface MailSandboxOptions {
    * this SMTP server, e.g. MailDev from dev/devtools/mailDev.ts. Rejected or unprocessed requests never are.
    */
   relayTo?: RelayTarget;
-  /** How long an accepted message takes to show in lookups, and how long it stays there (dev/sandbox/lookups.ts). */
+  /** How long an accepted message takes to show in lookups, and how long it stays there (lookups.ts). */
   lookups?: Partial<LookupSettings>;
-  /** Where and how the SendGrid and Mailgun emulations post their signed events (dev/sandbox/webhooks.ts). */
+  /** Where and how the SendGrid and Mailgun emulations post their signed events (webhooks.ts). */
   webhooks?: Partial<WebhookSettings>;
   /** Mailgun's webhook signing key; default DEFAULT_MAILGUN_SIGNING_KEY. */
   mailgunSigningKey?: string;
@@ -74,7 +74,7 @@ export interface MailSandbox extends SandboxControls {
   readonly sns: SandboxSns;
   /** SES: the delays before SNS's retries of an event (default: the documented delivery policy's). */
   setSnsRetryDelays(delaysMs: number[]): void;
-  /** SES: SNS lies after taken messages and sends not taken (dev/sandbox/snsLies.ts); null stops them. */
+  /** SES: SNS lies after taken messages and sends not taken (snsLies.ts); null stops them. */
   configureSnsChaos(chaos: SnsChaos | null): void;
   /**
    * The account's valid keys from now on, as a provider's key rotation has them: the new one added beside the
@@ -214,14 +214,14 @@ class MailSandboxServer implements MailSandbox {
     this.lookupEmulation.setPlan(rates, seed);
   }
 
-  /** Turns the lookups' lies on (dev/sandbox/lookupLies.ts); reset() turns them off. */
+  /** Turns the lookups' lies on (lookupLies.ts); reset() turns them off. */
   setLookupLies(plan: unknown): void {
     this.lookupEmulation.lies.setPlan(plan);
   }
 
   /**
-   * Makes the lookups' index show some sends late and later ones at once (dev/sandbox/lookupReorder.ts); null
-   * (or reset()) stops it.
+   * Makes the lookups' index show some sends late and later ones at once
+   * (lookupReorder.ts); null (or reset()) stops it.
    */
   setLookupReorder(plan: unknown): void {
     this.lookupEmulation.reorder.setPlan(plan);

@@ -26,9 +26,9 @@ export interface SandboxControls {
   configureLookups(settings: Partial<LookupSettings>): void;
   queueLookupFault(orderId: string, fault: LookupFault, times?: number): void;
   setLookupFaultPlan(rates: { fault: LookupFault; probability: number }[], seed?: number): void;
-  /** Validated by parseLookupLiePlan (dev/sandbox/lookupLies.ts). */
+  /** Validated by parseLookupLiePlan (lookupLies.ts). */
   setLookupLies(plan: unknown): void;
-  /** Validated by parseLookupReorderPlan (dev/sandbox/lookupReorder.ts); null stops it. */
+  /** Validated by parseLookupReorderPlan (lookupReorder.ts); null stops it. */
   setLookupReorder(plan: unknown): void;
   lookupLiesTold(): Record<LookupLieKind, number>;
   webhookDeliveries(): WebhookDeliveryRecord[];
