@@ -10,7 +10,14 @@ import { parseArgs } from 'node:util';
 import { promiseHooks } from 'node:v8';
 import vm from 'node:vm';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type BundleOptions } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type BundleOptions,
+} from '@temporalio/worker';
 import { startTemporalDevServer } from '../devtools/devServer';
 // The SDK's own classes, timed from outside: what runs inside a workflow's context has no public hook. A
 // measurement tool only; the product never imports them.
@@ -180,16 +187,22 @@ function modulesOf(code: string): string[] {
   return [...code.matchAll(/^\/\*\*\*\/ "([^"]+)"$/gm)].map((match) => match[1]!);
 }
 
-/** One accepted run of the card's workflow, with activities that answer at once. */
+/**
+ * One accepted run of the card's workflow, with activities that answer at once, on the Temporal of
+ * TEMPORAL_ADDRESS (and TEMPORAL_NAMESPACE) when set, else on a dev server of its own.
+ */
 async function recordCardHistory(code: string): Promise<Variant['history']> {
-  const server = await startTemporalDevServer({ uiPort: null });
+  const given = process.env.TEMPORAL_ADDRESS;
+  const server = given === undefined || given === '' ? await startTemporalDevServer({ uiPort: null }) : null;
+  const address = server?.address ?? given!;
+  const namespace = server?.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
   try {
-    const connection = await Connection.connect({ address: server.address });
-    const { NativeConnection } = await import('@temporalio/worker');
-    const native = await NativeConnection.connect({ address: server.address });
-    const taskQueue = 'workflow-cost-card';
+    const connection = await Connection.connect({ address });
+    const native = await NativeConnection.connect({ address });
+    const taskQueue = `workflow-cost-card-${process.pid}`;
     const worker = await Worker.create({
       connection: native,
+      namespace,
       taskQueue,
       workflowBundle: { code },
       activities: {
@@ -200,8 +213,8 @@ async function recordCardHistory(code: string): Promise<Variant['history']> {
         recordCardMail: () => Promise.resolve({ recorded: true }),
       },
     });
-    const client = new Client({ connection });
-    const workflowId = 'card-1';
+    const client = new Client({ connection, namespace });
+    const workflowId = `workflow-cost-card-${process.pid}-${Date.now()}`;
     const history = await worker.runUntil(async () => {
       const handle = await client.workflow.start('benchCardMail', { taskQueue, workflowId, args: ['1'] });
       await handle.result();
@@ -211,7 +224,7 @@ async function recordCardHistory(code: string): Promise<Variant['history']> {
     await connection.close();
     return { workflowId, history };
   } finally {
-    await server.stop();
+    await server?.stop();
   }
 }
 
