@@ -25,6 +25,8 @@ import { startTemporalDevServer } from '../devtools/devServer';
 import { ReusableVMWorkflowCreator } from '@temporalio/worker/lib/workflow/reusable-vm';
 // eslint-disable-next-line no-restricted-imports
 import { BaseVMWorkflow } from '@temporalio/worker/lib/workflow/vm-shared';
+// eslint-disable-next-line no-restricted-imports
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { DROPPED_WORKFLOW_SPANS } from '../../src/tracing/tracing';
 import { WORKFLOW_INTERCEPTOR_MODULES } from '../../src/tracing/workflowInterceptorModules';
 
@@ -84,9 +86,11 @@ async function main(): Promise<void> {
     for (const name of own) console.log(`  ${name}`);
   }
 
-  const accepted = JSON.parse(
+  const stored = JSON.parse(
     await readFile(path.join(root, 'test/replay/histories/accepted.json'), 'utf8'),
-  ) as Variant['history'];
+  ) as { workflowId: string; history: unknown };
+  // Read from JSON once, as the card's arrives: else every replay would parse it again.
+  const accepted = { workflowId: stored.workflowId, history: historyFromJSON(stored.history) };
   const card = await recordCardHistory(variants[0]!.code!);
   for (const variant of variants) variant.history = variant.name === 'card' ? card : accepted;
 
