@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
@@ -6,7 +7,7 @@ import { createSweepActivities, type SweepDependencies } from './activities/swee
 import { CONFIG_DEFAULTS } from './config/configDefaults';
 import { withLookupTaskQueue } from './shared/workflowSettings';
 import { DROPPED_WORKFLOW_SPANS, type Tracing } from './tracing/tracing';
-import { WORKFLOW_INTERCEPTOR_MODULES } from './tracing/workflowInterceptorModules';
+import { untracedBundlePathOf, WORKFLOW_INTERCEPTOR_MODULES } from './tracing/workflowInterceptorModules';
 import type { UnrecordedSendTracker } from './unrecordedSendTracker';
 
 export interface OrderMailWorkerSetup {
@@ -66,6 +67,20 @@ export function orderMailWorkerOptions(setup: OrderMailWorkerSetup): WorkerOptio
       ? {}
       : { maxTaskQueueActivitiesPerSecond: setup.sendRateLimitPerSecond }),
   };
+}
+
+/**
+ * The prebuilt bundle a worker runs (WORKFLOW_BUNDLE_PATH): with tracing off, the one without the interceptors
+ * written beside it (src/cli/bundle-workflows.ts) when it is there. The interceptors issue no command, so a
+ * workflow moves between the two (test/replay/replay.test.ts).
+ */
+export function prebuiltBundleToRun(
+  bundlePath: string,
+  tracingOn: boolean,
+  exists: (path: string) => boolean = existsSync,
+): { workflowBundle: { codePath: string } } {
+  const untraced = untracedBundlePathOf(bundlePath);
+  return { workflowBundle: { codePath: !tracingOn && exists(untraced) ? untraced : bundlePath } };
 }
 
 // The workflow worker's own grace on shutdown: only local activities (claim, record) can be running then.

@@ -15,7 +15,7 @@ import { UnrecordedSendTracker } from './unrecordedSendTracker';
 import { startEarlyLookups } from './verification/earlyLookups';
 import { createWitnessProber } from './verification/witnessProbe';
 import { logWorker as log, logWorkerError as logError } from './workerLog';
-import { orderMailWorkerPair } from './workerOptions';
+import { orderMailWorkerPair, prebuiltBundleToRun } from './workerOptions';
 import type { WorkerStatus } from './workerStatus';
 
 // How often a worker reads newly stored provider events for early lookups (src/verification/earlyLookups.ts).
@@ -132,7 +132,7 @@ async function runWorkerPair(
     workflows:
       config.worker.workflowBundlePath === null
         ? { workflowsPath: require.resolve('./workflows') }
-        : { workflowBundle: { codePath: config.worker.workflowBundlePath } },
+        : prebuiltBundleToRun(config.worker.workflowBundlePath, setup.tracing !== null),
     shutdownGraceTimeMs: config.worker.shutdownGraceTimeMs,
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
     maxConcurrentLookups: config.worker.maxConcurrentLookups,

@@ -58,7 +58,7 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
   };
 }
 
-/** A prebuilt bundle always has the workflow interceptors; with tracing off their spans are dropped here. */
+/** A bundle with the workflow interceptors, run with tracing off (one built without its twin): spans dropped here. */
 export const DROPPED_WORKFLOW_SPANS: InjectedSinks<OpenTelemetrySinks> = {
   exporter: { export: { fn: () => undefined, callDuringReplay: false } },
 };

@@ -127,7 +127,7 @@ describe("npm ci --omit=dev (the image's node_modules)", () => {
     const dist = path.join(project, 'dist');
     const required: [string, string][] = [];
     for (const file of await filesUnder(dist)) {
-      if (!file.endsWith('.js') || file === 'workflow-bundle.js') continue;
+      if (!file.endsWith('.js') || /^workflow-bundle(-untraced)?\.js$/.test(file)) continue;
       const code = await readFile(path.join(dist, file), 'utf8');
       for (const [, specifier = ''] of code.matchAll(/require\("([^"]+)"\)/g)) {
         if (specifier.startsWith('.') || specifier.startsWith('node:') || builtinModules.includes(specifier))

@@ -1,13 +1,22 @@
 // With tracing off, a worker that bundles its workflows at start-up leaves the OpenTelemetry workflow
 // interceptors out of the bundle: in the sandbox they would open, end and drop spans for every workflow and
 // activity, the largest share of the worker's CPU per order (docs/benchmarks.md). With tracing on they are in.
+// A prebuilt bundle (the image's) comes with a twin without them, which a worker with tracing off runs.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { NativeConnection } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import type { ActivityDependencies } from '../../src/activities';
 import type { Tracing } from '../../src/tracing/tracing';
-import { WORKFLOW_INTERCEPTOR_MODULES } from '../../src/tracing/workflowInterceptorModules';
-import { orderMailWorkerPair, type OrderMailWorkerSetup } from '../../src/workerOptions';
+import {
+  untracedBundlePathOf,
+  WORKFLOW_INTERCEPTOR_MODULES,
+} from '../../src/tracing/workflowInterceptorModules';
+import { orderMailWorkerPair, prebuiltBundleToRun, type OrderMailWorkerSetup } from '../../src/workerOptions';
 import { testSettings } from '../support/testKit';
 
 function setup(tracing: Tracing | null): OrderMailWorkerSetup {
@@ -49,5 +58,42 @@ describe('workflow interceptors in a bundle made at start-up', () => {
     const { workflowWorker } = orderMailWorkerPair(setup(tracingOn));
     expect(workflowWorker.interceptors?.workflowModules).toEqual(WORKFLOW_INTERCEPTOR_MODULES);
     expect(workflowWorker.sinks).toBe(tracingOn.workflowSpanSinks);
+  });
+});
+
+describe('a prebuilt bundle', () => {
+  it('is written with its twin without the interceptors, which a worker with tracing off runs', async () => {
+    const directory = await mkdtemp(path.join(tmpdir(), 'bundle-workflows-'));
+    try {
+      const traced = path.join(directory, 'workflow-bundle.js');
+      // The image's command, from the sources.
+      await promisify(execFile)(
+        process.execPath,
+        ['--import', 'tsx', 'src/cli/bundle-workflows.ts', traced],
+        {
+          cwd: path.join(__dirname, '../..'),
+        },
+      );
+      const untraced = path.join(directory, 'workflow-bundle-untraced.js');
+      expect(existsSync(untraced)).toBe(true);
+      expect(untracedBundlePathOf(traced)).toBe(untraced);
+      expect(await readFile(traced, 'utf8')).toContain('src/tracing/workflowInterceptors');
+      const code = await readFile(untraced, 'utf8');
+      expect(code).toContain('src/workflows/orderConfirmationMail');
+      expect(code).not.toContain('src/tracing/workflowInterceptors');
+      expect(code).not.toContain('@opentelemetry');
+
+      expect(prebuiltBundleToRun(traced, false)).toEqual({ workflowBundle: { codePath: untraced } });
+      expect(prebuiltBundleToRun(traced, true)).toEqual({ workflowBundle: { codePath: traced } });
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 180_000);
+
+  it('is run as named when it has no twin beside it (one built by hand), whether tracing is on or off', () => {
+    const bundle = path.join(tmpdir(), 'no-such-directory', 'workflows.js');
+    expect(existsSync(untracedBundlePathOf(bundle))).toBe(false);
+    expect(prebuiltBundleToRun(bundle, false)).toEqual({ workflowBundle: { codePath: bundle } });
+    expect(prebuiltBundleToRun(bundle, true)).toEqual({ workflowBundle: { codePath: bundle } });
   });
 });
