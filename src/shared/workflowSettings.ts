@@ -92,6 +92,8 @@ export function afterAttempt(
 /** The workflow's optional second argument (tests); the order service passes none. */
 export interface OrderMailRunOptions {
   orderVisibleWaitMs?: number;
+  /** The hold wait's first fallback timer, so a test sees it fire without waiting a minute. */
+  firstHoldRecheckMs?: number;
 }
 
 // Why 5 minutes and the 0.5-5 s timers: docs/design.md §6, "A claim that finds no order waits for it".
@@ -112,7 +114,12 @@ export function delayBeforeOrderLookAgain(tries: number): number {
 const FIRST_HOLD_RECHECK_MS = 60_000;
 const LONGEST_HOLD_RECHECK_MS = 15 * 60_000;
 
+export function firstHoldRecheckOf(options: OrderMailRunOptions | undefined): number {
+  const first = options?.firstHoldRecheckMs;
+  return typeof first === 'number' && Number.isFinite(first) && first > 0 ? first : FIRST_HOLD_RECHECK_MS;
+}
+
 /** The hold wait's fallback timer, should the resume signal be missed. */
-export function delayBeforeHoldRecheck(waits: number): number {
-  return Math.min(FIRST_HOLD_RECHECK_MS * 2 ** Math.min(waits, 10), LONGEST_HOLD_RECHECK_MS);
+export function delayBeforeHoldRecheck(waits: number, firstMs: number): number {
+  return Math.min(firstMs * 2 ** Math.min(waits, 10), LONGEST_HOLD_RECHECK_MS);
 }

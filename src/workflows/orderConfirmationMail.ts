@@ -20,6 +20,7 @@ import {
   afterAttempt,
   delayBeforeHoldRecheck,
   delayBeforeOrderLookAgain,
+  firstHoldRecheckOf,
   msUntilNotFoundCounts,
   orderVisibleWaitOf,
   type OrderMailRunOptions,
@@ -56,6 +57,7 @@ function startRun(orderId: string, options: OrderMailRunOptions | undefined) {
     waitBeforeClaiming: waitBeforeClaiming(),
     orderWaitMs: orderVisibleWaitOf(options),
     orderWaitedMs: 0,
+    firstHoldRecheckMs: firstHoldRecheckOf(options),
     /** How many times the run took each row of the table; each row's bound counts these. */
     taken: new Map<Step['kind'], number>(),
   };
@@ -124,7 +126,7 @@ export const AFTER_STEP = {
     // No attempt of this run's: an operator's hold made the fence refuse it (docs/operating.md).
     const { orderId } = run;
     log.info('Sends are held; waiting for the hold to be lifted', { orderId, attempt: step.attempt });
-    const ms = delayBeforeHoldRecheck(times - 1);
+    const ms = delayBeforeHoldRecheck(times - 1, run.firstHoldRecheckMs);
     return { ms, untilResumed: true, cancelled: () => ending.cancelled('held', orderId, step) };
   },
   'not-accepted': (step, run, runAttempts) => {

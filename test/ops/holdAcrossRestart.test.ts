@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { main } from '../../src/cli/ops';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
@@ -29,9 +30,11 @@ import { spawnWorkerProcess, type WorkerProcess } from '../support/workerProcess
 
 const NAMESPACE = 'default';
 const ORDERS = 4;
-// The hold wait's first fallback timer (src/workflows/commands.ts): the test waits for it to fire once after
-// the restart, so the held runs are seen claiming again, and being refused again, on the restarted server.
-const FIRST_RECHECK_MS = 60_000;
+// The hold wait's first fallback timer, asked at the start (a minute in production): the test waits for it to
+// fire once after the restart, so the held runs are seen claiming again, and being refused again, on the
+// restarted server. Long enough to outlast the kill, a worker's start and the restart with room to spare.
+const FIRST_RECHECK_MS = 30_000;
+const EventType = proto.api.enums.v1.EventType;
 
 let directory: string;
 let temporal: TemporalDevServer;
@@ -130,6 +133,34 @@ async function waitingOutTheHold(orderId: string): Promise<boolean> {
   );
 }
 
+/** The run's timers in its history: how long each was, when it started, and how it ended. */
+async function holdTimers(orderId: string) {
+  const events = (await client.workflow.getHandle(orderId).fetchHistory()).events ?? [];
+  const at = ({ eventTime }: (typeof events)[number]) =>
+    Number(eventTime?.seconds ?? 0) * 1_000 + (eventTime?.nanos ?? 0) / 1e6;
+  return events.flatMap((event) => {
+    const started = event.timerStartedEventAttributes;
+    if (event.eventType !== EventType.EVENT_TYPE_TIMER_STARTED || !started) return [];
+    const timeout = started.startToFireTimeout;
+    const end = events.find(
+      (each) =>
+        (each.timerFiredEventAttributes ?? each.timerCanceledEventAttributes)?.timerId === started.timerId,
+    );
+    return [
+      {
+        ms: Number(timeout?.seconds ?? 0) * 1_000 + Math.round((timeout?.nanos ?? 0) / 1e6),
+        startedAt: at(event),
+        firedAt: end?.timerFiredEventAttributes ? at(end) : null,
+        ended: end?.timerFiredEventAttributes
+          ? 'fired'
+          : end?.timerCanceledEventAttributes
+            ? 'cancelled'
+            : null,
+      },
+    ];
+  });
+}
+
 /** Every attempt on record was refused at the fence: no request, no unknown, nothing settled by the policy. */
 async function onlyRefusedAttempts(orderId: string): Promise<number> {
   const attempts = await listAttempts(database.db, orderId);
@@ -155,7 +186,11 @@ it(
     const orderIds: string[] = [];
     for (let index = 0; index < ORDERS; index++) {
       const orderId = await createOrder(database.db);
-      await client.workflow.start(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] });
+      await client.workflow.start(orderConfirmationMail, {
+        workflowId: orderId,
+        taskQueue,
+        args: [orderId, { firstHoldRecheckMs: FIRST_RECHECK_MS }],
+      });
       orderIds.push(orderId);
     }
     for (const orderId of orderIds) {
@@ -166,10 +201,12 @@ it(
     }
 
     // The worker dies without a word, another takes the task queue, then the server restarts on its file.
+    const killedAt = Date.now();
     first.kill('SIGKILL');
     await first.exited;
     await startWorkerProcess();
     await restartTemporal();
+    const restartedAt = Date.now();
     expect(sendRequests()).toBe(requestsAtHold);
     for (const orderId of orderIds) {
       expect(await waitingOutTheHold(orderId)).toBe(true);
@@ -196,7 +233,7 @@ it(
 
     const resumed = await ops('resume', '--reason', 'restarts done', '--rate', '50');
     expect(resumed).toMatchObject({ code: 0, err: '' });
-    // Signalled, they claim again at once, not at their next timer (two minutes off).
+    // Signalled, they claim again at once, not at their next timer (the history below shows it cancelled).
     await waitFor(
       'every held order sent after resume',
       async () => {
@@ -223,6 +260,13 @@ it(
         [3, 'accepted', null],
       ]);
       expect(attempts.filter((attempt) => attempt.dispatchedAt !== null)).toHaveLength(1);
+      // The first timer started before the kill and fired on the restarted server; the second, twice as long,
+      // was cut short by the resume signal.
+      const timers = await holdTimers(orderId);
+      expect(timers.map((timer) => timer.ms)).toEqual([FIRST_RECHECK_MS, 2 * FIRST_RECHECK_MS]);
+      expect(timers[0]?.startedAt).toBeLessThan(killedAt);
+      expect(timers[0]?.firedAt).toBeGreaterThan(restartedAt);
+      expect(timers.map((timer) => timer.ended)).toEqual(['fired', 'cancelled']);
     }
     expect(sendRequests()).toBe(requestsAtHold + ORDERS);
   },

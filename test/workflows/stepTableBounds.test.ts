@@ -5,7 +5,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/workflow';
 import { describe, expect, it, vi } from 'vitest';
 import { FailureType } from '../../src/shared/failures';
 import { notAccepted } from '../../src/shared/sendOutcome';
-import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
+import { firstHoldRecheckOf, type OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import {
   AFTER_STEP,
   ORPHAN_SETTLEMENTS,
@@ -23,8 +23,14 @@ vi.mock('@temporalio/workflow', async (importOriginal) => ({
 }));
 
 type Run = Parameters<(typeof AFTER_STEP)['held']>[1];
-const newRun = (orderWaitMs = 60_000) =>
-  ({ orderId: 'order-1', orderWaitMs, orderWaitedMs: 0, taken: new Map() }) as unknown as Run;
+const newRun = (orderWaitMs = 60_000, firstHoldRecheckMs = firstHoldRecheckOf(undefined)) =>
+  ({
+    orderId: 'order-1',
+    orderWaitMs,
+    orderWaitedMs: 0,
+    firstHoldRecheckMs,
+    taken: new Map(),
+  }) as unknown as Run;
 const AGAIN = 'claim-again';
 const failureType = (answer: unknown) => (answer instanceof ApplicationFailure ? answer.type : answer);
 const waitOf = (answer: unknown) => answer as { ms: number; untilResumed?: true; cancelled(): unknown };
@@ -66,6 +72,20 @@ describe('the step table, row by row', () => {
     const waits = [1, 2, 3, 4, 5, 6].map((times) => waitOf(AFTER_STEP.held(step, newRun(), times)));
     expect(waits.map((wait) => wait.ms / 60_000)).toEqual([1, 2, 4, 8, 15, 15]);
     expect(waits.every((wait) => wait.untilResumed === true)).toBe(true);
+  });
+
+  it('held, a start asking a shorter first timer: still waits for the resume signal, the timer doubling from it', () => {
+    const step = { kind: 'held', attempt: 1 } as const;
+    const run = newRun(60_000, firstHoldRecheckOf({ firstHoldRecheckMs: 5_000 }));
+    const waits = [1, 2, 3, 4, 5, 9, 10, 11].map((times) => waitOf(AFTER_STEP.held(step, run, times)));
+    expect(waits.map((wait) => wait.ms / 1_000)).toEqual([5, 10, 20, 40, 80, 900, 900, 900]);
+    expect(waits.every((wait) => wait.untilResumed === true)).toBe(true);
+  });
+
+  it('held: a first timer that is no positive number of milliseconds is the minute the order service gets', () => {
+    const asked = [undefined, {}, { firstHoldRecheckMs: 0 }, { firstHoldRecheckMs: -1 }];
+    const more = [{ firstHoldRecheckMs: Number.NaN }, { firstHoldRecheckMs: Number.POSITIVE_INFINITY }];
+    expect([...asked, ...more].map((options) => firstHoldRecheckOf(options))).toEqual(Array(6).fill(60_000));
   });
 
   it('order not visible: waits 0.5 s doubling while the timers slept stay under the bound, then fails', () => {
