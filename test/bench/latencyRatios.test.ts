@@ -3,6 +3,7 @@ import { clockStepMs } from '../../dev/bench/clock';
 import type { PhaseResult } from '../../dev/bench/phases';
 import { headlineRatios, kneesOf, type Ratio } from '../../dev/bench/report/headlines';
 import { ratioLine } from '../../dev/bench/report/table';
+import { benchPhase } from '../support/benchPhase';
 
 const latency = (p50Ms: number, p95Ms: number) => ({
   count: 2000,
@@ -22,13 +23,11 @@ function openPhase(
   offered = 14.3,
   latencyPhase = true,
 ): PhaseResult {
-  return {
+  return benchPhase({
     variant,
     server: 'stack',
     mode: 'open',
-    workers: 1,
     round,
-    concurrency: null,
     offeredPerSecond: offered,
     orders: 2000,
     throughputPerSecond: figures.achieved,
@@ -36,27 +35,7 @@ function openPhase(
     keptUp: figures.keptUp,
     ...(figures.clockStepMs === undefined ? {} : { clockStepMs: figures.clockStepMs }),
     ...(latencyPhase ? { latencyPhase: true } : {}),
-    resources: {} as PhaseResult['resources'],
-    cpuSecondsPer1000: {
-      workers: 0,
-      temporalServer: null,
-      temporalStore: null,
-      postgres: null,
-      sandbox: null,
-      harness: 0,
-    },
-    cores: {
-      workers: 0,
-      temporalServer: null,
-      temporalStore: null,
-      postgres: null,
-      sandbox: null,
-      machine: null,
-    },
-    workerPeakRssMiB: 0,
-    commitsPerOrder: { postgres: null, temporalStore: null },
-    problems: [],
-  };
+  });
 }
 
 const sustained = (p50Ms: number, p95Ms: number) => ({ achieved: 14.3, keptUp: true, p50Ms, p95Ms });

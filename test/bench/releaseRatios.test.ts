@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PhaseResult } from '../../dev/bench/phases';
 import { headlineRatios } from '../../dev/bench/report/headlines';
+import { benchPhase } from '../support/benchPhase';
 
 /** A closed-loop phase with one worker; only what the CPU ratios read is filled in. */
 function closedPhase(
@@ -9,32 +10,14 @@ function closedPhase(
   round: number,
   cpu: { workers: number; temporalServer: number; postgres: number; sandbox: number },
 ): PhaseResult {
-  return {
+  return benchPhase({
     variant,
     server,
     mode: 'closed',
-    workers: 1,
     round,
     concurrency: 50,
-    offeredPerSecond: null,
-    orders: 200,
-    throughputPerSecond: 10,
-    latency: { count: 200, p50Ms: 1, p90Ms: 1, p95Ms: 1, p99Ms: 1, maxMs: 1, meanMs: 1 },
-    keptUp: null,
-    resources: {} as PhaseResult['resources'],
     cpuSecondsPer1000: { ...cpu, temporalStore: null, harness: 0 },
-    cores: {
-      workers: 0,
-      temporalServer: null,
-      temporalStore: null,
-      postgres: null,
-      sandbox: null,
-      machine: null,
-    },
-    workerPeakRssMiB: 0,
-    commitsPerOrder: { postgres: null, temporalStore: null },
-    problems: [],
-  };
+  });
 }
 
 const cpu = (workers: number) => ({ workers, temporalServer: 30, postgres: 4, sandbox: 1 });
