@@ -22,10 +22,11 @@ import {
 
 const ORDERS = 100;
 const POOL_SIZE = 5;
-// Each message's final reply comes this late: 5 connections move about 12 messages a second, so the last
-// of 100 waits far longer than the 3 s a send may wait. It stays well inside the 1 s reply deadline, so a
-// starved CPU does not turn a reply that came into an unknown outcome.
-const RELAY_DELAY_MS = 400;
+// Each message's final reply comes this late: 5 connections move about 6 messages a second, so the last
+// of 100 waits far longer than the send timeout for a connection.
+const RELAY_DELAY_MS = 800;
+// The reply deadline leaves the relay's delay room on a starved CPU: a reply that came is never an unknown.
+const REPLY_TIMEOUT_MS = 2_000;
 const SEND_TIMEOUT_MS = 10_000;
 
 let database: TestDatabase;
@@ -39,8 +40,8 @@ beforeAll(async () => {
   relay = await startSmtpSandbox();
   relay.setRates([{ fault: { kind: 'hang-after-data', ms: RELAY_DELAY_MS }, probability: 1 }]);
   client = await connectTestClient();
-  // The transport's own deadlines are the test kit's (3 s overall after the fence, 1 s per reply).
-  transport = testSmtpTransport(relay.port, { poolSize: POOL_SIZE });
+  // The transport's other deadlines are the test kit's (3 s overall after the fence).
+  transport = testSmtpTransport(relay.port, { poolSize: POOL_SIZE, replyTimeoutMs: REPLY_TIMEOUT_MS });
 }, 120_000);
 
 afterAll(async () => {
