@@ -67,6 +67,7 @@ async function runWorkerTraced(
     applicationName: `order-mail-worker ${workerIdentity}`,
     maxConnections: config.worker.pgPoolMax,
     statementTimeoutMs: config.worker.pgStatementTimeoutMs,
+    preparedStatements: config.worker.pgPreparedStatements,
   });
   try {
     // Each provider's lookup has a pool of its own, so it never waits behind sends.

@@ -11,13 +11,13 @@ export const VARIANT_NAMES = [
   'card',
   'product',
   'plain',
-  // The product with one extra left out each (dev/bench/switches): only when named in --variants.
+  // The product with one extra left out (or one setting off) each (dev/bench/switches): only when named in --variants.
   'product-nofence',
   'product-noaudit',
   'product-noattrs',
   'product-nolog',
   'product-nohealthok',
-  'product-prepared',
+  'product-unprepared',
   // 2.0.0's own worker on a database of its own (dev/bench/release): only when named in --variants.
   'release-2.0',
 ] as const;
@@ -75,8 +75,8 @@ const USAGE = `npm run bench -- [options]
   --rounds N               closed loop with 1 worker: run the variants N times, interleaved (default 3; short: 1)
   --workers 1,2,4          worker processes per Temporal variant (and plain-loop processes)
   --variants LIST          any of ${VARIANT_NAMES.join(',')}
-                           (default: all but the product-… switch ones, each leaving one extra out or
-                           pricing one proposal, and release-2.0, the 2.0.0 release's own worker from a checkout of it)
+                           (default: all but the product-… switch ones, each leaving one extra out, pricing
+                           one proposal or turning prepared statements off, and release-2.0, the 2.0.0 release's own worker from a checkout of it)
   --servers LIST           Temporal servers, any of ${SERVER_NAMES.join(',')} (default: dev,stack; short: dev)
                            dev: start-dev or TEMPORAL_ADDRESS; stack: the server on Postgres of npm run stack
   --scale-all-servers      run the 2- and 4-worker phases on every server, not only the first

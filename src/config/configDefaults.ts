@@ -42,6 +42,8 @@ export const CONFIG_DEFAULTS = {
   // A Prometheus scrape interval: more scrapes than that (several Prometheus, a dashboard) share one read.
   WORKER_GAUGE_REFRESH_INTERVAL_MS: 15_000,
   PG_STATEMENT_TIMEOUT_MS: 10_000,
+  // Off only behind a pooler that cannot carry named statements (docs/production.md, "Postgres behind a pooler").
+  PG_PREPARED_STATEMENTS: 'true',
   RECONCILE_GRACE_MS: 300_000,
   RECONCILE_LOOKBACK_MS: 604_800_000,
   MAIL_SECOND_LOOK_MAX_LATE_H: 24,

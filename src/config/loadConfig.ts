@@ -223,6 +223,9 @@ export function loadConfig(env: Record<string, string | undefined>): WorkerConfi
         'PG_STATEMENT_TIMEOUT_MS',
         CONFIG_DEFAULTS.PG_STATEMENT_TIMEOUT_MS,
       ),
+      pgPreparedStatements:
+        read.oneOf('PG_PREPARED_STATEMENTS', ['true', 'false'], CONFIG_DEFAULTS.PG_PREPARED_STATEMENTS) ===
+        'true',
       sendRateLimitPerSecond: read.optionalPositiveNumber('MAIL_SEND_RATE_LIMIT_PER_SECOND'),
       deployment: readWorkerDeployment(read, problems),
     },

@@ -49,6 +49,8 @@ export interface WorkerConfig {
     logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
     pgPoolMax: number;
     pgStatementTimeoutMs: number;
+    /** Each statement named, so a connection parses and plans it once (src/db/pool.ts). */
+    pgPreparedStatements: boolean;
     sendRateLimitPerSecond: number | null;
     deployment: WorkerDeploymentVersion | null;
   };

@@ -1,4 +1,8 @@
+import { createHash } from 'node:crypto';
 import { Pool, type PoolClient, type QueryResultRow } from 'pg';
+
+/** Distinct texts named per pool; past it, statements go unnamed, so dynamic SQL cannot grow sessions. */
+export const PREPARED_STATEMENT_LIMIT = 256;
 
 export interface DatabaseOptions {
   connectionString: string;
@@ -8,6 +12,13 @@ export interface DatabaseOptions {
   connectTimeoutMs?: number;
   /** Server-side limit for one statement; a hung statement fails instead of hanging an activity. */
   statementTimeoutMs?: number;
+  /**
+   * Sends each `query` with values as a named statement, so a connection parses and plans it once
+   * (PG_PREPARED_STATEMENTS).
+   * `transaction()`'s client stays unnamed: no order's statement runs in one, and a failed statement there
+   * keeps its connection, so a named statement gone stale would stay on it.
+   */
+  preparedStatements?: boolean;
 }
 
 /** The one pg pool of a process, with the few operations the rest of the code needs. */
@@ -37,10 +48,26 @@ export function createDatabase(
   // An idle client's error (server restart, network drop) would otherwise crash the process. Only the
   // message and code are logged: a pg client object can carry the connection password.
   pool.on('error', (error: Error & { code?: string }) => onError(describeDatabaseError(error)));
+  const names = new Map<string, string>();
+  const nameOf = (text: string): string | null => {
+    const known = names.get(text);
+    if (known !== undefined || names.size >= PREPARED_STATEMENT_LIMIT) return known ?? null;
+    const name = preparedStatementName(text);
+    names.set(text, name);
+    return name;
+  };
 
   return {
     async query<Row extends QueryResultRow>(sql: string, params: readonly unknown[] = []) {
-      const result = await pool.query<Row>(sql, params as unknown[]);
+      const values = params as unknown[];
+      // Parameterised texts only: they go through Parse and Bind anyway, where a text without values goes as a
+      // simple query, which may hold several statements. A failed pool.query retires its connection, so a
+      // stale named statement fails once per connection.
+      const name = options.preparedStatements === true && values.length > 0 ? nameOf(sql) : null;
+      const result =
+        name === null
+          ? await pool.query<Row>(sql, values)
+          : await pool.query<Row>({ name, text: sql, values });
       return { rows: result.rows, rowCount: result.rowCount ?? 0 };
     },
     async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
@@ -70,6 +97,11 @@ export function createDatabase(
       await pool.end();
     },
   };
+}
+
+/** One name per text (Postgres keeps 63 bytes of a name), so a connection never reuses one for another text. */
+export function preparedStatementName(text: string): string {
+  return `ocm_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 }
 
 export function describeDatabaseError(error: unknown): string {

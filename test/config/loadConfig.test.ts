@@ -310,6 +310,20 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads PG_PREPARED_STATEMENTS: on by default, true or false, nothing else', () => {
+    const prepared = (value?: string): boolean =>
+      loadConfig({ ...REQUIRED, PG_PREPARED_STATEMENTS: value }).worker.pgPreparedStatements;
+    expect(prepared()).toBe(true);
+    expect(prepared('')).toBe(true);
+    expect(prepared('false')).toBe(false);
+    expect(prepared('true')).toBe(true);
+    for (const value of ['no', '0', 'off', 'FALSE']) {
+      expect(problemsOf({ ...REQUIRED, PG_PREPARED_STATEMENTS: value })).toEqual([
+        `PG_PREPARED_STATEMENTS must be one of true, false (got ${JSON.stringify(value)}).`,
+      ]);
+    }
+  });
+
   it('reads the Worker Deployment Version: unversioned by default; name and build id together, or the problem', () => {
     expect(loadConfig(REQUIRED).worker.deployment).toBeNull();
     expect(
@@ -327,10 +341,18 @@ describe('loadConfig', () => {
     );
     // The server joins them with a dot: a dot in the name would make another version's name.
     expect(
-      problemsOf({ ...REQUIRED, TEMPORAL_WORKER_DEPLOYMENT_NAME: 'order.mail', TEMPORAL_WORKER_BUILD_ID: '1' }),
+      problemsOf({
+        ...REQUIRED,
+        TEMPORAL_WORKER_DEPLOYMENT_NAME: 'order.mail',
+        TEMPORAL_WORKER_BUILD_ID: '1',
+      }),
     ).toEqual([expect.stringMatching(/TEMPORAL_WORKER_DEPLOYMENT_NAME must be .* no dot/)]);
     expect(
-      problemsOf({ ...REQUIRED, TEMPORAL_WORKER_DEPLOYMENT_NAME: 'order-mail', TEMPORAL_WORKER_BUILD_ID: 'a b' }),
+      problemsOf({
+        ...REQUIRED,
+        TEMPORAL_WORKER_DEPLOYMENT_NAME: 'order-mail',
+        TEMPORAL_WORKER_BUILD_ID: 'a b',
+      }),
     ).toEqual([expect.stringMatching(/TEMPORAL_WORKER_BUILD_ID must be/)]);
   });
 

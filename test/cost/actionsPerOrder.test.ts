@@ -12,10 +12,10 @@ import { createCardActivities } from '../../dev/bench/card/activities';
 import { countHistoryCost } from '../../dev/bench/cost/historyCost';
 import { runOrderPaths, type OrderPath, type PathRun } from '../../dev/bench/cost/orderPaths';
 import type { BenchServer } from '../../dev/bench/environment';
-import { SWITCHES, preparedName, skipStatement, takeSkips } from '../../dev/bench/switches/skips';
+import { SWITCHES, skipQuery, skipStatement, takeSkips } from '../../dev/bench/switches/skips';
 import { cardVariant } from '../../dev/bench/variants';
 import { ConfigError, loadConfig } from '../../src/config/loadConfig';
-import type { Database } from '../../src/db/pool';
+import { preparedStatementName, type Database } from '../../src/db/pool';
 import { countProviderFailure, countProviderSuccess } from '../../src/db/providerHealth';
 import { markDispatched, record } from '../../src/mailRow/statements';
 import { historyToJson } from '../../dev/devtools/historyJson';
@@ -183,7 +183,7 @@ describe('the bench switches (BENCH_SKIP_)', () => {
       searchAttributesBundle: '/tmp/bundle.js',
       logLines: true,
       healthSuccess: true,
-      statementParse: true,
+      preparedStatements: true,
     });
     expect(() => loadConfig(env)).not.toThrow();
   });
@@ -261,11 +261,47 @@ describe('the bench switches (BENCH_SKIP_)', () => {
     expect(skipStatement(success, { fence: false, audit: false })).toEqual({ text: success });
   });
 
-  it('a prepared statement is named by its text alone', () => {
-    const text = 'SELECT 1 WHERE $1::int = 1';
-    expect(preparedName(text)).toBe(preparedName(text));
-    expect(preparedName(text)).not.toBe(preparedName(`${text} `));
-    // Postgres truncates a name past 63 bytes, which could merge two.
-    expect(preparedName(text).length).toBeLessThanOrEqual(63);
+  it('the statement switches apply to named statements too (PG_PREPARED_STATEMENTS, the default)', async () => {
+    const texts: string[] = [];
+    const capture = {
+      query: async (text: string) => {
+        texts.push(text);
+        return { rows: [], rowCount: 0 };
+      },
+    } as unknown as Database;
+    await countProviderSuccess(capture, 'mailgun');
+    const [success] = texts as [string];
+    const named = { name: preparedStatementName(success), text: success, values: ['mailgun'] };
+    expect(skipQuery([named], { fence: false, audit: false, healthSuccess: true })).toEqual({
+      answer: { rows: [], rowCount: 0 },
+    });
+    expect(skipQuery([named], { fence: false, audit: false })).toEqual({ args: [named] });
+    expect(skipQuery([success, ['mailgun']], { fence: false, audit: false, healthSuccess: true })).toEqual({
+      answer: { rows: [], rowCount: 0 },
+    });
+    // A rewritten text goes under a name of its own, with the values it still has.
+    await record(capture, {
+      orderId: '1',
+      claimToken: 'token',
+      attempt: 1,
+      state: 'sent',
+      outcome: 'accepted',
+      unknownPolicy: null,
+      providerMessageId: null,
+      httpStatus: 202,
+      error: null,
+      recordedBy: 'test',
+      expectDispatched: null,
+    });
+    const settle = texts[1]!;
+    const values = Array.from({ length: 11 }, (_, index) => index);
+    const rewritten = skipQuery([{ name: preparedStatementName(settle), text: settle, values }], {
+      fence: false,
+      audit: true,
+    }) as { args: [{ name: string; text: string; values: unknown[] }] };
+    expect(rewritten.args[0].text).not.toContain('order_mail_attempts');
+    expect(rewritten.args[0].name).toBe(preparedStatementName(rewritten.args[0].text));
+    expect(rewritten.args[0].name).not.toBe(preparedStatementName(settle));
+    expect(rewritten.args[0].values).toEqual(values.slice(0, 10));
   });
 });

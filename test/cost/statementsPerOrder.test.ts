@@ -51,9 +51,11 @@ beforeAll(async () => {
   client = await connectTestClient();
   stops.push(() => client.connection.close());
   capture = captureStatements(WORKER_APPLICATION);
+  // Named, as a worker's are by default (PG_PREPARED_STATEMENTS): the count is the unnamed one's.
   const db = createDatabase({
     connectionString: database.connectionString,
     applicationName: WORKER_APPLICATION,
+    preparedStatements: true,
   });
   stops.push(() => db.close());
   const mail = testProviderMailClient('generic', sandbox.url);

@@ -20,6 +20,7 @@ async function main(): Promise<void> {
     applicationName: `order-mail-bench card ${identity}`,
     maxConnections: config.worker.pgPoolMax,
     statementTimeoutMs: config.worker.pgStatementTimeoutMs,
+    preparedStatements: config.worker.pgPreparedStatements,
   });
   const providers = createProviderTransports(config.providers, config.smtp, config.workflow);
   const connection = await NativeConnection.connect(config.temporal.connection.connectionOptions);

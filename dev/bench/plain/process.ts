@@ -1,5 +1,6 @@
 // A plain-loop process, forked by the harness with an IPC channel: it is measured like a worker process
-// (CPU seconds, peak RSS), and configured like one (loadConfig: PG_POOL_MAX, MAIL_CONNECTIONS, timeouts).
+// (CPU seconds, peak RSS), and configured like one (loadConfig: PG_POOL_MAX, PG_PREPARED_STATEMENTS,
+// MAIL_CONNECTIONS, timeouts).
 import { loadConfig } from '../../../src/config/loadConfig';
 import { createDatabase } from '../../../src/db/pool';
 import { createGenericMailApiClient } from '../../devtools/genericMailApiClient';
@@ -25,6 +26,7 @@ async function main(): Promise<void> {
     applicationName: `order-mail-bench plain ${identity}`,
     maxConnections: config.worker.pgPoolMax,
     statementTimeoutMs: config.worker.pgStatementTimeoutMs,
+    preparedStatements: config.worker.pgPreparedStatements,
   });
   const mail = createGenericMailApiClient(config.mailApi);
   const deps: PlainLoopDependencies = { db, mail, mailIdentity: config.mail, recordedBy: identity };

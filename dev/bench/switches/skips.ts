@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-
 // The bench's switches: each leaves ONE extra out of the product's worker, to price it (docs/benchmarks.md,
 // "What each extra costs"). Read only by dev/bench/switches/preload.ts, in the bench's own worker processes;
 // the product's loadConfig refuses any BENCH_SKIP_ variable, so no deployment can turn one on.
@@ -10,9 +8,10 @@ export const SWITCHES = {
   'product-noaudit': 'BENCH_SKIP_AUDIT',
   'product-noattrs': 'BENCH_SKIP_SEARCH_ATTRIBUTES',
   'product-nolog': 'BENCH_SKIP_LOG_LINES',
-  // The two proposals not made (docs/benchmarks.md), priced: no health UPDATE while healthy; prepared statements.
+  // A proposal not made (docs/benchmarks.md), priced: no health UPDATE while healthy.
   'product-nohealthok': 'BENCH_SKIP_HEALTH_SUCCESS',
-  'product-prepared': 'BENCH_SKIP_STATEMENT_PARSE',
+  // A setting at its other value, to price it: every statement unnamed (PG_PREPARED_STATEMENTS=false).
+  'product-unprepared': 'BENCH_SKIP_PREPARED_STATEMENTS',
   // A cut turned off, to price it: the SDK's entries under LOG_LEVEL buffered before they are dropped.
 } as const;
 
@@ -27,8 +26,8 @@ export interface Skips {
   logLines: boolean;
   /** The health count's UPDATE after an answer is not run (the bench's provider is always healthy). */
   healthSuccess: boolean;
-  /** Each statement named, so each connection parses and plans it once (a prepared statement). */
-  statementParse: boolean;
+  /** Every statement unnamed, so Postgres parses and plans it on every call (the product's setting off). */
+  preparedStatements: boolean;
 }
 
 /** Reads the switches and removes them from `env`, so the product's loadConfig never sees them. */
@@ -44,9 +43,11 @@ export function takeSkips(env: Record<string, string | undefined>): Skips {
     searchAttributesBundle: take(SWITCHES['product-noattrs']),
     logLines: take(SWITCHES['product-nolog']) !== null,
     healthSuccess: take(SWITCHES['product-nohealthok']) !== null,
-    statementParse: take(SWITCHES['product-prepared']) !== null,
+    preparedStatements: take(SWITCHES['product-unprepared']) !== null,
   };
 }
+
+import { preparedStatementName } from '../../../src/db/pool';
 
 // The statements as src/mailRow/statements.ts builds them; test/cost/actionsPerOrder.test.ts checks that each
 // pattern still finds its statement there, so a change to a statement cannot silently turn a switch off.
@@ -79,7 +80,28 @@ export function skipStatement(
   return { text: rewritten, params };
 }
 
-/** The statement's name when prepared: one per text, so a connection never reuses a name for another text. */
-export function preparedName(text: string): string {
-  return `bench_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+/**
+ * skipStatement applied to the arguments of a pool's query, as the product sends them: (text, values), or
+ * named as { name, text, values } (PG_PREPARED_STATEMENTS). A rewritten named text gets a name of its own: a
+ * connection refuses one name for two texts.
+ */
+export function skipQuery(
+  args: readonly unknown[],
+  skips: Pick<Skips, 'fence' | 'audit'> & Partial<Pick<Skips, 'healthSuccess'>>,
+): { args: unknown[] } | { answer: { rows: never[]; rowCount: number } } {
+  const [first, ...rest] = args;
+  const named =
+    typeof first === 'object' && first !== null && 'name' in first && 'text' in first
+      ? (first as { name: unknown; text: unknown; values?: unknown })
+      : null;
+  const text = named === null ? first : named.text;
+  if (typeof text !== 'string') return { args: [...args] };
+  const [values, ...others] = named === null ? rest : [named.values, ...rest];
+  const instead = skipStatement(text, skips);
+  if ('answer' in instead) return instead;
+  const kept =
+    instead.params !== undefined && Array.isArray(values) ? values.slice(0, instead.params) : values;
+  if (named === null) return { args: [instead.text, kept, ...others] };
+  const name = instead.text === text ? named.name : preparedStatementName(instead.text);
+  return { args: [{ ...named, name, text: instead.text, values: kept }, ...others] };
 }
