@@ -19,6 +19,7 @@ import { startTemporalDevServer, type TemporalDevServer } from '../../dev/devtoo
 import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
 import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
+  allStarted,
   createOperatorLogin,
   createOrder,
   openTestDatabase,
@@ -47,18 +48,27 @@ const workers: WorkerProcess[] = [];
 
 beforeAll(async () => {
   directory = await mkdtemp(path.join(tmpdir(), 'hold-restart-'));
-  // Its state in a file, so a restart keeps every run, timer and search attribute.
-  temporal = await startTemporalDevServer({
-    uiPort: null,
-    namespace: NAMESPACE,
-    searchAttributes: devServerSearchAttributes(),
-    dbFilename: path.join(directory, 'temporal.db'),
-  });
-  database = await openTestDatabase('hold_restart');
-  sandbox = await startMailSandbox();
-  const connection = await Connection.connect({ address: temporal.address });
-  client = new Client({ connection, namespace: NAMESPACE });
-  operator = await createOperatorLogin(database.db, database.connectionString, 'restartholder');
+  // Side by side: the server, the database and the sandbox need nothing of each other (issue 38).
+  await allStarted([
+    (async () => {
+      // Its state in a file, so a restart keeps every run, timer and search attribute.
+      temporal = await startTemporalDevServer({
+        uiPort: null,
+        namespace: NAMESPACE,
+        searchAttributes: devServerSearchAttributes(),
+        dbFilename: path.join(directory, 'temporal.db'),
+      });
+      const connection = await Connection.connect({ address: temporal.address });
+      client = new Client({ connection, namespace: NAMESPACE });
+    })(),
+    (async () => {
+      database = await openTestDatabase('hold_restart');
+      operator = await createOperatorLogin(database.db, database.connectionString, 'restartholder');
+    })(),
+    (async () => {
+      sandbox = await startMailSandbox();
+    })(),
+  ]);
 }, 120_000);
 
 afterAll(async () => {
@@ -178,8 +188,11 @@ async function onlyRefusedAttempts(orderId: string): Promise<number> {
 it(
   'a hold across a worker SIGKILL and a Temporal restart: nothing sent while held, no attempt spent, then one mail each',
   async () => {
-    const first = await startWorkerProcess();
-    const held = await ops('hold', '--reason', 'across a kill and a Temporal restart');
+    // The hold is the database's, the worker a process polling Temporal: neither waits for the other.
+    const [first, held] = await Promise.all([
+      startWorkerProcess(),
+      ops('hold', '--reason', 'across a kill and a Temporal restart'),
+    ]);
     expect(held).toMatchObject({ code: 0, err: '' });
     const requestsAtHold = sendRequests();
 

@@ -122,8 +122,8 @@ async function currentRunId(orderId: string) {
   return (await client.workflow.getHandle(orderId).describe()).runId;
 }
 
-describe('arguments', () => {
-  it('refuses bad arguments with exit code 2 and the usage, touching nothing', async () => {
+describe('arguments', { concurrent: true }, () => {
+  it('refuses bad arguments with exit code 2 and the usage, touching nothing', async ({ expect }) => {
     const orderId = await sentOrder();
     for (const argv of [
       ['frobnicate'],
@@ -150,7 +150,7 @@ describe('arguments', () => {
     expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'accepted' });
   });
 
-  it('refuses an unknown order with exit code 1, for every command', async () => {
+  it('refuses an unknown order with exit code 1, for every command', async ({ expect }) => {
     const missing = '8000000000000001';
     for (const argv of [
       ['status', missing],
@@ -164,8 +164,10 @@ describe('arguments', () => {
   });
 });
 
-describe('unreachable dependencies', () => {
-  it('a Postgres that does not answer: the error names its address and OPS_DATABASE_URL, never the password', async () => {
+describe('unreachable dependencies', { concurrent: true }, () => {
+  it('a Postgres that does not answer: the error names its address and OPS_DATABASE_URL, never the password', async ({
+    expect,
+  }) => {
     const port = await getFreePort();
     const { code, err } = await opsWith(
       { OPS_DATABASE_URL: `postgres://ops:hunter2-secret@127.0.0.1:${port}/shop` },
@@ -178,8 +180,8 @@ describe('unreachable dependencies', () => {
   });
 });
 
-describe('status', () => {
-  it('shows the row, the attempts, the workflow, what the UI shows and the link', async () => {
+describe('status', { concurrent: true }, () => {
+  it('shows the row, the attempts, the workflow, what the UI shows and the link', async ({ expect }) => {
     const orderId = await sentOrder();
     const runId = await currentRunId(orderId);
     const status = await opsJson<OrderMailStatus>('status', orderId);
@@ -200,7 +202,9 @@ describe('status', () => {
     expect(text.out).toContain(status.uiUrl);
   });
 
-  it("an order not in orders whose run exists (started before the order's commit): its run, and why", async () => {
+  it("an order not in orders whose run exists (started before the order's commit): its run, and why", async ({
+    expect,
+  }) => {
     const missing = '8000000000000002';
     const handle = await mailOf(missing);
     try {
@@ -214,8 +218,8 @@ describe('status', () => {
   });
 });
 
-describe('list', () => {
-  it('lists failed and unknown rows, newest first, with --since and --limit', async () => {
+describe('list', { concurrent: true }, () => {
+  it('lists failed and unknown rows, newest first, with --since and --limit', async ({ expect }) => {
     const failed = await rejectedOrder();
     const unknown = await unknownOrder();
     const sent = await sentOrder();
@@ -246,8 +250,10 @@ describe('list', () => {
   });
 });
 
-describe('retry', () => {
-  it('of a sent order is refused, with the explanation and the resolve path; nothing changes', async () => {
+describe('retry', { concurrent: true }, () => {
+  it('of a sent order is refused, with the explanation and the resolve path; nothing changes', async ({
+    expect,
+  }) => {
     const orderId = await sentOrder();
     const runId = await currentRunId(orderId);
     const { code, err } = await ops('retry', orderId, '--reason', 'customer says no mail');
@@ -259,7 +265,9 @@ describe('retry', () => {
     expect(sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
-  it('of a failed order after the fix: resets the workflow, one message, an audit row', async () => {
+  it('of a failed order after the fix: resets the workflow, one message, an audit row', async ({
+    expect,
+  }) => {
     const orderId = await rejectedOrder();
     const oldRunId = await currentRunId(orderId);
     await database.db.query(`UPDATE orders SET customer_email = 'fixed@example.com' WHERE id = $1`, [
@@ -286,8 +294,10 @@ describe('retry', () => {
   });
 });
 
-describe('resolve', () => {
-  it('settles an unknown as sent: outcome resolved, an audit row with before and after', async () => {
+describe('resolve', { concurrent: true }, () => {
+  it('settles an unknown as sent: outcome resolved, an audit row with before and after', async ({
+    expect,
+  }) => {
     const orderId = await unknownOrder();
     const { code, out } = await ops(
       'resolve',
@@ -318,7 +328,9 @@ describe('resolve', () => {
     expect(refused.err).toContain('ALREADY_SENT');
   });
 
-  it('is the only way to move a sent row: resolve as failed, then retry sends one more mail', async () => {
+  it('is the only way to move a sent row: resolve as failed, then retry sends one more mail', async ({
+    expect,
+  }) => {
     const orderId = await sentOrder();
     await database.db.query(`UPDATE orders SET customer_email = 'new-address@example.com' WHERE id = $1`, [
       orderId,
@@ -341,7 +353,7 @@ describe('resolve', () => {
     ]);
   });
 
-  it('of an order that never got a row is refused', async () => {
+  it('of an order that never got a row is refused', async ({ expect }) => {
     const orderId = await createOrder(database.db);
     const { code, err } = await ops('resolve', orderId, '--as', 'sent', '--reason', 'mailed by hand');
     expect(code).toBe(1);
@@ -350,137 +362,155 @@ describe('resolve', () => {
   });
 });
 
-describe('resolve while a send is in flight', () => {
-  it('dispatched: retry and resolve are both refused; the send settles by itself, recorded truthfully', async () => {
-    const orderId = await createOrder(database.db);
-    const handle = await mailOf(orderId, { kind: 'accept-then-hang' });
-    await waitFor('the send to be dispatched', async () =>
-      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
-    );
-
-    const sending = await opsJson<{ row: { orderId: string }; workflowStatus: string }[]>(
-      'list',
-      '--state',
-      'sending',
-    );
-    expect(sending.find((entry) => entry.row.orderId === orderId)?.workflowStatus).toBe('RUNNING');
-
-    const before = await readMailLog(database.db, orderId);
-    const retry = await ops('retry', orderId, '--reason', 'impatient');
-    expect(retry.code).toBe(1);
-    expect(retry.err).toContain('SEND_IN_FLIGHT');
-    const resolve = await ops('resolve', orderId, '--as', 'failed', '--reason', 'customer says nothing came');
-    expect(resolve.code).toBe(1);
-    expect(resolve.err).toContain('SEND_IN_FLIGHT');
-    expect(await readMailLog(database.db, orderId)).toEqual(before);
-    expect(await listOperatorActs(database.db, orderId)).toEqual([]);
-
-    sandbox.releaseHeld();
-    const result = await handle.result();
-    const [message] = sandbox.messagesFor(orderId);
-    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', providerMessageId: message!.id });
-    expect(await readMailLog(database.db, orderId)).toMatchObject({
-      state: 'sent',
-      outcome: 'accepted',
-      providerMessageId: message!.id,
-    });
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-  });
-
-  it('a record that finds its claim lost keeps the accepted mail’s message id: audit trail and result', async () => {
-    const orderId = await createOrder(database.db);
-    const handle = await mailOf(orderId, { kind: 'accept-then-hang' });
-    await waitFor('the send to be dispatched', async () =>
-      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
-    );
-    // The row moved under the dispatched send without the CLI's refusal: the resolve statement on its own,
-    // as it ran before the refusal existed (or as a DBA would).
-    const row = (await readMailLog(database.db, orderId))!;
-    const act = await resolveMailLog(database.db, {
-      orderId,
-      as: 'sent',
-      reason: 'moved by hand',
-      seen: { state: row.state, attempts: row.attempts, claimToken: row.claimToken, dispatched: true },
-    });
-    expect(act).not.toBeNull();
-    const resolved = await readMailLog(database.db, orderId);
-    sandbox.releaseHeld();
-    const result = await handle.result();
-
-    const [message] = sandbox.messagesFor(orderId);
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-    expect(result).toMatchObject({ result: 'claim-lost', providerMessageId: message!.id });
-    expect(result.explanation).toContain(message!.id);
-    // The row stays as the resolve left it: the record does not write over someone else's row.
-    expect(await readMailLog(database.db, orderId)).toEqual(resolved);
-    expect(resolved).toMatchObject({ state: 'sent', outcome: 'resolved', attempts: 1 });
-    // The attempt's audit row is the resolve's, once, and it keeps the provider's late answer.
-    expect(await listAttempts(database.db, orderId)).toMatchObject([
-      {
-        attempt: 1,
-        state: 'sent',
-        outcome: 'unknown',
-        recordedBy: `operator:${adminLogin}`,
-        late: { outcome: 'accepted', providerMessageId: message!.id, httpStatus: 202 },
-      },
-    ]);
-    expect((await handle.describe()).typedSearchAttributes.get(OrderMailState)).toBe('sent');
-  });
-
-  it('not yet dispatched: resolve as failed, the send makes no request, then retry sends once', async () => {
-    const orderId = await createOrder(database.db);
-    const deps = {
-      db: database.db,
-      mail,
-      settings: testSettings(),
-      workerIdentity: 'stalled-before-fence',
-      mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
-    };
-    const real = createActivities(deps);
-    let releaseSend!: () => void;
-    const sendReleased = new Promise<void>((resolve) => (releaseSend = resolve));
-    let held = false;
-    const stalled = await startTestWorker(deps, {
-      activities: {
-        ...real,
-        sendOrderMail: async (input: Parameters<typeof real.sendOrderMail>[0]) => {
-          held = true;
-          await sendReleased;
-          return real.sendOrderMail(input);
-        },
-      },
-    });
-    try {
-      const handle = await client.workflow.start(orderConfirmationMail, {
-        workflowId: orderId,
-        taskQueue: stalled.taskQueue,
-        args: [orderId],
-      });
-      await waitFor('the send to be under way', async () => (held ? true : undefined));
-      expect((await ops('resolve', orderId, '--as', 'failed', '--reason', 'will fix and resend')).code).toBe(
-        0,
+// Every describe runs beside the others (issue 38): each test its own orders, its faults queued for them alone,
+// and it asserts on those orders' rows, acts, runs and messages only (the lists by what its own orders are
+// in). The two below stay one after the other: sandbox.releaseHeld() lets every held answer go.
+describe('resolve while a send is in flight', { concurrent: true }, () => {
+  describe('one after the other', { concurrent: false }, () => {
+    it('dispatched: retry and resolve are both refused; the send settles by itself, recorded truthfully', async ({
+      expect,
+    }) => {
+      const orderId = await createOrder(database.db);
+      const handle = await mailOf(orderId, { kind: 'accept-then-hang' });
+      await waitFor('the send to be dispatched', async () =>
+        (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
       );
-      releaseSend();
-      expect(await handle.result()).toMatchObject({ result: 'claim-lost', outcome: 'resolved' });
-      expect((await handle.describe()).typedSearchAttributes.get(OrderMailState)).toBe('failed');
-    } finally {
-      await stalled.stop();
-    }
-    expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
-    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'failed', outcome: 'resolved' });
-    expect(await listAttempts(database.db, orderId)).toMatchObject([
-      { attempt: 1, state: 'failed', outcome: 'not_sent' },
-    ]);
 
-    // A reset keeps the run's task queue: a worker polls it again, this time without the stall.
-    const resumed = await startTestWorker(deps, { taskQueue: stalled.taskQueue });
-    try {
-      expect((await ops('retry', orderId, '--reason', 'resend after resolve')).code).toBe(0);
-      const result = await client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
-      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
-    } finally {
-      await resumed.stop();
-    }
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      const sending = await opsJson<{ row: { orderId: string }; workflowStatus: string }[]>(
+        'list',
+        '--state',
+        'sending',
+      );
+      expect(sending.find((entry) => entry.row.orderId === orderId)?.workflowStatus).toBe('RUNNING');
+
+      const before = await readMailLog(database.db, orderId);
+      const retry = await ops('retry', orderId, '--reason', 'impatient');
+      expect(retry.code).toBe(1);
+      expect(retry.err).toContain('SEND_IN_FLIGHT');
+      const resolve = await ops(
+        'resolve',
+        orderId,
+        '--as',
+        'failed',
+        '--reason',
+        'customer says nothing came',
+      );
+      expect(resolve.code).toBe(1);
+      expect(resolve.err).toContain('SEND_IN_FLIGHT');
+      expect(await readMailLog(database.db, orderId)).toEqual(before);
+      expect(await listOperatorActs(database.db, orderId)).toEqual([]);
+
+      sandbox.releaseHeld();
+      const result = await handle.result();
+      const [message] = sandbox.messagesFor(orderId);
+      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', providerMessageId: message!.id });
+      expect(await readMailLog(database.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'accepted',
+        providerMessageId: message!.id,
+      });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    });
+
+    it('a record that finds its claim lost keeps the accepted mail’s message id: audit trail and result', async ({
+      expect,
+    }) => {
+      const orderId = await createOrder(database.db);
+      const handle = await mailOf(orderId, { kind: 'accept-then-hang' });
+      await waitFor('the send to be dispatched', async () =>
+        (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
+      );
+      // The row moved under the dispatched send without the CLI's refusal: the resolve statement on its own,
+      // as it ran before the refusal existed (or as a DBA would).
+      const row = (await readMailLog(database.db, orderId))!;
+      const act = await resolveMailLog(database.db, {
+        orderId,
+        as: 'sent',
+        reason: 'moved by hand',
+        seen: { state: row.state, attempts: row.attempts, claimToken: row.claimToken, dispatched: true },
+      });
+      expect(act).not.toBeNull();
+      const resolved = await readMailLog(database.db, orderId);
+      sandbox.releaseHeld();
+      const result = await handle.result();
+
+      const [message] = sandbox.messagesFor(orderId);
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(result).toMatchObject({ result: 'claim-lost', providerMessageId: message!.id });
+      expect(result.explanation).toContain(message!.id);
+      // The row stays as the resolve left it: the record does not write over someone else's row.
+      expect(await readMailLog(database.db, orderId)).toEqual(resolved);
+      expect(resolved).toMatchObject({ state: 'sent', outcome: 'resolved', attempts: 1 });
+      // The attempt's audit row is the resolve's, once, and it keeps the provider's late answer.
+      expect(await listAttempts(database.db, orderId)).toMatchObject([
+        {
+          attempt: 1,
+          state: 'sent',
+          outcome: 'unknown',
+          recordedBy: `operator:${adminLogin}`,
+          late: { outcome: 'accepted', providerMessageId: message!.id, httpStatus: 202 },
+        },
+      ]);
+      expect((await handle.describe()).typedSearchAttributes.get(OrderMailState)).toBe('sent');
+    });
+
+    it('not yet dispatched: resolve as failed, the send makes no request, then retry sends once', async ({
+      expect,
+    }) => {
+      const orderId = await createOrder(database.db);
+      const deps = {
+        db: database.db,
+        mail,
+        settings: testSettings(),
+        workerIdentity: 'stalled-before-fence',
+        mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
+      };
+      const real = createActivities(deps);
+      let releaseSend!: () => void;
+      const sendReleased = new Promise<void>((resolve) => (releaseSend = resolve));
+      let held = false;
+      const stalled = await startTestWorker(deps, {
+        activities: {
+          ...real,
+          sendOrderMail: async (input: Parameters<typeof real.sendOrderMail>[0]) => {
+            held = true;
+            await sendReleased;
+            return real.sendOrderMail(input);
+          },
+        },
+      });
+      try {
+        const handle = await client.workflow.start(orderConfirmationMail, {
+          workflowId: orderId,
+          taskQueue: stalled.taskQueue,
+          args: [orderId],
+        });
+        await waitFor('the send to be under way', async () => (held ? true : undefined));
+        expect(
+          (await ops('resolve', orderId, '--as', 'failed', '--reason', 'will fix and resend')).code,
+        ).toBe(0);
+        releaseSend();
+        expect(await handle.result()).toMatchObject({ result: 'claim-lost', outcome: 'resolved' });
+        expect((await handle.describe()).typedSearchAttributes.get(OrderMailState)).toBe('failed');
+      } finally {
+        await stalled.stop();
+      }
+      expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(0);
+      expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'failed', outcome: 'resolved' });
+      expect(await listAttempts(database.db, orderId)).toMatchObject([
+        { attempt: 1, state: 'failed', outcome: 'not_sent' },
+      ]);
+
+      // A reset keeps the run's task queue: a worker polls it again, this time without the stall.
+      const resumed = await startTestWorker(deps, { taskQueue: stalled.taskQueue });
+      try {
+        expect((await ops('retry', orderId, '--reason', 'resend after resolve')).code).toBe(0);
+        const result = await client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
+        expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
+      } finally {
+        await resumed.stop();
+      }
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    });
   });
 });

@@ -6,7 +6,7 @@
 // test/ui/resetFromWebUi.test.ts.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, inject, it, type ExpectStatic } from 'vitest';
 import { listObservedResets, listOperatorActs } from '../../src/db/operatorActs';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { resetToFirstWorkflowTask } from '../../src/ops/resetToFirstWorkflowTask';
@@ -17,16 +17,17 @@ import { readOrderMailStatus } from '../../src/ops/orderMailStatus';
 import type { MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import {
+  closeInReverse,
   createOrder,
   createOutsideLogin,
-  openWorkflowTestBed,
+  openTestServices,
   type OutsideLogin,
   type TestDatabase,
-  type WorkflowTestBed,
 } from '../support/testKit';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/workerProcess';
 
-let bed: WorkflowTestBed | undefined;
+// The database, sandbox and client only: the worker is the process below (no in-process ones to start).
+const closers: (() => Promise<void>)[] = [];
 let database: TestDatabase;
 let sandbox: MailSandbox;
 let client: Client;
@@ -35,8 +36,7 @@ let workerLogin: OutsideLogin | undefined;
 const taskQueue = `reset-acts-${randomUUID()}`;
 
 beforeAll(async () => {
-  bed = await openWorkflowTestBed('reset_acts');
-  ({ database, sandbox, client } = bed);
+  ({ database, sandbox, client } = await openTestServices('reset_acts', closers));
   workerLogin = await createOutsideLogin(database.db, database.connectionString, 'workers');
   await database.db.query(`GRANT order_mail_worker TO ${workerLogin.user}`);
   worker = spawnWorkerProcess({
@@ -47,6 +47,8 @@ beforeAll(async () => {
     TEMPORAL_TASK_QUEUE: taskQueue,
     MAIL_API_BASE_URL: sandbox.url,
     MAIL_API_KEY: 'sandbox-key',
+    // The run's prebuilt bundle, as the image sets it: these tests are about resets, not webpack at start.
+    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
   });
   await worker.started;
 }, 120_000);
@@ -54,7 +56,7 @@ beforeAll(async () => {
 afterAll(async () => {
   worker?.child.kill('SIGKILL');
   await worker?.exited;
-  await bed?.close();
+  await closeInReverse(closers);
   await workerLogin?.drop();
 });
 
@@ -70,7 +72,7 @@ function opsContext(operator: string): OpsContext {
 }
 
 /** An order whose mail failed (the sandbox refuses its address), with the address then fixed. */
-async function failedThenFixed(): Promise<{ orderId: string; firstRunId: string }> {
+async function failedThenFixed(expect: ExpectStatic): Promise<{ orderId: string; firstRunId: string }> {
   const orderId = await createOrder(database.db, { customerEmail: 'not-an-address' });
   await client.workflow
     .execute(orderConfirmationMail, { workflowId: orderId, taskQueue, args: [orderId] })
@@ -80,41 +82,45 @@ async function failedThenFixed(): Promise<{ orderId: string; firstRunId: string 
   return { orderId, firstRunId: (await client.workflow.getHandle(orderId).describe()).runId };
 }
 
-it('a reset made with the API, as the Web UI makes it, leaves one observed reset with its reason, no act', async () => {
-  const { orderId, firstRunId } = await failedThenFixed();
-  const { newRunId } = await resetToFirstWorkflowTask(client, {
-    workflowId: orderId,
-    runId: firstRunId,
-    reason: 'address fixed, send again',
-    identity: 'someone in the Web UI',
-  });
-  expect(await client.workflow.getHandle(orderId, newRunId).result()).toMatchObject({ result: 'sent' });
-  expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-  expect(await listObservedResets(database.db, orderId)).toMatchObject([
-    {
+// The two side by side (issue 38): each its own order, and every row, act and message it reads is that order's.
+it.concurrent(
+  'a reset made with the API, as the Web UI makes it, leaves one observed reset with its reason, no act',
+  async ({ expect }) => {
+    const { orderId, firstRunId } = await failedThenFixed(expect);
+    const { newRunId } = await resetToFirstWorkflowTask(client, {
+      workflowId: orderId,
+      runId: firstRunId,
       reason: 'address fixed, send again',
-      baseRunId: firstRunId,
-      newRunId,
-      // Temporal's own identity on the reset event, and the worker's login that saw it: nobody's act.
-      temporalIdentity: 'history-service',
-      recordedBy: workerLogin!.user,
-      rowAfter: { state: 'sending' },
-    },
-  ]);
-  expect(await listOperatorActs(database.db, orderId)).toEqual([]);
-  // `ops status` shows it, apart from the operators' acts.
-  const status = await readOrderMailStatus(opsContext('alice'), orderId);
-  expect(status.observedResets).toHaveLength(1);
-  expect(status.acts).toEqual([]);
-  expect(formatStatus(status)).toMatch(
-    new RegExp(
-      `reset of run ${firstRunId} into ${newRunId} \\(Temporal identity history-service; recorded by ${workerLogin!.user}\\): address fixed, send again`,
-    ),
-  );
-});
+      identity: 'someone in the Web UI',
+    });
+    expect(await client.workflow.getHandle(orderId, newRunId).result()).toMatchObject({ result: 'sent' });
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    expect(await listObservedResets(database.db, orderId)).toMatchObject([
+      {
+        reason: 'address fixed, send again',
+        baseRunId: firstRunId,
+        newRunId,
+        // Temporal's own identity on the reset event, and the worker's login that saw it: nobody's act.
+        temporalIdentity: 'history-service',
+        recordedBy: workerLogin!.user,
+        rowAfter: { state: 'sending' },
+      },
+    ]);
+    expect(await listOperatorActs(database.db, orderId)).toEqual([]);
+    // `ops status` shows it, apart from the operators' acts.
+    const status = await readOrderMailStatus(opsContext('alice'), orderId);
+    expect(status.observedResets).toHaveLength(1);
+    expect(status.acts).toEqual([]);
+    expect(formatStatus(status)).toMatch(
+      new RegExp(
+        `reset of run ${firstRunId} into ${newRunId} \\(Temporal identity history-service; recorded by ${workerLogin!.user}\\): address fixed, send again`,
+      ),
+    );
+  },
+);
 
-it('a reset made by ops retry is recorded once, as the CLI retry act', async () => {
-  const { orderId } = await failedThenFixed();
+it.concurrent('a reset made by ops retry is recorded once, as the CLI retry act', async ({ expect }) => {
+  const { orderId } = await failedThenFixed(expect);
   const retried = await retryOrderMail(opsContext('alice'), { orderId, reason: 'address fixed' });
   expect(retried.kind).toBe('reset');
   expect(await client.workflow.getHandle(orderId).result()).toMatchObject({ result: 'sent' });

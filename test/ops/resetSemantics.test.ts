@@ -82,8 +82,11 @@ async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure>
   return (error as WorkflowFailedError).cause as ApplicationFailure;
 }
 
-describe('reset of a failed order after its cause was fixed', () => {
-  it('sends exactly one new mail, attempts + 1, and the UI shows the way there', async () => {
+// The four describes run side by side (issue 38): each test its own order, its faults queued for that order
+// alone, and it reads that order's rows, runs and messages only. The in-flight tests stay one after the other
+// among themselves: sandbox.releaseHeld() lets every held answer go, another test's too.
+describe('reset of a failed order after its cause was fixed', { concurrent: true }, () => {
+  it('sends exactly one new mail, attempts + 1, and the UI shows the way there', async ({ expect }) => {
     // The provider refuses the recipient (422): rejected, the workflow fails. (An address that is not one
     // plain address never gets that far: test/workflows/refusedBeforeSending.test.ts.)
     const orderId = await createOrder(database.db, { customerEmail: 'undeliverable@example.com' });
@@ -129,8 +132,8 @@ describe('reset of a failed order after its cause was fixed', () => {
   });
 });
 
-describe('reset of a run that gave up', () => {
-  it('the new run gets its full attempts again, with its backoff from the beginning', async () => {
+describe('reset of a run that gave up', { concurrent: true }, () => {
+  it('the new run gets its full attempts again, with its backoff from the beginning', async ({ expect }) => {
     // testSettings: 5 attempts a run, backoff 200 ms doubling to 2 s. Seven refusals: run 1 uses 5 and gives up.
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'status', status: 429 }, 7);
@@ -152,8 +155,8 @@ describe('reset of a run that gave up', () => {
   });
 });
 
-describe('reset of a sent order', () => {
-  it('sends nothing; the run completes saying why, and the row is untouched', async () => {
+describe('reset of a sent order', { concurrent: true }, () => {
+  it('sends nothing; the run completes saying why, and the row is untouched', async ({ expect }) => {
     const orderId = await createOrder(database.db);
     await (await start(orderId, workers['assume-sent'].taskQueue)).result();
     const before = await readMailLog(database.db, orderId);
@@ -170,157 +173,164 @@ describe('reset of a sent order', () => {
   });
 });
 
-describe('reset while a send is in flight (the orphaned-claim rules)', () => {
-  async function startAndHoldTheResponse(orderId: string, policy: UnknownOutcomePolicy) {
-    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
-    await start(orderId, workers[policy].taskQueue);
-    // The provider has the message; the answer is held, so the run is between its dispatch and its record.
-    await waitFor('the held send to be dispatched', async () =>
-      (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
-    );
-    // The fence is written before the request leaves, so on a busy machine the row can lead the provider.
-    await waitFor('the provider to have the message', async () =>
-      sandbox.messagesFor(orderId).length > 0 ? true : undefined,
-    );
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-  }
+describe('reset while a send is in flight (the orphaned-claim rules)', { concurrent: true }, () => {
+  describe('one after the other', { concurrent: false }, () => {
+    async function startAndHoldTheResponse(orderId: string, policy: UnknownOutcomePolicy) {
+      sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+      await start(orderId, workers[policy].taskQueue);
+      // The provider has the message; the answer is held, so the run is between its dispatch and its record.
+      await waitFor('the held send to be dispatched', async () =>
+        (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
+      );
+      // The fence is written before the request leaves, so on a busy machine the row can lead the provider.
+      await waitFor('the provider to have the message', async () =>
+        sandbox.messagesFor(orderId).length > 0 ? true : undefined,
+      );
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+    }
 
-  it('dispatched, assume-sent: the new run settles it as sent/unknown and sends nothing more', async () => {
-    const orderId = await createOrder(database.db);
-    await startAndHoldTheResponse(orderId, 'assume-sent');
-
-    const result = await (await reset(orderId)).result();
-    sandbox.releaseHeld();
-
-    expect(result).toMatchObject({ result: 'already-sent', outcome: 'unknown' });
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-    expect(await readMailLog(database.db, orderId)).toMatchObject({
-      state: 'sent',
-      outcome: 'unknown',
-      unknownPolicy: 'assume-sent',
-      attempts: 1,
-    });
-    const [attempt] = await listAttempts(database.db, orderId);
-    expect(attempt).toMatchObject({ attempt: 1, outcome: 'unknown', unknownPolicy: 'assume-sent' });
-    expect(attempt!.error).toContain('closed after dispatching');
-    expect(await shownInUi(orderId)).toMatchObject({ status: 'COMPLETED', state: 'unknown' });
-  });
-
-  it('dispatched, assume-failed: the policy sends again, and the log says so', async () => {
-    const orderId = await createOrder(database.db);
-    await startAndHoldTheResponse(orderId, 'assume-failed');
-
-    const result = await (await reset(orderId)).result();
-    sandbox.releaseHeld();
-
-    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
-    // The policy trades a possible duplicate for never losing a mail; here the first one did arrive.
-    expect(sandbox.messagesFor(orderId)).toHaveLength(2);
-    expect(await listAttempts(database.db, orderId)).toMatchObject([
-      { attempt: 1, state: 'failed', outcome: 'unknown', unknownPolicy: 'assume-failed' },
-      { attempt: 2, state: 'sent', outcome: 'accepted' },
-    ]);
-  });
-
-  it('never dispatched: the new run takes the claim over and sends once; the old send is fenced off', async () => {
-    const orderId = await createOrder(database.db);
-    const deps = {
-      db: database.db,
-      mail,
-      settings: testSettings(),
-      workerIdentity: 'held-before-fence',
-      mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
-    };
-    const real = createActivities(deps);
-    // The first send of this order stops before its dispatch fence until released: a worker that claimed,
-    // then stalled (GC pause, network partition) before making any request.
-    let releaseFirstSend!: () => void;
-    const firstSendReleased = new Promise<void>((resolve) => (releaseFirstSend = resolve));
-    let firstSend: Promise<unknown> | null = null;
-    const activities = {
-      ...real,
-      sendOrderMail: (input: SendOrderMailInput) => {
-        if (firstSend !== null) return real.sendOrderMail(input);
-        firstSend = firstSendReleased.then(() => real.sendOrderMail(input));
-        return firstSend;
-      },
-    };
-    const worker = await startTestWorker(deps, { activities });
-    try {
-      await start(orderId, worker.taskQueue);
-      await waitFor('the first send to be under way', async () => (firstSend === null ? undefined : true));
-      expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending', dispatchedAt: null });
+    it('dispatched, assume-sent: the new run settles it as sent/unknown and sends nothing more', async () => {
+      const orderId = await createOrder(database.db);
+      await startAndHoldTheResponse(orderId, 'assume-sent');
 
       const result = await (await reset(orderId)).result();
-      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
-
-      releaseFirstSend();
-      const stale = await firstSend!.then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-      expect(stale).toMatchObject({ type: FailureType.ClaimLost });
-    } finally {
-      await worker.stop();
-    }
-    expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(1);
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-    expect(await readMailLog(database.db, orderId)).toMatchObject({
-      state: 'sent',
-      outcome: 'accepted',
-      attempts: 2,
-    });
-    expect(await listAttempts(database.db, orderId)).toMatchObject([
-      { attempt: 1, state: 'failed', outcome: 'not_sent' },
-      { attempt: 2, state: 'sent', outcome: 'accepted' },
-    ]);
-  });
-
-  it('after its worker died mid-send: reset at once, without waiting for the send timeout; one message', async () => {
-    const taskQueue = `died-${randomUUID()}`;
-    const orderId = await createOrder(database.db);
-    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
-    const doomed = spawnWorkerProcess({
-      DATABASE_URL: database.connectionString,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
-      MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      MAIL_API_BASE_URL: sandbox.url,
-      MAIL_API_KEY: 'sandbox-key',
-      // Long enough that only the reset, not Temporal's timeout, can settle this in the test's time.
-      SEND_ACTIVITY_TIMEOUT_MS: '120000',
-      UNKNOWN_OUTCOME_POLICY: 'assume-sent',
-    });
-    try {
-      await doomed.started;
-      await start(orderId, taskQueue);
-      await waitFor('the send to reach the sandbox', async () =>
-        sandbox.messagesFor(orderId).length === 1 ? true : undefined,
-      );
-      doomed.child.kill('SIGKILL');
-      await doomed.exited;
-    } finally {
-      doomed.child.kill('SIGKILL');
-    }
-    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending' });
-
-    const survivor = await startTestWorker(
-      { db: database.db, mail, settings: testSettings({ unknownOutcomePolicy: 'assume-sent' }) },
-      { taskQueue },
-    );
-    try {
-      const result = await (await reset(orderId)).result();
-      expect(result).toMatchObject({ result: 'already-sent', outcome: 'unknown', attempts: 1 });
-    } finally {
-      await survivor.stop();
       sandbox.releaseHeld();
-    }
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-    expect(await readMailLog(database.db, orderId)).toMatchObject({
-      state: 'sent',
-      outcome: 'unknown',
-      unknownPolicy: 'assume-sent',
+
+      expect(result).toMatchObject({ result: 'already-sent', outcome: 'unknown' });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(await readMailLog(database.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'unknown',
+        unknownPolicy: 'assume-sent',
+        attempts: 1,
+      });
+      const [attempt] = await listAttempts(database.db, orderId);
+      expect(attempt).toMatchObject({ attempt: 1, outcome: 'unknown', unknownPolicy: 'assume-sent' });
+      expect(attempt!.error).toContain('closed after dispatching');
+      expect(await shownInUi(orderId)).toMatchObject({ status: 'COMPLETED', state: 'unknown' });
     });
-  }, 90_000);
+
+    it('dispatched, assume-failed: the policy sends again, and the log says so', async () => {
+      const orderId = await createOrder(database.db);
+      await startAndHoldTheResponse(orderId, 'assume-failed');
+
+      const result = await (await reset(orderId)).result();
+      sandbox.releaseHeld();
+
+      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
+      // The policy trades a possible duplicate for never losing a mail; here the first one did arrive.
+      expect(sandbox.messagesFor(orderId)).toHaveLength(2);
+      expect(await listAttempts(database.db, orderId)).toMatchObject([
+        { attempt: 1, state: 'failed', outcome: 'unknown', unknownPolicy: 'assume-failed' },
+        { attempt: 2, state: 'sent', outcome: 'accepted' },
+      ]);
+    });
+
+    it('never dispatched: the new run takes the claim over and sends once; the old send is fenced off', async () => {
+      const orderId = await createOrder(database.db);
+      const deps = {
+        db: database.db,
+        mail,
+        settings: testSettings(),
+        workerIdentity: 'held-before-fence',
+        mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
+      };
+      const real = createActivities(deps);
+      // The first send of this order stops before its dispatch fence until released: a worker that claimed,
+      // then stalled (GC pause, network partition) before making any request.
+      let releaseFirstSend!: () => void;
+      const firstSendReleased = new Promise<void>((resolve) => (releaseFirstSend = resolve));
+      let firstSend: Promise<unknown> | null = null;
+      const activities = {
+        ...real,
+        sendOrderMail: (input: SendOrderMailInput) => {
+          if (firstSend !== null) return real.sendOrderMail(input);
+          firstSend = firstSendReleased.then(() => real.sendOrderMail(input));
+          return firstSend;
+        },
+      };
+      const worker = await startTestWorker(deps, { activities });
+      try {
+        await start(orderId, worker.taskQueue);
+        await waitFor('the first send to be under way', async () => (firstSend === null ? undefined : true));
+        expect(await readMailLog(database.db, orderId)).toMatchObject({
+          state: 'sending',
+          dispatchedAt: null,
+        });
+
+        const result = await (await reset(orderId)).result();
+        expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
+
+        releaseFirstSend();
+        const stale = await firstSend!.then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect(stale).toMatchObject({ type: FailureType.ClaimLost });
+      } finally {
+        await worker.stop();
+      }
+      expect(sandbox.requests().filter((request) => request.orderId === orderId)).toHaveLength(1);
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(await readMailLog(database.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'accepted',
+        attempts: 2,
+      });
+      expect(await listAttempts(database.db, orderId)).toMatchObject([
+        { attempt: 1, state: 'failed', outcome: 'not_sent' },
+        { attempt: 2, state: 'sent', outcome: 'accepted' },
+      ]);
+    });
+
+    it('after its worker died mid-send: reset at once, without waiting for the send timeout; one message', async () => {
+      const taskQueue = `died-${randomUUID()}`;
+      const orderId = await createOrder(database.db);
+      sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+      const doomed = spawnWorkerProcess({
+        DATABASE_URL: database.connectionString,
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+        MAIL_DEPLOYMENT_ID: inject('temporalNamespace'),
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        MAIL_API_BASE_URL: sandbox.url,
+        MAIL_API_KEY: 'sandbox-key',
+        // Long enough that only the reset, not Temporal's timeout, can settle this in the test's time.
+        SEND_ACTIVITY_TIMEOUT_MS: '120000',
+        UNKNOWN_OUTCOME_POLICY: 'assume-sent',
+        // The run's prebuilt bundle, as the image sets it: this test is about the reset, not webpack at start.
+        WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+      });
+      try {
+        await doomed.started;
+        await start(orderId, taskQueue);
+        await waitFor('the send to reach the sandbox', async () =>
+          sandbox.messagesFor(orderId).length === 1 ? true : undefined,
+        );
+        doomed.child.kill('SIGKILL');
+        await doomed.exited;
+      } finally {
+        doomed.child.kill('SIGKILL');
+      }
+      expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sending' });
+
+      const survivor = await startTestWorker(
+        { db: database.db, mail, settings: testSettings({ unknownOutcomePolicy: 'assume-sent' }) },
+        { taskQueue },
+      );
+      try {
+        const result = await (await reset(orderId)).result();
+        expect(result).toMatchObject({ result: 'already-sent', outcome: 'unknown', attempts: 1 });
+      } finally {
+        await survivor.stop();
+        sandbox.releaseHeld();
+      }
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(await readMailLog(database.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'unknown',
+        unknownPolicy: 'assume-sent',
+      });
+    }, 90_000);
+  });
 });
