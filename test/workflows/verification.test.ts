@@ -3,7 +3,7 @@
 // Postgres, a real Temporal dev server). Assertions are on the messages the sandbox holds, the requests it
 // saw, the log row and its attempts, and the workflow's result.
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
@@ -35,12 +35,6 @@ import {
 const INDEXING_LAG_MS = 300;
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
 const LOOKUP_PROVIDERS = ['generic', 'postmark', 'mailgun'] as const;
-
-// Eight tests at once, not vitest's default of 5 (issue 38): the tests took 150 s one after the other, most of it
-// waiting out settle delays and deadlines, and each has its own order (the sandboxes key faults by order; the lone
-// sandbox keeps its witnesses apart). Twelve once let a test run past its 60 s on a CI machine that also ran a
-// 2,000-order chaos run (8f837af).
-vi.setConfig({ maxConcurrency: 8 });
 
 let database: TestDatabase;
 let sandbox: MailSandbox;
