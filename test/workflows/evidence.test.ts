@@ -5,7 +5,7 @@
 // sandbox holds, the rows and the workflows' results.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { createActivities, type ActivityDependencies, type SendOrderMailInput } from '../../src/activities';
 import { readMailLog } from '../../src/db/orderMailLog';
@@ -32,10 +32,6 @@ import {
   rowWithVerification,
   withWitness,
 } from '../support/verificationKit';
-
-// All six findings at once, not vitest's default of 5 (why they can run side by side: above the first describe):
-// the sixth no longer waits for the first to end (issue 38).
-vi.setConfig({ maxConcurrency: 6 });
 
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
 /**
