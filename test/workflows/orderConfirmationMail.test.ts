@@ -5,7 +5,7 @@ import { activityInfo } from '@temporalio/activity';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, type ClaimOrderMailInput } from '../../src/activities';
 import {
   startOrderConfirmationMail,
@@ -90,10 +90,6 @@ async function insertOrderWithId(orderId: string): Promise<void> {
     );
   });
 }
-
-// The twelve tests before the connection-refused one at once, not vitest's default of 5 (issue 38): the one
-// that waits out two runs and their backoffs (never started again) no longer waits for a place.
-vi.setConfig({ maxConcurrency: 12 });
 
 // Side by side: each test has its own order, and the sandbox's faults are queued by order.
 describe.concurrent('orderConfirmationMail', () => {
