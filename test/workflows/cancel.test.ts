@@ -111,7 +111,9 @@ async function cancelSeen(handle: WorkflowHandle): Promise<void> {
   });
 }
 
-describe('cancel', () => {
+// Side by side (issue 38): each test has its own order, the holds and the sandbox's faults are keyed by order,
+// and the only sandbox-wide act, releaseHeld, frees no send but the one test's accept-then-hang holds.
+describe.concurrent('cancel', () => {
   it('during the claim: the claim is released as not sent, nothing is sent, Cancelled', async () => {
     const orderId = await createOrder(database.db);
     const hold = holds.holdAt(orderId, 'claim');

@@ -4,12 +4,13 @@
 // customer one mail; the attempts say why they waited. With a witness (a send that got its 2xx after ours, shown
 // by the same lookup) a true "not found" still counts. Real HTTP over loopback, Postgres and Temporal.
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { MailProviderName } from '../../src/mail/providers/mailProvider';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import {
+  allStarted,
   connectTestClient,
   createOrder,
   openTestDatabase,
@@ -31,6 +32,9 @@ const LAG_MS = 2 * SETTLE_MS;
 const VERIFY: VerificationSettings = { settleDelayMs: SETTLE_MS, lookupTimeoutMs: 800, deadlineMs: 25_000 };
 const PROVIDERS = ['generic', 'postmark', 'mailgun'] as const;
 const ORDERS_PER_PROVIDER = 4;
+// All six tests at once, not vitest's default of 5: the lag tests waiting their turn (oneLagTestAtATime) held
+// places of the five, and the last witness test waited for one (issue 38).
+vi.setConfig({ maxConcurrency: 6 });
 
 let database: TestDatabase;
 let sandbox: MailSandbox;
@@ -42,23 +46,24 @@ beforeAll(async () => {
   database = await openTestDatabase('freshness_witness');
   sandbox = await startMailSandbox({ lookups: { indexingLagMs: LAG_MS } });
   client = await connectTestClient();
-  for (const provider of PROVIDERS) {
-    const mail = testProviderMailClient(provider, sandbox.url);
-    const verifier = testVerifier(provider, sandbox.url, { settings: VERIFY });
-    // assume-failed: where verification cannot decide, the policy sends again. The harsher policy for this test.
-    const worker = await startTestWorker({
-      db: database.db,
-      mail,
-      settings: testSettings({ unknownOutcomePolicy: 'assume-failed', verification: VERIFY }),
-      verifier: verifier.verifier,
-    });
-    stops.push(
-      () => worker.stop(),
-      () => verifier.close(),
-      () => mail.close(),
-    );
-    queues.set(provider, worker.taskQueue);
-  }
+  // Side by side (issue 38); each part's close is pushed as it starts, so afterAll stops it when another failed.
+  await allStarted(
+    PROVIDERS.map(async (provider) => {
+      const mail = testProviderMailClient(provider, sandbox.url);
+      stops.push(() => mail.close());
+      const verifier = testVerifier(provider, sandbox.url, { settings: VERIFY });
+      stops.push(() => verifier.close());
+      // assume-failed: where verification cannot decide, the policy sends again. The harsher policy for this test.
+      const worker = await startTestWorker({
+        db: database.db,
+        mail,
+        settings: testSettings({ unknownOutcomePolicy: 'assume-failed', verification: VERIFY }),
+        verifier: verifier.verifier,
+      });
+      stops.push(() => worker.stop());
+      queues.set(provider, worker.taskQueue);
+    }),
+  );
 }, 180_000);
 
 afterAll(async () => {

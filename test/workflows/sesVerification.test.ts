@@ -94,7 +94,9 @@ function sendRequests(orderId: string) {
   return sandbox.requests().filter((request) => request.orderId === orderId && request.method === 'POST');
 }
 
-describe('SES: an unknown outcome settled by the Send event SNS delivers', () => {
+// Side by side (issue 38): each test has its own orders; the sandbox's faults, its messages and requests, and
+// the provider events read back are keyed by order, and an SES verdict rests on the attempt's own events only.
+describe.concurrent('SES: an unknown outcome settled by the Send event SNS delivers', () => {
   it('the connection drops after SES took the mail: its SNS events (Send first) settle it as accepted, exactly one mail (even under assume-failed)', async () => {
     const orderId = await createOrder(database.db);
     sandbox.queueFault(orderId, { kind: 'accept-then-drop' });
@@ -212,44 +214,47 @@ async function runWithHandMadeSendEvent(
   return handle.result();
 }
 
-describe('SES: an event counts only from the attempt’s configuration set and sending account', () => {
-  it.each([
-    ['another account (its SES allowed to publish to our topic)', { account: '444455556666' }],
-    [
-      'another configuration set (a staging deployment on the same topic)',
-      { configurationSet: 'staging-events' },
-    ],
-  ])(
-    '%s: the genuinely signed Send event moves no row; the policy decides, and the customer gets one mail',
-    async (_, source) => {
-      const orderId = await createOrder(database.db);
-      const result = await runWithHandMadeSendEvent(orderId, 'assume-failed', source);
-      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
-      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-      expect(await attemptsWithVerification(database.db, orderId)).toMatchObject([
-        {
-          attempt: 1,
-          state: 'failed',
-          outcome: 'unknown',
-          unknownPolicy: 'assume-failed',
-          verification: 'inconclusive',
-        },
-        { attempt: 2, state: 'sent', outcome: 'accepted' },
-      ]);
-      // The attempt's audit row says why the event did not count.
-      const attempts = await attemptsWithVerification(database.db, orderId);
-      expect(attempts[0]!.error).toMatch(
-        /1 event\(s\) naming it came from another configuration set or account/,
-      );
-    },
-  );
+describe.concurrent(
+  'SES: an event counts only from the attempt’s configuration set and sending account',
+  () => {
+    it.each([
+      ['another account (its SES allowed to publish to our topic)', { account: '444455556666' }],
+      [
+        'another configuration set (a staging deployment on the same topic)',
+        { configurationSet: 'staging-events' },
+      ],
+    ])(
+      '%s: the genuinely signed Send event moves no row; the policy decides, and the customer gets one mail',
+      async (_, source) => {
+        const orderId = await createOrder(database.db);
+        const result = await runWithHandMadeSendEvent(orderId, 'assume-failed', source);
+        expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 2 });
+        expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+        expect(await attemptsWithVerification(database.db, orderId)).toMatchObject([
+          {
+            attempt: 1,
+            state: 'failed',
+            outcome: 'unknown',
+            unknownPolicy: 'assume-failed',
+            verification: 'inconclusive',
+          },
+          { attempt: 2, state: 'sent', outcome: 'accepted' },
+        ]);
+        // The attempt's audit row says why the event did not count.
+        const attempts = await attemptsWithVerification(database.db, orderId);
+        expect(attempts[0]!.error).toMatch(
+          /1 event\(s\) naming it came from another configuration set or account/,
+        );
+      },
+    );
 
-  it('the same event from our account and configuration set settles the attempt as accepted', async () => {
-    const orderId = await createOrder(database.db);
-    const result = await runWithHandMadeSendEvent(orderId, 'assume-failed', {});
-    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
-    expect(await attemptsWithVerification(database.db, orderId)).toMatchObject([
-      { attempt: 1, state: 'sent', outcome: 'accepted', verification: 'webhook' },
-    ]);
-  });
-});
+    it('the same event from our account and configuration set settles the attempt as accepted', async () => {
+      const orderId = await createOrder(database.db);
+      const result = await runWithHandMadeSendEvent(orderId, 'assume-failed', {});
+      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 1 });
+      expect(await attemptsWithVerification(database.db, orderId)).toMatchObject([
+        { attempt: 1, state: 'sent', outcome: 'accepted', verification: 'webhook' },
+      ]);
+    });
+  },
+);

@@ -5,7 +5,7 @@
 // found" count: the order is claimed again and gets its one mail. Real HTTP over loopback (the sandbox),
 // Postgres and Temporal.
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { MailTransport } from '../../src/mail/types';
 import { noOrderMailMetrics, type OrderMailMetrics } from '../../src/metrics/orderMailMetrics';
 import type { VerificationSettings } from '../../src/shared/workflowSettings';
@@ -21,6 +21,10 @@ import {
   testSettings,
 } from '../support/testKit';
 import { attemptsWithVerification, testVerifier, untilAttemptEnded } from '../support/verificationKit';
+
+// All seven tests at once, not vitest's default of 5: each has its database, sandbox and workers of its own
+// (openBed), and most of a test is waiting out a send timeout and a settle delay (issue 38).
+vi.setConfig({ maxConcurrency: 7 });
 
 const SINK = 'witness-sink@example.com';
 const VERIFY: VerificationSettings = { settleDelayMs: 2_000, lookupTimeoutMs: 800, deadlineMs: 20_000 };
