@@ -693,7 +693,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
 
   const history: { row: RowSnapshot | null; audit: AuditSnapshot[] }[] = [];
   await turnstile.drive(scenario.schedule, async () => {
-    const now = await readSnapshot(orderId);
+    const now = { row: await readRow(orderId), audit: await readAudit(orderId) };
     checkInvariants(scenario.policy, requests, history[history.length - 1] ?? null, now);
     history.push(now);
   });
@@ -721,7 +721,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
     count(`sweep: closed run's claim ${settled.kind}`);
   }
   await sweepOutsideClaim('final sweep', false);
-  const now = await readSnapshot(orderId);
+  const now = { row: await readRow(orderId), audit: await readAudit(orderId) };
   checkInvariants(scenario.policy, requests, history[history.length - 1] ?? null, now);
   const final = await readRow(orderId);
   expect(final, 'the order has a row').not.toBeNull();
@@ -842,23 +842,4 @@ async function readAudit(orderId: string): Promise<AuditSnapshot[]> {
     [orderId],
   );
   return rows;
-}
-
-/**
- * The row and its audit trail in one statement (the same columns as readRow and readAudit): read after every
- * step of every case, where a round trip for each was much of the property's time.
- */
-async function readSnapshot(orderId: string): Promise<{ row: RowSnapshot | null; audit: AuditSnapshot[] }> {
-  const { rows } = await db.query<{ row: RowSnapshot | null; audit: AuditSnapshot[] }>(
-    `SELECT (SELECT json_build_object('state', state, 'attempts', attempts, 'claimToken', claim_token,
-                                      'dispatched', dispatched_at IS NOT NULL, 'outcome', outcome)
-               FROM order_mail_log WHERE order_id = $1) AS row,
-            (SELECT coalesce(json_agg(json_build_object('attempt', attempt, 'claimToken', claim_token,
-                                                        'state', state, 'outcome', outcome,
-                                                        'dispatched', dispatched_at IS NOT NULL) ORDER BY id),
-                             '[]')
-               FROM order_mail_attempts WHERE order_id = $1) AS audit`,
-    [orderId],
-  );
-  return rows[0]!;
 }
