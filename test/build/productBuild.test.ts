@@ -1,13 +1,14 @@
 // What ships is src/ alone. The build and the production install are made here as the Dockerfile makes them,
 // in a temporary copy holding only what the image's build stage copies (package files, tsconfigs, src/):
 // `npm run build` (the run's one build, shared with the other files that run built commands) and the workflow
-// bundle, then `npm ci --omit=dev` in place of the dev dependencies. The output must hold no dev tool and the
-// install no dev-only package; the production npm scripts must run on that install alone, against the test
+// bundle, and beside them `npm ci --omit=dev` in a folder of its own (the Dockerfile's dependencies stage),
+// whose node_modules then take the dev dependencies' place. The output must hold no dev tool and the install
+// no dev-only package; the production npm scripts must run on that install alone, against the test
 // run's Temporal server and Postgres.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
-import { mkdtemp, readdir, readFile, rm, unlink } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -38,7 +39,10 @@ const DEV_ONLY_PACKAGES = [
 // Installing from the npm cache takes about 20 s; a loaded 2-core machine needs the headroom.
 const INSTALL_TIMEOUT_MS = 240_000;
 
+const PROJECT_ROOT = path.join(__dirname, '..', '..');
+
 let project: string;
+let installation: string;
 
 /**
  * A `node` on PATH older than the supported one, outside the pinned Node's folder (the project's machines have
@@ -71,21 +75,42 @@ async function filesUnder(directory: string): Promise<string[]> {
     .map((entry) => path.relative(directory, path.join(entry.parentPath, entry.name)));
 }
 
-beforeAll(async () => {
-  project = await mkdtemp(path.join(tmpdir(), 'product-build-'));
-  // The build and the bundler need the dev dependencies (TypeScript, the bundler's loaders): the checkout's
-  // own, for now. dist/ is the run's one `npm run build` of these same inputs (test/support/builtProduct.ts).
-  await buildInto(project);
-  await run(process.execPath, ['dist/cli/bundle-workflows.js', 'dist/workflow-bundle.js'], { cwd: project });
-  await unlink(path.join(project, 'node_modules'));
+/**
+ * The Dockerfile's dependencies stage: `npm ci --omit=dev` in a folder holding the package files alone, whose
+ * node_modules the image then takes.
+ */
+async function productionInstall(directory: string): Promise<void> {
+  for (const file of ['package.json', 'package-lock.json']) {
+    await cp(path.join(PROJECT_ROOT, file), path.join(directory, file));
+  }
   await run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'], {
-    cwd: project,
+    cwd: directory,
     timeout: INSTALL_TIMEOUT_MS,
   });
+}
+
+async function buildAndBundle(directory: string): Promise<void> {
+  // The build and the bundler need the dev dependencies (TypeScript, the bundler's loaders): the checkout's
+  // own, for now. dist/ is the run's one `npm run build` of these same inputs (test/support/builtProduct.ts).
+  await buildInto(directory);
+  await run(process.execPath, ['dist/cli/bundle-workflows.js', 'dist/workflow-bundle.js'], {
+    cwd: directory,
+  });
+  await unlink(path.join(directory, 'node_modules'));
+}
+
+beforeAll(async () => {
+  project = await mkdtemp(path.join(tmpdir(), 'product-build-'));
+  installation = await mkdtemp(path.join(tmpdir(), 'product-install-'));
+  // Side by side, as the image's stages: the install mostly waits on the npm cache, the build on the CPU.
+  const outcomes = await Promise.allSettled([buildAndBundle(project), productionInstall(installation)]);
+  for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+  await rename(path.join(installation, 'node_modules'), path.join(project, 'node_modules'));
 }, INSTALL_TIMEOUT_MS + 120_000);
 
 afterAll(async () => {
   if (project !== undefined) await rm(project, { recursive: true, force: true });
+  if (installation !== undefined) await rm(installation, { recursive: true, force: true });
 });
 
 describe('npm run build', () => {

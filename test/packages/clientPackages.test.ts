@@ -36,8 +36,10 @@ let database: TestDatabase;
 let sandbox: MailSandbox;
 let worker: RunningTestWorker;
 
-beforeAll(async () => {
-  work = await mkdtemp(path.join(tmpdir(), 'client-packages-'));
+let buildPython: string;
+
+/** The client package, built and packed as a release packs it. */
+async function packClient(): Promise<void> {
   await run('npm', ['run', '--silent', 'build:client'], { cwd: PROJECT_ROOT });
   const { stdout } = await run(
     'npm',
@@ -45,20 +47,28 @@ beforeAll(async () => {
     { cwd: PROJECT_ROOT },
   );
   tarball = path.join(work, stdout.trim().split('\n').at(-1)!);
+}
+
+/** The Python package's wheel, built by the pip of a venv of its own (the consumers' installs use it too). */
+async function buildWheel(): Promise<void> {
   await run('python3', ['-m', 'venv', path.join(work, 'build-venv')]);
+  buildPython = path.join(work, 'build-venv', 'bin', 'python');
   // Built from a copy: setuptools leaves build/ and egg-info beside the sources it builds.
   const pythonSource = path.join(work, 'client-python');
   await cp(PYTHON_PACKAGE, pythonSource, { recursive: true });
+  const wheels = path.join(work, 'wheels');
   await run(
-    path.join(work, 'build-venv', 'bin', 'python'),
-    ['-m', 'pip', 'wheel', '--quiet', '--disable-pip-version-check', '--no-deps', pythonSource, '-w', work],
+    buildPython,
+    ['-m', 'pip', 'wheel', '--quiet', '--disable-pip-version-check', '--no-deps', pythonSource, '-w', wheels],
     { timeout: INSTALL_TIMEOUT_MS },
   );
   wheel = path.join(
-    work,
-    (await readdir(work)).find((file) => file.endsWith('.whl'))!,
+    wheels,
+    (await readdir(wheels)).find((file) => file.endsWith('.whl'))!,
   );
+}
 
+async function startWorker(): Promise<void> {
   database = await openTestDatabase('client_packages');
   sandbox = await startMailSandbox();
   worker = await startTestWorker({
@@ -66,6 +76,12 @@ beforeAll(async () => {
     mail: testMailClient(sandbox.url),
     settings: testSettings(),
   });
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(path.join(tmpdir(), 'client-packages-'));
+  // Side by side: the npm build, the wheel's build and the worker need nothing of each other.
+  await Promise.all([packClient(), buildWheel(), startWorker()]);
 }, INSTALL_TIMEOUT_MS + 60_000);
 
 afterAll(async () => {
@@ -427,15 +443,19 @@ describe.concurrent('order-confirmation-mail-client (Python)', () => {
     'a fresh venv installs the wheel with the %s temporalio of its range and starts an order once',
     async (bound) => {
       const venv = path.join(work, `python-shop-${bound}`);
-      await run('python3', ['-m', 'venv', venv]);
+      // Without a pip of its own (seeding one is most of a venv's creation); the build venv's pip installs
+      // into it (--python), as its own would.
+      await run('python3', ['-m', 'venv', '--without-pip', venv]);
       const python = path.join(venv, 'bin', 'python');
       const pyproject = await readFile(path.join(PYTHON_PACKAGE, 'pyproject.toml'), 'utf8');
       const floor = /"temporalio>=([\d.]+),<2"/.exec(pyproject)?.[1];
       expect(floor).toBeDefined();
       const pin = bound === 'lowest' ? [`temporalio==${floor}`] : [];
-      await run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', wheel, ...pin], {
-        timeout: INSTALL_TIMEOUT_MS,
-      });
+      await run(
+        buildPython,
+        ['-m', 'pip', '--python', python, 'install', '--quiet', '--disable-pip-version-check', wheel, ...pin],
+        { timeout: INSTALL_TIMEOUT_MS },
+      );
       const { stdout: installed } = await run(python, [
         '-c',
         'import importlib.metadata as m; print(m.version("temporalio"))',

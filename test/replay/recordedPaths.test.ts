@@ -48,12 +48,14 @@ const MAIL_IDENTITY = { from: 'shop@example.com', replyTo: null, subject: 'ã”æ³
 
 let database: TestDatabase;
 let sandbox: MailSandbox;
+/** reset-mid-send-verified-accepted's own: its held request and its release touch no other path's. */
+let ownSandbox: MailSandbox;
 let client: Client;
 const transports: MailTransport[] = [];
 const stops: (() => Promise<void>)[] = [];
 const holds = new ActivityHolds();
 const workers = {} as Record<
-  'sent' | 'failed' | 'resend' | 'shortSend' | 'reexecuted' | 'verifying',
+  'sent' | 'failed' | 'resend' | 'shortSend' | 'reexecuted' | 'verifying' | 'verifyingOwnSandbox',
   { taskQueue: string }
 >;
 // The sandbox indexes within 1 s by default; the verifying worker waits 1.5 s before it asks.
@@ -122,12 +124,16 @@ async function reexecutingWorker(mail: MailTransport): Promise<void> {
 beforeAll(async () => {
   database = await openTestDatabase('recorded_paths');
   sandbox = await startMailSandbox();
+  ownSandbox = await startMailSandbox();
   client = await connectTestClient();
   const generic = testMailClient(sandbox.url);
   const resend = testProviderMailClient('resend', sandbox.url);
-  transports.push(generic, resend);
+  const ownGeneric = testMailClient(ownSandbox.url);
+  transports.push(generic, resend, ownGeneric);
   const verifier = testVerifier('generic', sandbox.url, { settings: VERIFY });
   stops.push(() => verifier.close());
+  const ownVerifier = testVerifier('generic', ownSandbox.url, { settings: VERIFY });
+  stops.push(() => ownVerifier.close());
   const sweep = (): SweepDependencies => ({
     db: database.db,
     temporal: client,
@@ -147,6 +153,9 @@ beforeAll(async () => {
     // deadline and the 1 s margin leave it 2 s before the fence).
     worker('shortSend', { sendTimeoutMs: 6_000 }, generic),
     worker('verifying', { verification: VERIFY }, generic, sweep(), { verifier: verifier.verifier }),
+    worker('verifyingOwnSandbox', { verification: VERIFY }, ownGeneric, undefined, {
+      verifier: ownVerifier.verifier,
+    }),
   ]);
 }, 120_000);
 
@@ -156,6 +165,7 @@ afterAll(async () => {
   await client?.connection.close();
   for (const transport of transports) await transport.close();
   await sandbox?.close();
+  await ownSandbox?.close();
   await database?.close();
 });
 
@@ -338,9 +348,10 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     return settled(orderId);
   },
   async 'reset-mid-send-verified-accepted'() {
+    // On a sandbox of its own: its wait runs beside the paths that hold or release the shared one's sends.
     const orderId = await createOrder(database.db);
-    sandbox.queueFault(orderId, { kind: 'accept-then-hang' });
-    await start(orderId, 'verifying');
+    ownSandbox.queueFault(orderId, { kind: 'accept-then-hang' });
+    await start(orderId, 'verifyingOwnSandbox');
     await waitFor('the held send to be dispatched', async () =>
       (await readMailLog(database.db, orderId))?.dispatchedAt ? true : undefined,
     );
@@ -352,7 +363,7 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
     );
     await reset(orderId);
     await settled(orderId);
-    sandbox.releaseHeld();
+    ownSandbox.releaseHeld();
     return orderId;
   },
   async 'cancel-during-claim'() {
@@ -530,11 +541,11 @@ const PATHS: Record<RecordedPath, () => Promise<string>> = {
  * Paths that act on what the whole sandbox or database holds, run one after the other (beside the rest): a
  * release answers every held request, not one order's, and a sweep reads every row (two sweeps at once would
  * each see the other's orphan). The sweeps go first, while every other order is younger than their grace.
+ * (reset-mid-send-verified-accepted releases held requests too, but on a sandbox of its own: it runs beside.)
  */
 const ONE_AT_A_TIME: RecordedPath[] = [
   'sweep-settles-terminated-run',
   'sweep-verifies-terminated-run',
-  'reset-mid-send-verified-accepted',
   'cancel-during-send',
 ];
 /** Holds every send ('*'): run alone, once the others are done. */
