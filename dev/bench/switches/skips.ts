@@ -1,6 +1,7 @@
 // The bench's switches: each leaves ONE extra out of the product's worker, to price it (docs/benchmarks.md,
 // "What each extra costs"). Read only by dev/bench/switches/preload.ts, in the bench's own worker processes;
 // the product's loadConfig refuses any BENCH_SKIP_ variable, so no deployment can turn one on.
+import { preparedStatementName } from '../../../src/db/pool';
 
 /** The switches, by the variant that turns each on. */
 export const SWITCHES = {
@@ -12,7 +13,6 @@ export const SWITCHES = {
   'product-nohealthok': 'BENCH_SKIP_HEALTH_SUCCESS',
   // A setting at its other value, to price it: every statement unnamed (PG_PREPARED_STATEMENTS=false).
   'product-unprepared': 'BENCH_SKIP_PREPARED_STATEMENTS',
-  // A cut turned off, to price it: the SDK's entries under LOG_LEVEL buffered before they are dropped.
 } as const;
 
 export type SwitchVariant = keyof typeof SWITCHES;
@@ -46,8 +46,6 @@ export function takeSkips(env: Record<string, string | undefined>): Skips {
     preparedStatements: take(SWITCHES['product-unprepared']) !== null,
   };
 }
-
-import { preparedStatementName } from '../../../src/db/pool';
 
 // The statements as src/mailRow/statements.ts builds them; test/cost/actionsPerOrder.test.ts checks that each
 // pattern still finds its statement there, so a change to a statement cannot silently turn a switch off.
