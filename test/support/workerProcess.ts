@@ -17,13 +17,16 @@ export interface WorkerProcess {
   exited: Promise<number | null>;
 }
 
-/** How the worker is run: `node dist/worker.js` from the run's compiled product, else through tsx's loader. */
-function workerCommand(): string[] {
+/**
+ * node's arguments that run one of the product's entry points (`worker`, `cli/start-mail`): dist/<entry>.js of
+ * the run's compiled product, else src/<entry>.ts through tsx's loader.
+ */
+export function productCommand(entry: string): string[] {
   const compiled = inject('compiledProduct') as string | undefined;
-  if (compiled !== undefined && compiled !== '') return [path.join(compiled, 'dist', 'worker.js')];
+  if (compiled !== undefined && compiled !== '') return [path.join(compiled, 'dist', `${entry}.js`)];
   // node --import tsx (not the tsx CLI): the CLI runs the script in a child of its own, which a SIGKILL of
   // the CLI would leave running.
-  return ['--import', 'tsx', 'src/worker.ts'];
+  return ['--import', 'tsx', `src/${entry}.ts`];
 }
 
 /**
@@ -33,7 +36,7 @@ function workerCommand(): string[] {
  * libfaketime).
  */
 export function spawnWorkerProcess(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, workerCommand(), {
+  const child = spawn(process.execPath, productCommand('worker'), {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
