@@ -2,9 +2,34 @@
 // interpreter of the virtual environment that `bash scripts/setup.sh --python` built for the pinned
 // requirements, and says so clearly (exit 1) when setup has not built it.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import path from 'node:path';
 
 export const PYTHON_PEERS_DIRECTORY = path.join(__dirname, 'python');
+
+/**
+ * The interpreter of the peers' virtual environment, named as setup.sh and run.sh name it (after the hash of
+ * requirements.txt); it has a pip. Throws, saying what to run, when setup has not built it.
+ */
+export function pythonPeersInterpreter(): string {
+  const base =
+    process.env.PYTHON_PEERS_DIR ||
+    path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'order-confirmation-mail');
+  const requirements = readFileSync(path.join(PYTHON_PEERS_DIRECTORY, 'requirements.txt'));
+  const venv = path.join(
+    base,
+    `python-${createHash('sha256').update(requirements).digest('hex').slice(0, 16)}`,
+  );
+  if (!existsSync(path.join(venv, 'installed'))) {
+    throw new Error(
+      `${venv} is not built for dev/peers/python/requirements.txt: run bash scripts/setup.sh --python`,
+    );
+  }
+  return path.join(venv, 'bin', 'python');
+}
+
 const OUTPUT_TAIL_CHARS = 8_000;
 
 export interface PeerProcess {

@@ -16,6 +16,7 @@ import {
   testMailClient,
   testSettings,
 } from '../support/testKit';
+import { productCommand } from '../support/workerProcess';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
 // The tests share nothing (own processes, orders and queues) and mostly wait (a connect that times out, a
@@ -26,7 +27,8 @@ function startMail(
   args: string[] = [],
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; stderr: string; stdout: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/start-mail.ts', ...args], {
+  // The command compiled once for the run, as `npm run start-mail` runs dist/cli/start-mail.js.
+  const child = spawn(process.execPath, [...productCommand('cli/start-mail'), ...args], {
     cwd: PROJECT_ROOT,
     // The run's real Temporal server: a command that went on to connect would succeed, not fail by accident.
     env: {

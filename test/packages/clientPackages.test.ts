@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { pythonPeersInterpreter } from '../../dev/peers/pythonPeers';
 import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { readMailLog } from '../../src/db/orderMailLog';
 import { DEFAULT_TASK_QUEUE, ORDER_MAIL_WORKFLOW_TYPE } from '../../src/shared/workflowContract';
@@ -49,10 +50,13 @@ async function packClient(): Promise<void> {
   tarball = path.join(work, stdout.trim().split('\n').at(-1)!);
 }
 
-/** The Python package's wheel, built by the pip of a venv of its own (the consumers' installs use it too). */
+/**
+ * The Python package's wheel, built by the pip of the Python peers' venv (`bash scripts/setup.sh --python`,
+ * which `npm test` runs first), which the consumers' installs use too: a venv made here only for its pip cost
+ * about 4 CPU s of ensurepip. pip builds the wheel in an isolated environment of its own all the same.
+ */
 async function buildWheel(): Promise<void> {
-  await run('python3', ['-m', 'venv', path.join(work, 'build-venv')]);
-  buildPython = path.join(work, 'build-venv', 'bin', 'python');
+  buildPython = pythonPeersInterpreter();
   // Built from a copy: setuptools leaves build/ and egg-info beside the sources it builds.
   const pythonSource = path.join(work, 'client-python');
   await cp(PYTHON_PACKAGE, pythonSource, { recursive: true });
@@ -443,7 +447,7 @@ describe.concurrent('order-confirmation-mail-client (Python)', () => {
     'a fresh venv installs the wheel with the %s temporalio of its range and starts an order once',
     async (bound) => {
       const venv = path.join(work, `python-shop-${bound}`);
-      // Without a pip of its own (seeding one is most of a venv's creation); the build venv's pip installs
+      // Without a pip of its own (seeding one is most of a venv's creation); the peers' venv's pip installs
       // into it (--python), as its own would.
       await run('python3', ['-m', 'venv', '--without-pip', venv]);
       const python = path.join(venv, 'bin', 'python');

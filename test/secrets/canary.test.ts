@@ -71,6 +71,8 @@ function workerEnv(taskQueue: string, overrides: Record<string, string>): Record
     SEND_RETRY_MAX_MS: '1000',
     SEND_MAX_ATTEMPTS: '3',
     MAIL_FROM: 'Shop <shop@example.com>',
+    // The run's bundle, as the image's WORKFLOW_BUNDLE_PATH: webpack at each start would cost seconds of CPU.
+    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
     ...overrides,
   };
 }

@@ -16,6 +16,7 @@ import { grantServiceMembership } from '../../dev/devtools/serviceMembership';
 import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
 import { WORKFLOW_INTERCEPTOR_MODULES } from '../../src/tracing/workflowInterceptorModules';
+import { compileProduct } from './compiledProduct';
 
 interface Started<T> {
   value: T;
@@ -34,6 +35,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       provideWorkflowBundle(join(project.config.root, 'src/workflows/index.ts')),
     ),
     provideBuildCache(),
+    timed('compiled product', () => provideCompiledProduct(project.config.root)),
   ]);
   const stops = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.stop] : []));
   const teardown = async (): Promise<void> => {
@@ -43,12 +45,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
     if (failures.length > 0) throw new AggregateError(failures, 'test teardown failed');
   };
 
-  const [database, temporal, bundle, buildCache] = results;
+  const [database, temporal, bundle, buildCache, compiled] = results;
   if (
     database.status === 'rejected' ||
     temporal.status === 'rejected' ||
     bundle.status === 'rejected' ||
-    buildCache.status === 'rejected'
+    buildCache.status === 'rejected' ||
+    compiled.status === 'rejected'
   ) {
     await teardown().catch(() => undefined);
     const failures = rejections(results);
@@ -60,6 +63,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('temporalNamespace', temporal.value.value.namespace);
   project.provide('workflowBundlePath', bundle.value.value);
   project.provide('productBuildCache', buildCache.value.value);
+  project.provide('compiledProduct', compiled.value.value);
   return teardown;
 }
 
@@ -161,6 +165,12 @@ async function provideWorkflowBundle(workflowsPath: string): Promise<Started<str
 async function provideBuildCache(): Promise<Started<string>> {
   const directory = await mkdtemp(join(tmpdir(), 'product-build-cache-'));
   return { value: directory, stop: () => rm(directory, { recursive: true, force: true }) };
+}
+
+/** src/ compiled once for the run, for the tests that run the worker as a process of its own. */
+async function provideCompiledProduct(root: string): Promise<Started<string>> {
+  const compiled = await compileProduct(root);
+  return { value: compiled.directory, stop: () => compiled.remove() };
 }
 
 /** Prints how long each part took: on a slow CI machine, the first thing to look at. */

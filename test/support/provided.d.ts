@@ -14,5 +14,7 @@ declare module 'vitest' {
     workflowBundlePath: string;
     /** An empty folder for the run, where the first file that needs `npm run build`'s output builds it once. */
     productBuildCache: string;
+    /** A folder whose dist/ is src/ compiled once for the run (test/support/compiledProduct.ts). */
+    compiledProduct: string;
   }
 }

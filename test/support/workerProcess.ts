@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { inject } from 'vitest';
 
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
 
@@ -17,14 +18,25 @@ export interface WorkerProcess {
 }
 
 /**
- * Runs `src/worker.ts` as a real process (what `npm start` runs compiled), with the given environment, as
- * this process's direct child: no wrapper program in between, whose death could leave the worker orphaned
- * after the test (a shifted clock comes in through the environment: LD_PRELOAD of libfaketime).
+ * node's arguments that run one of the product's entry points (`worker`, `cli/start-mail`): dist/<entry>.js of
+ * the run's compiled product, else src/<entry>.ts through tsx's loader.
  */
-export function spawnWorkerProcess(env: Record<string, string>): WorkerProcess {
+export function productCommand(entry: string): string[] {
+  const compiled = inject('compiledProduct') as string | undefined;
+  if (compiled !== undefined && compiled !== '') return [path.join(compiled, 'dist', `${entry}.js`)];
   // node --import tsx (not the tsx CLI): the CLI runs the script in a child of its own, which a SIGKILL of
   // the CLI would leave running.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+  return ['--import', 'tsx', `src/${entry}.ts`];
+}
+
+/**
+ * Runs the worker (src/worker.ts, compiled once for the run as `npm start` runs it) as a real process, with the
+ * given environment, as this process's direct child: no wrapper program in between, whose death could leave
+ * the worker orphaned after the test (a shifted clock comes in through the environment: LD_PRELOAD of
+ * libfaketime).
+ */
+export function spawnWorkerProcess(env: Record<string, string>): WorkerProcess {
+  const child = spawn(process.execPath, productCommand('worker'), {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -53,6 +53,8 @@ function workerEnvironment(): Record<string, string> {
     TEMPORAL_TASK_QUEUE: taskQueue,
     MAIL_API_BASE_URL: 'http://127.0.0.1:9',
     MAIL_API_KEY: 'unused',
+    // The run's bundle, as the image's WORKFLOW_BUNDLE_PATH: webpack at each start would cost seconds of CPU.
+    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
   };
 }
 
