@@ -73,13 +73,16 @@ async function openCase(provider: MailProviderName) {
     workerIdentity: `reorder-${provider}`,
     metrics: noOrderMailMetrics,
   });
-  const worker = await startTestWorker({
-    db: database.db,
-    mail,
-    settings: SETTINGS,
-    verifier: verifier.verifier,
-    witnessProber: prober,
-  });
+  const worker = await startTestWorker(
+    {
+      db: database.db,
+      mail,
+      settings: SETTINGS,
+      verifier: verifier.verifier,
+      witnessProber: prober,
+    },
+    { workflowsOnMainThread: true },
+  );
   stops.push(
     () => worker.stop(),
     () => prober.settled(),

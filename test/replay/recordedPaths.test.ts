@@ -30,6 +30,7 @@ import {
   testProviderMailClient,
   testSettings,
   waitFor,
+  WORKFLOWS_ON_MAIN_THREAD,
   type RunningTestWorker,
   type TestDatabase,
 } from '../support/testKit';
@@ -81,6 +82,7 @@ async function worker(
       ...holds.wrap(createActivities(deps)),
       ...(reconcile ? createSweepActivities(reconcile, deps) : {}),
     },
+    workflowsOnMainThread: true,
   });
   stops.push(() => running.stop());
   workers[name] = running;
@@ -95,8 +97,8 @@ async function reexecutingWorker(mail: MailTransport): Promise<void> {
   });
   const taskQueue = `paths-reexecuted-${process.pid}-${Date.now()}`;
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-  const created = await Worker.create(
-    orderMailWorkerOptions({
+  const created = await Worker.create({
+    ...orderMailWorkerOptions({
       connection,
       namespace: inject('temporalNamespace'),
       taskQueue,
@@ -111,7 +113,8 @@ async function reexecutingWorker(mail: MailTransport): Promise<void> {
       shutdownGraceTimeMs: 1_000,
       maxConcurrentActivityTaskExecutions: 20,
     }),
-  );
+    ...WORKFLOWS_ON_MAIN_THREAD,
+  });
   const running = created.run();
   stops.push(async () => {
     created.shutdown();

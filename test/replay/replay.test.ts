@@ -5,9 +5,10 @@
 // without them (a worker that bundles at start-up with tracing off), so a workflow can move between the two.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
-import { describe, expect, inject, it } from 'vitest';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { RECORDED_PATHS, REPLAY_HISTORIES_DIRECTORY } from './histories';
+import { startReplaySession, type ReplaySession } from './replaySession';
 
 describe('replay of stored histories', async () => {
   const files = (await readdir(REPLAY_HISTORIES_DIRECTORY)).filter((name) => name.endsWith('.json')).sort();
@@ -25,27 +26,33 @@ describe('replay of stored histories', async () => {
       logger: new DefaultLogger('WARN'),
     }).then(({ code }) => code));
 
+  // One replay worker per bundle for the file, each test's history replayed on it (replaySession.ts).
+  let untraced: ReplaySession | null = null;
+  let prebuilt: ReplaySession | null = null;
+  afterAll(async () => {
+    await untraced?.close();
+    await prebuilt?.close();
+  });
+
+  const read = async (file: string) =>
+    JSON.parse(await readFile(path.join(REPLAY_HISTORIES_DIRECTORY, file), 'utf8')) as {
+      workflowId: string;
+      history: unknown;
+    };
+
   for (const file of files) {
     it(`replays ${file} on a bundle without the tracing interceptors`, async () => {
-      const stored = JSON.parse(await readFile(path.join(REPLAY_HISTORIES_DIRECTORY, file), 'utf8')) as {
-        workflowId: string;
-        history: unknown;
-      };
+      const stored = await read(file);
       const code = await bundleWithoutInterceptors();
       expect(code).not.toContain('src/tracing/workflowInterceptors');
-      await Worker.runReplayHistory({ workflowBundle: { code } }, stored.history, stored.workflowId);
+      untraced ??= startReplaySession({ workflowBundle: { code } });
+      await untraced.replay(stored.history, stored.workflowId);
     }, 120_000);
 
     it(`replays ${file}`, async () => {
-      const stored = JSON.parse(await readFile(path.join(REPLAY_HISTORIES_DIRECTORY, file), 'utf8')) as {
-        workflowId: string;
-        history: unknown;
-      };
-      await Worker.runReplayHistory(
-        { workflowBundle: { codePath: inject('workflowBundlePath') } },
-        stored.history,
-        stored.workflowId,
-      );
+      const stored = await read(file);
+      prebuilt ??= startReplaySession({ workflowBundle: { codePath: inject('workflowBundlePath') } });
+      await prebuilt.replay(stored.history, stored.workflowId);
     });
   }
 });

@@ -142,6 +142,7 @@ async function worker(spec: WorkerSpec): Promise<string> {
       ...activities,
       ...(spec.send === undefined ? {} : { sendOrderMail: spec.send(activities.sendOrderMail) }),
     },
+    workflowsOnMainThread: true,
   });
   stops.push(
     () => running.stop(),

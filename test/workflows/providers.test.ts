@@ -41,7 +41,13 @@ async function addWorker(
 ): Promise<void> {
   const mail = testProviderMailClient(provider, sandbox.url);
   transports.push(mail);
-  workers.set(name, await startTestWorker({ db: database.db, mail, settings: testSettings(settings) }));
+  workers.set(
+    name,
+    await startTestWorker(
+      { db: database.db, mail, settings: testSettings(settings) },
+      { workflowsOnMainThread: true },
+    ),
+  );
 }
 
 beforeAll(async () => {

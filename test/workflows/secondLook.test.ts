@@ -114,6 +114,7 @@ async function sweepingWorker(
   const worker = await startTestWorker(deps, {
     reconcile,
     activities: { ...createActivities(deps), ...createSweepActivities(reconcile, deps) },
+    workflowsOnMainThread: true,
   });
   bed.stops.push(
     () => worker.stop(),
