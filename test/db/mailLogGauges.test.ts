@@ -2,7 +2,7 @@
 // backlog under a send rate limit must read 0, a claim left behind while others go by must count, and so
 // must a dispatched send that nothing recorded.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { QueryResultRow } from 'pg';
+import type { QueryConfig, QueryResultRow } from 'pg';
 import { countOverdueSending } from '../../src/db/mailLogGauges';
 import type { Database } from '../../src/db/pool';
 import { openTestDatabase, type TestDatabase } from '../support/testKit';
@@ -139,11 +139,13 @@ describe('countOverdueSending', () => {
     // Postgres plans them, with the statistics of a table that grew over weeks (its rows laid out in no
     // particular order of updated_at, as updates leave them) and the statements' own values.
     // One statement of 200,000 rows: its own transaction, so the pool's statement timeout (meant for the
-    // product's statements) does not cut it on a slow machine.
+    // product's statements) does not cut it on a slow machine; nor does the pool's client-side deadline.
     await database.db.transaction(async (client) => {
       await client.query(`SET LOCAL statement_timeout = '120s'`);
-      await client.query(
-        `WITH settled AS (
+      // pg takes a statement's own client-side deadline (query_timeout), though its types leave it out.
+      const settled: QueryConfig & { query_timeout: number } = {
+        query_timeout: 125_000,
+        text: `WITH settled AS (
          INSERT INTO orders (customer_name, customer_email, status, confirmed_at)
          SELECT 'x', 'x@example.com', 'confirmed', now() - make_interval(secs => g * 10)
            FROM generate_series(1, 200000) AS g ORDER BY random()
@@ -154,7 +156,8 @@ describe('countOverdueSending', () => {
        SELECT id, 'sent', 1, 'default/' || id || '/run', confirmed_at, confirmed_at, confirmed_at, 'accepted',
               confirmed_at + interval '1 second'
          FROM settled`,
-      );
+      };
+      await client.query(settled);
     });
     await lay([{ claimedAgo: 600 }, ...burst(300, 590, 1)]);
     await database.db.query('ANALYZE order_mail_log');

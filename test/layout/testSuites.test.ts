@@ -1,7 +1,7 @@
 // Every test file belongs to exactly one suite: `npm test` (vitest.config.mts) or `npm run test:stack`
-// (vitest.stack.config.mts). A file neither config collects would never run, in CI or anywhere; one both
-// collect would run twice. Read from the configs' own include and exclude, so moving a file between the
-// suites needs no change here.
+// (vitest.stack.config.mts), and to one project of it. A file neither config collects would never run, in CI or
+// anywhere; one both collect, or two projects, would run twice. Read from the configs' own include and exclude,
+// so moving a file between the suites needs no change here.
 import { globSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
@@ -17,9 +17,22 @@ interface Suite {
   exclude: string[];
 }
 
-async function suite(name: string, file: string): Promise<Suite> {
-  const config = ((await import(path.join(root, file))) as { default: { test?: Suite } }).default.test;
-  return { name, include: config?.include ?? [], exclude: config?.exclude ?? [] };
+interface TestConfig {
+  name?: string;
+  include?: string[];
+  exclude?: string[];
+  projects?: { test?: TestConfig }[];
+}
+
+/** The suite's projects, or the suite itself when it has none. */
+async function suite(name: string, file: string): Promise<Suite[]> {
+  const config = ((await import(path.join(root, file))) as { default: { test?: TestConfig } }).default.test;
+  const parts = config?.projects?.map((project) => project.test ?? {}) ?? [config ?? {}];
+  return parts.map((part) => ({
+    name: part.name === undefined ? name : `${name} (${part.name})`,
+    include: part.include ?? [],
+    exclude: part.exclude ?? [],
+  }));
 }
 
 function collects(suite: Suite, file: string): boolean {
@@ -29,10 +42,10 @@ function collects(suite: Suite, file: string): boolean {
   );
 }
 
-it('every test file is in exactly one of `npm test` and `npm run test:stack`', async () => {
+it('every test file is in exactly one of `npm test` and `npm run test:stack`, and in one project of it', async () => {
   const suites = [
-    await suite('npm test', 'vitest.config.mts'),
-    await suite('npm run test:stack', 'vitest.stack.config.mts'),
+    ...(await suite('npm test', 'vitest.config.mts')),
+    ...(await suite('npm run test:stack', 'vitest.stack.config.mts')),
   ];
   const files = globSync(TEST_FILE, { cwd: root, exclude: NEVER }).sort();
   expect(files.length).toBeGreaterThan(100);

@@ -3,10 +3,12 @@
 // file shows that the capture sees and refuses a write from product-like code outside the statements, on the
 // pool and on a checked-out client, and lets the statements' writes and a test fixture's through.
 import { join, sep } from 'node:path';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { firstClaim } from '../../src/mailRow/statements';
 import {
   captured,
+  installRowWriteCapture,
   judgeWrite,
   productRoots,
   RowWriteOutsideStatementsError,
@@ -31,6 +33,10 @@ afterEach(() => {
   const index = productRoots.indexOf(PRODUCT_LIKE);
   if (index >= 0) productRoots.splice(index, 1);
 });
+
+/** pg's query functions as the capture left them. */
+const queryFunctions = (): unknown[] =>
+  [pg.Pool.prototype, pg.Client.prototype].map((proto): unknown => Reflect.get(proto, 'query'));
 
 async function rowCount(orderId: string): Promise<number> {
   const { rows } = await database.db.query<{ n: number }>(
@@ -89,6 +95,30 @@ describe('every write of the mail row comes from src/mailRow/statements.ts', () 
     );
     expect(await rowCount(orderId)).toBe(1);
     expect(takeRefused()).toEqual([]);
+  });
+
+  it('installed again (the next file in this process, or a second copy of the module): pg wrapped once, nothing carried over', async () => {
+    const queries = queryFunctions();
+    // A query string makes the module runner evaluate the file a second time.
+    const copyPath = '../support/rowWrites?copy';
+    const copy = (await import(copyPath)) as typeof import('../support/rowWrites');
+    expect(copy.captured).not.toBe(captured);
+    copy.installRowWriteCapture();
+    try {
+      expect(queryFunctions()).toEqual(queries);
+      const orderId = await createOrder(database.db);
+      const claim = {
+        claimToken: `default/${orderId}/run`,
+        issuedAt: new Date(),
+        provider: null,
+        providerChoice: null,
+      };
+      expect(await firstClaim(database.db, orderId, claim)).toBe('inserted');
+      expect(copy.captured).toHaveLength(1);
+    } finally {
+      installRowWriteCapture();
+    }
+    expect(captured).toEqual([]);
   });
 
   it('judges by the files on the stack: product without the statements file is refused', () => {

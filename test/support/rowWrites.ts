@@ -120,22 +120,31 @@ function check(query: unknown, viaClient: boolean): void {
   }
 }
 
-let installed = false;
+// The patch is made once per process, marked on the prototypes: test files share a process (isolate: false),
+// and a module evaluated again must not wrap the wrapper. It calls the check of the latest install.
+const CAPTURE = Symbol.for('order-confirmation-mail.rowWriteCapture');
+type Patched = { query: (...args: unknown[]) => unknown; [CAPTURE]?: { check: typeof check } };
 
 /**
  * Patches pg's Pool and Client query. The pool's, because a pooled query reaches the client's in a callback
  * that keeps no caller on its stack; the client's, for statements on a checked-out client (transactions).
+ * Called by every test file's setup: each file starts with nothing captured and nothing refused.
  */
 export function installRowWriteCapture(): void {
-  if (installed) return;
-  installed = true;
-  const protos = [pg.Pool.prototype, pg.Client.prototype] as Array<{
-    query: (...args: unknown[]) => unknown;
-  }>;
+  captured.length = 0;
+  refused = [];
+  const protos = [pg.Pool.prototype, pg.Client.prototype] as Patched[];
   protos.forEach((proto, index) => {
+    const patched = proto[CAPTURE];
+    if (patched !== undefined) {
+      patched.check = check;
+      return;
+    }
     const original = proto.query;
+    const capture = { check };
+    proto[CAPTURE] = capture;
     proto.query = function (this: unknown, ...args: unknown[]) {
-      check(args[0], index === 1);
+      capture.check(args[0], index === 1);
       return original.apply(this, args);
     };
   });

@@ -5,7 +5,7 @@
 // record, and the provider request as the send's child, from both services; no span may carry the customer's
 // address, name, the mail's text or the API key. The same trace in a real viewer (Jaeger's query API) is
 // test/stack/traceViewer.test.ts, in `npm run test:stack`.
-import { trace } from '@opentelemetry/api';
+import { context, propagation, trace } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
@@ -67,6 +67,10 @@ afterAll(async () => {
   await worker?.exited;
   await client?.connection.close();
   await orderService?.shutdown();
+  // The next file in this process starts with tracing off, as the product does.
+  context.disable();
+  propagation.disable();
+  trace.disable();
   delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
   await sandbox?.close();
   await database?.close();
