@@ -134,6 +134,12 @@ async function provideTemporal(
     uiPort: null,
     namespace,
     searchAttributes: devServerSearchAttributes(),
+    // Test-only: one partition per task queue, not the server's 4. Each test makes task queues of its own, and
+    // every partition is loaded, leased and polled apart (docs/testing.md).
+    dynamicConfig: {
+      'matching.numTaskqueueReadPartitions': '1',
+      'matching.numTaskqueueWritePartitions': '1',
+    },
   });
   return { value: { address: server.address, namespace }, stop: () => server.stop() };
 }
