@@ -15,7 +15,10 @@ import { migrate } from '../../src/db/migrator';
 import { grantServiceMembership } from '../../dev/devtools/serviceMembership';
 import { devServerSearchAttributes } from '../../dev/devtools/searchAttributeFlags';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
-import { WORKFLOW_INTERCEPTOR_MODULES } from '../../src/tracing/workflowInterceptorModules';
+import {
+  untracedBundlePathOf,
+  WORKFLOW_INTERCEPTOR_MODULES,
+} from '../../src/tracing/workflowInterceptorModules';
 import { compileProduct } from './compiledProduct';
 
 interface Started<T> {
@@ -152,15 +155,17 @@ async function provideWorkflowBundle(workflowsPath: string): Promise<Started<str
   if (!existsSync(workflowsPath)) return { value: '', stop: nothingToStop };
   // Imported lazily: @temporalio/worker loads the native runtime, which runs without workflows need not pay.
   const { bundleWorkflowCode, DefaultLogger } = await import('@temporalio/worker');
-  // With the tracing interceptors, as every bundle of the product (src/tracing/workflowInterceptorModules.ts).
-  const { code } = await bundleWorkflowCode({
-    workflowsPath,
-    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
-    logger: new DefaultLogger('WARN'),
-  });
+  // As `npm run bundle-workflows` makes them (src/cli/bundle-workflows.ts): with the tracing interceptors, and
+  // the twin without them beside it, which a worker with tracing off runs (prebuiltBundleToRun).
+  const logger = new DefaultLogger('WARN');
+  const [traced, untraced] = await Promise.all([
+    bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger }),
+    bundleWorkflowCode({ workflowsPath, logger }),
+  ]);
   const directory = await mkdtemp(join(tmpdir(), 'workflow-bundle-'));
   const codePath = join(directory, 'workflows.js');
-  await writeFile(codePath, code);
+  await writeFile(codePath, traced.code);
+  await writeFile(untracedBundlePathOf(codePath), untraced.code);
   return { value: codePath, stop: () => rm(directory, { recursive: true, force: true }) };
 }
 

@@ -27,7 +27,7 @@ import {
 import type { SesSettings } from '../../src/mail/createMailTransport';
 import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
-import { orderMailWorkerOptions } from '../../src/workerOptions';
+import { orderMailWorkerOptions, prebuiltBundleToRun } from '../../src/workerOptions';
 
 export interface TestDatabase {
   db: Database;
@@ -272,7 +272,8 @@ export async function startTestWorker(
       ...dependencies,
     },
     sweepDependencies: options.reconcile,
-    workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
+    // Tracing is off here: the bundle without the interceptors, as the worker picks it.
+    workflows: prebuiltBundleToRun(inject('workflowBundlePath'), false),
     shutdownGraceTimeMs: 1_000,
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 20,
     sendRateLimitPerSecond: options.sendRateLimitPerSecond ?? null,
