@@ -1,5 +1,8 @@
 import type { SearchAttributeType } from '@temporalio/common';
-import { ORDER_MAIL_SEARCH_ATTRIBUTES, type SearchAttributeKey } from '../../src/shared/orderMailSearchAttributes';
+import {
+  ORDER_MAIL_SEARCH_ATTRIBUTES,
+  type SearchAttributeKey,
+} from '../../src/shared/orderMailSearchAttributes';
 
 /** Type names as the CLI's `--search-attribute Name=Type` flag spells them. */
 export type SearchAttributeTypeName =

@@ -66,7 +66,10 @@ export type EvidenceDependencies = Pick<
   ActivityDependencies,
   'db' | 'verifier' | 'verifiers' | 'witnessProber'
 > & {
-  settings: { sendTimeoutMs: number; verification?: ActivityDependencies['settings']['verification'] | undefined };
+  settings: {
+    sendTimeoutMs: number;
+    verification?: ActivityDependencies['settings']['verification'] | undefined;
+  };
 };
 
 /** The evidence rules on one dispatched attempt, for the verify activity and the second look. */

@@ -117,7 +117,9 @@ async function main(): Promise<void> {
           console.log(`${result.orderId}\t${result.status}\trun ${result.runId}\t${result.runStatus}`);
           if (CLOSED_WITHOUT_MAIL.has(result.runStatus)) {
             closedWithoutMail += 1;
-            console.error(await closedWithoutMailHint(client, result.orderId, result.runId, result.runStatus));
+            console.error(
+              await closedWithoutMailHint(client, result.orderId, result.runId, result.runStatus),
+            );
           }
         } else {
           console.log(`${result.orderId}\t${result.status}\trun ${result.runId}`);

@@ -47,7 +47,9 @@ async function claimWith(providers: string[]): Promise<{ statements: string[]; p
   const statements: string[] = [];
   const claimed = await claimOrderMailRow(watched(database.db, statements), request);
   expect(claimed).toMatchObject({ kind: 'claimed', attempt: 1 });
-  const { rows } = await database.db.query('SELECT provider FROM order_mail_log WHERE order_id = $1', [orderId]);
+  const { rows } = await database.db.query('SELECT provider FROM order_mail_log WHERE order_id = $1', [
+    orderId,
+  ]);
   return { statements, provider: rows[0]?.provider };
 }
 

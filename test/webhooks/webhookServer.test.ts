@@ -90,7 +90,10 @@ function twinSignature(base64: string): string {
   const s = BigInt(`0x${der.subarray(6 + rLength).toString('hex')}`);
   const twinHex = (P256_ORDER - s).toString(16).padStart(64, '0');
   // A DER INTEGER is signed: a leading byte >= 0x80 needs a zero before it.
-  const twin = Buffer.from(Number.parseInt(twinHex.slice(0, 2), 16) >= 0x80 ? `00${twinHex}` : twinHex, 'hex');
+  const twin = Buffer.from(
+    Number.parseInt(twinHex.slice(0, 2), 16) >= 0x80 ? `00${twinHex}` : twinHex,
+    'hex',
+  );
   const body = Buffer.concat([Buffer.from([0x02, r.length]), r, Buffer.from([0x02, twin.length]), twin]);
   const twinDer = Buffer.concat([Buffer.from([0x30, body.length]), body]);
   return twinDer.toString('base64');

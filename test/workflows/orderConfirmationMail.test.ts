@@ -256,18 +256,22 @@ describe.concurrent('orderConfirmationMail', () => {
   });
 
   // Alone (the tests before it done, the ones after not begun): the refusal is the whole sandbox's.
-  it('connection refused: not_sent, retried until the API is back, one message', { concurrent: false }, async () => {
-    const orderId = await createOrder(database.db);
-    await sandbox.refuseConnectionsFor(1_500);
-    const result = await runMail(orderId);
-    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted' });
-    expect(result.attempts).toBeGreaterThanOrEqual(2);
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-    const attempts = await listAttempts(database.db, orderId);
-    expect(attempts[0]).toMatchObject({ state: 'failed', outcome: 'not_sent' });
-    expect(attempts[0]!.error).toContain('ECONNREFUSED');
-    expect(attempts.at(-1)).toMatchObject({ state: 'sent', outcome: 'accepted' });
-  });
+  it(
+    'connection refused: not_sent, retried until the API is back, one message',
+    { concurrent: false },
+    async () => {
+      const orderId = await createOrder(database.db);
+      await sandbox.refuseConnectionsFor(1_500);
+      const result = await runMail(orderId);
+      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted' });
+      expect(result.attempts).toBeGreaterThanOrEqual(2);
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      const attempts = await listAttempts(database.db, orderId);
+      expect(attempts[0]).toMatchObject({ state: 'failed', outcome: 'not_sent' });
+      expect(attempts[0]!.error).toContain('ECONNREFUSED');
+      expect(attempts.at(-1)).toMatchObject({ state: 'sent', outcome: 'accepted' });
+    },
+  );
 
   it('gives up after the configured attempts with a Failed workflow, leaving a failed row', async () => {
     const orderId = await createOrder(database.db);

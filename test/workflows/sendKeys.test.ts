@@ -157,54 +157,57 @@ describe.concurrent('a reclaim after an unknown outcome left for a retry under t
   }, 60_000);
 });
 
-describe.concurrent('a reclaim after an unknown outcome left for a retry under the key, past the window', () => {
-  it('past the window, assume-sent: the policy settles it, no request, no second mail', async () => {
-    const orderId = gaveUp['assume-sent'];
-    await keyWindowPassed(orderId);
-    const requestsBefore = requestsOf(orderId).length;
+describe.concurrent(
+  'a reclaim after an unknown outcome left for a retry under the key, past the window',
+  () => {
+    it('past the window, assume-sent: the policy settles it, no request, no second mail', async () => {
+      const orderId = gaveUp['assume-sent'];
+      await keyWindowPassed(orderId);
+      const requestsBefore = requestsOf(orderId).length;
 
-    await retryOrderMail(opsContext('assume-sent'), { orderId, reason: 'a day later' });
-    const result = await client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
+      await retryOrderMail(opsContext('assume-sent'), { orderId, reason: 'a day later' });
+      const result = await client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
 
-    expect(result).toMatchObject({ result: 'already-sent', outcome: 'unknown' });
-    expect(requestsOf(orderId)).toHaveLength(requestsBefore);
-    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
-    expect(await readMailLog(database.db, orderId)).toMatchObject({
-      state: 'sent',
-      outcome: 'unknown',
-      unknownPolicy: 'assume-sent',
-      attempts: 3,
-    });
-    const attempts = await listAttempts(database.db, orderId);
-    expect(attempts.map((attempt) => [attempt.outcome, attempt.unknownPolicy])).toEqual([
-      ['unknown', 'idempotent-retry'],
-      ['not_sent', null],
-      ['unknown', 'assume-sent'],
-    ]);
-    expect(attempts[2]).toMatchObject({ dispatchedAt: null, state: 'sent' });
-    expect(attempts[2]!.error).toContain('no request made by this attempt');
-  }, 90_000);
+      expect(result).toMatchObject({ result: 'already-sent', outcome: 'unknown' });
+      expect(requestsOf(orderId)).toHaveLength(requestsBefore);
+      expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+      expect(await readMailLog(database.db, orderId)).toMatchObject({
+        state: 'sent',
+        outcome: 'unknown',
+        unknownPolicy: 'assume-sent',
+        attempts: 3,
+      });
+      const attempts = await listAttempts(database.db, orderId);
+      expect(attempts.map((attempt) => [attempt.outcome, attempt.unknownPolicy])).toEqual([
+        ['unknown', 'idempotent-retry'],
+        ['not_sent', null],
+        ['unknown', 'assume-sent'],
+      ]);
+      expect(attempts[2]).toMatchObject({ dispatchedAt: null, state: 'sent' });
+      expect(attempts[2]!.error).toContain('no request made by this attempt');
+    }, 90_000);
 
-  it('past the window, assume-failed: the policy says send again, and the log says so', async () => {
-    const orderId = gaveUp['assume-failed'];
-    await keyWindowPassed(orderId);
+    it('past the window, assume-failed: the policy says send again, and the log says so', async () => {
+      const orderId = gaveUp['assume-failed'];
+      await keyWindowPassed(orderId);
 
-    await retryOrderMail(opsContext('assume-failed'), { orderId, reason: 'a day later' });
-    const result = await client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
+      await retryOrderMail(opsContext('assume-failed'), { orderId, reason: 'a day later' });
+      const result = await client.workflow.getHandle<typeof orderConfirmationMail>(orderId).result();
 
-    // The policy trades a possible duplicate for never losing a mail; the first one did arrive here.
-    expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 4 });
-    expect(sandbox.messagesFor(orderId)).toHaveLength(2);
-    expect(
-      (await listAttempts(database.db, orderId)).map((attempt) => [attempt.outcome, attempt.unknownPolicy]),
-    ).toEqual([
-      ['unknown', 'idempotent-retry'],
-      ['not_sent', null],
-      ['unknown', 'assume-failed'],
-      ['accepted', null],
-    ]);
-  }, 90_000);
-});
+      // The policy trades a possible duplicate for never losing a mail; the first one did arrive here.
+      expect(result).toMatchObject({ result: 'sent', outcome: 'accepted', attempts: 4 });
+      expect(sandbox.messagesFor(orderId)).toHaveLength(2);
+      expect(
+        (await listAttempts(database.db, orderId)).map((attempt) => [attempt.outcome, attempt.unknownPolicy]),
+      ).toEqual([
+        ['unknown', 'idempotent-retry'],
+        ['not_sent', null],
+        ['unknown', 'assume-failed'],
+        ['accepted', null],
+      ]);
+    }, 90_000);
+  },
+);
 
 describe.concurrent('an operator’s deliberate re-send', () => {
   it('resolve as failed, then retry, inside the window: a new key, so the provider really sends again', async () => {

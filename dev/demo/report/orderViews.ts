@@ -107,4 +107,3 @@ function unexplainedMessages(
   const others = messageIds.filter((id) => !knownIds.has(id)).length;
   return Math.max(0, others - withoutKnownId - unknownAttempts - inFlight);
 }
-
