@@ -47,6 +47,11 @@ async function rowCount(orderId: string): Promise<number> {
   return rows[0]!.n;
 }
 
+/** A first claim of `orderId` by one run, as the claim activity makes it. */
+function claimOf(orderId: string) {
+  return { claimToken: `default/${orderId}/run`, issuedAt: new Date(), provider: null, providerChoice: null };
+}
+
 describe('every write of the mail row comes from src/mailRow/statements.ts', () => {
   it('refuses a product module that writes the row itself, on the pool, before the statement runs', async () => {
     productRoots.push(PRODUCT_LIKE);
@@ -72,13 +77,7 @@ describe('every write of the mail row comes from src/mailRow/statements.ts', () 
   it("lets the statements' write through and captures it with its origin", async () => {
     const orderId = await createOrder(database.db);
     const before = captured.length;
-    const claim = {
-      claimToken: `default/${orderId}/run`,
-      issuedAt: new Date(),
-      provider: null,
-      providerChoice: null,
-    };
-    expect(await firstClaim(database.db, orderId, claim)).toBe('inserted');
+    expect(await firstClaim(database.db, orderId, claimOf(orderId))).toBe('inserted');
     const writes = captured.slice(before);
     expect(writes).toHaveLength(1);
     expect(writes[0]!.files).toContain(STATEMENTS_FILE);
@@ -107,13 +106,7 @@ describe('every write of the mail row comes from src/mailRow/statements.ts', () 
     try {
       expect(queryFunctions()).toEqual(queries);
       const orderId = await createOrder(database.db);
-      const claim = {
-        claimToken: `default/${orderId}/run`,
-        issuedAt: new Date(),
-        provider: null,
-        providerChoice: null,
-      };
-      expect(await firstClaim(database.db, orderId, claim)).toBe('inserted');
+      expect(await firstClaim(database.db, orderId, claimOf(orderId))).toBe('inserted');
       expect(copy.captured).toHaveLength(1);
     } finally {
       installRowWriteCapture();
