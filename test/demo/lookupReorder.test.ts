@@ -1,27 +1,8 @@
-// --lookup-reorder: the flags become the sandbox's plan, and the report's invariant tells a reordering inside
-// what the provider promises from one past it (docs/providers.md, "What a witness assumes, per provider").
+// --lookup-reorder: the report's invariant tells a reordering inside what the provider promises from one past it
+// (docs/providers.md, "What a witness assumes, per provider").
 import { describe, expect, it } from 'vitest';
-import { parseRunOptions, UsageError } from '../../dev/demo/options';
 import type { LookupReorderFacts } from '../../dev/demo/report/facts';
 import { lookupReorderInvariant } from '../../dev/demo/report/scenarioInvariants';
-
-describe('--lookup-reorder', () => {
-  it('sets the hold, the share and the watermark; refuses a watermark it does not know', () => {
-    const options = parseRunOptions([
-      '--profile',
-      'chaos',
-      '--lookup-reorder',
-      '60',
-      '--reorder-watermark',
-      'lying',
-      '--reorder-share',
-      '10%',
-    ]);
-    if (options === 'help') throw new Error('help');
-    expect(options.verification.lookupReorder).toEqual({ holdMs: 60_000, share: 0.1, watermark: 'lying' });
-    expect(() => parseRunOptions(['--reorder-watermark', 'sometimes'])).toThrow(UsageError);
-  });
-});
 
 describe('lookup-reorder-within-contract', () => {
   const facts = (changes: Partial<LookupReorderFacts>): LookupReorderFacts => ({

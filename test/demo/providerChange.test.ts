@@ -1,40 +1,11 @@
-// --provider-change: its options (the failover pair without its outage, the usual faults, the drain before the
-// rotation), and the report's invariants over a drain and a key rotation, each story told in a few lines.
+// --provider-change: the report's invariants over a drain and a key rotation, each story told in a few lines.
 import { describe, expect, it } from 'vitest';
-import { parseRunOptions, UsageError } from '../../dev/demo/options';
-import { PROVIDER_CHANGE_DEFAULTS } from '../../dev/demo/profiles';
 import type { ProviderChangeFacts } from '../../dev/demo/providerChange';
 import {
   buildProviderChangeSection,
   providerChangeInvariants,
   type ProviderChangeInput,
 } from '../../dev/demo/report/providerChangeReport';
-import type { RunOptions } from '../../dev/demo/runOptions';
-
-const parse = (...argv: string[]) => parseRunOptions(['--profile', 'chaos', ...argv]) as RunOptions;
-
-describe('--provider-change options', () => {
-  it('runs the failover pair without its outage, under the usual faults, orders started slowly', () => {
-    const options = parse('--provider-change');
-    expect(options.providerChange).toEqual(PROVIDER_CHANGE_DEFAULTS.providerChange);
-    expect(options.failover).toMatchObject({ outageForMs: 0 });
-    expect(options.faults).toMatchObject({
-      acceptThenDrop: 0.1,
-      serverError: 0.04,
-      unavailable: 0.03,
-      dropWithoutProcessing: 0.02,
-    });
-    expect(options).toMatchObject({ workers: 3, killEveryMs: 0, startRate: 0.5 });
-  });
-
-  it('takes --drain-at and --rotate-key-at, the drain first', () => {
-    const options = parse('--provider-change', '--drain-at', '15', '--rotate-key-at', '40');
-    expect(options.providerChange).toMatchObject({ drainAtMs: 15_000, rotateKeyAtMs: 40_000 });
-    expect(() => parse('--provider-change', '--drain-at', '40', '--rotate-key-at', '15')).toThrow(UsageError);
-    expect(() => parse('--drain-at', '15')).toThrow(UsageError);
-    expect(() => parse('--provider-change', '--outage-for', '30')).toThrow(UsageError);
-  });
-});
 
 const OLD = 'sha256:00000000000000aa';
 const NEW = 'sha256:00000000000000bb';

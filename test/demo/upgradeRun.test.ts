@@ -1,47 +1,14 @@
-// --upgrade-at / --upgrade-every: the rollout chaos run's options, the invariants that judge it, and its build
-// N+1, whose mail workflow must really differ: N's histories do not replay on it, and no patch makes them.
+// The rollout chaos run (--upgrade-at): the invariants that judge it, and its build N+1, whose mail workflow must
+// really differ: N's histories do not replay on it, and no patch makes them.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { parseRunOptions, UsageError } from '../../dev/demo/options';
 import type { UpgradeFacts } from '../../dev/demo/report/facts';
 import { upgradeInvariants } from '../../dev/demo/report/scenarioInvariants';
-import type { RunOptions } from '../../dev/demo/runOptions';
-import { PROFILES } from '../../dev/demo/profiles';
-import {
-  shapedUpgradeTimes,
-  startRateAt,
-  UPGRADE_FAULTS,
-  UPGRADE_START_SHARES,
-  upgradeStartSteps,
-  UPGRADE_WORKER_CONCURRENCY,
-  upgradeTimes,
-  upgradeWorkerEnv,
-} from '../../dev/demo/upgradeLoad';
-import type { Stack } from '../../dev/demo/stack';
-import { workerEnvironment } from '../../dev/demo/workerEnvironment';
-import { loadConfig } from '../../src/config/loadConfig';
 import { REPLAY_HISTORIES_DIRECTORY } from '../replay/histories';
 
 const NEXT_BUILD = path.join(__dirname, '..', '..', 'dev', 'demo', 'upgrade', 'nextBuildWorkflows.ts');
-const parse = (...argv: string[]) => parseRunOptions(['--profile', 'chaos', ...argv]) as RunOptions;
-/** What loadConfig says of the workers' deadlines under the shaped load: null when it takes them. */
-const loadConfigProblem = (env: Record<string, string>): string | null => {
-  try {
-    loadConfig({
-      DATABASE_URL: 'postgres://u:p@localhost:5432/shop',
-      MAIL_DEPLOYMENT_ID: 'test-deployment',
-      MAIL_API_KEY: 'sandbox-key',
-      MAIL_API_BASE_URL: 'http://127.0.0.1:4010',
-      ...env,
-    });
-    return null;
-  } catch (error) {
-    return (error as Error).message;
-  }
-};
-
 const OLD_RUNS = {
   open: 14,
   claimed: 3,
@@ -85,117 +52,6 @@ const ROLLED: UpgradeFacts = {
   failure: null,
   faultsEndedAtMs: 95_000,
 };
-
-describe('--upgrade-at', () => {
-  it('switches at its moment and every --upgrade-every seconds (30 unless given); none without it', () => {
-    expect(parse().upgrade).toBeNull();
-    expect(parse('--upgrade-at', '10').upgrade).toMatchObject({ atMs: 10_000, everyMs: 30_000 });
-    expect(parse('--upgrade-every', '15', '--upgrade-at', '10').upgrade).toMatchObject({ everyMs: 15_000 });
-  });
-
-  it('refuses --upgrade-every or --upgrade-min-per-state alone, --cluster, and SMTP', () => {
-    expect(() => parse('--upgrade-every', '15')).toThrow(UsageError);
-    expect(() => parse('--upgrade-min-per-state', '5')).toThrow(UsageError);
-    expect(() => parse('--upgrade-plain-load')).toThrow(UsageError);
-    expect(() => parse('--upgrade-at', '10', '--cluster')).toThrow(UsageError);
-    expect(() => parse('--upgrade-at', '10', '--transport', 'smtp')).toThrow(UsageError);
-  });
-
-  it('asks 50 old runs per place at each switch from 1,000 orders, none below, or what --upgrade-min-per-state says', () => {
-    expect(parse('--upgrade-at', '10', '--orders', '1000').upgrade?.minPerState).toBe(50);
-    expect(parse('--upgrade-at', '10', '--orders', '999').upgrade?.minPerState).toBe(0);
-    expect(
-      parse('--upgrade-at', '10', '--orders', '80', '--upgrade-min-per-state', '3').upgrade?.minPerState,
-    ).toBe(3);
-  });
-
-  it('shapes the load unless a flag says otherwise: its fault mix, its slots, a settle delay of a period', () => {
-    const shaped = parse('--upgrade-at', '10', '--upgrade-every', '40');
-    expect(shaped.faults).toEqual(UPGRADE_FAULTS);
-    expect(shaped.workerConcurrency).toBe(UPGRADE_WORKER_CONCURRENCY);
-    // Every slot can hold a send's HTTP connection through a slow answer.
-    const stack = {
-      databaseUrl: 'postgres://x',
-      temporal: { address: 'a', namespace: 'n' },
-      mail: { workerEnv: {} },
-    };
-    const env = workerEnvironment(shaped, stack as unknown as Stack, 'q', 'bundle.js');
-    expect(env.MAIL_CONNECTIONS).toBe(String(UPGRADE_WORKER_CONCURRENCY));
-    expect(loadConfigProblem(env)).toBeNull();
-    expect(shaped.verification.settleDelayMs).toBe(40_000);
-    const given = parse(
-      '--upgrade-at',
-      '10',
-      '--429',
-      '0.05',
-      '--worker-concurrency',
-      '50',
-      '--settle-delay',
-      '5',
-    );
-    expect(given.faults).toEqual({ ...UPGRADE_FAULTS, tooManyRequests: 0.05 });
-    expect(given.workerConcurrency).toBe(50);
-    expect(given.verification.settleDelayMs).toBe(5_000);
-  });
-
-  it("--upgrade-plain-load keeps the chaos profile's load: its faults, slots, settle delay and deadlines", () => {
-    const plain = parse('--upgrade-at', '10', '--upgrade-plain-load', '--orders', '1000');
-    expect(plain.upgrade).toMatchObject({ atMs: 10_000, shapedLoad: false, minPerState: 0 });
-    expect(plain.faults).toEqual(PROFILES.chaos.faults);
-    expect(plain.workerConcurrency).toBe(PROFILES.chaos.workerConcurrency);
-    expect(plain.verification.settleDelayMs).toBe(PROFILES.chaos.verification.settleDelayMs);
-    expect(shapedUpgradeTimes(plain)).toBeNull();
-    const shaped = parse('--upgrade-at', '10', '--orders', '1000');
-    expect(shaped.upgrade).toMatchObject({ shapedLoad: true, minPerState: 50 });
-    expect(shapedUpgradeTimes(shaped)).toEqual(upgradeTimes(30_000));
-    expect(
-      parse('--upgrade-at', '10', '--upgrade-plain-load', '--upgrade-min-per-state', '2').upgrade
-        ?.minPerState,
-    ).toBe(2);
-  });
-
-  it('paces one client by phase: fast while 2.0 runs alone, then N, the ramp (both builds) and N+1 each swamped', () => {
-    const steps = upgradeStartSteps(1_000, 100_000, 150_000);
-    expect(steps).toEqual([
-      { fromMs: 0, rate: 2.4 },
-      { fromMs: 100_000, rate: 2.13 },
-      { fromMs: 250_000, rate: 1.6 },
-      { fromMs: 400_000, rate: 1.13 },
-      { fromMs: 550_000, rate: 2.13 },
-    ]);
-    // Orders are left after the rollback (at its earliest), so N gets runs again and no phase runs dry.
-    const shares = Object.values(UPGRADE_START_SHARES).reduce((sum, share) => sum + share, 0);
-    expect(shares).toBeLessThan(1);
-    expect(shares).toBeGreaterThan(0.9);
-    // Fewer orders and a proportionally shorter schedule: the same rates, so the same shape.
-    expect(upgradeStartSteps(300, 30_000, 45_000).map((step) => step.rate)).toEqual(
-      steps.map((step) => step.rate),
-    );
-    expect(startRateAt(steps, 0)).toBe(2.4);
-    expect(startRateAt(steps, 399_999)).toBe(1.6);
-    expect(startRateAt(steps, 10_000_000)).toBe(2.13);
-
-    const shaped = parse('--upgrade-at', '100', '--upgrade-every', '150', '--orders', '1000');
-    expect(shaped).toMatchObject({ clients: 1, startRate: 2.4, startSteps: steps });
-    expect(shaped.upgrade?.rampPercentage).toBe(50);
-    const given = parse('--upgrade-at', '10', '--start-rate', '3.5', '--clients', '1');
-    expect(given.startSteps).toBeUndefined();
-    expect(given.startRate).toBe(3.5);
-    expect(parse('--upgrade-at', '10', '--clients', '2').clients).toBe(2);
-    expect(parse('--upgrade-at', '10', '--upgrade-plain-load').startSteps).toBeUndefined();
-  });
-
-  it('holds the slow answers inside the client deadlines and the hung ones past them, the send timeout past both', () => {
-    for (const everyMs of [10_000, 60_000]) {
-      const times = upgradeTimes(everyMs);
-      expect(times.slowMs).toBeLessThan(times.headersTimeoutMs);
-      expect(times.headersTimeoutMs).toBeLessThan(times.overallTimeoutMs);
-      expect(times.hangMs).toBeGreaterThan(times.overallTimeoutMs);
-      const problem = loadConfigProblem(upgradeWorkerEnv(times));
-      expect(problem).toBeNull();
-    }
-  });
-});
 
 describe('the upgrade invariants', () => {
   it('hold for a rollout with four switches, no non-determinism and no run across builds', () => {

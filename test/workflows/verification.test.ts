@@ -31,7 +31,7 @@ import {
 } from '../support/verificationKit';
 
 // The sandbox indexes a message 300 ms after it took it; the workflow waits 1.2 s before it asks: longer, as
-// every provider's documented settle delay is longer than the sandbox's default lag (verificationOptions.test).
+// every provider's documented settle delay is longer than the sandbox's default lag (test/demo/runOptions.test.ts).
 const INDEXING_LAG_MS = 300;
 const VERIFY: VerificationSettings = { settleDelayMs: 1_200, lookupTimeoutMs: 800, deadlineMs: 4_000 };
 const LOOKUP_PROVIDERS = ['generic', 'postmark', 'mailgun'] as const;
