@@ -131,7 +131,7 @@ describe('the profiles the figures come from', () => {
     expect(chaos.restartTemporalAt).not.toBeNull();
     // Every rate of the mix reaches the sandbox's plan, and a rate of 0 plans nothing.
     expect(sum(faultRates(chaos.faults).map((rate) => rate.probability))).toBeCloseTo(
-      sum(Object.values<number>(chaos.faults)),
+      sum(Object.values(chaos.faults) as number[]),
     );
     expect(faultRates({ ...chaos.faults, hang: 0 }).every((rate) => rate.probability > 0)).toBe(true);
     const smtpDrop = smtpFaultRates(chaos.faults).find((rate) => rate.fault.kind === 'drop-after-data');
