@@ -126,10 +126,6 @@ export class SandboxWebhooks {
     this.lieRandom = seededRandom(seed ^ 0x11e5);
   }
 
-  current(): WebhookSettings {
-    return { ...this.settings };
-  }
-
   configure(changes: Partial<WebhookSettings>): void {
     const next = { ...this.settings };
     for (const [name, value] of Object.entries(changes)) {

@@ -26,11 +26,6 @@ export interface SmtpSandboxOptions {
   seed?: number;
   /** Every accepted message is also relayed there (MailDev's SMTP port), as it was received. */
   relayTo?: RelayTarget;
-  /**
-   * Advertise DSN, so clients can send `ENVID=` with MAIL (default true). Without it the order is known only
-   * from the data, and MAIL/RCPT faults for an order happen at end-of-data instead.
-   */
-  offerDsn?: boolean;
   /** Advertise PIPELINING (default true): nodemailer then sends MAIL, RCPT and DATA without waiting. */
   offerPipelining?: boolean;
 }
@@ -102,7 +97,8 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
 
   const server: SMTPServer = new SMTPServer({
     secure: false,
-    hideDSN: options.offerDsn === false,
+    // Offered so that clients name the order in MAIL (`ENVID=`); smtp-server hides DSN unless told otherwise.
+    hideDSN: false,
     hidePIPELINING: options.offerPipelining === false,
     disabledCommands: options.auth === undefined ? ['AUTH', 'STARTTLS'] : ['STARTTLS'],
     authOptional: options.auth === undefined,
