@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { seededRandom } from '../../packages/sandbox/src/faults';
 import { createDatabase, type Database } from '../../src/db/pool';
 import { startClientFleet, type ClientFleet } from './clientFleet';
 import { createOrders } from './demoOrders';
@@ -24,7 +25,6 @@ import { startChaos, type Chaos } from './runChaos';
 import type { RunOptions } from './runOptions';
 import { releaseEmbeddedPostgresSignalHooks } from './signalHooks';
 import { startStack, type Stack } from './stack';
-import { seededRandom } from './startOrdersProcess';
 import { startSendHoldAct, type SendHoldAct } from './sendHoldAct';
 import {
   bundleNextBuild,
