@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stackToolsDirectory } from '../stack/stackTools';
 
+const START_TIMEOUT_MS = 10_000;
+
 export type RespValue = string | number | null | RespValue[];
 
 export interface RedisServer {
@@ -46,7 +48,7 @@ export function findRedisServer(env: NodeJS.ProcessEnv = process.env): string {
   );
 }
 
-export async function startRedisServer(options: { startTimeoutMs?: number } = {}): Promise<RedisServer> {
+export async function startRedisServer(): Promise<RedisServer> {
   const directory = await mkdtemp(path.join(tmpdir(), 'redis-'));
   const socketPath = path.join(directory, 'redis.sock');
   const child = spawn(
@@ -72,7 +74,7 @@ export async function startRedisServer(options: { startTimeoutMs?: number } = {}
   };
   const command = (...args: string[]): Promise<RespValue> => sendCommand(socketPath, args);
 
-  const deadline = Date.now() + (options.startTimeoutMs ?? 10_000);
+  const deadline = Date.now() + START_TIMEOUT_MS;
   for (;;) {
     if (child.exitCode !== null) {
       await stop();
