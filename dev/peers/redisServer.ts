@@ -2,12 +2,11 @@
 // folder (no port to collide on, nothing kept on disk), and a minimal client for the few commands the tests
 // send (RPUSH, LLEN, PING). scripts/setup.sh --python puts redis-server where findRedisServer looks.
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { stackToolsDirectory } from '../stack/stackTools';
+import { isExecutableFile, stackToolsDirectory } from '../devtools/toolFolders';
 
 const START_TIMEOUT_MS = 10_000;
 
@@ -35,13 +34,7 @@ export function findRedisServer(env: NodeJS.ProcessEnv = process.env): string {
     path.join(stackToolsDirectory(env), 'redis', 'redis-server'),
   ];
   for (const candidate of candidates) {
-    if (candidate === undefined || candidate === '') continue;
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not this one
-    }
+    if (candidate !== undefined && candidate !== '' && isExecutableFile(candidate)) return candidate;
   }
   throw new Error(
     'redis-server not found. Run `bash scripts/setup.sh --python` (npm test does it in pretest).',
