@@ -176,7 +176,7 @@ async function printSummary(stack: RunningStack): Promise<void> {
     ) ?? []),
     `Temporal Web UI   ${stack.uiUrl ?? '(none)'}`,
     `App database      ${redact(stack.databaseUrl)}`,
-    `Mail sandbox      ${stack.sandbox?.url ?? '(a real mail API)'}`,
+    `Mail sandbox      ${stack.sandbox.url}`,
     ...(stack.workers?.workers.map(
       (worker) =>
         `Worker ${worker.index}          ${worker.httpUrl}/metrics  (log: ${worker.process.logFile})`,

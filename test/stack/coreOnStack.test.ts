@@ -20,7 +20,6 @@ let sandbox: MailSandbox;
 
 beforeAll(async () => {
   testStack = await startTestStack({ workers: 3, uiPort: null });
-  if (testStack.stack.sandbox === null) throw new Error('the stack was expected to run its sandbox');
   sandbox = testStack.stack.sandbox;
 });
 afterAll(async () => {
