@@ -15,7 +15,7 @@ if [[ -z $version ]]; then
   echo "with-node: NODE_VERSION is missing from deploy/stack.env" >&2
   exit 1
 fi
-# The same folder as scripts/setup.sh's and dev/stack/stackTools.ts's.
+# The same folder as scripts/setup.sh's and dev/devtools/toolFolders.ts's.
 tools_dir=${STACK_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/order-confirmation-mail/tools}
 bin_dir="$tools_dir/node-$version/bin"
 if [[ ! -x $bin_dir/node ]]; then

@@ -5,11 +5,6 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 // Linux reports CPU times in clock ticks; USER_HZ is 100 on every mainstream kernel build.
 const TICKS_PER_SECOND = 100;
 
-export interface ProcessCpu {
-  /** user + system seconds since the process started. */
-  seconds: number;
-}
-
 /**
  * user + system CPU seconds of one process, or null when it is gone. With `withReapedChildren`, plus the CPU
  * of its children that have exited and been waited for (cutime + cstime).

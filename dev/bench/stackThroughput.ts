@@ -77,7 +77,7 @@ async function main(): Promise<void> {
         p50Ms: percentile(0.5),
         p99Ms: percentile(0.99),
         sentRows: rows[0]?.sent,
-        messages: stack.sandbox?.messages().length,
+        messages: stack.sandbox.messages().length,
       }),
     );
   } finally {

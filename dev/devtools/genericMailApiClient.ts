@@ -6,7 +6,6 @@ import { destinationOfMailApi } from '../../src/evidence/destination';
 import { createHttpMailTransport, transportOptionProblems } from '../../src/mail/httpMailTransport';
 import { apiKeyProblem, MailClientConfigError } from '../../src/mail/providers/adapterSupport';
 import { createGenericAdapter } from '../../src/mail/providers/generic';
-import type { SendOutcomeTable } from '../../src/mail/sendOutcomeTable';
 import type { MailTransport } from '../../src/mail/types';
 
 export { MailClientConfigError } from '../../src/mail/providers/adapterSupport';
@@ -19,8 +18,6 @@ export interface GenericMailApiClientOptions {
   headersTimeoutMs: number;
   overallTimeoutMs: number;
   connections: number;
-  /** For an API whose statuses mean something other than the generic table says. */
-  statusTable?: SendOutcomeTable;
 }
 
 export function createGenericMailApiClient(options: GenericMailApiClientOptions): MailTransport {
@@ -32,7 +29,7 @@ export function createGenericMailApiClient(options: GenericMailApiClientOptions)
   }
   return createHttpMailTransport({
     ...options,
-    adapter: createGenericAdapter({ apiKey: options.apiKey, statusTable: options.statusTable }),
+    adapter: createGenericAdapter({ apiKey: options.apiKey }),
     destination: destinationOfMailApi({
       provider: 'generic',
       baseUrl: options.baseUrl,

@@ -2,12 +2,12 @@
 // test: the binary `bash scripts/setup.sh --tracing` builds into the tools folder, at the version setup.sh
 // pins (read from there, so the two never disagree). Stopped with its process; it keeps nothing on disk.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { getFreePort } from '../../src/shared/freePort';
-import { stackToolsDirectory } from '../stack/stackTools';
+import { isExecutableFile, stackToolsDirectory } from './toolFolders';
 
 const SETUP_SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'setup.sh');
 
@@ -27,9 +27,7 @@ export function jaegerBinary(env: NodeJS.ProcessEnv = process.env): string {
 
 export async function startJaeger(): Promise<RunningJaeger> {
   const binary = jaegerBinary();
-  try {
-    accessSync(binary, constants.X_OK);
-  } catch {
+  if (!isExecutableFile(binary)) {
     throw new Error(
       `${binary} is missing: run bash scripts/setup.sh --tracing (a build of about 10 minutes, once)`,
     );

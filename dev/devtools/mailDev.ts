@@ -14,8 +14,6 @@ export interface MailDevOptions {
   smtpPort?: number;
   /** Default: a free port. */
   webPort?: number;
-  /** How long to wait for the web inbox to answer. Default 30 s. */
-  startTimeoutMs?: number;
 }
 
 export interface RunningMailDev {
@@ -28,6 +26,8 @@ export interface RunningMailDev {
 }
 
 const HOST = '127.0.0.1';
+/** How long to wait for the web inbox to answer. */
+const START_TIMEOUT_MS = 30_000;
 /** The last line of the banner MailDev 3 prints after it bound both of its ports. */
 const BANNER_END = 'Press Ctrl+C to stop';
 
@@ -66,7 +66,7 @@ export async function startMailDev(options: MailDevOptions = {}): Promise<Runnin
     await rm(mailDirectory, { recursive: true, force: true });
   };
   try {
-    await waitForInbox(webUrl, child, bannerSeen, options.startTimeoutMs ?? 30_000);
+    await waitForInbox(webUrl, child, bannerSeen, START_TIMEOUT_MS);
   } catch (error) {
     await stop();
     throw new Error(

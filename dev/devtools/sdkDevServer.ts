@@ -30,7 +30,7 @@ async function createLocalEnvironment(options: ResolvedDevServerOptions): Promis
         ui: options.uiPort !== null,
         uiPort: options.uiPort ?? undefined,
         dbFilename: options.dbFilename,
-        log: { format: 'pretty', level: options.logLevel },
+        log: { format: 'pretty', level: 'warn' },
         searchAttributes: Object.entries(options.searchAttributes).map(([name, type]) =>
           defineSearchAttributeKey(name, sdkSearchAttributeType[type]),
         ),

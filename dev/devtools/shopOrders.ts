@@ -8,7 +8,6 @@ export interface NewOrder {
   customerEmail: string;
   items: { productName: string; quantity: number; unitPriceYen: number | bigint }[];
   status?: 'pending' | 'confirmed' | 'cancelled';
-  orderedAt?: Date;
 }
 
 /** Creates an order with its items in one transaction, as the shop would. */
@@ -16,9 +15,9 @@ export async function insertOrder(db: Database, order: NewOrder): Promise<string
   return db.transaction(async (client) => {
     const inserted = await client.query<{ id: string }>(
       `INSERT INTO orders (customer_name, customer_email, status, ordered_at, confirmed_at)
-       VALUES ($1, $2, $3, COALESCE($4, now()), CASE WHEN $3 = 'confirmed' THEN now() END)
+       VALUES ($1, $2, $3, now(), CASE WHEN $3 = 'confirmed' THEN now() END)
        RETURNING id::text AS id`,
-      [order.customerName, order.customerEmail, order.status ?? 'confirmed', order.orderedAt ?? null],
+      [order.customerName, order.customerEmail, order.status ?? 'confirmed'],
     );
     const orderId = inserted.rows[0]!.id;
     for (const [index, item] of order.items.entries()) {

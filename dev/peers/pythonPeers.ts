@@ -4,8 +4,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import path from 'node:path';
+import { setupCacheDirectory } from '../devtools/toolFolders';
 
 export const PYTHON_PEERS_DIRECTORY = path.join(__dirname, 'python');
 
@@ -14,9 +14,7 @@ export const PYTHON_PEERS_DIRECTORY = path.join(__dirname, 'python');
  * requirements.txt); it has a pip. Throws, saying what to run, when setup has not built it.
  */
 export function pythonPeersInterpreter(): string {
-  const base =
-    process.env.PYTHON_PEERS_DIR ||
-    path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'order-confirmation-mail');
+  const base = process.env.PYTHON_PEERS_DIR || setupCacheDirectory();
   const requirements = readFileSync(path.join(PYTHON_PEERS_DIRECTORY, 'requirements.txt'));
   const venv = path.join(
     base,

@@ -2,12 +2,13 @@
 // folder (no port to collide on, nothing kept on disk), and a minimal client for the few commands the tests
 // send (RPUSH, LLEN, PING). scripts/setup.sh --python puts redis-server where findRedisServer looks.
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { stackToolsDirectory } from '../stack/stackTools';
+import { isExecutableFile, stackToolsDirectory } from '../devtools/toolFolders';
+
+const START_TIMEOUT_MS = 10_000;
 
 export type RespValue = string | number | null | RespValue[];
 
@@ -33,20 +34,14 @@ export function findRedisServer(env: NodeJS.ProcessEnv = process.env): string {
     path.join(stackToolsDirectory(env), 'redis', 'redis-server'),
   ];
   for (const candidate of candidates) {
-    if (candidate === undefined || candidate === '') continue;
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not this one
-    }
+    if (candidate !== undefined && candidate !== '' && isExecutableFile(candidate)) return candidate;
   }
   throw new Error(
     'redis-server not found. Run `bash scripts/setup.sh --python` (npm test does it in pretest).',
   );
 }
 
-export async function startRedisServer(options: { startTimeoutMs?: number } = {}): Promise<RedisServer> {
+export async function startRedisServer(): Promise<RedisServer> {
   const directory = await mkdtemp(path.join(tmpdir(), 'redis-'));
   const socketPath = path.join(directory, 'redis.sock');
   const child = spawn(
@@ -72,7 +67,7 @@ export async function startRedisServer(options: { startTimeoutMs?: number } = {}
   };
   const command = (...args: string[]): Promise<RespValue> => sendCommand(socketPath, args);
 
-  const deadline = Date.now() + (options.startTimeoutMs ?? 10_000);
+  const deadline = Date.now() + START_TIMEOUT_MS;
   for (;;) {
     if (child.exitCode !== null) {
       await stop();

@@ -45,8 +45,6 @@ export interface StackOptions {
   keepData?: boolean;
   /** The app's database; default: settings.appDatabase on the stack's Postgres. */
   appDatabaseUrl?: string;
-  /** A real mail API instead of the in-process sandbox. */
-  mailApi?: { baseUrl: string; apiKey: string };
   tls?: StackTlsFiles;
   temporalPort?: number;
   /**
@@ -79,7 +77,7 @@ export interface RunningStack {
   databaseUrl: string;
   /** Temporal's Postgres server, as an admin URL. */
   postgresUrl: string;
-  sandbox: MailSandbox | null;
+  sandbox: MailSandbox;
   workers: WorkerFleet | null;
   /** What a worker or client needs to connect like the stack's own workers (TLS files included). */
   connections: StackWorkerConnections;
@@ -241,22 +239,16 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       stops.push({ name: 'ui-server', stop: () => running.stop() });
     }
 
-    let sandbox: MailSandbox | null = null;
-    let mailApi = options.mailApi;
-    if (mailApi === undefined) {
-      const started = await startMailSandbox();
-      sandbox = started;
-      stops.push({ name: 'mail sandbox', stop: () => started.close() });
-      mailApi = { baseUrl: started.url, apiKey: 'sandbox-key' };
-      log(`Mail sandbox ${started.url} (messages: ${started.url}/_sandbox/messages)`);
-    }
+    const sandbox = await startMailSandbox();
+    stops.push({ name: 'mail sandbox', stop: () => sandbox.close() });
+    log(`Mail sandbox ${sandbox.url} (messages: ${sandbox.url}/_sandbox/messages)`);
 
     const connections: StackWorkerConnections = {
       databaseUrl: roles.workerUrl,
       temporalAddress: temporal.address,
       namespace: settings.namespace,
-      mailApiBaseUrl: mailApi.baseUrl,
-      mailApiKey: mailApi.apiKey,
+      mailApiBaseUrl: sandbox.url,
+      mailApiKey: 'sandbox-key',
       ...(tls === undefined ? {} : { tls }),
     };
     let workers: WorkerFleet | null = null;

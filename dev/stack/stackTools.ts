@@ -2,11 +2,11 @@
 // version (the Temporal server and the UI server are both built as `server`, so they cannot share one).
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { findTemporalCli } from '../devtools/findTemporalCli';
+import { isExecutableFile, stackToolsDirectory } from '../devtools/toolFolders';
 import { PROJECT_ROOT, type StackSettings } from './stackSettings';
 
 export interface StackTools {
@@ -19,13 +19,6 @@ export interface StackTools {
   temporalCli: string;
   /** The pinned Node (NODE_VERSION, the worker image's) that the workers run on, whatever runs the stack. */
   node: string;
-}
-
-/** $STACK_TOOLS_DIR, else ~/.cache/order-confirmation-mail/tools, as in scripts/setup.sh. */
-export function stackToolsDirectory(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.STACK_TOOLS_DIR) return env.STACK_TOOLS_DIR;
-  const cache = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
-  return path.join(cache, 'order-confirmation-mail', 'tools');
 }
 
 /** The installed tools, or the list of what is missing. */
@@ -88,15 +81,6 @@ export async function ensureStackTools(
   const after = findStackTools(settings, env);
   if ('tools' in after) return after.tools;
   throw new Error(`scripts/setup.sh --stack finished, but still missing: ${after.missing.join(', ')}`);
-}
-
-function isExecutableFile(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
 }
 
 /** promtool from PATH, else where `scripts/setup.sh --deploy-checks` unpacked it; null when neither. */

@@ -63,8 +63,6 @@ export interface TemporalClusterOptions {
   namespaceRetention: string;
   searchAttributes: SearchAttributeDefinitions;
   shape?: ClusterShape;
-  logLevel?: string;
-  startupTimeoutMs?: number;
   echo?: boolean;
   log: (line: string) => void;
 }
@@ -106,7 +104,7 @@ export interface RunningTemporalCluster {
   stop(): Promise<void>;
 }
 
-const DEFAULT_STARTUP_TIMEOUT_MS = 180_000;
+const STARTUP_TIMEOUT_MS = 180_000;
 const HOST_READY_TIMEOUT_MS = 120_000;
 const RESTART_RETRY_MS = 1_000;
 
@@ -206,7 +204,6 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
         visibilityDatabase: options.visibilityDatabase,
         historyShards: options.historyShards,
         dynamicConfigFile,
-        logLevel: options.logLevel ?? 'warn',
         maxConns: MAX_CONNS[plan.service],
       }),
       { mode: 0o600 },
@@ -320,7 +317,7 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
 
   try {
     balancer = await startFrontendBalancer({ ip, port: balancerPort, frontends: frontendAddresses });
-    const deadline = Date.now() + (options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
+    const deadline = Date.now() + STARTUP_TIMEOUT_MS;
     await Promise.all(plans.map((plan) => startHost(plan, deadline)));
     await createNamespace(
       {

@@ -35,8 +35,6 @@ export interface TemporalServerOptions {
   namespaceRetention: string;
   searchAttributes: SearchAttributeDefinitions;
   tls?: TemporalServerTls & { clientCertFile: string; clientKeyFile: string };
-  logLevel?: string;
-  startupTimeoutMs?: number;
   /**
    * Production's dynamic config only (deploy/temporal/dynamicconfig.yaml), without DEV_ONLY_DYNAMIC_CONFIG:
    * the bench measures the server as it would run, not with every read going to the database.
@@ -56,7 +54,7 @@ export interface RunningTemporalServer {
   stop(): Promise<void>;
 }
 
-const DEFAULT_STARTUP_TIMEOUT_MS = 120_000;
+const STARTUP_TIMEOUT_MS = 120_000;
 // Added to deploy/temporal/dynamicconfig.yaml for the native stack only: a search attribute registered a moment
 // ago is seen by the next list query at once (the stack's tests search right after setup). Temporal's own
 // docs call it a development setting: every read then goes to the database.
@@ -95,7 +93,6 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
       visibilityDatabase: options.visibilityDatabase,
       historyShards: options.historyShards,
       dynamicConfigFile,
-      logLevel: options.logLevel ?? 'warn',
       tls: options.tls,
     }),
     { mode: 0o600 },
@@ -121,7 +118,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   });
   const connectionOptions: ConnectionOptions = { address, ...(await tlsConnectionOptions(options.tls)) };
   try {
-    const deadline = Date.now() + (options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
+    const deadline = Date.now() + STARTUP_TIMEOUT_MS;
     // The system namespace exists as soon as the frontend serves; `default` is created below.
     await waitForTemporal({
       address,

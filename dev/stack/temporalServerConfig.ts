@@ -32,7 +32,6 @@ export interface TemporalServerConfigInput {
   visibilityDatabase: string;
   historyShards: number;
   dynamicConfigFile: string;
-  logLevel: string;
   /** mTLS on the frontend and between the services; clients must present a certificate signed by the CA. */
   tls?: TemporalServerTls;
 }
@@ -123,7 +122,7 @@ function renderConfig(
     },
   });
   const config = {
-    log: { stdout: true, level: input.logLevel },
+    log: { stdout: true, level: 'warn' },
     persistence: {
       defaultStore: 'postgres-default',
       visibilityStore: 'postgres-visibility',

@@ -15,7 +15,6 @@ export interface UiServerOptions {
   namespace: string;
   /** The certificates the UI presents to an mTLS server. */
   tls?: { caCertFile: string; clientCertFile: string; clientKeyFile: string; serverName: string };
-  startupTimeoutMs?: number;
   echo?: boolean;
   log: (line: string) => void;
 }
@@ -26,7 +25,7 @@ export interface RunningUiServer {
   stop(): Promise<void>;
 }
 
-const DEFAULT_STARTUP_TIMEOUT_MS = 60_000;
+const STARTUP_TIMEOUT_MS = 60_000;
 
 export async function startUiServer(options: UiServerOptions): Promise<RunningUiServer> {
   const port = options.port ?? (await getFreePorts(1, options.ip))[0] ?? 0;
@@ -71,7 +70,7 @@ export async function startUiServer(options: UiServerOptions): Promise<RunningUi
   });
   const url = `http://${options.ip}:${port}`;
   try {
-    await waitForHttp(`${url}/`, Date.now() + (options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS), ui);
+    await waitForHttp(`${url}/`, Date.now() + STARTUP_TIMEOUT_MS, ui);
   } catch (error) {
     await ui.stop();
     const reason = error instanceof Error ? error.message : String(error);

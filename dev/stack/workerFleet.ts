@@ -63,7 +63,6 @@ export interface WorkerFleetOptions {
   connections: StackWorkerConnections;
   /** Worker settings on top of the inherited environment (e.g. SEND_ACTIVITY_TIMEOUT_MS). */
   extraEnv?: Record<string, string>;
-  startupTimeoutMs?: number;
   echo?: boolean;
   log: (line: string) => void;
 }
@@ -77,7 +76,7 @@ export interface WorkerFleet {
 }
 
 // A worker bundles the workflow code with webpack at start; on a busy 2-core machine that takes a while.
-const DEFAULT_STARTUP_TIMEOUT_MS = 180_000;
+const STARTUP_TIMEOUT_MS = 180_000;
 const STOP_GRACE_MS = 90_000;
 
 export async function startWorkerFleet(options: WorkerFleetOptions): Promise<WorkerFleet> {
@@ -106,7 +105,7 @@ export async function startWorkerFleet(options: WorkerFleetOptions): Promise<Wor
     return worker;
   };
   for (let index = 0; index < options.count; index++) await add();
-  const deadline = Date.now() + (options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
   try {
     await Promise.all(workers.map((worker) => waitUntilReady(worker, deadline)));
   } catch (error) {
@@ -118,7 +117,7 @@ export async function startWorkerFleet(options: WorkerFleetOptions): Promise<Wor
     workers,
     async add() {
       const worker = await add();
-      await waitUntilReady(worker, Date.now() + (options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS));
+      await waitUntilReady(worker, Date.now() + STARTUP_TIMEOUT_MS);
       return worker;
     },
     async stop() {

@@ -164,7 +164,7 @@ describe('the image node_modules after scripts/prune-image-modules.mjs', () => {
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces`,
     });
     const orderId = await sendOne('image-generic');
-    expect(testStack.stack.sandbox?.messagesFor(orderId)).toHaveLength(1);
+    expect(testStack.stack.sandbox.messagesFor(orderId)).toHaveLength(1);
     const deadline = Date.now() + 30_000;
     while (collector.posts.length === 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 250));
@@ -184,7 +184,7 @@ describe('the image node_modules after scripts/prune-image-modules.mjs', () => {
       MAIL_API_KEY: '',
     });
     const orderId = await sendOne('image-ses');
-    expect(testStack.stack.sandbox?.messagesFor(orderId)).toHaveLength(1);
+    expect(testStack.stack.sandbox.messagesFor(orderId)).toHaveLength(1);
   });
 
   it('a worker sends over SMTP (nodemailer)', async () => {

@@ -24,22 +24,6 @@ export async function readTrace(queryUrl: string, traceId: string): Promise<Jaeg
   return body.data?.[0];
 }
 
-/**
- * The newest trace with a span of `service` that carries every tag given: `temporalWorkflowId` (Temporal's
- * activity spans; the workflow id is the order id) or `order.id` (the provider request's span).
- */
-export async function findTrace(
-  queryUrl: string,
-  service: string,
-  tags: Record<string, string>,
-): Promise<JaegerTrace | undefined> {
-  const query = new URLSearchParams({ service, tags: JSON.stringify(tags), lookback: '1h', limit: '5' });
-  const response = await fetch(`${queryUrl}/api/traces?${query.toString()}`);
-  if (!response.ok) return undefined;
-  const body = (await response.json()) as { data?: JaegerTrace[] | null };
-  return body.data?.[0];
-}
-
 export function spanTag(span: JaegerSpan, key: string): unknown {
   return span.tags.find((t) => t.key === key)?.value;
 }

@@ -43,7 +43,7 @@ describe('mTLS between the workers, the clients and the Temporal server', () => 
     const orderId = await createOrder(testStack.db);
     await startOrderConfirmationMail(testStack.client, orderId);
     expect(await testStack.client.workflow.getHandle(orderId).result()).toMatchObject({ result: 'sent' });
-    expect(testStack.stack.sandbox?.messagesFor(orderId)).toHaveLength(1);
+    expect(testStack.stack.sandbox.messagesFor(orderId)).toHaveLength(1);
     expect(await readMailLog(testStack.db, orderId)).toMatchObject({ state: 'sent', outcome: 'accepted' });
   });
 

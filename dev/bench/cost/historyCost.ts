@@ -51,9 +51,6 @@ export interface HistoryCost {
   notBilled: Partial<Record<NotBilledRule, number>>;
 }
 
-/** The JSON form of a history: `{ events: [...] }`, as exported, or a fixture `{ workflowId, history }`. */
-export type HistoryJson = { events?: unknown } | { history?: { events?: unknown } };
-
 type EventJson = Record<string, unknown>;
 
 const TEMPORAL_CHANGE_VERSION = 'TemporalChangeVersion';

@@ -4,7 +4,7 @@ import type { PhaseResult } from '../phases';
 import type { BenchReport } from './benchReport';
 import { usdPerMillionOrders } from '../cost/pricing';
 import { serverCpuPer1000, totalCpuPer1000 } from './headlines';
-import { actionTargets, labelerFor, labelKnee, scaleSummary } from './table';
+import { actionTargets, fixed, labelerFor, labelKnee, scaleSummary } from './table';
 
 export function renderMarkdown(report: BenchReport): string {
   const { machine } = report;
@@ -178,8 +178,4 @@ export function renderMarkdown(report: BenchReport): string {
 
 function row(cells: string[]): string {
   return `| ${cells.join(' | ')} |`;
-}
-
-function fixed(value: number | null | undefined, digits: number): string {
-  return value === null || value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(digits);
 }

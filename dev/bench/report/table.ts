@@ -237,7 +237,8 @@ function coresOf(phase: PhaseResult): string {
     .join('/');
 }
 
-function fixed(value: number | null | undefined, digits: number): string {
+/** A figure with `digits` decimals; '-' for none. */
+export function fixed(value: number | null | undefined, digits: number): string {
   return value === null || value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(digits);
 }
 

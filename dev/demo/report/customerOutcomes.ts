@@ -206,6 +206,7 @@ export function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[
   return groups;
 }
 
-function increment(counts: Record<string, number>, key: string): void {
+/** One more of `key` in a tally of the report. */
+export function increment(counts: Record<string, number>, key: string): void {
   counts[key] = (counts[key] ?? 0) + 1;
 }

@@ -2,6 +2,7 @@
 // to it; the attempts that failed over to the second provider, by the claim's reason and by what the previous
 // attempt met at the primary; and the orders whose attempts left a provider that an earlier attempt of the
 // same key may have reached (the failover rule, which scenarioInvariants.ts holds the run to).
+import { increment } from './customerOutcomes';
 import type { FailoverAttemptFact, FailoverFacts, MessageFact } from './facts';
 
 export interface FailoverSection {
@@ -72,8 +73,4 @@ function causeOf(previous: FailoverAttemptFact | undefined, primary: string): st
   if (previous.httpStatus !== null) return `${primary}: HTTP ${previous.httpStatus}`;
   const code = /\(([A-Z][A-Z0-9_]+)\)/.exec(previous.error ?? '')?.[1];
   return `${primary}: ${code ?? 'not sent'}`;
-}
-
-function increment(counts: Record<string, number>, key: string): void {
-  counts[key] = (counts[key] ?? 0) + 1;
 }

@@ -3,7 +3,7 @@
 // whether they all hold. Pure: the runner gathers the facts (readFacts.ts), builds this, and prints it
 // (formatReport.ts, reportFiles.ts). What it counts is unit-tested (test/demo/report.test.ts).
 import type { UnknownOutcomePolicy } from '../../../src/shared/mailOutcome';
-import { summarizeCustomers, type CustomerOutcomes } from './customerOutcomes';
+import { increment, summarizeCustomers, type CustomerOutcomes } from './customerOutcomes';
 import { buildFailoverSection, type FailoverSection } from './failoverReport';
 import { buildProviderChangeSection, type ProviderChangeSection } from './providerChangeReport';
 import { buildSendOutageSection, type SendOutageSection } from '../sendOutage';
@@ -201,10 +201,6 @@ function summarizeInbox(inbox: InboxFacts, orders: OrderView[]): NonNullable<Run
   for (const order of orders) increment(messagesPerOrder, String(inbox.messagesPerOrder[order.orderId] ?? 0));
   const messages = Object.values(inbox.messagesPerOrder).reduce((sum, count) => sum + count, 0);
   return { url: inbox.webUrl, messages: messages + inbox.withoutOrderId, messagesPerOrder };
-}
-
-function increment(counts: Record<string, number>, key: string): void {
-  counts[key] = (counts[key] ?? 0) + 1;
 }
 
 function round(value: number, digits: number): number {

@@ -40,10 +40,6 @@ export interface ReorderEffect {
 export class LookupReorder {
   private plan: LookupReorderPlan | null = null;
 
-  current(): LookupReorderPlan | null {
-    return this.plan === null ? null : { ...this.plan };
-  }
-
   setPlan(input: unknown): void {
     this.plan = input === null ? null : parseLookupReorderPlan(input);
   }

@@ -82,10 +82,6 @@ export class SandboxLookups {
     this.lies = new LookupLies(seed);
   }
 
-  current(): LookupSettings {
-    return { ...this.settings };
-  }
-
   configure(changes: Partial<LookupSettings>): void {
     for (const [name, value] of Object.entries(changes)) {
       if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {

@@ -46,8 +46,6 @@ export interface MailSandboxOptions {
   lookups?: Partial<LookupSettings>;
   /** Where and how the SendGrid and Mailgun emulations post their signed events (webhooks.ts). */
   webhooks?: Partial<WebhookSettings>;
-  /** Mailgun's webhook signing key; default DEFAULT_MAILGUN_SIGNING_KEY. */
-  mailgunSigningKey?: string;
 }
 
 export interface MailSandbox extends SandboxControls {
@@ -104,7 +102,7 @@ export async function startMailSandbox(options: MailSandboxOptions = {}): Promis
     new IdempotencyStore(options.idempotencyWindowMs ?? RESEND_IDEMPOTENCY_WINDOW_MS),
     options.now ?? (() => new Date()),
     new SandboxLookups(options.lookups ?? {}, seed),
-    new SandboxWebhooks(options.webhooks ?? {}, seed, options.mailgunSigningKey),
+    new SandboxWebhooks(options.webhooks ?? {}, seed),
   );
   if (options.relayTo !== undefined) sandbox.relayAcceptedTo(options.relayTo);
   await sandbox.start(options.port ?? 0);

@@ -58,10 +58,6 @@ export class SandboxSns {
     this.ownOrigin = origin;
   }
 
-  get origin(): string {
-    return this.ownOrigin;
-  }
-
   get certificateUrl(): string {
     return this.signingCertUrl ?? `${this.ownOrigin}${CERT_PATH}`;
   }

@@ -103,12 +103,13 @@ export class SandboxWebhooks {
   private eventNumber = 0;
   private closed = false;
 
+  readonly mailgunSigningKey = DEFAULT_MAILGUN_SIGNING_KEY;
+  /** SES's events go out through it, signed with its test certificate (sns.ts). */
+  readonly sns = new SandboxSns();
+
   constructor(
     initial: Partial<WebhookSettings>,
     private readonly seed: number,
-    readonly mailgunSigningKey: string = DEFAULT_MAILGUN_SIGNING_KEY,
-    /** SES's events go out through it, signed with its test certificate (sns.ts). */
-    readonly sns: SandboxSns = new SandboxSns(),
   ) {
     const pair = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
     this.sendgridPrivateKey = pair.privateKey;
@@ -124,10 +125,6 @@ export class SandboxWebhooks {
     checkSettings(this.settings);
     this.random = seededRandom(seed);
     this.lieRandom = seededRandom(seed ^ 0x11e5);
-  }
-
-  current(): WebhookSettings {
-    return { ...this.settings };
   }
 
   configure(changes: Partial<WebhookSettings>): void {

@@ -5,6 +5,7 @@
 // which the SMTP transport sets to the order's id, see src/mail/smtp/smtpMessage.ts) from MAIL on, the
 // `X-Order-Id` header once the data is in. Before MAIL nothing names the order, so a greeting fault can only be
 // queued for "the next connections" or drawn by rate.
+import { seededRandom } from '../faults';
 
 /** Answer `code` (4xx or 5xx) at one step instead of going on. At greeting the server closes afterwards. */
 export interface ReplyFault {
@@ -61,10 +62,10 @@ export class SmtpFaultChooser {
   private readonly byOrder = new Map<string, SmtpFault[]>();
   private readonly nextGreetings: ReplyFault[] = [];
   private rates: SmtpFaultRate[] = [];
-  private state: number;
+  private readonly next: () => number;
 
   constructor(seed: number) {
-    this.state = seed >>> 0 || 1;
+    this.next = seededRandom(seed >>> 0 || 1);
   }
 
   queue(orderId: string, fault: SmtpFault): void {
@@ -124,15 +125,6 @@ export class SmtpFaultChooser {
       roll -= rate.probability;
     }
     return null;
-  }
-
-  /** mulberry32: small, seeded, good enough to spread faults. */
-  private next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   }
 }
 

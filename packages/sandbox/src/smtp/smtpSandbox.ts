@@ -16,8 +16,6 @@ import {
 } from './smtpFaults';
 
 export interface SmtpSandboxOptions {
-  /** Default 127.0.0.1. */
-  host?: string;
   /** 0 (the default) picks a free port. */
   port?: number;
   /** When set, the server offers AUTH PLAIN/LOGIN and requires these credentials. */
@@ -26,11 +24,6 @@ export interface SmtpSandboxOptions {
   seed?: number;
   /** Every accepted message is also relayed there (MailDev's SMTP port), as it was received. */
   relayTo?: RelayTarget;
-  /**
-   * Advertise DSN, so clients can send `ENVID=` with MAIL (default true). Without it the order is known only
-   * from the data, and MAIL/RCPT faults for an order happen at end-of-data instead.
-   */
-  offerDsn?: boolean;
   /** Advertise PIPELINING (default true): nodemailer then sends MAIL, RCPT and DATA without waiting. */
   offerPipelining?: boolean;
 }
@@ -90,7 +83,7 @@ export interface SmtpSandbox {
 const ENVID_PREFIX = 'order-';
 
 export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promise<SmtpSandbox> {
-  const host = options.host ?? '127.0.0.1';
+  const host = '127.0.0.1';
   const faults = new SmtpFaultChooser(options.seed ?? 1);
   if (options.rates !== undefined) faults.setRates(options.rates);
   const accepted: AcceptedSmtpMessage[] = [];
@@ -102,7 +95,8 @@ export async function startSmtpSandbox(options: SmtpSandboxOptions = {}): Promis
 
   const server: SMTPServer = new SMTPServer({
     secure: false,
-    hideDSN: options.offerDsn === false,
+    // Offered so that clients name the order in MAIL (`ENVID=`); smtp-server hides DSN unless told otherwise.
+    hideDSN: false,
     hidePIPELINING: options.offerPipelining === false,
     disabledCommands: options.auth === undefined ? ['AUTH', 'STARTTLS'] : ['STARTTLS'],
     authOptional: options.auth === undefined,
