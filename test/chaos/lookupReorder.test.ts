@@ -73,16 +73,13 @@ async function openCase(provider: MailProviderName) {
     workerIdentity: `reorder-${provider}`,
     metrics: noOrderMailMetrics,
   });
-  const worker = await startTestWorker(
-    {
-      db: database.db,
-      mail,
-      settings: SETTINGS,
-      verifier: verifier.verifier,
-      witnessProber: prober,
-    },
-    { workflowsOnMainThread: true },
-  );
+  const worker = await startTestWorker({
+    db: database.db,
+    mail,
+    settings: SETTINGS,
+    verifier: verifier.verifier,
+    witnessProber: prober,
+  });
   stops.push(
     () => worker.stop(),
     () => prober.settled(),

@@ -693,7 +693,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
 
   const history: { row: RowSnapshot | null; audit: AuditSnapshot[] }[] = [];
   await turnstile.drive(scenario.schedule, async () => {
-    const now = { row: await readRow(orderId), audit: await readAudit(orderId) };
+    const now = await readSnapshot(orderId);
     checkInvariants(scenario.policy, requests, history[history.length - 1] ?? null, now);
     history.push(now);
   });
@@ -721,12 +721,11 @@ async function runScenario(scenario: Scenario): Promise<void> {
     count(`sweep: closed run's claim ${settled.kind}`);
   }
   await sweepOutsideClaim('final sweep', false);
-  const now = { row: await readRow(orderId), audit: await readAudit(orderId) };
+  const now = await readSnapshot(orderId);
   checkInvariants(scenario.policy, requests, history[history.length - 1] ?? null, now);
-  const final = await readRow(orderId);
+  const { row: final, audit } = now;
   expect(final, 'the order has a row').not.toBeNull();
   expect(final!.state, "no row is left in 'sending' once every run has finished").not.toBe('sending');
-  const audit = await readAudit(orderId);
   expect(
     audit.map((entry) => entry.attempt),
     'one audit row per attempt, 1..attempts',
@@ -835,11 +834,17 @@ async function readRow(orderId: string): Promise<RowSnapshot | null> {
   return rows[0] ?? null;
 }
 
-async function readAudit(orderId: string): Promise<AuditSnapshot[]> {
-  const { rows } = await db.query<AuditSnapshot>(
-    `SELECT attempt, claim_token AS "claimToken", state, outcome, dispatched_at IS NOT NULL AS dispatched
-       FROM order_mail_attempts WHERE order_id = $1 ORDER BY id`,
+/** The row and its audit rows in one statement (one snapshot): the check after every step reads both. */
+async function readSnapshot(orderId: string): Promise<{ row: RowSnapshot | null; audit: AuditSnapshot[] }> {
+  const { rows } = await db.query<{ row: RowSnapshot | null; audit: AuditSnapshot[] }>(
+    `SELECT (SELECT json_build_object('state', state, 'attempts', attempts, 'claimToken', claim_token,
+                                      'dispatched', dispatched_at IS NOT NULL, 'outcome', outcome)
+               FROM order_mail_log WHERE order_id = $1) AS row,
+            (SELECT coalesce(json_agg(json_build_object('attempt', attempt, 'claimToken', claim_token,
+                                                        'state', state, 'outcome', outcome,
+                                                        'dispatched', dispatched_at IS NOT NULL) ORDER BY id), '[]')
+               FROM order_mail_attempts WHERE order_id = $1) AS audit`,
     [orderId],
   );
-  return rows;
+  return rows[0]!;
 }

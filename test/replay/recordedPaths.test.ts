@@ -82,7 +82,6 @@ async function worker(
       ...holds.wrap(createActivities(deps)),
       ...(reconcile ? createSweepActivities(reconcile, deps) : {}),
     },
-    workflowsOnMainThread: true,
   });
   stops.push(() => running.stop());
   workers[name] = running;

@@ -2,11 +2,12 @@
 // today's code on every path (recordedPaths.test.ts checks they still are). A change that would break
 // workflows already running fails here with a DeterminismViolationError. Each history replays on the bundle
 // with the OpenTelemetry workflow interceptors (a prebuilt bundle, or a worker with tracing on) and on one
-// without them (a worker that bundles at start-up with tracing off), so a workflow can move between the two.
+// without them (a worker with tracing off: the prebuilt twin, or the same bundle made at start-up), so a
+// workflow can move between the two.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { prebuiltBundleToRun } from '../../src/workerOptions';
 import { RECORDED_PATHS, REPLAY_HISTORIES_DIRECTORY } from './histories';
 import { startReplaySession, type ReplaySession } from './replaySession';
 
@@ -18,13 +19,14 @@ describe('replay of stored histories', async () => {
     expect(files.map((name) => name.replace(/\.json$/, '')).sort()).toEqual([...RECORDED_PATHS].sort());
   });
 
-  // Made once for the file: what src/workerOptions.ts bundles at start-up when tracing is off.
+  // What a worker with tracing off runs (prebuiltBundleToRun): the run's twin without the interceptors, made
+  // by the same bundleWorkflowCode call a worker makes at start-up with tracing off, not webpacked again here.
   let withoutInterceptors: Promise<string> | null = null;
   const bundleWithoutInterceptors = (): Promise<string> =>
-    (withoutInterceptors ??= bundleWorkflowCode({
-      workflowsPath: path.join(__dirname, '../../src/workflows/index.ts'),
-      logger: new DefaultLogger('WARN'),
-    }).then(({ code }) => code));
+    (withoutInterceptors ??= readFile(
+      prebuiltBundleToRun(inject('workflowBundlePath'), false).workflowBundle.codePath,
+      'utf8',
+    ));
 
   // One replay worker per bundle for the file, each test's history replayed on it (replaySession.ts).
   let untraced: ReplaySession | null = null;

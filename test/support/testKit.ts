@@ -228,8 +228,9 @@ export function testSesSettings(secret = 'sandbox-key'): SesSettings {
 /**
  * The SDK's debugMode: the workflows run in a reusable V8 context of this process's main thread, the same
  * sandbox as in the worker thread a worker otherwise starts, where each worker compiled the whole bundle again
- * (about 0.3 CPU s a worker, and every activation copied across; issue 38). The deadlock limit stays the
- * SDK's default (debugMode alone would lift it).
+ * (about 0.3 CPU s a worker, and every activation copied across; issue 38). On the main thread V8 compiles it
+ * once per process, for every file sharing the fork. Test workers run so unless a file asks for a thread. The
+ * deadlock limit stays the SDK's default (debugMode alone would lift it).
  */
 export const WORKFLOWS_ON_MAIN_THREAD = { debugMode: true, isolateExecutionTimeout: '5s' } as const;
 
@@ -252,7 +253,7 @@ export async function startTestWorker(
     temporal?: { address: string; namespace: string };
     /** Poll as this Worker Deployment Version (TEMPORAL_WORKER_DEPLOYMENT_NAME / _BUILD_ID). */
     deployment?: { deploymentName: string; buildId: string };
-    /** Workflows on this process's main thread instead of a thread of the worker's own (see below). */
+    /** false: workflows on a thread of the worker's own, as in production, not on this process's main thread. */
     workflowsOnMainThread?: boolean;
   } = {},
 ): Promise<RunningTestWorker> {
@@ -283,7 +284,7 @@ export async function startTestWorker(
   const worker = await Worker.create({
     ...workerOptions,
     activities: options.activities ?? workerOptions.activities,
-    ...(options.workflowsOnMainThread ? WORKFLOWS_ON_MAIN_THREAD : {}),
+    ...(options.workflowsOnMainThread === false ? {} : WORKFLOWS_ON_MAIN_THREAD),
   });
   const running = worker.run();
   return {

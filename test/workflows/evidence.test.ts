@@ -142,7 +142,6 @@ async function worker(spec: WorkerSpec): Promise<string> {
       ...activities,
       ...(spec.send === undefined ? {} : { sendOrderMail: spec.send(activities.sendOrderMail) }),
     },
-    workflowsOnMainThread: true,
   });
   stops.push(
     () => running.stop(),

@@ -20,6 +20,7 @@ import {
   openTestDatabase,
   testMailClient,
   testSettings,
+  WORKFLOWS_ON_MAIN_THREAD,
   type TestDatabase,
 } from '../support/testKit';
 
@@ -87,6 +88,7 @@ async function runWithFailedWorkflowTask(
       maxConcurrentActivityTaskExecutions: 20,
     }),
     activities,
+    ...WORKFLOWS_ON_MAIN_THREAD,
   });
   try {
     // Starting needs no worker; the worker runs until the workflow's result is in.

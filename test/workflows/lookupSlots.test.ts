@@ -25,6 +25,7 @@ import {
   testSettings,
   TEST_MAILGUN_DOMAIN,
   waitFor,
+  WORKFLOWS_ON_MAIN_THREAD,
   type TestDatabase,
 } from '../support/testKit';
 import { attemptsWithVerification, rowWithVerification, testVerifier } from '../support/verificationKit';
@@ -93,7 +94,11 @@ async function startProcessWorkers(
     sendRateLimitPerSecond: null,
     deployment: versioned,
   });
-  const workers = await Promise.all(Object.values(options).map((worker) => Worker.create(worker)));
+  const workers = await Promise.all([
+    Worker.create(options.activityWorker),
+    Worker.create({ ...options.workflowWorker, ...WORKFLOWS_ON_MAIN_THREAD }),
+    Worker.create(options.lookupWorker),
+  ]);
   const running = workers.map((worker) => worker.run());
   stops.push(
     async () => {

@@ -41,13 +41,7 @@ async function addWorker(
 ): Promise<void> {
   const mail = testProviderMailClient(provider, sandbox.url);
   transports.push(mail);
-  workers.set(
-    name,
-    await startTestWorker(
-      { db: database.db, mail, settings: testSettings(settings) },
-      { workflowsOnMainThread: true },
-    ),
-  );
+  workers.set(name, await startTestWorker({ db: database.db, mail, settings: testSettings(settings) }));
 }
 
 beforeAll(async () => {

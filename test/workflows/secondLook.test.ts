@@ -114,7 +114,6 @@ async function sweepingWorker(
   const worker = await startTestWorker(deps, {
     reconcile,
     activities: { ...createActivities(deps), ...createSweepActivities(reconcile, deps) },
-    workflowsOnMainThread: true,
   });
   bed.stops.push(
     () => worker.stop(),

@@ -59,15 +59,12 @@ async function addWorker(
 ): Promise<void> {
   const mail = testProviderMailClient(provider, on.url);
   const verifier = testVerifier(provider, on.url, verification);
-  const worker = await startTestWorker(
-    {
-      db: database.db,
-      mail,
-      settings: testSettings({ unknownOutcomePolicy: policy, verification: verification.settings }),
-      verifier: verifier.verifier,
-    },
-    { workflowsOnMainThread: true },
-  );
+  const worker = await startTestWorker({
+    db: database.db,
+    mail,
+    settings: testSettings({ unknownOutcomePolicy: policy, verification: verification.settings }),
+    verifier: verifier.verifier,
+  });
   stops.push(
     () => worker.stop(),
     () => verifier.close(),

@@ -87,17 +87,14 @@ async function workerWithProber(
     workerIdentity: 'test',
     metrics,
   });
-  const worker = await startTestWorker(
-    {
-      db: bed.database.db,
-      mail: over.mail,
-      settings: testSettings({ unknownOutcomePolicy: 'assume-sent', verification: verify }),
-      verifier: over.verifier.verifier,
-      witnessProber: prober,
-      metrics,
-    },
-    { workflowsOnMainThread: true },
-  );
+  const worker = await startTestWorker({
+    db: bed.database.db,
+    mail: over.mail,
+    settings: testSettings({ unknownOutcomePolicy: 'assume-sent', verification: verify }),
+    verifier: over.verifier.verifier,
+    witnessProber: prober,
+    metrics,
+  });
   return {
     taskQueue: worker.taskQueue,
     stop: async () => {
