@@ -359,7 +359,10 @@ export async function recordAfterClaimLost(db: Database, input: RecordValues): P
                ${input.state}, ${input.outcome}, ${input.providerMessageId}, ${input.httpStatus}::int,
                ${`recorded after the claim was lost; the log row was not changed${input.error === null ? '' : `: ${input.error}`}`},
                ${input.recordedBy}, NULL, NULL
-          FROM order_mail_log AS log WHERE log.order_id = ${input.orderId}
+          FROM order_mail_log AS log
+         WHERE log.order_id = ${input.orderId}
+           -- Only an attempt the row has left: a live or future attempt's audit row is its holder's to write.
+           AND (log.attempts > ${input.attempt} OR (log.attempts = ${input.attempt} AND log.state <> 'sending'))
         ON CONFLICT (order_id, attempt) DO NOTHING`,
   );
   return inserted === 1;

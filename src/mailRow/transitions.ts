@@ -139,7 +139,11 @@ export const TRANSITIONS = {
     fence: {
       words:
         "someone else settled the attempt and wrote no audit row for it: the answer becomes the attempt's own",
-      where: ['log.order_id = :orderId', 'ON CONFLICT (order_id, attempt) DO NOTHING'],
+      where: [
+        'log.order_id = :orderId',
+        "log.attempts > :attempt, or log.attempts = :attempt AND log.state <> 'sending'",
+        'ON CONFLICT (order_id, attempt) DO NOTHING',
+      ],
     },
     mayRun: SERVICE,
     issuedBy: 'the record activity, when its claim was lost',

@@ -537,6 +537,56 @@ describe('send', () => {
   });
 });
 
+describe('the dispatch and record fences', () => {
+  // attempts goes up on every claim, so a run's stale token comes with a stale attempt; each condition must
+  // still refuse on its own, and a refused answer must leave the holder's audit row to the holder.
+  it('refuse a token that is not the holder’s at its attempt, and the holder’s token at another attempt', async () => {
+    const acts = activitiesWith();
+    const orderId = await createOrder(database.db);
+    const env = run(orderId, 'run-a');
+    const a = claimed(await claim(env, acts, orderId));
+    const runB = `${a.claimToken.slice(0, a.claimToken.lastIndexOf('/'))}/run-b`;
+    const wrong = [
+      { claimToken: runB, attempt: 1 },
+      { claimToken: a.claimToken, attempt: 2 },
+    ];
+    const held = await readMailLog(database.db, orderId);
+    for (const fence of wrong) {
+      const refused = await failureOf(exec(env, acts.sendOrderMail, { ...sendInput(orderId, a), ...fence }));
+      expect(refused.type).not.toBe(FailureType.MailOutcomeUnknown);
+    }
+    expect(sandbox.requests()).toHaveLength(0);
+    expect(await readMailLog(database.db, orderId)).toEqual(held);
+
+    const sent = await exec(env, acts.sendOrderMail, sendInput(orderId, a));
+    const answer = (fence: { claimToken: string; attempt: number }, accepted: boolean) =>
+      exec(env, acts.recordOrderMailOutcome, {
+        orderId,
+        ...fence,
+        state: accepted ? ('sent' as const) : ('failed' as const),
+        outcome: accepted ? ('accepted' as const) : ('rejected' as const),
+        unknownPolicy: null,
+        providerMessageId: accepted ? sent.providerMessageId : null,
+        httpStatus: accepted ? sent.httpStatus : 422,
+        error: null,
+        expectDispatched: null,
+      });
+    const dispatched = await readMailLog(database.db, orderId);
+    for (const fence of wrong) {
+      expect(await answer(fence, false)).toMatchObject({ kind: 'claim-lost', lateAnswerKept: false });
+    }
+    expect(await readMailLog(database.db, orderId)).toEqual(dispatched);
+    expect(await listAttempts(database.db, orderId)).toEqual([]);
+    // The holder's own answer still settles its attempt.
+    expect(await answer({ claimToken: a.claimToken, attempt: 1 }, true)).toMatchObject({ kind: 'recorded' });
+    expect(await readMailLog(database.db, orderId)).toMatchObject({ state: 'sent', outcome: 'accepted' });
+    expect(await listAttempts(database.db, orderId)).toMatchObject([
+      { attempt: 1, claimToken: a.claimToken, state: 'sent', outcome: 'accepted' },
+    ]);
+    expect(sandbox.messagesFor(orderId)).toHaveLength(1);
+  });
+});
+
 describe('record', () => {
   it('is idempotent: a retry after a lost commit reports the same outcome and writes one audit row', async () => {
     const acts = activitiesWith();

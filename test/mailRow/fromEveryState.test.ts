@@ -184,7 +184,8 @@ const RECIPES: Partial<Record<TransitionName, Recipe>> = {
     run: (db, orderId) => statements.record(db, answer(orderId)),
   },
   recordAfterClaimLost: {
-    row: (orderId) => ({ ...held(orderId, false), claim_token: "'operator:someone'" }),
+    // The row has moved past the answer's attempt 1 (an attempt still live is its holder's to audit).
+    row: (orderId) => ({ ...held(orderId, false), attempts: '2', claim_token: "'operator:someone'" }),
     run: (db, orderId) => statements.recordAfterClaimLost(db, answer(orderId)),
   },
   settleDispatchedOrphan: {
