@@ -74,7 +74,9 @@ it('finds an order by OrderMailState in the standalone Web UI and opens it', asy
       timeout: 30_000,
     });
     await expect.poll(() => page.getByText('Running').first().isVisible(), { timeout: 30_000 }).toBe(true);
-    await expect.poll(() => page.getByText('orderConfirmationMail').first().isVisible()).toBe(true);
+    await expect
+      .poll(() => page.getByText('orderConfirmationMail').first().isVisible(), { timeout: 30_000 })
+      .toBe(true);
   } catch (error) {
     await keepScreenshot(page, 'web-ui-find-order');
     throw error;

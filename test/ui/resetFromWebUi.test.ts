@@ -137,6 +137,9 @@ async function searchUntilVisible(query: string, orderId: string): Promise<void>
   );
 }
 
+/** The UI's own updates (a filtered list, the reset's banner): expect.poll's 1 s default missed the banner once. */
+const UI_WAIT_MS = 15_000;
+
 async function keepEvidence(name: string): Promise<void> {
   await mkdir(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true }).catch(() => undefined);
@@ -162,7 +165,9 @@ it('an operator finds the failed order by its search attribute, fixes the addres
     await searchUntilVisible(`WorkflowId="${sentOrderId}"`, sentOrderId);
     await searchUntilVisible('OrderMailState="failed"', failedOrderId);
     expect(decodeURIComponent(page.url())).toContain('OrderMailState="failed"');
-    await expect.poll(() => page.getByRole('link', { name: sentOrderId, exact: true }).count()).toBe(0);
+    await expect
+      .poll(() => page.getByRole('link', { name: sentOrderId, exact: true }).count(), { timeout: UI_WAIT_MS })
+      .toBe(0);
     await page.getByRole('link', { name: failedOrderId, exact: true }).first().click();
     await page.waitForURL(`**/workflows/${failedOrderId}/**`);
 
@@ -179,7 +184,9 @@ it('an operator finds the failed order by its search attribute, fixes the addres
     await dialog.getByRole('option', { name: `${eventId} - WorkflowTaskCompleted`, exact: true }).click();
     await dialog.getByTestId('reset-reason').fill('address corrected by the operator');
     await dialog.getByTestId('confirm-modal-button').click();
-    await expect.poll(() => page.getByText('This Workflow has been reset').count()).toBeGreaterThan(0);
+    await expect
+      .poll(() => page.getByText('This Workflow has been reset').count(), { timeout: UI_WAIT_MS })
+      .toBeGreaterThan(0);
   } catch (error) {
     await keepEvidence('reset-from-web-ui');
     throw error;
