@@ -12,7 +12,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../devtools/
 import { getFreePort } from '../../src/shared/freePort';
 import { devServerSearchAttributes } from '../devtools/searchAttributeFlags';
 import { ensureSearchAttributes } from '../../src/temporal/searchAttributeRegistration';
-import { startMailDev } from '../devtools/mailDev';
+import { startMailDev, type RunningMailDev } from '../devtools/mailDev';
 import { loadStackSettings } from '../stack/stackSettings';
 import { ensureStackTools } from '../stack/stackTools';
 import {
@@ -94,10 +94,7 @@ export async function startStack(options: {
     }
     await migrate(postgres.databaseUrl);
 
-    // MailDev's usual ports when they are free, like the Web UI's below.
-    const inbox = options.inbox
-      ? await startMailDev({ smtpPort: await preferredPort(1025), webPort: await preferredPort(1080) })
-      : null;
+    const inbox = options.inbox ? await startInbox() : null;
     if (inbox !== null) {
       stops.push(() => inbox.stop());
       options.onProgress(
@@ -248,6 +245,21 @@ async function startCluster(
         .join(', '),
   );
   return cluster;
+}
+
+/**
+ * MailDev on its usual ports when they are free, like the Web UI's below. Another run (a second demo, `npm run
+ * local`) may take one between the check and MailDev's bind: then any free ones.
+ */
+async function startInbox(): Promise<RunningMailDev> {
+  const ports = { smtpPort: await preferredPort(1025), webPort: await preferredPort(1080) };
+  try {
+    return await startMailDev(ports);
+  } catch (error) {
+    const usual = ports.smtpPort === 1025 || ports.webPort === 1080;
+    if (!usual || !String(error).includes('EADDRINUSE')) throw error;
+    return startMailDev();
+  }
 }
 
 async function preferredPort(port: number): Promise<number> {
