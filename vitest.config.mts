@@ -11,8 +11,8 @@ export default defineConfig({
     // The Temporal runtime as the worker installs it: one JSON line per SDK entry, warnings and up.
     setupFiles: ['test/support/testRuntime.ts'],
     // CI has 2 cores, shared with the dev server and Postgres; most files wait on timers and runs, so with
-    // forks shared (below) three at a time left the cores ~30% idle, and four fill them (docs/testing.md).
-    maxWorkers: 4,
+    // forks shared (below) four at a time still left the cores ~20% idle, and five fill them (docs/testing.md).
+    maxWorkers: 5,
     // Tests wait on real servers and real workflow runs; a slow CI machine needs the headroom.
     testTimeout: 60_000,
     hookTimeout: 120_000,
