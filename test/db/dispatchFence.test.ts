@@ -1,6 +1,7 @@
-// The dispatch fence's one statement refuses while an operator holds sends (migration 0060): every provider's
-// ('*') or the attempt's own provider's; another provider's hold does not stop it, and a lifted hold lets the
-// same attempt pass. Real Postgres; the row is made by the claim as the activity runs it.
+// The dispatch fence's one statement, on real Postgres, the row made by the claim as the activity runs it. It
+// passes only the claim that holds the row: its token at its attempt. And it refuses while an operator holds
+// sends (migration 0060): every provider's ('*') or the attempt's own provider's; another provider's hold does
+// not stop it, and a lifted hold lets the same attempt pass.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markDispatched } from '../../src/activities/dispatchFence';
 import { claimOrderMailRow } from '../../src/db/orderMailClaim';
@@ -30,16 +31,16 @@ async function claimedAt(provider: string) {
     recordedBy: 'test',
     providers: [provider],
   });
-  expect(claimed).toMatchObject({ kind: 'claimed', provider });
-  const fence = () =>
+  expect(claimed).toMatchObject({ kind: 'claimed', provider, attempt: 1 });
+  /** The fence as an answer naming (token, attempt) would pass it; the holder's own by default. */
+  const fence = (as: { claimToken: string; attempt: number } = { claimToken, attempt: 1 }) =>
     markDispatched(database.db, {
       orderId,
-      claimToken,
-      attempt: 1,
+      ...as,
       provider,
       dispatch: { destination: null, sendKey: `key-${orderId}`, sendTimeoutMs: 8_000 },
     });
-  return { orderId, fence };
+  return { orderId, claimToken, workflowScope, fence };
 }
 
 async function hold(scope: string): Promise<void> {
@@ -48,6 +49,29 @@ async function hold(scope: string): Promise<void> {
 async function lift(scope: string): Promise<void> {
   await database.db.query(`DELETE FROM order_mail_send_holds WHERE scope = $1`, [scope]);
 }
+
+describe('the dispatch fence names one claim', () => {
+  it("refuses another run's token at the live attempt and the live token at another attempt, and lets the holder pass", async () => {
+    const { orderId, claimToken, workflowScope, fence } = await claimedAt('resend');
+    // Each on the statement itself: the send activity reads the row before the fence, so only a test here shows
+    // that the statement holds on its own.
+    for (const wrong of [
+      { claimToken: `${workflowScope}run-2`, attempt: 1 },
+      { claimToken, attempt: 2 },
+      { claimToken, attempt: 0 },
+    ]) {
+      expect(await fence(wrong), JSON.stringify(wrong)).toBe('claim-lost');
+      expect(await readMailLog(database.db, orderId)).toMatchObject({
+        state: 'sending',
+        claimToken,
+        attempts: 1,
+        dispatchedAt: null,
+      });
+    }
+    expect(await fence()).toBe('dispatched');
+    expect((await readMailLog(database.db, orderId))?.dispatchedAt).not.toBeNull();
+  });
+});
 
 describe('the dispatch fence under a hold', () => {
   it('refuses while every provider is held, marks nothing dispatched, and passes once the hold is lifted', async () => {
