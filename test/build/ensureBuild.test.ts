@@ -2,11 +2,11 @@
 // pre-scripts build it first when it is missing or older than src/. Tried in a temporary copy of the checkout:
 // an operator's first `npm run ops` works, the second does not rebuild, and an edited source is rebuilt.
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, rm, stat, symlink, utimes } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, rm, stat, symlink, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { scratchDirectory } from '../support/scratch';
 
 const run = promisify(execFile);
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
@@ -14,7 +14,7 @@ const BUILD_TIMEOUT_MS = 180_000;
 let checkout: string;
 
 beforeAll(async () => {
-  checkout = await mkdtemp(path.join(tmpdir(), 'ensure-build-'));
+  checkout = await scratchDirectory('ensure-build-');
   for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'scripts']) {
     await cp(path.join(PROJECT_ROOT, entry), path.join(checkout, entry), { recursive: true });
   }

@@ -8,9 +8,8 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
-import { cp, mkdtemp, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { cp, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
@@ -23,6 +22,7 @@ import { MINIMUM_NODE_MAJOR } from '../../src/nodeGuard';
 import type { OrderMailStatus } from '../../src/ops/orderMailStatus';
 import { getFreePort } from '../../src/shared/freePort';
 import { buildInto } from '../support/builtProduct';
+import { scratchDirectory } from '../support/scratch';
 import { connectTestClient, createOrder, waitFor } from '../support/testKit';
 
 const run = promisify(execFile);
@@ -100,8 +100,9 @@ async function buildAndBundle(directory: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  project = await mkdtemp(path.join(tmpdir(), 'product-build-'));
-  installation = await mkdtemp(path.join(tmpdir(), 'product-install-'));
+  // Both on one file system: the install's node_modules is moved into the project.
+  project = await scratchDirectory('product-build-');
+  installation = await scratchDirectory('product-install-');
   // Side by side, as the image's stages: the install mostly waits on the npm cache, the build on the CPU.
   const outcomes = await Promise.allSettled([buildAndBundle(project), productionInstall(installation)]);
   for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
