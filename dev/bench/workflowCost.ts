@@ -1,9 +1,12 @@
-// `node --import tsx dev/bench/workflowCost.ts [--replays 300] [--rounds 3]`: the worker's CPU for the
-// workflow side of one accepted order, product against card, side by side in one process. Each variant's
-// bundle replays one accepted history again and again (Worker.runReplayHistories: every activation of a
-// run, from a new workflow, as a worker without a cached run does it), rounds interleaved. The product's
-// history is test/replay/histories/accepted.json; the card's is recorded here on a dev server with
-// activities that answer at once. Prints bundle bytes, the modules each bundle adds, and CPU per run.
+// `node --import tsx dev/bench/workflowCost.ts [--replays 300] [--rounds 3] [--product-bundle FILE]`: the
+// worker's CPU for the workflow side of one accepted order, product against card, side by side in one
+// process. Each variant's bundle replays one accepted history again and again (Worker.runReplayHistories:
+// every activation of a run, from a new workflow, as a worker without a cached run does it), rounds
+// interleaved. The product's history is test/replay/histories/accepted.json; the card's is recorded here on a
+// dev server with activities that answer at once. Prints bundle bytes, the modules each bundle adds, and CPU
+// per run.
+// --product-bundle reads the product's two bundles as `node dist/cli/bundle-workflows.js FILE` writes them (the
+// image's: FILE with the tracing interceptors, its untraced twin beside it) instead of bundling them here.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -28,13 +31,18 @@ import { BaseVMWorkflow } from '@temporalio/worker/lib/workflow/vm-shared';
 // eslint-disable-next-line no-restricted-imports
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { DROPPED_WORKFLOW_SPANS } from '../../src/tracing/tracing';
-import { WORKFLOW_INTERCEPTOR_MODULES } from '../../src/tracing/workflowInterceptorModules';
+import {
+  untracedBundlePathOf,
+  WORKFLOW_INTERCEPTOR_MODULES,
+} from '../../src/tracing/workflowInterceptorModules';
 
 const root = path.join(__dirname, '../..');
 
 interface Variant {
   name: string;
   bundle: Omit<BundleOptions, 'logger'>;
+  /** A bundle made beforehand, read instead of bundling. */
+  prebuilt?: string;
   code?: string;
   history?: { workflowId: string; history: unknown };
 }
@@ -46,8 +54,10 @@ async function main(): Promise<void> {
       rounds: { type: 'string', default: '3' },
       // Variants whose names start with this only (with the card, always recorded): for a profile of one.
       only: { type: 'string' },
+      'product-bundle': { type: 'string' },
     },
   });
+  const productBundle = values['product-bundle'];
   const replays = Number(values.replays);
   const rounds = Number(values.rounds);
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -58,12 +68,17 @@ async function main(): Promise<void> {
     { name: 'card', bundle: { workflowsPath: path.join(root, 'dev/bench/card/workflows.ts') } },
     // What src/worker.ts bundles at start-up with tracing off (the bench's product), and the image's bundle
     // for tracing off (src/cli/bundle-workflows.ts): the same code.
-    { name: 'product untraced', bundle: { workflowsPath: productPath } },
+    {
+      name: 'product untraced',
+      bundle: { workflowsPath: productPath },
+      prebuilt: productBundle === undefined ? undefined : untracedBundlePathOf(productBundle),
+    },
     // The image's bundle with the tracing interceptors, which its workers ran with tracing off too until
     // 2026-12-07; with tracing on, as now.
     {
       name: 'product traced',
       bundle: { workflowsPath: productPath, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES },
+      prebuilt: productBundle,
     },
   ];
   if (values.only !== undefined) {
@@ -75,14 +90,15 @@ async function main(): Promise<void> {
     );
   }
   for (const variant of variants) {
-    const { code } = await bundleWorkflowCode({
-      ...variant.bundle,
-      logger: new DefaultLogger('WARN'),
-    });
+    const code =
+      variant.prebuilt === undefined
+        ? (await bundleWorkflowCode({ ...variant.bundle, logger: new DefaultLogger('WARN') })).code
+        : await readFile(variant.prebuilt, 'utf8');
     variant.code = code;
     const modules = modulesOf(code);
     const own = modules.filter((name) => !/node_modules\/@temporalio\/(workflow|common)\//.test(name));
-    console.log(`${variant.name}: ${code.length} bytes, ${modules.length} modules; beside the SDK's:`);
+    const from = variant.prebuilt === undefined ? '' : ` (${variant.prebuilt})`;
+    console.log(`${variant.name}: ${code.length} bytes, ${modules.length} modules${from}; beside the SDK's:`);
     for (const name of own) console.log(`  ${name}`);
   }
 
