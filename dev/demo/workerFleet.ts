@@ -1,6 +1,7 @@
 // N worker processes, each `node --import tsx src/worker.ts` exactly as deployed, in a process group of its
 // own: a kill reaches the whole process (tsx's esbuild helper included), and Ctrl-C in the terminal does not
-// reach them behind the runner's back; the runner stops them itself.
+// reach them behind the runner's back; the runner stops them itself. With DEMO_WORKER_JS (a compiled worker,
+// dist/worker.js of `npm run build`) each runs that with plain node instead, as `npm start` does.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import path from 'node:path';
@@ -41,6 +42,14 @@ export interface WorkerFleet {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/** node's arguments that run one worker. */
+function workerArguments(): string[] {
+  const compiled = process.env.DEMO_WORKER_JS ?? '';
+  if (compiled !== '') return [path.resolve(compiled)];
+  // node --import tsx, not the tsx CLI: the CLI runs the script in a child of its own.
+  return ['--import', 'tsx', 'src/worker.ts'];
+}
+
 export function startWorkerFleet(options: {
   size: number;
   env: Record<string, string>;
@@ -60,8 +69,7 @@ export function startWorkerFleet(options: {
   const launch = (slot: number): FleetWorker => {
     const log = createWriteStream(path.join(options.logDirectory, `worker-${slot}.log`), { flags: 'a' });
     logs.push(log);
-    // node --import tsx, not the tsx CLI: the CLI runs the script in a child of its own.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+    const child = spawn(process.execPath, workerArguments(), {
       cwd: PROJECT_ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -97,6 +97,8 @@ function runDemo(args: string[]): Promise<{ code: number | null; stdout: string;
         TEMPORAL_NAMESPACE: inject('temporalNamespace'),
         // The run's bundle, built once for every file: the runner would spend seconds of webpack per run.
         WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+        // And its compiled product's worker, run with plain node: tsx's loader costs CPU at start and per error.
+        DEMO_WORKER_JS: path.join(inject('compiledProduct'), 'dist', 'worker.js'),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
