@@ -33,12 +33,12 @@ const PINNED_ACTIONS: Record<OrderPath, number> = {
   unknown: 5,
 };
 
-let bed: WorkflowTestBed | undefined;
+let bed: WorkflowTestBed<'assume-sent'> | undefined;
 let client: Client;
 let runs: Map<OrderPath, PathRun>;
 
 beforeAll(async () => {
-  bed = await openWorkflowTestBed('actions');
+  bed = await openWorkflowTestBed('actions', ['assume-sent']);
   client = bed.client;
   const { database, sandbox, workers } = bed;
   const done = await runOrderPaths({

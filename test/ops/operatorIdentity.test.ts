@@ -21,7 +21,7 @@ import {
   type WorkflowTestBed,
 } from '../support/testKit';
 
-let bed: WorkflowTestBed | undefined;
+let bed: WorkflowTestBed<'assume-sent'> | undefined;
 let database: TestDatabase;
 let client: Client;
 let worker: RunningTestWorker;
@@ -29,7 +29,7 @@ let operator: OutsideLogin;
 let workerLogin: OutsideLogin;
 
 beforeAll(async () => {
-  bed = await openWorkflowTestBed('operator_identity');
+  bed = await openWorkflowTestBed('operator_identity', ['assume-sent']);
   ({ database, client } = bed);
   worker = bed.workers['assume-sent'];
   operator = await createOperatorLogin(database.db, database.connectionString, 'alice');

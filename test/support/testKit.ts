@@ -25,7 +25,7 @@ import {
   SANDBOX_SES_REGION,
 } from '../../packages/sandbox/src/providers/ses';
 import type { SesSettings } from '../../src/mail/createMailTransport';
-import type { UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
+import { UNKNOWN_OUTCOME_POLICIES, type UnknownOutcomePolicy } from '../../src/shared/mailOutcome';
 import type { OrderMailWorkflowSettings } from '../../src/shared/workflowSettings';
 import { orderMailWorkerOptions, prebuiltBundleToRun } from '../../src/workerOptions';
 
@@ -326,13 +326,13 @@ export async function waitFor<T>(
   }
 }
 
-/** What a workflow test file needs: its database, the sandbox, a client, and one worker per unknown-outcome policy. */
-export interface WorkflowTestBed {
+/** What a workflow test file needs: its database, the sandbox, a client, and a worker per unknown-outcome policy. */
+export interface WorkflowTestBed<P extends UnknownOutcomePolicy = UnknownOutcomePolicy> {
   database: TestDatabase;
   sandbox: MailSandbox;
   mail: MailTransport;
   client: Client;
-  workers: Record<UnknownOutcomePolicy, RunningTestWorker>;
+  workers: Record<P, RunningTestWorker>;
   close(): Promise<void>;
 }
 
@@ -368,7 +368,14 @@ export async function closeInReverse(closers: (() => Promise<void>)[]): Promise<
   if (errors.length > 0) throw errors[0];
 }
 
-export async function openWorkflowTestBed(prefix: string): Promise<WorkflowTestBed> {
+/**
+ * `policies`: the policies whose workers the file runs workflows on (both unless given); a worker nobody uses
+ * would still load the bundle and poll for the whole file.
+ */
+export async function openWorkflowTestBed<P extends UnknownOutcomePolicy = UnknownOutcomePolicy>(
+  prefix: string,
+  policies: readonly P[] = UNKNOWN_OUTCOME_POLICIES as readonly P[],
+): Promise<WorkflowTestBed<P>> {
   // Closed in reverse order, also when a later part fails to start, so nothing is left running.
   const closers: (() => Promise<void>)[] = [];
   const close = (): Promise<void> => closeInReverse(closers);
@@ -383,10 +390,8 @@ export async function openWorkflowTestBed(prefix: string): Promise<WorkflowTestB
       closers.push(() => running.stop());
       return running;
     };
-    const workers = {
-      'assume-sent': await worker('assume-sent'),
-      'assume-failed': await worker('assume-failed'),
-    };
+    const workers = {} as Record<P, RunningTestWorker>;
+    for (const policy of policies) workers[policy] = await worker(policy);
     return { database, sandbox, mail, client, workers, close };
   } catch (error) {
     await close().catch(() => undefined);

@@ -22,7 +22,7 @@ import {
   type WorkflowTestBed,
 } from '../support/testKit';
 
-let bed: WorkflowTestBed | undefined;
+let bed: WorkflowTestBed<'assume-sent'> | undefined;
 let client: Client;
 let slowRetry: RunningTestWorker;
 let holding: RunningTestWorker;
@@ -41,7 +41,7 @@ async function settle(orderId: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  bed = await openWorkflowTestBed('filters');
+  bed = await openWorkflowTestBed('filters', ['assume-sent']);
   client = bed.client;
   const { database, sandbox, workers } = bed;
   const db = database.db;
