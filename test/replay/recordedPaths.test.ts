@@ -5,7 +5,7 @@
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities, type ActivityDependencies } from '../../src/activities';
 import { createSweepActivities, type SweepDependencies } from '../../src/activities/sweepActivities';
@@ -20,6 +20,7 @@ import { OrderMailState } from '../../src/shared/orderMailSearchAttributes';
 import { ORDER_MAIL_ATTRIBUTES_AT_START, SEND_HOLD_RESUME_SIGNAL } from '../../src/shared/workflowContract';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
 import { ActivityHolds } from '../support/heldActivities';
+import { bundleWithInterceptor } from '../support/interceptedBundle';
 import { testVerifier } from '../support/verificationKit';
 import {
   connectTestClient,
@@ -89,11 +90,9 @@ async function worker(
 
 /** A worker whose workflow bundle fails the workflow task right after a named local activity's first run. */
 async function reexecutingWorker(mail: MailTransport): Promise<void> {
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: path.join(__dirname, '../../src/workflows/index.ts'),
-    workflowInterceptorModules: [path.join(__dirname, '../support/failWorkflowTaskAfterFirstExecution.ts')],
-    logger: new DefaultLogger('WARN'),
-  });
+  const code = await bundleWithInterceptor(
+    path.join(__dirname, '../support/failWorkflowTaskAfterFirstExecution.ts'),
+  );
   const taskQueue = `paths-reexecuted-${process.pid}-${Date.now()}`;
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
   const created = await Worker.create({

@@ -67,7 +67,7 @@ async function sharedDist(cache: string): Promise<string> {
 }
 
 /** True for the one caller that made the lock folder; another file made it first otherwise. */
-async function takeLock(lock: string): Promise<boolean> {
+export async function takeLock(lock: string): Promise<boolean> {
   try {
     await mkdir(lock);
     return true;

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { activityInfo } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities, type ActivityDependencies } from '../../src/activities';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
@@ -14,6 +14,7 @@ import type { MailTransport } from '../../src/mail/types';
 import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
 import { orderConfirmationMail } from '../../src/workflows/orderConfirmationMail';
 import { orderMailWorkerOptions } from '../../src/workerOptions';
+import { bundleWithInterceptor } from '../support/interceptedBundle';
 import {
   connectTestClient,
   createOrder,
@@ -36,11 +37,9 @@ beforeAll(async () => {
   mail = testMailClient(sandbox.url);
   client = await connectTestClient();
   // A bundle of its own: the run's shared bundle has no test interceptor in it, and must not.
-  ({ code: workflowCode } = await bundleWorkflowCode({
-    workflowsPath: path.join(__dirname, '../../src/workflows/index.ts'),
-    workflowInterceptorModules: [path.join(__dirname, '../support/failWorkflowTaskAfterFirstExecution.ts')],
-    logger: new DefaultLogger('WARN'),
-  }));
+  workflowCode = await bundleWithInterceptor(
+    path.join(__dirname, '../support/failWorkflowTaskAfterFirstExecution.ts'),
+  );
 });
 
 afterAll(async () => {
