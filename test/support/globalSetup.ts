@@ -1,6 +1,7 @@
 // One Postgres, one Temporal dev server and one workflow bundle per test run, shared by every test file
 // (each file isolates itself with its own database and task queues). DATABASE_URL / TEMPORAL_ADDRESS point
 // the run at servers that already exist instead.
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,7 @@ import {
   WORKFLOW_INTERCEPTOR_MODULES,
 } from '../../src/tracing/workflowInterceptorModules';
 import { compileProduct } from './compiledProduct';
+import { scratchRoot } from './scratch';
 
 interface Started<T> {
   value: T;
@@ -85,7 +87,10 @@ async function provideDatabase(
     const template = await migratedTemplate(databaseUrl);
     return { value: { url: databaseUrl, migratedTemplate: template.name }, stop: () => template.drop() };
   }
-  const postgres = await startEmbeddedPostgres();
+  // Its data on the memory file system when there is one: each file's database is an 8 MB copy of the template.
+  const postgres = await startEmbeddedPostgres({
+    dataDir: join(scratchRoot(), `test-postgres-${randomUUID()}`),
+  });
   try {
     const template = await migratedTemplate(postgres.connectionString);
     return {

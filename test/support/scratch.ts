@@ -11,7 +11,8 @@ const MEMORY_FILE_SYSTEM = '/dev/shm';
 // The production install is ~315 MB and the client packages' consumers ~350 MB, side by side.
 const ROOM_NEEDED_BYTES = 2 * 1024 ** 3;
 
-function scratchRoot(): string {
+/** /dev/shm when it is a tmpfs that may run programs and has room; else the temporary folder. */
+export function scratchRoot(): string {
   try {
     // A tmpfs that may run what is installed there (the SDKs' native modules): Docker mounts its small one
     // noexec.
