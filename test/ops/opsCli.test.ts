@@ -7,6 +7,7 @@ import { createActivities } from '../../src/activities';
 import { main } from '../../src/cli/ops';
 import { listOperatorActs, resolveMailLog } from '../../src/db/operatorActs';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
+import { createGenericMailApiClient } from '../../dev/devtools/genericMailApiClient';
 import type { MailTransport } from '../../src/mail/types';
 import type { OrderMailStatus } from '../../src/ops/orderMailStatus';
 import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
@@ -19,7 +20,6 @@ import {
   createOrder,
   openTestDatabase,
   startTestWorker,
-  testMailClient,
   testSettings,
   waitFor,
   type OutsideLogin,
@@ -28,6 +28,9 @@ import {
 } from '../support/testKit';
 
 const UI = 'http://ui.example:8233';
+// A send held in flight (accept-then-hang) stays in flight while the test runs the CLI against it: the
+// transport's deadlines are 20 s, not the test kit's 3 s, which a loaded machine outran (issue 38).
+const SETTINGS = testSettings({ sendTimeoutMs: 30_000 });
 let database: TestDatabase;
 let sandbox: MailSandbox;
 let mail: MailTransport;
@@ -41,9 +44,16 @@ let adminLogin: string;
 beforeAll(async () => {
   database = await openTestDatabase('ops_cli');
   sandbox = await startMailSandbox();
-  mail = testMailClient(sandbox.url);
+  mail = createGenericMailApiClient({
+    baseUrl: sandbox.url,
+    apiKey: 'sandbox-key',
+    connectTimeoutMs: 1_000,
+    headersTimeoutMs: 20_000,
+    overallTimeoutMs: 20_000,
+    connections: 4,
+  });
   client = await connectTestClient();
-  worker = await startTestWorker({ db: database.db, mail, settings: testSettings() });
+  worker = await startTestWorker({ db: database.db, mail, settings: SETTINGS });
   operator = await createOperatorLogin(database.db, database.connectionString, 'alice');
   adminLogin = (await database.db.query<{ login: string }>('SELECT session_user AS login')).rows[0]!.login;
   env = {
@@ -461,7 +471,7 @@ describe('resolve while a send is in flight', { concurrent: true }, () => {
       const deps = {
         db: database.db,
         mail,
-        settings: testSettings(),
+        settings: SETTINGS,
         workerIdentity: 'stalled-before-fence',
         mailIdentity: { from: 'shop@example.com', replyTo: null, subject: 'ご注文ありがとうございます' },
       };
