@@ -7,7 +7,6 @@ import { createActivities } from '../../src/activities';
 import { main } from '../../src/cli/ops';
 import { listOperatorActs, resolveMailLog } from '../../src/db/operatorActs';
 import { listAttempts, readMailLog } from '../../src/db/orderMailLog';
-import { createGenericMailApiClient } from '../../dev/devtools/genericMailApiClient';
 import type { MailTransport } from '../../src/mail/types';
 import type { OrderMailStatus } from '../../src/ops/orderMailStatus';
 import { startMailSandbox, type MailSandbox } from '../../packages/sandbox/src/mailSandbox';
@@ -20,6 +19,7 @@ import {
   createOrder,
   openTestDatabase,
   startTestWorker,
+  testMailClient,
   testSettings,
   waitFor,
   type OutsideLogin,
@@ -44,14 +44,7 @@ let adminLogin: string;
 beforeAll(async () => {
   database = await openTestDatabase('ops_cli');
   sandbox = await startMailSandbox();
-  mail = createGenericMailApiClient({
-    baseUrl: sandbox.url,
-    apiKey: 'sandbox-key',
-    connectTimeoutMs: 1_000,
-    headersTimeoutMs: 20_000,
-    overallTimeoutMs: 20_000,
-    connections: 4,
-  });
+  mail = testMailClient(sandbox.url, 'sandbox-key', { headersTimeoutMs: 20_000, overallTimeoutMs: 20_000 });
   client = await connectTestClient();
   worker = await startTestWorker({ db: database.db, mail, settings: SETTINGS });
   operator = await createOperatorLogin(database.db, database.connectionString, 'alice');

@@ -156,8 +156,12 @@ export function testSettings(overrides: Partial<OrderMailWorkflowSettings> = {})
   };
 }
 
-/** A Mail API client with test-sized deadlines (undici's timers fire up to ~1 s late). */
-export function testMailClient(baseUrl: string, apiKey = 'sandbox-key'): MailTransport {
+/** A Mail API client with test-sized deadlines (undici's timers fire up to ~1 s late), unless `deadlines` says. */
+export function testMailClient(
+  baseUrl: string,
+  apiKey = 'sandbox-key',
+  deadlines: { headersTimeoutMs?: number; overallTimeoutMs?: number } = {},
+): MailTransport {
   return createGenericMailApiClient({
     baseUrl,
     apiKey,
@@ -165,6 +169,7 @@ export function testMailClient(baseUrl: string, apiKey = 'sandbox-key'): MailTra
     headersTimeoutMs: 1_000,
     overallTimeoutMs: 3_000,
     connections: 4,
+    ...deadlines,
   });
 }
 
