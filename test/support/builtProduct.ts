@@ -2,12 +2,12 @@
 // (package files, tsconfigs, src/), with the checkout's node_modules linked in: for tests that run a built
 // command as its own process (test/build/productBuild.test.ts checks the production install itself).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, symlink, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
+import { onceForRun } from './onceForRun';
 
 const run = promisify(execFile);
 const PROJECT_ROOT = path.join(__dirname, '..', '..');
@@ -42,39 +42,17 @@ export async function buildInto(directory: string): Promise<void> {
 
 async function sharedDist(cache: string): Promise<string> {
   const product = path.join(cache, 'product');
-  const built = path.join(cache, 'built');
-  const failed = path.join(cache, 'failed');
-  if (!(await takeLock(path.join(cache, 'lock')))) {
-    const deadline = Date.now() + BUILD_WAIT_MS;
-    while (!existsSync(built)) {
-      if (existsSync(failed)) throw new Error(`the shared build failed: ${await readFile(failed, 'utf8')}`);
-      if (Date.now() > deadline) throw new Error(`the shared build was not ready after ${BUILD_WAIT_MS} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    return path.join(product, 'dist');
-  }
-  try {
-    await mkdir(product);
-    await copyBuildInputs(product);
-    await run('npm', ['run', '--silent', 'build'], { cwd: product });
-    await unlink(path.join(product, 'node_modules'));
-    await writeFile(built, '');
-  } catch (error) {
-    await writeFile(failed, error instanceof Error ? error.message : String(error));
-    throw error;
-  }
+  await onceForRun(
+    product,
+    async () => {
+      await mkdir(product);
+      await copyBuildInputs(product);
+      await run('npm', ['run', '--silent', 'build'], { cwd: product });
+      await unlink(path.join(product, 'node_modules'));
+    },
+    BUILD_WAIT_MS,
+  );
   return path.join(product, 'dist');
-}
-
-/** True for the one caller that made the lock folder; another file made it first otherwise. */
-export async function takeLock(lock: string): Promise<boolean> {
-  try {
-    await mkdir(lock);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
-  }
 }
 
 export interface BuiltProduct {
